@@ -1,0 +1,168 @@
+//! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units::{parse_duration, parse_positive_duration, parse_size};
+
+/// HTTP/1.1 and HTTP/2 load generator in the spirit of h2load, wrk2 and oha.
+///
+/// With no URL, h2load-rs starts its built-in target on a loopback port and measures that.
+#[derive(Debug, Parser)]
+#[command(name = "h2load-rs", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// A subcommand; without one, h2load-rs runs a load test.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Load-test options (used when no subcommand is given).
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Subcommands besides the load test itself.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
+    Serve(ServeArgs),
+}
+
+/// Options of `h2load-rs serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// TCP port to listen on (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Worker threads of the server runtime (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_streams: u32,
+}
+
+/// The protocol spoken to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtoArg {
+    /// HTTP/1.1 (keep-alive pool; pipelined when -m > 1).
+    #[value(name = "h1", alias = "http/1.1")]
+    H1,
+    /// HTTP/2 over cleartext TCP by prior knowledge.
+    H2c,
+    /// HTTP/2 over TLS (ALPN h2).
+    H2,
+}
+
+/// Values of h2load's `-p/--no-tls-proto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoTlsProto {
+    /// HTTP/2 by prior knowledge.
+    H2c,
+    /// HTTP/1.1.
+    #[value(name = "http/1.1", alias = "h1")]
+    Http11,
+}
+
+/// Options of a load test. Flag names and meanings follow h2load.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Target URLs, used in turn by each connection. Scheme, host and port come from the first.
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+
+    /// Number of requests across all connections [default: 10000].
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+
+    /// Number of concurrent connections (clients).
+    #[arg(short = 'c', long = "clients", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub clients: u64,
+
+    /// Number of OS threads, each with its own event loop and share of the connections.
+    #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: u64,
+
+    /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth.
+    #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_concurrent_streams: u64,
+
+    /// Run for this long instead of a request count (e.g. 10s, 1m).
+    #[arg(short = 'D', long = "duration", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub duration: Option<Duration>,
+
+    /// Send load for this long before measuring (with -D).
+    #[arg(long = "warm-up-time", value_name = "DURATION", value_parser = parse_duration, requires = "duration")]
+    pub warm_up_time: Option<Duration>,
+
+    /// Extra request header "Name: value" (repeatable; replaces a default of the same name).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Send this file as the request body (the method becomes POST unless --method is given).
+    #[arg(short = 'd', long = "data", value_name = "FILE")]
+    pub data: Option<PathBuf>,
+
+    /// Request method [default: GET, or POST with -d].
+    #[arg(long = "method", value_name = "METHOD")]
+    pub method: Option<String>,
+
+    /// Close a connection after it has been open this long, whatever it is doing.
+    #[arg(short = 'T', long = "connection-active-timeout", value_name = "DURATION",
+          value_parser = parse_positive_duration)]
+    pub connection_active_timeout: Option<Duration>,
+
+    /// Close a connection after it has received nothing for this long.
+    #[arg(short = 'N', long = "connection-inactivity-timeout", value_name = "DURATION",
+          value_parser = parse_positive_duration)]
+    pub connection_inactivity_timeout: Option<Duration>,
+
+    /// Count a request as timed out when its response has not completed after this long.
+    #[arg(long = "request-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub request_timeout: Option<Duration>,
+
+    /// Give up connecting after this long.
+    #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub connect_timeout: Option<Duration>,
+
+    /// Protocol to speak [default: h2c for http:// URLs, as in h2load].
+    #[arg(long = "proto", value_name = "PROTO", conflicts_with_all = ["h1", "no_tls_proto"])]
+    pub proto: Option<ProtoArg>,
+
+    /// Use HTTP/1.1 (same as --proto h1).
+    #[arg(long = "h1", conflicts_with = "no_tls_proto")]
+    pub h1: bool,
+
+    /// Protocol for http:// URLs, h2load's spelling: h2c or http/1.1.
+    #[arg(short = 'p', long = "no-tls-proto", value_name = "PROTOID")]
+    pub no_tls_proto: Option<NoTlsProto>,
+
+    /// HTTP/2 stream window: 2^N-1 bytes (0..=30).
+    #[arg(short = 'w', long = "window-bits", value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u8).range(0..=30))]
+    pub window_bits: u8,
+
+    /// HTTP/2 connection window: 2^N-1 bytes (0..=30).
+    #[arg(short = 'W', long = "connection-window-bits", value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u8).range(0..=30))]
+    pub connection_window_bits: u8,
+
+    /// Largest HTTP/2 frame the server may send us (16K..16M-1).
+    #[arg(short = 'f', long = "max-frame-size", value_name = "SIZE", default_value = "16K",
+          value_parser = parse_size)]
+    pub max_frame_size: u64,
+
+    /// HPACK decoder table size announced to the server.
+    #[arg(long = "header-table-size", value_name = "SIZE", default_value = "4K", value_parser = parse_size)]
+    pub header_table_size: u64,
+
+    /// Write the full result as JSON to FILE.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}

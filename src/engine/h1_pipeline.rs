@@ -1,0 +1,461 @@
+//! HTTP/1.1 pipelining (`-m N` under h1): up to N requests written ahead, responses matched in order.
+//! hyper cannot pipeline, so this engine writes prebuilt request bytes and parses responses with httparse.
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::future::LocalBoxFuture;
+use futures_util::FutureExt;
+use http::Method;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::{ConnEnd, Engine, Io, PathCycle, Session};
+use crate::plan::{Protocol, RunPlan};
+use crate::recorder::{ErrorKind, ResponseSample, WireMeter};
+
+/// Bytes read per socket read; also the largest response head accepted.
+const READ_BUFFER: usize = 64 * 1024;
+/// Header fields parsed per response head.
+const MAX_HEADERS: usize = 100;
+
+/// The pipelining HTTP/1.1 engine.
+pub struct H1Pipeline {
+    requests: Vec<Bytes>,
+    depth: usize,
+    bodyless_responses: bool,
+    request_timeout: Option<Duration>,
+}
+
+impl H1Pipeline {
+    /// Serializes one request per path, once.
+    pub fn new(plan: &RunPlan) -> Self {
+        let template = &plan.request;
+        let requests = template
+            .paths
+            .iter()
+            .map(|path| {
+                let mut wire = format!("{} {path} HTTP/1.1\r\nhost: {}\r\n", template.method, template.authority)
+                    .into_bytes();
+                for (name, value) in &template.headers {
+                    wire.extend_from_slice(name.as_str().as_bytes());
+                    wire.extend_from_slice(b": ");
+                    wire.extend_from_slice(value.as_bytes());
+                    wire.extend_from_slice(b"\r\n");
+                }
+                if !template.body.is_empty() || matches!(template.method, Method::POST | Method::PUT) {
+                    wire.extend_from_slice(format!("content-length: {}\r\n", template.body.len()).as_bytes());
+                }
+                wire.extend_from_slice(b"\r\n");
+                wire.extend_from_slice(&template.body);
+                Bytes::from(wire)
+            })
+            .collect();
+        H1Pipeline {
+            requests,
+            depth: plan.max_concurrent,
+            bodyless_responses: template.method == Method::HEAD,
+            request_timeout: plan.timeouts.request,
+        }
+    }
+
+    async fn run(&self, mut io: Io, session: Session<'_>) -> ConnEnd {
+        let paths = PathCycle::default();
+        let mut in_flight: VecDeque<Instant> = VecDeque::with_capacity(self.depth);
+        let mut outgoing = Vec::with_capacity(self.requests.iter().map(Bytes::len).max().unwrap_or(0) * self.depth);
+        let mut written = 0;
+        let mut incoming = vec![0u8; READ_BUFFER];
+        let (mut parsed_to, mut filled_to) = (0, 0);
+        let mut reader = ResponseReader::new(self.bodyless_responses);
+        let mut first_byte: Option<Instant> = None;
+        let mut budget_spent = false;
+
+        loop {
+            while !budget_spent && in_flight.len() < self.depth {
+                if !session.take_request() {
+                    budget_spent = true;
+                    break;
+                }
+                outgoing.extend_from_slice(&self.requests[paths.next(self.requests.len())]);
+                in_flight.push_back(session.begin());
+            }
+            let Some(&oldest) = in_flight.front() else {
+                return ConnEnd::Finished;
+            };
+            if parsed_to > 0 {
+                incoming.copy_within(parsed_to..filled_to, 0);
+                filled_to -= parsed_to;
+                parsed_to = 0;
+            }
+            if filled_to == incoming.len() {
+                session.note_error(|| "HTTP/1.1 response head larger than 64 KiB".to_owned());
+                return fail_all(session, &mut in_flight, ErrorKind::Protocol);
+            }
+            let step = poll_fn(|cx| transfer(&mut io, &mut outgoing, &mut written, &mut incoming[filled_to..], cx));
+            let read = match self.request_timeout {
+                Some(limit) => match tokio::time::timeout_at((oldest + limit).into(), step).await {
+                    Ok(read) => read,
+                    Err(_) => return fail_all(session, &mut in_flight, ErrorKind::Timeout),
+                },
+                None => step.await,
+            };
+            let read_at = Instant::now();
+            let eof = match read {
+                Ok(0) => true,
+                Ok(count) => {
+                    filled_to += count;
+                    false
+                }
+                Err(error) => {
+                    session.note_error(|| format!("HTTP/1.1 connection failed: {error}"));
+                    return fail_all(session, &mut in_flight, ErrorKind::Closed);
+                }
+            };
+            loop {
+                if first_byte.is_none() && parsed_to < filled_to {
+                    first_byte = Some(read_at);
+                }
+                let (used, event) = match reader.step(&incoming[parsed_to..filled_to], session.wire()) {
+                    Ok(progress) => progress,
+                    Err(problem) => {
+                        session.note_error(|| format!("invalid HTTP/1.1 response: {problem}"));
+                        return fail_all(session, &mut in_flight, ErrorKind::Protocol);
+                    }
+                };
+                parsed_to += used;
+                let event = match event {
+                    Event::NeedMore if eof => reader.finish_at_eof(),
+                    event => event,
+                };
+                match event {
+                    Event::NeedMore => break,
+                    Event::Interim => {}
+                    Event::Complete { status, close } => {
+                        let start = in_flight.pop_front().expect("a response answers a sent request");
+                        session.complete(ResponseSample {
+                            start,
+                            first_byte: first_byte.take().unwrap_or(read_at),
+                            end: read_at,
+                            status,
+                        });
+                        if close || eof {
+                            return self.closed_by_server(session, &mut in_flight, budget_spent);
+                        }
+                        if in_flight.is_empty() {
+                            break;
+                        }
+                    }
+                }
+            }
+            if eof {
+                return self.closed_by_server(session, &mut in_flight, budget_spent);
+            }
+        }
+    }
+
+    /// The server ended the connection; requests it had not answered are lost (never retried silently).
+    fn closed_by_server(&self, session: Session<'_>, in_flight: &mut VecDeque<Instant>, budget_spent: bool) -> ConnEnd {
+        if in_flight.is_empty() && budget_spent {
+            return ConnEnd::Finished;
+        }
+        if !in_flight.is_empty() {
+            session.note_error(|| "the server closed an HTTP/1.1 connection with pipelined requests unanswered".to_owned());
+        }
+        fail_all(session, in_flight, ErrorKind::Closed)
+    }
+}
+
+impl Engine for H1Pipeline {
+    fn protocol(&self) -> Protocol {
+        Protocol::Http1
+    }
+
+    fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
+        self.run(io, session).boxed_local()
+    }
+}
+
+fn fail_all(session: Session<'_>, in_flight: &mut VecDeque<Instant>, kind: ErrorKind) -> ConnEnd {
+    for start in in_flight.drain(..) {
+        session.fail(start, kind);
+    }
+    ConnEnd::Lost
+}
+
+/// Writes what is queued and reads what has arrived, in one poll, so a long pipeline of writes never
+/// blocks behind responses the server is waiting to send. Resolves with the bytes read (0 at EOF).
+fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    outgoing: &mut Vec<u8>,
+    written: &mut usize,
+    incoming: &mut [u8],
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<usize>> {
+    while *written < outgoing.len() {
+        match Pin::new(&mut *io).poll_write(cx, &outgoing[*written..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(count)) => *written += count,
+            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+            Poll::Pending => break,
+        }
+    }
+    if *written == outgoing.len() && *written > 0 {
+        outgoing.clear();
+        *written = 0;
+        if let Poll::Ready(Err(error)) = Pin::new(&mut *io).poll_flush(cx) {
+            return Poll::Ready(Err(error));
+        }
+    }
+    let mut buffer = ReadBuf::new(incoming);
+    match Pin::new(&mut *io).poll_read(cx, &mut buffer) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(buffer.filled().len())),
+        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// What parsing the received bytes produced.
+#[derive(Debug, PartialEq, Eq)]
+enum Event {
+    /// The current response needs more bytes.
+    NeedMore,
+    /// An interim (1xx) response was skipped.
+    Interim,
+    /// A response completed; `close` when the server will not send another on this connection.
+    Complete { status: u16, close: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Head,
+    Fixed(u64),
+    ChunkSize,
+    ChunkData(u64),
+    ChunkDataEnd,
+    Trailers,
+    UntilClose,
+}
+
+/// An incremental HTTP/1.1 response parser that counts header and body bytes and keeps no body.
+#[derive(Debug)]
+struct ResponseReader {
+    bodyless: bool,
+    part: Part,
+    status: u16,
+    close: bool,
+}
+
+impl ResponseReader {
+    fn new(bodyless: bool) -> Self {
+        ResponseReader {
+            bodyless,
+            part: Part::Head,
+            status: 0,
+            close: false,
+        }
+    }
+
+    /// Consumes a prefix of `bytes`; returns how much it used and what that produced.
+    fn step(&mut self, bytes: &[u8], wire: &WireMeter) -> Result<(usize, Event), String> {
+        let mut used = 0;
+        loop {
+            let rest = &bytes[used..];
+            match self.part {
+                Part::Head => {
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    let mut response = httparse::Response::new(&mut headers);
+                    let head_len = match response.parse(rest) {
+                        Ok(httparse::Status::Complete(len)) => len,
+                        Ok(httparse::Status::Partial) => return Ok((used, Event::NeedMore)),
+                        Err(error) => return Err(error.to_string()),
+                    };
+                    used += head_len;
+                    wire.add_headers(head_len as u64, head_len as u64);
+                    let status = response.code.unwrap_or(0);
+                    if (100..200).contains(&status) && status != 101 {
+                        return Ok((used, Event::Interim));
+                    }
+                    if status == 101 {
+                        return Err("unexpected 101 Switching Protocols".to_owned());
+                    }
+                    self.status = status;
+                    self.part = self.body_kind(&response)?;
+                }
+                Part::Fixed(left) => {
+                    let take = left.min(rest.len() as u64);
+                    wire.add_data(take);
+                    used += take as usize;
+                    self.part = Part::Fixed(left - take);
+                    if left == take {
+                        return Ok((used, self.complete()));
+                    }
+                    return Ok((used, Event::NeedMore));
+                }
+                Part::ChunkSize => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((len, 0))) => {
+                        used += len;
+                        self.part = Part::Trailers;
+                    }
+                    Ok(httparse::Status::Complete((len, size))) => {
+                        used += len;
+                        self.part = Part::ChunkData(size);
+                    }
+                    Ok(httparse::Status::Partial) => return Ok((used, Event::NeedMore)),
+                    Err(_) => return Err("invalid chunk size line".to_owned()),
+                },
+                Part::ChunkData(left) => {
+                    let take = left.min(rest.len() as u64);
+                    wire.add_data(take);
+                    used += take as usize;
+                    self.part = if left == take { Part::ChunkDataEnd } else { Part::ChunkData(left - take) };
+                    if left != take {
+                        return Ok((used, Event::NeedMore));
+                    }
+                }
+                Part::ChunkDataEnd => {
+                    if rest.len() < 2 {
+                        return Ok((used, Event::NeedMore));
+                    }
+                    if &rest[..2] != b"\r\n" {
+                        return Err("chunk data not followed by CRLF".to_owned());
+                    }
+                    used += 2;
+                    self.part = Part::ChunkSize;
+                }
+                Part::Trailers => {
+                    let Some(line_end) = rest.windows(2).position(|pair| pair == b"\r\n") else {
+                        return Ok((used, Event::NeedMore));
+                    };
+                    used += line_end + 2;
+                    if line_end == 0 {
+                        return Ok((used, self.complete()));
+                    }
+                }
+                Part::UntilClose => {
+                    wire.add_data(rest.len() as u64);
+                    return Ok((bytes.len(), Event::NeedMore));
+                }
+            }
+        }
+    }
+
+    /// The connection reached EOF: a response delimited by the close completes; anything else is cut short.
+    fn finish_at_eof(&mut self) -> Event {
+        if self.part == Part::UntilClose {
+            self.complete()
+        } else {
+            Event::NeedMore
+        }
+    }
+
+    fn complete(&mut self) -> Event {
+        self.part = Part::Head;
+        Event::Complete {
+            status: self.status,
+            close: self.close,
+        }
+    }
+
+    fn body_kind(&mut self, response: &httparse::Response<'_, '_>) -> Result<Part, String> {
+        let mut content_length = None;
+        let mut chunked = false;
+        let mut close = response.version == Some(0);
+        for header in response.headers.iter() {
+            let value = std::str::from_utf8(header.value).unwrap_or("");
+            if header.name.eq_ignore_ascii_case("content-length") {
+                let length = value.trim().parse::<u64>().map_err(|_| format!("bad Content-Length '{value}'"))?;
+                content_length = Some(length);
+            } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.split(',').any(|coding| coding.trim().eq_ignore_ascii_case("chunked"));
+            } else if header.name.eq_ignore_ascii_case("connection") {
+                for option in value.split(',').map(str::trim) {
+                    if option.eq_ignore_ascii_case("close") {
+                        close = true;
+                    } else if option.eq_ignore_ascii_case("keep-alive") {
+                        close = false;
+                    }
+                }
+            }
+        }
+        self.close = close;
+        Ok(if self.bodyless || self.status == 204 || self.status == 304 {
+            Part::Fixed(0)
+        } else if chunked {
+            Part::ChunkSize
+        } else if let Some(length) = content_length {
+            Part::Fixed(length)
+        } else {
+            self.close = true;
+            Part::UntilClose
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `wire` to a reader in pieces of `piece` bytes, returning completed statuses and byte counts.
+    fn parse_in_pieces(wire: &[u8], piece: usize, eof: bool) -> (Vec<(u16, bool)>, u64, u64) {
+        let meter = WireMeter::default();
+        let mut reader = ResponseReader::new(false);
+        let mut buffer = Vec::new();
+        let mut completed = Vec::new();
+        let mut chunks = wire.chunks(piece).peekable();
+        while let Some(chunk) = chunks.next() {
+            buffer.extend_from_slice(chunk);
+            let last = chunks.peek().is_none();
+            loop {
+                let (used, event) = reader.step(&buffer, &meter).expect("valid response");
+                buffer.drain(..used);
+                let event = if event == Event::NeedMore && last && eof { reader.finish_at_eof() } else { event };
+                match event {
+                    Event::NeedMore => break,
+                    Event::Interim => {}
+                    Event::Complete { status, close } => completed.push((status, close)),
+                }
+            }
+        }
+        let totals = meter.totals();
+        (completed, totals.headers, totals.data)
+    }
+
+    #[test]
+    fn content_length_chunked_and_interim_responses_in_one_stream() {
+        let mut wire = Vec::new();
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        wire.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        wire.extend_from_slice(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n");
+        wire.extend_from_slice(b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nx-trailer: t\r\n\r\n");
+        wire.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+        for piece in [1, 3, 7, 64, wire.len()] {
+            let (completed, headers, data) = parse_in_pieces(&wire, piece, false);
+            assert_eq!(completed, [(200, false), (404, false), (204, false), (200, true)], "piece {piece}");
+            assert_eq!(data, 5 + 3 + 16 + 2, "piece {piece}");
+            assert_eq!(headers, 38 + 25 + 54 + 27 + 57, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn body_without_length_ends_at_eof() {
+        let wire = b"HTTP/1.0 200 OK\r\n\r\nstreamed until close";
+        let (completed, _, data) = parse_in_pieces(wire, 4, true);
+        assert_eq!(completed, [(200, true)]);
+        assert_eq!(data, 20);
+    }
+
+    #[test]
+    fn malformed_responses_are_errors() {
+        let meter = WireMeter::default();
+        assert!(ResponseReader::new(false).step(b"HTTP/1.1 abc\r\n\r\n", &meter).is_err());
+        let mut reader = ResponseReader::new(false);
+        assert!(reader.step(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", &meter).is_err());
+        let mut reader = ResponseReader::new(false);
+        assert!(reader.step(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", &meter).is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! Protocol engines: each drives one established connection until the budget is spent or the
+//! connection is lost. The runner owns connecting, reconnecting and timeouts around them; engines
+//! report every request through a [`Session`] and know nothing of reports.
+//!
+//! Adding a protocol means adding a module with an [`Engine`] and one line in [`for_plan`].
+
+mod h1_pipeline;
+mod h1_pool;
+mod h2;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::LocalBoxFuture;
+use tokio::net::TcpStream;
+
+use crate::budget::Budget;
+use crate::net::TappedIo;
+use crate::plan::{Protocol, RunPlan};
+use crate::recorder::{ErrorKind, Recorder, ResponseSample, WireMeter};
+
+/// The socket an engine is handed.
+pub type Io = TappedIo<TcpStream>;
+
+/// How a connection ended, from the runner's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnEnd {
+    /// No more requests to send on it: the budget is spent or the run is stopping.
+    Finished,
+    /// The connection closed or failed while there was still work: reconnect.
+    Lost,
+}
+
+/// One protocol's way of driving a connection.
+pub trait Engine {
+    /// The protocol this engine speaks, for the report.
+    fn protocol(&self) -> Protocol;
+
+    /// Drives `io` until the budget is spent or the connection is lost, reporting through `session`.
+    fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd>;
+}
+
+/// Picks and prepares the engine for a plan (once per runner thread).
+pub fn for_plan(plan: &RunPlan) -> Box<dyn Engine> {
+    match plan.protocol {
+        Protocol::Http1 if plan.max_concurrent > 1 => Box::new(h1_pipeline::H1Pipeline::new(plan)),
+        Protocol::Http1 => Box::new(h1_pool::H1Pool::new(plan)),
+        Protocol::H2c => Box::new(h2::H2::new(plan)),
+    }
+}
+
+/// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
+pub struct ThreadShared {
+    /// The run's plan.
+    pub plan: Arc<RunPlan>,
+    /// The run's request budget (shared with other threads).
+    pub budget: Arc<Budget>,
+    /// This thread's measurements.
+    pub recorder: RefCell<Recorder>,
+    /// This thread's byte counts.
+    pub wire: Rc<WireMeter>,
+}
+
+/// The state of one live connection that outlives its engine future (for connection timeouts).
+#[derive(Debug, Default)]
+pub struct ConnState {
+    /// Requests sent on this connection.
+    pub requests: Cell<u64>,
+    /// Measured requests sent on this connection and not yet finished.
+    pub in_flight: Cell<u64>,
+}
+
+/// An engine's handle on the world while it drives one connection.
+#[derive(Clone, Copy)]
+pub struct Session<'a> {
+    shared: &'a ThreadShared,
+    conn: &'a ConnState,
+    slot: usize,
+}
+
+impl<'a> Session<'a> {
+    /// A session for client slot `slot` (a thread-local index) on connection `conn`.
+    pub fn new(shared: &'a ThreadShared, conn: &'a ConnState, slot: usize) -> Self {
+        Session { shared, conn, slot }
+    }
+
+    /// The run's plan.
+    pub fn plan(&self) -> &'a RunPlan {
+        &self.shared.plan
+    }
+
+    /// Takes a request from the budget; `false` means stop sending on this connection.
+    pub fn take_request(&self) -> bool {
+        self.shared.budget.try_take()
+    }
+
+    /// Returns a request taken but not sent.
+    pub fn return_request(&self) {
+        self.shared.budget.give_back();
+    }
+
+    /// Marks a request as sent now and returns its start time.
+    pub fn begin(&self) -> Instant {
+        let start = Instant::now();
+        self.conn.requests.set(self.conn.requests.get() + 1);
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start) {
+            self.conn.in_flight.set(self.conn.in_flight.get() + 1);
+            recorder.request_started(start);
+        }
+        start
+    }
+
+    /// Records a completed response.
+    pub fn complete(&self, sample: ResponseSample) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(sample.start) {
+            self.conn.in_flight.set(self.conn.in_flight.get() - 1);
+            recorder.response(self.slot, sample);
+        }
+    }
+
+    /// Records a request, sent at `start`, that ended without a complete response.
+    pub fn fail(&self, start: Instant, kind: ErrorKind) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start) {
+            self.conn.in_flight.set(self.conn.in_flight.get() - 1);
+            recorder.requests_failed(1, kind);
+        }
+    }
+
+    /// Tells the user, once per run, why a connection was lost.
+    pub fn note_error(&self, message: impl FnOnce() -> String) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.first_error.is_none() {
+            recorder.note_error(message());
+        }
+    }
+
+    /// Records the per-connection concurrency this connection settled on.
+    pub fn note_effective_concurrency(&self, value: usize) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .note_effective_concurrency(value);
+    }
+
+    /// The thread's byte counters.
+    pub fn wire(&self) -> &'a WireMeter {
+        &self.shared.wire
+    }
+}
+
+/// Cycles through the plan's paths, as h2load does per client.
+#[derive(Debug, Default)]
+pub struct PathCycle {
+    next: Cell<usize>,
+}
+
+impl PathCycle {
+    /// The index of the next path among `count`.
+    pub fn next(&self, count: usize) -> usize {
+        let index = self.next.get();
+        self.next.set(if index + 1 == count { 0 } else { index + 1 });
+        index
+    }
+}
+
+/// Runs a protocol library's connection future as a task of this thread; the task ends when the
+/// returned guard is dropped, so a connection never outlives the engine future that owns it.
+pub fn spawn_connection<F>(connection: F) -> ConnectionTask
+where
+    F: std::future::Future + 'static,
+{
+    ConnectionTask(tokio::task::spawn_local(connection).abort_handle())
+}
+
+/// Guard returned by [`spawn_connection`].
+pub struct ConnectionTask(tokio::task::AbortHandle);
+
+impl Drop for ConnectionTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,17 @@
+//! h2load-rs: an HTTP/1.1 and HTTP/2 load generator.
+//!
+//! Data flows one way: [`cli`] → [`plan`] → [`runner`] (threads, budget) → [`engine`] (one per
+//! protocol) → [`recorder`] (HDR histograms, counters) → [`report`]. [`server`] is the built-in target.
+
+pub mod app;
+pub mod budget;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod net;
+pub mod plan;
+pub mod recorder;
+pub mod report;
+pub mod runner;
+pub mod server;
+pub mod units;

@@ -1,0 +1,186 @@
+//! Sockets: connecting, and the tap that counts received bytes (and HTTP/2 header frames) on the way in.
+
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::recorder::{ErrorKind, WireMeter};
+
+/// Why a connection attempt failed, worded for the user.
+#[derive(Debug)]
+pub struct ConnectError {
+    /// How the failure is counted.
+    pub kind: ErrorKind,
+    /// What happened.
+    pub message: String,
+}
+
+/// Opens a TCP connection with Nagle's algorithm off, within `timeout` if given.
+pub async fn connect(addr: SocketAddr, timeout: Option<Duration>) -> Result<TcpStream, ConnectError> {
+    let attempt = TcpStream::connect(addr);
+    let result = match timeout {
+        Some(limit) => match tokio::time::timeout(limit, attempt).await {
+            Ok(result) => result,
+            Err(_) => {
+                return Err(ConnectError {
+                    kind: ErrorKind::ConnectTimeout,
+                    message: format!("connecting to {addr} timed out after {limit:?}"),
+                })
+            }
+        },
+        None => attempt.await,
+    };
+    let stream = result.map_err(|error| ConnectError {
+        kind: ErrorKind::Connect,
+        message: format!("cannot connect to {addr}: {error}"),
+    })?;
+    // Best effort: a socket that refuses NODELAY still carries requests.
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// Follows HTTP/2 frame boundaries in a byte stream and counts HEADERS and CONTINUATION payload bytes.
+///
+/// This is how h2load counts header bytes; the `h2` crate does not expose frames, so we watch the socket.
+#[derive(Debug, Default)]
+pub struct FrameTap {
+    head: [u8; 9],
+    head_len: usize,
+    payload_left: u32,
+    payload_is_header_block: bool,
+}
+
+impl FrameTap {
+    const HEADERS: u8 = 0x1;
+    const CONTINUATION: u8 = 0x9;
+
+    /// Consumes received bytes and returns how many of them were header-block payload.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> u64 {
+        let mut header_bytes = 0;
+        while !bytes.is_empty() {
+            if self.payload_left > 0 {
+                let take = bytes.len().min(self.payload_left as usize);
+                if self.payload_is_header_block {
+                    header_bytes += take as u64;
+                }
+                self.payload_left -= take as u32;
+                bytes = &bytes[take..];
+                continue;
+            }
+            let take = bytes.len().min(9 - self.head_len);
+            self.head[self.head_len..self.head_len + take].copy_from_slice(&bytes[..take]);
+            self.head_len += take;
+            bytes = &bytes[take..];
+            if self.head_len == 9 {
+                self.head_len = 0;
+                self.payload_left = u32::from_be_bytes([0, self.head[0], self.head[1], self.head[2]]);
+                self.payload_is_header_block = matches!(self.head[3], Self::HEADERS | Self::CONTINUATION);
+            }
+        }
+        header_bytes
+    }
+}
+
+/// A socket wrapper that counts received bytes into the thread's [`WireMeter`], optionally follows
+/// HTTP/2 frames, and remembers when the connection last received anything.
+pub struct TappedIo<S> {
+    inner: S,
+    meter: Rc<WireMeter>,
+    frames: Option<FrameTap>,
+    last_read: Option<Rc<Cell<Instant>>>,
+}
+
+impl<S> TappedIo<S> {
+    /// Wraps `inner`. With `last_read`, every read stamps the time (for the inactivity timeout).
+    pub fn new(inner: S, meter: Rc<WireMeter>, last_read: Option<Rc<Cell<Instant>>>) -> Self {
+        TappedIo {
+            inner,
+            meter,
+            frames: None,
+            last_read,
+        }
+    }
+
+    /// From now on, count HTTP/2 header-block bytes (call at the point the server's frames begin).
+    pub fn count_h2_frames(&mut self) {
+        self.frames = Some(FrameTap::default());
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let fresh = &buf.filled()[before..];
+        if !fresh.is_empty() {
+            this.meter.add_total(fresh.len() as u64);
+            if let Some(frames) = &mut this.frames {
+                this.meter.add_wire_headers(frames.feed(fresh));
+            }
+            if let Some(last_read) = &this.last_read {
+                last_read.set(Instant::now());
+            }
+        }
+        poll
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for TappedIo<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: u8, payload: usize) -> Vec<u8> {
+        let len = (payload as u32).to_be_bytes();
+        let mut bytes = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 1];
+        bytes.resize(9 + payload, 0xab);
+        bytes
+    }
+
+    #[test]
+    fn frame_tap_counts_header_blocks_across_any_split() {
+        let mut stream = frame(0x4, 18); // SETTINGS
+        stream.extend(frame(0x1, 40)); // HEADERS
+        stream.extend(frame(0x0, 1000)); // DATA
+        stream.extend(frame(0x9, 7)); // CONTINUATION
+        stream.extend(frame(0x1, 0));
+        for chunk in [1, 2, 5, 9, 10, 64, stream.len()] {
+            let mut tap = FrameTap::default();
+            let counted: u64 = stream.chunks(chunk).map(|c| tap.feed(c)).sum();
+            assert_eq!(counted, 47, "chunk size {chunk}");
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http::{Method, Uri};
+use serde::Serialize;
+
+use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
+use crate::usage_bail;
+
+/// Requests sent when neither `-n` nor `-D` is given.
+pub const DEFAULT_REQUESTS: u64 = 10_000;
+
+/// How an engine talks to the target once connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Protocol {
+    /// HTTP/1.1: a keep-alive pool, or a pipeline when more than one request may be in flight.
+    #[serde(rename = "http/1.1")]
+    Http1,
+    /// HTTP/2 over cleartext TCP, by prior knowledge.
+    #[serde(rename = "h2c")]
+    H2c,
+}
+
+impl Protocol {
+    /// The protocol's ALPN-style identifier, as h2load prints it.
+    pub fn id(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::H2c => "h2c",
+        }
+    }
+}
+
+/// When the run stops sending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRule {
+    /// After this many requests in total.
+    Requests(u64),
+    /// After a warm-up (not measured) and then a measured duration.
+    Duration {
+        /// Load sent before measuring starts.
+        warm_up: Duration,
+        /// Measured time.
+        measure: Duration,
+    },
+}
+
+/// Where connections go.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URLs as given, for the report.
+    pub urls: Vec<String>,
+    /// The resolved address every connection connects to.
+    pub addr: SocketAddr,
+    /// `host[:port]` as written in the first URL; the default Host / `:authority`.
+    pub authority: String,
+}
+
+/// What each request looks like. Engines prebuild their wire form from this once per thread.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// Request method.
+    pub method: Method,
+    /// Paths (with query) used in turn.
+    pub paths: Vec<String>,
+    /// Host header / `:authority`.
+    pub authority: String,
+    /// Headers besides Host, lower-case names, defaults merged with `-H`.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Request body (empty for none).
+    pub body: Bytes,
+}
+
+/// Connection and request time limits; `None` means no limit.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Timeouts {
+    /// Limit on TCP connect.
+    pub connect: Option<Duration>,
+    /// Limit on one request, from send to last byte.
+    pub request: Option<Duration>,
+    /// Limit on a connection's lifetime.
+    pub connection_active: Option<Duration>,
+    /// Limit on a connection's silence.
+    pub connection_inactivity: Option<Duration>,
+}
+
+/// HTTP/2 settings the client announces.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct H2Settings {
+    /// SETTINGS_INITIAL_WINDOW_SIZE.
+    pub stream_window: u32,
+    /// Connection-level receive window.
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE.
+    pub max_frame_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE.
+    pub header_table_size: u32,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// Where to connect.
+    pub target: Target,
+    /// What to send.
+    pub request: RequestTemplate,
+    /// How to talk.
+    pub protocol: Protocol,
+    /// When to stop.
+    pub stop: StopRule,
+    /// Concurrent connections.
+    pub clients: usize,
+    /// OS threads.
+    pub threads: usize,
+    /// Requests in flight per connection (h2 streams or h1 pipeline depth).
+    pub max_concurrent: usize,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// HTTP/2 settings.
+    pub h2: H2Settings,
+    /// Adjustments made to the options, printed before the run.
+    pub notes: Vec<String>,
+}
+
+/// Builds a plan from the load-test options. `urls` replaces `args.urls` (the app may fill in the built-in target).
+pub fn build(args: &LoadArgs, urls: &[String]) -> Result<RunPlan> {
+    let (target, paths, scheme) = parse_target(urls)?;
+    let protocol = choose_protocol(args, scheme)?;
+    let mut notes = Vec::new();
+
+    let stop = match args.duration {
+        Some(measure) => StopRule::Duration {
+            warm_up: args.warm_up_time.unwrap_or_default(),
+            measure,
+        },
+        None => StopRule::Requests(args.requests.unwrap_or(DEFAULT_REQUESTS)),
+    };
+    let mut clients = to_usize(args.clients, "-c")?;
+    if let StopRule::Requests(n) = stop {
+        if n == 0 {
+            usage_bail!("-n must be at least 1");
+        }
+        if n < args.clients {
+            notes.push(format!(
+                "-n {n} is less than -c {clients}: only {n} connections can carry a request, so {n} are opened"
+            ));
+            clients = n as usize;
+        }
+    }
+    let mut threads = to_usize(args.threads, "-t")?;
+    if threads > clients {
+        notes.push(format!(
+            "-t {threads} is more than the {clients} connections: using {clients} threads"
+        ));
+        threads = clients;
+    }
+
+    let max_frame_size = u32::try_from(args.max_frame_size)
+        .ok()
+        .filter(|size| (16_384..=16_777_215).contains(size));
+    let Some(max_frame_size) = max_frame_size else {
+        usage_bail!("-f/--max-frame-size must be between 16K and 16M-1 (16384..16777215)");
+    };
+    let Ok(header_table_size) = u32::try_from(args.header_table_size) else {
+        usage_bail!("--header-table-size must be below 4G");
+    };
+
+    Ok(RunPlan {
+        request: request_template(args, paths, &target.authority)?,
+        target,
+        protocol,
+        stop,
+        clients,
+        threads,
+        max_concurrent: to_usize(args.max_concurrent_streams, "-m")?,
+        timeouts: Timeouts {
+            connect: args.connect_timeout,
+            request: args.request_timeout,
+            connection_active: args.connection_active_timeout,
+            connection_inactivity: args.connection_inactivity_timeout,
+        },
+        h2: H2Settings {
+            stream_window: (1u32 << args.window_bits) - 1,
+            connection_window: (1u32 << args.connection_window_bits) - 1,
+            max_frame_size,
+            header_table_size,
+        },
+        notes,
+    })
+}
+
+fn to_usize(value: u64, flag: &str) -> Result<usize> {
+    match usize::try_from(value) {
+        Ok(value) => Ok(value),
+        Err(_) => usage_bail!("{flag} {value} is too large"),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+}
+
+/// Parses the URLs: the first gives scheme, host and port; every URL gives a path (h2load's rule).
+fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme)> {
+    let Some(first) = urls.first() else {
+        usage_bail!("no URL given");
+    };
+    let uri = parse_absolute_url(first)?;
+    let scheme = match uri.scheme_str() {
+        Some("http") => Scheme::Http,
+        Some("https") => Scheme::Https,
+        Some(other) => usage_bail!("URL '{first}': unsupported scheme '{other}' (use http:// or https://)"),
+        None => usage_bail!("URL '{first}' has no scheme (write http://{first})"),
+    };
+    let Some(authority) = uri.authority() else {
+        usage_bail!("URL '{first}' has no host");
+    };
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        usage_bail!("URL '{first}' has no host");
+    }
+    let port = match (authority.port_u16(), authority.as_str().rsplit_once(':')) {
+        (Some(0), _) => usage_bail!("URL '{first}': port 0 cannot be connected to"),
+        (Some(port), _) => port,
+        (None, Some((_, after))) if !after.ends_with(']') => {
+            usage_bail!("URL '{first}': '{after}' is not a port number")
+        }
+        (None, _) if scheme == Scheme::Https => 443,
+        (None, _) => 80,
+    };
+    let mut paths = vec![path_of(&uri)];
+    for url in &urls[1..] {
+        if url.starts_with('/') {
+            paths.push(url.clone());
+        } else {
+            paths.push(path_of(&parse_absolute_url(url)?));
+        }
+    }
+    let addr = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .next()
+        .with_context(|| format!("host '{host}' has no address"))?;
+    let target = Target {
+        urls: urls.to_vec(),
+        addr,
+        authority: authority.as_str().to_owned(),
+    };
+    Ok((target, paths, scheme))
+}
+
+fn parse_absolute_url(url: &str) -> Result<Uri> {
+    match url.parse::<Uri>() {
+        Ok(uri) if uri.scheme().is_some() => Ok(uri),
+        Ok(_) => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+        Err(error) => usage_bail!("URL '{url}' is not valid: {error}"),
+    }
+}
+
+fn path_of(uri: &Uri) -> String {
+    uri.path_and_query()
+        .map(|pq| pq.as_str())
+        .filter(|pq| !pq.is_empty())
+        .unwrap_or("/")
+        .to_owned()
+}
+
+fn choose_protocol(args: &LoadArgs, scheme: Scheme) -> Result<Protocol> {
+    let requested = match (args.proto, args.h1, args.no_tls_proto) {
+        (Some(proto), _, _) => proto,
+        (None, true, _) | (None, false, Some(NoTlsProto::Http11)) => ProtoArg::H1,
+        (None, false, Some(NoTlsProto::H2c)) => ProtoArg::H2c,
+        (None, false, None) if scheme == Scheme::Https => ProtoArg::H2,
+        (None, false, None) => ProtoArg::H2c,
+    };
+    if scheme == Scheme::Https {
+        usage_bail!("https:// URLs need TLS, which this build does not support yet; use an http:// URL");
+    }
+    match requested {
+        ProtoArg::H1 => Ok(Protocol::Http1),
+        ProtoArg::H2c => Ok(Protocol::H2c),
+        ProtoArg::H2 => usage_bail!(
+            "--proto h2 is HTTP/2 over TLS and needs an https:// URL; use --proto h2c for cleartext HTTP/2"
+        ),
+    }
+}
+
+/// Headers every request carries unless `-H` replaces them.
+fn default_headers() -> Vec<(HeaderName, HeaderValue)> {
+    vec![
+        (
+            http::header::USER_AGENT,
+            HeaderValue::from_static(concat!("h2load-rs/", env!("CARGO_PKG_VERSION"))),
+        ),
+        (http::header::ACCEPT, HeaderValue::from_static("*/*")),
+    ]
+}
+
+fn request_template(args: &LoadArgs, paths: Vec<String>, authority: &str) -> Result<RequestTemplate> {
+    let mut headers = default_headers();
+    let mut authority = authority.to_owned();
+    for raw in &args.headers {
+        let (name, value) = parse_header(raw)?;
+        if name == "host" || name == ":authority" {
+            authority = value;
+            continue;
+        }
+        let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
+            usage_bail!("-H '{raw}': '{name}' is not a valid header name");
+        };
+        let Ok(value) = HeaderValue::from_str(&value) else {
+            usage_bail!("-H '{raw}': the value has characters not allowed in a header");
+        };
+        headers.retain(|(existing, _)| *existing != name);
+        headers.push((name, value));
+    }
+    let body = match &args.data {
+        Some(path) => read_body(path)?,
+        None => Bytes::new(),
+    };
+    let method = match &args.method {
+        Some(method) => match Method::from_bytes(method.as_bytes()) {
+            Ok(method) => method,
+            Err(_) => usage_bail!("--method '{method}' is not a valid HTTP method"),
+        },
+        None if args.data.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    Ok(RequestTemplate {
+        method,
+        paths,
+        authority,
+        headers,
+        body,
+    })
+}
+
+/// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
+fn parse_header(raw: &str) -> Result<(String, String)> {
+    let search_from = usize::from(raw.starts_with(':'));
+    let Some(colon) = raw[search_from..].find(':').map(|at| at + search_from) else {
+        usage_bail!("-H '{raw}': expected 'Name: value'");
+    };
+    let name = raw[..colon].trim().to_ascii_lowercase();
+    let value = raw[colon + 1..].trim().to_owned();
+    if name.is_empty() || name == ":" {
+        usage_bail!("-H '{raw}': the header name is empty");
+    }
+    if name.starts_with(':') && name != ":authority" {
+        usage_bail!("-H '{raw}': only the :authority pseudo-header can be set (use --method for :method)");
+    }
+    Ok((name, value))
+}
+
+fn read_body(path: &PathBuf) -> Result<Bytes> {
+    std::fs::read(path)
+        .map(Bytes::from)
+        .with_context(|| format!("cannot read the -d file '{}'", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(argv: &[&str]) -> Result<RunPlan> {
+        let cli = crate::cli::Cli::try_parse_from(std::iter::once("h2load-rs").chain(argv.iter().copied()))
+            .expect("arguments parse");
+        build(&cli.load, &cli.load.urls)
+    }
+
+    fn usage_message(argv: &[&str]) -> String {
+        let error = plan(argv).expect_err("plan must fail");
+        assert!(error.downcast_ref::<crate::error::UsageError>().is_some(), "{error:#}");
+        error.to_string()
+    }
+
+    #[test]
+    fn first_url_gives_the_target_and_every_url_a_path() {
+        let plan = plan(&["http://127.0.0.1:8080/ping?x=1", "http://other/b", "/c"]).unwrap();
+        assert_eq!(plan.target.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(plan.request.authority, "127.0.0.1:8080");
+        assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
+        assert_eq!(plan.protocol, Protocol::H2c);
+        assert_eq!(plan.stop, StopRule::Requests(DEFAULT_REQUESTS));
+    }
+
+    #[test]
+    fn h1_spellings_agree() {
+        for argv in [["--h1"], ["--proto=h1"], ["-phttp/1.1"]] {
+            let plan = plan(&[argv[0], "http://127.0.0.1:1/"]).unwrap();
+            assert_eq!(plan.protocol, Protocol::Http1, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn fewer_requests_than_clients_opens_fewer_connections() {
+        let plan = plan(&["-n", "3", "-c", "10", "-t", "4", "http://127.0.0.1:1/"]).unwrap();
+        assert_eq!((plan.clients, plan.threads), (3, 3));
+        assert_eq!(plan.notes.len(), 2);
+    }
+
+    #[test]
+    fn headers_replace_defaults_and_host_sets_authority() {
+        let plan = plan(&["-H", "User-Agent: x", "-H", "Host: example", "-H", "x-a:  b ", "http://127.0.0.1:1/"]).unwrap();
+        let names: Vec<_> = plan.request.headers.iter().map(|(n, v)| format!("{n}={}", v.to_str().unwrap())).collect();
+        assert_eq!(names, ["accept=*/*", "user-agent=x", "x-a=b"]);
+        assert_eq!(plan.request.authority, "example");
+    }
+
+    #[test]
+    fn bad_input_is_a_usage_error_naming_the_problem() {
+        assert!(usage_message(&["ftp://127.0.0.1/"]).contains("unsupported scheme 'ftp'"));
+        assert!(usage_message(&["127.0.0.1:8080/ping"]).contains("has no scheme"));
+        assert!(usage_message(&["http://127.0.0.1:0/"]).contains("port 0"));
+        assert!(usage_message(&["-H", "novalue", "http://127.0.0.1:1/"]).contains("expected 'Name: value'"));
+        assert!(usage_message(&["-H", "bad name: v", "http://127.0.0.1:1/"]).contains("not a valid header name"));
+        assert!(usage_message(&["-H", ":path: /x", "http://127.0.0.1:1/"]).contains("pseudo-header"));
+        assert!(usage_message(&["--proto", "h2", "http://127.0.0.1:1/"]).contains("needs an https:// URL"));
+        assert!(usage_message(&["-f", "1K", "http://127.0.0.1:1/"]).contains("max-frame-size"));
+        assert!(usage_message(&["--method", "GE T", "http://127.0.0.1:1/"]).contains("not a valid HTTP method"));
+        assert!(usage_message(&["-n", "0", "http://127.0.0.1:1/"]).contains("-n must be at least 1"));
+    }
+
+    #[test]
+    fn missing_body_file_is_a_runtime_error() {
+        let error = plan(&["-d", "/nonexistent/body", "http://127.0.0.1:1/"]).unwrap_err();
+        assert!(error.downcast_ref::<crate::error::UsageError>().is_none());
+        assert!(format!("{error:#}").contains("cannot read the -d file '/nonexistent/body'"));
+    }
+}

@@ -1,0 +1,399 @@
+//! Per-thread measurements: HDR histograms, request counters and wire byte counts.
+//!
+//! Each runner thread owns one [`Recorder`] and one [`WireMeter`]; nothing here is shared between
+//! threads, so recording takes no lock. The runner merges them when the threads finish.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Largest latency a histogram holds exactly (one hour, in microseconds); larger values saturate.
+pub const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
+
+/// Creates an empty latency histogram: microseconds, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3).expect("static histogram bounds are valid")
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Why a request or connection did not get its response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The TCP connection could not be established.
+    Connect,
+    /// Connecting took longer than `--connect-timeout`.
+    ConnectTimeout,
+    /// The request, or its connection, ran past a timeout.
+    Timeout,
+    /// The connection was closed or reset before the response completed.
+    Closed,
+    /// The server sent something that is not valid HTTP, or reset the stream.
+    Protocol,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 5] = [
+        ErrorKind::Connect,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Timeout,
+        ErrorKind::Closed,
+        ErrorKind::Protocol,
+    ];
+
+    /// The kind's name in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Request counters with h2load's meanings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounters {
+    /// Requests sent.
+    pub started: u64,
+    /// Requests finished: a complete response, or an error after sending.
+    pub done: u64,
+    /// Complete responses with status 2xx or 3xx.
+    pub succeeded: u64,
+    /// Requests that did not succeed: error responses, errors, and requests never sent.
+    pub failed: u64,
+    /// Requests without a complete response (a subset of failed).
+    pub errored: u64,
+    /// Errored requests that ran into a timeout (a subset of errored).
+    pub timeout: u64,
+}
+
+/// One completed response, as an engine reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseSample {
+    /// When the request was handed to the connection.
+    pub start: Instant,
+    /// When the first byte of the response arrived.
+    pub first_byte: Instant,
+    /// When the last byte of the response arrived.
+    pub end: Instant,
+    /// The response status.
+    pub status: u16,
+}
+
+/// What one client slot (a connection and its reconnections) achieved, for h2load's req/s per client.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClientSlot {
+    began: Option<Instant>,
+    last_response: Option<Instant>,
+    responses: u64,
+}
+
+/// One thread's measurements.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    measure_start: Instant,
+    /// Request latency: send to last byte.
+    pub request: Histogram<u64>,
+    /// Connection setup time.
+    pub connect: Histogram<u64>,
+    /// Time to first byte of each response.
+    pub ttfb: Histogram<u64>,
+    /// Request counters.
+    pub counters: RequestCounters,
+    /// Responses by status class: 1xx..5xx (index 0..4).
+    pub status_classes: [u64; 5],
+    /// Errors by kind, indexed like [`ErrorKind::ALL`].
+    errors: [u64; 5],
+    /// Connections established.
+    pub connections_opened: u64,
+    /// Connection attempts that failed.
+    pub connections_failed: u64,
+    /// The first connection-level error, worded for the user.
+    pub first_error: Option<String>,
+    /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
+    pub effective_concurrency: Option<usize>,
+    clients: Vec<ClientSlot>,
+}
+
+impl Recorder {
+    /// A recorder for `slots` client slots that counts requests started at or after `measure_start`.
+    pub fn new(measure_start: Instant, slots: usize) -> Self {
+        Recorder {
+            measure_start,
+            request: new_histogram(),
+            connect: new_histogram(),
+            ttfb: new_histogram(),
+            counters: RequestCounters::default(),
+            status_classes: [0; 5],
+            errors: [0; 5],
+            connections_opened: 0,
+            connections_failed: 0,
+            first_error: None,
+            effective_concurrency: None,
+            clients: vec![ClientSlot::default(); slots],
+        }
+    }
+
+    /// Whether a request started at `start` belongs to the measured period (not the warm-up).
+    pub fn is_measured(&self, start: Instant) -> bool {
+        start >= self.measure_start
+    }
+
+    /// A connection for `slot` was established; `start..end` is its setup time.
+    pub fn connected(&mut self, slot: usize, start: Instant, end: Instant) {
+        self.connections_opened += 1;
+        self.connect.saturating_record(micros(end - start));
+        self.clients[slot].began.get_or_insert(start);
+    }
+
+    /// A connection attempt failed.
+    pub fn connect_failed(&mut self, kind: ErrorKind, message: String) {
+        self.connections_failed += 1;
+        self.errors[kind.index()] += 1;
+        self.first_error.get_or_insert(message);
+    }
+
+    /// A connection failed after it was established, in a way the user should hear about.
+    pub fn note_error(&mut self, message: String) {
+        self.first_error.get_or_insert(message);
+    }
+
+    /// A request was sent at `start`.
+    pub fn request_started(&mut self, start: Instant) {
+        if self.is_measured(start) {
+            self.counters.started += 1;
+        }
+    }
+
+    /// A response completed on `slot`.
+    pub fn response(&mut self, slot: usize, sample: ResponseSample) {
+        if !self.is_measured(sample.start) {
+            return;
+        }
+        let counters = &mut self.counters;
+        counters.done += 1;
+        match sample.status {
+            100..=599 => self.status_classes[usize::from(sample.status / 100) - 1] += 1,
+            _ => {}
+        }
+        if (200..400).contains(&sample.status) {
+            counters.succeeded += 1;
+        } else {
+            counters.failed += 1;
+        }
+        self.request.saturating_record(micros(sample.end - sample.start));
+        self.ttfb.saturating_record(micros(sample.first_byte - sample.start));
+        let client = &mut self.clients[slot];
+        client.responses += 1;
+        client.last_response = Some(sample.end);
+    }
+
+    /// `count` requests sent at or after the measure start ended without a complete response.
+    pub fn requests_failed(&mut self, count: u64, kind: ErrorKind) {
+        let counters = &mut self.counters;
+        counters.done += count;
+        counters.errored += count;
+        counters.failed += count;
+        if kind == ErrorKind::Timeout {
+            counters.timeout += count;
+        }
+        self.errors[kind.index()] += count;
+    }
+
+    /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
+    pub fn note_effective_concurrency(&mut self, value: usize) {
+        self.effective_concurrency = Some(self.effective_concurrency.map_or(value, |v| v.min(value)));
+    }
+
+    /// Error counts by kind, in [`ErrorKind::ALL`] order.
+    pub fn errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        ErrorKind::ALL.iter().map(|kind| (*kind, self.errors[kind.index()]))
+    }
+
+    /// Requests per second of each client slot that got responses (h2load's "req/s" row).
+    pub fn client_rates(&self) -> Vec<f64> {
+        self.clients
+            .iter()
+            .filter_map(|client| {
+                let began = client.began?.max(self.measure_start);
+                let span = client.last_response?.saturating_duration_since(began).as_secs_f64();
+                (span > 0.0).then(|| client.responses as f64 / span)
+            })
+            .collect()
+    }
+
+    /// Adds another thread's measurements to this one.
+    pub fn merge(&mut self, other: Recorder) {
+        self.request.add(&other.request).expect("histograms share bounds");
+        self.connect.add(&other.connect).expect("histograms share bounds");
+        self.ttfb.add(&other.ttfb).expect("histograms share bounds");
+        let (mine, theirs) = (&mut self.counters, other.counters);
+        mine.started += theirs.started;
+        mine.done += theirs.done;
+        mine.succeeded += theirs.succeeded;
+        mine.failed += theirs.failed;
+        mine.errored += theirs.errored;
+        mine.timeout += theirs.timeout;
+        for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
+            *mine += theirs;
+        }
+        self.connections_opened += other.connections_opened;
+        self.connections_failed += other.connections_failed;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        if let Some(value) = other.effective_concurrency {
+            self.note_effective_concurrency(value);
+        }
+        self.clients.extend(other.clients);
+    }
+}
+
+/// Bytes received, as plain numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WireTotals {
+    /// Every byte read from sockets (after TLS, before HTTP framing is removed).
+    pub total: u64,
+    /// Response header bytes as sent (HPACK-compressed for HTTP/2).
+    pub headers: u64,
+    /// Response header bytes uncompressed (name + value lengths for HTTP/2).
+    pub headers_uncompressed: u64,
+    /// Response body bytes.
+    pub data: u64,
+}
+
+impl WireTotals {
+    /// The bytes counted since `earlier` was taken.
+    pub fn since(self, earlier: WireTotals) -> WireTotals {
+        WireTotals {
+            total: self.total - earlier.total,
+            headers: self.headers - earlier.headers,
+            headers_uncompressed: self.headers_uncompressed - earlier.headers_uncompressed,
+            data: self.data - earlier.data,
+        }
+    }
+
+    /// Adds another thread's totals.
+    pub fn add(&mut self, other: WireTotals) {
+        self.total += other.total;
+        self.headers += other.headers;
+        self.headers_uncompressed += other.headers_uncompressed;
+        self.data += other.data;
+    }
+}
+
+/// One thread's running byte counts, written by socket taps and engines.
+#[derive(Debug, Default)]
+pub struct WireMeter {
+    total: Cell<u64>,
+    headers: Cell<u64>,
+    headers_uncompressed: Cell<u64>,
+    data: Cell<u64>,
+}
+
+impl WireMeter {
+    /// Bytes read from a socket.
+    pub fn add_total(&self, bytes: u64) {
+        self.total.set(self.total.get() + bytes);
+    }
+
+    /// Header bytes as sent, and their uncompressed size.
+    pub fn add_headers(&self, wire: u64, uncompressed: u64) {
+        self.headers.set(self.headers.get() + wire);
+        self.headers_uncompressed
+            .set(self.headers_uncompressed.get() + uncompressed);
+    }
+
+    /// Header bytes whose uncompressed size is known now but whose wire size is counted elsewhere.
+    pub fn add_uncompressed_headers(&self, bytes: u64) {
+        self.headers_uncompressed
+            .set(self.headers_uncompressed.get() + bytes);
+    }
+
+    /// Wire bytes of header blocks seen by a frame tap.
+    pub fn add_wire_headers(&self, bytes: u64) {
+        self.headers.set(self.headers.get() + bytes);
+    }
+
+    /// Response body bytes.
+    pub fn add_data(&self, bytes: u64) {
+        self.data.set(self.data.get() + bytes);
+    }
+
+    /// The counts so far.
+    pub fn totals(&self) -> WireTotals {
+        WireTotals {
+            total: self.total.get(),
+            headers: self.headers.get(),
+            headers_uncompressed: self.headers_uncompressed.get(),
+            data: self.data.get(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
+        let end = start + Duration::from_millis(ms);
+        ResponseSample { start, first_byte: end, end, status }
+    }
+
+    #[test]
+    fn counts_follow_h2load_definitions() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1);
+        for status in [200, 302, 404, 503] {
+            rec.request_started(t0);
+            rec.response(0, sample(t0, 5, status));
+        }
+        rec.request_started(t0);
+        rec.requests_failed(1, ErrorKind::Timeout);
+        let c = rec.counters;
+        assert_eq!((c.started, c.done, c.succeeded, c.failed, c.errored, c.timeout), (5, 5, 2, 3, 1, 1));
+        assert_eq!(rec.status_classes, [0, 1, 1, 1, 1]);
+        assert_eq!(rec.request.len(), 4);
+    }
+
+    #[test]
+    fn warm_up_requests_are_not_measured() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0 + Duration::from_secs(1), 1);
+        rec.request_started(t0);
+        rec.response(0, sample(t0, 5, 200));
+        assert_eq!(rec.counters, RequestCounters::default());
+        assert_eq!(rec.request.len(), 0);
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let t0 = Instant::now();
+        let mut a = Recorder::new(t0, 1);
+        let mut b = Recorder::new(t0, 2);
+        a.response(0, sample(t0, 1, 200));
+        b.response(1, sample(t0, 100, 200));
+        b.note_effective_concurrency(8);
+        a.note_effective_concurrency(16);
+        a.merge(b);
+        assert_eq!(a.counters.done, 2);
+        assert_eq!(a.request.max(), a.request.highest_equivalent(100_000));
+        assert_eq!(a.effective_concurrency, Some(8));
+        assert_eq!(a.client_rates().len(), 2);
+    }
+}

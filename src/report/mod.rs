@@ -1,0 +1,440 @@
+//! Reports: a [`Summary`] is computed once from what the runner measured, then rendered as text or
+//! JSON. Nothing here knows about sockets or protocols beyond their names.
+
+pub mod json;
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::plan::{H2Settings, RunPlan, StopRule};
+use crate::runner::RunOutcome;
+
+/// Version of the JSON layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a report shows. Serialized as is for `--json`.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Layout version of this document.
+    pub schema_version: u32,
+    /// The tool and its version.
+    pub tool: Tool,
+    /// The options the run used.
+    pub settings: Settings,
+    /// What was actually spoken.
+    pub protocol: ProtocolInfo,
+    /// Whether the user interrupted the run.
+    pub interrupted: bool,
+    /// Length of the measured period, in seconds.
+    pub elapsed_s: f64,
+    /// Finished requests per second over the measured period.
+    pub requests_per_s: f64,
+    /// Received bytes per second over the measured period.
+    pub bytes_per_s: f64,
+    /// Request counters.
+    pub requests: Requests,
+    /// Responses by status class.
+    pub status_codes: StatusCodes,
+    /// Errors by kind (connection attempts and requests).
+    pub errors: BTreeMap<&'static str, u64>,
+    /// Bytes received.
+    pub traffic: Traffic,
+    /// Connection counters.
+    pub connections: Connections,
+    /// Latency distributions.
+    pub latency: Latencies,
+    /// Spread of requests per second across clients (h2load's "req/s" row).
+    pub requests_per_client_per_s: Spread,
+    /// The first connection-level problem, if any, in words.
+    pub first_error: Option<String>,
+}
+
+/// Name and version of the generator.
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    /// Always `h2load-rs`.
+    pub name: &'static str,
+    /// Crate version.
+    pub version: &'static str,
+}
+
+/// The options the run used.
+#[derive(Debug, Serialize)]
+pub struct Settings {
+    /// Target URLs.
+    pub urls: Vec<String>,
+    /// Connections.
+    pub clients: usize,
+    /// Threads.
+    pub threads: usize,
+    /// Requested concurrent requests per connection (`-m`).
+    pub max_concurrent_streams: usize,
+    /// `-n`, for counted runs.
+    pub requests: Option<u64>,
+    /// `-D` in seconds, for timed runs.
+    pub duration_s: Option<f64>,
+    /// `--warm-up-time` in seconds.
+    pub warm_up_s: Option<f64>,
+    /// Request method.
+    pub method: String,
+    /// Request headers besides Host, as `name: value`.
+    pub headers: Vec<String>,
+    /// Request body size.
+    pub body_bytes: usize,
+    /// Time limits in seconds (absent: none).
+    pub timeouts_s: BTreeMap<&'static str, f64>,
+    /// HTTP/2 settings announced (h2 runs).
+    pub h2: H2Settings,
+}
+
+/// The protocol spoken.
+#[derive(Debug, Serialize)]
+pub struct ProtocolInfo {
+    /// `http/1.1` or `h2c`.
+    pub negotiated: &'static str,
+    /// Concurrent streams per connection after the server's limit (h2 only).
+    pub max_concurrent_streams_effective: Option<usize>,
+}
+
+/// Request counters with h2load's meanings.
+#[derive(Debug, Serialize)]
+pub struct Requests {
+    /// `-n`, or the requests started in a timed run.
+    pub total: u64,
+    /// Requests sent.
+    pub started: u64,
+    /// Requests finished (response or error).
+    pub done: u64,
+    /// 2xx and 3xx responses.
+    pub succeeded: u64,
+    /// Everything that did not succeed, including requests never sent.
+    pub failed: u64,
+    /// Requests without a complete response, including requests never sent.
+    pub errored: u64,
+    /// Errored requests that timed out.
+    pub timeout: u64,
+    /// Requests of `-n` never sent because no connection could carry them.
+    pub never_sent: u64,
+    /// Requests sent but unfinished when the run stopped.
+    pub in_flight_at_stop: u64,
+}
+
+/// Responses by status class.
+#[derive(Debug, Serialize)]
+pub struct StatusCodes {
+    /// 1xx responses (final ones only).
+    #[serde(rename = "1xx")]
+    pub informational: u64,
+    /// 2xx responses.
+    #[serde(rename = "2xx")]
+    pub success: u64,
+    /// 3xx responses.
+    #[serde(rename = "3xx")]
+    pub redirection: u64,
+    /// 4xx responses.
+    #[serde(rename = "4xx")]
+    pub client_error: u64,
+    /// 5xx responses.
+    #[serde(rename = "5xx")]
+    pub server_error: u64,
+}
+
+/// Bytes received during the measured period.
+#[derive(Debug, Serialize)]
+pub struct Traffic {
+    /// All bytes read from sockets.
+    pub total_bytes: u64,
+    /// Response header bytes as sent.
+    pub header_bytes: u64,
+    /// Response header bytes uncompressed (equals `header_bytes` for HTTP/1.1).
+    pub header_bytes_uncompressed: u64,
+    /// `1 - header_bytes / header_bytes_uncompressed` (HPACK's saving), 0 to 1.
+    pub header_space_savings: f64,
+    /// Response body bytes.
+    pub data_bytes: u64,
+}
+
+/// Connection counters.
+#[derive(Debug, Serialize)]
+pub struct Connections {
+    /// Connections established (warm-up included).
+    pub opened: u64,
+    /// Connection attempts that failed.
+    pub failed: u64,
+}
+
+/// The three latency distributions, in microseconds.
+#[derive(Debug, Serialize)]
+pub struct Latencies {
+    /// Request sent to last response byte.
+    pub request: LatencySummary,
+    /// Connection setup.
+    pub connect: LatencySummary,
+    /// Request sent to first response byte.
+    pub ttfb: LatencySummary,
+}
+
+/// Percentiles reported for each distribution.
+#[derive(Debug, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: u64,
+    /// 75th percentile.
+    pub p75: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 95th percentile.
+    pub p95: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    #[serde(rename = "p99.9")]
+    pub p99_9: u64,
+    /// 99.99th percentile.
+    #[serde(rename = "p99.99")]
+    pub p99_99: u64,
+    /// Largest value.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Label and value pairs in report order.
+    pub fn labelled(&self) -> [(&'static str, u64); 8] {
+        [
+            ("p50", self.p50),
+            ("p75", self.p75),
+            ("p90", self.p90),
+            ("p95", self.p95),
+            ("p99", self.p99),
+            ("p99.9", self.p99_9),
+            ("p99.99", self.p99_99),
+            ("max", self.max),
+        ]
+    }
+}
+
+/// One latency distribution (microseconds).
+#[derive(Debug, Serialize)]
+pub struct LatencySummary {
+    /// Samples recorded.
+    pub count: u64,
+    /// min, max, mean, standard deviation and share within one sd of the mean.
+    #[serde(flatten)]
+    pub spread: Spread,
+    /// Percentiles.
+    pub percentiles: Percentiles,
+    /// The full histogram: HdrHistogram V2 + deflate encoding, base64.
+    pub hdr: String,
+}
+
+/// min / max / mean / sd / share within mean ± sd, h2load's five columns.
+#[derive(Debug, Default, Serialize)]
+pub struct Spread {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub sd: f64,
+    /// Percentage of values within mean ± sd.
+    pub within_sd_pct: f64,
+}
+
+impl Summary {
+    /// Computes the report of a finished run.
+    pub fn new(plan: &RunPlan, outcome: &RunOutcome) -> Summary {
+        let recorder = &outcome.recorder;
+        let counters = recorder.counters;
+        let elapsed_s = outcome.elapsed.as_secs_f64();
+        let per_second = |count: u64| if elapsed_s > 0.0 { count as f64 / elapsed_s } else { 0.0 };
+        let wire = outcome.wire;
+        let [informational, success, redirection, client_error, server_error] = recorder.status_classes;
+        let (requests, duration, warm_up) = match plan.stop {
+            StopRule::Requests(n) => (Some(n), None, None),
+            StopRule::Duration { warm_up, measure } => (None, Some(measure.as_secs_f64()), Some(warm_up.as_secs_f64())),
+        };
+        let timeouts = plan.timeouts;
+        let timeouts_s = [
+            ("connect", timeouts.connect),
+            ("request", timeouts.request),
+            ("connection_active", timeouts.connection_active),
+            ("connection_inactivity", timeouts.connection_inactivity),
+        ]
+        .into_iter()
+        .filter_map(|(name, limit)| Some((name, limit?.as_secs_f64())))
+        .collect();
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "h2load-rs",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            settings: Settings {
+                urls: plan.target.urls.clone(),
+                clients: plan.clients,
+                threads: plan.threads,
+                max_concurrent_streams: plan.max_concurrent,
+                requests,
+                duration_s: duration,
+                warm_up_s: warm_up,
+                method: plan.request.method.to_string(),
+                headers: plan
+                    .request
+                    .headers
+                    .iter()
+                    .map(|(name, value)| format!("{name}: {}", String::from_utf8_lossy(value.as_bytes())))
+                    .collect(),
+                body_bytes: plan.request.body.len(),
+                timeouts_s,
+                h2: plan.h2,
+            },
+            protocol: ProtocolInfo {
+                negotiated: outcome.protocol.id(),
+                max_concurrent_streams_effective: recorder.effective_concurrency,
+            },
+            interrupted: outcome.interrupted,
+            elapsed_s,
+            requests_per_s: per_second(counters.done),
+            bytes_per_s: per_second(wire.total),
+            requests: Requests {
+                total: requests.unwrap_or(counters.started),
+                started: counters.started,
+                done: counters.done,
+                succeeded: counters.succeeded,
+                failed: counters.failed,
+                errored: counters.errored,
+                timeout: counters.timeout,
+                never_sent: outcome.never_sent,
+                in_flight_at_stop: outcome.in_flight_at_stop,
+            },
+            status_codes: StatusCodes {
+                informational,
+                success,
+                redirection,
+                client_error,
+                server_error,
+            },
+            errors: recorder.errors().filter(|(_, count)| *count > 0).map(|(kind, count)| (kind.name(), count)).collect(),
+            traffic: Traffic {
+                total_bytes: wire.total,
+                header_bytes: wire.headers,
+                header_bytes_uncompressed: wire.headers_uncompressed,
+                header_space_savings: if wire.headers_uncompressed > 0 {
+                    1.0 - wire.headers as f64 / wire.headers_uncompressed as f64
+                } else {
+                    0.0
+                },
+                data_bytes: wire.data,
+            },
+            connections: Connections {
+                opened: recorder.connections_opened,
+                failed: recorder.connections_failed,
+            },
+            latency: Latencies {
+                request: latency_summary(&recorder.request),
+                connect: latency_summary(&recorder.connect),
+                ttfb: latency_summary(&recorder.ttfb),
+            },
+            requests_per_client_per_s: spread_of(&recorder.client_rates()),
+            first_error: recorder.first_error.clone(),
+        }
+    }
+}
+
+fn latency_summary(histogram: &Histogram<u64>) -> LatencySummary {
+    let at = |quantile: f64| histogram.value_at_quantile(quantile);
+    LatencySummary {
+        count: histogram.len(),
+        spread: histogram_spread(histogram),
+        percentiles: Percentiles {
+            p50: at(0.5),
+            p75: at(0.75),
+            p90: at(0.9),
+            p95: at(0.95),
+            p99: at(0.99),
+            p99_9: at(0.999),
+            p99_99: at(0.9999),
+            max: histogram.max(),
+        },
+        hdr: encode_histogram(histogram),
+    }
+}
+
+fn histogram_spread(histogram: &Histogram<u64>) -> Spread {
+    if histogram.is_empty() {
+        return Spread::default();
+    }
+    let (mean, sd) = (histogram.mean(), histogram.stdev());
+    let within: u64 = histogram
+        .iter_recorded()
+        .filter(|value| (value.value_iterated_to() as f64 - mean).abs() <= sd)
+        .map(|value| value.count_at_value())
+        .sum();
+    Spread {
+        min: histogram.min() as f64,
+        max: histogram.max() as f64,
+        mean,
+        sd,
+        within_sd_pct: 100.0 * within as f64 / histogram.len() as f64,
+    }
+}
+
+fn spread_of(values: &[f64]) -> Spread {
+    if values.is_empty() {
+        return Spread::default();
+    }
+    let count = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / count;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / count).sqrt();
+    let within = values.iter().filter(|v| (*v - mean).abs() <= sd).count();
+    Spread {
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        mean,
+        sd,
+        within_sd_pct: 100.0 * within as f64 / count,
+    }
+}
+
+/// Encodes a histogram the way HdrHistogram's tools exchange them: V2 + deflate, then base64.
+pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(histogram, &mut bytes)
+        .expect("serializing into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::Deserializer;
+
+    #[test]
+    fn encoded_histogram_round_trips() {
+        let mut histogram = crate::recorder::new_histogram();
+        for value in [100, 200, 300, 50_000] {
+            histogram.record(value).unwrap();
+        }
+        let bytes = base64::engine::general_purpose::STANDARD.decode(encode_histogram(&histogram)).unwrap();
+        let decoded: Histogram<u64> = Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
+        assert_eq!(decoded.len(), 4);
+        assert_eq!(decoded.value_at_quantile(0.5), histogram.value_at_quantile(0.5));
+    }
+
+    #[test]
+    fn spread_counts_values_within_one_sd() {
+        let spread = spread_of(&[1.0, 2.0, 3.0, 10.0]);
+        assert_eq!(spread.min, 1.0);
+        assert_eq!(spread.max, 10.0);
+        assert_eq!(spread.mean, 4.0);
+        assert_eq!(spread.within_sd_pct, 75.0);
+    }
+}

@@ -1,0 +1,122 @@
+//! The text report, laid out like h2load's, followed by a percentile table.
+
+use std::fmt::Write;
+
+use super::{LatencySummary, Spread, Summary};
+use crate::units::{format_bytes, format_micros};
+
+/// Renders the report.
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    write_report(&mut out, summary).expect("writing to a String cannot fail");
+    out
+}
+
+fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let r = &s.requests;
+    let t = &s.traffic;
+    let c = &s.status_codes;
+    if s.interrupted {
+        writeln!(out, "interrupted: the numbers below cover the run until it was stopped")?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "finished in {}, {:.2} req/s, {}/s",
+        format_micros(s.elapsed_s * 1e6),
+        s.requests_per_s,
+        format_bytes(s.bytes_per_s)
+    )?;
+    writeln!(
+        out,
+        "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout",
+        r.total, r.started, r.done, r.succeeded, r.failed, r.errored, r.timeout
+    )?;
+    if r.never_sent > 0 || r.in_flight_at_stop > 0 {
+        writeln!(
+            out,
+            "          {} never sent (no connection could carry them), {} in flight when the run stopped",
+            r.never_sent, r.in_flight_at_stop
+        )?;
+    }
+    writeln!(
+        out,
+        "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
+        c.success, c.redirection, c.client_error, c.server_error
+    )?;
+    writeln!(
+        out,
+        "traffic: {} ({}) total, {} ({}) headers (space savings {:.2}%), {} ({}) data",
+        format_bytes(t.total_bytes as f64),
+        t.total_bytes,
+        format_bytes(t.header_bytes as f64),
+        t.header_bytes,
+        t.header_space_savings * 100.0,
+        format_bytes(t.data_bytes as f64),
+        t.data_bytes
+    )?;
+    if !s.errors.is_empty() {
+        let kinds: Vec<String> = s.errors.iter().map(|(kind, count)| format!("{count} {kind}")).collect();
+        writeln!(out, "errors: {}", kinds.join(", "))?;
+    }
+    writeln!(
+        out,
+        "connections: {} opened, {} failed",
+        s.connections.opened, s.connections.failed
+    )?;
+    writeln!(out, "                     min         max         mean         sd        +/- sd")?;
+    let latency = &s.latency;
+    for (label, summary) in [
+        ("time for request:", &latency.request),
+        ("time for connect:", &latency.connect),
+        ("time to 1st byte:", &latency.ttfb),
+    ] {
+        write_spread(out, label, &summary.spread, format_micros)?;
+    }
+    write_spread(out, "req/s           :", &s.requests_per_client_per_s, |v| format!("{v:.2}"))?;
+    writeln!(out)?;
+    write!(out, "{:17}", "")?;
+    for (label, _) in latency.request.percentiles.labelled() {
+        write!(out, " {label:>10}")?;
+    }
+    writeln!(out)?;
+    for (label, summary) in [
+        ("time for request:", &latency.request),
+        ("time for connect:", &latency.connect),
+        ("time to 1st byte:", &latency.ttfb),
+    ] {
+        write_percentiles(out, label, summary)?;
+    }
+    writeln!(out)?;
+    write!(out, "Application protocol: {}", s.protocol.negotiated)?;
+    if let Some(effective) = s.protocol.max_concurrent_streams_effective {
+        let requested = s.settings.max_concurrent_streams;
+        if effective < requested {
+            write!(out, ", {effective} concurrent streams per connection (the server's limit; -m {requested} was capped)")?;
+        } else {
+            write!(out, ", {effective} concurrent streams per connection")?;
+        }
+    }
+    writeln!(out)
+}
+
+fn write_spread(out: &mut String, label: &str, spread: &Spread, format: impl Fn(f64) -> String) -> std::fmt::Result {
+    writeln!(
+        out,
+        "{label} {:>10}  {:>10}  {:>10}  {:>10}  {:>8.2}%",
+        format(spread.min),
+        format(spread.max),
+        format(spread.mean),
+        format(spread.sd),
+        spread.within_sd_pct
+    )
+}
+
+fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) -> std::fmt::Result {
+    write!(out, "{label}")?;
+    for (_, value) in summary.percentiles.labelled() {
+        let cell = if summary.count == 0 { "-".to_owned() } else { format_micros(value as f64) };
+        write!(out, " {cell:>10}")?;
+    }
+    writeln!(out)
+}

@@ -1,0 +1,298 @@
+//! Runs a plan: `-t` OS threads, each with its own current-thread tokio runtime owning its share of
+//! the connections (h2load's model), drawing from one shared request budget. The main thread only
+//! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use futures_util::future::join_all;
+use tokio::sync::oneshot;
+use tokio::task::LocalSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::Budget;
+use crate::engine::{self, ConnEnd, ConnState, Engine, Session, ThreadShared};
+use crate::net::{self, TappedIo};
+use crate::plan::{Protocol, RunPlan, StopRule};
+use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
+
+/// How long in-flight requests may finish after a timed run ends or is interrupted, unless
+/// `--request-timeout` says otherwise.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
+
+/// Exit status conventionally used after SIGINT.
+const INTERRUPTED_EXIT: i32 = 130;
+
+/// Everything measured by a run, merged across threads.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Histograms and counters (requests never sent are already counted as failed and errored).
+    pub recorder: Recorder,
+    /// Bytes received during the measured period.
+    pub wire: WireTotals,
+    /// Length of the measured period: from its start until the last request finished or the run stopped.
+    pub elapsed: Duration,
+    /// The protocol the engine spoke.
+    pub protocol: Protocol,
+    /// Requests of `-n` never sent because every connection failed.
+    pub never_sent: u64,
+    /// Requests sent but unfinished when the run stopped waiting for them.
+    pub in_flight_at_stop: u64,
+    /// Whether the user interrupted the run.
+    pub interrupted: bool,
+}
+
+/// Descriptors kept free for everything but connections (stdio, runtimes, files).
+const RESERVED_FDS: u64 = 64;
+
+/// Raises RLIMIT_NOFILE to its hard limit and fails clearly, before any connection is made, if
+/// `clients` connections needing `fds_per_client` descriptors each still do not fit.
+pub fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
+    let needed = clients as u64 * fds_per_client + RESERVED_FDS;
+    let available = rlimit::increase_nofile_limit(u64::MAX).context("cannot read the open-file limit")?;
+    if available < needed {
+        let fit = available.saturating_sub(RESERVED_FDS) / fds_per_client;
+        bail!(
+            "-c {clients} needs about {needed} open files but the limit is {available}, enough for about {fit} \
+             connections; raise the hard limit (e.g. `ulimit -Hn {needed}` as root, or /etc/security/limits.conf)"
+        );
+    }
+    Ok(())
+}
+
+/// Runs the plan to the end and returns what was measured.
+pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
+    let start = Instant::now();
+    let (budget_limit, measure_start, deadline) = match plan.stop {
+        StopRule::Requests(n) => (Some(n), start, None),
+        StopRule::Duration { warm_up, measure } => (None, start + warm_up, Some(start + warm_up + measure)),
+    };
+    let budget = Arc::new(Budget::new(budget_limit));
+    let abandon = CancellationToken::new();
+    let drain = plan.timeouts.request.unwrap_or(DEFAULT_DRAIN);
+
+    let mut results = Vec::with_capacity(plan.threads);
+    for index in 0..plan.threads {
+        let slots = plan.clients / plan.threads + usize::from(index < plan.clients % plan.threads);
+        let (sender, receiver) = oneshot::channel();
+        let worker = Worker {
+            plan: plan.clone(),
+            budget: budget.clone(),
+            abandon: abandon.clone(),
+            measure_start,
+            slots,
+        };
+        std::thread::Builder::new()
+            .name(format!("h2load-rs-{index}"))
+            .spawn(move || {
+                // The receiver only disappears if the controller itself failed.
+                let _ = sender.send(worker.run());
+            })
+            .context("cannot start a worker thread")?;
+        results.push(receiver);
+    }
+
+    let controller = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the controller runtime")?;
+    let (threads, interrupted) = controller.block_on(control(results, &budget, &abandon, deadline, drain));
+
+    let mut merged = Recorder::new(measure_start, 0);
+    let mut wire = WireTotals::default();
+    let mut last_end = measure_start;
+    for thread in threads {
+        let thread = thread?;
+        merged.merge(thread.recorder);
+        wire.add(thread.wire);
+        last_end = last_end.max(thread.ended);
+    }
+    let never_sent = if interrupted { 0 } else { budget.untaken() };
+    merged.counters.failed += never_sent;
+    merged.counters.errored += never_sent;
+    let in_flight_at_stop = merged.counters.started - merged.counters.done;
+    Ok(RunOutcome {
+        recorder: merged,
+        wire,
+        elapsed: last_end.saturating_duration_since(measure_start),
+        protocol: engine::for_plan(&plan).protocol(),
+        never_sent,
+        in_flight_at_stop,
+        interrupted,
+    })
+}
+
+/// Waits for the workers while enforcing the deadline, the drain period and Ctrl-C.
+async fn control(
+    results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
+    budget: &Budget,
+    abandon: &CancellationToken,
+    deadline: Option<Instant>,
+    drain: Duration,
+) -> (Vec<Result<ThreadResult>>, bool) {
+    let workers = join_all(results);
+    tokio::pin!(workers);
+    let mut interrupted = false;
+    let mut abandon_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            results = &mut workers => {
+                let results = results
+                    .into_iter()
+                    .map(|result| result.unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked"))))
+                    .collect();
+                return (results, interrupted);
+            }
+            _ = sleep_until_some(deadline), if abandon_at.is_none() => {
+                budget.stop();
+                abandon_at = Some(Instant::now() + drain);
+            }
+            _ = tokio::signal::ctrl_c() => {
+                if interrupted {
+                    std::process::exit(INTERRUPTED_EXIT);
+                }
+                eprintln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
+                interrupted = true;
+                budget.stop();
+                let by = Instant::now() + drain;
+                abandon_at = Some(abandon_at.map_or(by, |at| at.min(by)));
+            }
+            _ = sleep_until_some(abandon_at) => abandon.cancel(),
+        }
+    }
+}
+
+/// Sleeps until `at`, or forever when there is no such time.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What one worker thread hands back.
+struct ThreadResult {
+    recorder: Recorder,
+    wire: WireTotals,
+    ended: Instant,
+}
+
+/// One worker thread's share of the run.
+struct Worker {
+    plan: Arc<RunPlan>,
+    budget: Arc<Budget>,
+    abandon: CancellationToken,
+    measure_start: Instant,
+    slots: usize,
+}
+
+impl Worker {
+    fn run(self) -> Result<ThreadResult> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start a worker runtime")?;
+        let shared = Rc::new(ThreadShared {
+            plan: self.plan.clone(),
+            budget: self.budget,
+            recorder: RefCell::new(Recorder::new(self.measure_start, self.slots)),
+            wire: Rc::new(WireMeter::default()),
+        });
+        let engine: Rc<dyn Engine> = Rc::from(engine::for_plan(&self.plan));
+        let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
+        let local = LocalSet::new();
+        let ended = local.block_on(&runtime, {
+            let shared = shared.clone();
+            let warm_up_bytes = warm_up_bytes.clone();
+            async move {
+                if self.measure_start > Instant::now() {
+                    let wire = shared.wire.clone();
+                    tokio::task::spawn_local(async move {
+                        tokio::time::sleep_until(self.measure_start.into()).await;
+                        warm_up_bytes.set(wire.totals());
+                    });
+                }
+                let slots = (0..self.slots).map(|slot| tokio::task::spawn_local(run_slot(shared.clone(), engine.clone(), slot)));
+                tokio::select! {
+                    _ = join_all(slots) => {}
+                    _ = self.abandon.cancelled() => {}
+                }
+                Instant::now()
+            }
+        });
+        drop(local);
+        let shared = Rc::try_unwrap(shared)
+            .ok()
+            .expect("connection tasks end with their LocalSet");
+        Ok(ThreadResult {
+            recorder: shared.recorder.into_inner(),
+            wire: shared.wire.totals().since(warm_up_bytes.get()),
+            ended,
+        })
+    }
+}
+
+/// One client slot: a connection, replaced whenever it is lost, until the budget is spent.
+async fn run_slot(shared: Rc<ThreadShared>, engine: Rc<dyn Engine>, slot: usize) {
+    let plan = shared.plan.clone();
+    let timeouts = plan.timeouts;
+    while shared.budget.has_more() {
+        let began = Instant::now();
+        let stream = match net::connect(plan.target.addr, timeouts.connect).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                shared.recorder.borrow_mut().connect_failed(error.kind, error.message);
+                return;
+            }
+        };
+        shared.recorder.borrow_mut().connected(slot, began, Instant::now());
+        let conn = ConnState::default();
+        let last_read = timeouts.connection_inactivity.map(|_| Rc::new(Cell::new(Instant::now())));
+        let io = TappedIo::new(stream, shared.wire.clone(), last_read.clone());
+        let drive = engine.drive(io, Session::new(&shared, &conn, slot));
+        let end = match within_connection_limits(drive, began, timeouts.connection_active, timeouts.connection_inactivity, last_read).await {
+            Some(end) => end,
+            None => {
+                let mut recorder = shared.recorder.borrow_mut();
+                recorder.requests_failed(conn.in_flight.get(), ErrorKind::Timeout);
+                recorder.note_error("a connection reached its -T/-N timeout and was closed".to_owned());
+                ConnEnd::Lost
+            }
+        };
+        // A connection that was lost before carrying a single request would be lost again: give up.
+        if end == ConnEnd::Finished || conn.requests.get() == 0 {
+            return;
+        }
+    }
+}
+
+/// Runs `drive` unless the connection's active (`-T`) or inactivity (`-N`) limit strikes first (`None`).
+async fn within_connection_limits(
+    drive: impl Future<Output = ConnEnd>,
+    began: Instant,
+    active: Option<Duration>,
+    inactivity: Option<Duration>,
+    last_read: Option<Rc<Cell<Instant>>>,
+) -> Option<ConnEnd> {
+    let silence = async {
+        match (inactivity, last_read) {
+            (Some(limit), Some(last_read)) => loop {
+                let due = last_read.get() + limit;
+                if Instant::now() >= due {
+                    return;
+                }
+                tokio::time::sleep_until(due.into()).await;
+            },
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        end = drive => Some(end),
+        _ = sleep_until_some(active.map(|limit| began + limit)) => None,
+        _ = silence => None,
+    }
+}

@@ -1,0 +1,115 @@
+//! Parsing and formatting of durations and byte sizes, in the notation h2load uses.
+
+use std::time::Duration;
+
+/// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in h2load).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (examples: 500ms, 2s, 1m, 1h)"))?;
+    let seconds_per_unit = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use us, ms, s, m or h)")),
+    };
+    let seconds = value * seconds_per_unit;
+    if !seconds.is_finite() || seconds > 1e9 {
+        return Err(format!("'{text}' is too long a duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Parses a positive duration; zero is rejected because every duration flag means "a limit".
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration.is_zero() {
+        return Err(format!("'{text}' must be greater than zero"));
+    }
+    Ok(duration)
+}
+
+/// Parses a byte size such as `16K`, `1M`, `2G` or `4096` (binary multiples, as in h2load).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, multiplier) = match text.char_indices().last() {
+        Some((at, 'K' | 'k')) => (&text[..at], 1u64 << 10),
+        Some((at, 'M' | 'm')) => (&text[..at], 1 << 20),
+        Some((at, 'G' | 'g')) => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (examples: 4096, 16K, 1M, 1G)"))?;
+    value
+        .checked_mul(multiplier)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// Formats microseconds like h2load: `185us`, `1.93ms`, `2.00s`.
+pub fn format_micros(micros: f64) -> String {
+    if micros >= 1e6 {
+        format!("{:.2}s", micros / 1e6)
+    } else if micros >= 1e3 {
+        format!("{:.2}ms", micros / 1e3)
+    } else {
+        format!("{}us", micros as u64)
+    }
+}
+
+/// Formats a byte count with binary units like h2load: `105.00KB`, `1.42MB`.
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2}{}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_h2load_units() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert!(parse_duration("2x").unwrap_err().contains("unknown unit 'x'"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_positive_duration("0s").is_err());
+    }
+
+    #[test]
+    fn sizes_take_binary_multiples() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("16K").unwrap(), 16384);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert!(parse_size("K").is_err());
+        assert!(parse_size("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn formats_match_h2load() {
+        assert_eq!(format_micros(185.4), "185us");
+        assert_eq!(format_micros(1930.0), "1.93ms");
+        assert_eq!(format_micros(2_000_000.0), "2.00s");
+        assert_eq!(format_bytes(107_517.0), "105.00KB");
+        assert_eq!(format_bytes(10.0), "10.00B");
+    }
+}
