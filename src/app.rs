@@ -37,20 +37,34 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 /// Help and version go to stdout with status 0; any other parse error is one line and status 2.
 fn clap_exit(error: &clap::Error) -> ExitCode {
-    if matches!(error.kind(), ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion) {
+    if matches!(
+        error.kind(),
+        ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion
+    ) {
         let _ = error.print();
         return ExitCode::SUCCESS;
     }
-    let rendered = error.render().to_string();
-    let first_line = rendered.lines().next().unwrap_or("invalid arguments");
-    eprintln!("h2load-rs: {}", first_line.trim_start_matches("error: "));
+    eprintln!("h2load-rs: {}", one_line(&error.render().to_string()));
     ExitCode::from(2)
+}
+
+/// Folds clap's message (which may list items on following lines) into one line, without the
+/// usage and help hints that follow it.
+fn one_line(rendered: &str) -> String {
+    rendered
+        .lines()
+        .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
+        .map(|line| line.trim().trim_start_matches("error: "))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     let built_in = args.urls.is_empty();
     let urls = if built_in {
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(args.threads as usize);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .saturating_sub(args.threads as usize);
         let addr = server::spawn_background(workers.max(1), server::ServeOptions::default())?;
         let url = format!("http://{addr}{BUILT_IN_PATH}");
         eprintln!("no URL given: measuring the built-in target at {url}");
@@ -86,7 +100,8 @@ fn print_intro(plan: &plan::RunPlan) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "starting benchmark...");
     for thread in 0..plan.threads {
-        let clients = plan.clients / plan.threads + usize::from(thread < plan.clients % plan.threads);
+        let clients =
+            plan.clients / plan.threads + usize::from(thread < plan.clients % plan.threads);
         let _ = writeln!(out, "spawning thread #{thread}: {clients} total client(s).");
     }
     let _ = out.flush();
@@ -97,7 +112,10 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
     if let Some(threads) = args.threads {
         runtime.worker_threads(usize::from(threads));
     }
-    let runtime = runtime.enable_all().build().context("cannot start the server runtime")?;
+    let runtime = runtime
+        .enable_all()
+        .build()
+        .context("cannot start the server runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind((args.host, args.port))
             .await

@@ -64,8 +64,9 @@ impl Budget {
 
     /// Requests of a counted budget that were never taken (0 for a timed run).
     pub fn untaken(&self) -> u64 {
-        self.limit
-            .map_or(0, |limit| limit.saturating_sub(self.issued.load(Ordering::Relaxed)))
+        self.limit.map_or(0, |limit| {
+            limit.saturating_sub(self.issued.load(Ordering::Relaxed))
+        })
     }
 }
 
@@ -100,7 +101,9 @@ mod tests {
         let budget = std::sync::Arc::new(Budget::new(Some(10_000)));
         let taken: usize = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..4)
-                .map(|_| scope.spawn(|| std::iter::from_fn(|| budget.try_take().then_some(())).count()))
+                .map(|_| {
+                    scope.spawn(|| std::iter::from_fn(|| budget.try_take().then_some(())).count())
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).sum()
         });

@@ -75,7 +75,12 @@ pub struct LoadArgs {
     pub urls: Vec<String>,
 
     /// Number of requests across all connections [default: 10000].
-    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    #[arg(
+        short = 'n',
+        long = "requests",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
     pub requests: Option<u64>,
 
     /// Number of concurrent connections (clients).

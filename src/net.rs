@@ -23,7 +23,10 @@ pub struct ConnectError {
 }
 
 /// Opens a TCP connection with Nagle's algorithm off, within `timeout` if given.
-pub async fn connect(addr: SocketAddr, timeout: Option<Duration>) -> Result<TcpStream, ConnectError> {
+pub async fn connect(
+    addr: SocketAddr,
+    timeout: Option<Duration>,
+) -> Result<TcpStream, ConnectError> {
     let attempt = TcpStream::connect(addr);
     let result = match timeout {
         Some(limit) => match tokio::time::timeout(limit, attempt).await {
@@ -80,8 +83,10 @@ impl FrameTap {
             bytes = &bytes[take..];
             if self.head_len == 9 {
                 self.head_len = 0;
-                self.payload_left = u32::from_be_bytes([0, self.head[0], self.head[1], self.head[2]]);
-                self.payload_is_header_block = matches!(self.head[3], Self::HEADERS | Self::CONTINUATION);
+                self.payload_left =
+                    u32::from_be_bytes([0, self.head[0], self.head[1], self.head[2]]);
+                self.payload_is_header_block =
+                    matches!(self.head[3], Self::HEADERS | Self::CONTINUATION);
             }
         }
         header_bytes
@@ -115,7 +120,11 @@ impl<S> TappedIo<S> {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -134,7 +143,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for TappedIo<S> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
 

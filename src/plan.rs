@@ -217,13 +217,18 @@ fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme)> {
     let scheme = match uri.scheme_str() {
         Some("http") => Scheme::Http,
         Some("https") => Scheme::Https,
-        Some(other) => usage_bail!("URL '{first}': unsupported scheme '{other}' (use http:// or https://)"),
+        Some(other) => {
+            usage_bail!("URL '{first}': unsupported scheme '{other}' (use http:// or https://)")
+        }
         None => usage_bail!("URL '{first}' has no scheme (write http://{first})"),
     };
     let Some(authority) = uri.authority() else {
         usage_bail!("URL '{first}' has no host");
     };
-    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
     if host.is_empty() {
         usage_bail!("URL '{first}' has no host");
     }
@@ -258,6 +263,9 @@ fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme)> {
 }
 
 fn parse_absolute_url(url: &str) -> Result<Uri> {
+    if !url.contains("://") {
+        usage_bail!("URL '{url}' has no scheme (write http://{url})");
+    }
     match url.parse::<Uri>() {
         Ok(uri) if uri.scheme().is_some() => Ok(uri),
         Ok(_) => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
@@ -282,7 +290,9 @@ fn choose_protocol(args: &LoadArgs, scheme: Scheme) -> Result<Protocol> {
         (None, false, None) => ProtoArg::H2c,
     };
     if scheme == Scheme::Https {
-        usage_bail!("https:// URLs need TLS, which this build does not support yet; use an http:// URL");
+        usage_bail!(
+            "https:// URLs need TLS, which this build does not support yet; use an http:// URL"
+        );
     }
     match requested {
         ProtoArg::H1 => Ok(Protocol::Http1),
@@ -304,7 +314,11 @@ fn default_headers() -> Vec<(HeaderName, HeaderValue)> {
     ]
 }
 
-fn request_template(args: &LoadArgs, paths: Vec<String>, authority: &str) -> Result<RequestTemplate> {
+fn request_template(
+    args: &LoadArgs,
+    paths: Vec<String>,
+    authority: &str,
+) -> Result<RequestTemplate> {
     let mut headers = default_headers();
     let mut authority = authority.to_owned();
     for raw in &args.headers {
@@ -355,7 +369,9 @@ fn parse_header(raw: &str) -> Result<(String, String)> {
         usage_bail!("-H '{raw}': the header name is empty");
     }
     if name.starts_with(':') && name != ":authority" {
-        usage_bail!("-H '{raw}': only the :authority pseudo-header can be set (use --method for :method)");
+        usage_bail!(
+            "-H '{raw}': only the :authority pseudo-header can be set (use --method for :method)"
+        );
     }
     Ok((name, value))
 }
@@ -372,14 +388,19 @@ mod tests {
     use clap::Parser;
 
     fn plan(argv: &[&str]) -> Result<RunPlan> {
-        let cli = crate::cli::Cli::try_parse_from(std::iter::once("h2load-rs").chain(argv.iter().copied()))
-            .expect("arguments parse");
+        let cli = crate::cli::Cli::try_parse_from(
+            std::iter::once("h2load-rs").chain(argv.iter().copied()),
+        )
+        .expect("arguments parse");
         build(&cli.load, &cli.load.urls)
     }
 
     fn usage_message(argv: &[&str]) -> String {
         let error = plan(argv).expect_err("plan must fail");
-        assert!(error.downcast_ref::<crate::error::UsageError>().is_some(), "{error:#}");
+        assert!(
+            error.downcast_ref::<crate::error::UsageError>().is_some(),
+            "{error:#}"
+        );
         error.to_string()
     }
 
@@ -410,8 +431,22 @@ mod tests {
 
     #[test]
     fn headers_replace_defaults_and_host_sets_authority() {
-        let plan = plan(&["-H", "User-Agent: x", "-H", "Host: example", "-H", "x-a:  b ", "http://127.0.0.1:1/"]).unwrap();
-        let names: Vec<_> = plan.request.headers.iter().map(|(n, v)| format!("{n}={}", v.to_str().unwrap())).collect();
+        let plan = plan(&[
+            "-H",
+            "User-Agent: x",
+            "-H",
+            "Host: example",
+            "-H",
+            "x-a:  b ",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let names: Vec<_> = plan
+            .request
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{n}={}", v.to_str().unwrap()))
+            .collect();
         assert_eq!(names, ["accept=*/*", "user-agent=x", "x-a=b"]);
         assert_eq!(plan.request.authority, "example");
     }
@@ -421,13 +456,21 @@ mod tests {
         assert!(usage_message(&["ftp://127.0.0.1/"]).contains("unsupported scheme 'ftp'"));
         assert!(usage_message(&["127.0.0.1:8080/ping"]).contains("has no scheme"));
         assert!(usage_message(&["http://127.0.0.1:0/"]).contains("port 0"));
-        assert!(usage_message(&["-H", "novalue", "http://127.0.0.1:1/"]).contains("expected 'Name: value'"));
-        assert!(usage_message(&["-H", "bad name: v", "http://127.0.0.1:1/"]).contains("not a valid header name"));
-        assert!(usage_message(&["-H", ":path: /x", "http://127.0.0.1:1/"]).contains("pseudo-header"));
-        assert!(usage_message(&["--proto", "h2", "http://127.0.0.1:1/"]).contains("needs an https:// URL"));
+        assert!(usage_message(&["-H", "novalue", "http://127.0.0.1:1/"])
+            .contains("expected 'Name: value'"));
+        assert!(usage_message(&["-H", "bad name: v", "http://127.0.0.1:1/"])
+            .contains("not a valid header name"));
+        assert!(
+            usage_message(&["-H", ":path: /x", "http://127.0.0.1:1/"]).contains("pseudo-header")
+        );
+        assert!(usage_message(&["--proto", "h2", "http://127.0.0.1:1/"])
+            .contains("needs an https:// URL"));
         assert!(usage_message(&["-f", "1K", "http://127.0.0.1:1/"]).contains("max-frame-size"));
-        assert!(usage_message(&["--method", "GE T", "http://127.0.0.1:1/"]).contains("not a valid HTTP method"));
-        assert!(usage_message(&["-n", "0", "http://127.0.0.1:1/"]).contains("-n must be at least 1"));
+        assert!(usage_message(&["--method", "GE T", "http://127.0.0.1:1/"])
+            .contains("not a valid HTTP method"));
+        assert!(
+            usage_message(&["-n", "0", "http://127.0.0.1:1/"]).contains("-n must be at least 1")
+        );
     }
 
     #[test]

@@ -14,11 +14,14 @@ pub const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
 
 /// Creates an empty latency histogram: microseconds, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3).expect("static histogram bounds are valid")
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3)
+        .expect("static histogram bounds are valid")
 }
 
 fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).max(1)
+    u64::try_from(duration.as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 /// Why a request or connection did not get its response.
@@ -184,17 +187,18 @@ impl Recorder {
         }
         let counters = &mut self.counters;
         counters.done += 1;
-        match sample.status {
-            100..=599 => self.status_classes[usize::from(sample.status / 100) - 1] += 1,
-            _ => {}
+        if (100..600).contains(&sample.status) {
+            self.status_classes[usize::from(sample.status / 100) - 1] += 1;
         }
         if (200..400).contains(&sample.status) {
             counters.succeeded += 1;
         } else {
             counters.failed += 1;
         }
-        self.request.saturating_record(micros(sample.end - sample.start));
-        self.ttfb.saturating_record(micros(sample.first_byte - sample.start));
+        self.request
+            .saturating_record(micros(sample.end - sample.start));
+        self.ttfb
+            .saturating_record(micros(sample.first_byte - sample.start));
         let client = &mut self.clients[slot];
         client.responses += 1;
         client.last_response = Some(sample.end);
@@ -214,12 +218,15 @@ impl Recorder {
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
     pub fn note_effective_concurrency(&mut self, value: usize) {
-        self.effective_concurrency = Some(self.effective_concurrency.map_or(value, |v| v.min(value)));
+        self.effective_concurrency =
+            Some(self.effective_concurrency.map_or(value, |v| v.min(value)));
     }
 
     /// Error counts by kind, in [`ErrorKind::ALL`] order.
     pub fn errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
-        ErrorKind::ALL.iter().map(|kind| (*kind, self.errors[kind.index()]))
+        ErrorKind::ALL
+            .iter()
+            .map(|kind| (*kind, self.errors[kind.index()]))
     }
 
     /// Requests per second of each client slot that got responses (h2load's "req/s" row).
@@ -228,7 +235,10 @@ impl Recorder {
             .iter()
             .filter_map(|client| {
                 let began = client.began?.max(self.measure_start);
-                let span = client.last_response?.saturating_duration_since(began).as_secs_f64();
+                let span = client
+                    .last_response?
+                    .saturating_duration_since(began)
+                    .as_secs_f64();
                 (span > 0.0).then(|| client.responses as f64 / span)
             })
             .collect()
@@ -236,8 +246,12 @@ impl Recorder {
 
     /// Adds another thread's measurements to this one.
     pub fn merge(&mut self, other: Recorder) {
-        self.request.add(&other.request).expect("histograms share bounds");
-        self.connect.add(&other.connect).expect("histograms share bounds");
+        self.request
+            .add(&other.request)
+            .expect("histograms share bounds");
+        self.connect
+            .add(&other.connect)
+            .expect("histograms share bounds");
         self.ttfb.add(&other.ttfb).expect("histograms share bounds");
         let (mine, theirs) = (&mut self.counters, other.counters);
         mine.started += theirs.started;
@@ -352,7 +366,12 @@ mod tests {
 
     fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);
-        ResponseSample { start, first_byte: end, end, status }
+        ResponseSample {
+            start,
+            first_byte: end,
+            end,
+            status,
+        }
     }
 
     #[test]
@@ -366,7 +385,17 @@ mod tests {
         rec.request_started(t0);
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
-        assert_eq!((c.started, c.done, c.succeeded, c.failed, c.errored, c.timeout), (5, 5, 2, 3, 1, 1));
+        assert_eq!(
+            (
+                c.started,
+                c.done,
+                c.succeeded,
+                c.failed,
+                c.errored,
+                c.timeout
+            ),
+            (5, 5, 2, 3, 1, 1)
+        );
         assert_eq!(rec.status_classes, [0, 1, 1, 1, 1]);
         assert_eq!(rec.request.len(), 4);
     }
@@ -386,6 +415,8 @@ mod tests {
         let t0 = Instant::now();
         let mut a = Recorder::new(t0, 1);
         let mut b = Recorder::new(t0, 2);
+        a.connected(0, t0, t0);
+        b.connected(1, t0, t0);
         a.response(0, sample(t0, 1, 200));
         b.response(1, sample(t0, 100, 200));
         b.note_effective_concurrency(8);

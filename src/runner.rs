@@ -53,7 +53,8 @@ const RESERVED_FDS: u64 = 64;
 /// `clients` connections needing `fds_per_client` descriptors each still do not fit.
 pub fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
     let needed = clients as u64 * fds_per_client + RESERVED_FDS;
-    let available = rlimit::increase_nofile_limit(u64::MAX).context("cannot read the open-file limit")?;
+    let available =
+        rlimit::increase_nofile_limit(u64::MAX).context("cannot read the open-file limit")?;
     if available < needed {
         let fit = available.saturating_sub(RESERVED_FDS) / fds_per_client;
         bail!(
@@ -69,7 +70,9 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
     let start = Instant::now();
     let (budget_limit, measure_start, deadline) = match plan.stop {
         StopRule::Requests(n) => (Some(n), start, None),
-        StopRule::Duration { warm_up, measure } => (None, start + warm_up, Some(start + warm_up + measure)),
+        StopRule::Duration { warm_up, measure } => {
+            (None, start + warm_up, Some(start + warm_up + measure))
+        }
     };
     let budget = Arc::new(Budget::new(budget_limit));
     let abandon = CancellationToken::new();
@@ -100,7 +103,8 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
         .enable_all()
         .build()
         .context("cannot start the controller runtime")?;
-    let (threads, interrupted) = controller.block_on(control(results, &budget, &abandon, deadline, drain));
+    let (threads, interrupted) =
+        controller.block_on(control(results, &budget, &abandon, deadline, drain));
 
     let mut merged = Recorder::new(measure_start, 0);
     let mut wire = WireTotals::default();
@@ -216,7 +220,9 @@ impl Worker {
                         warm_up_bytes.set(wire.totals());
                     });
                 }
-                let slots = (0..self.slots).map(|slot| tokio::task::spawn_local(run_slot(shared.clone(), engine.clone(), slot)));
+                let slots = (0..self.slots).map(|slot| {
+                    tokio::task::spawn_local(run_slot(shared.clone(), engine.clone(), slot))
+                });
                 tokio::select! {
                     _ = join_all(slots) => {}
                     _ = self.abandon.cancelled() => {}
@@ -245,21 +251,38 @@ async fn run_slot(shared: Rc<ThreadShared>, engine: Rc<dyn Engine>, slot: usize)
         let stream = match net::connect(plan.target.addr, timeouts.connect).await {
             Ok(stream) => stream,
             Err(error) => {
-                shared.recorder.borrow_mut().connect_failed(error.kind, error.message);
+                shared
+                    .recorder
+                    .borrow_mut()
+                    .connect_failed(error.kind, error.message);
                 return;
             }
         };
-        shared.recorder.borrow_mut().connected(slot, began, Instant::now());
+        shared
+            .recorder
+            .borrow_mut()
+            .connected(slot, began, Instant::now());
         let conn = ConnState::default();
-        let last_read = timeouts.connection_inactivity.map(|_| Rc::new(Cell::new(Instant::now())));
+        let last_read = timeouts
+            .connection_inactivity
+            .map(|_| Rc::new(Cell::new(Instant::now())));
         let io = TappedIo::new(stream, shared.wire.clone(), last_read.clone());
         let drive = engine.drive(io, Session::new(&shared, &conn, slot));
-        let end = match within_connection_limits(drive, began, timeouts.connection_active, timeouts.connection_inactivity, last_read).await {
+        let end = match within_connection_limits(
+            drive,
+            began,
+            timeouts.connection_active,
+            timeouts.connection_inactivity,
+            last_read,
+        )
+        .await
+        {
             Some(end) => end,
             None => {
                 let mut recorder = shared.recorder.borrow_mut();
                 recorder.requests_failed(conn.in_flight.get(), ErrorKind::Timeout);
-                recorder.note_error("a connection reached its -T/-N timeout and was closed".to_owned());
+                recorder
+                    .note_error("a connection reached its -T/-N timeout and was closed".to_owned());
                 ConnEnd::Lost
             }
         };

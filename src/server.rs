@@ -42,11 +42,7 @@ impl Default for ServeOptions {
 /// Accepts connections on `listener` and serves them until the runtime shuts down.
 pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<()> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .keep_alive(true)
-        .pipeline_flush(true);
+    builder.http1().timer(TokioTimer::new()).keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -68,14 +64,17 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
         let builder = builder.clone();
         tokio::spawn(async move {
             // A client that goes away mid-request is normal under load; nothing to report.
-            let _ = builder.serve_connection(TokioIo::new(stream), service_fn(route)).await;
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service_fn(route))
+                .await;
         });
     }
 }
 
 /// Starts the target on a loopback port in a background thread with its own runtime; returns its address.
 pub fn spawn_background(workers: usize, options: ServeOptions) -> Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind the built-in target")?;
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind the built-in target")?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -112,13 +111,20 @@ async fn route(request: Request<Incoming>) -> Result<Response<TargetBody>, Infal
             }
             Err(_) => text(StatusCode::BAD_REQUEST, "/delay/MS takes milliseconds"),
         },
-        (_, Some("status"), Some(code)) => match code.parse::<u16>().ok().filter(|code| (200..600).contains(code)) {
+        (_, Some("status"), Some(code)) => match code
+            .parse::<u16>()
+            .ok()
+            .filter(|code| (200..600).contains(code))
+        {
             Some(code) => {
                 let mut response = Response::new(TargetBody::Static(None));
                 *response.status_mut() = StatusCode::from_u16(code).expect("range checked");
                 response
             }
-            None => text(StatusCode::BAD_REQUEST, "/status/CODE takes a status from 200 to 599"),
+            None => text(
+                StatusCode::BAD_REQUEST,
+                "/status/CODE takes a status from 200 to 599",
+            ),
         },
         (&Method::POST, Some("echo"), None) => Response::new(TargetBody::Echo(request.into_body())),
         (_, Some("echo"), None) => text(StatusCode::METHOD_NOT_ALLOWED, "POST a body to /echo"),
@@ -128,7 +134,9 @@ async fn route(request: Request<Incoming>) -> Result<Response<TargetBody>, Infal
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<TargetBody> {
-    let mut response = Response::new(TargetBody::Static(Some(Bytes::from_static(body.as_bytes()))));
+    let mut response = Response::new(TargetBody::Static(Some(Bytes::from_static(
+        body.as_bytes(),
+    ))));
     *response.status_mut() = status;
     response
 }
@@ -147,9 +155,14 @@ impl Body for TargetBody {
     type Data = Bytes;
     type Error = hyper::Error;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.get_mut() {
-            TargetBody::Static(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
+            TargetBody::Static(bytes) => {
+                Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes))))
+            }
             TargetBody::Filler { left } => {
                 if *left == 0 {
                     return Poll::Ready(None);
@@ -172,7 +185,9 @@ impl Body for TargetBody {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            TargetBody::Static(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            TargetBody::Static(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
             TargetBody::Filler { left } => SizeHint::with_exact(*left),
             TargetBody::Echo(incoming) => incoming.size_hint(),
         }

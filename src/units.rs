@@ -18,7 +18,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "us" => 1e-6,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use us, ms, s, m or h)")),
+        _ => {
+            return Err(format!(
+                "'{text}' has an unknown unit '{unit}' (use us, ms, s, m or h)"
+            ))
+        }
     };
     let seconds = value * seconds_per_unit;
     if !seconds.is_finite() || seconds > 1e9 {
@@ -88,7 +92,9 @@ mod tests {
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        assert!(parse_duration("2x").unwrap_err().contains("unknown unit 'x'"));
+        assert!(parse_duration("2x")
+            .unwrap_err()
+            .contains("unknown unit 'x'"));
         assert!(parse_duration("").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_positive_duration("0s").is_err());

@@ -39,16 +39,23 @@ impl H1Pipeline {
             .paths
             .iter()
             .map(|path| {
-                let mut wire = format!("{} {path} HTTP/1.1\r\nhost: {}\r\n", template.method, template.authority)
-                    .into_bytes();
+                let mut wire = format!(
+                    "{} {path} HTTP/1.1\r\nhost: {}\r\n",
+                    template.method, template.authority
+                )
+                .into_bytes();
                 for (name, value) in &template.headers {
                     wire.extend_from_slice(name.as_str().as_bytes());
                     wire.extend_from_slice(b": ");
                     wire.extend_from_slice(value.as_bytes());
                     wire.extend_from_slice(b"\r\n");
                 }
-                if !template.body.is_empty() || matches!(template.method, Method::POST | Method::PUT) {
-                    wire.extend_from_slice(format!("content-length: {}\r\n", template.body.len()).as_bytes());
+                if !template.body.is_empty()
+                    || matches!(template.method, Method::POST | Method::PUT)
+                {
+                    wire.extend_from_slice(
+                        format!("content-length: {}\r\n", template.body.len()).as_bytes(),
+                    );
                 }
                 wire.extend_from_slice(b"\r\n");
                 wire.extend_from_slice(&template.body);
@@ -66,7 +73,9 @@ impl H1Pipeline {
     async fn run(&self, mut io: Io, session: Session<'_>) -> ConnEnd {
         let paths = PathCycle::default();
         let mut in_flight: VecDeque<Instant> = VecDeque::with_capacity(self.depth);
-        let mut outgoing = Vec::with_capacity(self.requests.iter().map(Bytes::len).max().unwrap_or(0) * self.depth);
+        let mut outgoing = Vec::with_capacity(
+            self.requests.iter().map(Bytes::len).max().unwrap_or(0) * self.depth,
+        );
         let mut written = 0;
         let mut incoming = vec![0u8; READ_BUFFER];
         let (mut parsed_to, mut filled_to) = (0, 0);
@@ -95,7 +104,15 @@ impl H1Pipeline {
                 session.note_error(|| "HTTP/1.1 response head larger than 64 KiB".to_owned());
                 return fail_all(session, &mut in_flight, ErrorKind::Protocol);
             }
-            let step = poll_fn(|cx| transfer(&mut io, &mut outgoing, &mut written, &mut incoming[filled_to..], cx));
+            let step = poll_fn(|cx| {
+                transfer(
+                    &mut io,
+                    &mut outgoing,
+                    &mut written,
+                    &mut incoming[filled_to..],
+                    cx,
+                )
+            });
             let read = match self.request_timeout {
                 Some(limit) => match tokio::time::timeout_at((oldest + limit).into(), step).await {
                     Ok(read) => read,
@@ -119,13 +136,14 @@ impl H1Pipeline {
                 if first_byte.is_none() && parsed_to < filled_to {
                     first_byte = Some(read_at);
                 }
-                let (used, event) = match reader.step(&incoming[parsed_to..filled_to], session.wire()) {
-                    Ok(progress) => progress,
-                    Err(problem) => {
-                        session.note_error(|| format!("invalid HTTP/1.1 response: {problem}"));
-                        return fail_all(session, &mut in_flight, ErrorKind::Protocol);
-                    }
-                };
+                let (used, event) =
+                    match reader.step(&incoming[parsed_to..filled_to], session.wire()) {
+                        Ok(progress) => progress,
+                        Err(problem) => {
+                            session.note_error(|| format!("invalid HTTP/1.1 response: {problem}"));
+                            return fail_all(session, &mut in_flight, ErrorKind::Protocol);
+                        }
+                    };
                 parsed_to += used;
                 let event = match event {
                     Event::NeedMore if eof => reader.finish_at_eof(),
@@ -135,7 +153,9 @@ impl H1Pipeline {
                     Event::NeedMore => break,
                     Event::Interim => {}
                     Event::Complete { status, close } => {
-                        let start = in_flight.pop_front().expect("a response answers a sent request");
+                        let start = in_flight
+                            .pop_front()
+                            .expect("a response answers a sent request");
                         session.complete(ResponseSample {
                             start,
                             first_byte: first_byte.take().unwrap_or(read_at),
@@ -158,12 +178,20 @@ impl H1Pipeline {
     }
 
     /// The server ended the connection; requests it had not answered are lost (never retried silently).
-    fn closed_by_server(&self, session: Session<'_>, in_flight: &mut VecDeque<Instant>, budget_spent: bool) -> ConnEnd {
+    fn closed_by_server(
+        &self,
+        session: Session<'_>,
+        in_flight: &mut VecDeque<Instant>,
+        budget_spent: bool,
+    ) -> ConnEnd {
         if in_flight.is_empty() && budget_spent {
             return ConnEnd::Finished;
         }
         if !in_flight.is_empty() {
-            session.note_error(|| "the server closed an HTTP/1.1 connection with pipelined requests unanswered".to_owned());
+            session.note_error(|| {
+                "the server closed an HTTP/1.1 connection with pipelined requests unanswered"
+                    .to_owned()
+            });
         }
         fail_all(session, in_flight, ErrorKind::Closed)
     }
@@ -311,7 +339,11 @@ impl ResponseReader {
                     let take = left.min(rest.len() as u64);
                     wire.add_data(take);
                     used += take as usize;
-                    self.part = if left == take { Part::ChunkDataEnd } else { Part::ChunkData(left - take) };
+                    self.part = if left == take {
+                        Part::ChunkDataEnd
+                    } else {
+                        Part::ChunkData(left - take)
+                    };
                     if left != take {
                         return Ok((used, Event::NeedMore));
                     }
@@ -367,10 +399,15 @@ impl ResponseReader {
         for header in response.headers.iter() {
             let value = std::str::from_utf8(header.value).unwrap_or("");
             if header.name.eq_ignore_ascii_case("content-length") {
-                let length = value.trim().parse::<u64>().map_err(|_| format!("bad Content-Length '{value}'"))?;
+                let length = value
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("bad Content-Length '{value}'"))?;
                 content_length = Some(length);
             } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value.split(',').any(|coding| coding.trim().eq_ignore_ascii_case("chunked"));
+                chunked = value
+                    .split(',')
+                    .any(|coding| coding.trim().eq_ignore_ascii_case("chunked"));
             } else if header.name.eq_ignore_ascii_case("connection") {
                 for option in value.split(',').map(str::trim) {
                     if option.eq_ignore_ascii_case("close") {
@@ -382,16 +419,18 @@ impl ResponseReader {
             }
         }
         self.close = close;
-        Ok(if self.bodyless || self.status == 204 || self.status == 304 {
-            Part::Fixed(0)
-        } else if chunked {
-            Part::ChunkSize
-        } else if let Some(length) = content_length {
-            Part::Fixed(length)
-        } else {
-            self.close = true;
-            Part::UntilClose
-        })
+        Ok(
+            if self.bodyless || self.status == 204 || self.status == 304 {
+                Part::Fixed(0)
+            } else if chunked {
+                Part::ChunkSize
+            } else if let Some(length) = content_length {
+                Part::Fixed(length)
+            } else {
+                self.close = true;
+                Part::UntilClose
+            },
+        )
     }
 }
 
@@ -412,7 +451,11 @@ mod tests {
             loop {
                 let (used, event) = reader.step(&buffer, &meter).expect("valid response");
                 buffer.drain(..used);
-                let event = if event == Event::NeedMore && last && eof { reader.finish_at_eof() } else { event };
+                let event = if event == Event::NeedMore && last && eof {
+                    reader.finish_at_eof()
+                } else {
+                    event
+                };
                 match event {
                     Event::NeedMore => break,
                     Event::Interim => {}
@@ -430,12 +473,20 @@ mod tests {
         wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
         wire.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         wire.extend_from_slice(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n");
-        wire.extend_from_slice(b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nx-trailer: t\r\n\r\n");
+        wire.extend_from_slice(
+            b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nx-trailer: t\r\n\r\n",
+        );
         wire.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
-        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+        wire.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+        );
         for piece in [1, 3, 7, 64, wire.len()] {
             let (completed, headers, data) = parse_in_pieces(&wire, piece, false);
-            assert_eq!(completed, [(200, false), (404, false), (204, false), (200, true)], "piece {piece}");
+            assert_eq!(
+                completed,
+                [(200, false), (404, false), (204, false), (200, true)],
+                "piece {piece}"
+            );
             assert_eq!(data, 5 + 3 + 16 + 2, "piece {piece}");
             assert_eq!(headers, 38 + 25 + 54 + 27 + 57, "piece {piece}");
         }
@@ -452,10 +503,19 @@ mod tests {
     #[test]
     fn malformed_responses_are_errors() {
         let meter = WireMeter::default();
-        assert!(ResponseReader::new(false).step(b"HTTP/1.1 abc\r\n\r\n", &meter).is_err());
+        assert!(ResponseReader::new(false)
+            .step(b"HTTP/1.1 abc\r\n\r\n", &meter)
+            .is_err());
         let mut reader = ResponseReader::new(false);
-        assert!(reader.step(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", &meter).is_err());
+        assert!(reader
+            .step(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", &meter)
+            .is_err());
         let mut reader = ResponseReader::new(false);
-        assert!(reader.step(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", &meter).is_err());
+        assert!(reader
+            .step(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                &meter
+            )
+            .is_err());
     }
 }

@@ -31,13 +31,20 @@ impl H1Pool {
         let mut headers = HeaderMap::new();
         headers.insert(
             http::header::HOST,
-            HeaderValue::from_str(&template.authority).expect("authority came from a parsed URL or header"),
+            HeaderValue::from_str(&template.authority)
+                .expect("authority came from a parsed URL or header"),
         );
         for (name, value) in &template.headers {
             headers.append(name.clone(), value.clone());
         }
-        if !template.body.is_empty() || template.method == Method::POST || template.method == Method::PUT {
-            headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(template.body.len()));
+        if !template.body.is_empty()
+            || template.method == Method::POST
+            || template.method == Method::PUT
+        {
+            headers.insert(
+                http::header::CONTENT_LENGTH,
+                HeaderValue::from(template.body.len()),
+            );
         }
         H1Pool {
             method: template.method.clone(),
@@ -61,7 +68,8 @@ impl H1Pool {
     }
 
     async fn run(&self, io: Io, session: Session<'_>) -> ConnEnd {
-        let (mut sender, connection) = match http1::Builder::new().handshake(TokioIo::new(io)).await {
+        let (mut sender, connection) = match http1::Builder::new().handshake(TokioIo::new(io)).await
+        {
             Ok(parts) => parts,
             Err(error) => {
                 session.note_error(|| format!("HTTP/1.1 handshake failed: {error}"));
@@ -162,4 +170,3 @@ fn header_block_len(response: &Response<Incoming>) -> u64 {
         .sum();
     (status_line + fields + 2) as u64
 }
-

@@ -15,13 +15,21 @@ use super::{spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
 use crate::plan::{H2Settings, Protocol, RunPlan};
 use crate::recorder::{ErrorKind, ResponseSample};
 
-/// Streams the client allows itself before the server's SETTINGS arrive (nghttp2's default too).
-const STREAMS_BEFORE_SETTINGS: usize = 100;
+/// Streams opened before the server's SETTINGS arrive. The `h2` crate queues further requests and
+/// sends them once the SETTINGS tell how many the server allows, so a server limit below `-m` never
+/// gets streams refused (nghttp2 assumes 100 here, and h2load's excess streams can be refused).
+const STREAMS_BEFORE_SETTINGS: usize = 1;
 /// HPACK's count for the `:status` pseudo-header: name and a three-digit value.
 const STATUS_HEADER_LEN: u64 = ":status".len() as u64 + 3;
 
 /// Header fields HTTP/2 forbids (RFC 9113 §8.2.2); h2load drops them too.
-const CONNECTION_SPECIFIC: [&str; 5] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+const CONNECTION_SPECIFIC: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
 
 /// The HTTP/2 engine (h2c by prior knowledge).
 pub struct H2 {
@@ -61,7 +69,10 @@ impl H2 {
             }
         }
         if !template.body.is_empty() || matches!(template.method, Method::POST | Method::PUT) {
-            headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(template.body.len()));
+            headers.insert(
+                http::header::CONTENT_LENGTH,
+                HeaderValue::from(template.body.len()),
+            );
         }
         let uris = template
             .paths
@@ -110,7 +121,8 @@ impl H2 {
             paths: PathCycle::default(),
             settled: Cell::new(false),
         };
-        let ends = join_all((0..self.lanes).map(|lane| self.lane(lane, sender.clone(), &lanes))).await;
+        let ends =
+            join_all((0..self.lanes).map(|lane| self.lane(lane, sender.clone(), &lanes))).await;
         if ends.contains(&ConnEnd::Lost) {
             ConnEnd::Lost
         } else {
@@ -119,7 +131,12 @@ impl H2 {
     }
 
     /// One stream slot: request after request until the budget is spent or the connection is lost.
-    async fn lane(&self, lane: usize, mut sender: SendRequest<Bytes>, lanes: &Lanes<'_>) -> ConnEnd {
+    async fn lane(
+        &self,
+        lane: usize,
+        mut sender: SendRequest<Bytes>,
+        lanes: &Lanes<'_>,
+    ) -> ConnEnd {
         let session = lanes.session;
         loop {
             if lanes.settled.get() && lane >= sender.current_max_send_streams() {
@@ -151,7 +168,9 @@ impl H2 {
                 Ok(sample) => {
                     session.complete(sample);
                     if !lanes.settled.replace(true) {
-                        session.note_effective_concurrency(self.lanes.min(sender.current_max_send_streams()));
+                        session.note_effective_concurrency(
+                            self.lanes.min(sender.current_max_send_streams()),
+                        );
                     }
                 }
                 Err(Failure::Stream(kind)) => session.fail(start, kind),
@@ -193,7 +212,11 @@ impl H2 {
 }
 
 /// Reads one response: headers, then the body, releasing flow-control capacity as data arrives.
-async fn receive(response: ResponseFuture, start: Instant, session: Session<'_>) -> Result<ResponseSample, Failure> {
+async fn receive(
+    response: ResponseFuture,
+    start: Instant,
+    session: Session<'_>,
+) -> Result<ResponseSample, Failure> {
     let failed = |error: h2::Error| {
         session.note_error(|| format!("HTTP/2 request failed: {error}"));
         classify(&error)
@@ -205,14 +228,18 @@ async fn receive(response: ResponseFuture, start: Instant, session: Session<'_>)
         .iter()
         .map(|(name, value)| (name.as_str().len() + value.len()) as u64)
         .sum();
-    session.wire().add_uncompressed_headers(uncompressed + STATUS_HEADER_LEN);
+    session
+        .wire()
+        .add_uncompressed_headers(uncompressed + STATUS_HEADER_LEN);
     let status = response.status().as_u16();
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(failed)?;
         session.wire().add_data(chunk.len() as u64);
         // Hand the window back at once so flow control never throttles a download.
-        body.flow_control().release_capacity(chunk.len()).map_err(failed)?;
+        body.flow_control()
+            .release_capacity(chunk.len())
+            .map_err(failed)?;
     }
     Ok(ResponseSample {
         start,
@@ -233,9 +260,7 @@ impl Engine for H2 {
 }
 
 fn classify(error: &h2::Error) -> Failure {
-    if error.is_io() {
-        Failure::Connection(ErrorKind::Closed)
-    } else if error.is_go_away() {
+    if error.is_io() || error.is_go_away() {
         Failure::Connection(ErrorKind::Closed)
     } else if error.is_reset() {
         Failure::Stream(ErrorKind::Protocol)
@@ -243,4 +268,3 @@ fn classify(error: &h2::Error) -> Failure {
         Failure::Connection(ErrorKind::Protocol)
     }
 }
-

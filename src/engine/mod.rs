@@ -163,7 +163,8 @@ impl PathCycle {
     /// The index of the next path among `count`.
     pub fn next(&self, count: usize) -> usize {
         let index = self.next.get();
-        self.next.set(if index + 1 == count { 0 } else { index + 1 });
+        self.next
+            .set(if index + 1 == count { 0 } else { index + 1 });
         index
     }
 }

@@ -253,12 +253,23 @@ impl Summary {
         let recorder = &outcome.recorder;
         let counters = recorder.counters;
         let elapsed_s = outcome.elapsed.as_secs_f64();
-        let per_second = |count: u64| if elapsed_s > 0.0 { count as f64 / elapsed_s } else { 0.0 };
+        let per_second = |count: u64| {
+            if elapsed_s > 0.0 {
+                count as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
         let wire = outcome.wire;
-        let [informational, success, redirection, client_error, server_error] = recorder.status_classes;
+        let [informational, success, redirection, client_error, server_error] =
+            recorder.status_classes;
         let (requests, duration, warm_up) = match plan.stop {
             StopRule::Requests(n) => (Some(n), None, None),
-            StopRule::Duration { warm_up, measure } => (None, Some(measure.as_secs_f64()), Some(warm_up.as_secs_f64())),
+            StopRule::Duration { warm_up, measure } => (
+                None,
+                Some(measure.as_secs_f64()),
+                Some(warm_up.as_secs_f64()),
+            ),
         };
         let timeouts = plan.timeouts;
         let timeouts_s = [
@@ -289,7 +300,9 @@ impl Summary {
                     .request
                     .headers
                     .iter()
-                    .map(|(name, value)| format!("{name}: {}", String::from_utf8_lossy(value.as_bytes())))
+                    .map(|(name, value)| {
+                        format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
+                    })
                     .collect(),
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
@@ -321,7 +334,11 @@ impl Summary {
                 client_error,
                 server_error,
             },
-            errors: recorder.errors().filter(|(_, count)| *count > 0).map(|(kind, count)| (kind.name(), count)).collect(),
+            errors: recorder
+                .errors()
+                .filter(|(_, count)| *count > 0)
+                .map(|(kind, count)| (kind.name(), count))
+                .collect(),
             traffic: Traffic {
                 total_bytes: wire.total,
                 header_bytes: wire.headers,
@@ -423,10 +440,17 @@ mod tests {
         for value in [100, 200, 300, 50_000] {
             histogram.record(value).unwrap();
         }
-        let bytes = base64::engine::general_purpose::STANDARD.decode(encode_histogram(&histogram)).unwrap();
-        let decoded: Histogram<u64> = Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encode_histogram(&histogram))
+            .unwrap();
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .unwrap();
         assert_eq!(decoded.len(), 4);
-        assert_eq!(decoded.value_at_quantile(0.5), histogram.value_at_quantile(0.5));
+        assert_eq!(
+            decoded.value_at_quantile(0.5),
+            histogram.value_at_quantile(0.5)
+        );
     }
 
     #[test]

@@ -17,7 +17,10 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     let t = &s.traffic;
     let c = &s.status_codes;
     if s.interrupted {
-        writeln!(out, "interrupted: the numbers below cover the run until it was stopped")?;
+        writeln!(
+            out,
+            "interrupted: the numbers below cover the run until it was stopped"
+        )?;
     }
     writeln!(out)?;
     writeln!(
@@ -56,7 +59,11 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         t.data_bytes
     )?;
     if !s.errors.is_empty() {
-        let kinds: Vec<String> = s.errors.iter().map(|(kind, count)| format!("{count} {kind}")).collect();
+        let kinds: Vec<String> = s
+            .errors
+            .iter()
+            .map(|(kind, count)| format!("{count} {kind}"))
+            .collect();
         writeln!(out, "errors: {}", kinds.join(", "))?;
     }
     writeln!(
@@ -64,7 +71,10 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         "connections: {} opened, {} failed",
         s.connections.opened, s.connections.failed
     )?;
-    writeln!(out, "                     min         max         mean         sd        +/- sd")?;
+    writeln!(
+        out,
+        "                     min         max         mean         sd        +/- sd"
+    )?;
     let latency = &s.latency;
     for (label, summary) in [
         ("time for request:", &latency.request),
@@ -73,7 +83,12 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     ] {
         write_spread(out, label, &summary.spread, format_micros)?;
     }
-    write_spread(out, "req/s           :", &s.requests_per_client_per_s, |v| format!("{v:.2}"))?;
+    write_spread(
+        out,
+        "req/s           :",
+        &s.requests_per_client_per_s,
+        |v| format!("{v:.2}"),
+    )?;
     writeln!(out)?;
     write!(out, "{:17}", "")?;
     for (label, _) in latency.request.percentiles.labelled() {
@@ -100,7 +115,12 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out)
 }
 
-fn write_spread(out: &mut String, label: &str, spread: &Spread, format: impl Fn(f64) -> String) -> std::fmt::Result {
+fn write_spread(
+    out: &mut String,
+    label: &str,
+    spread: &Spread,
+    format: impl Fn(f64) -> String,
+) -> std::fmt::Result {
     writeln!(
         out,
         "{label} {:>10}  {:>10}  {:>10}  {:>10}  {:>8.2}%",
@@ -115,7 +135,11 @@ fn write_spread(out: &mut String, label: &str, spread: &Spread, format: impl Fn(
 fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) -> std::fmt::Result {
     write!(out, "{label}")?;
     for (_, value) in summary.percentiles.labelled() {
-        let cell = if summary.count == 0 { "-".to_owned() } else { format_micros(value as f64) };
+        let cell = if summary.count == 0 {
+            "-".to_owned()
+        } else {
+            format_micros(value as f64)
+        };
         write!(out, " {cell:>10}")?;
     }
     writeln!(out)

@@ -1,0 +1,153 @@
+//! Helpers shared by the integration tests: one built-in target per test binary, bounded runs of
+//! the h2load-rs binary (and of peer tools), and parsing of h2load-style text reports.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use h2load_rs::server::{spawn_background, ServeOptions};
+
+/// Longest any single command in a test may run before it is killed and the test fails.
+const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+
+/// The address of this test binary's built-in target (started once, shared by all its tests).
+pub fn target() -> SocketAddr {
+    static TARGET: OnceLock<SocketAddr> = OnceLock::new();
+    *TARGET.get_or_init(|| {
+        spawn_background(2, ServeOptions::default()).expect("built-in target starts")
+    })
+}
+
+/// A URL on the shared built-in target.
+pub fn url(path: &str) -> String {
+    format!("http://{}{path}", target())
+}
+
+/// What a finished command produced.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Wall-clock time the command took.
+    pub wall: Duration,
+}
+
+/// Runs a command to completion, failing the test if it outlives [`COMMAND_LIMIT`].
+pub fn run_command(program: &str, args: &[&str]) -> Output {
+    let started = Instant::now();
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {program}: {error}"));
+    let pid = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = match receiver.recv_timeout(COMMAND_LIMIT) {
+        Ok(output) => output.expect("waiting for the child works"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("{program} {args:?} did not finish within {COMMAND_LIMIT:?}");
+        }
+    };
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        wall: started.elapsed(),
+    }
+}
+
+/// A run of h2load-rs with its JSON report.
+#[derive(Debug)]
+pub struct Run {
+    /// The process's output.
+    pub output: Output,
+    /// The `--json` document (Null if none was written).
+    pub json: serde_json::Value,
+}
+
+impl Run {
+    /// A number from the JSON report by `/`-separated path, e.g. `requests/succeeded`.
+    pub fn num(&self, path: &str) -> f64 {
+        let pointer = format!("/{path}");
+        self.json
+            .pointer(&pointer)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or_else(|| {
+                panic!(
+                    "JSON has no number at {pointer}:\n{}\n{}",
+                    self.output.stdout, self.output.stderr
+                )
+            })
+    }
+
+    /// An integer from the JSON report.
+    pub fn int(&self, path: &str) -> u64 {
+        self.num(path) as u64
+    }
+}
+
+/// Runs h2load-rs with `args` plus `--json`, and parses the JSON it wrote.
+pub fn h2load_rs(args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json_path = dir.path().join("report.json");
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["--json", json_path.to_str().expect("utf-8 temp path")]);
+    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &full);
+    assert!(
+        !output.stderr.contains("panicked"),
+        "h2load-rs panicked:\n{}",
+        output.stderr
+    );
+    let json = std::fs::read(&json_path)
+        .map(|bytes| serde_json::from_slice(&bytes).expect("the JSON report parses"))
+        .unwrap_or(serde_json::Value::Null);
+    Run { output, json }
+}
+
+/// Counters parsed from an h2load-style text report (h2load's own or ours).
+pub fn text_counts(report: &str) -> HashMap<String, u64> {
+    let mut counts = HashMap::new();
+    for line in report.lines() {
+        if let Some(rest) = line.strip_prefix("requests: ") {
+            for item in rest.split(", ") {
+                let (value, name) = item.split_once(' ').expect("'N name' items");
+                counts.insert(name.to_owned(), value.parse().expect("a count"));
+            }
+        } else if let Some(rest) = line.strip_prefix("status codes: ") {
+            for item in rest.split(", ") {
+                let (value, name) = item.split_once(' ').expect("'N class' items");
+                counts.insert(name.to_owned(), value.parse().expect("a count"));
+            }
+        } else if let Some(rest) = line.strip_prefix("traffic: ") {
+            // "X (N) total, X (N) headers (space savings P%), X (N) data"
+            for (name, item) in ["total", "headers", "data"]
+                .into_iter()
+                .zip(rest.split(", "))
+            {
+                let number = item
+                    .split('(')
+                    .nth(1)
+                    .and_then(|s| s.split(')').next())
+                    .expect("(N)");
+                counts.insert(
+                    format!("{name}_bytes"),
+                    number.parse().expect("a byte count"),
+                );
+            }
+        }
+    }
+    counts
+}

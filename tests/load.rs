@@ -1,0 +1,396 @@
+//! End-to-end runs of the h2load-rs binary against the built-in target.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{h2load_rs, text_counts, url, Run};
+
+/// The three engines, as the flags that select them.
+const ENGINES: [(&str, &[&str]); 3] = [
+    ("h1", &["--h1", "-c", "4"]),
+    ("h1 pipelined", &["--h1", "-c", "4", "-m", "8"]),
+    ("h2c", &["--proto", "h2c", "-c", "4", "-m", "16"]),
+];
+
+fn run_engine(engine: &[&str], extra: &[&str]) -> Run {
+    let args: Vec<&str> = engine.iter().chain(extra).copied().collect();
+    h2load_rs(&args)
+}
+
+fn assert_clean(run: &Run, name: &str, n: u64) {
+    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+    for (field, expected) in [
+        ("requests/total", n),
+        ("requests/started", n),
+        ("requests/done", n),
+        ("requests/succeeded", n),
+        ("requests/failed", 0),
+        ("requests/errored", 0),
+        ("status_codes/2xx", n),
+    ] {
+        assert_eq!(
+            run.int(field),
+            expected,
+            "{name}: {field}\n{}",
+            run.output.stdout
+        );
+    }
+}
+
+#[test]
+fn every_engine_gets_exact_counts_and_body_bytes() {
+    for (name, engine) in ENGINES {
+        let run = run_engine(engine, &["-n", "2000", &url("/bytes/1000")]);
+        assert_clean(&run, name, 2000);
+        assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000, "{name}");
+        let expected = if name == "h2c" { "h2c" } else { "http/1.1" };
+        assert_eq!(run.json["protocol"]["negotiated"], expected, "{name}");
+        assert_eq!(run.int("latency/request/count"), 2000, "{name}");
+        assert_eq!(run.int("latency/ttfb/count"), 2000, "{name}");
+        assert_eq!(run.int("connections/opened"), 4, "{name}");
+        assert!(
+            run.int("traffic/total_bytes") > run.int("traffic/data_bytes"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn post_bodies_are_sent_and_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'b'; 10 * 1024]).unwrap();
+    for (name, engine) in ENGINES {
+        let run = run_engine(
+            engine,
+            &["-n", "2000", "-d", body.to_str().unwrap(), &url("/echo")],
+        );
+        assert_clean(&run, name, 2000);
+        assert_eq!(run.json["settings"]["method"], "POST", "{name}");
+        assert_eq!(run.int("traffic/data_bytes"), 2000 * 10240, "{name}");
+    }
+}
+
+#[test]
+fn error_statuses_count_as_failed_not_errored() {
+    for (name, engine) in ENGINES {
+        let run = run_engine(engine, &["-n", "2000", &url("/status/503")]);
+        assert_eq!(run.output.code, 0, "{name}");
+        for (field, expected) in [
+            ("requests/done", 2000),
+            ("requests/succeeded", 0),
+            ("requests/failed", 2000),
+            ("requests/errored", 0),
+            ("status_codes/5xx", 2000),
+            ("status_codes/2xx", 0),
+        ] {
+            assert_eq!(run.int(field), expected, "{name}: {field}");
+        }
+    }
+}
+
+#[test]
+fn delayed_responses_show_their_delay() {
+    let p50 = |run: &Run| run.int("latency/request/percentiles/p50");
+    let h1 = h2load_rs(&["--h1", "-c", "40", "-n", "400", &url("/delay/50")]);
+    assert_clean(&h1, "h1", 400);
+    assert!(
+        (50_000..=60_000).contains(&p50(&h1)),
+        "h1 p50 {}us",
+        p50(&h1)
+    );
+
+    let h2c = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "4",
+        "-m",
+        "16",
+        "-n",
+        "400",
+        &url("/delay/50"),
+    ]);
+    assert_clean(&h2c, "h2c", 400);
+    assert!(
+        (50_000..=60_000).contains(&p50(&h2c)),
+        "h2c p50 {}us",
+        p50(&h2c)
+    );
+    assert!(h2c.int("latency/ttfb/percentiles/p50") >= 50_000);
+
+    // The target answers a pipelined connection's requests one after another, so once the pipe is
+    // full each request waits behind the 7 before it: head-of-line blocking, 8 × 50 ms.
+    let piped = h2load_rs(&["--h1", "-c", "4", "-m", "8", "-n", "64", &url("/delay/50")]);
+    assert_clean(&piped, "h1 pipelined", 64);
+    assert!(
+        (390_000..=500_000).contains(&p50(&piped)),
+        "pipelined p50 {}us",
+        p50(&piped)
+    );
+}
+
+#[test]
+fn timed_run_with_warm_up_stops_on_time_and_counts_requests_in_flight() {
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "10",
+        "-D",
+        "2s",
+        "--warm-up-time",
+        "1s",
+        &url("/delay/100"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let wall = run.output.wall;
+    assert!(
+        wall >= Duration::from_secs(3) && wall < Duration::from_millis(4500),
+        "took {wall:?}"
+    );
+    let elapsed = run.num("elapsed_s");
+    assert!((2.0..2.5).contains(&elapsed), "measured {elapsed}s");
+    // Requests in flight at the deadline finish within the drain period and are counted.
+    let (started, done) = (run.int("requests/started"), run.int("requests/done"));
+    assert_eq!(started, done);
+    assert_eq!(run.int("requests/in_flight_at_stop"), 0);
+    assert_eq!(run.int("requests/total"), started);
+    // 10 connections × 10 requests/s × 2 s measured (+ the 10 drained); the warm-up's are not counted.
+    assert!((170..=215).contains(&started), "started {started}");
+    assert_eq!(run.int("requests/succeeded"), started);
+}
+
+#[test]
+fn requests_still_in_flight_after_the_drain_are_reported_not_lost() {
+    let run = h2load_rs(&["--h1", "-c", "3", "-D", "1s", &url("/delay/10000")]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert!(
+        run.output.wall < Duration::from_secs(4),
+        "took {:?}",
+        run.output.wall
+    );
+    assert_eq!(run.int("requests/started"), 3);
+    assert_eq!(run.int("requests/done"), 0);
+    assert_eq!(run.int("requests/in_flight_at_stop"), 3);
+    assert!(run
+        .output
+        .stdout
+        .contains("3 in flight when the run stopped"));
+}
+
+#[test]
+fn connection_refused_errors_every_request_and_exits_1() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let run = h2load_rs(&["-n", "50", "-c", "5", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(run.output.code, 1);
+    let stderr_lines: Vec<&str> = run.output.stderr.lines().collect();
+    assert_eq!(stderr_lines.len(), 1, "{stderr_lines:?}");
+    assert!(
+        stderr_lines[0].starts_with(&format!(
+            "h2load-rs: cannot connect to 127.0.0.1:{port}: Connection refused"
+        )),
+        "{stderr_lines:?}"
+    );
+    for (field, expected) in [
+        ("requests/started", 0),
+        ("requests/errored", 50),
+        ("requests/failed", 50),
+        ("requests/never_sent", 50),
+        ("connections/opened", 0),
+        ("connections/failed", 5),
+        ("errors/connect", 5),
+    ] {
+        assert_eq!(run.int(field), expected, "{field}");
+    }
+}
+
+#[test]
+fn json_report_matches_the_text_report() {
+    let run = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "1",
+        "-m",
+        "4",
+        "-n",
+        "999",
+        &url("/bytes/123"),
+        &url("/status/404"),
+    ]);
+    let text = text_counts(&run.output.stdout);
+    for (label, pointer) in [
+        ("total", "requests/total"),
+        ("started", "requests/started"),
+        ("done", "requests/done"),
+        ("succeeded", "requests/succeeded"),
+        ("failed", "requests/failed"),
+        ("errored", "requests/errored"),
+        ("timeout", "requests/timeout"),
+        ("2xx", "status_codes/2xx"),
+        ("4xx", "status_codes/4xx"),
+        ("total_bytes", "traffic/total_bytes"),
+        ("headers_bytes", "traffic/header_bytes"),
+        ("data_bytes", "traffic/data_bytes"),
+    ] {
+        assert_eq!(text[label], run.int(pointer), "{label}");
+    }
+    // The connection alternates the two URLs, starting with the first (/status/404 has no body).
+    assert_eq!(run.int("status_codes/2xx"), 500);
+    assert_eq!(run.int("status_codes/4xx"), 499);
+    assert_eq!(run.int("traffic/data_bytes"), 500 * 123);
+    assert_eq!(run.int("schema_version"), 1);
+    let hdr = run.json["latency"]["request"]["hdr"].as_str().unwrap();
+    assert!(
+        hdr.starts_with("HISTF"),
+        "V2+deflate cookie in base64: {hdr:.8}"
+    );
+    // HPACK compresses repeated response headers well.
+    assert!(run.num("traffic/header_space_savings") > 0.5);
+}
+
+#[test]
+fn server_stream_limit_caps_streams_per_connection() {
+    let addr = h2load_rs::server::spawn_background(
+        1,
+        h2load_rs::server::ServeOptions {
+            max_concurrent_streams: 8,
+        },
+    )
+    .unwrap();
+    let run = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "2",
+        "-m",
+        "32",
+        "-n",
+        "1000",
+        &format!("http://{addr}/ping"),
+    ]);
+    assert_clean(&run, "h2c capped", 1000);
+    assert_eq!(run.int("protocol/max_concurrent_streams_effective"), 8);
+    assert!(
+        run.output
+            .stdout
+            .contains("the server's limit; -m 32 was capped"),
+        "{}",
+        run.output.stdout
+    );
+}
+
+#[test]
+fn request_timeouts_are_counted_per_engine() {
+    for (name, engine) in ENGINES {
+        let run = run_engine(
+            engine,
+            &["-n", "4", "--request-timeout", "200ms", &url("/delay/5000")],
+        );
+        assert_eq!(run.output.code, 0, "{name}");
+        for (field, expected) in [
+            ("requests/done", 4),
+            ("requests/timeout", 4),
+            ("requests/errored", 4),
+            ("requests/failed", 4),
+        ] {
+            assert_eq!(run.int(field), expected, "{name}: {field}");
+        }
+        assert!(
+            run.output.wall < Duration::from_secs(4),
+            "{name} took {:?}",
+            run.output.wall
+        );
+    }
+}
+
+#[test]
+fn inactivity_timeout_closes_silent_connections() {
+    let run = h2load_rs(&["--h1", "-n", "2", "-N", "300ms", &url("/delay/5000")]);
+    assert_eq!(run.int("requests/timeout"), 2);
+    assert_eq!(
+        run.int("connections/opened"),
+        2,
+        "each timed-out connection is replaced"
+    );
+}
+
+#[test]
+fn fewer_requests_than_clients_opens_only_as_many_connections() {
+    let run = h2load_rs(&["--h1", "-n", "3", "-c", "10", &url("/ping")]);
+    assert_clean(&run, "n<c", 3);
+    assert_eq!(run.int("connections/opened"), 3);
+    assert!(
+        run.output.stderr.contains("-n 3 is less than -c 10"),
+        "{}",
+        run.output.stderr
+    );
+}
+
+#[test]
+fn threads_share_the_budget() {
+    let run = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-t",
+        "2",
+        "-c",
+        "6",
+        "-m",
+        "4",
+        "-n",
+        "3001",
+        &url("/ping"),
+    ]);
+    assert_clean(&run, "threads", 3001);
+    assert_eq!(run.int("settings/threads"), 2);
+}
+
+#[test]
+fn without_a_url_it_measures_the_built_in_target() {
+    let run = h2load_rs(&["-n", "500", "-c", "2"]);
+    assert_clean(&run, "built-in", 500);
+    assert!(run
+        .output
+        .stderr
+        .contains("no URL given: measuring the built-in target"));
+    assert_eq!(run.int("traffic/data_bytes"), 500 * 4, "pong");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_the_right_exit_code() {
+    let good = url("/ping");
+    let cases: [(&[&str], i32, &str); 12] = [
+        (&["-c", "0", &good], 2, "-c"),
+        (&["-m", "0", &good], 2, "-m"),
+        (&["-n", "abc", &good], 2, "--requests"),
+        (&["-D", "2x", &good], 2, "unknown unit"),
+        (&["--warm-up-time", "1s", &good], 2, "--duration"),
+        (&["-n", "5", "-D", "1s", &good], 2, "cannot be used with"),
+        (&["ftp://127.0.0.1/"], 2, "unsupported scheme 'ftp'"),
+        (&["http://"], 2, "is not valid"),
+        (&["-H", "no-colon", &good], 2, "expected 'Name: value'"),
+        (&["--proto", "h3", &good], 2, "h3"),
+        (
+            &["-d", "/nonexistent/body", &good],
+            1,
+            "cannot read the -d file",
+        ),
+        (&["-f", "1K", &good], 2, "max-frame-size"),
+    ];
+    for (args, code, needle) in cases {
+        let run = h2load_rs(args);
+        assert_eq!(run.output.code, code, "{args:?}: {}", run.output.stderr);
+        let lines: Vec<&str> = run.output.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(
+            lines[0].starts_with("h2load-rs: ") && lines[0].contains(needle),
+            "{args:?}: {lines:?}"
+        );
+        assert!(run.output.stdout.is_empty(), "{args:?} printed a report");
+    }
+}

@@ -1,0 +1,98 @@
+//! Cross-checks against other clients: the built-in target answers them, and h2load agrees with
+//! h2load-rs on what a run did. The tools come from `tests/setup.sh`.
+
+mod common;
+
+use common::{h2load_rs, run_command, text_counts, url};
+
+fn require(tool: &str) {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "{tool} is not installed: run tests/setup.sh (the README's test command does)"
+    );
+}
+
+#[test]
+fn curl_gets_h2c_by_prior_knowledge() {
+    require("curl");
+    let format = "%{http_version} %{http_code} %{size_download}";
+    for (path, expected) in [
+        ("/ping", "2 200 4"),
+        ("/bytes/100000", "2 200 100000"),
+        ("/status/503", "2 503 0"),
+    ] {
+        let output = run_command(
+            "curl",
+            &[
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                format,
+                "--http2-prior-knowledge",
+                &url(path),
+            ],
+        );
+        assert_eq!(output.stdout, expected, "{path}: {}", output.stderr);
+    }
+    let output = run_command(
+        "curl",
+        &[
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            format,
+            "--http1.1",
+            &url("/bytes/1000"),
+        ],
+    );
+    assert_eq!(output.stdout, "1.1 200 1000");
+}
+
+#[test]
+fn h2load_and_h2load_rs_report_the_same_counts() {
+    require("h2load");
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("h2c", &["-c", "4", "-m", "16"], "/bytes/1000"),
+        ("h2c 5xx", &["-c", "4", "-m", "16"], "/status/503"),
+        ("h1", &["--h1", "-c", "4"], "/bytes/1000"),
+        (
+            "h1 pipelined",
+            &["--h1", "-c", "4", "-m", "8"],
+            "/bytes/1000",
+        ),
+    ];
+    for (name, flags, path) in cases {
+        let target = url(path);
+        let mut args: Vec<&str> = vec!["-n", "2000"];
+        args.extend(flags);
+        args.push(&target);
+        let theirs = run_command("h2load", &args);
+        assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
+        let ours = h2load_rs(&args);
+        assert_eq!(ours.output.code, 0, "{name}: {}", ours.output.stderr);
+        let (theirs, ours) = (
+            text_counts(&theirs.stdout),
+            text_counts(&ours.output.stdout),
+        );
+        for key in [
+            "total",
+            "started",
+            "done",
+            "succeeded",
+            "failed",
+            "errored",
+            "2xx",
+            "5xx",
+            "data_bytes",
+        ] {
+            assert_eq!(ours[key], theirs[key], "{name}: {key}");
+        }
+        assert_eq!(ours["done"], 2000, "{name}");
+    }
+}
