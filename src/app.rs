@@ -91,6 +91,8 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     }
     Ok(if summary.connections.opened == 0 {
         ExitCode::from(1)
+    } else if summary.interrupted {
+        ExitCode::from(runner::INTERRUPTED_EXIT)
     } else {
         ExitCode::SUCCESS
     })
@@ -117,8 +119,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the server runtime")?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind((args.host, args.port))
-            .await
+        let listener = server::listen(std::net::SocketAddr::new(args.host, args.port))
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
         println!("h2load-rs target listening on http://{addr} (HTTP/1.1 and h2c)");

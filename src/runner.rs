@@ -25,7 +25,7 @@ use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
 
 /// Exit status conventionally used after SIGINT.
-const INTERRUPTED_EXIT: i32 = 130;
+pub const INTERRUPTED_EXIT: u8 = 130;
 
 /// Everything measured by a run, merged across threads.
 #[derive(Debug)]
@@ -123,7 +123,7 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
         recorder: merged,
         wire,
         elapsed: last_end.saturating_duration_since(measure_start),
-        protocol: engine::for_plan(&plan).protocol(),
+        protocol: plan.protocol,
         never_sent,
         in_flight_at_stop,
         interrupted,
@@ -157,7 +157,7 @@ async fn control(
             }
             _ = tokio::signal::ctrl_c() => {
                 if interrupted {
-                    std::process::exit(INTERRUPTED_EXIT);
+                    std::process::exit(i32::from(INTERRUPTED_EXIT));
                 }
                 eprintln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
                 interrupted = true;

@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 /// Bytes served by `/bytes/N`, sliced without copying.
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
@@ -71,26 +71,36 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
     }
 }
 
+/// Listens on `addr` with a deep accept queue, so thousands of clients connecting at once are not
+/// held back by SYN retransmits (the kernel caps the depth at `net.core.somaxconn`).
+/// Must be called within a tokio runtime.
+pub fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    const BACKLOG: u32 = 65_535;
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
 /// Starts the target on a loopback port in a background thread with its own runtime; returns its address.
 pub fn spawn_background(workers: usize, options: ServeOptions) -> Result<SocketAddr> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind the built-in target")?;
-    listener.set_nonblocking(true)?;
-    let addr = listener.local_addr()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.max(1))
         .thread_name("h2load-rs-target")
         .enable_all()
         .build()
         .context("cannot start the built-in target's runtime")?;
+    let listener = runtime
+        .block_on(async { listen(SocketAddr::from(([127, 0, 0, 1], 0))) })
+        .context("cannot listen for the built-in target")?;
+    let addr = listener.local_addr()?;
     std::thread::Builder::new()
         .name("h2load-rs-target".to_owned())
-        .spawn(move || {
-            runtime.block_on(async move {
-                let listener = TcpListener::from_std(listener).expect("a fresh listener registers");
-                serve(listener, options).await
-            })
-        })
+        .spawn(move || runtime.block_on(serve(listener, options)))
         .context("cannot start the built-in target's thread")?;
     Ok(addr)
 }

@@ -394,3 +394,52 @@ fn bad_input_gets_one_line_and_the_right_exit_code() {
         assert!(run.output.stdout.is_empty(), "{args:?} printed a report");
     }
 }
+
+#[test]
+fn an_interrupted_run_still_reports_and_writes_its_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("report.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
+        .args([
+            "--h1",
+            "-c",
+            "10",
+            "-D",
+            "30s",
+            "--json",
+            json_path.to_str().unwrap(),
+            &url("/delay/200"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let interrupted_at = std::time::Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(2),
+        "took {:?} after SIGINT",
+        interrupted_at.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("interrupted: the numbers below cover the run until it was stopped"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    assert_eq!(json["interrupted"], true);
+    let requests = &json["requests"];
+    // 10 connections × 5 requests/s × 1.5 s, and the 10 in flight at the signal finish in the drain.
+    let done = requests["done"].as_u64().unwrap();
+    assert!((60..=90).contains(&done), "done {done}");
+    assert_eq!(requests["started"], requests["done"]);
+    assert_eq!(text_counts(&stdout)["done"], done);
+}

@@ -15,7 +15,7 @@ use http::Method;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::{ConnEnd, Engine, Io, PathCycle, Session};
-use crate::plan::{Protocol, RunPlan};
+use crate::plan::RunPlan;
 use crate::recorder::{ErrorKind, ResponseSample, WireMeter};
 
 /// Bytes read per socket read; also the largest response head accepted.
@@ -198,10 +198,6 @@ impl H1Pipeline {
 }
 
 impl Engine for H1Pipeline {
-    fn protocol(&self) -> Protocol {
-        Protocol::Http1
-    }
-
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
         self.run(io, session).boxed_local()
     }

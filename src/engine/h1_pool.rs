@@ -12,7 +12,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 
 use super::{spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
-use crate::plan::{Protocol, RunPlan};
+use crate::plan::RunPlan;
 use crate::recorder::{ErrorKind, ResponseSample};
 
 /// The hyper-based HTTP/1.1 engine (`-m 1`).
@@ -108,10 +108,6 @@ impl H1Pool {
 }
 
 impl Engine for H1Pool {
-    fn protocol(&self) -> Protocol {
-        Protocol::Http1
-    }
-
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
         self.run(io, session).boxed_local()
     }

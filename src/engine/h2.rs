@@ -12,7 +12,7 @@ use h2::client::{ResponseFuture, SendRequest};
 use http::{HeaderMap, HeaderValue, Method, Request, Uri};
 
 use super::{spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
-use crate::plan::{H2Settings, Protocol, RunPlan};
+use crate::plan::{H2Settings, RunPlan};
 use crate::recorder::{ErrorKind, ResponseSample};
 
 /// Streams opened before the server's SETTINGS arrive. The `h2` crate queues further requests and
@@ -250,10 +250,6 @@ async fn receive(
 }
 
 impl Engine for H2 {
-    fn protocol(&self) -> Protocol {
-        Protocol::H2c
-    }
-
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
         self.run(io, session).boxed_local()
     }

@@ -35,9 +35,6 @@ pub enum ConnEnd {
 
 /// One protocol's way of driving a connection.
 pub trait Engine {
-    /// The protocol this engine speaks, for the report.
-    fn protocol(&self) -> Protocol;
-
     /// Drives `io` until the budget is spent or the connection is lost, reporting through `session`.
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd>;
 }
