@@ -77,6 +77,14 @@ pub struct RequestTemplate {
     pub body: Bytes,
 }
 
+impl RequestTemplate {
+    /// The Content-Length the request declares: the body's, when there is one or the method expects one.
+    pub fn content_length(&self) -> Option<usize> {
+        let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
+        (expects_body || !self.body.is_empty()).then_some(self.body.len())
+    }
+}
+
 /// Connection and request time limits; `None` means no limit.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Timeouts {

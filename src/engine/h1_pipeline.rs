@@ -50,12 +50,8 @@ impl H1Pipeline {
                     wire.extend_from_slice(value.as_bytes());
                     wire.extend_from_slice(b"\r\n");
                 }
-                if !template.body.is_empty()
-                    || matches!(template.method, Method::POST | Method::PUT)
-                {
-                    wire.extend_from_slice(
-                        format!("content-length: {}\r\n", template.body.len()).as_bytes(),
-                    );
+                if let Some(length) = template.content_length() {
+                    wire.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
                 }
                 wire.extend_from_slice(b"\r\n");
                 wire.extend_from_slice(&template.body);

@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 
-use super::{spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
+use super::{header_map, spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
 use crate::plan::RunPlan;
 use crate::recorder::{ErrorKind, ResponseSample};
 
@@ -34,18 +34,7 @@ impl H1Pool {
             HeaderValue::from_str(&template.authority)
                 .expect("authority came from a parsed URL or header"),
         );
-        for (name, value) in &template.headers {
-            headers.append(name.clone(), value.clone());
-        }
-        if !template.body.is_empty()
-            || template.method == Method::POST
-            || template.method == Method::PUT
-        {
-            headers.insert(
-                http::header::CONTENT_LENGTH,
-                HeaderValue::from(template.body.len()),
-            );
-        }
+        headers.extend(header_map(template, &[]));
         H1Pool {
             method: template.method.clone(),
             uris: template

@@ -9,9 +9,9 @@ use bytes::Bytes;
 use futures_util::future::{join_all, LocalBoxFuture};
 use futures_util::FutureExt;
 use h2::client::{ResponseFuture, SendRequest};
-use http::{HeaderMap, HeaderValue, Method, Request, Uri};
+use http::{HeaderMap, Method, Request, Uri};
 
-use super::{spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
+use super::{header_map, spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
 use crate::plan::{H2Settings, RunPlan};
 use crate::recorder::{ErrorKind, ResponseSample};
 
@@ -62,18 +62,7 @@ impl H2 {
     /// Prepares request parts once, so each request only clones them.
     pub fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &template.headers {
-            if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
-                headers.append(name.clone(), value.clone());
-            }
-        }
-        if !template.body.is_empty() || matches!(template.method, Method::POST | Method::PUT) {
-            headers.insert(
-                http::header::CONTENT_LENGTH,
-                HeaderValue::from(template.body.len()),
-            );
-        }
+        let headers = header_map(template, &CONNECTION_SPECIFIC);
         let uris = template
             .paths
             .iter()

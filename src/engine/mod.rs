@@ -18,7 +18,9 @@ use tokio::net::TcpStream;
 
 use crate::budget::Budget;
 use crate::net::TappedIo;
-use crate::plan::{Protocol, RunPlan};
+use http::{HeaderMap, HeaderValue};
+
+use crate::plan::{Protocol, RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, Recorder, ResponseSample, WireMeter};
 
 /// The socket an engine is handed.
@@ -148,6 +150,21 @@ impl<'a> Session<'a> {
     pub fn wire(&self) -> &'a WireMeter {
         &self.shared.wire
     }
+}
+
+/// The template's headers (less those named in `skip`) as a map, with Content-Length when the
+/// request declares one. Engines whose library takes a `HeaderMap` clone this per request.
+pub fn header_map(template: &RequestTemplate, skip: &[&str]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &template.headers {
+        if !skip.contains(&name.as_str()) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    if let Some(length) = template.content_length() {
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    headers
 }
 
 /// Cycles through the plan's paths, as h2load does per client.

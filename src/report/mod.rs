@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::plan::{H2Settings, RunPlan, StopRule};
+use crate::recorder::RequestCounters;
 use crate::runner::RunOutcome;
 
 /// Version of the JSON layout; bumped on any incompatible change.
@@ -106,18 +107,9 @@ pub struct ProtocolInfo {
 pub struct Requests {
     /// `-n`, or the requests started in a timed run.
     pub total: u64,
-    /// Requests sent.
-    pub started: u64,
-    /// Requests finished (response or error).
-    pub done: u64,
-    /// 2xx and 3xx responses.
-    pub succeeded: u64,
-    /// Everything that did not succeed, including requests never sent.
-    pub failed: u64,
-    /// Requests without a complete response, including requests never sent.
-    pub errored: u64,
-    /// Errored requests that timed out.
-    pub timeout: u64,
+    /// started, done, succeeded, failed, errored, timeout (failed and errored include `never_sent`).
+    #[serde(flatten)]
+    pub counters: RequestCounters,
     /// Requests of `-n` never sent because no connection could carry them.
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped.
@@ -318,12 +310,7 @@ impl Summary {
             bytes_per_s: per_second(wire.total),
             requests: Requests {
                 total: requests.unwrap_or(counters.started),
-                started: counters.started,
-                done: counters.done,
-                succeeded: counters.succeeded,
-                failed: counters.failed,
-                errored: counters.errored,
-                timeout: counters.timeout,
+                counters,
                 never_sent: outcome.never_sent,
                 in_flight_at_stop: outcome.in_flight_at_stop,
             },

@@ -14,6 +14,7 @@ pub fn render(summary: &Summary) -> String {
 
 fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     let r = &s.requests;
+    let counters = &r.counters;
     let t = &s.traffic;
     let c = &s.status_codes;
     if s.interrupted {
@@ -33,7 +34,13 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(
         out,
         "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout",
-        r.total, r.started, r.done, r.succeeded, r.failed, r.errored, r.timeout
+        r.total,
+        counters.started,
+        counters.done,
+        counters.succeeded,
+        counters.failed,
+        counters.errored,
+        counters.timeout
     )?;
     if r.never_sent > 0 || r.in_flight_at_stop > 0 {
         writeln!(
