@@ -11,7 +11,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command, LoadArgs, ServeArgs};
 use crate::report::{self, Summary};
-use crate::{error, plan, runner, server};
+use crate::{error, plan, runner, server, tls};
 
 /// Path the built-in target is measured at when no URL is given.
 const BUILT_IN_PATH: &str = "/ping";
@@ -86,6 +86,9 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     if let Some(path) = &args.json {
         report::json::write(&summary, path)?;
     }
+    for warning in &summary.warnings {
+        eprintln!("h2load-rs: warning: {warning}");
+    }
     if let Some(problem) = &summary.first_error {
         eprintln!("h2load-rs: {problem}");
     }
@@ -110,6 +113,19 @@ fn print_intro(plan: &plan::RunPlan) {
 }
 
 fn serve(args: &ServeArgs) -> Result<ExitCode> {
+    let tls = match (args.tls, &args.tls_cert, &args.tls_key) {
+        (false, _, _) => None,
+        (true, Some(cert), Some(key)) => {
+            let read = |path: &std::path::Path| {
+                std::fs::read(path).with_context(|| format!("cannot read '{}'", path.display()))
+            };
+            Some(tls::server_config(&read(cert)?, &read(key)?)?)
+        }
+        (true, _, _) => Some(tls::server_config(
+            tls::test_pki::SERVER_CERT.as_bytes(),
+            tls::test_pki::SERVER_KEY.as_bytes(),
+        )?),
+    };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.threads {
         runtime.worker_threads(usize::from(threads));
@@ -122,10 +138,15 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         let listener = server::listen(std::net::SocketAddr::new(args.host, args.port))
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
-        println!("h2load-rs target listening on http://{addr} (HTTP/1.1 and h2c)");
+        if tls.is_some() {
+            println!("h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN)");
+        } else {
+            println!("h2load-rs target listening on http://{addr} (HTTP/1.1, h2c by prior knowledge and by Upgrade)");
+        }
         let _ = std::io::stdout().flush();
         let options = server::ServeOptions {
             max_concurrent_streams: args.max_concurrent_streams,
+            tls,
         };
         tokio::select! {
             result = server::serve(listener, options) => result.context("the server stopped"),

@@ -40,6 +40,15 @@ pub struct ServeArgs {
     /// Worker threads of the server runtime (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Serve over TLS (h2 and http/1.1 by ALPN) with the built-in test certificate, or --tls-cert/--tls-key.
+    #[arg(long)]
+    pub tls: bool,
+    /// Server certificate chain (PEM) for --tls [default: the built-in test certificate for localhost].
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// Server private key (PEM) for --tls.
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
@@ -53,8 +62,13 @@ pub enum ProtoArg {
     H1,
     /// HTTP/2 over cleartext TCP by prior knowledge.
     H2c,
-    /// HTTP/2 over TLS (ALPN h2).
+    /// HTTP/2 over TLS (ALPN h2); fails if the server selects anything else.
     H2,
+    /// HTTP/1.1 request with `Upgrade: h2c`, HTTP/2 on the same connection after `101`.
+    #[value(name = "h2c-upgrade")]
+    H2cUpgrade,
+    /// Over TLS: whatever ALPN selects (h2 or http/1.1).
+    Auto,
 }
 
 /// Values of h2load's `-p/--no-tls-proto`.
@@ -136,7 +150,7 @@ pub struct LoadArgs {
     #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub connect_timeout: Option<Duration>,
 
-    /// Protocol to speak [default: h2c for http:// URLs, as in h2load].
+    /// Protocol to speak [default: h2c for http:// URLs as in h2load, auto for https://].
     #[arg(long = "proto", value_name = "PROTO", conflicts_with_all = ["h1", "no_tls_proto"])]
     pub proto: Option<ProtoArg>,
 
@@ -166,6 +180,34 @@ pub struct LoadArgs {
     /// HPACK decoder table size announced to the server.
     #[arg(long = "header-table-size", value_name = "SIZE", default_value = "4K", value_parser = parse_size)]
     pub header_table_size: u64,
+
+    /// ALPN protocols offered over TLS, comma-separated [default: http/1.1 with --proto h1, else h2,http/1.1].
+    #[arg(long = "alpn-list", value_name = "LIST")]
+    pub alpn_list: Option<String>,
+
+    /// Do not verify the server's certificate (self-signed test servers).
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+
+    /// Also trust the CA certificates in this PEM file.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Client certificate chain (PEM) to present; needs --key.
+    #[arg(long = "cert", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --cert.
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// TLS server name to send and verify [default: the URL's host].
+    #[arg(long = "sni", value_name = "NAME")]
+    pub sni: Option<String>,
+
+    /// Connect to HOST:PORT instead of the URL's host and port (Host, SNI and certificate checks keep the URL's).
+    #[arg(long = "connect-to", value_name = "HOST:PORT")]
+    pub connect_to: Option<String>,
 
     /// Write the full result as JSON to FILE.
     #[arg(long = "json", value_name = "FILE")]

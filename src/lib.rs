@@ -14,4 +14,5 @@ pub mod recorder;
 pub mod report;
 pub mod runner;
 pub mod server;
+pub mod tls;
 pub mod units;

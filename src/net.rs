@@ -10,8 +10,12 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
 
+use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, WireMeter};
+use crate::tls::TlsInfo;
 
 /// Why a connection attempt failed, worded for the user.
 #[derive(Debug)]
@@ -22,31 +26,134 @@ pub struct ConnectError {
     pub message: String,
 }
 
-/// Opens a TCP connection with Nagle's algorithm off, within `timeout` if given.
-pub async fn connect(
+/// An established connection: plain TCP, or TLS over TCP.
+pub enum Transport {
+    /// Cleartext.
+    Tcp(TcpStream),
+    /// TLS (boxed: the session state is large).
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// A connection ready for an engine, with what its TLS handshake negotiated.
+pub struct Established {
+    /// The byte stream.
+    pub transport: Transport,
+    /// The TLS session's parameters (None for cleartext).
+    pub tls: Option<TlsInfo>,
+}
+
+/// Connects to `addr` (and completes the TLS handshake when `tls` is given), all within `timeout`.
+pub async fn establish(
     addr: SocketAddr,
+    tls: Option<&TlsPlan>,
     timeout: Option<Duration>,
-) -> Result<TcpStream, ConnectError> {
-    let attempt = TcpStream::connect(addr);
-    let result = match timeout {
-        Some(limit) => match tokio::time::timeout(limit, attempt).await {
-            Ok(result) => result,
-            Err(_) => {
-                return Err(ConnectError {
+) -> Result<Established, ConnectError> {
+    let attempt = async {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|error| ConnectError {
+                kind: ErrorKind::Connect,
+                message: format!("cannot connect to {addr}: {error}"),
+            })?;
+        // Best effort: a socket that refuses NODELAY still carries requests.
+        let _ = stream.set_nodelay(true);
+        let Some(tls) = tls else {
+            return Ok(Established {
+                transport: Transport::Tcp(stream),
+                tls: None,
+            });
+        };
+        let connector = TlsConnector::from(tls.config.clone());
+        let stream = connector
+            .connect(tls.server_name.clone(), stream)
+            .await
+            .map_err(|error| ConnectError {
+                kind: ErrorKind::Tls,
+                message: format!(
+                    "TLS handshake with {addr} failed: {}",
+                    explain_tls_error(&error)
+                ),
+            })?;
+        Ok(Established {
+            tls: Some(TlsInfo::of(stream.get_ref().1)),
+            transport: Transport::Tls(Box::new(stream)),
+        })
+    };
+    match timeout {
+        Some(limit) => tokio::time::timeout(limit, attempt)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ConnectError {
                     kind: ErrorKind::ConnectTimeout,
                     message: format!("connecting to {addr} timed out after {limit:?}"),
                 })
-            }
-        },
+            }),
         None => attempt.await,
+    }
+}
+
+fn explain_tls_error(error: &io::Error) -> String {
+    let certificate_problem = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|tls| matches!(tls, rustls::Error::InvalidCertificate(_)));
+    if certificate_problem {
+        format!("{error} (trust its CA with --cacert FILE, or skip verification with -k)")
+    } else {
+        error.to_string()
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $stream:ident => $call:expr) => {
+        match $self.get_mut() {
+            Transport::Tcp($stream) => $call,
+            Transport::Tls($stream) => $call,
+        }
     };
-    let stream = result.map_err(|error| ConnectError {
-        kind: ErrorKind::Connect,
-        message: format!("cannot connect to {addr}: {error}"),
-    })?;
-    // Best effort: a socket that refuses NODELAY still carries requests.
-    let _ = stream.set_nodelay(true);
-    Ok(stream)
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        delegate!(self, stream => Pin::new(stream).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, stream => Pin::new(stream).poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, stream => Pin::new(stream).poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Transport::Tcp(stream) => stream.is_write_vectored(),
+            Transport::Tls(stream) => stream.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, stream => Pin::new(stream).poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, stream => Pin::new(stream).poll_shutdown(cx))
+    }
 }
 
 /// Follows HTTP/2 frame boundaries in a byte stream and counts HEADERS and CONTINUATION payload bytes.
@@ -113,9 +220,12 @@ impl<S> TappedIo<S> {
         }
     }
 
-    /// From now on, count HTTP/2 header-block bytes (call at the point the server's frames begin).
-    pub fn count_h2_frames(&mut self) {
-        self.frames = Some(FrameTap::default());
+    /// From now on, count HTTP/2 header-block bytes. `already_read` holds bytes of the server's
+    /// frames that were read before this call (after an h2c upgrade's `101`).
+    pub fn count_h2_frames(&mut self, already_read: &[u8]) {
+        let mut frames = FrameTap::default();
+        self.meter.add_wire_headers(frames.feed(already_read));
+        self.frames = Some(frames);
     }
 }
 

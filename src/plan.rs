@@ -2,39 +2,71 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Method, Uri};
+use rustls::pki_types::ServerName;
 use serde::Serialize;
 
 use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
-use crate::usage_bail;
+use crate::{tls, usage_bail};
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;
 
-/// How an engine talks to the target once connected.
+/// The protocol a connection speaks once established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Protocol {
     /// HTTP/1.1: a keep-alive pool, or a pipeline when more than one request may be in flight.
     #[serde(rename = "http/1.1")]
     Http1,
-    /// HTTP/2 over cleartext TCP, by prior knowledge.
+    /// HTTP/2 over cleartext TCP.
     #[serde(rename = "h2c")]
     H2c,
+    /// HTTP/2 over TLS.
+    #[serde(rename = "h2")]
+    H2,
 }
 
 impl Protocol {
-    /// The protocol's ALPN-style identifier, as h2load prints it.
+    /// Every protocol, in report order.
+    pub const ALL: [Protocol; 3] = [Protocol::Http1, Protocol::H2c, Protocol::H2];
+
+    /// The protocol's identifier, as h2load prints it.
     pub fn id(self) -> &'static str {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::H2c => "h2c",
+            Protocol::H2 => "h2",
         }
     }
+}
+
+/// How each connection arrives at its protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Negotiation {
+    /// Cleartext, the protocol fixed by the options (HTTP/1.1 or h2c by prior knowledge).
+    Direct(Protocol),
+    /// Cleartext HTTP/1.1 first request with `Upgrade: h2c`; HTTP/2 after `101 Switching Protocols`.
+    H2cUpgrade,
+    /// TLS: ALPN decides; with `require`, any other outcome fails the connection.
+    Alpn {
+        /// The protocol the user insisted on, if any.
+        require: Option<Protocol>,
+    },
+}
+
+/// TLS settings of an https:// run.
+#[derive(Debug, Clone)]
+pub struct TlsPlan {
+    /// The client configuration (trust, client identity, ALPN list).
+    pub config: Arc<rustls::ClientConfig>,
+    /// The name sent as SNI and verified against the certificate.
+    pub server_name: ServerName<'static>,
 }
 
 /// When the run stops sending.
@@ -56,7 +88,7 @@ pub enum StopRule {
 pub struct Target {
     /// The URLs as given, for the report.
     pub urls: Vec<String>,
-    /// The resolved address every connection connects to.
+    /// The resolved address every connection connects to (`--connect-to`, else the URL's).
     pub addr: SocketAddr,
     /// `host[:port]` as written in the first URL; the default Host / `:authority`.
     pub authority: String,
@@ -118,8 +150,10 @@ pub struct RunPlan {
     pub target: Target,
     /// What to send.
     pub request: RequestTemplate,
-    /// How to talk.
-    pub protocol: Protocol,
+    /// How connections arrive at their protocol.
+    pub negotiation: Negotiation,
+    /// TLS settings, for https:// URLs.
+    pub tls: Option<TlsPlan>,
     /// When to stop.
     pub stop: StopRule,
     /// Concurrent connections.
@@ -138,8 +172,15 @@ pub struct RunPlan {
 
 /// Builds a plan from the load-test options. `urls` replaces `args.urls` (the app may fill in the built-in target).
 pub fn build(args: &LoadArgs, urls: &[String]) -> Result<RunPlan> {
-    let (target, paths, scheme) = parse_target(urls)?;
-    let protocol = choose_protocol(args, scheme)?;
+    let (mut target, paths, scheme, host) = parse_target(urls)?;
+    let negotiation = choose_negotiation(args, scheme)?;
+    if let Some(connect_to) = &args.connect_to {
+        target.addr = resolve_connect_to(connect_to)?;
+    }
+    let tls = match scheme {
+        Scheme::Https => Some(tls_plan(args, negotiation, &host)?),
+        Scheme::Http => None,
+    };
     let mut notes = Vec::new();
 
     let stop = match args.duration {
@@ -182,7 +223,8 @@ pub fn build(args: &LoadArgs, urls: &[String]) -> Result<RunPlan> {
     Ok(RunPlan {
         request: request_template(args, paths, &target.authority)?,
         target,
-        protocol,
+        negotiation,
+        tls,
         stop,
         clients,
         threads,
@@ -217,7 +259,8 @@ enum Scheme {
 }
 
 /// Parses the URLs: the first gives scheme, host and port; every URL gives a path (h2load's rule).
-fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme)> {
+/// Returns the target, the paths, the scheme and the host.
+fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme, String)> {
     let Some(first) = urls.first() else {
         usage_bail!("no URL given");
     };
@@ -267,7 +310,22 @@ fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme)> {
         addr,
         authority: authority.as_str().to_owned(),
     };
-    Ok((target, paths, scheme))
+    Ok((target, paths, scheme, host.to_owned()))
+}
+
+fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
+    let Some((host, port)) = connect_to.rsplit_once(':') else {
+        usage_bail!("--connect-to '{connect_to}': expected HOST:PORT");
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        usage_bail!("--connect-to '{connect_to}': '{port}' is not a port number");
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve --connect-to host '{host}'"))?
+        .next()
+        .with_context(|| format!("--connect-to host '{host}' has no address"))
 }
 
 fn parse_absolute_url(url: &str) -> Result<Uri> {
@@ -289,26 +347,68 @@ fn path_of(uri: &Uri) -> String {
         .to_owned()
 }
 
-fn choose_protocol(args: &LoadArgs, scheme: Scheme) -> Result<Protocol> {
+fn choose_negotiation(args: &LoadArgs, scheme: Scheme) -> Result<Negotiation> {
     let requested = match (args.proto, args.h1, args.no_tls_proto) {
-        (Some(proto), _, _) => proto,
-        (None, true, _) | (None, false, Some(NoTlsProto::Http11)) => ProtoArg::H1,
-        (None, false, Some(NoTlsProto::H2c)) => ProtoArg::H2c,
-        (None, false, None) if scheme == Scheme::Https => ProtoArg::H2,
-        (None, false, None) => ProtoArg::H2c,
+        (Some(proto), _, _) => Some(proto),
+        (None, true, _) => Some(ProtoArg::H1),
+        // h2load's -p applies to http:// URLs only.
+        (None, false, Some(_)) if scheme == Scheme::Https => None,
+        (None, false, Some(NoTlsProto::Http11)) => Some(ProtoArg::H1),
+        (None, false, Some(NoTlsProto::H2c)) => Some(ProtoArg::H2c),
+        (None, false, None) => None,
     };
-    if scheme == Scheme::Https {
-        usage_bail!(
-            "https:// URLs need TLS, which this build does not support yet; use an http:// URL"
-        );
-    }
-    match requested {
-        ProtoArg::H1 => Ok(Protocol::Http1),
-        ProtoArg::H2c => Ok(Protocol::H2c),
-        ProtoArg::H2 => usage_bail!(
+    Ok(match (scheme, requested) {
+        (Scheme::Http, None | Some(ProtoArg::H2c)) => Negotiation::Direct(Protocol::H2c),
+        (Scheme::Http, Some(ProtoArg::H1)) => Negotiation::Direct(Protocol::Http1),
+        (Scheme::Http, Some(ProtoArg::H2cUpgrade)) => Negotiation::H2cUpgrade,
+        (Scheme::Http, Some(ProtoArg::H2)) => usage_bail!(
             "--proto h2 is HTTP/2 over TLS and needs an https:// URL; use --proto h2c for cleartext HTTP/2"
         ),
+        (Scheme::Http, Some(ProtoArg::Auto)) => usage_bail!(
+            "--proto auto lets TLS ALPN choose and needs an https:// URL; for http:// use h1, h2c or h2c-upgrade"
+        ),
+        (Scheme::Https, None | Some(ProtoArg::Auto)) => Negotiation::Alpn { require: None },
+        (Scheme::Https, Some(ProtoArg::H2)) => Negotiation::Alpn {
+            require: Some(Protocol::H2),
+        },
+        (Scheme::Https, Some(ProtoArg::H1)) => Negotiation::Alpn {
+            require: Some(Protocol::Http1),
+        },
+        (Scheme::Https, Some(ProtoArg::H2c | ProtoArg::H2cUpgrade)) => {
+            usage_bail!("h2c is cleartext HTTP/2 and needs an http:// URL; use --proto h2 for https://")
+        }
+    })
+}
+
+fn tls_plan(args: &LoadArgs, negotiation: Negotiation, host: &str) -> Result<TlsPlan> {
+    let alpn = match (&args.alpn_list, negotiation) {
+        (Some(list), _) => tls::parse_alpn_list(list)?,
+        (
+            None,
+            Negotiation::Alpn {
+                require: Some(Protocol::Http1),
+            },
+        ) => vec![b"http/1.1".to_vec()],
+        (None, _) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
+    if negotiation
+        == (Negotiation::Alpn {
+            require: Some(Protocol::H2),
+        })
+        && !alpn.iter().any(|id| id == b"h2")
+    {
+        usage_bail!("--proto h2 needs h2 in --alpn-list");
     }
+    let config = tls::client_config(&tls::ClientTlsOptions {
+        alpn,
+        insecure: args.insecure,
+        ca_file: args.cacert.as_deref(),
+        client_identity: args.cert.as_deref().zip(args.key.as_deref()),
+    })?;
+    Ok(TlsPlan {
+        config,
+        server_name: tls::server_name(args.sni.as_deref().unwrap_or(host))?,
+    })
 }
 
 /// Headers every request carries unless `-H` replaces them.
@@ -418,7 +518,8 @@ mod tests {
         assert_eq!(plan.target.addr, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
         assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
-        assert_eq!(plan.protocol, Protocol::H2c);
+        assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
+        assert!(plan.tls.is_none());
         assert_eq!(plan.stop, StopRule::Requests(DEFAULT_REQUESTS));
     }
 
@@ -426,7 +527,11 @@ mod tests {
     fn h1_spellings_agree() {
         for argv in [["--h1"], ["--proto=h1"], ["-phttp/1.1"]] {
             let plan = plan(&[argv[0], "http://127.0.0.1:1/"]).unwrap();
-            assert_eq!(plan.protocol, Protocol::Http1, "{argv:?}");
+            assert_eq!(
+                plan.negotiation,
+                Negotiation::Direct(Protocol::Http1),
+                "{argv:?}"
+            );
         }
     }
 

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::plan::Protocol;
+use crate::tls::TlsInfo;
+
 /// Largest latency a histogram holds exactly (one hour, in microseconds); larger values saturate.
 pub const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
 
@@ -37,13 +40,16 @@ pub enum ErrorKind {
     Closed,
     /// The server sent something that is not valid HTTP, or reset the stream.
     Protocol,
+    /// The TLS handshake failed, or ALPN selected a protocol the user ruled out.
+    Tls,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 5] = [
+    pub const ALL: [ErrorKind; 6] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
+        ErrorKind::Tls,
         ErrorKind::Timeout,
         ErrorKind::Closed,
         ErrorKind::Protocol,
@@ -57,6 +63,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Closed => "closed",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Tls => "tls",
         }
     }
 
@@ -118,7 +125,7 @@ pub struct Recorder {
     /// Responses by status class: 1xx..5xx (index 0..4).
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
-    errors: [u64; 5],
+    errors: [u64; ErrorKind::ALL.len()],
     /// Connections established.
     pub connections_opened: u64,
     /// Connection attempts that failed.
@@ -127,6 +134,11 @@ pub struct Recorder {
     pub first_error: Option<String>,
     /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
     pub effective_concurrency: Option<usize>,
+    /// The first TLS session's parameters.
+    pub tls: Option<TlsInfo>,
+    /// Things the user should know that are not errors, each once.
+    pub warnings: Vec<String>,
+    connections_by_protocol: [u64; Protocol::ALL.len()],
     clients: Vec<ClientSlot>,
 }
 
@@ -140,11 +152,14 @@ impl Recorder {
             ttfb: new_histogram(),
             counters: RequestCounters::default(),
             status_classes: [0; 5],
-            errors: [0; 5],
+            errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
             connections_failed: 0,
             first_error: None,
             effective_concurrency: None,
+            tls: None,
+            warnings: Vec::new(),
+            connections_by_protocol: [0; Protocol::ALL.len()],
             clients: vec![ClientSlot::default(); slots],
         }
     }
@@ -159,6 +174,31 @@ impl Recorder {
         self.connections_opened += 1;
         self.connect.saturating_record(micros(end - start));
         self.clients[slot].began.get_or_insert(start);
+    }
+
+    /// A connection settled on `protocol`.
+    pub fn note_protocol(&mut self, protocol: Protocol) {
+        self.connections_by_protocol[protocol as usize] += 1;
+    }
+
+    /// Connections by protocol, only those that occurred.
+    pub fn protocols(&self) -> impl Iterator<Item = (Protocol, u64)> + '_ {
+        Protocol::ALL
+            .iter()
+            .map(|protocol| (*protocol, self.connections_by_protocol[*protocol as usize]))
+            .filter(|(_, count)| *count > 0)
+    }
+
+    /// A TLS handshake completed; the first one is described in the report.
+    pub fn note_tls(&mut self, info: TlsInfo) {
+        self.tls.get_or_insert(info);
+    }
+
+    /// Something the user should know, reported once however often it happens.
+    pub fn warn(&mut self, message: String) {
+        if !self.warnings.contains(&message) {
+            self.warnings.push(message);
+        }
     }
 
     /// A connection attempt failed.
@@ -273,6 +313,19 @@ impl Recorder {
         }
         if let Some(value) = other.effective_concurrency {
             self.note_effective_concurrency(value);
+        }
+        for (mine, theirs) in self
+            .connections_by_protocol
+            .iter_mut()
+            .zip(other.connections_by_protocol)
+        {
+            *mine += theirs;
+        }
+        if self.tls.is_none() {
+            self.tls = other.tls;
+        }
+        for warning in other.warnings {
+            self.warn(warning);
         }
         self.clients.extend(other.clients);
     }

@@ -15,9 +15,9 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
-use crate::engine::{self, ConnEnd, ConnState, Engine, Session, ThreadShared};
+use crate::engine::{ConnEnd, ConnState, Engines, Session, ThreadShared};
 use crate::net::{self, TappedIo};
-use crate::plan::{Protocol, RunPlan, StopRule};
+use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
@@ -36,8 +36,6 @@ pub struct RunOutcome {
     pub wire: WireTotals,
     /// Length of the measured period: from its start until the last request finished or the run stopped.
     pub elapsed: Duration,
-    /// The protocol the engine spoke.
-    pub protocol: Protocol,
     /// Requests of `-n` never sent because every connection failed.
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped waiting for them.
@@ -123,7 +121,6 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
         recorder: merged,
         wire,
         elapsed: last_end.saturating_duration_since(measure_start),
-        protocol: plan.protocol,
         never_sent,
         in_flight_at_stop,
         interrupted,
@@ -206,7 +203,7 @@ impl Worker {
             recorder: RefCell::new(Recorder::new(self.measure_start, self.slots)),
             wire: Rc::new(WireMeter::default()),
         });
-        let engine: Rc<dyn Engine> = Rc::from(engine::for_plan(&self.plan));
+        let engines = Rc::new(Engines::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let local = LocalSet::new();
         let ended = local.block_on(&runtime, {
@@ -221,7 +218,7 @@ impl Worker {
                     });
                 }
                 let slots = (0..self.slots).map(|slot| {
-                    tokio::task::spawn_local(run_slot(shared.clone(), engine.clone(), slot))
+                    tokio::task::spawn_local(run_slot(shared.clone(), engines.clone(), slot))
                 });
                 tokio::select! {
                     _ = join_all(slots) => {}
@@ -243,40 +240,54 @@ impl Worker {
 }
 
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent.
-async fn run_slot(shared: Rc<ThreadShared>, engine: Rc<dyn Engine>, slot: usize) {
+async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     while shared.budget.has_more() {
         let began = Instant::now();
-        let stream = match net::connect(plan.target.addr, timeouts.connect).await {
-            Ok(stream) => stream,
-            Err(error) => {
+        let established =
+            match net::establish(plan.target.addr, plan.tls.as_ref(), timeouts.connect).await {
+                Ok(established) => established,
+                Err(error) => {
+                    shared
+                        .recorder
+                        .borrow_mut()
+                        .connect_failed(error.kind, error.message);
+                    return;
+                }
+            };
+        let (engine, protocol) = match engines.pick(plan.negotiation, established.tls.as_ref()) {
+            Ok(picked) => picked,
+            Err(message) => {
                 shared
                     .recorder
                     .borrow_mut()
-                    .connect_failed(error.kind, error.message);
+                    .connect_failed(ErrorKind::Tls, message);
                 return;
             }
         };
-        shared
-            .recorder
-            .borrow_mut()
-            .connected(slot, began, Instant::now());
+        {
+            let mut recorder = shared.recorder.borrow_mut();
+            recorder.connected(slot, began, Instant::now());
+            if let Some(info) = established.tls {
+                recorder.note_tls(info);
+            }
+            if let Some(protocol) = protocol {
+                recorder.note_protocol(protocol);
+            }
+        }
         let conn = ConnState::default();
         let last_read = timeouts
             .connection_inactivity
             .map(|_| Rc::new(Cell::new(Instant::now())));
-        let io = TappedIo::new(stream, shared.wire.clone(), last_read.clone());
+        let io = TappedIo::new(
+            established.transport,
+            shared.wire.clone(),
+            last_read.clone(),
+        );
         let drive = engine.drive(io, Session::new(&shared, &conn, slot));
-        let end = match within_connection_limits(
-            drive,
-            began,
-            timeouts.connection_active,
-            timeouts.connection_inactivity,
-            last_read,
-        )
-        .await
-        {
+        let limits = (timeouts.connection_active, timeouts.connection_inactivity);
+        let end = match within_connection_limits(drive, began, limits, last_read).await {
             Some(end) => end,
             None => {
                 let mut recorder = shared.recorder.borrow_mut();
@@ -297,8 +308,7 @@ async fn run_slot(shared: Rc<ThreadShared>, engine: Rc<dyn Engine>, slot: usize)
 async fn within_connection_limits(
     drive: impl Future<Output = ConnEnd>,
     began: Instant,
-    active: Option<Duration>,
-    inactivity: Option<Duration>,
+    (active, inactivity): (Option<Duration>, Option<Duration>),
     last_read: Option<Rc<Cell<Instant>>>,
 ) -> Option<ConnEnd> {
     let silence = async {

@@ -259,6 +259,7 @@ fn server_stream_limit_caps_streams_per_connection() {
         1,
         h2load_rs::server::ServeOptions {
             max_concurrent_streams: 8,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -442,4 +443,84 @@ fn an_interrupted_run_still_reports_and_writes_its_json() {
     assert!((60..=90).contains(&done), "done {done}");
     assert_eq!(requests["started"], requests["done"]);
     assert_eq!(text_counts(&stdout)["done"], done);
+}
+
+#[test]
+fn h2c_upgrade_against_the_built_in_target() {
+    let run = h2load_rs(&[
+        "--proto",
+        "h2c-upgrade",
+        "-c",
+        "4",
+        "-m",
+        "16",
+        "-n",
+        "2000",
+        &url("/bytes/1000"),
+    ]);
+    assert_clean(&run, "h2c-upgrade", 2000);
+    assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000);
+    assert_eq!(run.json["protocol"]["negotiated"], "h2c");
+    assert_eq!(run.int("protocol/connections/h2c"), 4);
+    assert!(run.output.stderr.is_empty(), "{}", run.output.stderr);
+
+    // A request with a body is not upgraded by the target (RFC 7540 lets servers decline), so
+    // the connections go on as HTTP/1.1, saying so.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'b'; 1024]).unwrap();
+    let declined = h2load_rs(&[
+        "--proto",
+        "h2c-upgrade",
+        "-c",
+        "2",
+        "-n",
+        "100",
+        "-d",
+        body.to_str().unwrap(),
+        &url("/echo"),
+    ]);
+    assert_clean(&declined, "declined upgrade", 100);
+    assert_eq!(declined.int("traffic/data_bytes"), 100 * 1024);
+    assert_eq!(declined.json["protocol"]["negotiated"], "http/1.1");
+    assert!(
+        declined.output.stderr.contains("instead of 101"),
+        "{}",
+        declined.output.stderr
+    );
+}
+
+#[test]
+fn tls_against_the_built_in_target() {
+    let tls = h2load_rs::tls::server_config(
+        h2load_rs::tls::test_pki::SERVER_CERT.as_bytes(),
+        h2load_rs::tls::test_pki::SERVER_KEY.as_bytes(),
+    )
+    .unwrap();
+    let options = h2load_rs::server::ServeOptions {
+        tls: Some(tls),
+        ..Default::default()
+    };
+    let addr = h2load_rs::server::spawn_background(1, options).unwrap();
+    let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
+    let target = format!("https://{addr}/bytes/1000");
+    for (flags, negotiated) in [
+        (&["-c", "4", "-m", "16"][..], "h2"),
+        (&["--proto", "h1", "-c", "4"][..], "http/1.1"),
+        (&["--proto", "h1", "-c", "4", "-m", "8"][..], "http/1.1"),
+    ] {
+        let mut args = vec!["-n", "2000", "--cacert", ca];
+        args.extend(flags);
+        args.push(&target);
+        let run = h2load_rs(&args);
+        assert_clean(&run, negotiated, 2000);
+        assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000, "{flags:?}");
+        assert_eq!(run.json["protocol"]["negotiated"], negotiated, "{flags:?}");
+        assert_eq!(
+            run.json["protocol"]["tls"]["version"], "TLSv1.3",
+            "{flags:?}"
+        );
+        // Connect time includes the TLS handshake.
+        assert_eq!(run.int("latency/connect/count"), 4, "{flags:?}");
+    }
 }

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs besides Rust: the peer tools the cross-checks compare against.
-# Idempotent: installs only what is missing. Needs root (CI runs as root) or sudo.
+# Installs what the test suite needs besides Rust and Go: the peer tools the cross-checks compare
+# against and the real servers of the test bed. Idempotent: installs only what is missing.
+# Needs root (CI runs as root) or sudo. Services are never started by the install: tests start
+# their own instances on loopback ports (tests/testbed.sh).
 set -euo pipefail
 
 need=()
 command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v nghttpd >/dev/null || need+=(nghttp2-server)
+command -v nghttpx >/dev/null || need+=(nghttp2-proxy)
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v caddy >/dev/null || need+=(caddy)
 command -v curl >/dev/null || need+=(curl)
+command -v openssl >/dev/null || need+=(openssl)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "tests/setup.sh: installing ${need[*]}"
+# Keep Debian's maintainer scripts from starting nginx/caddy as system services.
+policy=/usr/sbin/policy-rc.d
+created_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  created_policy=1
+fi
+trap '[ -n "$created_policy" ] && $sudo rm -f "$policy"' EXIT
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -15,7 +15,7 @@ use http::Method;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::{ConnEnd, Engine, Io, PathCycle, Session};
-use crate::plan::RunPlan;
+use crate::plan::{RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, ResponseSample, WireMeter};
 
 /// Bytes read per socket read; also the largest response head accepted.
@@ -35,175 +35,249 @@ impl H1Pipeline {
     /// Serializes one request per path, once.
     pub fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
-        let requests = template
-            .paths
-            .iter()
-            .map(|path| {
-                let mut wire = format!(
-                    "{} {path} HTTP/1.1\r\nhost: {}\r\n",
-                    template.method, template.authority
-                )
-                .into_bytes();
-                for (name, value) in &template.headers {
-                    wire.extend_from_slice(name.as_str().as_bytes());
-                    wire.extend_from_slice(b": ");
-                    wire.extend_from_slice(value.as_bytes());
-                    wire.extend_from_slice(b"\r\n");
-                }
-                if let Some(length) = template.content_length() {
-                    wire.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
-                }
-                wire.extend_from_slice(b"\r\n");
-                wire.extend_from_slice(&template.body);
-                Bytes::from(wire)
-            })
-            .collect();
         H1Pipeline {
-            requests,
+            requests: template
+                .paths
+                .iter()
+                .map(|path| serialize_request(template, path, &[]))
+                .collect(),
             depth: plan.max_concurrent,
             bodyless_responses: template.method == Method::HEAD,
             request_timeout: plan.timeouts.request,
         }
     }
 
-    async fn run(&self, mut io: Io, session: Session<'_>) -> ConnEnd {
-        let paths = PathCycle::default();
-        let mut in_flight: VecDeque<Instant> = VecDeque::with_capacity(self.depth);
-        let mut outgoing = Vec::with_capacity(
-            self.requests.iter().map(Bytes::len).max().unwrap_or(0) * self.depth,
-        );
-        let mut written = 0;
-        let mut incoming = vec![0u8; READ_BUFFER];
-        let (mut parsed_to, mut filled_to) = (0, 0);
-        let mut reader = ResponseReader::new(self.bodyless_responses);
-        let mut first_byte: Option<Instant> = None;
-        let mut budget_spent = false;
+    /// Carries on with a connection that already has one request in flight (sent at `start`) and
+    /// `received` bytes of its response read: an h2c upgrade the server declined.
+    pub async fn continue_after(
+        &self,
+        io: Io,
+        session: Session<'_>,
+        start: Instant,
+        received: &[u8],
+    ) -> ConnEnd {
+        self.run(io, session, VecDeque::from([start]), received)
+            .await
+    }
 
+    async fn run(
+        &self,
+        mut io: Io,
+        session: Session<'_>,
+        in_flight: VecDeque<Instant>,
+        received: &[u8],
+    ) -> ConnEnd {
+        let paths = PathCycle::starting_at(in_flight.len());
+        let mut pipe = Pipe::new(session, in_flight, received, self);
+        // Bytes handed over with the connection are parsed before anything is read.
+        let mut handed_over = !received.is_empty();
         loop {
-            while !budget_spent && in_flight.len() < self.depth {
+            while !pipe.budget_spent && pipe.in_flight.len() < self.depth {
                 if !session.take_request() {
-                    budget_spent = true;
+                    pipe.budget_spent = true;
                     break;
                 }
-                outgoing.extend_from_slice(&self.requests[paths.next(self.requests.len())]);
-                in_flight.push_back(session.begin());
+                pipe.outgoing
+                    .extend_from_slice(&self.requests[paths.next(self.requests.len())]);
+                pipe.in_flight.push_back(session.begin());
             }
-            let Some(&oldest) = in_flight.front() else {
+            let Some(&oldest) = pipe.in_flight.front() else {
                 return ConnEnd::Finished;
             };
-            if parsed_to > 0 {
-                incoming.copy_within(parsed_to..filled_to, 0);
-                filled_to -= parsed_to;
-                parsed_to = 0;
-            }
-            if filled_to == incoming.len() {
-                session.note_error(|| "HTTP/1.1 response head larger than 64 KiB".to_owned());
-                return fail_all(session, &mut in_flight, ErrorKind::Protocol);
-            }
-            let step = poll_fn(|cx| {
-                transfer(
-                    &mut io,
-                    &mut outgoing,
-                    &mut written,
-                    &mut incoming[filled_to..],
-                    cx,
-                )
-            });
-            let read = match self.request_timeout {
-                Some(limit) => match tokio::time::timeout_at((oldest + limit).into(), step).await {
-                    Ok(read) => read,
-                    Err(_) => return fail_all(session, &mut in_flight, ErrorKind::Timeout),
-                },
-                None => step.await,
-            };
-            let read_at = Instant::now();
-            let eof = match read {
-                Ok(0) => true,
-                Ok(count) => {
-                    filled_to += count;
-                    false
-                }
-                Err(error) => {
-                    session.note_error(|| format!("HTTP/1.1 connection failed: {error}"));
-                    return fail_all(session, &mut in_flight, ErrorKind::Closed);
-                }
-            };
-            loop {
-                if first_byte.is_none() && parsed_to < filled_to {
-                    first_byte = Some(read_at);
-                }
-                let (used, event) =
-                    match reader.step(&incoming[parsed_to..filled_to], session.wire()) {
-                        Ok(progress) => progress,
-                        Err(problem) => {
-                            session.note_error(|| format!("invalid HTTP/1.1 response: {problem}"));
-                            return fail_all(session, &mut in_flight, ErrorKind::Protocol);
-                        }
-                    };
-                parsed_to += used;
-                let event = match event {
-                    Event::NeedMore if eof => reader.finish_at_eof(),
-                    event => event,
-                };
-                match event {
-                    Event::NeedMore => break,
-                    Event::Interim => {}
-                    Event::Complete { status, close } => {
-                        let start = in_flight
-                            .pop_front()
-                            .expect("a response answers a sent request");
-                        session.complete(ResponseSample {
-                            start,
-                            first_byte: first_byte.take().unwrap_or(read_at),
-                            end: read_at,
-                            status,
-                        });
-                        if close || eof {
-                            return self.closed_by_server(session, &mut in_flight, budget_spent);
-                        }
-                        if in_flight.is_empty() {
-                            break;
-                        }
-                    }
+            if !handed_over {
+                let deadline = self.request_timeout.map(|limit| oldest + limit);
+                if let Err(end) = pipe.exchange(&mut io, deadline).await {
+                    return end;
                 }
             }
-            if eof {
-                return self.closed_by_server(session, &mut in_flight, budget_spent);
+            handed_over = false;
+            if let Some(end) = pipe.deliver() {
+                return end;
             }
         }
     }
+}
+
+/// One pipelined connection's state: requests in flight, buffers, and the response parser.
+struct Pipe<'s> {
+    session: Session<'s>,
+    in_flight: VecDeque<Instant>,
+    outgoing: Vec<u8>,
+    written: usize,
+    incoming: Vec<u8>,
+    parsed_to: usize,
+    filled_to: usize,
+    reader: ResponseReader,
+    first_byte: Option<Instant>,
+    read_at: Instant,
+    eof: bool,
+    budget_spent: bool,
+}
+
+impl<'s> Pipe<'s> {
+    fn new(
+        session: Session<'s>,
+        mut in_flight: VecDeque<Instant>,
+        received: &[u8],
+        engine: &H1Pipeline,
+    ) -> Self {
+        in_flight.reserve(engine.depth);
+        let largest_request = engine.requests.iter().map(Bytes::len).max().unwrap_or(0);
+        let mut incoming = vec![0u8; READ_BUFFER.max(received.len())];
+        incoming[..received.len()].copy_from_slice(received);
+        Pipe {
+            session,
+            in_flight,
+            outgoing: Vec::with_capacity(largest_request * engine.depth),
+            written: 0,
+            incoming,
+            parsed_to: 0,
+            filled_to: received.len(),
+            reader: ResponseReader::new(engine.bodyless_responses),
+            first_byte: None,
+            read_at: Instant::now(),
+            eof: false,
+            budget_spent: false,
+        }
+    }
+
+    /// Writes queued requests and reads what arrives, by `deadline` if given. `Err` ends the connection.
+    async fn exchange(&mut self, io: &mut Io, deadline: Option<Instant>) -> Result<(), ConnEnd> {
+        if self.parsed_to > 0 {
+            self.incoming.copy_within(self.parsed_to..self.filled_to, 0);
+            self.filled_to -= self.parsed_to;
+            self.parsed_to = 0;
+        }
+        if self.filled_to == self.incoming.len() {
+            self.session
+                .note_error(|| "HTTP/1.1 response head larger than 64 KiB".to_owned());
+            return Err(self.fail_all(ErrorKind::Protocol));
+        }
+        let (outgoing, written, incoming) = (
+            &mut self.outgoing,
+            &mut self.written,
+            &mut self.incoming[self.filled_to..],
+        );
+        let step = poll_fn(|cx| transfer(io, outgoing, written, incoming, cx));
+        let read = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), step).await {
+                Ok(read) => read,
+                Err(_) => return Err(self.fail_all(ErrorKind::Timeout)),
+            },
+            None => step.await,
+        };
+        self.read_at = Instant::now();
+        match read {
+            Ok(0) => self.eof = true,
+            Ok(count) => self.filled_to += count,
+            Err(error) => {
+                self.session
+                    .note_error(|| format!("HTTP/1.1 connection failed: {error}"));
+                return Err(self.fail_all(ErrorKind::Closed));
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses what has arrived and records completed responses; `Some` when the connection is over.
+    fn deliver(&mut self) -> Option<ConnEnd> {
+        loop {
+            if self.first_byte.is_none() && self.parsed_to < self.filled_to {
+                self.first_byte = Some(self.read_at);
+            }
+            let unparsed = &self.incoming[self.parsed_to..self.filled_to];
+            let (used, event) = match self.reader.step(unparsed, self.session.wire()) {
+                Ok(progress) => progress,
+                Err(problem) => {
+                    self.session
+                        .note_error(|| format!("invalid HTTP/1.1 response: {problem}"));
+                    return Some(self.fail_all(ErrorKind::Protocol));
+                }
+            };
+            self.parsed_to += used;
+            let event = match event {
+                Event::NeedMore if self.eof => self.reader.finish_at_eof(),
+                event => event,
+            };
+            match event {
+                Event::NeedMore => break,
+                Event::Interim => {}
+                Event::Complete { status, close } => {
+                    let start = self
+                        .in_flight
+                        .pop_front()
+                        .expect("a response answers a sent request");
+                    self.session.complete(ResponseSample {
+                        start,
+                        first_byte: self.first_byte.take().unwrap_or(self.read_at),
+                        end: self.read_at,
+                        status,
+                    });
+                    if close || self.eof {
+                        return Some(self.closed_by_server());
+                    }
+                    if self.in_flight.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.eof.then(|| self.closed_by_server())
+    }
 
     /// The server ended the connection; requests it had not answered are lost (never retried silently).
-    fn closed_by_server(
-        &self,
-        session: Session<'_>,
-        in_flight: &mut VecDeque<Instant>,
-        budget_spent: bool,
-    ) -> ConnEnd {
-        if in_flight.is_empty() && budget_spent {
+    fn closed_by_server(&mut self) -> ConnEnd {
+        if self.in_flight.is_empty() && self.budget_spent {
             return ConnEnd::Finished;
         }
-        if !in_flight.is_empty() {
-            session.note_error(|| {
+        if !self.in_flight.is_empty() {
+            self.session.note_error(|| {
                 "the server closed an HTTP/1.1 connection with pipelined requests unanswered"
                     .to_owned()
             });
         }
-        fail_all(session, in_flight, ErrorKind::Closed)
+        self.fail_all(ErrorKind::Closed)
+    }
+
+    /// Every request in flight failed with `kind`; the connection must be replaced.
+    fn fail_all(&mut self, kind: ErrorKind) -> ConnEnd {
+        for start in self.in_flight.drain(..) {
+            self.session.fail(start, kind);
+        }
+        ConnEnd::Lost
     }
 }
 
 impl Engine for H1Pipeline {
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
-        self.run(io, session).boxed_local()
+        self.run(io, session, VecDeque::new(), &[]).boxed_local()
     }
 }
 
-fn fail_all(session: Session<'_>, in_flight: &mut VecDeque<Instant>, kind: ErrorKind) -> ConnEnd {
-    for start in in_flight.drain(..) {
-        session.fail(start, kind);
+/// Serializes a request for `path` from the template, with `extra` headers after the template's.
+pub fn serialize_request(template: &RequestTemplate, path: &str, extra: &[(&str, &str)]) -> Bytes {
+    let mut wire = format!(
+        "{} {path} HTTP/1.1\r\nhost: {}\r\n",
+        template.method, template.authority
+    )
+    .into_bytes();
+    let headers = template
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .chain(extra.iter().map(|(name, value)| (*name, value.as_bytes())));
+    for (name, value) in headers {
+        wire.extend_from_slice(name.as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value);
+        wire.extend_from_slice(b"\r\n");
     }
-    ConnEnd::Lost
+    if let Some(length) = template.content_length() {
+        wire.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
+    }
+    wire.extend_from_slice(b"\r\n");
+    wire.extend_from_slice(&template.body);
+    Bytes::from(wire)
 }
 
 /// Writes what is queued and reads what has arrived, in one poll, so a long pipeline of writes never

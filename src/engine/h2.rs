@@ -10,6 +10,7 @@ use futures_util::future::{join_all, LocalBoxFuture};
 use futures_util::FutureExt;
 use h2::client::{ResponseFuture, SendRequest};
 use http::{HeaderMap, Method, Request, Uri};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{header_map, spawn_connection, ConnEnd, Engine, Io, PathCycle, Session};
 use crate::plan::{H2Settings, RunPlan};
@@ -68,7 +69,7 @@ impl H2 {
             .iter()
             .map(|path| {
                 Uri::builder()
-                    .scheme("http")
+                    .scheme(if plan.tls.is_some() { "https" } else { "http" })
                     .authority(template.authority.as_str())
                     .path_and_query(path.as_str())
                     .build()
@@ -86,8 +87,18 @@ impl H2 {
         }
     }
 
-    async fn run(&self, mut io: Io, session: Session<'_>) -> ConnEnd {
-        io.count_h2_frames();
+    /// Drives an HTTP/2 connection. After an h2c upgrade, `upgraded` holds the start of the
+    /// HTTP/1.1 request whose response arrives on stream 1, and `first_path` the next path to use.
+    pub async fn run<T>(
+        &self,
+        io: T,
+        session: Session<'_>,
+        upgraded: Option<Instant>,
+        first_path: usize,
+    ) -> ConnEnd
+    where
+        T: AsyncRead + AsyncWrite + Unpin + 'static,
+    {
         let handshake = h2::client::Builder::new()
             .initial_window_size(self.settings.stream_window)
             .initial_connection_window_size(self.settings.connection_window)
@@ -107,15 +118,44 @@ impl H2 {
         let _connection = spawn_connection(connection);
         let lanes = Lanes {
             session,
-            paths: PathCycle::default(),
+            paths: PathCycle::starting_at(first_path),
             settled: Cell::new(false),
         };
-        let ends =
-            join_all((0..self.lanes).map(|lane| self.lane(lane, sender.clone(), &lanes))).await;
-        if ends.contains(&ConnEnd::Lost) {
+        let stream_one = async {
+            match upgraded {
+                Some(start) => self.upgraded_stream(sender.clone(), start, &lanes).await,
+                None => ConnEnd::Finished,
+            }
+        };
+        let all_lanes =
+            join_all((0..self.lanes).map(|lane| self.lane(lane, sender.clone(), &lanes)));
+        let (first, ends) = futures_util::future::join(stream_one, all_lanes).await;
+        if first == ConnEnd::Lost || ends.contains(&ConnEnd::Lost) {
             ConnEnd::Lost
         } else {
             ConnEnd::Finished
+        }
+    }
+
+    /// Receives the response to the upgrade request on stream 1. The `h2` crate only accepts a
+    /// response on a stream it opened, so a placeholder request opens stream 1: a relative `GET /`,
+    /// which `h2` encodes from the HPACK static table alone, and which the upgraded socket
+    /// (`h2c_upgrade::UpgradedIo`) keeps off the wire.
+    async fn upgraded_stream(
+        &self,
+        mut sender: SendRequest<Bytes>,
+        start: Instant,
+        lanes: &Lanes<'_>,
+    ) -> ConnEnd {
+        match sender.send_request(Request::new(()), true) {
+            Ok((response, _)) => self.settle(&sender, response, start, lanes).await,
+            Err(error) => {
+                lanes
+                    .session
+                    .note_error(|| format!("HTTP/2 after the h2c upgrade failed: {error}"));
+                lanes.session.fail(start, ErrorKind::Closed);
+                ConnEnd::Lost
+            }
         }
     }
 
@@ -145,28 +185,47 @@ impl H2 {
             let Some((start, response)) = self.send(&mut sender, uri, session) else {
                 return ConnEnd::Lost;
             };
-            let receive = receive(response, start, session);
-            let outcome = match self.request_timeout {
-                // Dropping the response on timeout resets just this stream (RST_STREAM CANCEL).
-                Some(limit) => tokio::time::timeout(limit, receive)
-                    .await
-                    .unwrap_or(Err(Failure::Stream(ErrorKind::Timeout))),
-                None => receive.await,
-            };
-            match outcome {
-                Ok(sample) => {
-                    session.complete(sample);
-                    if !lanes.settled.replace(true) {
-                        session.note_effective_concurrency(
-                            self.lanes.min(sender.current_max_send_streams()),
-                        );
-                    }
+            if self.settle(&sender, response, start, lanes).await == ConnEnd::Lost {
+                return ConnEnd::Lost;
+            }
+        }
+    }
+
+    /// Receives one response within the request timeout and records how it ended. `Lost` when
+    /// the failure took the connection with it.
+    async fn settle(
+        &self,
+        sender: &SendRequest<Bytes>,
+        response: ResponseFuture,
+        start: Instant,
+        lanes: &Lanes<'_>,
+    ) -> ConnEnd {
+        let session = lanes.session;
+        let receive = receive(response, start, session);
+        let outcome = match self.request_timeout {
+            // Dropping the response on timeout resets just this stream (RST_STREAM CANCEL).
+            Some(limit) => tokio::time::timeout(limit, receive)
+                .await
+                .unwrap_or(Err(Failure::Stream(ErrorKind::Timeout))),
+            None => receive.await,
+        };
+        match outcome {
+            Ok(sample) => {
+                session.complete(sample);
+                if !lanes.settled.replace(true) {
+                    session.note_effective_concurrency(
+                        self.lanes.min(sender.current_max_send_streams()),
+                    );
                 }
-                Err(Failure::Stream(kind)) => session.fail(start, kind),
-                Err(Failure::Connection(kind)) => {
-                    session.fail(start, kind);
-                    return ConnEnd::Lost;
-                }
+                ConnEnd::Finished
+            }
+            Err(Failure::Stream(kind)) => {
+                session.fail(start, kind);
+                ConnEnd::Finished
+            }
+            Err(Failure::Connection(kind)) => {
+                session.fail(start, kind);
+                ConnEnd::Lost
             }
         }
     }
@@ -239,8 +298,9 @@ async fn receive(
 }
 
 impl Engine for H2 {
-    fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
-        self.run(io, session).boxed_local()
+    fn drive<'a>(&'a self, mut io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
+        io.count_h2_frames(&[]);
+        self.run(io, session, None, 0).boxed_local()
     }
 }
 

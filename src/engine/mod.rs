@@ -7,6 +7,7 @@
 mod h1_pipeline;
 mod h1_pool;
 mod h2;
+mod h2c_upgrade;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -14,17 +15,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::future::LocalBoxFuture;
-use tokio::net::TcpStream;
 
 use crate::budget::Budget;
-use crate::net::TappedIo;
+use crate::net::{TappedIo, Transport};
 use http::{HeaderMap, HeaderValue};
 
-use crate::plan::{Protocol, RequestTemplate, RunPlan};
+use crate::plan::{Negotiation, Protocol, RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, Recorder, ResponseSample, WireMeter};
+use crate::tls::TlsInfo;
 
-/// The socket an engine is handed.
-pub type Io = TappedIo<TcpStream>;
+/// The connection an engine is handed.
+pub type Io = TappedIo<Transport>;
 
 /// How a connection ended, from the runner's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,12 +42,71 @@ pub trait Engine {
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd>;
 }
 
-/// Picks and prepares the engine for a plan (once per runner thread).
-pub fn for_plan(plan: &RunPlan) -> Box<dyn Engine> {
-    match plan.protocol {
-        Protocol::Http1 if plan.max_concurrent > 1 => Box::new(h1_pipeline::H1Pipeline::new(plan)),
-        Protocol::Http1 => Box::new(h1_pool::H1Pool::new(plan)),
-        Protocol::H2c => Box::new(h2::H2::new(plan)),
+/// The engines of one runner thread; each connection is driven by the one its protocol needs.
+pub struct Engines {
+    http1: Box<dyn Engine>,
+    h2: Box<dyn Engine>,
+    h2c_upgrade: Option<Box<dyn Engine>>,
+}
+
+impl Engines {
+    /// Prepares the engines a plan can need (once per runner thread).
+    pub fn new(plan: &RunPlan) -> Self {
+        let http1: Box<dyn Engine> = if plan.max_concurrent > 1 {
+            Box::new(h1_pipeline::H1Pipeline::new(plan))
+        } else {
+            Box::new(h1_pool::H1Pool::new(plan))
+        };
+        let h2c_upgrade: Option<Box<dyn Engine>> = match plan.negotiation {
+            Negotiation::H2cUpgrade => Some(Box::new(h2c_upgrade::H2cUpgrade::new(plan))),
+            _ => None,
+        };
+        Engines {
+            http1,
+            h2: Box::new(h2::H2::new(plan)),
+            h2c_upgrade,
+        }
+    }
+
+    /// The engine for an established connection and, when it is already known, the protocol it
+    /// will speak (an h2c upgrade finds out on the connection). `Err` says why the connection is unusable.
+    pub fn pick(
+        &self,
+        negotiation: Negotiation,
+        tls: Option<&TlsInfo>,
+    ) -> Result<(&dyn Engine, Option<Protocol>), String> {
+        let protocol = match negotiation {
+            Negotiation::Direct(protocol) => protocol,
+            Negotiation::H2cUpgrade => {
+                let engine = self
+                    .h2c_upgrade
+                    .as_deref()
+                    .expect("built for upgrade plans");
+                return Ok((engine, None));
+            }
+            Negotiation::Alpn { require } => {
+                let alpn = tls.and_then(|info| info.alpn.as_deref());
+                let selected = if alpn == Some("h2") {
+                    Protocol::H2
+                } else {
+                    Protocol::Http1
+                };
+                if let Some(required) = require.filter(|required| *required != selected) {
+                    return Err(format!(
+                        "the server selected {} by ALPN, but --proto {} requires {}",
+                        alpn.unwrap_or("nothing (HTTP/1.1)"),
+                        if required == Protocol::H2 { "h2" } else { "h1" },
+                        required.id()
+                    ));
+                }
+                selected
+            }
+        };
+        let engine = match protocol {
+            Protocol::Http1 => &self.http1,
+            Protocol::H2c | Protocol::H2 => &self.h2,
+        };
+        Ok((engine.as_ref(), Some(protocol)))
     }
 }
 
@@ -138,6 +198,16 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Records the protocol this connection settled on.
+    pub fn note_protocol(&self, protocol: Protocol) {
+        self.shared.recorder.borrow_mut().note_protocol(protocol);
+    }
+
+    /// Tells the user, once per run, something that is not an error.
+    pub fn warn(&self, message: impl FnOnce() -> String) {
+        self.shared.recorder.borrow_mut().warn(message());
+    }
+
     /// Records the per-connection concurrency this connection settled on.
     pub fn note_effective_concurrency(&self, value: usize) {
         self.shared
@@ -174,11 +244,17 @@ pub struct PathCycle {
 }
 
 impl PathCycle {
+    /// A cycle whose first path is the one at `index`.
+    pub fn starting_at(index: usize) -> Self {
+        PathCycle {
+            next: Cell::new(index),
+        }
+    }
+
     /// The index of the next path among `count`.
     pub fn next(&self, count: usize) -> usize {
-        let index = self.next.get();
-        self.next
-            .set(if index + 1 == count { 0 } else { index + 1 });
+        let index = self.next.get() % count;
+        self.next.set(index + 1);
         index
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::plan::{H2Settings, RunPlan, StopRule};
 use crate::recorder::RequestCounters;
 use crate::runner::RunOutcome;
+use crate::tls::TlsInfo;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -53,6 +54,8 @@ pub struct Summary {
     pub requests_per_client_per_s: Spread,
     /// The first connection-level problem, if any, in words.
     pub first_error: Option<String>,
+    /// Things worth knowing that are not errors (e.g. a server declined the h2c upgrade).
+    pub warnings: Vec<String>,
 }
 
 /// Name and version of the generator.
@@ -96,8 +99,12 @@ pub struct Settings {
 /// The protocol spoken.
 #[derive(Debug, Serialize)]
 pub struct ProtocolInfo {
-    /// `http/1.1` or `h2c`.
-    pub negotiated: &'static str,
+    /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
+    pub negotiated: Option<&'static str>,
+    /// Connections by the protocol they spoke.
+    pub connections: BTreeMap<&'static str, u64>,
+    /// The first TLS session's parameters (https only).
+    pub tls: Option<TlsInfo>,
     /// Concurrent streams per connection after the server's limit (h2 only).
     pub max_concurrent_streams_effective: Option<usize>,
 }
@@ -301,7 +308,15 @@ impl Summary {
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {
-                negotiated: outcome.protocol.id(),
+                negotiated: recorder
+                    .protocols()
+                    .max_by_key(|(_, connections)| *connections)
+                    .map(|(protocol, _)| protocol.id()),
+                connections: recorder
+                    .protocols()
+                    .map(|(protocol, count)| (protocol.id(), count))
+                    .collect(),
+                tls: recorder.tls.clone(),
                 max_concurrent_streams_effective: recorder.effective_concurrency,
             },
             interrupted: outcome.interrupted,
@@ -348,6 +363,7 @@ impl Summary {
             },
             requests_per_client_per_s: spread_of(&recorder.client_rates()),
             first_error: recorder.first_error.clone(),
+            warnings: recorder.warnings.clone(),
         }
     }
 }

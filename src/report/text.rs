@@ -110,11 +110,34 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         write_percentiles(out, label, summary)?;
     }
     writeln!(out)?;
-    write!(out, "Application protocol: {}", s.protocol.negotiated)?;
+    if let Some(tls) = &s.protocol.tls {
+        writeln!(out, "TLS Protocol: {}", tls.version)?;
+        writeln!(out, "Cipher: {}", tls.cipher)?;
+        writeln!(out, "Server Temp Key: {}", tls.key_exchange)?;
+    }
+    let protocols: Vec<String> = match s.protocol.connections.len() {
+        0 => vec!["none (no connection was established)".to_owned()],
+        1 => s
+            .protocol
+            .connections
+            .keys()
+            .map(|id| id.to_string())
+            .collect(),
+        _ => s
+            .protocol
+            .connections
+            .iter()
+            .map(|(id, count)| format!("{id} ({count} connections)"))
+            .collect(),
+    };
+    write!(out, "Application protocol: {}", protocols.join(", "))?;
     if let Some(effective) = s.protocol.max_concurrent_streams_effective {
         let requested = s.settings.max_concurrent_streams;
         if effective < requested {
-            write!(out, ", {effective} concurrent streams per connection (the server's limit; -m {requested} was capped)")?;
+            write!(
+                out,
+                ", {effective} concurrent streams per connection (the server's limit; -m {requested} was capped)"
+            )?;
         } else {
             write!(out, ", {effective} concurrent streams per connection")?;
         }

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx and Caddy on loopback ports with the
+# certificates in certs/, or stops them. Install them first with tests/setup.sh.
+#
+#   tests/testbed.sh start   # prints the state directory; the tests read H2LOAD_RS_TESTBED=<it>
+#   tests/testbed.sh stop
+#
+# Ports (all on 127.0.0.1):
+#   19080 Gin   HTTP/1.1 + h2c (prior knowledge and Upgrade)   19443 Gin   TLS: h2 + http/1.1
+#   19180 nginx HTTP/1.1                                       19543 nginx TLS: h2 + http/1.1
+#                                                              19544 nginx TLS: http/1.1 only
+#                                                              19545 nginx TLS: self-signed certificate
+#                                                              19546 nginx TLS: client certificate required
+#   19280 nghttpd h2c (prior knowledge only)                   19643 nghttpd TLS: h2
+#   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1
+# Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+state="$root/target/testbed"
+certs="$root/certs"
+ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843)
+
+stop() {
+  [ -d "$state/pids" ] || return 0
+  for pidfile in "$state"/pids/*; do
+    [ -e "$pidfile" ] || continue
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+}
+
+wait_for_ports() {
+  local deadline=$((SECONDS + 60))
+  for port in "${ports[@]}"; do
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+      if [ $SECONDS -ge $deadline ]; then
+        echo "testbed: nothing listens on 127.0.0.1:$port after 60 s; logs in $state/logs:" >&2
+        tail -n 5 "$state"/logs/* >&2 || true
+        exit 1
+      fi
+      sleep 0.1
+    done
+  done
+}
+
+# Runs a server in the background, remembering its pid.
+launch() {
+  local name=$1
+  shift
+  "$@" >"$state/logs/$name.log" 2>&1 &
+  echo $! >"$state/pids/$name"
+}
+
+start() {
+  stop
+  mkdir -p "$state/www/bytes" "$state/logs" "$state/pids" "$state/nginx-temp" "$state/caddy"
+  printf pong >"$state/www/ping"
+  head -c 1000 /dev/zero | tr '\0' x >"$state/www/bytes/1000"
+
+  (cd "$root/tests/gin-target" && go build -o "$state/gin-target" .)
+  launch gin "$state/gin-target" -h2c 127.0.0.1:19080 -tls 127.0.0.1:19443 \
+    -cert "$certs/server.crt" -key "$certs/server.key"
+
+  cat >"$state/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $state/nginx.pid;
+error_log $state/logs/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type application/octet-stream;
+  keepalive_requests 1000000;
+  client_body_temp_path $state/nginx-temp/body;
+  proxy_temp_path $state/nginx-temp/proxy;
+  fastcgi_temp_path $state/nginx-temp/fastcgi;
+  uwsgi_temp_path $state/nginx-temp/uwsgi;
+  scgi_temp_path $state/nginx-temp/scgi;
+  root $state/www;
+  ssl_certificate $certs/server.crt;
+  ssl_certificate_key $certs/server.key;
+  server { listen 127.0.0.1:19180; }
+  server { listen 127.0.0.1:19543 ssl http2; }
+  server { listen 127.0.0.1:19544 ssl; }
+  server {
+    listen 127.0.0.1:19545 ssl http2;
+    ssl_certificate $certs/selfsigned.crt;
+    ssl_certificate_key $certs/selfsigned.key;
+  }
+  server {
+    listen 127.0.0.1:19546 ssl http2;
+    ssl_client_certificate $certs/ca.crt;
+    ssl_verify_client on;
+  }
+}
+CONF
+  launch nginx nginx -c "$state/nginx.conf"
+
+  launch nghttpd-h2c nghttpd --no-tls -a 127.0.0.1 -d "$state/www" 19280
+  launch nghttpd-tls nghttpd -a 127.0.0.1 -d "$state/www" 19643 "$certs/server.key" "$certs/server.crt"
+
+  launch nghttpx nghttpx --conf=/dev/null --workers=1 --frontend='127.0.0.1,19743' \
+    --backend='127.0.0.1,19180' --errorlog-file="$state/logs/nghttpx-error.log" \
+    "$certs/server.key" "$certs/server.crt"
+
+  cat >"$state/Caddyfile" <<CONF
+{
+  admin off
+  storage file_system $state/caddy
+  servers {
+    protocols h1 h2
+  }
+}
+https://localhost:19843 {
+  bind 127.0.0.1
+  tls $certs/server.crt $certs/server.key
+  root * $state/www
+  file_server
+}
+CONF
+  XDG_CONFIG_HOME="$state/caddy" XDG_DATA_HOME="$state/caddy" \
+    launch caddy caddy run --config "$state/Caddyfile" --adapter caddyfile
+
+  wait_for_ports
+  echo "$state"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
