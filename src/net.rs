@@ -93,15 +93,27 @@ pub async fn establish(
 }
 
 fn explain_tls_error(error: &io::Error) -> String {
-    let certificate_problem = error
+    use rustls::CertificateError;
+    let certificate = error
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some_and(|tls| matches!(tls, rustls::Error::InvalidCertificate(_)));
-    if certificate_problem {
-        format!("{error} (trust its CA with --cacert FILE, or skip verification with -k)")
-    } else {
-        error.to_string()
-    }
+        .and_then(|tls| match tls {
+            rustls::Error::InvalidCertificate(problem) => Some(problem),
+            _ => None,
+        });
+    let hint = match certificate {
+        None => return error.to_string(),
+        Some(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => "check the URL's host or --sni, or skip verification with -k",
+        Some(
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet,
+        ) => "check the server's certificate dates, or skip verification with -k",
+        Some(_) => "trust its CA with --cacert FILE, or skip verification with -k",
+    };
+    format!("{error} ({hint})")
 }
 
 macro_rules! delegate {

@@ -300,11 +300,7 @@ fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme, String)
             paths.push(path_of(&parse_absolute_url(url)?));
         }
     }
-    let addr = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve host '{host}'"))?
-        .next()
-        .with_context(|| format!("host '{host}' has no address"))?;
+    let addr = resolve(host, port)?;
     let target = Target {
         urls: urls.to_vec(),
         addr,
@@ -320,12 +316,28 @@ fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
     let Ok(port) = port.parse::<u16>() else {
         usage_bail!("--connect-to '{connect_to}': '{port}' is not a port number");
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
+    resolve(host.trim_start_matches('[').trim_end_matches(']'), port)
+}
+
+/// Resolves `host` once for the whole run. When it has several addresses (`localhost`: ::1 and
+/// 127.0.0.1), the first that accepts a connection is used, as curl and h2load would find it.
+fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve --connect-to host '{host}'"))?
-        .next()
-        .with_context(|| format!("--connect-to host '{host}' has no address"))
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .collect();
+    let Some(&first) = addrs.first() else {
+        anyhow::bail!("host '{host}' has no address");
+    };
+    if addrs.len() == 1 {
+        return Ok(first);
+    }
+    let probe_limit = Duration::from_secs(1);
+    Ok(addrs
+        .iter()
+        .copied()
+        .find(|addr| std::net::TcpStream::connect_timeout(addr, probe_limit).is_ok())
+        .unwrap_or(first))
 }
 
 fn parse_absolute_url(url: &str) -> Result<Uri> {

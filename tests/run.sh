@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/setup.sh
-cargo build --locked --tests
+cargo build --locked --all-targets
 trap 'tests/testbed.sh stop' EXIT
 H2LOAD_RS_TESTBED=$(tests/testbed.sh start)
 export H2LOAD_RS_TESTBED
-cargo test --locked
+cargo test --locked --all-targets

@@ -371,3 +371,26 @@ fn client_certificates_are_presented() {
     ]);
     assert_eq!(with.int("requests/succeeded"), 10, "{}", with.output.stderr);
 }
+
+#[test]
+fn sni_names_the_certificate_to_verify() {
+    if !testbed_running() {
+        return;
+    }
+    let url = "https://127.0.0.1:19443/ping";
+    let matching = h2load_rs(&["--cacert", CA, "--sni", "localhost", "-n", "10", url]);
+    assert_eq!(
+        matching.int("requests/succeeded"),
+        10,
+        "{}",
+        matching.output.stderr
+    );
+    let wrong = h2load_rs(&["--cacert", CA, "--sni", "other.example", "-n", "10", url]);
+    assert_eq!(wrong.output.code, 1);
+    let stderr = &wrong.output.stderr;
+    assert!(
+        stderr.contains("certificate not valid for name \"other.example\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("check the URL's host or --sni"), "{stderr}");
+}
