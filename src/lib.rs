@@ -8,6 +8,7 @@ pub mod budget;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod h2frame;
 pub mod net;
 pub mod plan;
 pub mod recorder;

@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::h2frame::{self, FrameHead};
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, WireMeter};
 use crate::tls::TlsInfo;
@@ -173,16 +174,13 @@ impl AsyncWrite for Transport {
 /// This is how h2load counts header bytes; the `h2` crate does not expose frames, so we watch the socket.
 #[derive(Debug, Default)]
 pub struct FrameTap {
-    head: [u8; 9],
+    head: [u8; h2frame::HEADER_LEN],
     head_len: usize,
     payload_left: u32,
     payload_is_header_block: bool,
 }
 
 impl FrameTap {
-    const HEADERS: u8 = 0x1;
-    const CONTINUATION: u8 = 0x9;
-
     /// Consumes received bytes and returns how many of them were header-block payload.
     pub fn feed(&mut self, mut bytes: &[u8]) -> u64 {
         let mut header_bytes = 0;
@@ -196,16 +194,16 @@ impl FrameTap {
                 bytes = &bytes[take..];
                 continue;
             }
-            let take = bytes.len().min(9 - self.head_len);
+            let take = bytes.len().min(h2frame::HEADER_LEN - self.head_len);
             self.head[self.head_len..self.head_len + take].copy_from_slice(&bytes[..take]);
             self.head_len += take;
             bytes = &bytes[take..];
-            if self.head_len == 9 {
+            if self.head_len == h2frame::HEADER_LEN {
                 self.head_len = 0;
-                self.payload_left =
-                    u32::from_be_bytes([0, self.head[0], self.head[1], self.head[2]]);
+                let head = FrameHead::parse(&self.head);
+                self.payload_left = head.length as u32;
                 self.payload_is_header_block =
-                    matches!(self.head[3], Self::HEADERS | Self::CONTINUATION);
+                    matches!(head.kind, h2frame::HEADERS | h2frame::CONTINUATION);
             }
         }
         header_bytes

@@ -17,6 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use super::h1_pipeline::{serialize_request, H1Pipeline};
 use super::h2::H2;
 use super::{ConnEnd, Engine, Io, Session};
+use crate::h2frame::{self, FrameHead};
 use crate::plan::{H2Settings, Protocol, RunPlan};
 use crate::recorder::ErrorKind;
 
@@ -141,8 +142,12 @@ impl Engine for H2cUpgrade {
 
 /// Whether `bytes` begin with an HTTP/2 SETTINGS frame header on stream 0 (a server's preface).
 fn starts_with_settings_frame(bytes: &[u8]) -> bool {
-    const SETTINGS: u8 = 0x4;
-    bytes.len() >= 9 && bytes[3] == SETTINGS && bytes[5..9] == [0, 0, 0, 0]
+    bytes
+        .first_chunk::<{ h2frame::HEADER_LEN }>()
+        .is_some_and(|head| {
+            let head = FrameHead::parse(head);
+            head.kind == h2frame::SETTINGS && head.stream == 0
+        })
 }
 
 /// The `HTTP2-Settings` header value: the SETTINGS payload the client's SETTINGS frame will carry, base64url.
@@ -247,7 +252,10 @@ enum Position {
     /// Inside the 24-byte connection preface.
     Preface { left: usize },
     /// Reading a 9-byte frame header.
-    FrameHead { head: [u8; 9], have: usize },
+    FrameHead {
+        head: [u8; h2frame::HEADER_LEN],
+        have: usize,
+    },
     /// Inside a frame that goes out.
     Passing { left: usize },
     /// Inside the placeholder's HEADERS frame, which is kept back.
@@ -272,15 +280,15 @@ struct PlaceholderHider {
 impl Default for PlaceholderHider {
     fn default() -> Self {
         PlaceholderHider {
-            position: Position::Preface { left: 24 },
+            position: Position::Preface {
+                left: h2frame::PREFACE_LEN,
+            },
             pending: Vec::with_capacity(256),
         }
     }
 }
 
 impl PlaceholderHider {
-    const HEADERS: u8 = 0x1;
-    const END_HEADERS: u8 = 0x4;
     const STATIC_TABLE_LEN: u8 = 61;
 
     fn is_done(&self) -> bool {
@@ -302,30 +310,28 @@ impl PlaceholderHider {
                     bytes = &bytes[take..];
                     if *left == 0 {
                         self.position = Position::FrameHead {
-                            head: [0; 9],
+                            head: [0; h2frame::HEADER_LEN],
                             have: 0,
                         };
                     }
                 }
                 Position::FrameHead { head, have } => {
-                    let take = bytes.len().min(9 - *have);
+                    let take = bytes.len().min(h2frame::HEADER_LEN - *have);
                     head[*have..*have + take].copy_from_slice(&bytes[..take]);
                     *have += take;
                     bytes = &bytes[take..];
-                    if *have == 9 {
-                        let head = *head;
-                        let length = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-                        let stream =
-                            u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-                        self.position = if head[3] == Self::HEADERS && stream == 1 {
+                    if *have == h2frame::HEADER_LEN {
+                        let raw = *head;
+                        let head = FrameHead::parse(&raw);
+                        self.position = if head.kind == h2frame::HEADERS && head.stream == 1 {
                             Position::Hiding {
-                                left: length,
-                                flags: head[4],
-                                block: Vec::with_capacity(length),
+                                left: head.length,
+                                flags: head.flags,
+                                block: Vec::with_capacity(head.length),
                             }
                         } else {
-                            self.pending.extend_from_slice(&head);
-                            Position::Passing { left: length }
+                            self.pending.extend_from_slice(&raw);
+                            Position::Passing { left: head.length }
                         };
                         self.finish_hiding()?;
                     }
@@ -356,7 +362,7 @@ impl PlaceholderHider {
             && block.iter().all(|byte| {
                 byte & 0x80 != 0 && (1..=Self::STATIC_TABLE_LEN).contains(&(byte & 0x7f))
             });
-        if flags & Self::END_HEADERS == 0 || !only_static_references {
+        if flags & h2frame::END_HEADERS == 0 || !only_static_references {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "h2c upgrade: the placeholder request for stream 1 could not be removed cleanly",

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::routes::{route, TargetBody};
 use super::TargetResponse;
+use crate::h2frame::{self, FrameHead};
 
 /// Largest HEADERS frame every HTTP/2 peer accepts (the default SETTINGS_MAX_FRAME_SIZE).
 const MAX_FRAME: usize = 16_384;
@@ -110,20 +111,13 @@ fn stream_one_headers(request: &Request<Incoming>) -> Option<Vec<u8>> {
     if block.len() > MAX_FRAME {
         return None;
     }
-    let length = (block.len() as u32).to_be_bytes();
-    const HEADERS: u8 = 0x1;
-    const END_STREAM_AND_HEADERS: u8 = 0x1 | 0x4;
-    let mut frame = vec![
-        length[1],
-        length[2],
-        length[3],
-        HEADERS,
-        END_STREAM_AND_HEADERS,
-        0,
-        0,
-        0,
-        1,
-    ];
+    let head = FrameHead {
+        length: block.len(),
+        kind: h2frame::HEADERS,
+        flags: h2frame::END_STREAM | h2frame::END_HEADERS,
+        stream: 1,
+    };
+    let mut frame = head.encode().to_vec();
     frame.extend_from_slice(&block);
     Some(frame)
 }
@@ -172,7 +166,7 @@ enum Position {
 struct InjectStreamOne<S> {
     inner: S,
     frame: Vec<u8>,
-    head: [u8; 9],
+    head: [u8; h2frame::HEADER_LEN],
     position: Position,
 }
 
@@ -181,8 +175,10 @@ impl<S> InjectStreamOne<S> {
         InjectStreamOne {
             inner,
             frame,
-            head: [0; 9],
-            position: Position::Preface { left: 24 },
+            head: [0; h2frame::HEADER_LEN],
+            position: Position::Preface {
+                left: h2frame::PREFACE_LEN,
+            },
         }
     }
 }
@@ -207,7 +203,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for InjectStreamOne<S> {
                 return Poll::Ready(Ok(()));
             }
             Position::Preface { left } | Position::SettingsPayload { left } => left,
-            Position::SettingsHead { have } => 9 - have,
+            Position::SettingsHead { have } => h2frame::HEADER_LEN - have,
         };
         // Read no further than the next boundary, so the frame goes in exactly there.
         let mut bounded = vec![0u8; limit.min(buf.remaining())];
@@ -224,7 +220,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for InjectStreamOne<S> {
             Position::Preface { left } => Position::Preface { left: left - count },
             Position::SettingsHead { have } => {
                 this.head[have..have + count].copy_from_slice(read);
-                if have + count < 9 {
+                if have + count < h2frame::HEADER_LEN {
                     Position::SettingsHead { have: have + count }
                 } else {
                     match u32::from_be_bytes([0, this.head[0], this.head[1], this.head[2]]) as usize
