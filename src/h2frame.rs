@@ -5,17 +5,35 @@ pub const HEADER_LEN: usize = 9;
 /// Length of the client connection preface (`PRI * HTTP/2.0...`).
 pub const PREFACE_LEN: usize = 24;
 
+/// Frame type DATA.
+pub const DATA: u8 = 0x0;
 /// Frame type HEADERS.
 pub const HEADERS: u8 = 0x1;
+/// Frame type RST_STREAM.
+pub const RST_STREAM: u8 = 0x3;
 /// Frame type SETTINGS.
 pub const SETTINGS: u8 = 0x4;
+/// Frame type PUSH_PROMISE.
+pub const PUSH_PROMISE: u8 = 0x5;
+/// Frame type PING.
+pub const PING: u8 = 0x6;
+/// Frame type GOAWAY.
+pub const GOAWAY: u8 = 0x7;
+/// Frame type WINDOW_UPDATE.
+pub const WINDOW_UPDATE: u8 = 0x8;
 /// Frame type CONTINUATION.
 pub const CONTINUATION: u8 = 0x9;
 
-/// Flag END_STREAM.
+/// Flag END_STREAM (DATA, HEADERS).
 pub const END_STREAM: u8 = 0x1;
-/// Flag END_HEADERS.
+/// Flag ACK (SETTINGS, PING).
+pub const ACK: u8 = 0x1;
+/// Flag END_HEADERS (HEADERS, CONTINUATION).
 pub const END_HEADERS: u8 = 0x4;
+/// Flag PADDED (DATA, HEADERS).
+pub const PADDED: u8 = 0x8;
+/// Flag PRIORITY (HEADERS).
+pub const PRIORITY: u8 = 0x20;
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

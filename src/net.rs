@@ -13,7 +13,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::h2frame::{self, FrameHead};
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, WireMeter};
 use crate::tls::TlsInfo;
@@ -169,53 +168,11 @@ impl AsyncWrite for Transport {
     }
 }
 
-/// Follows HTTP/2 frame boundaries in a byte stream and counts HEADERS and CONTINUATION payload bytes.
-///
-/// This is how h2load counts header bytes; the `h2` crate does not expose frames, so we watch the socket.
-#[derive(Debug, Default)]
-pub struct FrameTap {
-    head: [u8; h2frame::HEADER_LEN],
-    head_len: usize,
-    payload_left: u32,
-    payload_is_header_block: bool,
-}
-
-impl FrameTap {
-    /// Consumes received bytes and returns how many of them were header-block payload.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> u64 {
-        let mut header_bytes = 0;
-        while !bytes.is_empty() {
-            if self.payload_left > 0 {
-                let take = bytes.len().min(self.payload_left as usize);
-                if self.payload_is_header_block {
-                    header_bytes += take as u64;
-                }
-                self.payload_left -= take as u32;
-                bytes = &bytes[take..];
-                continue;
-            }
-            let take = bytes.len().min(h2frame::HEADER_LEN - self.head_len);
-            self.head[self.head_len..self.head_len + take].copy_from_slice(&bytes[..take]);
-            self.head_len += take;
-            bytes = &bytes[take..];
-            if self.head_len == h2frame::HEADER_LEN {
-                self.head_len = 0;
-                let head = FrameHead::parse(&self.head);
-                self.payload_left = head.length as u32;
-                self.payload_is_header_block =
-                    matches!(head.kind, h2frame::HEADERS | h2frame::CONTINUATION);
-            }
-        }
-        header_bytes
-    }
-}
-
-/// A socket wrapper that counts received bytes into the thread's [`WireMeter`], optionally follows
-/// HTTP/2 frames, and remembers when the connection last received anything.
+/// A socket wrapper that counts received bytes into the thread's [`WireMeter`] and remembers when
+/// the connection last received anything.
 pub struct TappedIo<S> {
     inner: S,
     meter: Rc<WireMeter>,
-    frames: Option<FrameTap>,
     last_read: Option<Rc<Cell<Instant>>>,
 }
 
@@ -225,17 +182,8 @@ impl<S> TappedIo<S> {
         TappedIo {
             inner,
             meter,
-            frames: None,
             last_read,
         }
-    }
-
-    /// From now on, count HTTP/2 header-block bytes. `already_read` holds bytes of the server's
-    /// frames that were read before this call (after an h2c upgrade's `101`).
-    pub fn count_h2_frames(&mut self, already_read: &[u8]) {
-        let mut frames = FrameTap::default();
-        self.meter.add_wire_headers(frames.feed(already_read));
-        self.frames = Some(frames);
     }
 }
 
@@ -251,9 +199,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
         let fresh = &buf.filled()[before..];
         if !fresh.is_empty() {
             this.meter.add_total(fresh.len() as u64);
-            if let Some(frames) = &mut this.frames {
-                this.meter.add_wire_headers(frames.feed(fresh));
-            }
             if let Some(last_read) = &this.last_read {
                 last_read.set(Instant::now());
             }
@@ -289,31 +234,5 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TappedIo<S> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(kind: u8, payload: usize) -> Vec<u8> {
-        let len = (payload as u32).to_be_bytes();
-        let mut bytes = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 1];
-        bytes.resize(9 + payload, 0xab);
-        bytes
-    }
-
-    #[test]
-    fn frame_tap_counts_header_blocks_across_any_split() {
-        let mut stream = frame(0x4, 18); // SETTINGS
-        stream.extend(frame(0x1, 40)); // HEADERS
-        stream.extend(frame(0x0, 1000)); // DATA
-        stream.extend(frame(0x9, 7)); // CONTINUATION
-        stream.extend(frame(0x1, 0));
-        for chunk in [1, 2, 5, 9, 10, 64, stream.len()] {
-            let mut tap = FrameTap::default();
-            let counted: u64 = stream.chunks(chunk).map(|c| tap.feed(c)).sum();
-            assert_eq!(counted, 47, "chunk size {chunk}");
-        }
     }
 }

@@ -386,17 +386,6 @@ impl WireMeter {
             .set(self.headers_uncompressed.get() + uncompressed);
     }
 
-    /// Header bytes whose uncompressed size is known now but whose wire size is counted elsewhere.
-    pub fn add_uncompressed_headers(&self, bytes: u64) {
-        self.headers_uncompressed
-            .set(self.headers_uncompressed.get() + bytes);
-    }
-
-    /// Wire bytes of header blocks seen by a frame tap.
-    pub fn add_wire_headers(&self, bytes: u64) {
-        self.headers.set(self.headers.get() + bytes);
-    }
-
     /// Response body bytes.
     pub fn add_data(&self, bytes: u64) {
         self.data.set(self.data.get() + bytes);

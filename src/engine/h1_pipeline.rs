@@ -3,18 +3,14 @@
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::{ConnEnd, Engine, Io, PathCycle, Session};
+use super::{transfer, ConnEnd, Engine, Io, PathCycle, Session};
 use crate::plan::{RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, ResponseSample, WireMeter};
 
@@ -278,38 +274,6 @@ pub fn serialize_request(template: &RequestTemplate, path: &str, extra: &[(&str,
     wire.extend_from_slice(b"\r\n");
     wire.extend_from_slice(&template.body);
     Bytes::from(wire)
-}
-
-/// Writes what is queued and reads what has arrived, in one poll, so a long pipeline of writes never
-/// blocks behind responses the server is waiting to send. Resolves with the bytes read (0 at EOF).
-fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
-    io: &mut S,
-    outgoing: &mut Vec<u8>,
-    written: &mut usize,
-    incoming: &mut [u8],
-    cx: &mut Context<'_>,
-) -> Poll<io::Result<usize>> {
-    while *written < outgoing.len() {
-        match Pin::new(&mut *io).poll_write(cx, &outgoing[*written..]) {
-            Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-            Poll::Ready(Ok(count)) => *written += count,
-            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-            Poll::Pending => break,
-        }
-    }
-    if *written == outgoing.len() && *written > 0 {
-        outgoing.clear();
-        *written = 0;
-        if let Poll::Ready(Err(error)) = Pin::new(&mut *io).poll_flush(cx) {
-            return Poll::Ready(Err(error));
-        }
-    }
-    let mut buffer = ReadBuf::new(incoming);
-    match Pin::new(&mut *io).poll_read(cx, &mut buffer) {
-        Poll::Ready(Ok(())) => Poll::Ready(Ok(buffer.filled().len())),
-        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-        Poll::Pending => Poll::Pending,
-    }
 }
 
 /// What parsing the received bytes produced.

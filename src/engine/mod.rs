@@ -10,8 +10,11 @@ mod h2;
 mod h2c_upgrade;
 
 use std::cell::{Cell, RefCell};
+use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures_util::future::LocalBoxFuture;
@@ -19,6 +22,7 @@ use futures_util::future::LocalBoxFuture;
 use crate::budget::Budget;
 use crate::net::{TappedIo, Transport};
 use http::{HeaderMap, HeaderValue};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::plan::{Negotiation, Protocol, RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, Recorder, ResponseSample, WireMeter};
@@ -256,6 +260,38 @@ impl PathCycle {
         let index = self.next.get() % count;
         self.next.set(index + 1);
         index
+    }
+}
+
+/// Writes what is queued and reads what has arrived, in one poll, so a long pipeline of writes never
+/// blocks behind responses the server is waiting to send. Resolves with the bytes read (0 at EOF).
+pub fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    outgoing: &mut Vec<u8>,
+    written: &mut usize,
+    incoming: &mut [u8],
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<usize>> {
+    while *written < outgoing.len() {
+        match Pin::new(&mut *io).poll_write(cx, &outgoing[*written..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(count)) => *written += count,
+            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+            Poll::Pending => break,
+        }
+    }
+    if *written == outgoing.len() && *written > 0 {
+        outgoing.clear();
+        *written = 0;
+        if let Poll::Ready(Err(error)) = Pin::new(&mut *io).poll_flush(cx) {
+            return Poll::Ready(Err(error));
+        }
+    }
+    let mut buffer = ReadBuf::new(incoming);
+    match Pin::new(&mut *io).poll_read(cx, &mut buffer) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(buffer.filled().len())),
+        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+        Poll::Pending => Poll::Pending,
     }
 }
 

@@ -1,0 +1,591 @@
+//! HPACK (RFC 7541) as a load generator needs it. Responses are decoded for their `:status` and
+//! sizes only: the dynamic table keeps entry sizes, never strings. Requests are encoded from
+//! prebuilt fields, indexing each in the server's dynamic table on first use so that later
+//! requests are a few bytes of indices, with no allocation per request.
+
+use std::collections::VecDeque;
+
+use super::huffman;
+
+/// The static table (RFC 7541 Appendix A), 1-based in the protocol.
+const STATIC_TABLE: [(&str, &str); 61] = [
+    (":authority", ""),
+    (":method", "GET"),
+    (":method", "POST"),
+    (":path", "/"),
+    (":path", "/index.html"),
+    (":scheme", "http"),
+    (":scheme", "https"),
+    (":status", "200"),
+    (":status", "204"),
+    (":status", "206"),
+    (":status", "304"),
+    (":status", "400"),
+    (":status", "404"),
+    (":status", "500"),
+    ("accept-charset", ""),
+    ("accept-encoding", "gzip, deflate"),
+    ("accept-language", ""),
+    ("accept-ranges", ""),
+    ("accept", ""),
+    ("access-control-allow-origin", ""),
+    ("age", ""),
+    ("allow", ""),
+    ("authorization", ""),
+    ("cache-control", ""),
+    ("content-disposition", ""),
+    ("content-encoding", ""),
+    ("content-language", ""),
+    ("content-length", ""),
+    ("content-location", ""),
+    ("content-range", ""),
+    ("content-type", ""),
+    ("cookie", ""),
+    ("date", ""),
+    ("etag", ""),
+    ("expect", ""),
+    ("expires", ""),
+    ("from", ""),
+    ("host", ""),
+    ("if-match", ""),
+    ("if-modified-since", ""),
+    ("if-none-match", ""),
+    ("if-range", ""),
+    ("if-unmodified-since", ""),
+    ("last-modified", ""),
+    ("link", ""),
+    ("location", ""),
+    ("max-forwards", ""),
+    ("proxy-authenticate", ""),
+    ("proxy-authorization", ""),
+    ("range", ""),
+    ("referer", ""),
+    ("refresh", ""),
+    ("retry-after", ""),
+    ("server", ""),
+    ("set-cookie", ""),
+    ("strict-transport-security", ""),
+    ("transfer-encoding", ""),
+    ("user-agent", ""),
+    ("vary", ""),
+    ("via", ""),
+    ("www-authenticate", ""),
+];
+
+/// The dynamic table size both sides start with (and the most this encoder ever uses).
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+/// Per-entry overhead counted against the table size (RFC 7541 §4.1).
+const ENTRY_OVERHEAD: usize = 32;
+const STATUS: &[u8] = b":status";
+
+/// A malformed header block; the connection cannot continue (COMPRESSION_ERROR).
+#[derive(Debug, PartialEq, Eq)]
+pub struct HpackError(pub &'static str);
+
+/// What a response header block held.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DecodedBlock {
+    /// The `:status`, if the block had one.
+    pub status: Option<u16>,
+    /// Sum of name and value lengths of every field (h2load's "uncompressed" header size).
+    pub uncompressed: u64,
+}
+
+/// A dynamic table entry, reduced to what later references need.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    name_len: usize,
+    value_len: usize,
+    /// For `:status` entries, the status; marks the name as `:status` too.
+    status: Option<u16>,
+    is_status_name: bool,
+}
+
+impl Entry {
+    fn size(&self) -> usize {
+        self.name_len + self.value_len + ENTRY_OVERHEAD
+    }
+}
+
+/// Decodes response header blocks, keeping the dynamic table in step with the server's encoder.
+#[derive(Debug)]
+pub struct Decoder {
+    entries: VecDeque<Entry>,
+    size: usize,
+    max_size: usize,
+    /// The most the server may set `max_size` to: our SETTINGS_HEADER_TABLE_SIZE.
+    limit: usize,
+}
+
+impl Decoder {
+    /// A decoder for a connection that announced `limit` as its SETTINGS_HEADER_TABLE_SIZE.
+    pub fn new(limit: usize) -> Self {
+        Decoder {
+            entries: VecDeque::with_capacity(32),
+            size: 0,
+            max_size: limit,
+            limit,
+        }
+    }
+
+    /// Decodes one complete header block.
+    pub fn decode(&mut self, block: &[u8]) -> Result<DecodedBlock, HpackError> {
+        let mut decoded = DecodedBlock::default();
+        let mut rest = block;
+        while let Some(&first) = rest.first() {
+            if first & 0x80 != 0 {
+                let index = read_integer(&mut rest, 7)?;
+                let entry = self.lookup(index)?;
+                decoded.uncompressed += (entry.name_len + entry.value_len) as u64;
+                if entry.status.is_some() {
+                    decoded.status = entry.status;
+                }
+            } else if first & 0x40 != 0 {
+                let entry = self.literal(&mut rest, 6, &mut decoded)?;
+                self.insert(entry);
+            } else if first & 0x20 != 0 {
+                let size = read_integer(&mut rest, 5)?;
+                if size > self.limit {
+                    return Err(HpackError(
+                        "table size update above SETTINGS_HEADER_TABLE_SIZE",
+                    ));
+                }
+                self.max_size = size;
+                self.evict_to(size);
+            } else {
+                self.literal(&mut rest, 4, &mut decoded)?;
+            }
+        }
+        Ok(decoded)
+    }
+
+    /// Reads a literal field (its prefix decides indexing; the caller inserts it if needed).
+    fn literal(
+        &self,
+        rest: &mut &[u8],
+        prefix: u8,
+        decoded: &mut DecodedBlock,
+    ) -> Result<Entry, HpackError> {
+        let name_index = read_integer(rest, prefix)?;
+        let (name_len, is_status_name) = if name_index == 0 {
+            let name = read_string(rest)?;
+            (
+                name.len,
+                name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS,
+            )
+        } else {
+            let named = self.lookup(name_index)?;
+            (named.name_len, named.is_status_name)
+        };
+        let value = read_string(rest)?;
+        let status = (is_status_name && value.len == 3)
+            .then(|| std::str::from_utf8(&value.head[..3]).ok()?.parse().ok())
+            .flatten();
+        if status.is_some() {
+            decoded.status = status;
+        }
+        decoded.uncompressed += (name_len + value.len) as u64;
+        Ok(Entry {
+            name_len,
+            value_len: value.len,
+            status,
+            is_status_name,
+        })
+    }
+
+    fn lookup(&self, index: usize) -> Result<Entry, HpackError> {
+        match index {
+            0 => Err(HpackError("index 0")),
+            1..=61 => {
+                let (name, value) = STATIC_TABLE[index - 1];
+                let is_status_name = name.as_bytes() == STATUS;
+                Ok(Entry {
+                    name_len: name.len(),
+                    value_len: value.len(),
+                    status: if is_status_name {
+                        value.parse().ok()
+                    } else {
+                        None
+                    },
+                    is_status_name,
+                })
+            }
+            _ => self
+                .entries
+                .get(index - 62)
+                .copied()
+                .ok_or(HpackError("index beyond the dynamic table")),
+        }
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        let size = entry.size();
+        if size > self.max_size {
+            // An entry larger than the table empties it (RFC 7541 §4.4).
+            self.entries.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict_to(self.max_size - size);
+        self.entries.push_front(entry);
+        self.size += size;
+    }
+
+    fn evict_to(&mut self, target: usize) {
+        while self.size > target {
+            let oldest = self.entries.pop_back().expect("size counts entries");
+            self.size -= oldest.size();
+        }
+    }
+}
+
+/// A decoded string's length and first bytes (enough to recognise `:status` and read its digits).
+struct StringInfo {
+    len: usize,
+    head: [u8; 8],
+}
+
+fn read_string(rest: &mut &[u8]) -> Result<StringInfo, HpackError> {
+    let huffman_coded = rest.first().ok_or(HpackError("truncated string"))? & 0x80 != 0;
+    let length = read_integer(rest, 7)?;
+    if length > rest.len() {
+        return Err(HpackError("string longer than the block"));
+    }
+    let (bytes, after) = rest.split_at(length);
+    *rest = after;
+    let mut info = StringInfo {
+        len: 0,
+        head: [0; 8],
+    };
+    if huffman_coded {
+        info.len = huffman::decode(bytes, |byte| {
+            if info.len < info.head.len() {
+                info.head[info.len] = byte;
+            }
+            info.len += 1;
+        })
+        .map_err(|_| HpackError("invalid Huffman string"))?;
+    } else {
+        let head = bytes.len().min(info.head.len());
+        info.head[..head].copy_from_slice(&bytes[..head]);
+        info.len = bytes.len();
+    }
+    Ok(info)
+}
+
+/// Reads an integer with an N-bit prefix (RFC 7541 §5.1), advancing `rest`.
+fn read_integer(rest: &mut &[u8], prefix: u8) -> Result<usize, HpackError> {
+    let max_prefix = (1usize << prefix) - 1;
+    let (&first, mut tail) = rest.split_first().ok_or(HpackError("truncated integer"))?;
+    let mut value = usize::from(first) & max_prefix;
+    if value == max_prefix {
+        let mut shift = 0;
+        loop {
+            let (&byte, after) = tail.split_first().ok_or(HpackError("truncated integer"))?;
+            tail = after;
+            if shift > 28 {
+                return Err(HpackError("integer too large"));
+            }
+            value += usize::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+    }
+    *rest = tail;
+    Ok(value)
+}
+
+/// Appends an integer with an N-bit prefix, OR-ing `flags` into the first byte.
+pub fn write_integer(out: &mut Vec<u8>, mut value: usize, prefix: u8, flags: u8) {
+    let max_prefix = (1usize << prefix) - 1;
+    if value < max_prefix {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | max_prefix as u8);
+    value -= max_prefix;
+    while value >= 0x80 {
+        out.push((value & 0x7f) as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Appends a string literal, not Huffman-coded.
+fn write_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    write_integer(out, bytes.len(), 7, 0);
+    out.extend_from_slice(bytes);
+}
+
+/// One request header field, prepared once.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// Index of an exact static-table match (name and value), if any.
+    exact: Option<usize>,
+    /// Index of a static-table entry with this name (0 when none).
+    name_index: usize,
+    name: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Field {
+    /// Prepares `name: value` (name lower-case).
+    pub fn new(name: &str, value: &[u8]) -> Field {
+        let position = |matches: &dyn Fn(&(&str, &str)) -> bool| {
+            STATIC_TABLE.iter().position(matches).map(|i| i + 1)
+        };
+        Field {
+            exact: position(&|(n, v)| *n == name && v.as_bytes() == value),
+            name_index: position(&|(n, _)| *n == name).unwrap_or(0),
+            name: name.as_bytes().to_vec(),
+            value: value.to_vec(),
+        }
+    }
+
+    fn table_size(&self) -> usize {
+        self.name.len() + self.value.len() + ENTRY_OVERHEAD
+    }
+}
+
+/// One connection's request encoder: which prepared fields the server's table holds, and where.
+#[derive(Debug)]
+pub struct Encoder {
+    /// For each field (by the caller's numbering), its insertion ordinal in the server's table.
+    inserted: Vec<Option<usize>>,
+    insertions: usize,
+    used: usize,
+    capacity: usize,
+    /// A table size to announce at the start of the next block.
+    size_update: Option<usize>,
+}
+
+impl Encoder {
+    /// An encoder for `fields` prepared fields, starting from the protocol's default table size.
+    pub fn new(fields: usize) -> Self {
+        Encoder {
+            inserted: vec![None; fields],
+            insertions: 0,
+            used: 0,
+            capacity: DEFAULT_TABLE_SIZE,
+            size_update: None,
+        }
+    }
+
+    /// The server announced SETTINGS_HEADER_TABLE_SIZE. Below what we use, the table is emptied
+    /// (announced at the next block) and refilled within the new size.
+    pub fn server_table_size(&mut self, size: usize) {
+        if size < self.capacity {
+            self.capacity = size;
+            self.size_update = Some(size);
+            self.inserted.fill(None);
+            self.insertions = 0;
+            self.used = 0;
+        }
+    }
+
+    /// Starts a header block (announcing a pending table size change).
+    pub fn begin_block(&mut self, out: &mut Vec<u8>) {
+        if let Some(size) = self.size_update.take() {
+            write_integer(out, 0, 5, 0x20);
+            write_integer(out, size, 5, 0x20);
+        }
+    }
+
+    /// Appends field number `slot`: indexed when the server's table has it, inserted if it fits.
+    pub fn encode(&mut self, out: &mut Vec<u8>, slot: usize, field: &Field) {
+        if let Some(index) = field.exact {
+            write_integer(out, index, 7, 0x80);
+        } else if let Some(ordinal) = self.inserted[slot] {
+            write_integer(out, 62 + self.insertions - 1 - ordinal, 7, 0x80);
+        } else if self.used + field.table_size() <= self.capacity {
+            write_integer(out, field.name_index, 6, 0x40);
+            if field.name_index == 0 {
+                write_string(out, &field.name);
+            }
+            write_string(out, &field.value);
+            self.inserted[slot] = Some(self.insertions);
+            self.insertions += 1;
+            self.used += field.table_size();
+        } else {
+            write_integer(out, field.name_index, 4, 0x00);
+            if field.name_index == 0 {
+                write_string(out, &field.name);
+            }
+            write_string(out, &field.value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(text: &str) -> Vec<u8> {
+        let text: String = text.split_whitespace().collect();
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn integers_round_trip() {
+        for (value, prefix) in [(10, 5), (1337, 5), (42, 8), (127, 7), (0, 4), (1 << 20, 6)] {
+            let mut out = Vec::new();
+            write_integer(&mut out, value, prefix, 0);
+            let mut rest = out.as_slice();
+            assert_eq!(read_integer(&mut rest, prefix).unwrap(), value);
+            assert!(rest.is_empty());
+        }
+        let mut rest: &[u8] = &[0x1f, 0x9a, 0x0a];
+        assert_eq!(read_integer(&mut rest, 5).unwrap(), 1337, "RFC 7541 C.1.2");
+    }
+
+    #[test]
+    fn decodes_the_rfc_response_examples_with_huffman() {
+        // RFC 7541 C.6: three responses sharing a 256-byte table, with evictions.
+        let mut decoder = Decoder::new(256);
+        let first = decoder
+            .decode(&hex(
+                "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            ))
+            .unwrap();
+        assert_eq!(first.status, Some(302));
+        assert_eq!(first.uncompressed, (7 + 3) + (13 + 7) + (4 + 29) + (8 + 23));
+        assert_eq!(decoder.size, 222);
+        let second = decoder.decode(&hex("4883 640e ff c1 c0 bf")).unwrap();
+        assert_eq!(second.status, Some(307));
+        assert_eq!(decoder.size, 222);
+        let third = decoder
+            .decode(&hex(
+                "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab
+                 77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f
+                 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+            ))
+            .unwrap();
+        assert_eq!(third.status, Some(200));
+        assert_eq!(decoder.size, 215);
+        assert_eq!(decoder.entries.len(), 3);
+    }
+
+    #[test]
+    fn malformed_blocks_are_errors() {
+        let mut decoder = Decoder::new(4096);
+        assert!(decoder.decode(&[0x80]).is_err(), "index 0");
+        assert!(decoder.decode(&[0xbe]).is_err(), "empty dynamic table");
+        assert!(
+            decoder.decode(&[0x3f, 0xe1, 0x3f]).is_err(),
+            "size update above the limit"
+        );
+        assert!(
+            decoder.decode(&[0x40, 0x05, b'a']).is_err(),
+            "truncated string"
+        );
+    }
+
+    #[test]
+    fn encoder_indexes_fields_and_decoder_follows() {
+        let fields = [
+            Field::new(":method", b"GET"),
+            Field::new(":path", b"/ping"),
+            Field::new(":authority", b"127.0.0.1:8080"),
+            Field::new("user-agent", b"h2load-rs"),
+        ];
+        let mut encoder = Encoder::new(fields.len());
+        let mut server = ServerDecoderForTest::new();
+        let mut first = Vec::new();
+        encoder.begin_block(&mut first);
+        for (slot, field) in fields.iter().enumerate() {
+            encoder.encode(&mut first, slot, field);
+        }
+        let mut second = Vec::new();
+        encoder.begin_block(&mut second);
+        for (slot, field) in fields.iter().enumerate() {
+            encoder.encode(&mut second, slot, field);
+        }
+        assert_eq!(
+            second,
+            [0x82, 0xc0, 0xbf, 0xbe],
+            "indexed from the dynamic table"
+        );
+        for block in [&first, &second] {
+            assert_eq!(
+                server.fields(block),
+                [
+                    ":method GET",
+                    ":path /ping",
+                    ":authority 127.0.0.1:8080",
+                    "user-agent h2load-rs"
+                ]
+            );
+        }
+        encoder.server_table_size(0);
+        let mut third = Vec::new();
+        encoder.begin_block(&mut third);
+        encoder.encode(&mut third, 1, &fields[1]);
+        assert_eq!(third[..2], [0x20, 0x20], "table emptied, then sized 0");
+        assert_eq!(
+            third[2], 0x04,
+            "literal without indexing, static name :path"
+        );
+    }
+
+    /// A full decoder (names and values), to check what the encoder produces.
+    struct ServerDecoderForTest {
+        table: VecDeque<(String, String)>,
+    }
+
+    impl ServerDecoderForTest {
+        fn new() -> Self {
+            ServerDecoderForTest {
+                table: VecDeque::new(),
+            }
+        }
+
+        fn entry(&self, index: usize) -> (String, String) {
+            match index {
+                1..=61 => (
+                    STATIC_TABLE[index - 1].0.to_owned(),
+                    STATIC_TABLE[index - 1].1.to_owned(),
+                ),
+                _ => self.table[index - 62].clone(),
+            }
+        }
+
+        fn fields(&mut self, mut block: &[u8]) -> Vec<String> {
+            let mut fields = Vec::new();
+            let raw = |rest: &mut &[u8]| {
+                let length = read_integer(rest, 7).unwrap();
+                let (text, after) = rest.split_at(length);
+                *rest = after;
+                String::from_utf8(text.to_vec()).unwrap()
+            };
+            while let Some(&first) = block.first() {
+                if first & 0x80 != 0 {
+                    let (name, value) = self.entry(read_integer(&mut block, 7).unwrap());
+                    fields.push(format!("{name} {value}"));
+                } else if first & 0x20 != 0 && first & 0x40 == 0 {
+                    read_integer(&mut block, 5).unwrap();
+                    self.table.clear();
+                } else {
+                    let indexing = first & 0x40 != 0;
+                    let index = read_integer(&mut block, if indexing { 6 } else { 4 }).unwrap();
+                    let name = if index == 0 {
+                        raw(&mut block)
+                    } else {
+                        self.entry(index).0
+                    };
+                    let value = raw(&mut block);
+                    if indexing {
+                        self.table.push_front((name.clone(), value.clone()));
+                    }
+                    fields.push(format!("{name} {value}"));
+                }
+            }
+            fields
+        }
+    }
+}
