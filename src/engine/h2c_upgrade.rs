@@ -12,7 +12,7 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::h1_pipeline::{serialize_request, H1Pipeline};
+use super::h1::{serialize_request, Http1};
 use super::h2::{settings_payload, H2};
 use super::{ConnEnd, Engine, Io, Session};
 use crate::h2frame::{self, FrameHead};
@@ -26,7 +26,7 @@ const MAX_HEAD: usize = 64 * 1024;
 pub struct H2cUpgrade {
     upgrade_request: Bytes,
     h2: H2,
-    http1: H1Pipeline,
+    http1: Http1,
     request_timeout: Option<Duration>,
 }
 
@@ -46,7 +46,7 @@ impl H2cUpgrade {
                 &upgrade_headers,
             ),
             h2: H2::new(plan),
-            http1: H1Pipeline::new(plan),
+            http1: Http1::new(plan),
             request_timeout: plan.timeouts.request,
         }
     }

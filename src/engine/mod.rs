@@ -4,8 +4,7 @@
 //!
 //! Adding a protocol means adding a module with an [`Engine`] and one line in [`for_plan`].
 
-mod h1_pipeline;
-mod h1_pool;
+mod h1;
 mod h2;
 mod h2c_upgrade;
 
@@ -56,17 +55,12 @@ pub struct Engines {
 impl Engines {
     /// Prepares the engines a plan can need (once per runner thread).
     pub fn new(plan: &RunPlan) -> Self {
-        let http1: Box<dyn Engine> = if plan.max_concurrent > 1 {
-            Box::new(h1_pipeline::H1Pipeline::new(plan))
-        } else {
-            Box::new(h1_pool::H1Pool::new(plan))
-        };
         let h2c_upgrade: Option<Box<dyn Engine>> = match plan.negotiation {
             Negotiation::H2cUpgrade => Some(Box::new(h2c_upgrade::H2cUpgrade::new(plan))),
             _ => None,
         };
         Engines {
-            http1,
+            http1: Box::new(h1::Http1::new(plan)),
             h2: Box::new(h2::H2::new(plan)),
             h2c_upgrade,
         }
@@ -292,23 +286,5 @@ pub fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
         Poll::Ready(Ok(())) => Poll::Ready(Ok(buffer.filled().len())),
         Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
         Poll::Pending => Poll::Pending,
-    }
-}
-
-/// Runs a protocol library's connection future as a task of this thread; the task ends when the
-/// returned guard is dropped, so a connection never outlives the engine future that owns it.
-pub fn spawn_connection<F>(connection: F) -> ConnectionTask
-where
-    F: std::future::Future + 'static,
-{
-    ConnectionTask(tokio::task::spawn_local(connection).abort_handle())
-}
-
-/// Guard returned by [`spawn_connection`].
-pub struct ConnectionTask(tokio::task::AbortHandle);
-
-impl Drop for ConnectionTask {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

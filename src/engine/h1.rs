@@ -1,5 +1,7 @@
-//! HTTP/1.1 pipelining (`-m N` under h1): up to N requests written ahead, responses matched in order.
-//! hyper cannot pipeline, so this engine writes prebuilt request bytes and parses responses with httparse.
+//! HTTP/1.1: a keep-alive connection with up to `-m` requests written ahead (pipelining when
+//! `-m > 1`), responses matched in order. Requests are serialized once; responses are parsed in
+//! place with httparse and their bodies counted, never kept. See the README for why this replaced
+//! hyper's client (hyper cannot pipeline, and costs several times the CPU per request).
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -19,19 +21,19 @@ const READ_BUFFER: usize = 64 * 1024;
 /// Header fields parsed per response head.
 const MAX_HEADERS: usize = 100;
 
-/// The pipelining HTTP/1.1 engine.
-pub struct H1Pipeline {
+/// The HTTP/1.1 engine.
+pub struct Http1 {
     requests: Vec<Bytes>,
     depth: usize,
     bodyless_responses: bool,
     request_timeout: Option<Duration>,
 }
 
-impl H1Pipeline {
+impl Http1 {
     /// Serializes one request per path, once.
     pub fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
-        H1Pipeline {
+        Http1 {
             requests: template
                 .paths
                 .iter()
@@ -115,7 +117,7 @@ impl<'s> Pipe<'s> {
         session: Session<'s>,
         mut in_flight: VecDeque<Instant>,
         received: &[u8],
-        engine: &H1Pipeline,
+        engine: &Http1,
     ) -> Self {
         in_flight.reserve(engine.depth);
         let largest_request = engine.requests.iter().map(Bytes::len).max().unwrap_or(0);
@@ -244,7 +246,7 @@ impl<'s> Pipe<'s> {
     }
 }
 
-impl Engine for H1Pipeline {
+impl Engine for Http1 {
     fn drive<'a>(&'a self, io: Io, session: Session<'a>) -> LocalBoxFuture<'a, ConnEnd> {
         self.run(io, session, VecDeque::new(), &[]).boxed_local()
     }
