@@ -126,6 +126,8 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             tls::test_pki::SERVER_KEY.as_bytes(),
         )?),
     };
+    // A target is measured with thousands of connections: take every descriptor allowed.
+    rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.threads {
         runtime.worker_threads(usize::from(threads));

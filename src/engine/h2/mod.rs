@@ -266,7 +266,7 @@ impl<'a> Connection<'a> {
         received: &[u8],
     ) -> Self {
         let settings = engine.settings;
-        let input_size = (64 * 1024)
+        let input_size = (256 * 1024)
             .max(h2frame::HEADER_LEN + settings.max_frame_size as usize)
             .max(received.len());
         let mut input = vec![0; input_size];

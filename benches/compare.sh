@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Peer comparison: h2load-rs against h2load, wrk, oha and curl, measured in the same run.
+#
+#   benches/compare.sh [ROUNDS]      (default 3 rounds; writes benches/RESULTS.md)
+#
+# Installs what it needs (Debian packages, oha with cargo), starts nginx (1 worker) and nghttpd
+# (1 thread) pinned to CPU 0, pins every client to CPU 1, runs each row's tools interleaved
+# (A B C A B C ...) and reports medians. Ratios are arranged so that >= 1.0 means h2load-rs is at
+# least as good: throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-3}
+work="$root/target/compare"
+results="$root/benches/RESULTS.md"
+server_cpu=0
+client_cpu=1
+h2c_port=19280
+h1_port=19180
+target_port=19380
+
+install() {
+  local need=()
+  command -v h2load >/dev/null || need+=(nghttp2-client)
+  command -v nghttpd >/dev/null || need+=(nghttp2-server)
+  command -v nginx >/dev/null || need+=(nginx-light)
+  command -v wrk >/dev/null || need+=(wrk)
+  command -v ab >/dev/null || need+=(apache2-utils)
+  command -v curl >/dev/null || need+=(curl)
+  [ -x /usr/bin/time ] || need+=(time)
+  if [ ${#need[@]} -gt 0 ]; then
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  command -v oha >/dev/null || [ -x "$HOME/.cargo/bin/oha" ] || cargo install --locked oha >/dev/null
+  oha=$(command -v oha || echo "$HOME/.cargo/bin/oha")
+  (cd "$root" && cargo build --release --locked -q)
+  ours="$root/target/release/h2load-rs"
+}
+
+start_servers() {
+  mkdir -p "$work/www" "$work/temp"
+  printf pong >"$work/www/ping"
+  [ -f "$work/www/1g" ] || truncate -s 1G "$work/www/1g"
+  cat >"$work/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $work/temp;
+  root $work/www;
+  sendfile on;
+  server {
+    listen 127.0.0.1:$h1_port backlog=65535;
+    location = /ping { return 200 "pong"; }
+  }
+}
+CONF
+  taskset -c $server_cpu nginx -c "$work/nginx.conf" &
+  pids+=($!)
+  taskset -c $server_cpu nghttpd --no-tls -a 127.0.0.1 -d "$work/www" $h2c_port >/dev/null 2>&1 &
+  pids+=($!)
+  taskset -c $server_cpu "$ours" serve --port $target_port --threads 1 >/dev/null &
+  pids+=($!)
+  for port in $h1_port $h2c_port $target_port; do
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
+  done
+}
+
+stop_servers() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
+# Seconds in an h2load-style duration ("850.76ms", "1.25s", "185us").
+seconds() {
+  awk -v d="$1" 'BEGIN {
+    if (d ~ /ms$/) { sub(/ms$/, "", d); print d / 1000 }
+    else if (d ~ /us$/) { sub(/us$/, "", d); print d / 1000000 }
+    else { sub(/s$/, "", d); print d } }'
+}
+
+# Runs one measurement: TOOL KIND CMD...; KIND is "requests" or "bytes:N".
+# Prints "rate cpu_us_per_request rss_kb" (rate in requests/s, or bytes/s for downloads).
+measure() {
+  local tool=$1 kind=$2
+  shift 2
+  local out="$work/out" timing="$work/time"
+  /usr/bin/time -f "%U %S %M" -o "$timing" taskset -c $client_cpu "$@" >"$out" 2>&1
+  local user sys rss
+  read -r user sys rss <"$timing"
+  local rate done_requests
+  case "$tool" in
+    h2load-rs | h2load)
+      local elapsed
+      elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
+      done_requests=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' "$out")
+      if [[ $kind == bytes:* ]]; then
+        rate=$(awk -v b="${kind#bytes:}" -v t="$elapsed" 'BEGIN { print b / t }')
+      else
+        rate=$(awk -v n="$done_requests" -v t="$elapsed" 'BEGIN { print n / t }')
+      fi
+      ;;
+    wrk)
+      rate=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
+      done_requests=$(awk '/requests in/ { print $1 }' "$out")
+      ;;
+    oha)
+      rate=$(awk '/Requests\/sec:/ { print $2 }' "$out")
+      done_requests=$(awk '/\[200\]/ { print $2 }' "$out")
+      ;;
+    curl)
+      rate=$(cat "$out")
+      done_requests=1
+      ;;
+  esac
+  awk -v r="$rate" -v u="$user" -v s="$sys" -v n="$done_requests" -v m="$rss" \
+    'BEGIN { printf "%.0f %.3f %d\n", r, (u + s) * 1e6 / (n > 0 ? n : 1), m }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# A row: NAME KIND then "tool|command" entries; the first tool is h2load-rs.
+row() {
+  local name=$1 kind=$2
+  shift 2
+  local entries=("$@")
+  rm -f "$work"/row.*
+  for ((round = 1; round <= rounds; round++)); do
+    for entry in "${entries[@]}"; do
+      local tool=${entry%%|*} command=${entry#*|}
+      # shellcheck disable=SC2086 # the command is a word list on purpose
+      measure "$tool" "$kind" $command >>"$work/row.$tool"
+    done
+  done
+  local unit="req/s" cpu_unit="client CPU µs/request"
+  [[ $kind == bytes:* ]] && unit="MB/s" cpu_unit="client CPU µs for the download"
+  printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|\n' "$name" "$unit" "$cpu_unit" >>"$work/report"
+  local ours_rate ours_cpu ours_rss
+  for entry in "${entries[@]}"; do
+    local tool=${entry%%|*}
+    local rate cpu rss
+    rate=$(awk '{ print $1 }' "$work/row.$tool" | median)
+    cpu=$(awk '{ print $2 }' "$work/row.$tool" | median)
+    rss=$(awk '{ print $3 }' "$work/row.$tool" | median)
+    if [ "$tool" = h2load-rs ]; then
+      ours_rate=$rate ours_cpu=$cpu ours_rss=$rss
+      awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" 'BEGIN {
+        printf "| **%s** | %s | %.2f | %d | | | |\n", t, (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r), c, m }' >>"$work/report"
+    else
+      awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" \
+        -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
+        printf "| %s | %s | %.2f | %d | %.2f | %.2f | %.2f |\n", t, (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r), c, m, or / r, c / oc, m / om }' >>"$work/report"
+    fi
+  done
+  tail -n +1 "$work/report" | tail -n $((${#entries[@]} + 4))
+}
+
+main() {
+  install
+  mkdir -p "$work"
+  : >"$work/report"
+  pids=()
+  trap stop_servers EXIT
+  start_servers
+  local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
+  local gib=$((1 << 30))
+
+  row "h2c, -c 10 -m 100, nghttpd /ping, 1M requests" requests \
+    "h2load-rs|$ours -c 10 -m 100 -n 1000000 $h2c/ping" \
+    "h2load|h2load -c 10 -m 100 -n 1000000 $h2c/ping" \
+    "oha|$oha --no-tui --http2 -c 10 -p 100 -n 1000000 $h2c/ping"
+  row "h2c, -c 1000 -m 1, nghttpd /ping, 100k requests" requests \
+    "h2load-rs|$ours -c 1000 -n 100000 $h2c/ping" \
+    "h2load|h2load -c 1000 -n 100000 $h2c/ping"
+  row "HTTP/1.1 keep-alive, -c 100, nginx /ping" requests \
+    "h2load-rs|$ours --h1 -c 100 -n 300000 $h1/ping" \
+    "wrk|wrk -t1 -c100 -d3s $h1/ping" \
+    "oha|$oha --no-tui -c 100 -n 300000 $h1/ping" \
+    "h2load|h2load --h1 -c 100 -n 300000 $h1/ping"
+  row "HTTP/1.1 pipelined, -c 100 -m 16, nginx /ping, 1M requests" requests \
+    "h2load-rs|$ours --h1 -c 100 -m 16 -n 1000000 $h1/ping" \
+    "h2load|h2load --h1 -c 100 -m 16 -n 1000000 $h1/ping"
+  row "one 1 GiB download over h2c (nghttpd)" "bytes:$gib" \
+    "h2load-rs|$ours -n 1 $h2c/1g" \
+    "h2load|h2load -n 1 $h2c/1g" \
+    "curl|curl -s -o /dev/null -w %{speed_download} --http2-prior-knowledge $h2c/1g"
+  row "one 1 GiB download over HTTP/1.1 (nginx)" "bytes:$gib" \
+    "h2load-rs|$ours --h1 -n 1 $h1/1g" \
+    "h2load|h2load --h1 -n 1 $h1/1g" \
+    "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
+
+  memory "$h2c"
+
+  {
+    echo "# h2load-rs against its peers"
+    echo
+    echo "Generated by \`benches/compare.sh $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'); do not edit by hand."
+    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r)."
+    echo "Servers pinned to CPU $server_cpu (nginx 1 worker, nghttpd 1 thread), clients to CPU $client_cpu;"
+    echo "$rounds interleaved rounds per row, medians shown. Ratios: >= 1.0 means h2load-rs is at least as"
+    echo "good (throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours)."
+    cat "$work/report"
+  } >"$results"
+  echo
+  echo "wrote $results"
+}
+
+# Peak RSS for 1M and 10M requests (same -c), and RSS per connection at -c 10000.
+memory() {
+  local h2c=$1
+  local small large
+  small=$(measure h2load-rs requests "$ours" -c 10 -m 100 -n 1000000 "$h2c/ping" | awk '{ print $3 }')
+  large=$(measure h2load-rs requests "$ours" -c 10 -m 100 -n 10000000 "$h2c/ping" | awk '{ print $3 }')
+  local base idle
+  base=$(measure h2load-rs requests "$ours" --h1 -c 1 -n 1 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
+  idle=$(measure h2load-rs requests "$ours" --h1 -c 10000 -n 10000 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
+  {
+    printf '\n### Memory\n\n| measurement | value |\n|---|---|\n'
+    printf '| peak RSS, h2c -c 10 -m 100 -n 1,000,000 | %d KB |\n' "$small"
+    printf '| peak RSS, h2c -c 10 -m 100 -n 10,000,000 | %d KB |\n' "$large"
+    awk -v a="$small" -v b="$large" 'BEGIN { printf "| 10M vs 1M requests | %+.1f%% (memory does not grow with -n) |\n", (b - a) * 100 / a }'
+    awk -v a="$base" -v b="$idle" 'BEGIN { printf "| RSS per waiting connection at -c 10000 (HTTP/1.1, 3 s handler) | %.1f KB |\n", (b - a) / 10000 }'
+  } >>"$work/report"
+  tail -n 7 "$work/report"
+}
+
+main
