@@ -64,13 +64,16 @@ http {
 CONF
   taskset -c $server_cpu nginx -c "$work/nginx.conf" &
   pids+=($!)
+  local nginx_master=$!
   taskset -c $server_cpu nghttpd --no-tls -a 127.0.0.1 -d "$work/www" $h2c_port >/dev/null 2>&1 &
   pids+=($!)
+  nghttpd_pid=$!
   taskset -c $server_cpu "$ours" serve --port $target_port --threads 1 >/dev/null &
   pids+=($!)
   for port in $h1_port $h2c_port $target_port; do
     until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
   done
+  nginx_pids="$nginx_master $(pgrep -P "$nginx_master" | tr '\n' ' ')"
 }
 
 stop_servers() {
@@ -86,13 +89,28 @@ seconds() {
     else { sub(/s$/, "", d); print d } }'
 }
 
+# CPU time (clock ticks) used so far by the server processes of the current row ($server_pids).
+server_ticks() {
+  local total=0 pid
+  for pid in $server_pids; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+  done
+  echo $total
+}
+
 # Runs one measurement: TOOL KIND CMD...; KIND is "requests" or "bytes:N".
-# Prints "rate cpu_us_per_request rss_kb" (rate in requests/s, or bytes/s for downloads).
+# Prints "rate cpu_us_per_request rss_kb server_cpu_percent server_us_per_request"
+# (rate in requests/s, or bytes/s for downloads).
 measure() {
   local tool=$1 kind=$2
   shift 2
   local out="$work/out" timing="$work/time"
+  local ticks_before started ticks_after ended
+  ticks_before=$(server_ticks)
+  started=$(date +%s.%N)
   /usr/bin/time -f "%U %S %M" -o "$timing" taskset -c $client_cpu "$@" >"$out" 2>&1
+  ended=$(date +%s.%N)
+  ticks_after=$(server_ticks)
   local user sys rss
   read -r user sys rss <"$timing"
   local rate done_requests
@@ -120,8 +138,11 @@ measure() {
       done_requests=1
       ;;
   esac
+  local hz
+  hz=$(getconf CLK_TCK)
   awk -v r="$rate" -v u="$user" -v s="$sys" -v n="$done_requests" -v m="$rss" \
-    'BEGIN { printf "%.0f %.3f %d\n", r, (u + s) * 1e6 / (n > 0 ? n : 1), m }'
+    -v t="$((ticks_after - ticks_before))" -v hz="$hz" -v w="$(awk -v a="$started" -v b="$ended" 'BEGIN { print b - a }')" \
+    'BEGIN { n = (n > 0 ? n : 1); printf "%.0f %.3f %d %.0f %.3f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n }'
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -139,25 +160,29 @@ row() {
       measure "$tool" "$kind" $command >>"$work/row.$tool"
     done
   done
-  local unit="req/s" cpu_unit="client CPU µs/request"
-  [[ $kind == bytes:* ]] && unit="MB/s" cpu_unit="client CPU µs for the download"
-  printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|\n' "$name" "$unit" "$cpu_unit" >>"$work/report"
+  local unit="req/s" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
+  [[ $kind == bytes:* ]] && unit="MB/s" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
+  printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | server CPU %% | %s | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|---|---|\n' \
+    "$name" "$unit" "$cpu_unit" "$server_unit" >>"$work/report"
   local ours_rate ours_cpu ours_rss
   for entry in "${entries[@]}"; do
     local tool=${entry%%|*}
-    local rate cpu rss
+    local rate cpu rss server server_cost
     rate=$(awk '{ print $1 }' "$work/row.$tool" | median)
     cpu=$(awk '{ print $2 }' "$work/row.$tool" | median)
     rss=$(awk '{ print $3 }' "$work/row.$tool" | median)
+    server=$(awk '{ print $4 }' "$work/row.$tool" | median)
+    server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
     if [ "$tool" = h2load-rs ]; then
       ours_rate=$rate ours_cpu=$cpu ours_rss=$rss
-      awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" 'BEGIN {
-        printf "| **%s** | %s | %.2f | %d | | | |\n", t, (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r), c, m }' >>"$work/report"
-    else
-      awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" \
-        -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
-        printf "| %s | %s | %.2f | %d | %.2f | %.2f | %.2f |\n", t, (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r), c, m, or / r, c / oc, m / om }' >>"$work/report"
     fi
+    awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
+      -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
+      shown = (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r)
+      if (t == "h2load-rs")
+        printf "| **%s** | %s | %.2f | %d | %d | %.2f | | | |\n", t, shown, c, m, sc, sv
+      else
+        printf "| %s | %s | %.2f | %d | %d | %.2f | %.2f | %.2f | %.2f |\n", t, shown, c, m, sc, sv, or / r, c / oc, m / om }' >>"$work/report"
   done
   tail -n +1 "$work/report" | tail -n $((${#entries[@]} + 4))
 }
@@ -172,6 +197,7 @@ main() {
   local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
   local gib=$((1 << 30))
 
+  server_pids=$nghttpd_pid
   row "h2c, -c 10 -m 100, nghttpd /ping, 1M requests" requests \
     "h2load-rs|$ours -c 10 -m 100 -n 1000000 $h2c/ping" \
     "h2load|h2load -c 10 -m 100 -n 1000000 $h2c/ping" \
@@ -179,6 +205,7 @@ main() {
   row "h2c, -c 1000 -m 1, nghttpd /ping, 100k requests" requests \
     "h2load-rs|$ours -c 1000 -n 100000 $h2c/ping" \
     "h2load|h2load -c 1000 -n 100000 $h2c/ping"
+  server_pids=$nginx_pids
   row "HTTP/1.1 keep-alive, -c 100, nginx /ping" requests \
     "h2load-rs|$ours --h1 -c 100 -n 300000 $h1/ping" \
     "wrk|wrk -t1 -c100 -d3s $h1/ping" \
@@ -187,15 +214,18 @@ main() {
   row "HTTP/1.1 pipelined, -c 100 -m 16, nginx /ping, 1M requests" requests \
     "h2load-rs|$ours --h1 -c 100 -m 16 -n 1000000 $h1/ping" \
     "h2load|h2load --h1 -c 100 -m 16 -n 1000000 $h1/ping"
+  server_pids=$nghttpd_pid
   row "one 1 GiB download over h2c (nghttpd)" "bytes:$gib" \
     "h2load-rs|$ours -n 1 $h2c/1g" \
     "h2load|h2load -n 1 $h2c/1g" \
     "curl|curl -s -o /dev/null -w %{speed_download} --http2-prior-knowledge $h2c/1g"
+  server_pids=$nginx_pids
   row "one 1 GiB download over HTTP/1.1 (nginx)" "bytes:$gib" \
     "h2load-rs|$ours --h1 -n 1 $h1/1g" \
     "h2load|h2load --h1 -n 1 $h1/1g" \
     "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
 
+  server_pids=$nghttpd_pid
   memory "$h2c"
 
   {
@@ -205,7 +235,9 @@ main() {
     echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r)."
     echo "Servers pinned to CPU $server_cpu (nginx 1 worker, nghttpd 1 thread), clients to CPU $client_cpu;"
     echo "$rounds interleaved rounds per row, medians shown. Ratios: >= 1.0 means h2load-rs is at least as"
-    echo "good (throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours)."
+    echo "good (throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours). Server CPU % is"
+    echo "the server's share of its core during the run: near 100 % the server, not the client, sets"
+    echo "the throughput; server CPU µs/request shows what each client's traffic costs the server."
     cat "$work/report"
   } >"$results"
   echo

@@ -281,10 +281,17 @@ pub fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
             return Poll::Ready(Err(error));
         }
     }
-    let mut buffer = ReadBuf::new(incoming);
-    match Pin::new(&mut *io).poll_read(cx, &mut buffer) {
-        Poll::Ready(Ok(())) => Poll::Ready(Ok(buffer.filled().len())),
-        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-        Poll::Pending => Poll::Pending,
+    // Take everything that has arrived, so one round of processing (and one write) covers it all.
+    let mut total = 0;
+    while total < incoming.len() {
+        let mut buffer = ReadBuf::new(&mut incoming[total..]);
+        match Pin::new(&mut *io).poll_read(cx, &mut buffer) {
+            Poll::Ready(Ok(())) if buffer.filled().is_empty() => break,
+            Poll::Ready(Ok(())) => total += buffer.filled().len(),
+            Poll::Ready(Err(error)) if total == 0 => return Poll::Ready(Err(error)),
+            Poll::Pending if total == 0 => return Poll::Pending,
+            Poll::Ready(Err(_)) | Poll::Pending => break,
+        }
     }
+    Poll::Ready(Ok(total))
 }
