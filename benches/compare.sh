@@ -145,14 +145,15 @@ measure() {
     'BEGIN { n = (n > 0 ? n : 1); printf "%.0f %.3f %d %.0f %.3f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n }'
 }
 
-# A note for a peer that out-ran h2load-rs: whether the server, not the client, set the pace.
+# A note for a peer whose median out-ran h2load-rs: was the server, not the client, the limit?
 explain() {
-  awk -v t="$1" -v r="$2" -v s="$3" -v c="$4" -v or="$5" -v os="$6" -v oc="$7" 'BEGIN {
+  awk -v t="$1" -v r="$2" -v s="$3" -v c="$4" -v or="$5" -v os="$6" -v oc="$7" -v peer_low="$8" -v ours_high="$9" \
+    -v peer_cost="${10}" -v ours_cost="${11}" 'BEGIN {
     if (or >= r) exit
-    if (s >= 95 && os >= 95)
-      printf "> vs %s, throughput %.2f: the server was saturated in both runs (%d%% and %d%% of its core), so it set the rate and the gap is run-to-run noise; h2load-rs used %.2fx the client CPU per request.\n", t, or / r, os, s, oc / c
+    if (s >= 95 && os >= 95 && ours_high >= peer_low)
+      printf "> vs %s, throughput %.2f: the server was saturated in both (%d%% and %d%% of its core), so it set the rate; it spent %.2f µs per request under h2load-rs and %.2f under %s, and the rates of the rounds overlap (ranges above): variation at the server'"'"'s limit, not a slower client. h2load-rs used %.2fx the client CPU per request.\n", t, or / r, os, s, ours_cost, peer_cost, t, oc / c
     else
-      printf "> vs %s, throughput %.2f: the server was not saturated (%d%% / %d%%): h2load-rs is slower here and needs work.\n", t, or / r, os, s
+      printf "> vs %s, throughput %.2f: h2load-rs is slower here (server at %d%% / %d%%, rounds do not overlap): needs work.\n", t, or / r, os, s
   }'
 }
 
@@ -171,31 +172,35 @@ row() {
       measure "$tool" "$kind" $command >>"$work/row.$tool"
     done
   done
-  local unit="req/s" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
-  [[ $kind == bytes:* ]] && unit="MB/s" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
+  local unit="req/s, median (min–max)" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
+  [[ $kind == bytes:* ]] && unit="MB/s, median (min–max)" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
   printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | server CPU %% | %s | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|---|---|\n' \
     "$name" "$unit" "$cpu_unit" "$server_unit" >>"$work/report"
-  local ours_rate ours_cpu ours_rss ours_server
+  local ours_rate ours_cpu ours_rss ours_server ours_max
   for entry in "${entries[@]}"; do
     local tool=${entry%%|*}
-    local rate cpu rss server server_cost
+    local rate cpu rss server server_cost low high
     rate=$(awk '{ print $1 }' "$work/row.$tool" | median)
+    low=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | head -1)
+    high=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | tail -1)
     cpu=$(awk '{ print $2 }' "$work/row.$tool" | median)
     rss=$(awk '{ print $3 }' "$work/row.$tool" | median)
     server=$(awk '{ print $4 }' "$work/row.$tool" | median)
     server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
     if [ "$tool" = h2load-rs ]; then
-      ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server
+      ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server ours_max=$high
     fi
     awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
-      -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
-      shown = (k ~ /^bytes/) ? sprintf("%.0f", r / 1048576) : sprintf("%.0f", r)
+      -v lo="$low" -v hi="$high" -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
+      d = (k ~ /^bytes/) ? 1048576 : 1
+      shown = sprintf("%.0f (%.0f–%.0f)", r / d, lo / d, hi / d)
       if (t == "h2load-rs")
         printf "| **%s** | %s | %.2f | %d | %d | %.2f | | | |\n", t, shown, c, m, sc, sv
       else
         printf "| %s | %s | %.2f | %d | %d | %.2f | %.2f | %.2f | %.2f |\n", t, shown, c, m, sc, sv, or / r, c / oc, m / om }' >>"$work/report"
     if [ "$tool" != h2load-rs ]; then
-      explain "$tool" "$rate" "$server" "$cpu" "$ours_rate" "$ours_server" "$ours_cpu" >>"$work/notes"
+      explain "$tool" "$rate" "$server" "$cpu" "$ours_rate" "$ours_server" "$ours_cpu" "$low" "$ours_max" \
+        "$server_cost" "$(awk '{ print $5 }' "$work/row.h2load-rs" | median)" >>"$work/notes"
     fi
   done
   if [ -s "$work/notes" ]; then
