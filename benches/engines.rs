@@ -82,7 +82,8 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
         .chain(flags.iter().copied())
         .chain([url]);
     let cli = Cli::try_parse_from(args).expect("bench flags parse");
-    Arc::new(plan::build(&cli.load, &cli.load.urls).expect("bench plan builds"))
+    let cell = plan::cells(&cli.load)[0];
+    Arc::new(plan::build(&cli.load, &cli.load.urls, &cell, false).expect("bench plan builds"))
 }
 
 /// Allocations per request beyond a run's fixed setup: the difference between two run sizes.

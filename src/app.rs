@@ -2,19 +2,20 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::error::ErrorKind as ClapErrorKind;
 use clap::Parser;
 
-use crate::cli::{Cli, Command, LoadArgs, ServeArgs};
-use crate::report::{self, Summary};
-use crate::{error, plan, runner, server, tls};
-
-/// Path the built-in target is measured at when no URL is given.
-const BUILT_IN_PATH: &str = "/ping";
+use crate::cli::{Cli, Command, LoadArgs, RunArgs, ServeArgs};
+use crate::report::{self, CellContext, Document, Exporter, Summary};
+use crate::target::ChildTarget;
+use crate::watch::{self, Watch};
+use crate::{error, plan, runner, scenario, server, tls, usage_bail};
 
 /// Runs h2load-rs with these arguments and returns the process exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -24,6 +25,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(&args),
+        Some(Command::Run(args)) => run_scenario(&args),
         None => load_test(&cli.load),
     };
     match result {
@@ -59,46 +61,184 @@ fn one_line(rendered: &str) -> String {
         .join(" ")
 }
 
-fn load_test(args: &LoadArgs) -> Result<ExitCode> {
-    let built_in = args.urls.is_empty();
-    let urls = if built_in {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .saturating_sub(args.threads as usize);
-        let addr = server::spawn_background(workers.max(1), server::ServeOptions::default())?;
-        let url = format!("http://{addr}{BUILT_IN_PATH}");
-        eprintln!("no URL given: measuring the built-in target at {url}");
-        vec![url]
-    } else {
-        args.urls.clone()
+fn run_scenario(args: &RunArgs) -> Result<ExitCode> {
+    let scenario = scenario::load(&args.scenario, &args.overrides)?;
+    let cli = match Cli::try_parse_from(&scenario.argv) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let message = one_line(&error.render().to_string());
+            usage_bail!(
+                "{} (or the command line): {message}",
+                args.scenario.display()
+            );
+        }
     };
-    let plan = plan::build(args, &urls)?;
-    for note in &plan.notes {
+    if cli.command.is_some() {
+        usage_bail!(
+            "{}: a scenario describes a load test, not a subcommand",
+            args.scenario.display()
+        );
+    }
+    if let Some(description) = &scenario.description {
+        eprintln!("scenario {}: {description}", args.scenario.display());
+    }
+    load_test(&cli.load)
+}
+
+fn load_test(args: &LoadArgs) -> Result<ExitCode> {
+    let cells = plan::cells(args);
+    let built_in = match args.urls.is_empty() {
+        true => Some(BuiltIn::start(
+            args,
+            cells.iter().any(|cell| cell.needs_tls(args.target_tls)),
+        )?),
+        false => None,
+    };
+    // Every cell is planned before anything runs, so bad input stops the run before it starts.
+    let mut plans = Vec::with_capacity(cells.len());
+    for cell in &cells {
+        let urls = match &built_in {
+            Some(target) => vec![format!(
+                "{}{}",
+                target.base_url(cell.needs_tls(args.target_tls)),
+                args.target_path
+            )],
+            None => args.urls.clone(),
+        };
+        plans.push(Arc::new(plan::build(
+            args,
+            &urls,
+            cell,
+            built_in.is_some(),
+        )?));
+    }
+    let mut notes: Vec<&String> = plans.iter().flat_map(|plan| &plan.notes).collect();
+    notes.dedup();
+    for note in notes {
         eprintln!("note: {note}");
     }
-    // The in-process target holds the other end of every connection.
-    runner::ensure_fd_limit(plan.clients, if built_in { 2 } else { 1 })?;
-    print_intro(&plan);
-    let plan = Arc::new(plan);
-    let outcome = runner::run(plan.clone())?;
-    let summary = Summary::new(&plan, &outcome);
-    print!("{}", report::text::render(&summary));
-    if let Some(path) = &args.json {
-        report::json::write(&summary, path)?;
+    let most_clients = plans.iter().map(|plan| plan.clients).max().unwrap_or(1);
+    runner::ensure_fd_limit(most_clients, 1)?;
+
+    let mut summaries = Vec::with_capacity(plans.len());
+    for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
+        if plans.len() > 1 {
+            println!(
+                "\n=== cell {}/{}: {} c={} m={}",
+                index + 1,
+                plans.len(),
+                plan.protocol_label(),
+                plan.clients,
+                plan.max_concurrent
+            );
+        }
+        print_intro(plan);
+        // The target that serves this cell comes first: the comparison's "target" columns show it.
+        let mut watched: Vec<u32> = built_in
+            .iter()
+            .map(|target| target.pid(cell.needs_tls(args.target_tls)))
+            .collect();
+        watched.extend(&args.watch_pid);
+        let watch = Watch::start(&watched);
+        let started = Instant::now();
+        let cpu_before = watch::cpu_time(None);
+        let outcome = runner::run(plan.clone())?;
+        let generator_cpu = cpu_before
+            .zip(watch::cpu_time(None))
+            .map_or(0.0, |(before, after)| {
+                100.0 * (after - before).as_secs_f64() / started.elapsed().as_secs_f64()
+            });
+        let context = CellContext {
+            index: index + 1,
+            level: cell.level,
+            generator_cpu_percent: generator_cpu,
+            watched: watch.finish(),
+        };
+        let summary = Summary::new(plan, &outcome, context);
+        print!("{}", report::text::render(&summary));
+        for warning in &summary.warnings {
+            eprintln!("h2load-rs: warning: {warning}");
+        }
+        if let Some(problem) = &summary.first_error {
+            eprintln!("h2load-rs: {problem}");
+        }
+        summaries.push(summary);
+        let last = index + 1 == plans.len();
+        if outcome.interrupted || (!last && args.cooldown.is_some_and(runner::pause)) {
+            break;
+        }
     }
-    for warning in &summary.warnings {
-        eprintln!("h2load-rs: warning: {warning}");
+
+    let document = Document::new(summaries);
+    if document.cells.len() > 1 {
+        print!("{}", report::text::comparison(&document));
     }
-    if let Some(problem) = &summary.first_error {
-        eprintln!("h2load-rs: {problem}");
+    let exports: [(&Option<PathBuf>, &dyn Exporter); 5] = [
+        (&args.json, &report::json::Json),
+        (&args.csv, &report::csv::Csv),
+        (&args.markdown, &report::markdown::Markdown),
+        (&args.hgrm, &report::hgrm::Hgrm),
+        (&args.html, &report::html::Html),
+    ];
+    for (path, exporter) in exports {
+        if let Some(path) = path {
+            exporter.export(&document, path)?;
+        }
     }
-    Ok(if summary.connections.opened == 0 {
-        ExitCode::from(1)
-    } else if summary.interrupted {
-        ExitCode::from(runner::INTERRUPTED_EXIT)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let interrupted =
+        document.cells.len() < plans.len() || document.cells.iter().any(|cell| cell.interrupted);
+    Ok(
+        if document
+            .cells
+            .iter()
+            .all(|cell| cell.connections.opened == 0)
+        {
+            ExitCode::from(1)
+        } else if interrupted {
+            ExitCode::from(runner::INTERRUPTED_EXIT)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+/// The built-in target for runs without a URL: cleartext, and TLS when a cell needs it.
+struct BuiltIn {
+    cleartext: ChildTarget,
+    tls: Option<ChildTarget>,
+}
+
+impl BuiltIn {
+    fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
+        let cleartext = ChildTarget::start(false, args.target_delay)?;
+        let tls = if with_tls {
+            Some(ChildTarget::start(true, args.target_delay)?)
+        } else {
+            None
+        };
+        let mut bases = vec![cleartext.base_url.as_str()];
+        bases.extend(tls.iter().map(|target| target.base_url.as_str()));
+        eprintln!(
+            "no URL given: measuring the built-in target at {} (path {})",
+            bases.join(" and "),
+            args.target_path
+        );
+        Ok(BuiltIn { cleartext, tls })
+    }
+
+    fn base_url(&self, tls: bool) -> &str {
+        match (&self.tls, tls) {
+            (Some(tls), true) => &tls.base_url,
+            _ => &self.cleartext.base_url,
+        }
+    }
+
+    fn pid(&self, tls: bool) -> u32 {
+        match (&self.tls, tls) {
+            (Some(target), true) => target.pid(),
+            _ => self.cleartext.pid(),
+        }
+    }
 }
 
 fn print_intro(plan: &plan::RunPlan) {
@@ -149,6 +289,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         let options = server::ServeOptions {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
+            delay: args.delay,
         };
         tokio::select! {
             result = server::serve(listener, options) => result.context("the server stopped"),

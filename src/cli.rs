@@ -24,8 +24,25 @@ pub struct Cli {
 /// Subcommands besides the load test itself.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a scenario file (TOML: keys are the long option names); options given here override it.
+    Run(RunArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
     Serve(ServeArgs),
+}
+
+/// Arguments of `h2load-rs run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file.
+    #[arg(value_name = "FILE")]
+    pub scenario: PathBuf,
+    /// URLs and options that override the file's.
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub overrides: Vec<std::ffi::OsString>,
 }
 
 /// Options of `h2load-rs serve`.
@@ -49,6 +66,9 @@ pub struct ServeArgs {
     /// Server private key (PEM) for --tls.
     #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
     pub tls_key: Option<PathBuf>,
+    /// Delay every response by this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
@@ -88,29 +108,25 @@ pub struct LoadArgs {
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
 
-    /// Number of requests across all connections [default: 10000].
-    #[arg(
-        short = 'n',
-        long = "requests",
-        value_name = "N",
-        conflicts_with = "duration"
-    )]
-    pub requests: Option<u64>,
+    /// Number of requests across all connections, or `Kx`: K per concurrent request of each cell
+    /// (connections × streams) [default: 10000].
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", value_parser = parse_requests)]
+    pub requests: Option<Requests>,
 
-    /// Number of concurrent connections (clients).
-    #[arg(short = 'c', long = "clients", value_name = "N", default_value_t = 1,
+    /// Concurrent connections (clients); a list (1,10,100) runs one cell per value.
+    #[arg(short = 'c', long = "clients", value_name = "N[,N...]", default_value = "1", value_delimiter = ',',
           value_parser = clap::value_parser!(u64).range(1..))]
-    pub clients: u64,
+    pub clients: Vec<u64>,
 
     /// Number of OS threads, each with its own event loop and share of the connections.
     #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub threads: u64,
 
-    /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth.
-    #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub max_concurrent_streams: u64,
+    /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth; a list runs one cell per value.
+    #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N[,N...]", default_value = "1",
+          value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_concurrent_streams: Vec<u64>,
 
     /// Run for this long instead of a request count (e.g. 10s, 1m).
     #[arg(short = 'D', long = "duration", value_name = "DURATION", value_parser = parse_positive_duration)]
@@ -150,9 +166,16 @@ pub struct LoadArgs {
     #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub connect_timeout: Option<Duration>,
 
-    /// Protocol to speak [default: h2c for http:// URLs as in h2load, auto for https://].
-    #[arg(long = "proto", value_name = "PROTO", conflicts_with_all = ["h1", "no_tls_proto"])]
-    pub proto: Option<ProtoArg>,
+    /// Protocol to speak; a list (h1,h2c) runs one cell per protocol
+    /// [default: h2c for http:// URLs as in h2load, auto for https://].
+    #[arg(long = "proto", value_name = "PROTO[,PROTO...]", value_delimiter = ',',
+          conflicts_with_all = ["h1", "no_tls_proto"])]
+    pub proto: Vec<ProtoArg>,
+
+    /// For HTTP/2 cells, carry the concurrency on streams of one connection (-c 1 -m N×M) instead of
+    /// N connections, as browsers and Go's client do (seeds 001 and 004).
+    #[arg(long = "h2-multiplex")]
+    pub h2_multiplex: bool,
 
     /// Use HTTP/1.1 (same as --proto h1).
     #[arg(long = "h1", conflicts_with = "no_tls_proto")]
@@ -209,7 +232,82 @@ pub struct LoadArgs {
     #[arg(long = "connect-to", value_name = "HOST:PORT")]
     pub connect_to: Option<String>,
 
-    /// Write the full result as JSON to FILE.
+    /// Pause between cells of a sweep.
+    #[arg(long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
+    pub cooldown: Option<Duration>,
+
+    /// Sample this process's CPU and memory during each cell (repeatable; the built-in target is
+    /// always watched).
+    #[arg(long = "watch-pid", value_name = "PID")]
+    pub watch_pid: Vec<u32>,
+
+    /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario small).
+    #[arg(long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
+    pub scale: Option<f64>,
+
+    /// Path requested from the built-in target when no URL is given.
+    #[arg(long = "target-path", value_name = "PATH", default_value = "/ping")]
+    pub target_path: String,
+
+    /// Serve the built-in target over TLS for every cell (HTTP/1.1 over TLS for h1; h2 cells always use TLS).
+    #[arg(long = "target-tls")]
+    pub target_tls: bool,
+
+    /// Delay every response of the built-in target by this long (a slow handler, or a far server).
+    #[arg(long = "target-delay", value_name = "DURATION", value_parser = parse_duration)]
+    pub target_delay: Option<Duration>,
+
+    /// Write every cell as JSON to FILE.
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Write the comparison table as CSV to FILE.
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write the comparison table as Markdown to FILE.
+    #[arg(long = "markdown", value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write HdrHistogram percentile distributions (.hgrm) of every cell into DIR.
+    #[arg(long = "hgrm", value_name = "DIR")]
+    pub hgrm: Option<PathBuf>,
+
+    /// Write a self-contained HTML page with charts to FILE.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// A request count: a total, or a multiple of each cell's concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// This many requests in total.
+    Total(u64),
+    /// This many per concurrent request (connections × streams) of each cell.
+    PerConcurrency(u64),
+}
+
+fn parse_requests(text: &str) -> Result<Requests, String> {
+    let (digits, per) = match text.strip_suffix('x') {
+        Some(digits) => (digits, true),
+        None => (text, false),
+    };
+    let count: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a request count (examples: 10000, or 2x for two per concurrent request)"))?;
+    if count == 0 {
+        return Err("the request count must be at least 1".to_owned());
+    }
+    Ok(if per {
+        Requests::PerConcurrency(count)
+    } else {
+        Requests::Total(count)
+    })
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(factor) if factor > 0.0 && factor.is_finite() => Ok(factor),
+        _ => Err(format!("'{text}' is not a positive factor (example: 0.01)")),
+    }
 }

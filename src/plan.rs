@@ -12,7 +12,7 @@ use http::{Method, Uri};
 use rustls::pki_types::ServerName;
 use serde::Serialize;
 
-use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
+use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::{tls, usage_bail};
 
 /// Requests sent when neither `-n` nor `-D` is given.
@@ -58,6 +58,22 @@ pub enum Negotiation {
         /// The protocol the user insisted on, if any.
         require: Option<Protocol>,
     },
+}
+
+impl RunPlan {
+    /// The cell's protocol as the user names it: `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
+    pub fn protocol_label(&self) -> &'static str {
+        match self.negotiation {
+            Negotiation::Direct(Protocol::Http1) => "h1",
+            Negotiation::Direct(_) => "h2c",
+            Negotiation::H2cUpgrade => "h2c-upgrade",
+            Negotiation::Alpn {
+                require: Some(Protocol::Http1),
+            } => "h1-tls",
+            Negotiation::Alpn { require: Some(_) } => "h2",
+            Negotiation::Alpn { require: None } => "auto",
+        }
+    }
 }
 
 /// TLS settings of an https:// run.
@@ -170,32 +186,106 @@ pub struct RunPlan {
     pub notes: Vec<String>,
 }
 
-/// Builds a plan from the load-test options. `urls` replaces `args.urls` (the app may fill in the built-in target).
-pub fn build(args: &LoadArgs, urls: &[String]) -> Result<RunPlan> {
+/// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellSpec {
+    /// The protocol asked for (None: h2load's default for the URL's scheme).
+    pub proto: Option<ProtoArg>,
+    /// Connections.
+    pub clients: u64,
+    /// Requests in flight per connection.
+    pub streams: u64,
+    /// Which concurrency level of the sweep this cell belongs to (cells of one level are compared).
+    pub level: usize,
+}
+
+impl CellSpec {
+    /// Whether this cell needs a TLS target (`https://`); `target_tls` asks it of HTTP/1.1 cells too.
+    pub fn needs_tls(&self, target_tls: bool) -> bool {
+        match self.proto {
+            Some(ProtoArg::H2 | ProtoArg::Auto) => true,
+            Some(ProtoArg::H1) | None => target_tls,
+            Some(ProtoArg::H2c | ProtoArg::H2cUpgrade) => false,
+        }
+    }
+}
+
+/// Expands `-c`, `-m` and `--proto` lists into cells, in the order they run: for each connection
+/// count, for each stream count, every protocol.
+pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
+    let protocols: Vec<Option<ProtoArg>> = if args.proto.is_empty() {
+        vec![None]
+    } else {
+        args.proto.iter().copied().map(Some).collect()
+    };
+    let scale = args.scale.unwrap_or(1.0);
+    let mut cells = Vec::new();
+    for &clients in &args.clients {
+        for &streams in &args.max_concurrent_streams {
+            let level = cells.len() / protocols.len();
+            let clients = scaled(clients, scale);
+            for &proto in &protocols {
+                let multiplexed = args.h2_multiplex
+                    && matches!(
+                        proto,
+                        Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade)
+                    );
+                let (clients, streams) = if multiplexed {
+                    (1, clients * streams)
+                } else {
+                    (clients, streams)
+                };
+                cells.push(CellSpec {
+                    proto,
+                    clients,
+                    streams,
+                    level,
+                });
+            }
+        }
+    }
+    cells
+}
+
+/// A count multiplied by `--scale`, never below 1.
+fn scaled(count: u64, scale: f64) -> u64 {
+    ((count as f64 * scale).round() as u64).max(1)
+}
+
+/// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
+/// target, whose CA `trust_test_ca` adds to the trusted roots).
+pub fn build(
+    args: &LoadArgs,
+    urls: &[String],
+    cell: &CellSpec,
+    trust_test_ca: bool,
+) -> Result<RunPlan> {
     let (mut target, paths, scheme, host) = parse_target(urls)?;
-    let negotiation = choose_negotiation(args, scheme)?;
+    let negotiation = choose_negotiation(args, cell.proto, scheme)?;
     if let Some(connect_to) = &args.connect_to {
         target.addr = resolve_connect_to(connect_to)?;
     }
     let tls = match scheme {
-        Scheme::Https => Some(tls_plan(args, negotiation, &host)?),
+        Scheme::Https => Some(tls_plan(args, negotiation, &host, trust_test_ca)?),
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
 
+    let scale = args.scale.unwrap_or(1.0);
     let stop = match args.duration {
         Some(measure) => StopRule::Duration {
-            warm_up: args.warm_up_time.unwrap_or_default(),
-            measure,
+            warm_up: args.warm_up_time.unwrap_or_default().mul_f64(scale),
+            measure: measure.mul_f64(scale).max(Duration::from_millis(100)),
         },
-        None => StopRule::Requests(args.requests.unwrap_or(DEFAULT_REQUESTS)),
+        None => StopRule::Requests(match args.requests {
+            None => scaled(DEFAULT_REQUESTS, scale),
+            Some(Requests::Total(n)) => scaled(n, scale),
+            Some(Requests::PerConcurrency(k)) => k * cell.clients * cell.streams,
+        }),
     };
-    let mut clients = to_usize(args.clients, "-c")?;
+    let mut clients = to_usize(cell.clients, "-c")?;
     if let StopRule::Requests(n) = stop {
-        if n == 0 {
-            usage_bail!("-n must be at least 1");
-        }
-        if n < args.clients {
+        if n < cell.clients {
             notes.push(format!(
                 "-n {n} is less than -c {clients}: only {n} connections can carry a request, so {n} are opened"
             ));
@@ -228,7 +318,7 @@ pub fn build(args: &LoadArgs, urls: &[String]) -> Result<RunPlan> {
         stop,
         clients,
         threads,
-        max_concurrent: to_usize(args.max_concurrent_streams, "-m")?,
+        max_concurrent: to_usize(cell.streams, "-m")?,
         timeouts: Timeouts {
             connect: args.connect_timeout,
             request: args.request_timeout,
@@ -359,8 +449,12 @@ fn path_of(uri: &Uri) -> String {
         .to_owned()
 }
 
-fn choose_negotiation(args: &LoadArgs, scheme: Scheme) -> Result<Negotiation> {
-    let requested = match (args.proto, args.h1, args.no_tls_proto) {
+fn choose_negotiation(
+    args: &LoadArgs,
+    proto: Option<ProtoArg>,
+    scheme: Scheme,
+) -> Result<Negotiation> {
+    let requested = match (proto, args.h1, args.no_tls_proto) {
         (Some(proto), _, _) => Some(proto),
         (None, true, _) => Some(ProtoArg::H1),
         // h2load's -p applies to http:// URLs only.
@@ -392,7 +486,12 @@ fn choose_negotiation(args: &LoadArgs, scheme: Scheme) -> Result<Negotiation> {
     })
 }
 
-fn tls_plan(args: &LoadArgs, negotiation: Negotiation, host: &str) -> Result<TlsPlan> {
+fn tls_plan(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    host: &str,
+    trust_test_ca: bool,
+) -> Result<TlsPlan> {
     let alpn = match (&args.alpn_list, negotiation) {
         (Some(list), _) => tls::parse_alpn_list(list)?,
         (
@@ -415,6 +514,7 @@ fn tls_plan(args: &LoadArgs, negotiation: Negotiation, host: &str) -> Result<Tls
         alpn,
         insecure: args.insecure,
         ca_file: args.cacert.as_deref(),
+        trust_test_ca,
         client_identity: args.cert.as_deref().zip(args.key.as_deref()),
     })?;
     Ok(TlsPlan {
@@ -512,7 +612,8 @@ mod tests {
             std::iter::once("h2load-rs").chain(argv.iter().copied()),
         )
         .expect("arguments parse");
-        build(&cli.load, &cli.load.urls)
+        let cells = cells(&cli.load);
+        build(&cli.load, &cli.load.urls, &cells[0], false)
     }
 
     fn usage_message(argv: &[&str]) -> String {
@@ -593,8 +694,79 @@ mod tests {
         assert!(usage_message(&["-f", "1K", "http://127.0.0.1:1/"]).contains("max-frame-size"));
         assert!(usage_message(&["--method", "GE T", "http://127.0.0.1:1/"])
             .contains("not a valid HTTP method"));
-        assert!(
-            usage_message(&["-n", "0", "http://127.0.0.1:1/"]).contains("-n must be at least 1")
+    }
+
+    #[test]
+    fn lists_expand_into_cells_in_order() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "-c",
+            "1,10",
+            "--proto",
+            "h1,h2c",
+            "--h2-multiplex",
+            "-n",
+            "2x",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let cells = cells(&cli.load);
+        let shape: Vec<_> = cells
+            .iter()
+            .map(|c| (c.proto, c.clients, c.streams, c.level))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Some(ProtoArg::H1), 1, 1, 0),
+                (Some(ProtoArg::H2c), 1, 1, 0),
+                (Some(ProtoArg::H1), 10, 1, 1),
+                (Some(ProtoArg::H2c), 1, 10, 1),
+            ]
+        );
+        let plan = build(&cli.load, &cli.load.urls, &cells[3], false).unwrap();
+        assert_eq!(
+            plan.stop,
+            StopRule::Requests(20),
+            "2x of 1 connection × 10 streams"
+        );
+        assert_eq!(plan.protocol_label(), "h2c");
+    }
+
+    #[test]
+    fn scale_shrinks_counts_levels_and_durations() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "-c",
+            "16000",
+            "-n",
+            "100000",
+            "--scale",
+            "0.01",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let cells = cells(&cli.load);
+        assert_eq!(cells[0].clients, 160);
+        let plan = build(&cli.load, &cli.load.urls, &cells[0], false).unwrap();
+        assert_eq!(plan.stop, StopRule::Requests(1000));
+        let timed = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "-D",
+            "30s",
+            "--scale",
+            "0.1",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let timed_cells = super::cells(&timed.load);
+        let plan = build(&timed.load, &timed.load.urls, &timed_cells[0], false).unwrap();
+        assert_eq!(
+            plan.stop,
+            StopRule::Duration {
+                warm_up: Duration::ZERO,
+                measure: Duration::from_secs(3)
+            }
         );
     }
 

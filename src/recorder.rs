@@ -140,6 +140,8 @@ pub struct Recorder {
     pub warnings: Vec<String>,
     connections_by_protocol: [u64; Protocol::ALL.len()],
     clients: Vec<ClientSlot>,
+    /// Responses completed in each second of the measured period.
+    pub timeline: Vec<u64>,
 }
 
 impl Recorder {
@@ -161,6 +163,7 @@ impl Recorder {
             warnings: Vec::new(),
             connections_by_protocol: [0; Protocol::ALL.len()],
             clients: vec![ClientSlot::default(); slots],
+            timeline: Vec::new(),
         }
     }
 
@@ -242,6 +245,15 @@ impl Recorder {
         let client = &mut self.clients[slot];
         client.responses += 1;
         client.last_response = Some(sample.end);
+        let second = sample
+            .end
+            .saturating_duration_since(self.measure_start)
+            .as_secs() as usize;
+        if self.timeline.len() <= second {
+            // Grows once a second, not per request.
+            self.timeline.resize(second + 1, 0);
+        }
+        self.timeline[second] += 1;
     }
 
     /// `count` requests sent at or after the measure start ended without a complete response.
@@ -328,6 +340,12 @@ impl Recorder {
             self.warn(warning);
         }
         self.clients.extend(other.clients);
+        if self.timeline.len() < other.timeline.len() {
+            self.timeline.resize(other.timeline.len(), 0);
+        }
+        for (mine, theirs) in self.timeline.iter_mut().zip(other.timeline) {
+            *mine += theirs;
+        }
     }
 }
 
@@ -468,5 +486,6 @@ mod tests {
         assert_eq!(a.request.max(), a.request.highest_equivalent(100_000));
         assert_eq!(a.effective_concurrency, Some(8));
         assert_eq!(a.client_rates().len(), 2);
+        assert_eq!(a.timeline, [2], "both responses ended in the first second");
     }
 }

@@ -167,6 +167,23 @@ async fn control(
     }
 }
 
+/// Pauses between cells; `true` when the user interrupted the pause (the sweep stops).
+pub fn pause(duration: Duration) -> bool {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        std::thread::sleep(duration);
+        return false;
+    };
+    runtime.block_on(async {
+        tokio::select! {
+            _ = tokio::time::sleep(duration) => false,
+            _ = tokio::signal::ctrl_c() => true,
+        }
+    })
+}
+
 /// Sleeps until `at`, or forever when there is no such time.
 async fn sleep_until_some(at: Option<Instant>) {
     match at {

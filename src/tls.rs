@@ -35,6 +35,8 @@ pub struct ClientTlsOptions<'a> {
     pub ca_file: Option<&'a Path>,
     /// Client certificate chain and key (PEM files).
     pub client_identity: Option<(&'a Path, &'a Path)>,
+    /// Also trust the built-in test CA (the built-in target's certificate).
+    pub trust_test_ca: bool,
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -46,6 +48,13 @@ fn provider() -> Arc<CryptoProvider> {
 pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if options.trust_test_ca {
+        for cert in CertificateDer::pem_slice_iter(test_pki::CA_CERT.as_bytes()) {
+            roots
+                .add(cert.context("the built-in test CA is valid PEM")?)
+                .context("the built-in test CA is a usable certificate")?;
+        }
+    }
     if let Some(path) = options.ca_file {
         for cert in read_certs(path, "--cacert")? {
             roots.add(cert).with_context(|| {

@@ -45,7 +45,7 @@ fn every_engine_gets_exact_counts_and_body_bytes() {
         assert_clean(&run, name, 2000);
         assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000, "{name}");
         let expected = if name == "h2c" { "h2c" } else { "http/1.1" };
-        assert_eq!(run.json["protocol"]["negotiated"], expected, "{name}");
+        assert_eq!(run.cell()["protocol"]["negotiated"], expected, "{name}");
         assert_eq!(run.int("latency/request/count"), 2000, "{name}");
         assert_eq!(run.int("latency/ttfb/count"), 2000, "{name}");
         assert_eq!(run.int("connections/opened"), 4, "{name}");
@@ -67,7 +67,7 @@ fn post_bodies_are_sent_and_echoed() {
             &["-n", "2000", "-d", body.to_str().unwrap(), &url("/echo")],
         );
         assert_clean(&run, name, 2000);
-        assert_eq!(run.json["settings"]["method"], "POST", "{name}");
+        assert_eq!(run.cell()["settings"]["method"], "POST", "{name}");
         assert_eq!(run.int("traffic/data_bytes"), 2000 * 10240, "{name}");
     }
 }
@@ -243,8 +243,8 @@ fn json_report_matches_the_text_report() {
     assert_eq!(run.int("status_codes/2xx"), 500);
     assert_eq!(run.int("status_codes/4xx"), 499);
     assert_eq!(run.int("traffic/data_bytes"), 500 * 123);
-    assert_eq!(run.int("schema_version"), 1);
-    let hdr = run.json["latency"]["request"]["hdr"].as_str().unwrap();
+    assert_eq!(run.int("/schema_version"), 2);
+    let hdr = run.cell()["latency"]["request"]["hdr"].as_str().unwrap();
     assert!(
         hdr.starts_with("HISTF"),
         "V2+deflate cookie in base64: {hdr:.8}"
@@ -436,8 +436,9 @@ fn an_interrupted_run_still_reports_and_writes_its_json() {
     );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-    assert_eq!(json["interrupted"], true);
-    let requests = &json["requests"];
+    let cell = &json["cells"][0];
+    assert_eq!(cell["interrupted"], true);
+    let requests = &cell["requests"];
     // 10 connections × 5 requests/s × 1.5 s, and the 10 in flight at the signal finish in the drain.
     let done = requests["done"].as_u64().unwrap();
     assert!((60..=90).contains(&done), "done {done}");
@@ -460,7 +461,7 @@ fn h2c_upgrade_against_the_built_in_target() {
     ]);
     assert_clean(&run, "h2c-upgrade", 2000);
     assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000);
-    assert_eq!(run.json["protocol"]["negotiated"], "h2c");
+    assert_eq!(run.cell()["protocol"]["negotiated"], "h2c");
     assert_eq!(run.int("protocol/connections/h2c"), 4);
     assert!(run.output.stderr.is_empty(), "{}", run.output.stderr);
 
@@ -482,7 +483,7 @@ fn h2c_upgrade_against_the_built_in_target() {
     ]);
     assert_clean(&declined, "declined upgrade", 100);
     assert_eq!(declined.int("traffic/data_bytes"), 100 * 1024);
-    assert_eq!(declined.json["protocol"]["negotiated"], "http/1.1");
+    assert_eq!(declined.cell()["protocol"]["negotiated"], "http/1.1");
     assert!(
         declined.output.stderr.contains("instead of 101"),
         "{}",
@@ -515,9 +516,14 @@ fn tls_against_the_built_in_target() {
         let run = h2load_rs(&args);
         assert_clean(&run, negotiated, 2000);
         assert_eq!(run.int("traffic/data_bytes"), 2000 * 1000, "{flags:?}");
-        assert_eq!(run.json["protocol"]["negotiated"], negotiated, "{flags:?}");
         assert_eq!(
-            run.json["protocol"]["tls"]["version"], "TLSv1.3",
+            run.cell()["protocol"]["negotiated"],
+            negotiated,
+            "{flags:?}"
+        );
+        assert_eq!(
+            run.cell()["protocol"]["tls"]["version"],
+            "TLSv1.3",
             "{flags:?}"
         );
         // Connect time includes the TLS handshake.

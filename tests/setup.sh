@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust and Go: the peer tools the cross-checks compare
-# against and the real servers of the test bed. Idempotent: installs only what is missing.
+# against, the real servers of the test bed, and Chromium (the HTML report is checked in it). Idempotent: installs only what is missing.
 # Needs root (CI runs as root) or sudo. Services are never started by the install: tests start
 # their own instances on loopback ports (tests/testbed.sh).
 set -euo pipefail
@@ -13,6 +13,7 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v caddy >/dev/null || need+=(caddy)
 command -v curl >/dev/null || need+=(curl)
 command -v openssl >/dev/null || need+=(openssl)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

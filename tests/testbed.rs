@@ -189,10 +189,11 @@ fn every_cell_of_the_matrix_gets_exact_counts_and_the_right_protocol() {
             assert_eq!(run.int("traffic/data_bytes"), N * BODY, "{name}");
         }
         assert_eq!(
-            run.json["protocol"]["negotiated"], cell.negotiated,
+            run.cell()["protocol"]["negotiated"],
+            cell.negotiated,
             "{name}"
         );
-        let connections = run.json["protocol"]["connections"].as_object().unwrap();
+        let connections = run.cell()["protocol"]["connections"].as_object().unwrap();
         assert_eq!(
             connections.len(),
             1,
@@ -201,7 +202,8 @@ fn every_cell_of_the_matrix_gets_exact_counts_and_the_right_protocol() {
         );
         if cell.url.starts_with("https") {
             assert_eq!(
-                run.json["protocol"]["tls"]["alpn"], cell.negotiated,
+                run.cell()["protocol"]["tls"]["alpn"],
+                cell.negotiated,
                 "{name}"
             );
             assert!(run.output.stdout.contains("TLS Protocol: TLSv1."), "{name}");
@@ -279,7 +281,7 @@ fn self_signed_server_needs_k() {
     let accepted = h2load_rs(&["-k", "-n", "10", url]);
     assert_eq!(accepted.output.code, 0, "{}", accepted.output.stderr);
     assert_eq!(accepted.int("requests/succeeded"), 10);
-    assert_eq!(accepted.json["protocol"]["negotiated"], "h2");
+    assert_eq!(accepted.cell()["protocol"]["negotiated"], "h2");
 }
 
 #[test]
@@ -340,7 +342,7 @@ fn a_declined_upgrade_carries_on_as_http1_with_a_warning() {
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     assert_eq!(run.int("requests/succeeded"), N);
     assert_eq!(run.int("traffic/data_bytes"), N * BODY);
-    assert_eq!(run.json["protocol"]["negotiated"], "http/1.1");
+    assert_eq!(run.cell()["protocol"]["negotiated"], "http/1.1");
     assert_eq!(
         run.int("connections/opened"),
         4,

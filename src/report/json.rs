@@ -1,14 +1,18 @@
-//! The `--json` report: the [`Summary`] as one JSON document.
+//! `--json`: the whole [`Document`].
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::Summary;
+use super::{Document, Exporter};
 
-/// Writes the summary to `path` as pretty-printed JSON.
-pub fn write(summary: &Summary, path: &Path) -> Result<()> {
-    let json = serde_json::to_vec_pretty(summary).expect("the summary is plain data");
-    std::fs::write(path, json)
-        .with_context(|| format!("cannot write the JSON report to '{}'", path.display()))
+/// Writes the document as pretty-printed JSON.
+pub struct Json;
+
+impl Exporter for Json {
+    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+        let json = serde_json::to_vec_pretty(document).expect("the document is plain data");
+        std::fs::write(path, json)
+            .with_context(|| format!("cannot write the JSON report to '{}'", path.display()))
+    }
 }

@@ -1,7 +1,12 @@
 //! Reports: a [`Summary`] is computed once from what the runner measured, then rendered as text or
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
+pub mod comparison;
+pub mod csv;
+pub mod hgrm;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -15,17 +20,92 @@ use crate::plan::{H2Settings, RunPlan, StopRule};
 use crate::recorder::RequestCounters;
 use crate::runner::RunOutcome;
 use crate::tls::TlsInfo;
+use crate::watch::ProcessUsage;
 
 /// Version of the JSON layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// Everything a report shows. Serialized as is for `--json`.
+/// A whole run: every cell, and their comparison. Serialized as is for `--json`.
 #[derive(Debug, Serialize)]
-pub struct Summary {
+pub struct Document {
     /// Layout version of this document.
     pub schema_version: u32,
     /// The tool and its version.
     pub tool: Tool,
+    /// Each cell's report, in the order they ran.
+    pub cells: Vec<Summary>,
+    /// One row per cell, with per-level ratios.
+    pub comparison: Vec<comparison::Row>,
+}
+
+impl Document {
+    /// Assembles the document from the cells' summaries.
+    pub fn new(cells: Vec<Summary>) -> Document {
+        let comparison = comparison::rows(&cells);
+        Document {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "h2load-rs",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            cells,
+            comparison,
+        }
+    }
+}
+
+/// Writes a document in one format (one implementation per format, like hyperfine's exports).
+pub trait Exporter {
+    /// Writes `document` to `path` (a file, or a directory for formats with one file per cell).
+    fn export(&self, document: &Document, path: &std::path::Path) -> anyhow::Result<()>;
+}
+
+/// Where a cell stands in its run, and what the processes around it used.
+#[derive(Debug, Clone, Default)]
+pub struct CellContext {
+    /// 1-based position in the run.
+    pub index: usize,
+    /// The concurrency level it belongs to (cells of one level are compared).
+    pub level: usize,
+    /// CPU the generator itself used, in percent of one core.
+    pub generator_cpu_percent: f64,
+    /// What each watched process used.
+    pub watched: Vec<ProcessUsage>,
+}
+
+/// Identifies a cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellInfo {
+    /// 1-based position in the run.
+    pub index: usize,
+    /// e.g. `h2c c=10 m=100`.
+    pub label: String,
+    /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
+    pub protocol: &'static str,
+    /// Connections.
+    pub clients: usize,
+    /// Requests in flight per connection.
+    pub streams: usize,
+    /// The concurrency level it belongs to.
+    pub level: usize,
+}
+
+/// The merged histograms of a cell, for exporters that need whole distributions.
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    /// Request latency (µs).
+    pub request: Histogram<u64>,
+    /// Connect time (µs).
+    pub connect: Histogram<u64>,
+    /// Time to first byte (µs).
+    pub ttfb: Histogram<u64>,
+}
+
+/// Everything a cell's report shows.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Which cell this is.
+    pub cell: CellInfo,
     /// The options the run used.
     pub settings: Settings,
     /// What was actually spoken.
@@ -56,6 +136,15 @@ pub struct Summary {
     pub first_error: Option<String>,
     /// Things worth knowing that are not errors (e.g. a server declined the h2c upgrade).
     pub warnings: Vec<String>,
+    /// CPU the generator used during the cell, in percent of one core.
+    pub generator_cpu_percent: f64,
+    /// What each watched process (e.g. the target) used during the cell.
+    pub watched: Vec<ProcessUsage>,
+    /// Responses completed in each second of the measured period.
+    pub timeline: Vec<u64>,
+    /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
+    #[serde(skip)]
+    pub histograms: Histograms,
 }
 
 /// Name and version of the generator.
@@ -247,8 +336,8 @@ pub struct Spread {
 }
 
 impl Summary {
-    /// Computes the report of a finished run.
-    pub fn new(plan: &RunPlan, outcome: &RunOutcome) -> Summary {
+    /// Computes the report of a finished cell.
+    pub fn new(plan: &RunPlan, outcome: &RunOutcome, context: CellContext) -> Summary {
         let recorder = &outcome.recorder;
         let counters = recorder.counters;
         let elapsed_s = outcome.elapsed.as_secs_f64();
@@ -281,10 +370,18 @@ impl Summary {
         .filter_map(|(name, limit)| Some((name, limit?.as_secs_f64())))
         .collect();
         Summary {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool {
-                name: "h2load-rs",
-                version: env!("CARGO_PKG_VERSION"),
+            cell: CellInfo {
+                index: context.index,
+                label: format!(
+                    "{} c={} m={}",
+                    plan.protocol_label(),
+                    plan.clients,
+                    plan.max_concurrent
+                ),
+                protocol: plan.protocol_label(),
+                clients: plan.clients,
+                streams: plan.max_concurrent,
+                level: context.level,
             },
             settings: Settings {
                 urls: plan.target.urls.clone(),
@@ -364,6 +461,14 @@ impl Summary {
             requests_per_client_per_s: spread_of(&recorder.client_rates()),
             first_error: recorder.first_error.clone(),
             warnings: recorder.warnings.clone(),
+            generator_cpu_percent: context.generator_cpu_percent,
+            watched: context.watched,
+            timeline: recorder.timeline.clone(),
+            histograms: Histograms {
+                request: recorder.request.clone(),
+                connect: recorder.connect.clone(),
+                ttfb: recorder.ttfb.clone(),
+            },
         }
     }
 }

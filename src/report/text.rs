@@ -174,3 +174,29 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
     }
     writeln!(out)
 }
+
+/// The comparison table, columns aligned (latencies in milliseconds).
+pub fn comparison(document: &super::Document) -> String {
+    let (titles, lines) = super::comparison::table(&document.comparison);
+    let mut widths: Vec<usize> = titles.iter().map(|title| title.len()).collect();
+    for line in &lines {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = format!("\ncomparison of {} cells (latencies in ms):\n", lines.len());
+    let row = |cells: &mut dyn Iterator<Item = &str>| {
+        let padded: Vec<String> = cells
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:>width$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    out.push_str(&row(&mut titles.iter().copied()));
+    out.push('\n');
+    for line in &lines {
+        out.push_str(&row(&mut line.iter().map(String::as_str)));
+        out.push('\n');
+    }
+    out
+}

@@ -7,6 +7,7 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -58,7 +59,11 @@ pub fn is_requested(request: &Request<Incoming>) -> bool {
 
 /// Answers `101` and, once hyper hands over the connection, serves HTTP/2 on it. Falls back to
 /// serving the request as HTTP/1.1 when its headers do not fit in one frame.
-pub fn accept(mut request: Request<Incoming>, max_streams: u32) -> TargetResponse {
+pub fn accept(
+    mut request: Request<Incoming>,
+    max_streams: u32,
+    delay: Option<Duration>,
+) -> TargetResponse {
     let Some(stream_one) = stream_one_headers(&request) else {
         let mut response = Response::new(TargetBody::Static(None));
         *response.status_mut() = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
@@ -71,7 +76,10 @@ pub fn accept(mut request: Request<Incoming>, max_streams: u32) -> TargetRespons
         };
         let io = InjectStreamOne::new(TokioIo::new(upgraded), stream_one);
         let _ = super::http2_builder(max_streams)
-            .serve_connection(TokioIo::new(io), service_fn(route))
+            .serve_connection(
+                TokioIo::new(io),
+                service_fn(move |request| route(request, delay)),
+            )
             .await;
     });
     let mut response = Response::new(TargetBody::Static(None));

@@ -36,6 +36,8 @@ pub struct ServeOptions {
     pub max_concurrent_streams: u32,
     /// Serve TLS with this configuration instead of cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Delay every response by this long.
+    pub delay: Option<Duration>,
 }
 
 impl Default for ServeOptions {
@@ -43,6 +45,7 @@ impl Default for ServeOptions {
         ServeOptions {
             max_concurrent_streams: 1000,
             tls: None,
+            delay: None,
         }
     }
 }
@@ -73,15 +76,16 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
         let builder = builder.clone();
         let acceptor = acceptor.clone();
         let max_streams = options.max_concurrent_streams;
+        let delay = options.delay;
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        serve_connection(&builder, stream, None).await;
+                        serve_connection(&builder, stream, None, delay).await;
                     }
                 }
-                None => serve_connection(&builder, stream, Some(max_streams)).await,
+                None => serve_connection(&builder, stream, Some(max_streams), delay).await,
             }
         });
     }
@@ -92,15 +96,16 @@ async fn serve_connection<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
+    delay: Option<Duration>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |request: Request<Incoming>| async move {
         match upgrade_streams {
             Some(max_streams) if h2c_upgrade::is_requested(&request) => {
-                Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams))
+                Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, delay))
             }
-            _ => routes::route(request).await,
+            _ => routes::route(request, delay).await,
         }
     });
     let _ = builder

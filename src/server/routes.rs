@@ -13,8 +13,18 @@ use hyper::body::Incoming;
 /// Bytes served by `/bytes/N`, sliced without copying.
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
-/// Answers one request.
-pub async fn route(request: Request<Incoming>) -> Result<Response<TargetBody>, Infallible> {
+/// Answers one request, after `delay` when the target was started with `--delay`.
+pub async fn route(
+    request: Request<Incoming>,
+    delay: Option<Duration>,
+) -> Result<Response<TargetBody>, Infallible> {
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
+    answer(request).await
+}
+
+async fn answer(request: Request<Incoming>) -> Result<Response<TargetBody>, Infallible> {
     let path = request.uri().path();
     let mut segments = path.trim_start_matches('/').splitn(2, '/');
     let response = match (request.method(), segments.next(), segments.next()) {

@@ -79,9 +79,19 @@ pub struct Run {
 }
 
 impl Run {
-    /// A number from the JSON report by `/`-separated path, e.g. `requests/succeeded`.
+    /// The first cell of the JSON report.
+    pub fn cell(&self) -> &serde_json::Value {
+        &self.json["cells"][0]
+    }
+
+    /// A number from the JSON report: `requests/succeeded` is looked up in the first cell, a path
+    /// starting with `/` from the document's root.
     pub fn num(&self, path: &str) -> f64 {
-        let pointer = format!("/{path}");
+        let pointer = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/cells/0/{path}")
+        };
         self.json
             .pointer(&pointer)
             .and_then(serde_json::Value::as_f64)

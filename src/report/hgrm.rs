@@ -1,0 +1,113 @@
+//! `--hgrm DIR`: each cell's histograms as HdrHistogram percentile distributions, the text format
+//! HdrHistogram's `outputPercentileDistribution` writes and its plotter reads (values in ms).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+
+use super::{Document, Exporter};
+
+/// Microseconds per reported unit (milliseconds).
+const SCALE: f64 = 1000.0;
+/// Percentile ticks per halving of the distance to 100%, as in HdrHistogram's default output.
+const TICKS_PER_HALF_DISTANCE: u32 = 5;
+
+/// Writes `cell-NN-PROTOCOL-cC-mM.{request,connect,ttfb}.hgrm` files.
+pub struct Hgrm;
+
+/// The percentile distribution of `histogram` in HdrHistogram's text format.
+pub fn distribution(histogram: &Histogram<u64>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut total = 0u64;
+    for step in histogram.iter_quantiles(TICKS_PER_HALF_DISTANCE) {
+        total += step.count_since_last_iteration();
+        let value = step.value_iterated_to() as f64 / SCALE;
+        let quantile = step.quantile_iterated_to();
+        if quantile < 1.0 {
+            let _ = writeln!(
+                out,
+                "{value:12.3} {quantile:2.12} {total:10} {:14.2}",
+                1.0 / (1.0 - quantile)
+            );
+        } else {
+            let _ = writeln!(out, "{value:12.3} {quantile:2.12} {total:10}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "#[Mean    = {:12.3}, StdDeviation   = {:12.3}]",
+        histogram.mean() / SCALE,
+        histogram.stdev() / SCALE
+    );
+    let _ = writeln!(
+        out,
+        "#[Max     = {:12.3}, Total count    = {:12}]",
+        histogram.max() as f64 / SCALE,
+        histogram.len()
+    );
+    let _ = writeln!(
+        out,
+        "#[Buckets = {:12}, SubBuckets     = {:12}]",
+        histogram.buckets(),
+        histogram.distinct_values()
+    );
+    out
+}
+
+impl Exporter for Hgrm {
+    fn export(&self, document: &Document, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the --hgrm directory '{}'", dir.display()))?;
+        for cell in &document.cells {
+            let info = &cell.cell;
+            let stem = format!(
+                "cell-{:02}-{}-c{}-m{}",
+                info.index, info.protocol, info.clients, info.streams
+            );
+            let histograms = &cell.histograms;
+            for (kind, histogram) in [
+                ("request", &histograms.request),
+                ("connect", &histograms.connect),
+                ("ttfb", &histograms.ttfb),
+            ] {
+                let path = dir.join(format!("{stem}.{kind}.hgrm"));
+                std::fs::write(&path, distribution(histogram))
+                    .with_context(|| format!("cannot write '{}'", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distribution_has_hdrhistograms_layout() {
+        let mut histogram = crate::recorder::new_histogram();
+        for micros in 1..=1000u64 {
+            histogram.record(micros * 10).unwrap();
+        }
+        let text = distribution(&histogram);
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .skip(1)
+            .collect();
+        let first: Vec<&str> = rows[0].split_whitespace().collect();
+        assert_eq!(first[1], "0.000000000000");
+        let last: Vec<&str> = rows.last().unwrap().split_whitespace().collect();
+        assert_eq!(last[1], "1.000000000000");
+        assert_eq!(last[2], "1000", "the total count ends at every sample");
+        assert_eq!(last.len(), 3, "no 1/(1-p) at 100%");
+        assert!(text.contains("#[Max     =       10.007"), "{text}");
+    }
+}

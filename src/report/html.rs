@@ -1,0 +1,397 @@
+//! `--html`: one self-contained page (inline CSS and SVG, no scripts, no network) with the comparison
+//! table and three charts: throughput vs concurrency per protocol, latency percentile curves on a
+//! log 1/(1-p) axis per cell, and requests completed per second per cell.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::{comparison, Document, Exporter};
+
+/// Percentile ticks per halving of the distance to 100% on the latency curves.
+const TICKS_PER_HALF_DISTANCE: u32 = 5;
+const COLORS: [&str; 12] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#393b79", "#e7969c",
+];
+const WIDTH: f64 = 760.0;
+const HEIGHT: f64 = 360.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 170.0;
+const TOP: f64 = 20.0;
+const BOTTOM: f64 = 45.0;
+
+/// Writes the page.
+pub struct Html;
+
+/// One line on a chart.
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// How an axis maps values to pixels.
+#[derive(Clone, Copy)]
+struct Axis {
+    low: f64,
+    high: f64,
+    log: bool,
+}
+
+impl Axis {
+    fn fit(values: impl Iterator<Item = f64>, log: bool) -> Axis {
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for value in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+            low = low.min(value);
+            high = high.max(value);
+        }
+        if !low.is_finite() {
+            return Axis {
+                low: if log { 1.0 } else { 0.0 },
+                high: 1.0,
+                log,
+            };
+        }
+        if log {
+            Axis {
+                low: 10f64.powf(low.log10().floor()),
+                high: 10f64
+                    .powf(high.log10().ceil())
+                    .max(10f64.powf(low.log10().floor() + 1.0)),
+                log,
+            }
+        } else {
+            Axis {
+                low: 0.0,
+                high: if high > 0.0 { high * 1.05 } else { 1.0 },
+                log,
+            }
+        }
+    }
+
+    /// Position of `value` between 0 and 1.
+    fn fraction(&self, value: f64) -> f64 {
+        if self.log {
+            (value.max(self.low).log10() - self.low.log10())
+                / (self.high.log10() - self.low.log10())
+        } else {
+            (value - self.low) / (self.high - self.low)
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let (from, to) = (
+                self.low.log10().round() as i32,
+                self.high.log10().round() as i32,
+            );
+            (from..=to).map(|exponent| 10f64.powi(exponent)).collect()
+        } else {
+            let raw = self.high / 6.0;
+            let magnitude = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .map(|m| m * magnitude)
+                .find(|step| *step >= raw)
+                .unwrap_or(raw);
+            (0..)
+                .map(|i| i as f64 * step)
+                .take_while(|tick| *tick <= self.high)
+                .collect()
+        }
+    }
+}
+
+fn number(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{}M", value / 1e6)
+    } else if value >= 1e3 {
+        format!("{}k", value / 1e3)
+    } else if value >= 1.0 || value == 0.0 {
+        format!("{value}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// An SVG line chart; each series is a `<path class="series">`.
+fn chart(
+    id: &str,
+    title: &str,
+    x_title: &str,
+    y_title: &str,
+    series: &[Series],
+    (x_log, y_log): (bool, bool),
+) -> String {
+    let x = Axis::fit(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        x_log,
+    );
+    let y = Axis::fit(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        y_log,
+    );
+    let (plot_width, plot_height) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let px = |value: f64| LEFT + x.fraction(value) * plot_width;
+    let py = |value: f64| TOP + (1.0 - y.fraction(value)) * plot_height;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<figure><figcaption>{title}</figcaption><svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">"#
+    );
+    let _ = write!(
+        svg,
+        r#"<rect x="{LEFT}" y="{TOP}" width="{plot_width}" height="{plot_height}" class="plot"/>"#
+    );
+    for tick in x.ticks() {
+        let at = px(tick);
+        let _ = write!(
+            svg,
+            r#"<line x1="{at:.1}" y1="{TOP}" x2="{at:.1}" y2="{:.1}" class="grid"/><text x="{at:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+            TOP + plot_height,
+            TOP + plot_height + 16.0,
+            number(tick)
+        );
+    }
+    for tick in y.ticks() {
+        let at = py(tick);
+        let _ = write!(
+            svg,
+            r#"<line x1="{LEFT}" y1="{at:.1}" x2="{:.1}" y2="{at:.1}" class="grid"/><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
+            LEFT + plot_width,
+            LEFT - 6.0,
+            at + 4.0,
+            number(tick)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" class="axis" text-anchor="middle">{x_title}</text><text transform="translate(16 {:.1}) rotate(-90)" class="axis" text-anchor="middle">{y_title}</text>"#,
+        LEFT + plot_width / 2.0,
+        HEIGHT - 8.0,
+        TOP + plot_height / 2.0
+    );
+    for (index, line) in series.iter().enumerate() {
+        let color = COLORS[index % COLORS.len()];
+        let mut path = String::new();
+        for (at, (vx, vy)) in line
+            .points
+            .iter()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .enumerate()
+        {
+            let _ = write!(
+                path,
+                "{}{:.1} {:.1} ",
+                if at == 0 { "M" } else { "L" },
+                px(*vx),
+                py(*vy)
+            );
+        }
+        let name = escape(&line.name);
+        let _ = write!(
+            svg,
+            r#"<path class="series" data-series="{name}" d="{}" stroke="{color}"/>"#,
+            path.trim_end()
+        );
+        let legend_y = TOP + 14.0 + index as f64 * 18.0;
+        let _ = write!(
+            svg,
+            r#"<line x1="{:.1}" y1="{legend_y:.1}" x2="{:.1}" y2="{legend_y:.1}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}" class="legend">{name}</text>"#,
+            WIDTH - RIGHT + 12.0,
+            WIDTH - RIGHT + 32.0,
+            WIDTH - RIGHT + 38.0,
+            legend_y + 4.0
+        );
+    }
+    svg.push_str("</svg></figure>\n");
+    svg
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The whole page.
+pub fn render(document: &Document) -> String {
+    let mut protocols: Vec<&str> = Vec::new();
+    for cell in &document.cells {
+        if !protocols.contains(&cell.cell.protocol) {
+            protocols.push(cell.cell.protocol);
+        }
+    }
+    let throughput: Vec<Series> = protocols
+        .iter()
+        .map(|protocol| Series {
+            name: protocol.to_string(),
+            points: document
+                .cells
+                .iter()
+                .filter(|cell| cell.cell.protocol == *protocol)
+                .map(|cell| {
+                    (
+                        (cell.cell.clients * cell.cell.streams) as f64,
+                        cell.requests_per_s,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let spread = |values: &mut dyn Iterator<Item = f64>| {
+        let (low, high) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        high >= 10.0 * low
+    };
+    let concurrency_log = spread(
+        &mut document
+            .cells
+            .iter()
+            .map(|c| (c.cell.clients * c.cell.streams) as f64),
+    );
+    let latency: Vec<Series> = document
+        .cells
+        .iter()
+        .map(|cell| Series {
+            name: cell.cell.label.clone(),
+            points: cell
+                .histograms
+                .request
+                .iter_quantiles(TICKS_PER_HALF_DISTANCE)
+                .filter(|step| step.quantile_iterated_to() < 1.0)
+                .map(|step| {
+                    (
+                        1.0 / (1.0 - step.quantile_iterated_to()),
+                        step.value_iterated_to() as f64 / 1000.0,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let timeline: Vec<Series> = document
+        .cells
+        .iter()
+        .map(|cell| Series {
+            name: cell.cell.label.clone(),
+            points: cell
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(second, count)| ((second + 1) as f64, *count as f64))
+                .collect(),
+        })
+        .collect();
+
+    let (titles, lines) = comparison::table(&document.comparison);
+    let mut table = String::from("<table><thead><tr>");
+    for title in titles {
+        let _ = write!(table, "<th>{}</th>", escape(title));
+    }
+    table.push_str("</tr></thead><tbody>");
+    for line in lines {
+        table.push_str("<tr>");
+        for cell in line {
+            let _ = write!(table, "<td>{}</td>", escape(&cell));
+        }
+        table.push_str("</tr>");
+    }
+    table.push_str("</tbody></table>");
+
+    let target = document
+        .cells
+        .first()
+        .map_or_else(String::new, |cell| cell.settings.urls.join(" "));
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>h2load-rs report</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
+table {{ border-collapse: collapse; margin: 12px 0 24px; font-size: 12px; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
+th {{ background: #f3f3f3; }}
+figure {{ margin: 16px 0; }}
+figcaption {{ font-weight: 600; margin-bottom: 4px; }}
+.plot {{ fill: #fff; stroke: #999; }}
+.grid {{ stroke: #e5e5e5; }}
+.tick, .legend {{ font-size: 11px; fill: #444; }}
+.axis {{ font-size: 12px; fill: #222; }}
+.series {{ fill: none; stroke-width: 2; }}
+</style></head><body>
+<h1>h2load-rs {version}</h1>
+<p>{cells} cell(s) against {target}</p>
+{table}
+{throughput}{latency}{timeline}</body></html>
+"#,
+        version = escape(document.tool.version),
+        cells = document.cells.len(),
+        target = escape(&target),
+        table = table,
+        throughput = chart(
+            "throughput",
+            "Throughput vs concurrency",
+            "concurrent requests (connections × streams)",
+            "requests/s",
+            &throughput,
+            (concurrency_log, false)
+        ),
+        latency = chart(
+            "latency",
+            "Request latency by percentile",
+            "1/(1-percentile)",
+            "latency (ms)",
+            &latency,
+            (true, false)
+        ),
+        timeline = chart(
+            "timeline",
+            "Requests completed per second",
+            "second",
+            "requests/s",
+            &timeline,
+            (false, false)
+        ),
+    )
+}
+
+impl Exporter for Html {
+    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+        std::fs::write(path, render(document))
+            .with_context(|| format!("cannot write the HTML report to '{}'", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_fit_and_tick() {
+        let log = Axis::fit([3.0, 2000.0].into_iter(), true);
+        assert_eq!((log.low, log.high), (1.0, 10_000.0));
+        assert_eq!(log.ticks(), [1.0, 10.0, 100.0, 1000.0, 10_000.0]);
+        let linear = Axis::fit([0.0, 97.0].into_iter(), false);
+        assert_eq!(linear.ticks(), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert!((linear.fraction(50.0) - 50.0 / 101.85).abs() < 1e-9);
+    }
+
+    #[test]
+    fn chart_has_one_path_per_series() {
+        let series = [
+            Series {
+                name: "h1".into(),
+                points: vec![(1.0, 10.0), (10.0, 90.0)],
+            },
+            Series {
+                name: "h2c <fast>".into(),
+                points: vec![(1.0, 20.0), (10.0, 150.0)],
+            },
+        ];
+        let svg = chart("x", "t", "x", "y", &series, (true, false));
+        assert_eq!(svg.matches(r#"class="series""#).count(), 2);
+        assert!(svg.contains("h2c &lt;fast&gt;"));
+    }
+}

@@ -1,0 +1,28 @@
+//! `--markdown`: the comparison table.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::{comparison, Document, Exporter};
+
+/// Writes the comparison as a Markdown table (latencies in milliseconds).
+pub struct Markdown;
+
+/// The comparison as Markdown.
+pub fn render(document: &Document) -> String {
+    let (titles, lines) = comparison::table(&document.comparison);
+    let mut markdown = format!("| {} |\n", titles.join(" | "));
+    markdown.push_str(&format!("|{}\n", "---|".repeat(titles.len())));
+    for line in lines {
+        markdown.push_str(&format!("| {} |\n", line.join(" | ")));
+    }
+    markdown
+}
+
+impl Exporter for Markdown {
+    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+        std::fs::write(path, render(document))
+            .with_context(|| format!("cannot write the Markdown report to '{}'", path.display()))
+    }
+}

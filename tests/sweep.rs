@@ -1,0 +1,286 @@
+//! Sweeps (levels × protocols), their exports, the scenario files, and the HTML page in Chromium.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{h2load_rs, run_command, Run};
+
+/// Runs the example sweep once against the built-in target, with every export.
+fn sweep(dir: &Path) -> Run {
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    h2load_rs(&[
+        "-c",
+        "1,10,100",
+        "--proto",
+        "h1,h2c",
+        "-n",
+        "20000",
+        "--csv",
+        &path("table.csv"),
+        "--markdown",
+        &path("table.md"),
+        "--hgrm",
+        &path("hgrm"),
+        "--html",
+        &path("report.html"),
+    ])
+}
+
+#[test]
+fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sweep(dir.path());
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cells = run.json["cells"].as_array().unwrap();
+    let order: Vec<(String, u64)> = cells
+        .iter()
+        .map(|cell| {
+            (
+                cell["cell"]["protocol"].as_str().unwrap().to_owned(),
+                cell["cell"]["clients"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [
+        ("h1", 1),
+        ("h2c", 1),
+        ("h1", 10),
+        ("h2c", 10),
+        ("h1", 100),
+        ("h2c", 100),
+    ]
+    .iter()
+    .map(|(p, c)| (p.to_string(), *c))
+    .collect();
+    assert_eq!(order, expected, "fixed order: each level, every protocol");
+    for cell in cells {
+        assert_eq!(cell["requests"]["succeeded"], 20000);
+        assert_eq!(cell["requests"]["errored"], 0);
+        assert_eq!(cell["connections"]["opened"], cell["cell"]["clients"]);
+        assert!(
+            cell["watched"][0]["cpu_percent"].as_f64().unwrap() > 0.0,
+            "the built-in target is watched"
+        );
+    }
+    let stdout = &run.output.stdout;
+    assert!(stdout.contains("comparison of 6 cells"), "{stdout}");
+    let table_rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("comparison of"))
+        .skip(2)
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert_eq!(table_rows.len(), 6, "{stdout}");
+
+    let csv = std::fs::read_to_string(dir.path().join("table.csv")).unwrap();
+    let markdown = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let csv_rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').collect())
+        .collect();
+    assert_eq!(csv_rows.len(), 6);
+    assert_eq!(markdown.lines().count(), 2 + 6);
+    for (index, cell) in cells.iter().enumerate() {
+        let rps = format!("{:.1}", cell["requests_per_s"].as_f64().unwrap());
+        let p99 = format!(
+            "{:.2}",
+            cell["latency"]["request"]["percentiles"]["p99"]
+                .as_u64()
+                .unwrap() as f64
+                / 1000.0
+        );
+        assert_eq!(csv_rows[index][4], rps, "CSV row {index}");
+        assert_eq!(csv_rows[index][9], p99, "CSV row {index}");
+        assert_eq!(
+            table_rows[index].split_whitespace().nth(4),
+            Some(rps.as_str()),
+            "text row {index}"
+        );
+        let markdown_row: Vec<&str> = markdown
+            .lines()
+            .nth(2 + index)
+            .unwrap()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert_eq!(markdown_row[5], rps, "Markdown row {index}");
+        assert!(html.contains(&format!("<td>{rps}</td>")), "HTML has {rps}");
+        let ratio = &run.json["comparison"][index]["ratio"];
+        if index % 2 == 1 {
+            let expected = cell["requests_per_s"].as_f64().unwrap()
+                / cells[index - 1]["requests_per_s"].as_f64().unwrap();
+            assert_eq!(ratio[0], "h2c/h1");
+            assert!((ratio[1].as_f64().unwrap() - expected).abs() < 1e-9);
+            assert!(csv_rows[index].last().unwrap().starts_with("h2c/h1 = "));
+        } else {
+            assert!(
+                ratio.is_null(),
+                "the first protocol of a level has no ratio"
+            );
+        }
+    }
+    let hgrm_files = std::fs::read_dir(dir.path().join("hgrm")).unwrap().count();
+    assert_eq!(hgrm_files, 6 * 3);
+    let distribution =
+        std::fs::read_to_string(dir.path().join("hgrm/cell-04-h2c-c10-m1.request.hgrm")).unwrap();
+    assert!(
+        distribution.contains(&format!("Total count    = {:>12}", 20000)),
+        "{distribution}"
+    );
+}
+
+#[test]
+fn html_report_renders_in_chromium() {
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|name| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {name}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("chromium is not installed: run tests/setup.sh (the README's test command does)");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    let run = h2load_rs(&[
+        "-c",
+        "1,4",
+        "--proto",
+        "h1,h2c,h2",
+        "-n",
+        "400",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let page = format!("file://{}", html.display());
+    let profile = dir.path().join("profile");
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ];
+    let profile_flag = format!("--user-data-dir={}", profile.display());
+    let mut dump_args: Vec<&str> = flags.to_vec();
+    dump_args.extend([profile_flag.as_str(), "--dump-dom", page.as_str()]);
+    let dom = run_command(chromium, &dump_args).stdout;
+    let series_in = |chart: &str| {
+        let start = dom
+            .find(&format!("id=\"{chart}\""))
+            .unwrap_or_else(|| panic!("chart {chart} in the DOM"));
+        let end = dom[start..].find("</svg>").unwrap() + start;
+        dom[start..end].matches("class=\"series\"").count()
+    };
+    assert_eq!(series_in("throughput"), 3, "one line per protocol");
+    assert_eq!(series_in("latency"), 6, "one curve per cell");
+    assert_eq!(series_in("timeline"), 6, "one timeline per cell");
+
+    let shot = dir.path().join("shot.png");
+    let shot_flag = format!("--screenshot={}", shot.display());
+    let mut shot_args: Vec<&str> = flags.to_vec();
+    shot_args.extend([
+        profile_flag.as_str(),
+        "--window-size=1000,2200",
+        shot_flag.as_str(),
+        page.as_str(),
+    ]);
+    run_command(chromium, &shot_args);
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&shot).expect("a screenshot"),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let channels = frame.color_type.samples();
+    let rgb: Vec<&[u8]> = pixels[..frame.buffer_size()].chunks(channels).collect();
+    let first_series = rgb
+        .iter()
+        .filter(|p| p[0] == 0x1f && p[1] == 0x77 && p[2] == 0xb4)
+        .count();
+    let second_series = rgb
+        .iter()
+        .filter(|p| p[0] == 0xd6 && p[1] == 0x27 && p[2] == 0x28)
+        .count();
+    let non_white = rgb
+        .iter()
+        .filter(|p| p[0] < 250 || p[1] < 250 || p[2] < 250)
+        .count();
+    assert!(
+        first_series > 200 && second_series > 200,
+        "series lines drawn: {first_series} / {second_series}"
+    );
+    assert!(non_white * 50 > rgb.len(), "the page is not blank");
+}
+
+#[test]
+fn every_scenario_runs_scaled_down_against_the_built_in_target() {
+    let configs = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+    let mut files: Vec<_> = std::fs::read_dir(configs)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    let expected_cells = [
+        ("big-body-h1-vs-h2.toml", 9),
+        ("gin-h1-vs-h2c.toml", 2),
+        ("go-bench-parallel.toml", 6),
+        ("h1-vs-h2-multiplexing.toml", 4),
+        ("slow-handler-16000.toml", 1),
+    ];
+    assert_eq!(files.len(), expected_cells.len(), "{files:?}");
+    for (file, (name, cells)) in files.iter().zip(expected_cells) {
+        assert!(file.ends_with(name), "{file:?}");
+        let scenario = file.to_str().unwrap();
+        let run = h2load_rs(&["run", scenario, "--scale", "0.01"]);
+        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+        assert_eq!(run.json["cells"].as_array().unwrap().len(), cells, "{name}");
+        for cell in run.json["cells"].as_array().unwrap() {
+            assert_eq!(
+                cell["requests"]["errored"], 0,
+                "{name}: {}",
+                cell["cell"]["label"]
+            );
+            assert!(
+                cell["requests"]["succeeded"].as_u64().unwrap() > 0,
+                "{name}"
+            );
+        }
+        assert!(
+            run.output.stderr.contains(&format!("scenario {scenario}:")),
+            "{name}: the description is shown"
+        );
+    }
+}
+
+#[test]
+fn scenario_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "clients = [10]\nthreadz = 2\n").unwrap();
+    let run = h2load_rs(&["run", file.to_str().unwrap()]);
+    assert_eq!(run.output.code, 2);
+    assert!(
+        run.output.stderr.contains("unknown key 'threadz'"),
+        "{}",
+        run.output.stderr
+    );
+    std::fs::write(&file, "clients = \"lots\"\n").unwrap();
+    let run = h2load_rs(&["run", file.to_str().unwrap()]);
+    assert_eq!(run.output.code, 2);
+    let stderr = run.output.stderr.trim();
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("'lots'") && stderr.contains("--clients"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+}
