@@ -284,3 +284,36 @@ fn scenario_errors_name_the_key() {
     );
     assert_eq!(stderr.lines().count(), 1);
 }
+
+#[test]
+fn watched_processes_and_cooldown_between_cells() {
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let run = h2load_rs(&[
+        "--proto",
+        "h1,h2c",
+        "-n",
+        "200",
+        "--cooldown",
+        "700ms",
+        "--watch-pid",
+        &pid,
+    ]);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert!(
+        run.output.wall >= std::time::Duration::from_millis(700),
+        "one pause between two cells"
+    );
+    for cell in run.json["cells"].as_array().unwrap() {
+        let watched = cell["watched"].as_array().unwrap();
+        assert_eq!(watched.len(), 2, "the built-in target, then --watch-pid");
+        assert_eq!(watched[1]["pid"].to_string(), pid);
+        assert!(watched[1]["rss_peak_kb"].as_u64().unwrap() > 0);
+        assert!(
+            watched[1]["cpu_percent"].as_f64().unwrap() < 5.0,
+            "sleep uses no CPU"
+        );
+    }
+}
