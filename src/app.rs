@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::error::ErrorKind as ClapErrorKind;
 use clap::Parser;
 
-use crate::cli::{Cli, Command, LoadArgs, RunArgs, ServeArgs};
+use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
 use crate::report::{self, CellContext, Document, Exporter, Summary};
 use crate::target::ChildTarget;
 use crate::watch::{self, Watch};
@@ -26,6 +26,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(&args),
         Some(Command::Run(args)) => run_scenario(&args),
+        Some(Command::Merge(args)) => merge(&args),
         None => load_test(&cli.load),
     };
     match result {
@@ -59,6 +60,60 @@ fn one_line(rendered: &str) -> String {
         .map(|line| line.trim().trim_start_matches("error: "))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Writes every format the user asked for.
+fn export(document: &Document, outputs: &OutputArgs) -> Result<()> {
+    let exports: [(&Option<PathBuf>, &dyn Exporter); 7] = [
+        (&outputs.json, &report::json::Json),
+        (&outputs.csv, &report::csv::Csv),
+        (&outputs.csv_timeline, &report::timeline_csv::TimelineCsv),
+        (&outputs.hdr_log, &report::hdr_log::HdrLog),
+        (&outputs.markdown, &report::markdown::Markdown),
+        (&outputs.hgrm, &report::hgrm::Hgrm),
+        (&outputs.html, &report::html::Html),
+    ];
+    for (path, exporter) in exports {
+        if let Some(path) = path {
+            exporter.export(document, path)?;
+        }
+    }
+    Ok(())
+}
+
+fn merge(args: &MergeArgs) -> Result<ExitCode> {
+    let documents = args
+        .results
+        .iter()
+        .map(|path| report::merge::load(path))
+        .collect::<Result<Vec<_>>>()?;
+    let document = report::merge::merge(documents)?;
+    println!("merged {} reports", args.results.len());
+    for cell in &document.cells {
+        if document.cells.len() > 1 {
+            println!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);
+        }
+        print!("{}", report::text::render(cell));
+    }
+    if document.cells.len() > 1 {
+        print!("{}", report::text::comparison(&document));
+    }
+    export(&document, &args.outputs)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits for `--start-at`; `false` if the user interrupted the wait.
+fn wait_for_start(at: std::time::SystemTime) -> bool {
+    match at.duration_since(std::time::SystemTime::now()) {
+        Ok(wait) => {
+            eprintln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
+            !runner::pause(wait)
+        }
+        Err(_) => {
+            eprintln!("h2load-rs: warning: --start-at is in the past; starting now");
+            true
+        }
+    }
 }
 
 fn run_scenario(args: &RunArgs) -> Result<ExitCode> {
@@ -120,6 +175,11 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     let most_clients = plans.iter().map(|plan| plan.clients).max().unwrap_or(1);
     runner::ensure_fd_limit(most_clients, 1)?;
 
+    if let Some(at) = args.start_at {
+        if !wait_for_start(at) {
+            return Ok(ExitCode::from(runner::INTERRUPTED_EXIT));
+        }
+    }
     let mut summaries = Vec::with_capacity(plans.len());
     for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
         if plans.len() > 1 {
@@ -173,18 +233,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     if document.cells.len() > 1 {
         print!("{}", report::text::comparison(&document));
     }
-    let exports: [(&Option<PathBuf>, &dyn Exporter); 5] = [
-        (&args.json, &report::json::Json),
-        (&args.csv, &report::csv::Csv),
-        (&args.markdown, &report::markdown::Markdown),
-        (&args.hgrm, &report::hgrm::Hgrm),
-        (&args.html, &report::html::Html),
-    ];
-    for (path, exporter) in exports {
-        if let Some(path) = path {
-            exporter.export(&document, path)?;
-        }
-    }
+    export(&document, &args.outputs)?;
     let interrupted =
         document.cells.len() < plans.len() || document.cells.iter().any(|cell| cell.interrupted);
     Ok(
@@ -210,9 +259,17 @@ struct BuiltIn {
 
 impl BuiltIn {
     fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
-        let cleartext = ChildTarget::start(false, args.target_delay)?;
+        let mut flags = Vec::new();
+        if let Some(delay) = args.target_delay {
+            flags.push(format!("--delay={}us", delay.as_micros()));
+        }
+        if let Some((every, length)) = args.target_stall_every.zip(args.target_stall_for) {
+            flags.push(format!("--stall-every={}us", every.as_micros()));
+            flags.push(format!("--stall-for={}us", length.as_micros()));
+        }
+        let cleartext = ChildTarget::start(false, &flags)?;
         let tls = if with_tls {
-            Some(ChildTarget::start(true, args.target_delay)?)
+            Some(ChildTarget::start(true, &flags)?)
         } else {
             None
         };
@@ -289,7 +346,14 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         let options = server::ServeOptions {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
-            delay: args.delay,
+            behaviour: server::Behaviour {
+                delay: args.delay,
+                stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {
+                    every,
+                    length,
+                    epoch: std::time::Instant::now(),
+                }),
+            },
         };
         tokio::select! {
             result = server::serve(listener, options) => result.context("the server stopped"),

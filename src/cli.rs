@@ -26,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario file (TOML: keys are the long option names); options given here override it.
     Run(RunArgs),
+    /// Combine the JSON reports of runs made on several machines into one report.
+    Merge(MergeArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
     Serve(ServeArgs),
 }
@@ -69,6 +71,12 @@ pub struct ServeArgs {
     /// Delay every response by this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub delay: Option<Duration>,
+    /// Stall periodically: answer nothing for --stall-for at the end of every this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_for")]
+    pub stall_every: Option<Duration>,
+    /// Length of each stall.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_every")]
+    pub stall_for: Option<Duration>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
@@ -127,6 +135,19 @@ pub struct LoadArgs {
     #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N[,N...]", default_value = "1",
           value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_concurrent_streams: Vec<u64>,
+
+    /// Send at this many requests per second in total, on a fixed schedule (latency counts from each
+    /// request's scheduled time: coordinated omission corrected); a list runs one cell per rate.
+    #[arg(long = "rate", value_name = "R[,R...]", value_delimiter = ',', value_parser = parse_rate, conflicts_with = "rps")]
+    pub rate: Vec<f64>,
+
+    /// h2load's per-client rate: each connection's share of --rate is this many requests per second.
+    #[arg(long = "rps", value_name = "N", value_parser = parse_rate)]
+    pub rps: Option<f64>,
+
+    /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval).
+    #[arg(long = "interval", value_name = "DURATION", default_value = "1s", value_parser = parse_positive_duration)]
+    pub interval: Duration,
 
     /// Run for this long instead of a request count (e.g. 10s, 1m).
     #[arg(short = 'D', long = "duration", value_name = "DURATION", value_parser = parse_positive_duration)]
@@ -257,25 +278,24 @@ pub struct LoadArgs {
     #[arg(long = "target-delay", value_name = "DURATION", value_parser = parse_duration)]
     pub target_delay: Option<Duration>,
 
-    /// Write every cell as JSON to FILE.
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// Make the built-in target stall at the end of every this long (see --target-stall-for).
+    #[arg(long = "target-stall-every", value_name = "DURATION", value_parser = parse_positive_duration,
+          requires = "target_stall_for")]
+    pub target_stall_every: Option<Duration>,
 
-    /// Write the comparison table as CSV to FILE.
-    #[arg(long = "csv", value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    /// Length of the built-in target's stalls: it answers nothing meanwhile.
+    #[arg(long = "target-stall-for", value_name = "DURATION", value_parser = parse_positive_duration,
+          requires = "target_stall_every")]
+    pub target_stall_for: Option<Duration>,
 
-    /// Write the comparison table as Markdown to FILE.
-    #[arg(long = "markdown", value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// Files to write the results to.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
-    /// Write HdrHistogram percentile distributions (.hgrm) of every cell into DIR.
-    #[arg(long = "hgrm", value_name = "DIR")]
-    pub hgrm: Option<PathBuf>,
-
-    /// Write a self-contained HTML page with charts to FILE.
-    #[arg(long = "html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
+    /// several machines begin together.
+    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// A request count: a total, or a multiple of each cell's concurrency.
@@ -305,9 +325,61 @@ fn parse_requests(text: &str) -> Result<Requests, String> {
     })
 }
 
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate.is_finite() => Ok(rate),
+        _ => Err(format!(
+            "'{text}' is not a positive rate in requests per second"
+        )),
+    }
+}
+
 fn parse_scale(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(factor) if factor > 0.0 && factor.is_finite() => Ok(factor),
         _ => Err(format!("'{text}' is not a positive factor (example: 0.01)")),
     }
+}
+
+/// Where results are written (every format is optional).
+#[derive(Debug, Args, Default)]
+pub struct OutputArgs {
+    /// Write every cell as JSON to FILE.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write the comparison table as CSV to FILE.
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write the comparison table as Markdown to FILE.
+    #[arg(long = "markdown", value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write every cell's timeline (one row per interval) as CSV to FILE.
+    #[arg(long = "csv-timeline", value_name = "FILE")]
+    pub csv_timeline: Option<PathBuf>,
+
+    /// Write an HdrHistogram interval log (Java-compatible) to FILE.
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// Write HdrHistogram percentile distributions (.hgrm) of every cell into DIR.
+    #[arg(long = "hgrm", value_name = "DIR")]
+    pub hgrm: Option<PathBuf>,
+
+    /// Write a self-contained HTML page with charts to FILE.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Arguments of `h2load-rs merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// `--json` reports of the same scenario, run on several machines.
+    #[arg(value_name = "RESULT.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// Files to write the merged results to.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }

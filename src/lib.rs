@@ -9,6 +9,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod h2frame;
+pub mod hdr;
 pub mod net;
 pub mod plan;
 pub mod recorder;

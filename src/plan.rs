@@ -147,7 +147,7 @@ pub struct Timeouts {
 }
 
 /// HTTP/2 settings the client announces.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct H2Settings {
     /// SETTINGS_INITIAL_WINDOW_SIZE.
     pub stream_window: u32,
@@ -182,12 +182,16 @@ pub struct RunPlan {
     pub timeouts: Timeouts,
     /// HTTP/2 settings.
     pub h2: H2Settings,
+    /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
+    pub rate: Option<f64>,
+    /// Length of the timeline's intervals.
+    pub interval: Duration,
     /// Adjustments made to the options, printed before the run.
     pub notes: Vec<String>,
 }
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CellSpec {
     /// The protocol asked for (None: h2load's default for the URL's scheme).
     pub proto: Option<ProtoArg>,
@@ -195,6 +199,8 @@ pub struct CellSpec {
     pub clients: u64,
     /// Requests in flight per connection.
     pub streams: u64,
+    /// Total requests per second (`--rate`), if paced.
+    pub rate: Option<f64>,
     /// Which concurrency level of the sweep this cell belongs to (cells of one level are compared).
     pub level: usize,
 }
@@ -220,8 +226,17 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
     };
     let scale = args.scale.unwrap_or(1.0);
     let mut cells = Vec::new();
+    let rates: Vec<Option<f64>> = if args.rate.is_empty() {
+        vec![None]
+    } else {
+        args.rate.iter().copied().map(Some).collect()
+    };
     for &clients in &args.clients {
-        for &streams in &args.max_concurrent_streams {
+        for (&streams, &rate) in args
+            .max_concurrent_streams
+            .iter()
+            .flat_map(|m| rates.iter().map(move |r| (m, r)))
+        {
             let level = cells.len() / protocols.len();
             let clients = scaled(clients, scale);
             for &proto in &protocols {
@@ -239,6 +254,7 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
                     proto,
                     clients,
                     streams,
+                    rate,
                     level,
                 });
             }
@@ -331,6 +347,10 @@ pub fn build(
             max_frame_size,
             header_table_size,
         },
+        rate: cell
+            .rate
+            .or(args.rps.map(|per_client| per_client * clients as f64)),
+        interval: args.interval,
         notes,
     })
 }

@@ -9,17 +9,12 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::hdr::{self, new_histogram};
 use crate::plan::Protocol;
 use crate::tls::TlsInfo;
 
-/// Largest latency a histogram holds exactly (one hour, in microseconds); larger values saturate.
-pub const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
-
-/// Creates an empty latency histogram: microseconds, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3)
-        .expect("static histogram bounds are valid")
-}
+/// A request started more than this long after its scheduled time counts as late (rate mode).
+pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros())
@@ -73,7 +68,7 @@ impl ErrorKind {
 }
 
 /// Request counters with h2load's meanings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RequestCounters {
     /// Requests sent.
     pub started: u64,
@@ -89,11 +84,21 @@ pub struct RequestCounters {
     pub timeout: u64,
 }
 
+/// When a request was scheduled to go out, and when it did. Without `--rate` they are the same
+/// instant; with it, a request that waited for a free connection starts after its schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestStart {
+    /// The time the request was scheduled for.
+    pub intended: Instant,
+    /// The time the request was handed to the connection.
+    pub actual: Instant,
+}
+
 /// One completed response, as an engine reports it.
 #[derive(Debug, Clone, Copy)]
 pub struct ResponseSample {
-    /// When the request was handed to the connection.
-    pub start: Instant,
+    /// When the request was scheduled and sent.
+    pub start: RequestStart,
     /// When the first byte of the response arrived.
     pub first_byte: Instant,
     /// When the last byte of the response arrived.
@@ -140,13 +145,19 @@ pub struct Recorder {
     pub warnings: Vec<String>,
     connections_by_protocol: [u64; Protocol::ALL.len()],
     clients: Vec<ClientSlot>,
-    /// Responses completed in each second of the measured period.
-    pub timeline: Vec<u64>,
+    /// Service time (actual send to last byte), kept only in rate mode: there `request` is the
+    /// response time, measured from the scheduled send.
+    pub service: Option<Histogram<u64>>,
+    /// How long after its schedule each request went out (rate mode).
+    pub start_delay: Option<Histogram<u64>>,
+    /// Per-interval counts and histograms.
+    pub intervals: Intervals,
 }
 
 impl Recorder {
-    /// A recorder for `slots` client slots that counts requests started at or after `measure_start`.
-    pub fn new(measure_start: Instant, slots: usize) -> Self {
+    /// A recorder for `slots` client slots that counts requests scheduled at or after
+    /// `measure_start`, with a timeline of `interval`s; `rate_mode` keeps service times apart.
+    pub fn new(measure_start: Instant, slots: usize, interval: Duration, rate_mode: bool) -> Self {
         Recorder {
             measure_start,
             request: new_histogram(),
@@ -163,7 +174,9 @@ impl Recorder {
             warnings: Vec::new(),
             connections_by_protocol: [0; Protocol::ALL.len()],
             clients: vec![ClientSlot::default(); slots],
-            timeline: Vec::new(),
+            service: rate_mode.then(new_histogram),
+            start_delay: rate_mode.then(new_histogram),
+            intervals: Intervals::new(measure_start, interval, rate_mode),
         }
     }
 
@@ -216,16 +229,17 @@ impl Recorder {
         self.first_error.get_or_insert(message);
     }
 
-    /// A request was sent at `start`.
-    pub fn request_started(&mut self, start: Instant) {
-        if self.is_measured(start) {
+    /// A request was sent.
+    pub fn request_started(&mut self, start: RequestStart) {
+        if self.is_measured(start.intended) {
             self.counters.started += 1;
         }
     }
 
     /// A response completed on `slot`.
     pub fn response(&mut self, slot: usize, sample: ResponseSample) {
-        if !self.is_measured(sample.start) {
+        let start = sample.start;
+        if !self.is_measured(start.intended) {
             return;
         }
         let counters = &mut self.counters;
@@ -238,22 +252,22 @@ impl Recorder {
         } else {
             counters.failed += 1;
         }
-        self.request
-            .saturating_record(micros(sample.end - sample.start));
-        self.ttfb
-            .saturating_record(micros(sample.first_byte - sample.start));
+        let response = micros(sample.end - start.intended);
+        let ttfb = micros(sample.first_byte.saturating_duration_since(start.actual));
+        let service = micros(sample.end - start.actual);
+        self.request.saturating_record(response);
+        self.ttfb.saturating_record(ttfb);
+        if let Some(histogram) = &mut self.service {
+            histogram.saturating_record(service);
+        }
+        if let Some(histogram) = &mut self.start_delay {
+            histogram.saturating_record(micros(start.actual - start.intended));
+        }
+        self.intervals
+            .completed(sample.end, response, ttfb, service);
         let client = &mut self.clients[slot];
         client.responses += 1;
         client.last_response = Some(sample.end);
-        let second = sample
-            .end
-            .saturating_duration_since(self.measure_start)
-            .as_secs() as usize;
-        if self.timeline.len() <= second {
-            // Grows once a second, not per request.
-            self.timeline.resize(second + 1, 0);
-        }
-        self.timeline[second] += 1;
     }
 
     /// `count` requests sent at or after the measure start ended without a complete response.
@@ -266,6 +280,7 @@ impl Recorder {
             counters.timeout += count;
         }
         self.errors[kind.index()] += count;
+        self.intervals.errored(Instant::now(), count);
     }
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
@@ -298,6 +313,14 @@ impl Recorder {
 
     /// Adds another thread's measurements to this one.
     pub fn merge(&mut self, other: Recorder) {
+        for (mine, theirs) in [
+            (&mut self.service, &other.service),
+            (&mut self.start_delay, &other.start_delay),
+        ] {
+            if let (Some(mine), Some(theirs)) = (mine, theirs) {
+                mine.add(theirs).expect("histograms share bounds");
+            }
+        }
         self.request
             .add(&other.request)
             .expect("histograms share bounds");
@@ -340,12 +363,112 @@ impl Recorder {
             self.warn(warning);
         }
         self.clients.extend(other.clients);
-        if self.timeline.len() < other.timeline.len() {
-            self.timeline.resize(other.timeline.len(), 0);
+        self.intervals.closed.extend(other.intervals.into_closed());
+    }
+}
+
+/// One thread's measurements of one interval, histograms encoded (V2 + deflate) to stay small.
+#[derive(Debug, Clone)]
+pub struct IntervalRecord {
+    /// Which interval: 0 is the first of the measured period.
+    pub index: u64,
+    /// Responses completed in it.
+    pub completed: u64,
+    /// Requests that failed in it.
+    pub errors: u64,
+    /// Response times of its responses.
+    pub request: Vec<u8>,
+    /// Times to first byte.
+    pub ttfb: Vec<u8>,
+    /// Service times (rate mode).
+    pub service: Option<Vec<u8>>,
+}
+
+/// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:
+/// only the current interval has full histograms; closed ones are kept encoded.
+#[derive(Debug, Clone)]
+pub struct Intervals {
+    /// Interval length.
+    pub length: Duration,
+    start: Instant,
+    current: u64,
+    ends_at: Instant,
+    completed: u64,
+    errors: u64,
+    request: Histogram<u64>,
+    ttfb: Histogram<u64>,
+    service: Option<Histogram<u64>>,
+    closed: Vec<IntervalRecord>,
+}
+
+impl Intervals {
+    fn new(start: Instant, length: Duration, rate_mode: bool) -> Self {
+        Intervals {
+            length,
+            start,
+            current: 0,
+            ends_at: start + length,
+            completed: 0,
+            errors: 0,
+            request: new_histogram(),
+            ttfb: new_histogram(),
+            service: rate_mode.then(new_histogram),
+            closed: Vec::new(),
         }
-        for (mine, theirs) in self.timeline.iter_mut().zip(other.timeline) {
-            *mine += theirs;
+    }
+
+    /// Moves to the interval holding `at`, closing the current one if `at` is past it.
+    fn advance(&mut self, at: Instant) {
+        if at < self.ends_at {
+            return;
         }
+        self.close();
+        let elapsed = at.saturating_duration_since(self.start).as_nanos();
+        self.current = (elapsed / self.length.as_nanos().max(1)) as u64;
+        self.ends_at = self.start + self.length.mul_f64((self.current + 1) as f64);
+    }
+
+    fn completed(&mut self, at: Instant, response: u64, ttfb: u64, service: u64) {
+        self.advance(at);
+        self.completed += 1;
+        self.request.saturating_record(response);
+        self.ttfb.saturating_record(ttfb);
+        if let Some(histogram) = &mut self.service {
+            histogram.saturating_record(service);
+        }
+    }
+
+    fn errored(&mut self, at: Instant, count: u64) {
+        self.advance(at);
+        self.errors += count;
+    }
+
+    /// Stores the current interval (if anything happened in it) and starts it afresh.
+    fn close(&mut self) {
+        if self.completed == 0 && self.errors == 0 {
+            return;
+        }
+        self.closed.push(IntervalRecord {
+            index: self.current,
+            completed: self.completed,
+            errors: self.errors,
+            request: hdr::encode(&self.request),
+            ttfb: hdr::encode(&self.ttfb),
+            service: self.service.as_ref().map(hdr::encode),
+        });
+        self.completed = 0;
+        self.errors = 0;
+        self.request.reset();
+        self.ttfb.reset();
+        if let Some(histogram) = &mut self.service {
+            histogram.reset();
+        }
+    }
+
+    /// Every interval, the current one included; threads' records of one index are merged later.
+    pub fn into_closed(mut self) -> Vec<IntervalRecord> {
+        self.close();
+        self.closed
     }
 }
 
@@ -424,10 +547,15 @@ impl WireMeter {
 mod tests {
     use super::*;
 
+    const SECOND: Duration = Duration::from_secs(1);
+
     fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);
         ResponseSample {
-            start,
+            start: RequestStart {
+                intended: start,
+                actual: start,
+            },
             first_byte: end,
             end,
             status,
@@ -437,12 +565,18 @@ mod tests {
     #[test]
     fn counts_follow_h2load_definitions() {
         let t0 = Instant::now();
-        let mut rec = Recorder::new(t0, 1);
+        let mut rec = Recorder::new(t0, 1, SECOND, false);
         for status in [200, 302, 404, 503] {
-            rec.request_started(t0);
+            rec.request_started(RequestStart {
+                intended: t0,
+                actual: t0,
+            });
             rec.response(0, sample(t0, 5, status));
         }
-        rec.request_started(t0);
+        rec.request_started(RequestStart {
+            intended: t0,
+            actual: t0,
+        });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
         assert_eq!(
@@ -461,10 +595,73 @@ mod tests {
     }
 
     #[test]
+    fn rate_mode_separates_response_and_service_time() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1, SECOND, true);
+        let start = RequestStart {
+            intended: t0,
+            actual: t0 + Duration::from_millis(500),
+        };
+        let end = start.actual + Duration::from_millis(10);
+        rec.response(
+            0,
+            ResponseSample {
+                start,
+                first_byte: end,
+                end,
+                status: 200,
+            },
+        );
+        assert_eq!(
+            rec.request.max(),
+            rec.request.highest_equivalent(510_000),
+            "from the schedule"
+        );
+        let service = rec.service.as_ref().unwrap();
+        assert_eq!(
+            service.max(),
+            service.highest_equivalent(10_000),
+            "from the actual send"
+        );
+        let delay = rec.start_delay.as_ref().unwrap();
+        assert_eq!(delay.max(), delay.highest_equivalent(500_000));
+    }
+
+    #[test]
+    fn intervals_rotate_and_keep_encoded_histograms() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1, SECOND, false);
+        for (at_ms, status) in [(100, 200), (900, 200), (1_100, 200), (3_500, 200)] {
+            let end = t0 + Duration::from_millis(at_ms);
+            let start = RequestStart {
+                intended: end - Duration::from_millis(50),
+                actual: end - Duration::from_millis(50),
+            };
+            rec.response(
+                0,
+                ResponseSample {
+                    start,
+                    first_byte: end,
+                    end,
+                    status,
+                },
+            );
+        }
+        let intervals = rec.intervals.into_closed();
+        let shape: Vec<(u64, u64)> = intervals.iter().map(|i| (i.index, i.completed)).collect();
+        assert_eq!(shape, [(0, 2), (1, 1), (3, 1)]);
+        let histogram = crate::hdr::decode(&intervals[0].request).unwrap();
+        assert_eq!(histogram.len(), 2);
+    }
+
+    #[test]
     fn warm_up_requests_are_not_measured() {
         let t0 = Instant::now();
-        let mut rec = Recorder::new(t0 + Duration::from_secs(1), 1);
-        rec.request_started(t0);
+        let mut rec = Recorder::new(t0 + Duration::from_secs(1), 1, SECOND, false);
+        rec.request_started(RequestStart {
+            intended: t0,
+            actual: t0,
+        });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());
         assert_eq!(rec.request.len(), 0);
@@ -473,8 +670,8 @@ mod tests {
     #[test]
     fn merge_adds_everything() {
         let t0 = Instant::now();
-        let mut a = Recorder::new(t0, 1);
-        let mut b = Recorder::new(t0, 2);
+        let mut a = Recorder::new(t0, 1, SECOND, false);
+        let mut b = Recorder::new(t0, 2, SECOND, false);
         a.connected(0, t0, t0);
         b.connected(1, t0, t0);
         a.response(0, sample(t0, 1, 200));
@@ -486,6 +683,17 @@ mod tests {
         assert_eq!(a.request.max(), a.request.highest_equivalent(100_000));
         assert_eq!(a.effective_concurrency, Some(8));
         assert_eq!(a.client_rates().len(), 2);
-        assert_eq!(a.timeline, [2], "both responses ended in the first second");
+        let intervals = a.intervals.into_closed();
+        assert!(
+            intervals.iter().all(|interval| interval.index == 0),
+            "both ended in the first second"
+        );
+        assert_eq!(
+            intervals
+                .iter()
+                .map(|interval| interval.completed)
+                .sum::<u64>(),
+            2
+        );
     }
 }

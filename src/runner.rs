@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use futures_util::future::join_all;
@@ -15,7 +15,7 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
-use crate::engine::{ConnEnd, ConnState, Engines, Session, ThreadShared};
+use crate::engine::{ConnEnd, ConnState, Engines, Pacer, Session, ThreadShared};
 use crate::net::{self, TappedIo};
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
@@ -42,6 +42,8 @@ pub struct RunOutcome {
     pub in_flight_at_stop: u64,
     /// Whether the user interrupted the run.
     pub interrupted: bool,
+    /// Wall-clock time at the start of the measured period (to line up runs of several machines).
+    pub measure_start_wall: SystemTime,
 }
 
 /// Descriptors kept free for everything but connections (stdio, runtimes, files).
@@ -66,6 +68,7 @@ pub fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
 /// Runs the plan to the end and returns what was measured.
 pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
     let start = Instant::now();
+    let start_wall = SystemTime::now();
     let (budget_limit, measure_start, deadline) = match plan.stop {
         StopRule::Requests(n) => (Some(n), start, None),
         StopRule::Duration { warm_up, measure } => {
@@ -84,6 +87,7 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
             plan: plan.clone(),
             budget: budget.clone(),
             abandon: abandon.clone(),
+            run_start: start,
             measure_start,
             slots,
         };
@@ -104,7 +108,7 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
     let (threads, interrupted) =
         controller.block_on(control(results, &budget, &abandon, deadline, drain));
 
-    let mut merged = Recorder::new(measure_start, 0);
+    let mut merged = Recorder::new(measure_start, 0, plan.interval, plan.rate.is_some());
     let mut wire = WireTotals::default();
     let mut last_end = measure_start;
     for thread in threads {
@@ -124,6 +128,7 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
         never_sent,
         in_flight_at_stop,
         interrupted,
+        measure_start_wall: start_wall + (measure_start - start),
     })
 }
 
@@ -204,6 +209,7 @@ struct Worker {
     plan: Arc<RunPlan>,
     budget: Arc<Budget>,
     abandon: CancellationToken,
+    run_start: Instant,
     measure_start: Instant,
     slots: usize,
 }
@@ -217,8 +223,20 @@ impl Worker {
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
-            recorder: RefCell::new(Recorder::new(self.measure_start, self.slots)),
+            recorder: RefCell::new(Recorder::new(
+                self.measure_start,
+                self.slots,
+                self.plan.interval,
+                self.plan.rate.is_some(),
+            )),
             wire: Rc::new(WireMeter::default()),
+            // This thread's share of the rate, in proportion to its connections.
+            pacer: self.plan.rate.map(|rate| Pacer {
+                period: Duration::from_secs_f64(
+                    self.plan.clients as f64 / (rate * self.slots as f64),
+                ),
+                next: Cell::new(self.run_start),
+            }),
         });
         let engines = Rc::new(Engines::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));

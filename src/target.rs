@@ -4,7 +4,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
@@ -16,17 +15,15 @@ pub struct ChildTarget {
 }
 
 impl ChildTarget {
-    /// Starts `h2load-rs serve` on a free loopback port.
-    pub fn start(tls: bool, delay: Option<Duration>) -> Result<ChildTarget> {
+    /// Starts `h2load-rs serve` on a free loopback port, with extra `serve` flags (delays, stalls).
+    pub fn start(tls: bool, flags: &[String]) -> Result<ChildTarget> {
         let executable = std::env::current_exe().context("cannot find the h2load-rs executable")?;
         let mut command = Command::new(executable);
         command.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
         if tls {
             command.arg("--tls");
         }
-        if let Some(delay) = delay {
-            command.arg(format!("--delay={}us", delay.as_micros()));
-        }
+        command.args(flags);
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

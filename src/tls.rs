@@ -149,7 +149,7 @@ fn read_key(path: &Path, flag: &str) -> Result<PrivateKeyDer<'static>> {
 }
 
 /// What a TLS handshake settled on, as h2load reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TlsInfo {
     /// e.g. `TLSv1.3`.
     pub version: String,

@@ -1,6 +1,6 @@
 //! Parsing and formatting of durations and byte sizes, in the notation h2load uses.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in h2load).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -57,6 +57,80 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is too large"))
 }
 
+/// Parses an RFC 3339 time such as `2026-11-21T10:00:00Z` or `2026-11-21T11:00:00.250+01:00`.
+pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
+    let invalid = || format!("'{text}' is not an RFC 3339 time (example: 2026-11-21T10:00:00Z)");
+    let bytes = text.as_bytes();
+    let number = |range: std::ops::Range<usize>| -> Result<i64, String> {
+        let part = text.get(range).ok_or_else(invalid)?;
+        if part.bytes().all(|b| b.is_ascii_digit()) {
+            part.parse().map_err(|_| invalid())
+        } else {
+            Err(invalid())
+        }
+    };
+    let separators_ok = bytes.len() >= 20
+        && bytes[4] == b'-'
+        && bytes[7] == b'-'
+        && matches!(bytes[10], b'T' | b't' | b' ')
+        && bytes[13] == b':'
+        && bytes[16] == b':';
+    if !separators_ok {
+        return Err(invalid());
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return Err(invalid());
+    }
+    let mut rest = &text[19..];
+    let mut fraction = Duration::ZERO;
+    if let Some(after_dot) = rest.strip_prefix('.') {
+        let digits = after_dot.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(invalid());
+        }
+        fraction = Duration::from_secs_f64(
+            format!("0.{}", &after_dot[..digits])
+                .parse::<f64>()
+                .map_err(|_| invalid())?,
+        );
+        rest = &after_dot[digits..];
+    }
+    let offset_seconds = match rest {
+        "Z" | "z" => 0,
+        zone if zone.len() == 6
+            && matches!(zone.as_bytes()[0], b'+' | b'-')
+            && zone.as_bytes()[3] == b':' =>
+        {
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            let hours: i64 = zone[1..3].parse().map_err(|_| invalid())?;
+            let minutes: i64 = zone[4..6].parse().map_err(|_| invalid())?;
+            sign * (hours * 3600 + minutes * 60)
+        }
+        _ => return Err(invalid()),
+    };
+    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
+        - offset_seconds;
+    let seconds = u64::try_from(seconds).map_err(|_| invalid())?;
+    Ok(UNIX_EPOCH + Duration::from_secs(seconds) + fraction)
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 /// Formats microseconds like h2load: `185us`, `1.93ms`, `2.00s`.
 pub fn format_micros(micros: f64) -> String {
     if micros >= 1e6 {
@@ -108,6 +182,26 @@ mod tests {
         assert_eq!(parse_size("2G").unwrap(), 2 << 30);
         assert!(parse_size("K").is_err());
         assert!(parse_size("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn rfc3339_times_parse() {
+        let at = |text: &str| {
+            parse_rfc3339(text).map(|time| time.duration_since(UNIX_EPOCH).unwrap().as_secs_f64())
+        };
+        assert_eq!(at("1970-01-01T00:00:00Z"), Ok(0.0));
+        assert_eq!(at("2026-11-21T10:00:00Z"), Ok(1_795_255_200.0));
+        assert_eq!(at("2026-11-21T11:00:00.5+01:00"), Ok(1_795_255_200.5));
+        assert_eq!(at("2000-02-29T00:00:00-00:30"), Ok(951_784_200.0));
+        for bad in [
+            "2026-11-21",
+            "2026-13-01T00:00:00Z",
+            "2026-11-21T10:00:00",
+            "2026-11-21T10:00:00+0100",
+            "soon",
+        ] {
+            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

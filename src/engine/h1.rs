@@ -12,9 +12,9 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use http::Method;
 
-use super::{transfer, ConnEnd, Engine, Io, PathCycle, Session};
+use super::{transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited};
 use crate::plan::{RequestTemplate, RunPlan};
-use crate::recorder::{ErrorKind, ResponseSample, WireMeter};
+use crate::recorder::{ErrorKind, RequestStart, ResponseSample, WireMeter};
 
 /// Bytes read per socket read; also the largest response head accepted.
 const READ_BUFFER: usize = 64 * 1024;
@@ -51,7 +51,7 @@ impl Http1 {
         &self,
         io: Io,
         session: Session<'_>,
-        start: Instant,
+        start: RequestStart,
         received: &[u8],
     ) -> ConnEnd {
         self.run(io, session, VecDeque::from([start]), received)
@@ -62,7 +62,7 @@ impl Http1 {
         &self,
         mut io: Io,
         session: Session<'_>,
-        in_flight: VecDeque<Instant>,
+        in_flight: VecDeque<RequestStart>,
         received: &[u8],
     ) -> ConnEnd {
         let paths = PathCycle::starting_at(in_flight.len());
@@ -70,21 +70,31 @@ impl Http1 {
         // Bytes handed over with the connection are parsed before anything is read.
         let mut handed_over = !received.is_empty();
         loop {
+            let mut wake = None;
             while !pipe.budget_spent && pipe.in_flight.len() < self.depth {
-                if !session.take_request() {
-                    pipe.budget_spent = true;
-                    break;
+                match session.next_request() {
+                    Slot::Now(start) => {
+                        let request = &self.requests[paths.next(self.requests.len())];
+                        pipe.outgoing.extend_from_slice(request);
+                        pipe.in_flight.push_back(start);
+                    }
+                    Slot::At(time) => {
+                        wake = Some(time);
+                        break;
+                    }
+                    Slot::Done => pipe.budget_spent = true,
                 }
-                pipe.outgoing
-                    .extend_from_slice(&self.requests[paths.next(self.requests.len())]);
-                pipe.in_flight.push_back(session.begin());
             }
-            let Some(&oldest) = pipe.in_flight.front() else {
+            if pipe.in_flight.is_empty() && wake.is_none() {
                 return ConnEnd::Finished;
-            };
+            }
             if !handed_over {
-                let deadline = self.request_timeout.map(|limit| oldest + limit);
-                if let Err(end) = pipe.exchange(&mut io, deadline).await {
+                let deadline = pipe
+                    .in_flight
+                    .front()
+                    .zip(self.request_timeout)
+                    .map(|(oldest, limit)| oldest.actual + limit);
+                if let Err(end) = pipe.exchange(&mut io, deadline, wake).await {
                     return end;
                 }
             }
@@ -99,7 +109,7 @@ impl Http1 {
 /// One pipelined connection's state: requests in flight, buffers, and the response parser.
 struct Pipe<'s> {
     session: Session<'s>,
-    in_flight: VecDeque<Instant>,
+    in_flight: VecDeque<RequestStart>,
     outgoing: Vec<u8>,
     written: usize,
     incoming: Vec<u8>,
@@ -115,7 +125,7 @@ struct Pipe<'s> {
 impl<'s> Pipe<'s> {
     fn new(
         session: Session<'s>,
-        mut in_flight: VecDeque<Instant>,
+        mut in_flight: VecDeque<RequestStart>,
         received: &[u8],
         engine: &Http1,
     ) -> Self {
@@ -139,8 +149,14 @@ impl<'s> Pipe<'s> {
         }
     }
 
-    /// Writes queued requests and reads what arrives, by `deadline` if given. `Err` ends the connection.
-    async fn exchange(&mut self, io: &mut Io, deadline: Option<Instant>) -> Result<(), ConnEnd> {
+    /// Writes queued requests and reads what arrives: until `deadline` (the oldest request's
+    /// timeout) or `wake` (the next scheduled send). `Err` ends the connection.
+    async fn exchange(
+        &mut self,
+        io: &mut Io,
+        deadline: Option<Instant>,
+        wake: Option<Instant>,
+    ) -> Result<(), ConnEnd> {
         if self.parsed_to > 0 {
             self.incoming.copy_within(self.parsed_to..self.filled_to, 0);
             self.filled_to -= self.parsed_to;
@@ -157,12 +173,10 @@ impl<'s> Pipe<'s> {
             &mut self.incoming[self.filled_to..],
         );
         let step = poll_fn(|cx| transfer(io, outgoing, written, incoming, cx));
-        let read = match deadline {
-            Some(deadline) => match tokio::time::timeout_at(deadline.into(), step).await {
-                Ok(read) => read,
-                Err(_) => return Err(self.fail_all(ErrorKind::Timeout)),
-            },
-            None => step.await,
+        let read = match wait_for(step, deadline, wake).await {
+            Waited::Io(read) => read,
+            Waited::TimedOut => return Err(self.fail_all(ErrorKind::Timeout)),
+            Waited::Woke => return Ok(()),
         };
         self.read_at = Instant::now();
         match read {

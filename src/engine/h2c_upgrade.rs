@@ -52,10 +52,9 @@ impl H2cUpgrade {
     }
 
     async fn run(&self, mut io: Io, session: Session<'_>) -> ConnEnd {
-        if !session.take_request() {
+        let Some(start) = session.next_request_when_due().await else {
             return ConnEnd::Finished;
-        }
-        let start = session.begin();
+        };
         let head = match self.request_timeout {
             Some(limit) => tokio::time::timeout(limit, self.upgrade(&mut io))
                 .await

@@ -24,7 +24,7 @@ use http::{HeaderMap, HeaderValue};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::plan::{Negotiation, Protocol, RequestTemplate, RunPlan};
-use crate::recorder::{ErrorKind, Recorder, ResponseSample, WireMeter};
+use crate::recorder::{ErrorKind, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::tls::TlsInfo;
 
 /// The connection an engine is handed.
@@ -108,6 +108,26 @@ impl Engines {
     }
 }
 
+/// When a connection may send its next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Now: the request is counted as sent, with these times.
+    Now(RequestStart),
+    /// Not before this time (`--rate`); ask again then.
+    At(Instant),
+    /// Never: the budget is spent or the run is stopping.
+    Done,
+}
+
+/// A thread's share of `--rate`: the schedule its connections take send times from, in turn.
+#[derive(Debug)]
+pub struct Pacer {
+    /// Time between two scheduled requests of this thread.
+    pub period: std::time::Duration,
+    /// The next scheduled send time.
+    pub next: Cell<Instant>,
+}
+
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
 pub struct ThreadShared {
     /// The run's plan.
@@ -118,6 +138,8 @@ pub struct ThreadShared {
     pub recorder: RefCell<Recorder>,
     /// This thread's byte counts.
     pub wire: Rc<WireMeter>,
+    /// This thread's schedule, with `--rate`.
+    pub pacer: Option<Pacer>,
 }
 
 /// The state of one live connection that outlives its engine future (for connection timeouts).
@@ -148,41 +170,58 @@ impl<'a> Session<'a> {
         &self.shared.plan
     }
 
-    /// Takes a request from the budget; `false` means stop sending on this connection.
-    pub fn take_request(&self) -> bool {
-        self.shared.budget.try_take()
-    }
-
-    /// Returns a request taken but not sent.
-    pub fn return_request(&self) {
-        self.shared.budget.give_back();
-    }
-
-    /// Marks a request as sent now and returns its start time.
-    pub fn begin(&self) -> Instant {
-        let start = Instant::now();
+    /// The next request this connection may send: now (it is counted as sent), not before some
+    /// time (`--rate`), or never (the budget is spent or the run is stopping).
+    pub fn next_request(&self) -> Slot {
+        let now = Instant::now();
+        let intended = match &self.shared.pacer {
+            Some(pacer) if pacer.next.get() > now => return Slot::At(pacer.next.get()),
+            Some(pacer) => pacer.next.get(),
+            None => now,
+        };
+        if !self.shared.budget.try_take() {
+            return Slot::Done;
+        }
+        if let Some(pacer) = &self.shared.pacer {
+            pacer.next.set(intended + pacer.period);
+        }
+        let start = RequestStart {
+            intended,
+            actual: now,
+        };
         self.conn.requests.set(self.conn.requests.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start) {
+        if recorder.is_measured(intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);
             recorder.request_started(start);
         }
-        start
+        Slot::Now(start)
+    }
+
+    /// Waits for and takes the next request (for engines that have nothing else to do meanwhile).
+    pub async fn next_request_when_due(&self) -> Option<RequestStart> {
+        loop {
+            match self.next_request() {
+                Slot::Now(start) => return Some(start),
+                Slot::At(time) => tokio::time::sleep_until(time.into()).await,
+                Slot::Done => return None,
+            }
+        }
     }
 
     /// Records a completed response.
     pub fn complete(&self, sample: ResponseSample) {
         let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(sample.start) {
+        if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.response(self.slot, sample);
         }
     }
 
-    /// Records a request, sent at `start`, that ended without a complete response.
-    pub fn fail(&self, start: Instant, kind: ErrorKind) {
+    /// Records a request that ended without a complete response.
+    pub fn fail(&self, start: RequestStart, kind: ErrorKind) {
         let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start) {
+        if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.requests_failed(1, kind);
         }
@@ -233,6 +272,38 @@ pub fn header_map(template: &RequestTemplate, skip: &[&str]) -> HeaderMap {
         headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     headers
+}
+
+/// How waiting on a connection ended.
+#[derive(Debug)]
+pub enum Waited<T> {
+    /// The I/O step finished.
+    Io(T),
+    /// The request deadline passed first.
+    TimedOut,
+    /// The wake time (the next scheduled send) came first.
+    Woke,
+}
+
+/// Runs an I/O step until it finishes, the oldest request's `deadline` passes, or `wake` comes.
+/// The steps engines pass here keep their state outside the future, so stopping one loses nothing.
+pub async fn wait_for<F: std::future::Future>(
+    step: F,
+    deadline: Option<Instant>,
+    wake: Option<Instant>,
+) -> Waited<F::Output> {
+    let until = match (deadline, wake) {
+        (Some(deadline), Some(wake)) => Some(deadline.min(wake)),
+        (deadline, wake) => deadline.or(wake),
+    };
+    let Some(until) = until else {
+        return Waited::Io(step.await);
+    };
+    match tokio::time::timeout_at(until.into(), step).await {
+        Ok(output) => Waited::Io(output),
+        Err(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => Waited::TimedOut,
+        Err(_) => Waited::Woke,
+    }
 }
 
 /// Cycles through the plan's paths, as h2load does per client.

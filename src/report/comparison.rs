@@ -1,17 +1,17 @@
 //! The comparison table: one row per cell, and each protocol's throughput relative to the first
 //! protocol at the same concurrency level (e.g. `h2c/h1 = 0.48`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Summary;
 
 /// One cell in the comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// 1-based cell position.
     pub cell: usize,
     /// The cell's protocol.
-    pub protocol: &'static str,
+    pub protocol: String,
     /// Connections.
     pub clients: usize,
     /// Requests in flight per connection.
@@ -60,7 +60,7 @@ pub fn rows(cells: &[Summary]) -> Vec<Row> {
             let target = cell.watched.first();
             Row {
                 cell: cell.cell.index,
-                protocol: cell.cell.protocol,
+                protocol: cell.cell.protocol.clone(),
                 clients: cell.cell.clients,
                 streams: cell.cell.streams,
                 requests_per_s: cell.requests_per_s,
@@ -109,7 +109,7 @@ pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
         .map(|row| {
             let mut line = vec![
                 row.cell.to_string(),
-                row.protocol.to_owned(),
+                row.protocol.clone(),
                 row.clients.to_string(),
                 row.streams.to_string(),
                 format!("{:.1}", row.requests_per_s),

@@ -1,4 +1,4 @@
-//! `--hgrm DIR`: each cell's histograms as HdrHistogram percentile distributions, the text format
+//! `--hgrm DIR`: each cell's histograms (request, connect, TTFB, and service time with `--rate`) as HdrHistogram percentile distributions, the text format
 //! HdrHistogram's `outputPercentileDistribution` writes and its plotter reads (values in ms).
 
 use std::fmt::Write;
@@ -72,11 +72,13 @@ impl Exporter for Hgrm {
                 info.index, info.protocol, info.clients, info.streams
             );
             let histograms = &cell.histograms;
-            for (kind, histogram) in [
-                ("request", &histograms.request),
-                ("connect", &histograms.connect),
-                ("ttfb", &histograms.ttfb),
-            ] {
+            let kinds = [
+                ("request", Some(&histograms.request)),
+                ("service", histograms.service.as_ref()),
+                ("connect", Some(&histograms.connect)),
+                ("ttfb", Some(&histograms.ttfb)),
+            ];
+            for (kind, histogram) in kinds.into_iter().filter_map(|(kind, h)| Some((kind, h?))) {
                 let path = dir.join(format!("{stem}.{kind}.hgrm"));
                 std::fs::write(&path, distribution(histogram))
                     .with_context(|| format!("cannot write '{}'", path.display()))?;
@@ -92,7 +94,7 @@ mod tests {
 
     #[test]
     fn distribution_has_hdrhistograms_layout() {
-        let mut histogram = crate::recorder::new_histogram();
+        let mut histogram = crate::hdr::new_histogram();
         for micros in 1..=1000u64 {
             histogram.record(micros * 10).unwrap();
         }

@@ -220,8 +220,8 @@ fn escape(text: &str) -> String {
 pub fn render(document: &Document) -> String {
     let mut protocols: Vec<&str> = Vec::new();
     for cell in &document.cells {
-        if !protocols.contains(&cell.cell.protocol) {
-            protocols.push(cell.cell.protocol);
+        if !protocols.contains(&cell.cell.protocol.as_str()) {
+            protocols.push(&cell.cell.protocol);
         }
     }
     let throughput: Vec<Series> = protocols
@@ -279,9 +279,15 @@ pub fn render(document: &Document) -> String {
             name: cell.cell.label.clone(),
             points: cell
                 .timeline
+                .intervals
                 .iter()
-                .enumerate()
-                .map(|(second, count)| ((second + 1) as f64, *count as f64))
+                .map(|interval| {
+                    let length = cell.timeline.interval_s;
+                    (
+                        (interval.index + 1) as f64 * length,
+                        interval.completed as f64 / length,
+                    )
+                })
                 .collect(),
         })
         .collect();
@@ -326,7 +332,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 {table}
 {throughput}{latency}{timeline}</body></html>
 "#,
-        version = escape(document.tool.version),
+        version = escape(&document.tool.version),
         cells = document.cells.len(),
         target = escape(&target),
         table = table,

@@ -3,19 +3,21 @@
 
 pub mod comparison;
 pub mod csv;
+pub mod hdr_log;
 pub mod hgrm;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod merge;
 pub mod text;
+pub mod timeline_csv;
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::hdr;
 use crate::plan::{H2Settings, RunPlan, StopRule};
 use crate::recorder::RequestCounters;
 use crate::runner::RunOutcome;
@@ -26,7 +28,7 @@ use crate::watch::ProcessUsage;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Document {
     /// Layout version of this document.
     pub schema_version: u32,
@@ -45,8 +47,8 @@ impl Document {
         Document {
             schema_version: SCHEMA_VERSION,
             tool: Tool {
-                name: "h2load-rs",
-                version: env!("CARGO_PKG_VERSION"),
+                name: "h2load-rs".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             cells,
             comparison,
@@ -73,15 +75,189 @@ pub struct CellContext {
     pub watched: Vec<ProcessUsage>,
 }
 
+/// Scheduling with `--rate`: what was asked, what happened, and how late requests went out.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RateReport {
+    /// Requests per second asked for.
+    pub requested_per_s: f64,
+    /// Requests per second completed.
+    pub achieved_per_s: f64,
+    /// Requests sent more than 1 ms after their scheduled time.
+    pub late: u64,
+    /// `late` as a share of all requests sent, in percent.
+    pub late_pct: f64,
+    /// Lateness of the sends: median, 99th percentile and maximum, µs.
+    pub delay_p50_us: u64,
+    /// 99th percentile of the lateness.
+    pub delay_p99_us: u64,
+    /// Largest lateness.
+    pub delay_max_us: u64,
+    /// The lateness of every send, HdrHistogram V2 + deflate, base64 (so runs merge exactly).
+    pub delay_hdr: String,
+}
+
+impl RateReport {
+    fn new(requested: f64, achieved: f64, recorder: &crate::recorder::Recorder) -> RateReport {
+        let delay = recorder
+            .start_delay
+            .as_ref()
+            .expect("rate mode keeps start delays");
+        RateReport::from_delays(requested, achieved, delay)
+    }
+
+    /// The figures for a histogram of start delays.
+    pub fn from_delays(requested: f64, achieved: f64, delay: &Histogram<u64>) -> RateReport {
+        let late_after = crate::recorder::LATE_AFTER.as_micros() as u64;
+        let late = delay.count_between(late_after + 1, u64::MAX);
+        RateReport {
+            requested_per_s: requested,
+            achieved_per_s: achieved,
+            late,
+            late_pct: if delay.is_empty() {
+                0.0
+            } else {
+                100.0 * late as f64 / delay.len() as f64
+            },
+            delay_p50_us: delay.value_at_quantile(0.5),
+            delay_p99_us: delay.value_at_quantile(0.99),
+            delay_max_us: delay.max(),
+            delay_hdr: hdr::to_base64(delay),
+        }
+    }
+}
+
+/// The timeline of a cell: one entry per interval in which something happened.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Interval length, seconds.
+    pub interval_s: f64,
+    /// Wall-clock start of the measured period, milliseconds since the Unix epoch (to line up the
+    /// timelines of runs made on several machines).
+    pub start_unix_ms: u64,
+    /// The intervals, in order.
+    pub intervals: Vec<IntervalSummary>,
+}
+
+/// One interval.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IntervalSummary {
+    /// Position: the interval covers `[index, index + 1) × interval_s` after the start.
+    pub index: u64,
+    /// Responses completed.
+    pub completed: u64,
+    /// Requests failed.
+    pub errors: u64,
+    /// Response time median, µs.
+    pub p50_us: u64,
+    /// Response time 99th percentile, µs.
+    pub p99_us: u64,
+    /// Largest response time, µs.
+    pub max_us: u64,
+    /// The interval's response times, HdrHistogram V2 + deflate, base64.
+    pub hdr: String,
+    /// Its times to first byte, likewise.
+    pub ttfb_hdr: String,
+    /// Its service times (with `--rate`), likewise.
+    pub service_hdr: Option<String>,
+}
+
+/// One interval's counts and histograms, summed over threads (or over runs, when merging).
+#[derive(Debug)]
+pub struct IntervalSums {
+    completed: u64,
+    errors: u64,
+    request: Histogram<u64>,
+    ttfb: Histogram<u64>,
+    service: Option<Histogram<u64>>,
+}
+
+impl Default for IntervalSums {
+    fn default() -> Self {
+        IntervalSums {
+            completed: 0,
+            errors: 0,
+            request: hdr::new_histogram(),
+            ttfb: hdr::new_histogram(),
+            service: None,
+        }
+    }
+}
+
+impl IntervalSums {
+    /// Adds one part: its counts, and its histograms as V2 + deflate bytes.
+    pub fn add(
+        &mut self,
+        completed: u64,
+        errors: u64,
+        request: &[u8],
+        ttfb: &[u8],
+        service: Option<&[u8]>,
+    ) -> anyhow::Result<()> {
+        self.completed += completed;
+        self.errors += errors;
+        self.request.add(hdr::decode(request)?)?;
+        self.ttfb.add(hdr::decode(ttfb)?)?;
+        if let Some(service) = service {
+            self.service
+                .get_or_insert_with(hdr::new_histogram)
+                .add(hdr::decode(service)?)?;
+        }
+        Ok(())
+    }
+
+    /// The interval as reported, at position `index`.
+    pub fn summary(&self, index: u64) -> IntervalSummary {
+        IntervalSummary {
+            index,
+            completed: self.completed,
+            errors: self.errors,
+            p50_us: self.request.value_at_quantile(0.5),
+            p99_us: self.request.value_at_quantile(0.99),
+            max_us: self.request.max(),
+            hdr: hdr::to_base64(&self.request),
+            ttfb_hdr: hdr::to_base64(&self.ttfb),
+            service_hdr: self.service.as_ref().map(hdr::to_base64),
+        }
+    }
+}
+
+impl Timeline {
+    /// Merges the threads' interval records (same index: counts add, histograms add).
+    fn new(intervals: &crate::recorder::Intervals, start: std::time::SystemTime) -> Timeline {
+        let mut by_index: BTreeMap<u64, IntervalSums> = BTreeMap::new();
+        for record in intervals.clone().into_closed() {
+            by_index
+                .entry(record.index)
+                .or_default()
+                .add(
+                    record.completed,
+                    record.errors,
+                    &record.request,
+                    &record.ttfb,
+                    record.service.as_deref(),
+                )
+                .expect("recorded histograms decode");
+        }
+        Timeline {
+            interval_s: intervals.length.as_secs_f64(),
+            start_unix_ms: hdr_log::unix_ms(start),
+            intervals: by_index
+                .iter()
+                .map(|(index, sums)| sums.summary(*index))
+                .collect(),
+        }
+    }
+}
+
 /// Identifies a cell.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellInfo {
     /// 1-based position in the run.
     pub index: usize,
     /// e.g. `h2c c=10 m=100`.
     pub label: String,
     /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
-    pub protocol: &'static str,
+    pub protocol: String,
     /// Connections.
     pub clients: usize,
     /// Requests in flight per connection.
@@ -93,16 +269,29 @@ pub struct CellInfo {
 /// The merged histograms of a cell, for exporters that need whole distributions.
 #[derive(Debug, Clone)]
 pub struct Histograms {
-    /// Request latency (µs).
+    /// Request latency (µs): the response time, from the scheduled send with `--rate`.
     pub request: Histogram<u64>,
+    /// Service time (µs), from the actual send (with `--rate` only).
+    pub service: Option<Histogram<u64>>,
     /// Connect time (µs).
     pub connect: Histogram<u64>,
     /// Time to first byte (µs).
     pub ttfb: Histogram<u64>,
 }
 
+impl Default for Histograms {
+    fn default() -> Self {
+        Histograms {
+            request: hdr::new_histogram(),
+            service: None,
+            connect: hdr::new_histogram(),
+            ttfb: hdr::new_histogram(),
+        }
+    }
+}
+
 /// Everything a cell's report shows.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// Which cell this is.
     pub cell: CellInfo,
@@ -123,7 +312,7 @@ pub struct Summary {
     /// Responses by status class.
     pub status_codes: StatusCodes,
     /// Errors by kind (connection attempts and requests).
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<String, u64>,
     /// Bytes received.
     pub traffic: Traffic,
     /// Connection counters.
@@ -140,24 +329,26 @@ pub struct Summary {
     pub generator_cpu_percent: f64,
     /// What each watched process (e.g. the target) used during the cell.
     pub watched: Vec<ProcessUsage>,
-    /// Responses completed in each second of the measured period.
-    pub timeline: Vec<u64>,
+    /// Requests, errors and latency per interval of the measured period.
+    pub timeline: Timeline,
+    /// Scheduling figures, with `--rate`.
+    pub rate: Option<RateReport>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
     pub histograms: Histograms,
 }
 
 /// Name and version of the generator.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Tool {
     /// Always `h2load-rs`.
-    pub name: &'static str,
+    pub name: String,
     /// Crate version.
-    pub version: &'static str,
+    pub version: String,
 }
 
 /// The options the run used.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Settings {
     /// Target URLs.
     pub urls: Vec<String>,
@@ -180,18 +371,18 @@ pub struct Settings {
     /// Request body size.
     pub body_bytes: usize,
     /// Time limits in seconds (absent: none).
-    pub timeouts_s: BTreeMap<&'static str, f64>,
+    pub timeouts_s: BTreeMap<String, f64>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
 }
 
 /// The protocol spoken.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ProtocolInfo {
     /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
-    pub negotiated: Option<&'static str>,
+    pub negotiated: Option<String>,
     /// Connections by the protocol they spoke.
-    pub connections: BTreeMap<&'static str, u64>,
+    pub connections: BTreeMap<String, u64>,
     /// The first TLS session's parameters (https only).
     pub tls: Option<TlsInfo>,
     /// Concurrent streams per connection after the server's limit (h2 only).
@@ -199,7 +390,7 @@ pub struct ProtocolInfo {
 }
 
 /// Request counters with h2load's meanings.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Requests {
     /// `-n`, or the requests started in a timed run.
     pub total: u64,
@@ -213,7 +404,7 @@ pub struct Requests {
 }
 
 /// Responses by status class.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct StatusCodes {
     /// 1xx responses (final ones only).
     #[serde(rename = "1xx")]
@@ -233,7 +424,7 @@ pub struct StatusCodes {
 }
 
 /// Bytes received during the measured period.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Traffic {
     /// All bytes read from sockets.
     pub total_bytes: u64,
@@ -248,7 +439,7 @@ pub struct Traffic {
 }
 
 /// Connection counters.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Connections {
     /// Connections established (warm-up included).
     pub opened: u64,
@@ -256,11 +447,13 @@ pub struct Connections {
     pub failed: u64,
 }
 
-/// The three latency distributions, in microseconds.
-#[derive(Debug, Serialize)]
+/// The latency distributions, in microseconds.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Latencies {
-    /// Request sent to last response byte.
+    /// Request sent to last response byte; with `--rate`, from the scheduled send (response time).
     pub request: LatencySummary,
+    /// With `--rate`: actual send to last response byte (service time).
+    pub service: Option<LatencySummary>,
     /// Connection setup.
     pub connect: LatencySummary,
     /// Request sent to first response byte.
@@ -268,7 +461,7 @@ pub struct Latencies {
 }
 
 /// Percentiles reported for each distribution.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Percentiles {
     /// Median.
     pub p50: u64,
@@ -307,7 +500,7 @@ impl Percentiles {
 }
 
 /// One latency distribution (microseconds).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct LatencySummary {
     /// Samples recorded.
     pub count: u64,
@@ -321,7 +514,7 @@ pub struct LatencySummary {
 }
 
 /// min / max / mean / sd / share within mean ± sd, h2load's five columns.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Spread {
     /// Smallest value.
     pub min: f64,
@@ -367,7 +560,7 @@ impl Summary {
             ("connection_inactivity", timeouts.connection_inactivity),
         ]
         .into_iter()
-        .filter_map(|(name, limit)| Some((name, limit?.as_secs_f64())))
+        .filter_map(|(name, limit)| Some((name.to_owned(), limit?.as_secs_f64())))
         .collect();
         Summary {
             cell: CellInfo {
@@ -378,7 +571,7 @@ impl Summary {
                     plan.clients,
                     plan.max_concurrent
                 ),
-                protocol: plan.protocol_label(),
+                protocol: plan.protocol_label().to_owned(),
                 clients: plan.clients,
                 streams: plan.max_concurrent,
                 level: context.level,
@@ -408,10 +601,10 @@ impl Summary {
                 negotiated: recorder
                     .protocols()
                     .max_by_key(|(_, connections)| *connections)
-                    .map(|(protocol, _)| protocol.id()),
+                    .map(|(protocol, _)| protocol.id().to_owned()),
                 connections: recorder
                     .protocols()
-                    .map(|(protocol, count)| (protocol.id(), count))
+                    .map(|(protocol, count)| (protocol.id().to_owned(), count))
                     .collect(),
                 tls: recorder.tls.clone(),
                 max_concurrent_streams_effective: recorder.effective_concurrency,
@@ -436,7 +629,7 @@ impl Summary {
             errors: recorder
                 .errors()
                 .filter(|(_, count)| *count > 0)
-                .map(|(kind, count)| (kind.name(), count))
+                .map(|(kind, count)| (kind.name().to_owned(), count))
                 .collect(),
             traffic: Traffic {
                 total_bytes: wire.total,
@@ -455,6 +648,7 @@ impl Summary {
             },
             latency: Latencies {
                 request: latency_summary(&recorder.request),
+                service: recorder.service.as_ref().map(latency_summary),
                 connect: latency_summary(&recorder.connect),
                 ttfb: latency_summary(&recorder.ttfb),
             },
@@ -463,9 +657,13 @@ impl Summary {
             warnings: recorder.warnings.clone(),
             generator_cpu_percent: context.generator_cpu_percent,
             watched: context.watched,
-            timeline: recorder.timeline.clone(),
+            timeline: Timeline::new(&recorder.intervals, outcome.measure_start_wall),
+            rate: plan
+                .rate
+                .map(|requested| RateReport::new(requested, per_second(counters.done), recorder)),
             histograms: Histograms {
                 request: recorder.request.clone(),
+                service: recorder.service.clone(),
                 connect: recorder.connect.clone(),
                 ttfb: recorder.ttfb.clone(),
             },
@@ -488,7 +686,7 @@ fn latency_summary(histogram: &Histogram<u64>) -> LatencySummary {
             p99_99: at(0.9999),
             max: histogram.max(),
         },
-        hdr: encode_histogram(histogram),
+        hdr: hdr::to_base64(histogram),
     }
 }
 
@@ -528,38 +726,9 @@ fn spread_of(values: &[f64]) -> Spread {
     }
 }
 
-/// Encodes a histogram the way HdrHistogram's tools exchange them: V2 + deflate, then base64.
-pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(histogram, &mut bytes)
-        .expect("serializing into memory cannot fail");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::Deserializer;
-
-    #[test]
-    fn encoded_histogram_round_trips() {
-        let mut histogram = crate::recorder::new_histogram();
-        for value in [100, 200, 300, 50_000] {
-            histogram.record(value).unwrap();
-        }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encode_histogram(&histogram))
-            .unwrap();
-        let decoded: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .unwrap();
-        assert_eq!(decoded.len(), 4);
-        assert_eq!(
-            decoded.value_at_quantile(0.5),
-            histogram.value_at_quantile(0.5)
-        );
-    }
 
     #[test]
     fn spread_counts_values_within_one_sd() {

@@ -83,11 +83,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         "                     min         max         mean         sd        +/- sd"
     )?;
     let latency = &s.latency;
-    for (label, summary) in [
-        ("time for request:", &latency.request),
-        ("time for connect:", &latency.connect),
-        ("time to 1st byte:", &latency.ttfb),
-    ] {
+    for (label, summary) in latency_rows(s) {
         write_spread(out, label, &summary.spread, format_micros)?;
     }
     write_spread(
@@ -102,12 +98,11 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         write!(out, " {label:>10}")?;
     }
     writeln!(out)?;
-    for (label, summary) in [
-        ("time for request:", &latency.request),
-        ("time for connect:", &latency.connect),
-        ("time to 1st byte:", &latency.ttfb),
-    ] {
+    for (label, summary) in latency_rows(s) {
         write_percentiles(out, label, summary)?;
+    }
+    if let Some(rate) = &s.rate {
+        write_rate(out, s, rate)?;
     }
     writeln!(out)?;
     if let Some(tls) = &s.protocol.tls {
@@ -143,6 +138,65 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
     }
     writeln!(out)
+}
+
+/// The latency rows: with `--rate`, the request row is the response time and a service-time row follows.
+fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
+    let latency = &s.latency;
+    let mut rows = vec![(
+        if latency.service.is_some() {
+            "response time    :"
+        } else {
+            "time for request:"
+        },
+        &latency.request,
+    )];
+    if let Some(service) = &latency.service {
+        rows.push(("service time     :", service));
+    }
+    rows.push(("time for connect:", &latency.connect));
+    rows.push(("time to 1st byte:", &latency.ttfb));
+    rows
+}
+
+fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::fmt::Result {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "rate: {:.1} req/s requested, {:.1} achieved; {} requests ({:.2}%) started more than 1 ms late, by p50 {} / p99 {} / max {}",
+        rate.requested_per_s,
+        rate.achieved_per_s,
+        rate.late,
+        rate.late_pct,
+        format_micros(rate.delay_p50_us as f64),
+        format_micros(rate.delay_p99_us as f64),
+        format_micros(rate.delay_max_us as f64)
+    )?;
+    writeln!(
+        out,
+        "  response time counts from when each request was scheduled, so it includes any wait for a free\n  \
+         connection, as a user arriving on schedule would wait (coordinated omission corrected); service\n  \
+         time counts from when the request was actually sent, as closed-loop tools measure."
+    )?;
+    if rate.achieved_per_s < 0.98 * rate.requested_per_s {
+        let concurrency = s.cell.clients * s.cell.streams;
+        let service_p50 = s
+            .latency
+            .service
+            .as_ref()
+            .map_or(0, |service| service.percentiles.p50)
+            .max(1);
+        writeln!(
+            out,
+            "  the rate was not sustained: {concurrency} requests can be in flight (-c {} × -m {}), which at the median \
+             service time of {} allows about {:.0} req/s; raise -c or -m",
+            s.cell.clients,
+            s.cell.streams,
+            format_micros(service_p50 as f64),
+            concurrency as f64 * 1e6 / service_p50 as f64
+        )?;
+    }
+    Ok(())
 }
 
 fn write_spread(

@@ -7,7 +7,6 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -15,7 +14,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::routes::{route, TargetBody};
+use super::routes::{route, Behaviour, TargetBody};
 use super::TargetResponse;
 use crate::h2frame::{self, FrameHead};
 
@@ -62,7 +61,7 @@ pub fn is_requested(request: &Request<Incoming>) -> bool {
 pub fn accept(
     mut request: Request<Incoming>,
     max_streams: u32,
-    delay: Option<Duration>,
+    behaviour: Behaviour,
 ) -> TargetResponse {
     let Some(stream_one) = stream_one_headers(&request) else {
         let mut response = Response::new(TargetBody::Static(None));
@@ -78,7 +77,7 @@ pub fn accept(
         let _ = super::http2_builder(max_streams)
             .serve_connection(
                 TokioIo::new(io),
-                service_fn(move |request| route(request, delay)),
+                service_fn(move |request| route(request, behaviour)),
             )
             .await;
     });

@@ -24,6 +24,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio_rustls::TlsAcceptor;
 
 use routes::TargetBody;
+pub use routes::{Behaviour, Stall};
 
 /// HTTP/2 receive windows of the target: large, so uploads to `/echo` are not throttled.
 const STREAM_WINDOW: u32 = 16 << 20;
@@ -36,8 +37,8 @@ pub struct ServeOptions {
     pub max_concurrent_streams: u32,
     /// Serve TLS with this configuration instead of cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Delay every response by this long.
-    pub delay: Option<Duration>,
+    /// Delays and stalls.
+    pub behaviour: Behaviour,
 }
 
 impl Default for ServeOptions {
@@ -45,7 +46,7 @@ impl Default for ServeOptions {
         ServeOptions {
             max_concurrent_streams: 1000,
             tls: None,
-            delay: None,
+            behaviour: Behaviour::default(),
         }
     }
 }
@@ -76,16 +77,16 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
         let builder = builder.clone();
         let acceptor = acceptor.clone();
         let max_streams = options.max_concurrent_streams;
-        let delay = options.delay;
+        let behaviour = options.behaviour;
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        serve_connection(&builder, stream, None, delay).await;
+                        serve_connection(&builder, stream, None, behaviour).await;
                     }
                 }
-                None => serve_connection(&builder, stream, Some(max_streams), delay).await,
+                None => serve_connection(&builder, stream, Some(max_streams), behaviour).await,
             }
         });
     }
@@ -96,16 +97,16 @@ async fn serve_connection<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
-    delay: Option<Duration>,
+    behaviour: Behaviour,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |request: Request<Incoming>| async move {
         match upgrade_streams {
             Some(max_streams) if h2c_upgrade::is_requested(&request) => {
-                Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, delay))
+                Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, behaviour))
             }
-            _ => routes::route(request, delay).await,
+            _ => routes::route(request, behaviour).await,
         }
     });
     let _ = builder

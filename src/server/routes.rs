@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -13,13 +13,50 @@ use hyper::body::Incoming;
 /// Bytes served by `/bytes/N`, sliced without copying.
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
-/// Answers one request, after `delay` when the target was started with `--delay`.
+/// How the target misbehaves on purpose.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Behaviour {
+    /// Every response waits this long.
+    pub delay: Option<Duration>,
+    /// Periodic stalls: nothing is answered during them.
+    pub stall: Option<Stall>,
+}
+
+/// A stall of `length` at the end of every `every`, counted from `epoch` (the target's start):
+/// requests that arrive during one are answered when it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct Stall {
+    /// Period of the stalls.
+    pub every: Duration,
+    /// Length of each stall.
+    pub length: Duration,
+    /// When the first period began.
+    pub epoch: Instant,
+}
+
+impl Stall {
+    /// How much of the current stall is left at `now`, if one is on.
+    fn remaining(&self, now: Instant) -> Option<Duration> {
+        let period = self.every.as_nanos().max(1);
+        let phase = now.saturating_duration_since(self.epoch).as_nanos() % period;
+        let stall_from = period.saturating_sub(self.length.as_nanos());
+        (phase >= stall_from).then(|| Duration::from_nanos((period - phase) as u64))
+    }
+}
+
+/// Answers one request, after the target's delay and any stall in progress.
 pub async fn route(
     request: Request<Incoming>,
-    delay: Option<Duration>,
+    behaviour: Behaviour,
 ) -> Result<Response<TargetBody>, Infallible> {
-    if let Some(delay) = delay {
+    if let Some(delay) = behaviour.delay {
         tokio::time::sleep(delay).await;
+    }
+    if let Some(left) = behaviour
+        .stall
+        .and_then(|stall| stall.remaining(Instant::now()))
+    {
+        tokio::time::sleep(left).await;
     }
     answer(request).await
 }
@@ -120,5 +157,27 @@ impl Body for TargetBody {
             TargetBody::Filler { left } => SizeHint::with_exact(*left),
             TargetBody::Echo(incoming) => incoming.size_hint(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_come_at_the_end_of_each_period() {
+        let epoch = Instant::now();
+        let stall = Stall {
+            every: Duration::from_secs(5),
+            length: Duration::from_secs(1),
+            epoch,
+        };
+        let at = |ms: u64| stall.remaining(epoch + Duration::from_millis(ms));
+        assert_eq!(at(0), None);
+        assert_eq!(at(3_999), None);
+        assert_eq!(at(4_000), Some(Duration::from_secs(1)));
+        assert_eq!(at(4_750), Some(Duration::from_millis(250)));
+        assert_eq!(at(5_000), None);
+        assert_eq!(at(9_500), Some(Duration::from_millis(500)));
     }
 }

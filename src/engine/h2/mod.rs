@@ -20,10 +20,10 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use http::Method;
 
-use super::{transfer, ConnEnd, Engine, Io, PathCycle, Session};
+use super::{transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited};
 use crate::h2frame::{self, FrameHead};
 use crate::plan::{H2Settings, RunPlan};
-use crate::recorder::{ErrorKind, ResponseSample};
+use crate::recorder::{ErrorKind, RequestStart, ResponseSample};
 
 const PREFACE: &[u8; h2frame::PREFACE_LEN] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Header fields HTTP/2 forbids (RFC 9113 §8.2.2); h2load drops them too.
@@ -105,7 +105,7 @@ impl H2 {
         &self,
         mut io: Io,
         session: Session<'_>,
-        upgraded: Option<Instant>,
+        upgraded: Option<RequestStart>,
         received: &[u8],
     ) -> ConnEnd {
         let mut conn = Connection::new(self, session, upgraded, received);
@@ -180,7 +180,7 @@ type StreamMap = HashMap<u32, Stream, BuildHasherDefault<StreamIdHasher>>;
 /// A request in flight.
 #[derive(Debug)]
 struct Stream {
-    start: Instant,
+    start: RequestStart,
     first_byte: Option<Instant>,
     status: Option<u16>,
     /// Bytes received since the last stream WINDOW_UPDATE.
@@ -256,13 +256,15 @@ struct Connection<'a> {
     encoder: hpack::Encoder,
     goaway: Option<u32>,
     budget_spent: bool,
+    /// When the next scheduled request is due (`--rate`), if a stream is free for it.
+    wake: Option<Instant>,
 }
 
 impl<'a> Connection<'a> {
     fn new(
         engine: &'a H2,
         session: Session<'a>,
-        upgraded: Option<Instant>,
+        upgraded: Option<RequestStart>,
         received: &[u8],
     ) -> Self {
         let settings = engine.settings;
@@ -301,6 +303,7 @@ impl<'a> Connection<'a> {
             encoder: hpack::Encoder::new(engine.field_count()),
             goaway: None,
             budget_spent: false,
+            wake: None,
         };
         conn.out.extend_from_slice(PREFACE);
         let payload = settings_payload(&settings);
@@ -312,13 +315,13 @@ impl<'a> Connection<'a> {
         if let Some(start) = upgraded {
             // The upgrade request is stream 1, half-closed from our side (RFC 7540 §3.2).
             conn.streams.insert(1, conn.new_stream(start, 0));
-            conn.track_start(1, start);
+            conn.track_start(1, start.actual);
             conn.next_stream_id = 3;
         }
         conn
     }
 
-    fn new_stream(&self, start: Instant, body_left: usize) -> Stream {
+    fn new_stream(&self, start: RequestStart, body_left: usize) -> Stream {
         Stream {
             start,
             first_byte: None,
@@ -358,6 +361,7 @@ impl<'a> Connection<'a> {
 
     /// Opens streams up to the lane count; `Some` ends the connection (stream ids ran out).
     fn open_streams(&mut self) -> Option<ConnEnd> {
+        self.wake = None;
         if !self.settings_received || self.goaway.is_some() {
             return None;
         }
@@ -367,17 +371,23 @@ impl<'a> Connection<'a> {
                 // Stream ids are spent: finish what is open, then reconnect.
                 return self.streams.is_empty().then_some(ConnEnd::Lost);
             }
-            if !self.session.take_request() {
-                self.budget_spent = true;
-                break;
-            }
+            let start = match self.session.next_request() {
+                Slot::Now(start) => start,
+                Slot::At(time) => {
+                    self.wake = Some(time);
+                    break;
+                }
+                Slot::Done => {
+                    self.budget_spent = true;
+                    break;
+                }
+            };
             let id = self.next_stream_id;
             self.next_stream_id += 2;
             self.write_headers(id);
-            let start = self.session.begin();
             let body_left = self.engine.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
-            self.track_start(id, start);
+            self.track_start(id, start.actual);
             if body_left > 0 {
                 self.bodies.push_back(id);
             }
@@ -484,15 +494,13 @@ impl<'a> Connection<'a> {
             &mut self.input[self.filled_to..],
         );
         let step = poll_fn(|cx| transfer(io, out, written, input, cx));
-        let read = match deadline {
-            Some(deadline) => match tokio::time::timeout_at(deadline.into(), step).await {
-                Ok(read) => read,
-                Err(_) => {
-                    self.time_out_oldest();
-                    return Ok(());
-                }
-            },
-            None => step.await,
+        let read = match wait_for(step, deadline, self.wake).await {
+            Waited::Io(read) => read,
+            Waited::TimedOut => {
+                self.time_out_oldest();
+                return Ok(());
+            }
+            Waited::Woke => return Ok(()),
         };
         self.read_at = Instant::now();
         match read {
@@ -512,7 +520,7 @@ impl<'a> Connection<'a> {
         let limit = self.engine.request_timeout?;
         while let Some(&(id, start)) = self.started.front() {
             match self.streams.get(&id) {
-                Some(stream) if stream.start == start => return Some(start + limit),
+                Some(stream) if stream.start.actual == start => return Some(start + limit),
                 _ => {
                     self.started.pop_front();
                 }

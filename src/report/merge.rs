@@ -1,0 +1,340 @@
+//! `h2load-rs merge A.json B.json ...`: one report from runs of the same scenario made on several
+//! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
+//! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+
+use base64::Engine as _;
+
+use super::{
+    latency_summary, Document, Histograms, IntervalSums, RateReport, Spread, Summary, Timeline,
+    SCHEMA_VERSION,
+};
+use crate::hdr;
+
+/// Reads a `--json` report and rebuilds its histograms.
+pub fn load(path: &Path) -> Result<Document> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read '{}'", path.display()))?;
+    let mut document: Document = serde_json::from_slice(&text)
+        .with_context(|| format!("'{}' is not an h2load-rs JSON report", path.display()))?;
+    if document.schema_version != SCHEMA_VERSION {
+        bail!(
+            "'{}' has schema_version {}; this h2load-rs reads {SCHEMA_VERSION}",
+            path.display(),
+            document.schema_version
+        );
+    }
+    for cell in &mut document.cells {
+        let latency = &cell.latency;
+        cell.histograms = Histograms {
+            request: hdr::from_base64(&latency.request.hdr)?,
+            service: latency
+                .service
+                .as_ref()
+                .map(|service| hdr::from_base64(&service.hdr))
+                .transpose()?,
+            connect: hdr::from_base64(&latency.connect.hdr)?,
+            ttfb: hdr::from_base64(&latency.ttfb.hdr)?,
+        };
+    }
+    Ok(document)
+}
+
+/// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
+pub fn merge(documents: Vec<Document>) -> Result<Document> {
+    let Some(first) = documents.first() else {
+        bail!("nothing to merge");
+    };
+    let shape = |document: &Document| -> Vec<(String, usize)> {
+        document
+            .cells
+            .iter()
+            .map(|cell| (cell.cell.protocol.clone(), cell.cell.streams))
+            .collect()
+    };
+    if documents
+        .iter()
+        .any(|document| shape(document) != shape(first))
+    {
+        bail!("the reports come from different scenarios (their cells differ), so they cannot be merged");
+    }
+    let cell_count = first.cells.len();
+    let mut columns: Vec<Vec<Summary>> = (0..cell_count)
+        .map(|_| Vec::with_capacity(documents.len()))
+        .collect();
+    for document in documents {
+        for (column, cell) in columns.iter_mut().zip(document.cells) {
+            column.push(cell);
+        }
+    }
+    let cells = columns
+        .into_iter()
+        .map(merge_cells)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Document::new(cells))
+}
+
+fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
+    let mut sum = hdr::new_histogram();
+    for histogram in histograms {
+        sum.add(histogram).expect("histograms share bounds");
+    }
+    sum
+}
+
+/// One cell from the same cell of every run.
+fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
+    let start_ms = parts
+        .iter()
+        .map(|part| part.timeline.start_unix_ms)
+        .min()
+        .unwrap_or(0);
+    let end_ms = parts
+        .iter()
+        .map(|part| part.timeline.start_unix_ms as f64 + part.elapsed_s * 1000.0)
+        .fold(0.0, f64::max);
+    let elapsed_s = ((end_ms - start_ms as f64) / 1000.0).max(0.0);
+    let per_second = |count: u64| {
+        if elapsed_s > 0.0 {
+            count as f64 / elapsed_s
+        } else {
+            0.0
+        }
+    };
+    let request = add_all(parts.iter().map(|part| part.histograms.request.clone()));
+    let connect = add_all(parts.iter().map(|part| part.histograms.connect.clone()));
+    let ttfb = add_all(parts.iter().map(|part| part.histograms.ttfb.clone()));
+    let service = parts
+        .iter()
+        .all(|part| part.histograms.service.is_some())
+        .then(|| {
+            add_all(
+                parts
+                    .iter()
+                    .filter_map(|part| part.histograms.service.clone()),
+            )
+        });
+    let timeline = merge_timelines(&parts)?;
+    let rate = match parts
+        .iter()
+        .map(|part| part.rate.as_ref())
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(rates) => {
+            let delays = rates
+                .iter()
+                .map(|rate| hdr::from_base64(&rate.delay_hdr))
+                .collect::<Result<Vec<_>>>()?;
+            let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
+            let done = parts.iter().map(|part| part.requests.counters.done).sum();
+            Some(RateReport::from_delays(
+                requested,
+                per_second(done),
+                &add_all(delays.into_iter()),
+            ))
+        }
+        None => None,
+    };
+
+    let mut parts = parts.into_iter();
+    let mut merged = parts.next().expect("at least one part");
+    let mut spreads = vec![(
+        merged.cell.clients,
+        std::mem::take(&mut merged.requests_per_client_per_s),
+    )];
+    for part in parts {
+        merged.cell.clients += part.cell.clients;
+        merged.settings.clients += part.settings.clients;
+        merged.interrupted |= part.interrupted;
+        let (mine, theirs) = (&mut merged.requests, &part.requests);
+        mine.total += theirs.total;
+        mine.never_sent += theirs.never_sent;
+        mine.in_flight_at_stop += theirs.in_flight_at_stop;
+        let (mine, theirs) = (&mut mine.counters, &theirs.counters);
+        mine.started += theirs.started;
+        mine.done += theirs.done;
+        mine.succeeded += theirs.succeeded;
+        mine.failed += theirs.failed;
+        mine.errored += theirs.errored;
+        mine.timeout += theirs.timeout;
+        let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
+        mine.informational += theirs.informational;
+        mine.success += theirs.success;
+        mine.redirection += theirs.redirection;
+        mine.client_error += theirs.client_error;
+        mine.server_error += theirs.server_error;
+        for (kind, count) in part.errors {
+            *merged.errors.entry(kind).or_default() += count;
+        }
+        let (mine, theirs) = (&mut merged.traffic, &part.traffic);
+        mine.total_bytes += theirs.total_bytes;
+        mine.header_bytes += theirs.header_bytes;
+        mine.header_bytes_uncompressed += theirs.header_bytes_uncompressed;
+        mine.data_bytes += theirs.data_bytes;
+        merged.connections.opened += part.connections.opened;
+        merged.connections.failed += part.connections.failed;
+        for (protocol, count) in part.protocol.connections {
+            *merged.protocol.connections.entry(protocol).or_default() += count;
+        }
+        merged.protocol.max_concurrent_streams_effective = merged
+            .protocol
+            .max_concurrent_streams_effective
+            .into_iter()
+            .chain(part.protocol.max_concurrent_streams_effective)
+            .min();
+        merged.first_error = merged.first_error.or(part.first_error);
+        for warning in part.warnings {
+            if !merged.warnings.contains(&warning) {
+                merged.warnings.push(warning);
+            }
+        }
+        merged.generator_cpu_percent += part.generator_cpu_percent;
+        merged.watched.extend(part.watched);
+        spreads.push((part.cell.clients, part.requests_per_client_per_s));
+    }
+    let traffic = &mut merged.traffic;
+    traffic.header_space_savings = if traffic.header_bytes_uncompressed > 0 {
+        1.0 - traffic.header_bytes as f64 / traffic.header_bytes_uncompressed as f64
+    } else {
+        0.0
+    };
+    merged.cell.label = format!(
+        "{} c={} m={}",
+        merged.cell.protocol, merged.cell.clients, merged.cell.streams
+    );
+    merged.elapsed_s = elapsed_s;
+    merged.requests_per_s = per_second(merged.requests.counters.done);
+    merged.bytes_per_s = per_second(merged.traffic.total_bytes);
+    merged.requests_per_client_per_s = pooled(
+        &spreads
+            .iter()
+            .map(|(n, spread)| (*n, spread))
+            .collect::<Vec<_>>(),
+    );
+    merged.latency.request = latency_summary(&request);
+    merged.latency.connect = latency_summary(&connect);
+    merged.latency.ttfb = latency_summary(&ttfb);
+    merged.latency.service = service.as_ref().map(latency_summary);
+    merged.timeline = timeline;
+    merged.rate = rate;
+    merged.histograms = Histograms {
+        request,
+        service,
+        connect,
+        ttfb,
+    };
+    Ok(merged)
+}
+
+/// The spread of the union of several groups, from each group's size, mean and sd (exact for
+/// min, max, mean and sd; the share within one sd is the groups' weighted average).
+fn pooled(groups: &[(usize, &Spread)]) -> Spread {
+    let total: usize = groups.iter().map(|(n, _)| *n).sum();
+    if total == 0 {
+        return Spread::default();
+    }
+    let weight = |n: usize| n as f64 / total as f64;
+    let mean: f64 = groups.iter().map(|(n, s)| weight(*n) * s.mean).sum();
+    let second_moment: f64 = groups
+        .iter()
+        .map(|(n, s)| weight(*n) * (s.sd * s.sd + s.mean * s.mean))
+        .sum();
+    Spread {
+        min: groups
+            .iter()
+            .map(|(_, s)| s.min)
+            .fold(f64::INFINITY, f64::min),
+        max: groups
+            .iter()
+            .map(|(_, s)| s.max)
+            .fold(f64::NEG_INFINITY, f64::max),
+        mean,
+        sd: (second_moment - mean * mean).max(0.0).sqrt(),
+        within_sd_pct: groups
+            .iter()
+            .map(|(n, s)| weight(*n) * s.within_sd_pct)
+            .sum(),
+    }
+}
+
+/// Lines timelines up by wall-clock interval and adds them.
+fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
+    let interval_s = parts[0].timeline.interval_s;
+    if parts
+        .iter()
+        .any(|part| (part.timeline.interval_s - interval_s).abs() > 1e-9)
+    {
+        bail!("the reports use different --interval lengths, so their timelines cannot be merged");
+    }
+    let interval_ms = (interval_s * 1000.0).max(1.0);
+    let absolute = |part: &Summary, index: u64| {
+        (part.timeline.start_unix_ms as f64 / interval_ms).round() as i64 + index as i64
+    };
+    let start_unix_ms = parts
+        .iter()
+        .map(|part| part.timeline.start_unix_ms)
+        .min()
+        .unwrap_or(0);
+    let first = (start_unix_ms as f64 / interval_ms).round() as i64;
+    let mut by_interval: BTreeMap<i64, IntervalSums> = BTreeMap::new();
+    for part in parts {
+        for interval in &part.timeline.intervals {
+            let decode = |text: &str| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .context("a timeline histogram is not base64")
+            };
+            let service = interval.service_hdr.as_deref().map(decode).transpose()?;
+            by_interval
+                .entry(absolute(part, interval.index))
+                .or_default()
+                .add(
+                    interval.completed,
+                    interval.errors,
+                    &decode(&interval.hdr)?,
+                    &decode(&interval.ttfb_hdr)?,
+                    service.as_deref(),
+                )?;
+        }
+    }
+    Ok(Timeline {
+        interval_s,
+        start_unix_ms,
+        intervals: by_interval
+            .iter()
+            .map(|(absolute, sums)| sums.summary((absolute - first).max(0) as u64))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_spread_is_exact_for_mean_and_sd() {
+        // Groups {1, 3} and {5, 7, 9}: the union's mean is 5 and population sd is sqrt(8).
+        let a = Spread {
+            min: 1.0,
+            max: 3.0,
+            mean: 2.0,
+            sd: 1.0,
+            within_sd_pct: 100.0,
+        };
+        let b = Spread {
+            min: 5.0,
+            max: 9.0,
+            mean: 7.0,
+            sd: (8.0f64 / 3.0).sqrt(),
+            within_sd_pct: 33.3,
+        };
+        let union = pooled(&[(2, &a), (3, &b)]);
+        assert_eq!((union.min, union.max), (1.0, 9.0));
+        assert!((union.mean - 5.0).abs() < 1e-12);
+        assert!((union.sd - 8f64.sqrt()).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,40 @@
+//! `--csv-timeline FILE`: every cell's timeline, one row per interval.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::{Document, Exporter};
+
+/// Writes the timelines as CSV.
+pub struct TimelineCsv;
+
+impl Exporter for TimelineCsv {
+    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+        let mut csv = String::from(
+            "cell,protocol,interval,start_s,completed,errors,requests_per_s,p50_ms,p99_ms,max_ms\n",
+        );
+        for cell in &document.cells {
+            let length = cell.timeline.interval_s;
+            for interval in &cell.timeline.intervals {
+                let _ = writeln!(
+                    csv,
+                    "{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{:.3}",
+                    cell.cell.index,
+                    cell.cell.protocol,
+                    interval.index,
+                    interval.index as f64 * length,
+                    interval.completed,
+                    interval.errors,
+                    interval.completed as f64 / length,
+                    interval.p50_us as f64 / 1000.0,
+                    interval.p99_us as f64 / 1000.0,
+                    interval.max_us as f64 / 1000.0
+                );
+            }
+        }
+        std::fs::write(path, csv)
+            .with_context(|| format!("cannot write the timeline CSV to '{}'", path.display()))
+    }
+}

@@ -1,0 +1,346 @@
+//! Constant-rate mode, the timeline and its exports, `--start-at`, and merging runs.
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use common::{h2load_rs, run_command, url, Run};
+
+fn percentile(run: &Run, histogram: &str, which: &str) -> u64 {
+    run.int(&format!("latency/{histogram}/percentiles/{which}"))
+}
+
+#[test]
+fn a_stalling_server_shows_in_response_time_not_in_service_time() {
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "50",
+        "--rate",
+        "2000",
+        "-D",
+        "12s",
+        "--target-stall-every",
+        "5s",
+        "--target-stall-for",
+        "1s",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let response_p99 = percentile(&run, "request", "p99");
+    let service_p99 = percentile(&run, "service", "p99");
+    assert!(
+        response_p99 >= 500_000,
+        "response time p99 {response_p99}us includes the stalls"
+    );
+    assert!(
+        service_p99 < 100_000,
+        "service time p99 {service_p99}us does not"
+    );
+    let stdout = &run.output.stdout;
+    assert!(
+        stdout.contains("response time    :") && stdout.contains("service time     :"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("response time counts from when each request was scheduled"),
+        "{stdout}"
+    );
+    assert!(
+        run.int("rate/late") > 1000,
+        "requests queued behind the stalls started late"
+    );
+    assert!(run.int("rate/delay_max_us") > 500_000);
+}
+
+#[test]
+fn the_rate_is_kept_and_spread_evenly() {
+    let dir = tempfile::tempdir().unwrap();
+    let timeline_csv = dir.path().join("timeline.csv");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "20",
+        "--rate",
+        "5000",
+        "-D",
+        "10s",
+        &url("/ping"),
+        "--csv-timeline",
+        timeline_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let achieved = run.num("rate/achieved_per_s");
+    assert!(
+        (4950.0..=5050.0).contains(&achieved),
+        "achieved {achieved} req/s"
+    );
+    assert_eq!(run.num("rate/requested_per_s"), 5000.0);
+    let intervals = run.cell()["timeline"]["intervals"].as_array().unwrap();
+    let full_seconds: Vec<u64> = intervals
+        .iter()
+        .filter(|interval| interval["index"].as_u64().unwrap() < 10)
+        .map(|interval| interval["completed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(full_seconds.len(), 10);
+    for (second, count) in full_seconds.iter().enumerate() {
+        assert!(
+            (4750..=5250).contains(count),
+            "second {second}: {count} requests"
+        );
+    }
+    let csv = std::fs::read_to_string(&timeline_csv).unwrap();
+    let csv_counts: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .take(10)
+        .map(|line| line.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        csv_counts, full_seconds,
+        "the CSV timeline matches the JSON"
+    );
+}
+
+#[test]
+fn rps_is_per_client_as_in_h2load() {
+    let run = h2load_rs(&["--h1", "-c", "4", "--rps", "50", "-D", "2s", &url("/ping")]);
+    assert_eq!(run.num("rate/requested_per_s"), 200.0);
+    let done = run.int("requests/done");
+    assert!(
+        (390..=410).contains(&done),
+        "{done} requests in 2 s at 200/s"
+    );
+}
+
+#[test]
+fn interval_log_is_readable_by_hdrhistogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.hlog");
+    let hgrm = dir.path().join("hgrm");
+    let run = h2load_rs(&[
+        "--proto",
+        "h1,h2c",
+        "--rate",
+        "1000",
+        "-D",
+        "2s",
+        "--interval",
+        "500ms",
+        &url("/ping"),
+        "--hdr-log",
+        log.to_str().unwrap(),
+        "--hgrm",
+        hgrm.to_str().unwrap(),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let text = std::fs::read(&log).unwrap();
+    let mut per_tag = std::collections::BTreeMap::<String, (usize, u64)>::new();
+    for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text) {
+        let entry = entry.expect("a valid log entry");
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(interval) = entry {
+            let histogram = h2load_rs::hdr::from_base64(interval.encoded_histogram()).unwrap();
+            assert_eq!(interval.duration(), Duration::from_millis(500));
+            let tag = interval.tag().unwrap().as_str().to_owned();
+            let slot = per_tag.entry(tag).or_default();
+            slot.0 += 1;
+            slot.1 += histogram.len();
+        }
+    }
+    let tags: Vec<&String> = per_tag.keys().collect();
+    assert_eq!(
+        tags,
+        [
+            "c1-request",
+            "c1-service",
+            "c1-ttfb",
+            "c2-request",
+            "c2-service",
+            "c2-ttfb"
+        ]
+    );
+    for (index, cell) in run.json["cells"].as_array().unwrap().iter().enumerate() {
+        let (intervals, samples) = per_tag[&format!("c{}-request", index + 1)];
+        assert_eq!(
+            intervals,
+            cell["timeline"]["intervals"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            samples,
+            cell["requests"]["succeeded"].as_u64().unwrap(),
+            "every response is in the log"
+        );
+    }
+    assert!(String::from_utf8(text).unwrap().contains("#[StartTime: "));
+    assert_eq!(
+        std::fs::read_dir(&hgrm).unwrap().count(),
+        2 * 4,
+        "request, service, connect and ttfb per cell"
+    );
+}
+
+#[test]
+fn start_at_waits_for_the_wall_clock() {
+    let at = SystemTime::now() + Duration::from_millis(2500);
+    let seconds = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let stamp = run_command(
+        "date",
+        &["-u", "-d", &format!("@{seconds}"), "+%Y-%m-%dT%H:%M:%SZ"],
+    )
+    .stdout;
+    let run = h2load_rs(&[
+        "--h1",
+        "-n",
+        "10",
+        "--start-at",
+        stamp.trim(),
+        &url("/ping"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert!(
+        run.output.stderr.contains("for --start-at"),
+        "{}",
+        run.output.stderr
+    );
+    assert!(
+        run.output.wall >= Duration::from_millis(1400),
+        "waited {:?}",
+        run.output.wall
+    );
+    let bad = h2load_rs(&["--start-at", "tomorrow", &url("/ping")]);
+    assert_eq!(bad.output.code, 2);
+    assert!(bad.output.stderr.contains("not an RFC 3339 time"));
+}
+
+#[test]
+fn merging_three_concurrent_runs_adds_them_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/bytes/100");
+    let paths: Vec<String> = (0..3)
+        .map(|i| {
+            dir.path()
+                .join(format!("worker-{i}.json"))
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let workers: Vec<_> = paths
+        .iter()
+        .map(|path| {
+            let (path, target) = (path.clone(), target.clone());
+            std::thread::spawn(move || {
+                let run = h2load_rs(&["--h1", "-c", "4", "-n", "3000", &target]);
+                std::fs::write(&path, serde_json::to_vec(&run.json).unwrap()).unwrap();
+                run
+            })
+        })
+        .collect();
+    let runs: Vec<Run> = workers
+        .into_iter()
+        .map(|worker| worker.join().unwrap())
+        .collect();
+    for run in &runs {
+        assert_eq!(run.int("requests/succeeded"), 3000, "{}", run.output.stderr);
+    }
+    let merged_path = dir.path().join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--json", merged_path.to_str().unwrap()]);
+    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stdout.contains("merged 3 reports"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("requests: 9000 total, 9000 started, 9000 done, 9000 succeeded"),
+        "{}",
+        output.stdout
+    );
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    let cell = &merged["cells"][0];
+    let sum = |pointer: &str| runs.iter().map(|run| run.int(pointer)).sum::<u64>();
+    for pointer in [
+        "requests/done",
+        "requests/succeeded",
+        "traffic/data_bytes",
+        "traffic/total_bytes",
+        "connections/opened",
+    ] {
+        assert_eq!(
+            cell.pointer(&format!("/{pointer}"))
+                .unwrap()
+                .as_u64()
+                .unwrap(),
+            sum(pointer),
+            "{pointer}"
+        );
+    }
+    assert_eq!(cell["cell"]["clients"], 12);
+    // The merged histogram is exactly the sum of the three.
+    let mut union = h2load_rs::hdr::new_histogram();
+    for run in &runs {
+        union
+            .add(
+                h2load_rs::hdr::from_base64(
+                    run.cell()["latency"]["request"]["hdr"].as_str().unwrap(),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+    }
+    let merged_request = &cell["latency"]["request"];
+    assert_eq!(merged_request["count"], union.len());
+    for (key, quantile) in [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)] {
+        assert_eq!(
+            merged_request["percentiles"][key],
+            union.value_at_quantile(quantile),
+            "{key}"
+        );
+    }
+    let timeline_total: u64 = cell["timeline"]["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(timeline_total, 9000, "timelines line up and add");
+}
+
+#[test]
+fn the_kubernetes_scenario_and_worker_flags_run() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/k8s/job.yaml"))
+            .unwrap();
+    let scenario: String = manifest
+        .lines()
+        .skip_while(|line| !line.contains("scenario.toml: |"))
+        .skip(1)
+        .take_while(|line| line.starts_with("    "))
+        .map(|line| format!("{}\n", &line[4..]))
+        .collect();
+    assert!(scenario.contains("rate = [5000]"), "{scenario}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    // The worker's command line, against the built-in target, small, starting "now".
+    let run = h2load_rs(&[
+        "run",
+        file.to_str().unwrap(),
+        "--scale",
+        "0.01",
+        "--start-at",
+        "2020-01-01T00:00:00Z",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.json["cells"].as_array().unwrap().len(), 2);
+    assert!(run.output.stderr.contains("--start-at is in the past"));
+    assert!(
+        manifest.contains("--start-at \"$START_AT\"")
+            && manifest.contains("--json \"/results/worker-${JOB_COMPLETION_INDEX}.json\"")
+    );
+}
