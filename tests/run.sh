@@ -10,5 +10,5 @@ trap 'tests/testbed.sh stop' EXIT
 H2LOAD_RS_TESTBED=$(tests/testbed.sh start)
 export H2LOAD_RS_TESTBED
 # The benches once in test mode (criterion runs each a single time), then every test suite.
-cargo test --locked --benches
+cargo test --locked --bench engines
 cargo test --locked --lib --bins --tests
