@@ -263,6 +263,9 @@ impl BuiltIn {
         if let Some(delay) = args.target_delay {
             flags.push(format!("--delay={}us", delay.as_micros()));
         }
+        if let Some(fault) = &args.target_fault {
+            flags.push(format!("--fault={}", fault.name()));
+        }
         if let Some((every, length)) = args.target_stall_every.zip(args.target_stall_for) {
             flags.push(format!("--stall-every={}us", every.as_micros()));
             flags.push(format!("--stall-for={}us", length.as_micros()));
@@ -310,6 +313,13 @@ fn print_intro(plan: &plan::RunPlan) {
 }
 
 fn serve(args: &ServeArgs) -> Result<ExitCode> {
+    if args.stop_with_parent {
+        std::thread::spawn(|| {
+            // Reads until EOF: the parent holds the other end of this pipe for as long as it lives.
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+            std::process::exit(0);
+        });
+    }
     let tls = match (args.tls, &args.tls_cert, &args.tls_key) {
         (false, _, _) => None,
         (true, Some(cert), Some(key)) => {
@@ -346,6 +356,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         let options = server::ServeOptions {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
+            fault: args.fault,
             behaviour: server::Behaviour {
                 delay: args.delay,
                 stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {

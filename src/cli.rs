@@ -71,6 +71,14 @@ pub struct ServeArgs {
     /// Delay every response by this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub delay: Option<Duration>,
+    /// Exit when standard input closes (a parent that started this target died or finished).
+    #[arg(long, hide = true)]
+    pub stop_with_parent: bool,
+    /// Misbehave on purpose (a raw-socket server): close-after=N, reset-mid-response, short-body,
+    /// malformed, stall, never-read (HTTP/1.1); goaway-after=N, goaway-error-after=N,
+    /// rst-stream-every=N (h2c).
+    #[arg(long, value_name = "MODE")]
+    pub fault: Option<crate::server::Fault>,
     /// Stall periodically: answer nothing for --stall-for at the end of every this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_for")]
     pub stall_every: Option<Duration>,
@@ -277,6 +285,10 @@ pub struct LoadArgs {
     /// Delay every response of the built-in target by this long (a slow handler, or a far server).
     #[arg(long = "target-delay", value_name = "DURATION", value_parser = parse_duration)]
     pub target_delay: Option<Duration>,
+
+    /// Make the built-in target misbehave (see `serve --fault`).
+    #[arg(long = "target-fault", value_name = "MODE")]
+    pub target_fault: Option<crate::server::Fault>,
 
     /// Make the built-in target stall at the end of every this long (see --target-stall-for).
     #[arg(long = "target-stall-every", value_name = "DURATION", value_parser = parse_positive_duration,

@@ -49,12 +49,17 @@ pub async fn establish(
     timeout: Option<Duration>,
 ) -> Result<Established, ConnectError> {
     let attempt = async {
-        let stream = TcpStream::connect(addr)
-            .await
-            .map_err(|error| ConnectError {
+        let stream = TcpStream::connect(addr).await.map_err(|error| match error.raw_os_error() {
+            // EMFILE / ENFILE: this process (or the system) is out of file descriptors.
+            Some(23 | 24) => ConnectError {
+                kind: ErrorKind::TooManyOpenFiles,
+                message: format!("cannot connect to {addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
+            },
+            _ => ConnectError {
                 kind: ErrorKind::Connect,
                 message: format!("cannot connect to {addr}: {error}"),
-            })?;
+            },
+        })?;
         // Best effort: a socket that refuses NODELAY still carries requests.
         let _ = stream.set_nodelay(true);
         let Some(tls) = tls else {

@@ -37,16 +37,28 @@ pub enum ErrorKind {
     Protocol,
     /// The TLS handshake failed, or ALPN selected a protocol the user ruled out.
     Tls,
+    /// The connection was reset (TCP RST) before the response completed.
+    Reset,
+    /// The server's GOAWAY left the request unprocessed (it is not retried).
+    Goaway,
+    /// The server reset the request's HTTP/2 stream (its code is counted too).
+    StreamReset,
+    /// The generator ran out of file descriptors (EMFILE/ENFILE).
+    TooManyOpenFiles,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
+        ErrorKind::TooManyOpenFiles,
         ErrorKind::Tls,
         ErrorKind::Timeout,
         ErrorKind::Closed,
+        ErrorKind::Reset,
+        ErrorKind::Goaway,
+        ErrorKind::StreamReset,
         ErrorKind::Protocol,
     ];
 
@@ -59,6 +71,10 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Tls => "tls",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Goaway => "goaway",
+            ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::TooManyOpenFiles => "too_many_open_files",
         }
     }
 
@@ -152,6 +168,8 @@ pub struct Recorder {
     pub start_delay: Option<Histogram<u64>>,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
+    /// HTTP/2 stream resets by error code.
+    pub stream_reset_codes: std::collections::BTreeMap<u32, u64>,
 }
 
 impl Recorder {
@@ -177,6 +195,7 @@ impl Recorder {
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
             intervals: Intervals::new(measure_start, interval, rate_mode),
+            stream_reset_codes: std::collections::BTreeMap::new(),
         }
     }
 
@@ -364,6 +383,9 @@ impl Recorder {
         }
         self.clients.extend(other.clients);
         self.intervals.closed.extend(other.intervals.into_closed());
+        for (code, count) in other.stream_reset_codes {
+            *self.stream_reset_codes.entry(code).or_default() += count;
+        }
     }
 }
 

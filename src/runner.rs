@@ -157,7 +157,7 @@ async fn control(
                 budget.stop();
                 abandon_at = Some(Instant::now() + drain);
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupt() => {
                 if interrupted {
                     std::process::exit(i32::from(INTERRUPTED_EXIT));
                 }
@@ -184,9 +184,25 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            _ = tokio::signal::ctrl_c() => true,
+            _ = interrupt() => true,
         }
     })
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM: both stop a run the same way.
+async fn interrupt() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
 }
 
 /// Sleeps until `at`, or forever when there is no such time.

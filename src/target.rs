@@ -19,13 +19,14 @@ impl ChildTarget {
     pub fn start(tls: bool, flags: &[String]) -> Result<ChildTarget> {
         let executable = std::env::current_exe().context("cannot find the h2load-rs executable")?;
         let mut command = Command::new(executable);
-        command.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
+        // The target exits when its stdin closes: even if this process is killed, it never lingers.
+        command.args(["serve", "--host", "127.0.0.1", "--port", "0", "--stop-with-parent"]);
         if tls {
             command.arg("--tls");
         }
         command.args(flags);
         let mut child = command
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

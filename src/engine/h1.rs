@@ -12,7 +12,9 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use http::Method;
 
-use super::{transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited};
+use super::{
+    io_error_kind, transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited,
+};
 use crate::plan::{RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, RequestStart, ResponseSample, WireMeter};
 
@@ -185,7 +187,7 @@ impl<'s> Pipe<'s> {
             Err(error) => {
                 self.session
                     .note_error(|| format!("HTTP/1.1 connection failed: {error}"));
-                return Err(self.fail_all(ErrorKind::Closed));
+                return Err(self.fail_all(io_error_kind(&error)));
             }
         }
         Ok(())
@@ -243,9 +245,11 @@ impl<'s> Pipe<'s> {
             return ConnEnd::Finished;
         }
         if !self.in_flight.is_empty() {
-            self.session.note_error(|| {
-                "the server closed an HTTP/1.1 connection with pipelined requests unanswered"
-                    .to_owned()
+            let unanswered = self.in_flight.len();
+            let midway = self.reader.is_mid_response();
+            self.session.note_error(|| match midway {
+                true => "the server closed an HTTP/1.1 connection in the middle of a response".to_owned(),
+                false => format!("the server closed an HTTP/1.1 connection with {unanswered} request(s) unanswered"),
             });
         }
         self.fail_all(ErrorKind::Closed)
@@ -419,6 +423,11 @@ impl ResponseReader {
                 }
             }
         }
+    }
+
+    /// Whether part of a response has been read (its end has not).
+    fn is_mid_response(&self) -> bool {
+        self.part != Part::Head
     }
 
     /// The connection reached EOF: a response delimited by the close completes; anything else is cut short.

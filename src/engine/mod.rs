@@ -6,6 +6,8 @@
 
 mod h1;
 mod h2;
+
+pub use h2::error_code_name;
 mod h2c_upgrade;
 
 use std::cell::{Cell, RefCell};
@@ -227,6 +229,15 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Records a request whose HTTP/2 stream the server reset with `code`.
+    pub fn fail_stream_reset(&self, start: RequestStart, code: u32) {
+        self.fail(start, ErrorKind::StreamReset);
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start.intended) {
+            *recorder.stream_reset_codes.entry(code).or_default() += 1;
+        }
+    }
+
     /// Tells the user, once per run, why a connection was lost.
     pub fn note_error(&self, message: impl FnOnce() -> String) {
         let mut recorder = self.shared.recorder.borrow_mut();
@@ -272,6 +283,16 @@ pub fn header_map(template: &RequestTemplate, skip: &[&str]) -> HeaderMap {
         headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     headers
+}
+
+/// How an I/O error on an established connection is counted.
+pub fn io_error_kind(error: &io::Error) -> ErrorKind {
+    match error.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
+        _ => ErrorKind::Closed,
+    }
 }
 
 /// How waiting on a connection ended.

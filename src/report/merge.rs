@@ -170,6 +170,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         for (kind, count) in part.errors {
             *merged.errors.entry(kind).or_default() += count;
         }
+        for (code, count) in part.stream_reset_codes {
+            *merged.stream_reset_codes.entry(code).or_default() += count;
+        }
         let (mine, theirs) = (&mut merged.traffic, &part.traffic);
         mine.total_bytes += theirs.total_bytes;
         mine.header_bytes += theirs.header_bytes;

@@ -313,6 +313,8 @@ pub struct Summary {
     pub status_codes: StatusCodes,
     /// Errors by kind (connection attempts and requests).
     pub errors: BTreeMap<String, u64>,
+    /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
+    pub stream_reset_codes: BTreeMap<String, u64>,
     /// Bytes received.
     pub traffic: Traffic,
     /// Connection counters.
@@ -626,6 +628,11 @@ impl Summary {
                 client_error,
                 server_error,
             },
+            stream_reset_codes: recorder
+                .stream_reset_codes
+                .iter()
+                .map(|(code, count)| (crate::engine::error_code_name(*code), *count))
+                .collect(),
             errors: recorder
                 .errors()
                 .filter(|(_, count)| *count > 0)

@@ -71,7 +71,16 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             .iter()
             .map(|(kind, count)| format!("{count} {kind}"))
             .collect();
-        writeln!(out, "errors: {}", kinds.join(", "))?;
+        let mut line = kinds.join(", ");
+        if !s.stream_reset_codes.is_empty() {
+            let codes: Vec<String> = s
+                .stream_reset_codes
+                .iter()
+                .map(|(code, count)| format!("{count} {code}"))
+                .collect();
+            line.push_str(&format!(" (stream resets: {})", codes.join(", ")));
+        }
+        writeln!(out, "errors: {line}")?;
     }
     writeln!(
         out,

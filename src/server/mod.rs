@@ -4,6 +4,7 @@
 //! Routes: `/` and `/ping` → `pong`; `/bytes/N` → N bytes, streamed; `/delay/MS` → `pong` after MS
 //! milliseconds; `/status/CODE` → that status, empty body; `POST /echo` → the request body.
 
+mod faults;
 mod h2c_upgrade;
 mod routes;
 
@@ -23,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_rustls::TlsAcceptor;
 
+pub use faults::Fault;
 use routes::TargetBody;
 pub use routes::{Behaviour, Stall};
 
@@ -39,6 +41,8 @@ pub struct ServeOptions {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Delays and stalls.
     pub behaviour: Behaviour,
+    /// Misbehave this way instead of serving the routes.
+    pub fault: Option<Fault>,
 }
 
 impl Default for ServeOptions {
@@ -47,6 +51,7 @@ impl Default for ServeOptions {
             max_concurrent_streams: 1000,
             tls: None,
             behaviour: Behaviour::default(),
+            fault: None,
         }
     }
 }
@@ -74,6 +79,10 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
             }
         };
         let _ = stream.set_nodelay(true);
+        if let Some(fault) = options.fault {
+            tokio::spawn(faults::serve(stream, fault));
+            continue;
+        }
         let builder = builder.clone();
         let acceptor = acceptor.clone();
         let max_streams = options.max_concurrent_streams;

@@ -20,7 +20,9 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use http::Method;
 
-use super::{transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited};
+use super::{
+    io_error_kind, transfer, wait_for, ConnEnd, Engine, Io, PathCycle, Session, Slot, Waited,
+};
 use crate::h2frame::{self, FrameHead};
 use crate::plan::{H2Settings, RunPlan};
 use crate::recorder::{ErrorKind, RequestStart, ResponseSample};
@@ -508,7 +510,7 @@ impl<'a> Connection<'a> {
             Ok(count) => self.filled_to += count,
             Err(error) => {
                 return Err(self.fail_connection(Failure {
-                    kind: ErrorKind::Closed,
+                    kind: io_error_kind(&error),
                     message: format!("HTTP/2 connection failed: {error}"),
                 }))
             }
@@ -654,9 +656,9 @@ impl<'a> Connection<'a> {
                 let code = read_u32(payload).ok_or_else(|| protocol_error("short RST_STREAM"))?;
                 if let Some(stream) = self.streams.remove(&head.stream) {
                     self.session.note_error(|| {
-                        format!("the server reset a stream (HTTP/2 error code {code:#x})")
+                        format!("the server reset a stream ({})", error_code_name(code))
                     });
-                    self.session.fail(stream.start, ErrorKind::Protocol);
+                    self.session.fail_stream_reset(stream.start, code);
                 }
                 Ok(())
             }
@@ -807,7 +809,7 @@ impl<'a> Connection<'a> {
         let code = payload.get(4..8).and_then(read_u32).unwrap_or(0);
         if code != 0 {
             self.session
-                .note_error(|| format!("the server sent GOAWAY with HTTP/2 error code {code:#x}"));
+                .note_error(|| format!("the server sent GOAWAY with {}", error_code_name(code)));
         }
         self.goaway = Some(last);
         let unprocessed: Vec<u32> = self
@@ -818,7 +820,7 @@ impl<'a> Connection<'a> {
             .collect();
         for id in unprocessed {
             if let Some(stream) = self.streams.remove(&id) {
-                self.session.fail(stream.start, ErrorKind::Closed);
+                self.session.fail(stream.start, ErrorKind::Goaway);
             }
         }
         Ok(())
@@ -877,6 +879,29 @@ impl<'a> Connection<'a> {
         }
         ConnEnd::Lost
     }
+}
+
+/// The name of an HTTP/2 error code (RFC 9113 §7).
+pub fn error_code_name(code: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    NAMES
+        .get(code as usize)
+        .map_or_else(|| format!("{code:#x}"), |name| name.to_string())
 }
 
 fn read_u32(bytes: &[u8]) -> Option<u32> {

@@ -1,0 +1,308 @@
+//! Servers failing on purpose (`--target-fault`), dead servers, signals and descriptor limits:
+//! every failure classified and counted, and the report always written.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{h2load_rs, Run};
+
+/// The counters always add up, whatever happened.
+fn assert_consistent(run: &Run, name: &str) {
+    let (started, done, in_flight) = (
+        run.int("requests/started"),
+        run.int("requests/done"),
+        run.int("requests/in_flight_at_stop"),
+    );
+    assert_eq!(
+        started,
+        done + in_flight,
+        "{name}: started = done + in flight"
+    );
+    let (failed, errored, timeout) = (
+        run.int("requests/failed"),
+        run.int("requests/errored"),
+        run.int("requests/timeout"),
+    );
+    assert!(
+        failed >= errored && errored >= timeout,
+        "{name}: failed ⊇ errored ⊇ timeout"
+    );
+    let responses: u64 = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .map(|class| run.int(&format!("status_codes/{class}")))
+        .sum();
+    assert_eq!(
+        responses + errored - run.int("requests/never_sent"),
+        done,
+        "{name}: every finished request is a response or an error"
+    );
+    let by_kind: u64 = run.cell()["errors"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(kind, _)| !kind.starts_with("connect"))
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_kind, errored, "{name}: errors by kind add up to errored");
+    assert!(
+        run.output.stdout.contains("requests: "),
+        "{name}: the report was printed"
+    );
+}
+
+/// Runs `flags` against the built-in target failing as `fault`.
+fn faulty(fault: &str, flags: &[&str]) -> Run {
+    let mut args = vec!["--target-fault", fault];
+    args.extend(flags);
+    let run = h2load_rs(&args);
+    assert!(
+        !run.json.is_null(),
+        "{fault}: the JSON report was written\n{}",
+        run.output.stderr
+    );
+    assert_consistent(&run, fault);
+    run
+}
+
+fn errors(run: &Run) -> Vec<(String, u64)> {
+    run.cell()["errors"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(kind, n)| (kind.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn closing_after_n_requests_reconnects_without_errors() {
+    let run = faulty("close-after=3", &["--h1", "-n", "9"]);
+    assert_eq!(run.int("requests/succeeded"), 9);
+    assert_eq!(run.int("connections/opened"), 3);
+    assert!(errors(&run).is_empty());
+    // Pipelined requests behind the closing response are lost, and counted, never retried.
+    let piped = faulty("close-after=3", &["--h1", "-m", "4", "-n", "8"]);
+    let (succeeded, errored) = (
+        piped.int("requests/succeeded"),
+        piped.int("requests/errored"),
+    );
+    assert_eq!(succeeded + errored, 8);
+    assert!((5..=6).contains(&succeeded), "{succeeded}");
+    assert_eq!(errors(&piped), [("closed".to_owned(), errored)]);
+}
+
+#[test]
+fn reset_mid_response_is_counted_as_reset() {
+    let run = faulty("reset-mid-response", &["--h1", "-n", "5"]);
+    assert_eq!(errors(&run), [("reset".to_owned(), 5)]);
+    assert_eq!(
+        run.int("connections/opened"),
+        5,
+        "each reset connection is replaced"
+    );
+    assert!(
+        run.output.stderr.contains("Connection reset by peer"),
+        "{}",
+        run.output.stderr
+    );
+}
+
+#[test]
+fn a_short_body_is_a_closed_connection() {
+    let run = faulty("short-body", &["--h1", "-n", "5"]);
+    assert_eq!(errors(&run), [("closed".to_owned(), 5)]);
+    assert!(
+        run.output.stderr.contains("in the middle of a response"),
+        "{}",
+        run.output.stderr
+    );
+}
+
+#[test]
+fn a_malformed_response_is_a_protocol_error() {
+    let run = faulty("malformed", &["--h1", "-n", "5"]);
+    assert_eq!(errors(&run), [("protocol".to_owned(), 5)]);
+    assert!(
+        run.output.stderr.contains("invalid HTTP/1.1 response"),
+        "{}",
+        run.output.stderr
+    );
+}
+
+#[test]
+fn stalls_and_unread_sockets_end_in_timeouts() {
+    let stall = faulty("stall", &["--h1", "-n", "3", "--request-timeout", "300ms"]);
+    assert_eq!(errors(&stall), [("timeout".to_owned(), 3)]);
+    assert_eq!(stall.int("requests/timeout"), 3);
+    let never_read = faulty("never-read", &["--h1", "-n", "2", "-N", "300ms"]);
+    assert_eq!(errors(&never_read), [("timeout".to_owned(), 2)]);
+    assert!(never_read.output.wall < Duration::from_secs(5));
+}
+
+#[test]
+fn goaway_lets_processed_streams_finish_and_fails_the_rest() {
+    let graceful = faulty("goaway-after=3", &["--proto", "h2c", "-n", "9"]);
+    assert_eq!(graceful.int("requests/succeeded"), 9);
+    assert_eq!(graceful.int("connections/opened"), 3);
+    let piped = faulty("goaway-after=3", &["--proto", "h2c", "-m", "4", "-n", "8"]);
+    assert_eq!(piped.int("requests/succeeded"), 6);
+    assert_eq!(
+        errors(&piped),
+        [("goaway".to_owned(), 2)],
+        "streams above the last id are not retried"
+    );
+    let with_error = faulty("goaway-error-after=3", &["--proto", "h2c", "-n", "9"]);
+    assert_eq!(with_error.int("requests/succeeded"), 9);
+    assert!(
+        with_error
+            .output
+            .stderr
+            .contains("GOAWAY with INTERNAL_ERROR"),
+        "{}",
+        with_error.output.stderr
+    );
+}
+
+#[test]
+fn stream_resets_are_counted_with_their_code_and_the_connection_goes_on() {
+    let run = faulty("rst-stream-every=5", &["--proto", "h2c", "-n", "10"]);
+    assert_eq!(run.int("requests/succeeded"), 8);
+    assert_eq!(errors(&run), [("stream_reset".to_owned(), 2)]);
+    assert_eq!(run.cell()["stream_reset_codes"]["INTERNAL_ERROR"], 2);
+    assert_eq!(run.int("connections/opened"), 1);
+    assert!(
+        run.output
+            .stdout
+            .contains("(stream resets: 2 INTERNAL_ERROR)"),
+        "{}",
+        run.output.stdout
+    );
+}
+
+#[test]
+fn a_server_that_dies_mid_run_ends_the_run_with_a_report() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        server.kill().unwrap();
+        server.wait().unwrap();
+    });
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "-D",
+        "20s",
+        "--connect-timeout",
+        "1s",
+        &format!("{base}/delay/100"),
+    ]);
+    killer.join().unwrap();
+    assert!(
+        run.output.wall < Duration::from_secs(6),
+        "ended long before -D: {:?}",
+        run.output.wall
+    );
+    assert!(run.int("requests/succeeded") > 20);
+    assert!(
+        run.int("errors/connect") >= 1 || run.int("requests/errored") >= 1,
+        "{:?}",
+        errors(&run)
+    );
+    assert_consistent(&run, "dead server");
+}
+
+/// Starts a timed run, sends it `signals` (`kill -s` names), and returns its output and JSON.
+fn signalled(signals: &[&str]) -> (std::process::Output, Duration, Option<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
+        .args([
+            "--h1",
+            "-c",
+            "10",
+            "-D",
+            "30s",
+            "--target-path",
+            "/delay/200",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let signalled_at = Instant::now();
+    for signal in signals {
+        Command::new("kill")
+            .args(["-s", signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let report = std::fs::read(&json)
+        .ok()
+        .map(|bytes| serde_json::from_slice(&bytes).unwrap());
+    (output, signalled_at.elapsed(), report)
+}
+
+#[test]
+fn sigterm_reports_like_ctrl_c() {
+    let (output, took, report) = signalled(&["TERM"]);
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(output.status.code(), Some(130));
+    let report = report.expect("the JSON report was written");
+    assert_eq!(report["cells"][0]["interrupted"], true);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("interrupted: the numbers below"));
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once() {
+    let (output, took, _) = signalled(&["INT", "INT"]);
+    assert!(took < Duration::from_millis(600), "{took:?}");
+    assert_eq!(output.status.code(), Some(130));
+}
+
+#[test]
+fn too_few_descriptors_is_one_clear_line() {
+    let output = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 100 && exec {} --h1 -c 500 -n 500 http://127.0.0.1:9/",
+                env!("CARGO_BIN_EXE_h2load-rs")
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(
+            "-c 500 needs about 564 open files but the limit is 100, enough for about 36"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("ulimit"), "{}", lines[0]);
+}
