@@ -8,6 +8,8 @@ pub mod budget;
 pub mod cli;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod h2frame;
 pub mod hdr;
 pub mod net;

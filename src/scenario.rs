@@ -23,9 +23,13 @@ pub struct Scenario {
 
 /// Reads `path` and merges it with `overrides` (the arguments after the file name).
 pub fn load(path: &Path, overrides: &[OsString]) -> Result<Scenario> {
-    let shown = path.display();
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the scenario file '{shown}'"))?;
+        .with_context(|| format!("cannot read the scenario file '{}'", path.display()))?;
+    parse(&text, &path.display().to_string(), overrides)
+}
+
+/// Merges scenario `text` (named `shown` in messages) with `overrides`.
+pub fn parse(text: &str, shown: &str, overrides: &[OsString]) -> Result<Scenario> {
     let table: toml::Table = match text.parse() {
         Ok(table) => table,
         Err(error) => usage_bail!("{shown}: {}", error.message()),

@@ -20,7 +20,14 @@ impl ChildTarget {
         let executable = std::env::current_exe().context("cannot find the h2load-rs executable")?;
         let mut command = Command::new(executable);
         // The target exits when its stdin closes: even if this process is killed, it never lingers.
-        command.args(["serve", "--host", "127.0.0.1", "--port", "0", "--stop-with-parent"]);
+        command.args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--stop-with-parent",
+        ]);
         if tls {
             command.arg("--tls");
         }

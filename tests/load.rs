@@ -363,40 +363,6 @@ fn without_a_url_it_measures_the_built_in_target() {
 }
 
 #[test]
-fn bad_input_gets_one_line_and_the_right_exit_code() {
-    let good = url("/ping");
-    let cases: [(&[&str], i32, &str); 12] = [
-        (&["-c", "0", &good], 2, "-c"),
-        (&["-m", "0", &good], 2, "-m"),
-        (&["-n", "abc", &good], 2, "--requests"),
-        (&["-D", "2x", &good], 2, "unknown unit"),
-        (&["--warm-up-time", "1s", &good], 2, "--duration"),
-        (&["-n", "5", "-D", "1s", &good], 2, "cannot be used with"),
-        (&["ftp://127.0.0.1/"], 2, "unsupported scheme 'ftp'"),
-        (&["http://"], 2, "is not valid"),
-        (&["-H", "no-colon", &good], 2, "expected 'Name: value'"),
-        (&["--proto", "h3", &good], 2, "h3"),
-        (
-            &["-d", "/nonexistent/body", &good],
-            1,
-            "cannot read the -d file",
-        ),
-        (&["-f", "1K", &good], 2, "max-frame-size"),
-    ];
-    for (args, code, needle) in cases {
-        let run = h2load_rs(args);
-        assert_eq!(run.output.code, code, "{args:?}: {}", run.output.stderr);
-        let lines: Vec<&str> = run.output.stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
-        assert!(
-            lines[0].starts_with("h2load-rs: ") && lines[0].contains(needle),
-            "{args:?}: {lines:?}"
-        );
-        assert!(run.output.stdout.is_empty(), "{args:?} printed a report");
-    }
-}
-
-#[test]
 fn an_interrupted_run_still_reports_and_writes_its_json() {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("report.json");

@@ -298,7 +298,7 @@ pub fn serialize_request(template: &RequestTemplate, path: &str, extra: &[(&str,
 
 /// What parsing the received bytes produced.
 #[derive(Debug, PartialEq, Eq)]
-enum Event {
+pub(crate) enum Event {
     /// The current response needs more bytes.
     NeedMore,
     /// An interim (1xx) response was skipped.
@@ -320,7 +320,7 @@ enum Part {
 
 /// An incremental HTTP/1.1 response parser that counts header and body bytes and keeps no body.
 #[derive(Debug)]
-struct ResponseReader {
+pub(crate) struct ResponseReader {
     bodyless: bool,
     part: Part,
     status: u16,
@@ -328,7 +328,7 @@ struct ResponseReader {
 }
 
 impl ResponseReader {
-    fn new(bodyless: bool) -> Self {
+    pub(crate) fn new(bodyless: bool) -> Self {
         ResponseReader {
             bodyless,
             part: Part::Head,
@@ -338,7 +338,11 @@ impl ResponseReader {
     }
 
     /// Consumes a prefix of `bytes`; returns how much it used and what that produced.
-    fn step(&mut self, bytes: &[u8], wire: &WireMeter) -> Result<(usize, Event), String> {
+    pub(crate) fn step(
+        &mut self,
+        bytes: &[u8],
+        wire: &WireMeter,
+    ) -> Result<(usize, Event), String> {
         let mut used = 0;
         loop {
             let rest = &bytes[used..];
@@ -431,7 +435,7 @@ impl ResponseReader {
     }
 
     /// The connection reached EOF: a response delimited by the close completes; anything else is cut short.
-    fn finish_at_eof(&mut self) -> Event {
+    pub(crate) fn finish_at_eof(&mut self) -> Event {
         if self.part == Part::UntilClose {
             self.complete()
         } else {

@@ -4,8 +4,8 @@
 //!
 //! Adding a protocol means adding a module with an [`Engine`] and one line in [`for_plan`].
 
-mod h1;
-mod h2;
+pub(crate) mod h1;
+pub(crate) mod h2;
 
 pub use h2::error_code_name;
 mod h2c_upgrade;

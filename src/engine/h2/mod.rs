@@ -7,7 +7,7 @@
 //! streams open. Response bodies are counted, not kept; receive windows are replenished as data
 //! arrives; request bodies respect the server's windows.
 
-mod hpack;
+pub(crate) mod hpack;
 mod huffman;
 
 use std::collections::{HashMap, VecDeque};
