@@ -3,6 +3,8 @@
 //! Data flows one way: [`cli`] → [`plan`] → [`runner`] (threads, budget) → [`engine`] (one per
 //! protocol) → [`recorder`] (HDR histograms, counters) → [`report`]. [`server`] is the built-in target.
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod budget;
 pub mod cli;

@@ -110,6 +110,17 @@ pub struct RequestStart {
     pub actual: Instant,
 }
 
+impl std::ops::AddAssign for RequestCounters {
+    fn add_assign(&mut self, other: RequestCounters) {
+        self.started += other.started;
+        self.done += other.done;
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.errored += other.errored;
+        self.timeout += other.timeout;
+    }
+}
+
 /// One completed response, as an engine reports it.
 #[derive(Debug, Clone, Copy)]
 pub struct ResponseSample {
@@ -347,13 +358,7 @@ impl Recorder {
             .add(&other.connect)
             .expect("histograms share bounds");
         self.ttfb.add(&other.ttfb).expect("histograms share bounds");
-        let (mine, theirs) = (&mut self.counters, other.counters);
-        mine.started += theirs.started;
-        mine.done += theirs.done;
-        mine.succeeded += theirs.succeeded;
-        mine.failed += theirs.failed;
-        mine.errored += theirs.errored;
-        mine.timeout += theirs.timeout;
+        self.counters += other.counters;
         for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
             *mine += theirs;
         }

@@ -154,13 +154,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.total += theirs.total;
         mine.never_sent += theirs.never_sent;
         mine.in_flight_at_stop += theirs.in_flight_at_stop;
-        let (mine, theirs) = (&mut mine.counters, &theirs.counters);
-        mine.started += theirs.started;
-        mine.done += theirs.done;
-        mine.succeeded += theirs.succeeded;
-        mine.failed += theirs.failed;
-        mine.errored += theirs.errored;
-        mine.timeout += theirs.timeout;
+        mine.counters += theirs.counters;
         let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
         mine.informational += theirs.informational;
         mine.success += theirs.success;
