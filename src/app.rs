@@ -13,6 +13,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
 use crate::report::{self, CellContext, Document, Exporter, Summary};
+use crate::request_log::LogFile;
 use crate::target::ChildTarget;
 use crate::watch::{self, Watch};
 use crate::{error, plan, runner, scenario, server, tls, usage_bail};
@@ -142,6 +143,7 @@ fn run_scenario(args: &RunArgs) -> Result<ExitCode> {
 
 fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     let cells = plan::cells(args);
+    let log_file = args.log_file.as_deref().map(LogFile::create).transpose()?;
     let built_in = match args.urls.is_empty() {
         true => Some(BuiltIn::start(
             args,
@@ -202,7 +204,11 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
         let watch = Watch::start(&watched);
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
-        let outcome = runner::run(plan.clone())?;
+        let log = log_file.clone().map(|file| runner::LogTarget {
+            file,
+            cell: index + 1,
+        });
+        let outcome = runner::run(plan.clone(), log)?;
         let generator_cpu = cpu_before
             .zip(watch::cpu_time(None))
             .map_or(0.0, |(before, after)| {

@@ -261,6 +261,11 @@ pub struct LoadArgs {
     #[arg(long = "connect-to", value_name = "HOST:PORT")]
     pub connect_to: Option<String>,
 
+    /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if
+    /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell.
+    #[arg(long = "log-file", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+
     /// Pause between cells of a sweep.
     #[arg(long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
     pub cooldown: Option<Duration>,

@@ -18,6 +18,7 @@ pub mod net;
 pub mod plan;
 pub mod recorder;
 pub mod report;
+pub mod request_log;
 pub mod runner;
 pub mod scenario;
 pub mod server;

@@ -108,6 +108,8 @@ pub struct RequestStart {
     pub intended: Instant,
     /// The time the request was handed to the connection.
     pub actual: Instant,
+    /// The request's number on its connection, from 1.
+    pub sequence: u32,
 }
 
 impl std::ops::AddAssign for RequestCounters {
@@ -582,6 +584,7 @@ mod tests {
             start: RequestStart {
                 intended: start,
                 actual: start,
+                sequence: 1,
             },
             first_byte: end,
             end,
@@ -597,12 +600,14 @@ mod tests {
             rec.request_started(RequestStart {
                 intended: t0,
                 actual: t0,
+                sequence: 1,
             });
             rec.response(0, sample(t0, 5, status));
         }
         rec.request_started(RequestStart {
             intended: t0,
             actual: t0,
+            sequence: 1,
         });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
@@ -628,6 +633,7 @@ mod tests {
         let start = RequestStart {
             intended: t0,
             actual: t0 + Duration::from_millis(500),
+            sequence: 1,
         };
         let end = start.actual + Duration::from_millis(10);
         rec.response(
@@ -663,6 +669,7 @@ mod tests {
             let start = RequestStart {
                 intended: end - Duration::from_millis(50),
                 actual: end - Duration::from_millis(50),
+                sequence: 1,
             };
             rec.response(
                 0,
@@ -688,6 +695,7 @@ mod tests {
         rec.request_started(RequestStart {
             intended: t0,
             actual: t0,
+            sequence: 1,
         });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());

@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -19,6 +20,7 @@ use crate::engine::{ConnEnd, ConnState, Engines, Pacer, Session, ThreadShared};
 use crate::net::{self, TappedIo};
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
+use crate::request_log::{LogFile, RequestLog};
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -65,8 +67,20 @@ pub fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
     Ok(())
 }
 
+/// Numbers connections across threads and cells, for `--log-file`.
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Where a run writes one line per request (`--log-file`), and as which cell of a sweep.
+#[derive(Debug, Clone)]
+pub struct LogTarget {
+    /// The file all threads append to.
+    pub file: LogFile,
+    /// The cell's number, from 1.
+    pub cell: usize,
+}
+
 /// Runs the plan to the end and returns what was measured.
-pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
+pub fn run(plan: Arc<RunPlan>, log: Option<LogTarget>) -> Result<RunOutcome> {
     let start = Instant::now();
     let start_wall = SystemTime::now();
     let (budget_limit, measure_start, deadline) = match plan.stop {
@@ -90,6 +104,7 @@ pub fn run(plan: Arc<RunPlan>) -> Result<RunOutcome> {
             run_start: start,
             measure_start,
             slots,
+            log: log.clone(),
         };
         std::thread::Builder::new()
             .name(format!("h2load-rs-{index}"))
@@ -228,6 +243,7 @@ struct Worker {
     run_start: Instant,
     measure_start: Instant,
     slots: usize,
+    log: Option<LogTarget>,
 }
 
 impl Worker {
@@ -253,6 +269,9 @@ impl Worker {
                 ),
                 next: Cell::new(self.run_start),
             }),
+            request_log: self
+                .log
+                .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
         });
         let engines = Rc::new(Engines::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
@@ -282,8 +301,12 @@ impl Worker {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
+        let mut recorder = shared.recorder.into_inner();
+        if let Some(Err(problem)) = shared.request_log.map(|log| log.into_inner().finish()) {
+            recorder.warn(problem);
+        }
         Ok(ThreadResult {
-            recorder: shared.recorder.into_inner(),
+            recorder,
             wire: shared.wire.totals().since(warm_up_bytes.get()),
             ended,
         })
@@ -327,7 +350,11 @@ async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
                 recorder.note_protocol(protocol);
             }
         }
-        let conn = ConnState::default();
+        let conn = ConnState {
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            protocol: Cell::new(protocol),
+            ..ConnState::default()
+        };
         let last_read = timeouts
             .connection_inactivity
             .map(|_| Rc::new(Cell::new(Instant::now())));

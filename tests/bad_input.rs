@@ -163,6 +163,11 @@ fn sixty_bad_inputs() {
             "holds no PEM private key",
         ),
         (
+            vec!["--log-file", "/nonexistent/requests.tsv", &good],
+            1,
+            "cannot create --log-file /nonexistent/requests.tsv",
+        ),
+        (
             vec!["-d", "/nonexistent/body", &good],
             1,
             "cannot read the -d file",

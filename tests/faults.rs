@@ -181,6 +181,34 @@ fn stream_resets_are_counted_with_their_code_and_the_connection_goes_on() {
 }
 
 #[test]
+fn log_file_marks_failed_requests_with_status_minus_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("requests.tsv");
+    faulty(
+        "rst-stream-every=5",
+        &[
+            "--proto",
+            "h2c",
+            "-n",
+            "10",
+            "--log-file",
+            path.to_str().unwrap(),
+        ],
+    );
+    let log = std::fs::read_to_string(&path).unwrap();
+    let statuses: Vec<&str> = log
+        .lines()
+        .map(|line| line.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(statuses.len(), 10);
+    assert_eq!(statuses.iter().filter(|status| **status == "-1").count(), 2);
+    assert_eq!(
+        statuses.iter().filter(|status| **status == "200").count(),
+        8
+    );
+}
+
+#[test]
 fn a_server_that_dies_mid_run_ends_the_run_with_a_report() {
     let mut server = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
         .args(["serve", "--port", "0"])

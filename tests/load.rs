@@ -496,3 +496,53 @@ fn tls_against_the_built_in_target() {
         assert_eq!(run.int("latency/connect/count"), 4, "{flags:?}");
     }
 }
+
+/// The `--log-file` lines of a run, split into columns.
+fn log_lines(path: &std::path::Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| line.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn log_file_has_one_parsable_line_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("requests.tsv");
+    let log = path.to_str().unwrap();
+    for (name, engine) in ENGINES {
+        let run = run_engine(
+            engine,
+            &["-t", "2", "-n", "1500", "--log-file", log, &url("/ping")],
+        );
+        assert_clean(&run, name, 1500);
+        let lines = log_lines(&path);
+        assert_eq!(lines.len(), 1500, "{name}");
+        let protocol = if name == "h2c" { "h2c" } else { "http/1.1" };
+        let mut streams = std::collections::HashSet::new();
+        for columns in &lines {
+            assert_eq!(columns.len(), 8, "{name}: {columns:?}");
+            let start: u64 = columns[0].parse().unwrap();
+            let duration: u64 = columns[2].parse().unwrap();
+            let ttfb: u64 = columns[3].parse().unwrap();
+            assert!(start > 1_700_000_000_000_000, "{name}: µs since the epoch");
+            assert_eq!(columns[1], "200", "{name}");
+            assert!(ttfb <= duration, "{name}: {columns:?}");
+            assert_eq!(columns[6], protocol, "{name}");
+            assert_eq!(columns[7], "1", "{name}");
+            let stream: u32 = columns[5].parse().unwrap();
+            assert!(
+                streams.insert((columns[4].clone(), stream)),
+                "{name}: stream {stream} twice on connection {}",
+                columns[4]
+            );
+            if protocol == "h2c" {
+                assert_eq!(stream % 2, 1, "{name}: client streams are odd");
+            }
+        }
+        let connections: std::collections::HashSet<_> =
+            lines.iter().map(|columns| &columns[4]).collect();
+        assert_eq!(connections.len(), 4, "{name}");
+    }
+}

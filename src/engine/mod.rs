@@ -27,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::plan::{Negotiation, Protocol, RequestTemplate, RunPlan};
 use crate::recorder::{ErrorKind, Recorder, RequestStart, ResponseSample, WireMeter};
+use crate::request_log::{Entry as LogEntry, RequestLog};
 use crate::tls::TlsInfo;
 
 /// The connection an engine is handed.
@@ -142,11 +143,17 @@ pub struct ThreadShared {
     pub wire: Rc<WireMeter>,
     /// This thread's schedule, with `--rate`.
     pub pacer: Option<Pacer>,
+    /// This thread's part of `--log-file`.
+    pub request_log: Option<RefCell<RequestLog>>,
 }
 
 /// The state of one live connection that outlives its engine future (for connection timeouts).
 #[derive(Debug, Default)]
 pub struct ConnState {
+    /// The connection's number, unique in the process (for `--log-file`).
+    pub id: u64,
+    /// The protocol it speaks, once known.
+    pub protocol: Cell<Option<Protocol>>,
     /// Requests sent on this connection.
     pub requests: Cell<u64>,
     /// Measured requests sent on this connection and not yet finished.
@@ -187,11 +194,13 @@ impl<'a> Session<'a> {
         if let Some(pacer) = &self.shared.pacer {
             pacer.next.set(intended + pacer.period);
         }
+        let sequence = self.conn.requests.get() + 1;
+        self.conn.requests.set(sequence);
         let start = RequestStart {
             intended,
             actual: now,
+            sequence: u32::try_from(sequence).unwrap_or(u32::MAX),
         };
-        self.conn.requests.set(self.conn.requests.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);
@@ -217,6 +226,8 @@ impl<'a> Session<'a> {
         if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.response(self.slot, sample);
+            let response = Some((sample.first_byte, sample.status));
+            self.log(sample.start, response, sample.end);
         }
     }
 
@@ -226,6 +237,20 @@ impl<'a> Session<'a> {
         if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.requests_failed(1, kind);
+            self.log(start, None, Instant::now());
+        }
+    }
+
+    /// Adds a measured request to `--log-file`, if there is one.
+    fn log(&self, start: RequestStart, response: Option<(Instant, u16)>, end: Instant) {
+        if let Some(log) = &self.shared.request_log {
+            log.borrow_mut().record(LogEntry {
+                start,
+                response,
+                end,
+                connection: self.conn.id,
+                protocol: self.conn.protocol.get(),
+            });
         }
     }
 
@@ -248,6 +273,7 @@ impl<'a> Session<'a> {
 
     /// Records the protocol this connection settled on.
     pub fn note_protocol(&self, protocol: Protocol) {
+        self.conn.protocol.set(Some(protocol));
         self.shared.recorder.borrow_mut().note_protocol(protocol);
     }
 

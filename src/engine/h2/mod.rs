@@ -385,6 +385,8 @@ impl<'a> Connection<'a> {
                 }
             };
             let id = self.next_stream_id;
+            // --log-file derives stream ids from the request's number on the connection.
+            debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
             self.write_headers(id);
             let body_left = self.engine.body.len();
