@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::error::ErrorKind as ClapErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
 use crate::report::{self, CellContext, Document, Exporter, Summary};
@@ -17,6 +17,21 @@ use crate::request_log::LogFile;
 use crate::target::ChildTarget;
 use crate::watch::{self, Watch};
 use crate::{error, plan, runner, scenario, server, tls, usage_bail};
+
+/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
+/// are still written, where `print!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` that survives a closed stdout, like [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 /// Runs h2load-rs with these arguments and returns the process exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -28,6 +43,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Serve(args)) => serve(&args),
         Some(Command::Run(args)) => run_scenario(&args),
         Some(Command::Merge(args)) => merge(&args),
+        Some(Command::Completions { shell }) => completions(shell),
+        Some(Command::Man) => manual(),
         None => load_test(&cli.load),
     };
     match result {
@@ -37,6 +54,24 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::from(error::exit_code_for(&error))
         }
     }
+}
+
+/// Prints the completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "h2load-rs", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the manual page, generated from the same definitions as `--help`.
+fn manual() -> Result<ExitCode> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut page)
+        .context("cannot render the manual page")?;
+    out!("{}", String::from_utf8_lossy(&page));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Help and version go to stdout with status 0; any other parse error is one line and status 2.
@@ -89,15 +124,15 @@ fn merge(args: &MergeArgs) -> Result<ExitCode> {
         .map(|path| report::merge::load(path))
         .collect::<Result<Vec<_>>>()?;
     let document = report::merge::merge(documents)?;
-    println!("merged {} reports", args.results.len());
+    outln!("merged {} reports", args.results.len());
     for cell in &document.cells {
         if document.cells.len() > 1 {
-            println!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);
+            outln!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);
         }
-        print!("{}", report::text::render(cell));
+        out!("{}", report::text::render(cell));
     }
     if document.cells.len() > 1 {
-        print!("{}", report::text::comparison(&document));
+        out!("{}", report::text::comparison(&document));
     }
     export(&document, &args.outputs)?;
     Ok(ExitCode::SUCCESS)
@@ -185,7 +220,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     let mut summaries = Vec::with_capacity(plans.len());
     for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
         if plans.len() > 1 {
-            println!(
+            outln!(
                 "\n=== cell {}/{}: {} c={} m={}",
                 index + 1,
                 plans.len(),
@@ -221,7 +256,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             watched: watch.finish(),
         };
         let summary = Summary::new(plan, &outcome, context);
-        print!("{}", report::text::render(&summary));
+        out!("{}", report::text::render(&summary));
         for warning in &summary.warnings {
             eprintln!("h2load-rs: warning: {warning}");
         }
@@ -237,7 +272,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
 
     let document = Document::new(summaries);
     if document.cells.len() > 1 {
-        print!("{}", report::text::comparison(&document));
+        out!("{}", report::text::comparison(&document));
     }
     export(&document, &args.outputs)?;
     let interrupted =
@@ -354,9 +389,9 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
         if tls.is_some() {
-            println!("h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN)");
+            outln!("h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN)");
         } else {
-            println!("h2load-rs target listening on http://{addr} (HTTP/1.1, h2c by prior knowledge and by Upgrade)");
+            outln!("h2load-rs target listening on http://{addr} (HTTP/1.1, h2c by prior knowledge and by Upgrade)");
         }
         let _ = std::io::stdout().flush();
         let options = server::ServeOptions {

@@ -7,11 +7,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::units::{parse_duration, parse_positive_duration, parse_size};
 
+/// The version `--version` prints: the package version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("H2LOAD_RS_COMMIT"),
+    ")"
+);
+
 /// HTTP/1.1 and HTTP/2 load generator in the spirit of h2load, wrk2 and oha.
 ///
 /// With no URL, h2load-rs starts its built-in target on a loopback port and measures that.
 #[derive(Debug, Parser)]
-#[command(name = "h2load-rs", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "h2load-rs",
+    version = VERSION,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// A subcommand; without one, h2load-rs runs a load test.
     #[command(subcommand)]
@@ -30,6 +42,14 @@ pub enum Command {
     Merge(MergeArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
     Serve(ServeArgs),
+    /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page in roff (e.g. `h2load-rs man > h2load-rs.1; man ./h2load-rs.1`).
+    Man,
 }
 
 /// Arguments of `h2load-rs run`.
