@@ -90,7 +90,7 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
 fn allocations_per_request(flags: &[&str], url: &str) -> f64 {
     let count = |requests| {
         let before = ALLOCATIONS.load(Ordering::Relaxed);
-        runner::run(plan_for(flags, requests, url), None).expect("bench run");
+        runner::run(plan_for(flags, requests, url), Default::default()).expect("bench run");
         ALLOCATIONS.load(Ordering::Relaxed) - before
     };
     let (small, large) = (2_000, 22_000);
@@ -121,7 +121,7 @@ fn engines(c: &mut Criterion) {
             b.iter_custom(|iterations| {
                 let started = Instant::now();
                 for _ in 0..iterations {
-                    runner::run(plan.clone(), None).expect("bench run");
+                    runner::run(plan.clone(), Default::default()).expect("bench run");
                 }
                 started.elapsed()
             })

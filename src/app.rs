@@ -1,7 +1,7 @@
 //! The program's flow: arguments → plan → run → report, and the exit code.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,11 +12,12 @@ use clap::error::ErrorKind as ClapErrorKind;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
+use crate::live::Live;
 use crate::report::{self, CellContext, Document, Exporter, Summary};
 use crate::request_log::LogFile;
 use crate::target::ChildTarget;
 use crate::watch::{self, Watch};
-use crate::{error, plan, runner, scenario, server, tls, usage_bail};
+use crate::{error, plan, progress, runner, scenario, server, tls, usage_bail};
 
 /// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
 /// are still written, where `print!` would panic.
@@ -207,7 +208,9 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     let mut notes: Vec<&String> = plans.iter().flat_map(|plan| &plan.notes).collect();
     notes.dedup();
     for note in notes {
-        eprintln!("note: {note}");
+        if !args.quiet {
+            eprintln!("note: {note}");
+        }
     }
     let most_clients = plans.iter().map(|plan| plan.clients).max().unwrap_or(1);
     runner::ensure_fd_limit(most_clients, 1)?;
@@ -219,7 +222,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     }
     let mut summaries = Vec::with_capacity(plans.len());
     for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
-        if plans.len() > 1 {
+        if plans.len() > 1 && !args.quiet {
             outln!(
                 "\n=== cell {}/{}: {} c={} m={}",
                 index + 1,
@@ -229,7 +232,9 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
                 plan.max_concurrent
             );
         }
-        print_intro(plan);
+        if !args.quiet {
+            print_intro(plan);
+        }
         // The target that serves this cell comes first: the comparison's "target" columns show it.
         let mut watched: Vec<u32> = built_in
             .iter()
@@ -243,7 +248,22 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             file,
             cell: index + 1,
         });
-        let outcome = runner::run(plan.clone(), log)?;
+        let show_progress = !args.quiet && std::io::stderr().is_terminal();
+        let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
+        let display = live.clone().map(|live| {
+            let label = format!(
+                "{} c={} m={}",
+                plan.protocol_label(),
+                plan.clients,
+                plan.max_concurrent
+            );
+            progress::Display::start(live, plan.stop, label)
+        });
+        let outcome = runner::run(plan.clone(), runner::Sinks { log, live });
+        if let Some(display) = display {
+            display.finish();
+        }
+        let outcome = outcome?;
         let generator_cpu = cpu_before
             .zip(watch::cpu_time(None))
             .map_or(0.0, |(before, after)| {
@@ -256,7 +276,11 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             watched: watch.finish(),
         };
         let summary = Summary::new(plan, &outcome, context);
-        out!("{}", report::text::render(&summary));
+        if args.quiet {
+            outln!("{}", report::text::one_line(&summary));
+        } else {
+            out!("{}", report::text::render(&summary));
+        }
         for warning in &summary.warnings {
             eprintln!("h2load-rs: warning: {warning}");
         }
@@ -271,7 +295,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
     }
 
     let document = Document::new(summaries);
-    if document.cells.len() > 1 {
+    if document.cells.len() > 1 && !args.quiet {
         out!("{}", report::text::comparison(&document));
     }
     export(&document, &args.outputs)?;
@@ -319,11 +343,13 @@ impl BuiltIn {
         };
         let mut bases = vec![cleartext.base_url.as_str()];
         bases.extend(tls.iter().map(|target| target.base_url.as_str()));
-        eprintln!(
-            "no URL given: measuring the built-in target at {} (path {})",
-            bases.join(" and "),
-            args.target_path
-        );
+        if !args.quiet {
+            eprintln!(
+                "no URL given: measuring the built-in target at {} (path {})",
+                bases.join(" and "),
+                args.target_path
+            );
+        }
         Ok(BuiltIn { cleartext, tls })
     }
 

@@ -281,6 +281,10 @@ pub struct LoadArgs {
     #[arg(long = "connect-to", value_name = "HOST:PORT")]
     pub connect_to: Option<String>,
 
+    /// Print only errors and the one-line summary of each cell (no progress bar, no details).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
     /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if
     /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell.
     #[arg(long = "log-file", value_name = "FILE")]

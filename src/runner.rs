@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
 use crate::engine::{ConnEnd, ConnState, Engines, Pacer, Session, ThreadShared};
+use crate::live::{Live, PUBLISH_EVERY};
 use crate::net::{self, TappedIo};
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
@@ -79,8 +80,17 @@ pub struct LogTarget {
     pub cell: usize,
 }
 
+/// Where a run reports besides its result: the per-request log and the live progress.
+#[derive(Debug, Clone, Default)]
+pub struct Sinks {
+    /// `--log-file`.
+    pub log: Option<LogTarget>,
+    /// Progress published for the display (one slot per thread).
+    pub live: Option<Arc<Live>>,
+}
+
 /// Runs the plan to the end and returns what was measured.
-pub fn run(plan: Arc<RunPlan>, log: Option<LogTarget>) -> Result<RunOutcome> {
+pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
     let start = Instant::now();
     let start_wall = SystemTime::now();
     let (budget_limit, measure_start, deadline) = match plan.stop {
@@ -104,7 +114,8 @@ pub fn run(plan: Arc<RunPlan>, log: Option<LogTarget>) -> Result<RunOutcome> {
             run_start: start,
             measure_start,
             slots,
-            log: log.clone(),
+            index,
+            sinks: sinks.clone(),
         };
         std::thread::Builder::new()
             .name(format!("h2load-rs-{index}"))
@@ -243,7 +254,8 @@ struct Worker {
     run_start: Instant,
     measure_start: Instant,
     slots: usize,
-    log: Option<LogTarget>,
+    index: usize,
+    sinks: Sinks,
 }
 
 impl Worker {
@@ -270,6 +282,7 @@ impl Worker {
                 next: Cell::new(self.run_start),
             }),
             request_log: self
+                .sinks
                 .log
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
         });
@@ -286,6 +299,9 @@ impl Worker {
                         tokio::time::sleep_until(self.measure_start.into()).await;
                         warm_up_bytes.set(wire.totals());
                     });
+                }
+                if let Some(live) = self.sinks.live {
+                    tokio::task::spawn_local(publish_progress(shared.clone(), live, self.index));
                 }
                 let slots = (0..self.slots).map(|slot| {
                     tokio::task::spawn_local(run_slot(shared.clone(), engines.clone(), slot))
@@ -310,6 +326,15 @@ impl Worker {
             wire: shared.wire.totals().since(warm_up_bytes.get()),
             ended,
         })
+    }
+}
+
+/// Publishes this thread's numbers for the progress display until the thread's work ends.
+async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usize) {
+    let mut ticks = tokio::time::interval(PUBLISH_EVERY);
+    loop {
+        ticks.tick().await;
+        live.publish(thread, &shared.recorder.borrow());
     }
 }
 

@@ -77,3 +77,62 @@ fn a_closed_stdout_does_not_lose_the_exports() {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(report["cells"][0]["requests"]["succeeded"], 200);
 }
+
+#[test]
+fn on_a_terminal_the_progress_bar_updates_while_the_run_goes() {
+    // `script` gives the run a pseudo-terminal, as an interactive shell would.
+    let command = format!("{BIN} --proto h2c -c 2 -D 3s {}", url("/ping"));
+    let output = run_command("script", &["-q", "-e", "-c", &command, "/dev/null"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let mut shown: Vec<u64> = output
+        .stdout
+        .split(" done, ")
+        .filter_map(|before| before.rsplit(' ').next()?.parse().ok())
+        .collect();
+    shown.dedup();
+    assert!(
+        shown.len() >= 2,
+        "the bar was redrawn with new counts: {shown:?}"
+    );
+    assert!(shown.windows(2).all(|pair| pair[0] < pair[1]), "{shown:?}");
+    assert!(output.stdout.contains("req/s, 0 errors, p99 "));
+    assert!(output.stdout.contains("finished in"));
+}
+
+#[test]
+fn piped_output_has_no_control_characters() {
+    let output = run_command(
+        BIN,
+        &["--proto", "h2c", "-c", "2", "-D", "1s", &url("/ping")],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    for (stream, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        let control = text
+            .chars()
+            .find(|c| c.is_control() && *c != '\n' && *c != '\t');
+        assert_eq!(control, None, "{stream}: {text}");
+    }
+    assert!(!output.stderr.contains("done, "), "{}", output.stderr);
+}
+
+#[test]
+fn quiet_prints_one_line_per_cell_and_errors_only() {
+    let output = run_command(
+        BIN,
+        &["-q", "--proto", "h1,h2c", "-n", "300", &url("/status/503")],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    let expected = [
+        "h1 c=1 m=1: 300 done, 0 succeeded, 300 failed, 0 errored, ",
+        "h2c c=1 m=1: 300 done, 0 succeeded, 300 failed, 0 errored, ",
+    ];
+    assert_eq!(lines.len(), expected.len(), "{}", output.stdout);
+    for (line, expected) in lines.iter().zip(expected) {
+        assert!(line.starts_with(expected), "{line}");
+    }
+    assert_eq!(output.stderr, "");
+    let refused = run_command(BIN, &["-q", "-n", "5", "http://127.0.0.1:1/"]);
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
+}

@@ -12,6 +12,26 @@ pub fn render(summary: &Summary) -> String {
     out
 }
 
+/// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
+pub fn one_line(summary: &Summary) -> String {
+    let counters = &summary.requests.counters;
+    format!(
+        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        summary.cell.label,
+        counters.done,
+        counters.succeeded,
+        counters.failed,
+        counters.errored,
+        summary.requests_per_s,
+        format_micros(summary.latency.request.percentiles.p99 as f64),
+        if summary.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    )
+}
+
 fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     let r = &s.requests;
     let counters = &r.counters;
