@@ -16,6 +16,7 @@ use crate::live::Live;
 use crate::report::{self, CellContext, Document, Exporter, Summary};
 use crate::request_log::LogFile;
 use crate::target::ChildTarget;
+use crate::trace::Tracer;
 use crate::watch::{self, Watch};
 use crate::{error, plan, progress, runner, scenario, server, tls, usage_bail};
 
@@ -248,7 +249,9 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             file,
             cell: index + 1,
         });
-        let show_progress = !args.quiet && std::io::stderr().is_terminal();
+        let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
+        // The trace and the bar would share stderr: the trace wins.
+        let show_progress = !args.quiet && trace.is_none() && std::io::stderr().is_terminal();
         let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
         let display = live.clone().map(|live| {
             let label = format!(
@@ -259,7 +262,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             );
             progress::Display::start(live, plan.stop, label)
         });
-        let outcome = runner::run(plan.clone(), runner::Sinks { log, live });
+        let outcome = runner::run(plan.clone(), runner::Sinks { log, live, trace });
         if let Some(display) = display {
             display.finish();
         }

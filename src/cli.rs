@@ -281,6 +281,12 @@ pub struct LoadArgs {
     #[arg(long = "connect-to", value_name = "HOST:PORT")]
     pub connect_to: Option<String>,
 
+    /// Trace the protocol of the first connections on stderr, like `nghttp -v`: handshake, HTTP/1.1
+    /// heads, HTTP/2 SETTINGS, WINDOW_UPDATE, RST_STREAM, GOAWAY and the first header blocks;
+    /// `-vv` adds DATA and every header block.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
+
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,

@@ -26,5 +26,6 @@ pub mod scenario;
 pub mod server;
 pub mod target;
 pub mod tls;
+pub mod trace;
 pub mod units;
 pub mod watch;

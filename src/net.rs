@@ -16,6 +16,7 @@ use tokio_rustls::TlsConnector;
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, WireMeter};
 use crate::tls::TlsInfo;
+use crate::trace::ConnTrace;
 
 /// Why a connection attempt failed, worded for the user.
 #[derive(Debug)]
@@ -179,6 +180,7 @@ pub struct TappedIo<S> {
     inner: S,
     meter: Rc<WireMeter>,
     last_read: Option<Rc<Cell<Instant>>>,
+    trace: Option<Box<ConnTrace>>,
 }
 
 impl<S> TappedIo<S> {
@@ -188,7 +190,14 @@ impl<S> TappedIo<S> {
             inner,
             meter,
             last_read,
+            trace: None,
         }
+    }
+
+    /// Shows what passes through in the `-v` trace.
+    pub fn traced(mut self, trace: Option<ConnTrace>) -> Self {
+        self.trace = trace.map(Box::new);
+        self
     }
 }
 
@@ -207,6 +216,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
             if let Some(last_read) = &this.last_read {
                 last_read.set(Instant::now());
             }
+            if let Some(trace) = &mut this.trace {
+                trace.on_received(fresh);
+            }
         }
         poll
     }
@@ -218,19 +230,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TappedIo<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let (Some(trace), Poll::Ready(Ok(written))) = (&mut this.trace, &poll) {
+            trace.on_sent(&buf[..*written]);
+        }
+        poll
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -22,6 +22,7 @@ use crate::net::{self, TappedIo};
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
 use crate::request_log::{LogFile, RequestLog};
+use crate::trace::Tracer;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -87,6 +88,8 @@ pub struct Sinks {
     pub log: Option<LogTarget>,
     /// Progress published for the display (one slot per thread).
     pub live: Option<Arc<Live>>,
+    /// The `-v` protocol trace.
+    pub trace: Option<Arc<Tracer>>,
 }
 
 /// Runs the plan to the end and returns what was measured.
@@ -304,7 +307,8 @@ impl Worker {
                     tokio::task::spawn_local(publish_progress(shared.clone(), live, self.index));
                 }
                 let slots = (0..self.slots).map(|slot| {
-                    tokio::task::spawn_local(run_slot(shared.clone(), engines.clone(), slot))
+                    let trace = self.sinks.trace.clone();
+                    tokio::task::spawn_local(run_slot(shared.clone(), engines.clone(), slot, trace))
                 });
                 tokio::select! {
                     _ = join_all(slots) => {}
@@ -339,7 +343,12 @@ async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usi
 }
 
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent.
-async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
+async fn run_slot(
+    shared: Rc<ThreadShared>,
+    engines: Rc<Engines>,
+    slot: usize,
+    tracer: Option<Arc<Tracer>>,
+) {
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     while shared.budget.has_more() {
@@ -365,9 +374,14 @@ async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
                 return;
             }
         };
+        let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+        let connected = Instant::now();
+        let trace = tracer.as_ref().and_then(|tracer| {
+            tracer.connected(id, connected - began, established.tls.as_ref(), protocol)
+        });
         {
             let mut recorder = shared.recorder.borrow_mut();
-            recorder.connected(slot, began, Instant::now());
+            recorder.connected(slot, began, connected);
             if let Some(info) = established.tls {
                 recorder.note_tls(info);
             }
@@ -376,7 +390,7 @@ async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
             }
         }
         let conn = ConnState {
-            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             protocol: Cell::new(protocol),
             ..ConnState::default()
         };
@@ -387,7 +401,8 @@ async fn run_slot(shared: Rc<ThreadShared>, engines: Rc<Engines>, slot: usize) {
             established.transport,
             shared.wire.clone(),
             last_read.clone(),
-        );
+        )
+        .traced(trace);
         let drive = engine.drive(io, Session::new(&shared, &conn, slot));
         let limits = (timeouts.connection_active, timeouts.connection_inactivity);
         let end = match within_connection_limits(drive, began, limits, last_read).await {

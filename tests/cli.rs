@@ -136,3 +136,34 @@ fn quiet_prints_one_line_per_cell_and_errors_only() {
     assert_eq!(refused.code, 1);
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
 }
+
+#[test]
+fn verbose_traces_the_first_connections_and_very_verbose_every_frame() {
+    let run = |args: &[&str]| {
+        let output = run_command(BIN, args);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output.stderr
+    };
+    let h2 = run(&["-v", "--proto", "h2", "-c", "10", "-n", "100"]);
+    assert_eq!(h2.matches("] connected in ").count(), 4, "{h2}");
+    assert!(h2.contains("; TLSv1.3 TLS13_"), "{h2}");
+    assert!(h2.contains(", ALPN h2; speaking h2"), "{h2}");
+    assert!(h2.contains("[SETTINGS_INITIAL_WINDOW_SIZE(0x04):1073741823]"));
+    assert!(!h2.contains("DATA frame"), "{h2}");
+    // Two request and two response blocks listed per traced connection.
+    assert_eq!(h2.matches(":status: 200").count(), 8, "{h2}");
+
+    let every = run(&["-vv", "--proto", "h2c", "-n", "5", &url("/bytes/10")]);
+    assert_eq!(
+        every
+            .matches("recv DATA frame <length=10, flags=0x01")
+            .count(),
+        5
+    );
+    assert_eq!(every.matches(":status: 200").count(), 5);
+
+    let h1 = run(&["-v", "--h1", "-n", "5", &url("/ping")]);
+    assert!(h1.contains("] send GET /ping HTTP/1.1\n"), "{h1}");
+    assert!(h1.contains("] recv HTTP/1.1 200 OK\n"), "{h1}");
+    assert_eq!(h1.matches("] recv ").count(), 1, "only the first exchange");
+}

@@ -181,6 +181,32 @@ fn stream_resets_are_counted_with_their_code_and_the_connection_goes_on() {
 }
 
 #[test]
+fn verbose_shows_the_goaway_and_the_stream_resets() {
+    let goaway = faulty(
+        "goaway-after=3",
+        &["-v", "--proto", "h2c", "-m", "4", "-n", "8"],
+    );
+    assert!(
+        goaway.output.stderr.contains(
+            "recv GOAWAY frame <length=8, flags=0x00, stream_id=0>\n             (last_stream_id=5, error_code=NO_ERROR(0x0), opaque_data(0)=[])"
+        ),
+        "{}",
+        goaway.output.stderr
+    );
+    let reset = faulty("rst-stream-every=5", &["-v", "--proto", "h2c", "-n", "10"]);
+    assert_eq!(
+        reset
+            .output
+            .stderr
+            .matches("(error_code=INTERNAL_ERROR(0x2))")
+            .count(),
+        2,
+        "{}",
+        reset.output.stderr
+    );
+}
+
+#[test]
 fn log_file_marks_failed_requests_with_status_minus_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("requests.tsv");

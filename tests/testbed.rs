@@ -396,3 +396,36 @@ fn sni_names_the_certificate_to_verify() {
     );
     assert!(stderr.contains("check the URL's host or --sni"), "{stderr}");
 }
+
+#[test]
+fn verbose_shows_the_settings_nghttpd_sends() {
+    if !testbed_running() {
+        return;
+    }
+    let run = h2load_rs(&[
+        "-v",
+        "--proto",
+        "h2c",
+        "-n",
+        "3",
+        "http://127.0.0.1:19280/ping",
+    ]);
+    assert_eq!(run.int("requests/succeeded"), 3);
+    let trace = &run.output.stderr;
+    let received = trace
+        .split("recv SETTINGS frame <length=6, flags=0x00, stream_id=0>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no SETTINGS from nghttpd in the trace:\n{trace}"));
+    assert!(
+        received.starts_with(
+            "\n             (niv=1)\n             [SETTINGS_MAX_CONCURRENT_STREAMS(0x03):100]\n"
+        ),
+        "{trace}"
+    );
+    assert_eq!(
+        trace.matches("recv HEADERS frame").count(),
+        2,
+        "-v lists two response blocks"
+    );
+    assert!(trace.contains(":status: 200"), "{trace}");
+}
