@@ -178,6 +178,13 @@ fn stream_resets_are_counted_with_their_code_and_the_connection_goes_on() {
         "{}",
         run.output.stdout
     );
+    assert!(
+        run.output.stdout.contains(
+            "  - 2 of 10 requests (20.0%) got no complete response, most often because of stream_reset (2)\n"
+        ),
+        "{}",
+        run.output.stdout
+    );
 }
 
 #[test]

@@ -283,6 +283,14 @@ fn server_stream_limit_caps_streams_per_connection() {
         "{}",
         run.output.stdout
     );
+    let plain = run.output.stdout.split("in plain words:\n").nth(1).unwrap();
+    assert_eq!(
+        plain.lines().collect::<Vec<_>>(),
+        [
+            "  - h2c multiplexed up to 8 concurrent requests on each of 2 connections (16 in flight at once)",
+            "  - the server limited streams to 8 per connection; -m 32 was capped",
+        ]
+    );
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
         .lines()
         .skip_while(|line| !line.starts_with("comparison of"))
         .skip(2)
-        .filter(|line| !line.trim().is_empty())
+        .take_while(|line| !line.trim().is_empty())
         .collect();
     assert_eq!(table_rows.len(), 6, "{stdout}");
 
@@ -116,6 +116,21 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
             assert_eq!(ratio[0], "h2c/h1");
             assert!((ratio[1].as_f64().unwrap() - expected).abs() < 1e-9);
             assert!(csv_rows[index].last().unwrap().starts_with("h2c/h1 = "));
+            let clients = cell["settings"]["clients"].as_u64().unwrap();
+            let sentence = format!(
+                "  - at c={clients} m=1 (h2c/h1 = {:.2}), h2c served ",
+                ratio[1].as_f64().unwrap()
+            );
+            let said = run
+                .output
+                .stdout
+                .lines()
+                .find(|line| line.starts_with(&sentence))
+                .unwrap_or_else(|| panic!("no {sentence:?} in\n{}", run.output.stdout));
+            assert!(
+                said.contains(&format!("using {clients} connection")),
+                "{said}"
+            );
         } else {
             assert!(
                 ratio.is_null(),

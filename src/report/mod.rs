@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod merge;
+pub mod plain;
 pub mod text;
 pub mod timeline_csv;
 

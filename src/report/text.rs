@@ -166,7 +166,20 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             write!(out, ", {effective} concurrent streams per connection")?;
         }
     }
-    writeln!(out)
+    writeln!(out)?;
+    write_sentences(out, &super::plain::cell(s))
+}
+
+/// Plain-words sentences as a short list after the numbers.
+fn write_sentences(out: &mut String, sentences: &[String]) -> std::fmt::Result {
+    if sentences.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nin plain words:")?;
+    for sentence in sentences {
+        writeln!(out, "  - {sentence}")?;
+    }
+    Ok(())
 }
 
 /// The latency rows: with `--rate`, the request row is the response time and a service-time row follows.
@@ -281,5 +294,7 @@ pub fn comparison(document: &super::Document) -> String {
         out.push_str(&row(&mut line.iter().map(String::as_str)));
         out.push('\n');
     }
+    write_sentences(&mut out, &super::plain::comparison(&document.comparison))
+        .expect("writing to a String cannot fail");
     out
 }

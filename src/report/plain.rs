@@ -1,0 +1,125 @@
+//! The numbers said in plain words: the one or two sentences a reader would otherwise have to work
+//! out from the report (how many connections the concurrency took, what capped it, what failed).
+
+use super::comparison::Row;
+use super::Summary;
+
+/// Sentences about one cell, most telling first; empty when there is nothing to add.
+pub fn cell(summary: &Summary) -> Vec<String> {
+    let mut sentences = Vec::new();
+    let counters = &summary.requests.counters;
+    let clients = summary.settings.clients;
+    let requested = summary.settings.max_concurrent_streams;
+    let opened = summary.connections.opened;
+    match summary.protocol.negotiated.as_deref() {
+        Some(_) if clients * requested == 1 => {}
+        Some("http/1.1") if requested == 1 => sentences.push(format!(
+            "HTTP/1.1 carries one request at a time per connection: {clients} concurrent request{} took {opened} connection{}",
+            plural(clients as u64),
+            plural(opened)
+        )),
+        Some("http/1.1") => sentences.push(format!(
+            "HTTP/1.1 pipelining kept up to {requested} requests queued on each of {clients} connection{}, answered strictly in order",
+            plural(clients as u64)
+        )),
+        Some(protocol) => {
+            let per = summary
+                .protocol
+                .max_concurrent_streams_effective
+                .unwrap_or(requested);
+            let connections = if clients == 1 {
+                "its one connection".to_owned()
+            } else {
+                format!("each of {clients} connections ({} in flight at once)", per * clients)
+            };
+            sentences.push(format!(
+                "{protocol} multiplexed up to {per} concurrent request{} on {connections}",
+                plural(per as u64),
+            ));
+            if per < requested {
+                sentences.push(format!(
+                    "the server limited streams to {per} per connection; -m {requested} was capped"
+                ));
+            }
+        }
+        None => sentences.push("no connection was established: nothing was measured".to_owned()),
+    }
+    if let Some(reconnections) = opened
+        .checked_sub(clients as u64)
+        .filter(|extra| *extra > 0)
+    {
+        sentences.push(format!(
+            "connections were replaced {reconnections} time{} (the server closed them or they failed)",
+            plural(reconnections)
+        ));
+    }
+    if counters.errored > 0 {
+        let (kind, count) = summary
+            .errors
+            .iter()
+            .max_by_key(|(_, count)| **count)
+            .map_or(("unknown", 0), |(kind, count)| (kind.as_str(), *count));
+        sentences.push(format!(
+            "{} of {} requests ({:.1}%) got no complete response, most often because of {kind} ({count})",
+            counters.errored,
+            summary.requests.total,
+            percent(counters.errored, summary.requests.total)
+        ));
+    }
+    let error_statuses = summary.status_codes.client_error + summary.status_codes.server_error;
+    if error_statuses > 0 {
+        sentences.push(format!(
+            "{error_statuses} response{} had a 4xx/5xx status: their latency is that of an error page",
+            plural(error_statuses)
+        ));
+    }
+    sentences
+}
+
+/// Sentences comparing protocols at each level of a sweep.
+pub fn comparison(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|row| {
+            let (label, ratio) = row.ratio.as_ref()?;
+            let first = rows.iter().find(|other| {
+                other.ratio.is_none() && (other.clients, other.streams) == (row.clients, row.streams)
+            })?;
+            let verdict = if *ratio >= 1.02 {
+                format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
+            } else if *ratio <= 0.98 {
+                format!("{:.0}% fewer requests per second than", (1.0 - ratio) * 100.0)
+            } else {
+                "about as many requests per second as".to_owned()
+            };
+            Some(format!(
+                "at c={} m={} ({label} = {ratio:.2}), {} served {verdict} {}, using {} connection{} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
+                row.clients,
+                row.streams,
+                row.protocol,
+                first.protocol,
+                row.connections,
+                plural(row.connections),
+                first.protocol,
+                first.connections,
+                row.p99_us as f64 / 1000.0,
+                first.p99_us as f64 / 1000.0
+            ))
+        })
+        .collect()
+}
+
+fn plural(count: u64) -> &'static str {
+    if count == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
