@@ -13,6 +13,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
 use crate::live::Live;
+use crate::paint::paint;
 use crate::report::{self, CellContext, Document, Exporter, Summary};
 use crate::request_log::LogFile;
 use crate::target::ChildTarget;
@@ -221,17 +222,19 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(runner::INTERRUPTED_EXIT));
         }
     }
+    let color = args.color.enabled();
     let mut summaries = Vec::with_capacity(plans.len());
     for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
         if plans.len() > 1 && !args.quiet {
-            outln!(
-                "\n=== cell {}/{}: {} c={} m={}",
+            let heading = format!(
+                "\n=== cell {}/{}: {} c={} m={}\n",
                 index + 1,
                 plans.len(),
                 plan.protocol_label(),
                 plan.clients,
                 plan.max_concurrent
             );
+            out!("{}", paint(&heading, color));
         }
         if !args.quiet {
             print_intro(plan);
@@ -282,7 +285,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
         if args.quiet {
             outln!("{}", report::text::one_line(&summary));
         } else {
-            out!("{}", report::text::render(&summary));
+            out!("{}", paint(&report::text::render(&summary), color));
         }
         for warning in &summary.warnings {
             eprintln!("h2load-rs: warning: {warning}");
@@ -299,7 +302,7 @@ fn load_test(args: &LoadArgs) -> Result<ExitCode> {
 
     let document = Document::new(summaries);
     if document.cells.len() > 1 && !args.quiet {
-        out!("{}", report::text::comparison(&document));
+        out!("{}", paint(&report::text::comparison(&document), color));
     }
     export(&document, &args.outputs)?;
     let interrupted =

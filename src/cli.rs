@@ -287,6 +287,10 @@ pub struct LoadArgs {
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, conflicts_with = "quiet")]
     pub verbose: u8,
 
+    /// Color the report: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
+    #[arg(long = "color", value_name = "WHEN", value_enum, default_value_t)]
+    pub color: crate::paint::ColorChoice,
+
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,

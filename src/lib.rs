@@ -16,6 +16,7 @@ pub mod h2frame;
 pub mod hdr;
 pub mod live;
 pub mod net;
+pub mod paint;
 pub mod plan;
 pub mod progress;
 pub mod recorder;

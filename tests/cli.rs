@@ -167,3 +167,19 @@ fn verbose_traces_the_first_connections_and_very_verbose_every_frame() {
     assert!(h1.contains("] recv HTTP/1.1 200 OK\n"), "{h1}");
     assert_eq!(h1.matches("] recv ").count(), 1, "only the first exchange");
 }
+
+#[test]
+fn color_always_paints_the_report_and_never_does_not() {
+    let errors = url("/status/503");
+    let painted = run_command(BIN, &["--color", "always", "-n", "20", &url("/ping")]);
+    assert!(
+        painted.stdout.contains("\x1b[1mfinished in "),
+        "{}",
+        painted.stdout
+    );
+    let plain = run_command(BIN, &["--color", "never", "-n", "20", &errors]);
+    assert!(!plain.stdout.contains('\x1b'), "{}", plain.stdout);
+    assert!(plain
+        .stdout
+        .contains("\n  - 20 responses had a 4xx/5xx status"));
+}
