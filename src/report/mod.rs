@@ -223,14 +223,16 @@ impl IntervalSums {
 }
 
 impl Timeline {
-    /// Merges the threads' interval records (same index: counts add, histograms add).
+    /// Merges the threads' interval records (same index: counts add, histograms add), one
+    /// interval at a time so memory holds one interval's histograms however long the run was.
     fn new(intervals: &crate::recorder::Intervals, start: std::time::SystemTime) -> Timeline {
-        let mut by_index: BTreeMap<u64, IntervalSums> = BTreeMap::new();
-        for record in intervals.clone().into_closed() {
-            by_index
-                .entry(record.index)
-                .or_default()
-                .add(
+        let mut records = intervals.clone().into_closed();
+        records.sort_by_key(|record| record.index);
+        let mut summaries = Vec::new();
+        for same_interval in records.chunk_by(|a, b| a.index == b.index) {
+            let mut sums = IntervalSums::default();
+            for record in same_interval {
+                sums.add(
                     record.completed,
                     record.errors,
                     &record.request,
@@ -238,14 +240,13 @@ impl Timeline {
                     record.service.as_deref(),
                 )
                 .expect("recorded histograms decode");
+            }
+            summaries.push(sums.summary(same_interval[0].index));
         }
         Timeline {
             interval_s: intervals.length.as_secs_f64(),
             start_unix_ms: hdr_log::unix_ms(start),
-            intervals: by_index
-                .iter()
-                .map(|(index, sums)| sums.summary(*index))
-                .collect(),
+            intervals: summaries,
         }
     }
 }
