@@ -70,6 +70,20 @@ impl FrameHead {
     }
 }
 
+/// The header block fragment of a HEADERS payload, without its padding and priority fields;
+/// `None` when those do not fit in the payload.
+pub fn header_fragment(head: FrameHead, payload: &[u8]) -> Option<&[u8]> {
+    let mut fragment = payload;
+    if head.flags & PADDED != 0 {
+        let (&padding, rest) = fragment.split_first()?;
+        fragment = &rest[..rest.len().checked_sub(usize::from(padding))?];
+    }
+    if head.flags & PRIORITY != 0 {
+        fragment = fragment.get(5..)?;
+    }
+    Some(fragment)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

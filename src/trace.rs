@@ -309,7 +309,7 @@ impl ConnTrace {
         let every_frame = self.tracer.every_frame;
         let tap = self.tap(direction);
         let fragment = if head.kind == h2frame::HEADERS {
-            header_fragment(head, payload)
+            h2frame::header_fragment(head, payload).unwrap_or_default()
         } else {
             payload
         };
@@ -338,20 +338,6 @@ impl ConnTrace {
         }
         shown
     }
-}
-
-/// A HEADERS payload without its padding and priority fields.
-fn header_fragment(head: FrameHead, payload: &[u8]) -> &[u8] {
-    let mut fragment = payload;
-    let mut padding = 0;
-    if head.flags & h2frame::PADDED != 0 {
-        padding = fragment.first().map_or(0, |length| usize::from(*length));
-        fragment = fragment.get(1..).unwrap_or_default();
-    }
-    if head.flags & h2frame::PRIORITY != 0 {
-        fragment = fragment.get(5..).unwrap_or_default();
-    }
-    &fragment[..fragment.len().saturating_sub(padding)]
 }
 
 fn frame_name(kind: u8) -> &'static str {
@@ -487,6 +473,9 @@ mod tests {
             stream: 1,
         };
         let payload = [2, 0, 0, 0, 0, 9, 0x88, 0x89, 0, 0];
-        assert_eq!(header_fragment(head, &payload), [0x88, 0x89]);
+        assert_eq!(
+            h2frame::header_fragment(head, &payload),
+            Some(&[0x88, 0x89][..])
+        );
     }
 }

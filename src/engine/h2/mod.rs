@@ -691,22 +691,8 @@ impl<'a> Connection<'a> {
     }
 
     fn on_headers(&mut self, head: FrameHead, payload: &[u8]) -> Result<(), Failure> {
-        let mut block = payload;
-        if head.flags & h2frame::PADDED != 0 {
-            let (&padding, rest) = block
-                .split_first()
-                .ok_or_else(|| protocol_error("empty padded HEADERS"))?;
-            let keep = rest
-                .len()
-                .checked_sub(usize::from(padding))
-                .ok_or_else(|| protocol_error("HEADERS padding too long"))?;
-            block = &rest[..keep];
-        }
-        if head.flags & h2frame::PRIORITY != 0 {
-            block = block
-                .get(5..)
-                .ok_or_else(|| protocol_error("short HEADERS priority"))?;
-        }
+        let block = h2frame::header_fragment(head, payload)
+            .ok_or_else(|| protocol_error("HEADERS padding or priority longer than the frame"))?;
         let mut pending = HeaderBlock {
             stream: head.stream,
             end_stream: head.flags & h2frame::END_STREAM != 0,
