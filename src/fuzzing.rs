@@ -6,9 +6,8 @@ use std::ffi::OsString;
 use clap::Parser;
 
 use crate::cli::Cli;
-use crate::engine::h1::{Event, ResponseReader};
-use crate::engine::h2::hpack::Decoder;
-use crate::recorder::WireMeter;
+use crate::proto::h1::{ByteCounts, Event, ResponseReader};
+use crate::proto::hpack::Decoder;
 
 /// A scenario file's text, merged with no overrides, then parsed as the command line.
 pub fn scenario(text: &str) {
@@ -39,13 +38,13 @@ pub fn arguments(text: &str) {
 
 /// Bytes from a server, fed to the HTTP/1.1 response parser in two pieces split at `split`.
 pub fn http1_responses(bytes: &[u8], split: usize) {
-    let meter = WireMeter::default();
+    let mut counts = ByteCounts::default();
     let mut reader = ResponseReader::new(false);
     let split = split.min(bytes.len());
     let mut pending = bytes[..split].to_vec();
     for next in [&bytes[split..], &[][..]] {
         loop {
-            let Ok((used, event)) = reader.step(&pending, &meter) else {
+            let Ok((used, event)) = reader.step(&pending, &mut counts) else {
                 return;
             };
             assert!(

@@ -12,13 +12,13 @@ pub mod engine;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod h2frame;
 pub mod hdr;
 pub mod live;
 pub mod net;
 pub mod paint;
 pub mod plan;
 pub mod progress;
+pub mod proto;
 pub mod recorder;
 pub mod report;
 pub mod request_log;

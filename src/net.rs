@@ -1,12 +1,11 @@
 //! Sockets: connecting, and the tap that counts received bytes (and HTTP/2 header frames) on the way in.
 
-use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -14,18 +13,9 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::plan::TlsPlan;
-use crate::recorder::{ErrorKind, WireMeter};
+use crate::recorder::{ErrorKind, Failure, WireMeter};
 use crate::tls::TlsInfo;
 use crate::trace::ConnTrace;
-
-/// Why a connection attempt failed, worded for the user.
-#[derive(Debug)]
-pub struct ConnectError {
-    /// How the failure is counted.
-    pub kind: ErrorKind,
-    /// What happened.
-    pub message: String,
-}
 
 /// An established connection: plain TCP, or TLS over TCP.
 pub enum Transport {
@@ -48,18 +38,15 @@ pub async fn establish(
     addr: SocketAddr,
     tls: Option<&TlsPlan>,
     timeout: Option<Duration>,
-) -> Result<Established, ConnectError> {
+) -> Result<Established, Failure> {
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|error| match error.raw_os_error() {
             // EMFILE / ENFILE: this process (or the system) is out of file descriptors.
-            Some(23 | 24) => ConnectError {
-                kind: ErrorKind::TooManyOpenFiles,
-                message: format!("cannot connect to {addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
-            },
-            _ => ConnectError {
-                kind: ErrorKind::Connect,
-                message: format!("cannot connect to {addr}: {error}"),
-            },
+            Some(23 | 24) => Failure::new(
+                ErrorKind::TooManyOpenFiles,
+                format!("cannot connect to {addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
+            ),
+            _ => Failure::new(ErrorKind::Connect, format!("cannot connect to {addr}: {error}")),
         })?;
         // Best effort: a socket that refuses NODELAY still carries requests.
         let _ = stream.set_nodelay(true);
@@ -73,12 +60,14 @@ pub async fn establish(
         let stream = connector
             .connect(tls.server_name.clone(), stream)
             .await
-            .map_err(|error| ConnectError {
-                kind: ErrorKind::Tls,
-                message: format!(
-                    "TLS handshake with {addr} failed: {}",
-                    explain_tls_error(&error)
-                ),
+            .map_err(|error| {
+                Failure::new(
+                    ErrorKind::Tls,
+                    format!(
+                        "TLS handshake with {addr} failed: {}",
+                        explain_tls_error(&error)
+                    ),
+                )
             })?;
         Ok(Established {
             tls: Some(TlsInfo::of(stream.get_ref().1)),
@@ -89,10 +78,10 @@ pub async fn establish(
         Some(limit) => tokio::time::timeout(limit, attempt)
             .await
             .unwrap_or_else(|_| {
-                Err(ConnectError {
-                    kind: ErrorKind::ConnectTimeout,
-                    message: format!("connecting to {addr} timed out after {limit:?}"),
-                })
+                Err(Failure::new(
+                    ErrorKind::ConnectTimeout,
+                    format!("connecting to {addr} timed out after {limit:?}"),
+                ))
             }),
         None => attempt.await,
     }
@@ -174,22 +163,20 @@ impl AsyncWrite for Transport {
     }
 }
 
-/// A socket wrapper that counts received bytes into the thread's [`WireMeter`] and remembers when
-/// the connection last received anything.
+/// A socket wrapper that counts received bytes into the thread's [`WireMeter`] and shows what
+/// passes in the `-v` trace.
 pub struct TappedIo<S> {
     inner: S,
     meter: Rc<WireMeter>,
-    last_read: Option<Rc<Cell<Instant>>>,
     trace: Option<Box<ConnTrace>>,
 }
 
 impl<S> TappedIo<S> {
-    /// Wraps `inner`. With `last_read`, every read stamps the time (for the inactivity timeout).
-    pub fn new(inner: S, meter: Rc<WireMeter>, last_read: Option<Rc<Cell<Instant>>>) -> Self {
+    /// Wraps `inner`.
+    pub fn new(inner: S, meter: Rc<WireMeter>) -> Self {
         TappedIo {
             inner,
             meter,
-            last_read,
             trace: None,
         }
     }
@@ -213,9 +200,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
         let fresh = &buf.filled()[before..];
         if !fresh.is_empty() {
             this.meter.add_total(fresh.len() as u64);
-            if let Some(last_read) = &this.last_read {
-                last_read.set(Instant::now());
-            }
             if let Some(trace) = &mut this.trace {
                 trace.on_received(fresh);
             }
@@ -236,6 +220,28 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TappedIo<S> {
             trace.on_sent(&buf[..*written]);
         }
         poll
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if let (Some(trace), Poll::Ready(Ok(written))) = (&mut this.trace, &poll) {
+            let mut left = *written;
+            for buf in bufs {
+                let take = left.min(buf.len());
+                trace.on_sent(&buf[..take]);
+                left -= take;
+            }
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -83,6 +83,30 @@ impl ErrorKind {
     }
 }
 
+/// Why a connection or a request could not go on: how it is counted, and what to tell the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// How the failure is counted.
+    pub kind: ErrorKind,
+    /// What happened, worded for the user.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `kind`, explained by `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The server broke the protocol.
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Failure::new(ErrorKind::Protocol, message)
+    }
+}
+
 /// Request counters with h2load's meanings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RequestCounters {

@@ -3,7 +3,6 @@
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,11 +15,12 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
-use crate::engine::{ConnEnd, ConnState, Engines, Pacer, Session, ThreadShared};
+use crate::engine::driver::{self, ConnLimits};
+use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::live::{Live, PUBLISH_EVERY};
 use crate::net::{self, TappedIo};
 use crate::plan::{RunPlan, StopRule};
-use crate::recorder::{ErrorKind, Recorder, WireMeter, WireTotals};
+use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::request_log::{LogFile, RequestLog};
 use crate::trace::Tracer;
 
@@ -288,8 +288,9 @@ impl Worker {
                 .sinks
                 .log
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
+            read_buffer: driver::read_buffer(),
         });
-        let engines = Rc::new(Engines::new(&self.plan));
+        let templates = Rc::new(Templates::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let local = LocalSet::new();
         let ended = local.block_on(&runtime, {
@@ -308,7 +309,12 @@ impl Worker {
                 }
                 let slots = (0..self.slots).map(|slot| {
                     let trace = self.sinks.trace.clone();
-                    tokio::task::spawn_local(run_slot(shared.clone(), engines.clone(), slot, trace))
+                    tokio::task::spawn_local(run_slot(
+                        shared.clone(),
+                        templates.clone(),
+                        slot,
+                        trace,
+                    ))
                 });
                 tokio::select! {
                     _ = join_all(slots) => {}
@@ -345,7 +351,7 @@ async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usi
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent.
 async fn run_slot(
     shared: Rc<ThreadShared>,
-    engines: Rc<Engines>,
+    templates: Rc<Templates>,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
 ) {
@@ -353,24 +359,19 @@ async fn run_slot(
     let timeouts = plan.timeouts;
     while shared.budget.has_more() {
         let began = Instant::now();
-        let established =
-            match net::establish(plan.target.addr, plan.tls.as_ref(), timeouts.connect).await {
-                Ok(established) => established,
-                Err(error) => {
-                    shared
-                        .recorder
-                        .borrow_mut()
-                        .connect_failed(error.kind, error.message);
-                    return;
-                }
-            };
-        let (engine, protocol) = match engines.pick(plan.negotiation, established.tls.as_ref()) {
-            Ok(picked) => picked,
-            Err(message) => {
+        let connected = net::establish(plan.target.addr, plan.tls.as_ref(), timeouts.connect)
+            .await
+            .and_then(|established| {
+                let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
+                Ok((established, protocol))
+            });
+        let (established, protocol) = match connected {
+            Ok(connected) => connected,
+            Err(failure) => {
                 shared
                     .recorder
                     .borrow_mut()
-                    .connect_failed(ErrorKind::Tls, message);
+                    .connect_failed(failure.kind, failure.message);
                 return;
             }
         };
@@ -394,56 +395,25 @@ async fn run_slot(
             protocol: Cell::new(protocol),
             ..ConnState::default()
         };
-        let last_read = timeouts
-            .connection_inactivity
-            .map(|_| Rc::new(Cell::new(Instant::now())));
-        let io = TappedIo::new(
-            established.transport,
-            shared.wire.clone(),
-            last_read.clone(),
-        )
-        .traced(trace);
-        let drive = engine.drive(io, Session::new(&shared, &conn, slot));
-        let limits = (timeouts.connection_active, timeouts.connection_inactivity);
-        let end = match within_connection_limits(drive, began, limits, last_read).await {
-            Some(end) => end,
-            None => {
-                let mut recorder = shared.recorder.borrow_mut();
-                recorder.requests_failed(conn.in_flight.get(), ErrorKind::Timeout);
-                recorder
-                    .note_error("a connection reached its -T/-N timeout and was closed".to_owned());
-                ConnEnd::Lost
-            }
+        let io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
+        let limits = ConnLimits {
+            active_until: timeouts.connection_active.map(|limit| began + limit),
+            inactivity: timeouts.connection_inactivity,
+            ready_by: timeouts.connect.map(|limit| began + limit),
         };
+        let ledger = Ledger::new(&shared, &conn, slot);
+        let end = driver::drive(
+            io,
+            &templates,
+            protocol,
+            ledger,
+            limits,
+            &shared.read_buffer,
+        )
+        .await;
         // A connection that was lost before carrying a single request would be lost again: give up.
         if end == ConnEnd::Finished || conn.requests.get() == 0 {
             return;
         }
-    }
-}
-
-/// Runs `drive` unless the connection's active (`-T`) or inactivity (`-N`) limit strikes first (`None`).
-async fn within_connection_limits(
-    drive: impl Future<Output = ConnEnd>,
-    began: Instant,
-    (active, inactivity): (Option<Duration>, Option<Duration>),
-    last_read: Option<Rc<Cell<Instant>>>,
-) -> Option<ConnEnd> {
-    let silence = async {
-        match (inactivity, last_read) {
-            (Some(limit), Some(last_read)) => loop {
-                let due = last_read.get() + limit;
-                if Instant::now() >= due {
-                    return;
-                }
-                tokio::time::sleep_until(due.into()).await;
-            },
-            _ => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        end = drive => Some(end),
-        _ = sleep_until_some(active.map(|limit| began + limit)) => None,
-        _ = silence => None,
     }
 }

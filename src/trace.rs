@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::error_code_name;
-use crate::engine::h2::hpack;
-use crate::h2frame::{self, FrameHead};
 use crate::plan::{Protocol, RunPlan};
+use crate::proto::h2::error_code_name;
+use crate::proto::h2::{self as h2frame, FrameHead};
+use crate::proto::hpack;
 use crate::tls::TlsInfo;
 use crate::units::format_micros;
 

@@ -633,7 +633,7 @@ impl Summary {
             stream_reset_codes: recorder
                 .stream_reset_codes
                 .iter()
-                .map(|(code, count)| (crate::engine::error_code_name(*code), *count))
+                .map(|(code, count)| (crate::proto::h2::error_code_name(*code), *count))
                 .collect(),
             errors: recorder
                 .errors()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::h2frame::{self, FrameHead};
+use crate::proto::h2::{self as h2frame, FrameHead};
 
 /// One way of failing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::routes::{route, Behaviour, TargetBody};
 use super::TargetResponse;
-use crate::h2frame::{self, FrameHead};
+use crate::proto::h2::{self as h2frame, FrameHead};
 
 /// Largest HEADERS frame every HTTP/2 peer accepts (the default SETTINGS_MAX_FRAME_SIZE).
 const MAX_FRAME: usize = 16_384;

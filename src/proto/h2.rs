@@ -1,4 +1,5 @@
-//! The few facts about HTTP/2 frames (RFC 9113 §4.1) that code watching raw bytes needs.
+//! HTTP/2 wire facts (RFC 9113): frame header, frame types, flags, setting ids and error codes,
+//! defined once for the client session, the `-v` trace and the fuzz targets.
 
 /// Length of a frame header.
 pub const HEADER_LEN: usize = 9;
@@ -34,6 +35,87 @@ pub const END_HEADERS: u8 = 0x4;
 pub const PADDED: u8 = 0x8;
 /// Flag PRIORITY (HEADERS).
 pub const PRIORITY: u8 = 0x20;
+
+/// Setting SETTINGS_HEADER_TABLE_SIZE.
+pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+/// Setting SETTINGS_ENABLE_PUSH.
+pub const SETTINGS_ENABLE_PUSH: u16 = 0x2;
+/// Setting SETTINGS_MAX_CONCURRENT_STREAMS.
+pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+/// Setting SETTINGS_INITIAL_WINDOW_SIZE.
+pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+/// Setting SETTINGS_MAX_FRAME_SIZE.
+pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+/// Setting SETTINGS_MAX_HEADER_LIST_SIZE.
+pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
+
+/// Error code NO_ERROR.
+pub const NO_ERROR: u32 = 0x0;
+/// Error code PROTOCOL_ERROR.
+pub const PROTOCOL_ERROR: u32 = 0x1;
+/// Error code FLOW_CONTROL_ERROR.
+pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+/// Error code FRAME_SIZE_ERROR.
+pub const FRAME_SIZE_ERROR: u32 = 0x6;
+/// Error code REFUSED_STREAM.
+pub const REFUSED_STREAM: u32 = 0x7;
+/// Error code CANCEL.
+pub const CANCEL: u32 = 0x8;
+/// Error code COMPRESSION_ERROR.
+pub const COMPRESSION_ERROR: u32 = 0x9;
+/// Error code ENHANCE_YOUR_CALM.
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+/// The client connection preface.
+pub const PREFACE: &[u8; PREFACE_LEN] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// The window every stream and the connection start with (RFC 9113 §6.9.2).
+pub const DEFAULT_WINDOW: i64 = 65_535;
+/// The largest flow-control window (RFC 9113 §6.9.1).
+pub const MAX_WINDOW: i64 = (1 << 31) - 1;
+/// The smallest SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
+pub const MIN_MAX_FRAME_SIZE: usize = 16_384;
+
+/// The name of an HTTP/2 error code (RFC 9113 §7).
+pub fn error_code_name(code: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    NAMES
+        .get(code as usize)
+        .map_or_else(|| format!("{code:#x}"), |name| name.to_string())
+}
+
+/// A big-endian u32 at the start of `bytes`, if there are four.
+pub fn read_u32(bytes: &[u8]) -> Option<u32> {
+    bytes
+        .first_chunk::<4>()
+        .map(|bytes| u32::from_be_bytes(*bytes))
+}
+
+/// Appends a frame (header and payload) to `out`.
+pub fn write_frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+    let head = FrameHead {
+        length: payload.len(),
+        kind,
+        flags,
+        stream,
+    };
+    out.extend_from_slice(&head.encode());
+    out.extend_from_slice(payload);
+}
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,233 @@
+//! h2c by HTTP/1.1 Upgrade (RFC 7540 §3.2): each connection sends its first request as HTTP/1.1
+//! with `Upgrade: h2c`; on `101 Switching Protocols` the session becomes an HTTP/2 session whose
+//! stream 1 is that request. A server that answers without `101` keeps speaking HTTP/1.1, and the
+//! session becomes an HTTP/1.1 one (with a warning) that reads the answer as its first response.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+
+use super::h1::{earliest, H1Session, H1Template};
+use super::h2::{settings_payload, H2Session, H2Template};
+use super::outgoing::Outgoing;
+use super::session::{AnySession, Progress};
+use super::{Ledger, Slot};
+use crate::plan::{H2Settings, Protocol, RunPlan};
+use crate::proto::h1::{request_head, MAX_HEAD};
+use crate::proto::h2::{self as frame, FrameHead};
+use crate::recorder::{ErrorKind, Failure, RequestStart};
+
+/// The upgrade request, prepared once per thread.
+pub(crate) struct UpgradeTemplate {
+    head: Vec<u8>,
+    body: Bytes,
+    request_timeout: Option<Duration>,
+}
+
+impl UpgradeTemplate {
+    /// The upgrade request for the first path.
+    pub(crate) fn new(plan: &RunPlan) -> Self {
+        let settings = http2_settings(&plan.h2);
+        let upgrade_headers = [
+            ("connection", "Upgrade, HTTP2-Settings"),
+            ("upgrade", "h2c"),
+            ("http2-settings", settings.as_str()),
+        ];
+        UpgradeTemplate {
+            head: request_head(&plan.request, &plan.request.paths[0], &upgrade_headers),
+            body: plan.request.body.clone(),
+            request_timeout: plan.timeouts.request,
+        }
+    }
+}
+
+/// What an upgrade session became after reading.
+pub(crate) enum Upgraded<'t> {
+    /// The answer's head is not complete yet.
+    Waiting,
+    /// The session to continue with, and how much of the input the upgrade itself used.
+    To(AnySession<'t>, usize),
+}
+
+/// A connection that sent (or will send) the upgrade request and waits for its answer.
+pub(crate) struct UpgradeSession<'t> {
+    template: &'t UpgradeTemplate,
+    h1: &'t H1Template,
+    h2: &'t H2Template,
+    ready_by: Option<Instant>,
+    sent: Option<RequestStart>,
+    wake: Option<Instant>,
+}
+
+impl<'t> UpgradeSession<'t> {
+    pub(crate) fn new(
+        template: &'t UpgradeTemplate,
+        h1: &'t H1Template,
+        h2: &'t H2Template,
+        ready_by: Option<Instant>,
+    ) -> Self {
+        UpgradeSession {
+            template,
+            h1,
+            h2,
+            ready_by,
+            sent: None,
+            wake: None,
+        }
+    }
+
+    pub(crate) fn fill(
+        &mut self,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Progress, Failure> {
+        if self.sent.is_some() {
+            return Ok(Progress::Continue);
+        }
+        self.wake = None;
+        match ledger.next_request() {
+            Slot::Now(start) => {
+                out.bytes().extend_from_slice(&self.template.head);
+                if !self.template.body.is_empty() {
+                    out.push_body(&self.template.body);
+                }
+                self.sent = Some(start);
+                Ok(Progress::Continue)
+            }
+            Slot::At(time) => {
+                self.wake = Some(time);
+                Ok(Progress::Continue)
+            }
+            Slot::Done => Ok(Progress::Finished),
+        }
+    }
+
+    /// Reads the answer's head; on `101` the rest of the input belongs to HTTP/2.
+    pub(crate) fn on_read(
+        &mut self,
+        input: &[u8],
+        _at: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Upgraded<'t>, Failure> {
+        let Some(start) = self.sent else {
+            return Err(Failure::protocol(
+                "the server sent bytes before the h2c upgrade request",
+            ));
+        };
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut response = httparse::Response::new(&mut headers);
+        let head_len = match response.parse(input) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) if input.len() <= MAX_HEAD => return Ok(Upgraded::Waiting),
+            Ok(httparse::Status::Partial) => {
+                return Err(Failure::protocol(format!(
+                    "the answer to the h2c upgrade has a head over {} KiB",
+                    MAX_HEAD / 1024
+                )))
+            }
+            Err(_) if starts_with_settings_frame(input) => {
+                return Err(Failure::protocol(
+                    "the server answered the h2c upgrade with HTTP/2 frames: it speaks h2c by prior knowledge only (use --proto h2c)",
+                ))
+            }
+            Err(error) => {
+                return Err(Failure::protocol(format!(
+                    "invalid answer to the h2c upgrade: {error}"
+                )))
+            }
+        };
+        let status = response.code.unwrap_or(0);
+        if status != 101 {
+            ledger.note_protocol(Protocol::Http1);
+            ledger.warn(|| {
+                format!("the server answered the h2c upgrade with {status} instead of 101, so those connections spoke HTTP/1.1")
+            });
+            // The HTTP/1.1 session reads this answer again, from its first byte, as a response.
+            return Ok(Upgraded::To(
+                AnySession::H1(H1Session::continuing(self.h1, start)),
+                0,
+            ));
+        }
+        ledger.note_protocol(Protocol::H2c);
+        ledger.wire().add_headers(head_len as u64, head_len as u64);
+        let h2 = H2Session::new(self.h2, Some(start), self.ready_by, out);
+        Ok(Upgraded::To(AnySession::H2(Box::new(h2)), head_len))
+    }
+
+    pub(crate) fn on_eof(&mut self) -> Result<(), Failure> {
+        Err(Failure::new(
+            ErrorKind::Closed,
+            "the server closed the connection in answer to the h2c upgrade",
+        ))
+    }
+
+    pub(crate) fn next_timer(&self) -> Option<Instant> {
+        let deadline = self
+            .sent
+            .zip(self.template.request_timeout)
+            .map(|(start, limit)| start.actual + limit);
+        earliest(deadline, self.wake)
+    }
+
+    pub(crate) fn on_timer(&mut self, now: Instant) -> Result<(), Failure> {
+        if self.next_timer().is_some_and(|due| now >= due)
+            && self.sent.is_some()
+            && self.wake.is_none()
+        {
+            return Err(Failure::new(
+                ErrorKind::Timeout,
+                "no answer to the h2c upgrade request within --request-timeout",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+        match self.sent.take() {
+            Some(start) => {
+                ledger.fail(start, kind);
+                1
+            }
+            None => 0,
+        }
+    }
+}
+
+/// Whether `bytes` begin with an HTTP/2 SETTINGS frame header on stream 0 (a server's preface).
+fn starts_with_settings_frame(bytes: &[u8]) -> bool {
+    bytes
+        .first_chunk::<{ frame::HEADER_LEN }>()
+        .is_some_and(|head| {
+            let head = FrameHead::parse(head);
+            head.kind == frame::SETTINGS && head.stream == 0
+        })
+}
+
+/// The `HTTP2-Settings` header value: the SETTINGS payload the client's SETTINGS frame will carry, base64url.
+pub(crate) fn http2_settings(settings: &H2Settings) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(settings_payload(settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http2_settings_header_encodes_the_settings_payload() {
+        let settings = H2Settings {
+            stream_window: 65_535,
+            connection_window: 65_535,
+            max_frame_size: 16_384,
+            header_table_size: 4_096,
+        };
+        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(http2_settings(&settings))
+            .unwrap();
+        assert_eq!(
+            decoded,
+            [0, 1, 0, 0, 0x10, 0, 0, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0xff, 0xff, 0, 5, 0, 0, 0x40, 0]
+        );
+    }
+}
