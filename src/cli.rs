@@ -211,7 +211,8 @@ pub struct LoadArgs {
     #[arg(long = "request-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub request_timeout: Option<Duration>,
 
-    /// Give up connecting after this long.
+    /// Give up connecting after this long: TCP, TLS and, for HTTP/2, the server's SETTINGS
+    /// [default: 10s].
     #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub connect_timeout: Option<Duration>,
 

@@ -6,6 +6,8 @@ use std::ffi::OsString;
 use clap::Parser;
 
 use crate::cli::Cli;
+use crate::engine::testing;
+use crate::plan::Protocol;
 use crate::proto::h1::{ByteCounts, Event, ResponseReader};
 use crate::proto::hpack::Decoder;
 
@@ -70,4 +72,44 @@ pub fn hpack_block(bytes: &[u8]) {
     let mut decoder = Decoder::new(4096);
     let _ = decoder.decode(bytes);
     let _ = decoder.decode(bytes);
+}
+
+/// Bytes from a server, delivered `piece` bytes at a time, through an HTTP/1.1 session with
+/// requests pipelined: whatever arrives, the session ends in a counted state, never a panic.
+pub fn http1_session(bytes: &[u8], piece: usize) {
+    session(
+        &["--h1", "-m", "4", "-n", "8"],
+        Protocol::Http1,
+        bytes,
+        piece,
+    );
+}
+
+/// Bytes from a server, delivered `piece` bytes at a time, through an HTTP/2 session with
+/// streams multiplexed.
+pub fn h2_session(bytes: &[u8], piece: usize) {
+    session(
+        &["--proto", "h2c", "-m", "4", "-n", "8"],
+        Protocol::H2c,
+        bytes,
+        piece,
+    );
+}
+
+fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) {
+    let world = testing::world(argv);
+    let outcome = testing::converse(&world, protocol, bytes, piece.max(1));
+    let counters = outcome.counters;
+    assert!(counters.done <= counters.started, "{counters:?}");
+    assert!(
+        counters.succeeded + counters.failed == counters.done,
+        "{counters:?}"
+    );
+    let by_kind: u64 = outcome.errors.iter().map(|(_, count)| count).sum();
+    assert_eq!(by_kind, counters.errored, "every failed request has a kind");
+    assert!(outcome.wire.headers + outcome.wire.data <= bytes.len() as u64);
+    assert!(!outcome.sent.is_empty(), "the client spoke first");
+    if let Some(failure) = outcome.failure {
+        assert!(!failure.message.is_empty(), "every failure is explained");
+    }
 }

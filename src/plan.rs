@@ -146,6 +146,10 @@ pub struct Timeouts {
     pub connection_inactivity: Option<Duration>,
 }
 
+/// How long connecting may take (TCP, TLS and the server's HTTP/2 SETTINGS) when
+/// `--connect-timeout` is not given: a server that never completes a handshake ends the run.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// HTTP/2 settings the client announces.
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct H2Settings {
@@ -336,7 +340,7 @@ pub fn build(
         threads,
         max_concurrent: to_usize(cell.streams, "-m")?,
         timeouts: Timeouts {
-            connect: args.connect_timeout,
+            connect: Some(args.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)),
             request: args.request_timeout,
             connection_active: args.connection_active_timeout,
             connection_inactivity: args.connection_inactivity_timeout,

@@ -126,7 +126,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// Hands freshly read bytes to the session, after whatever it left unconsumed before; keeps what
 /// it leaves now.
-fn feed(
+pub(super) fn feed(
     session: &mut AnySession<'_>,
     fresh: &[u8],
     pending: &mut Vec<u8>,

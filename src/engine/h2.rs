@@ -193,6 +193,8 @@ pub(crate) struct H2Session<'t> {
     /// Until the server's SETTINGS arrive: when connecting gives up waiting for them.
     settings_due: Option<Instant>,
     settings_received: bool,
+    /// Whether the server acknowledged our SETTINGS: until then it may assume default windows.
+    settings_acked: bool,
     server_max_streams: usize,
     /// Since when requests have been due but the server allowed no stream (MAX_CONCURRENT_STREAMS 0).
     blocked_since: Option<Instant>,
@@ -237,6 +239,7 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
+            settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,
             initial_send_window: frame::DEFAULT_WINDOW,
@@ -276,9 +279,20 @@ impl<'t> H2Session<'t> {
             status: None,
             interim: 0,
             unacked: 0,
-            recv_window: i64::from(self.template.settings.stream_window).max(frame::DEFAULT_WINDOW),
+            recv_window: self.stream_recv_window(),
             send_window: self.initial_send_window,
             body_left,
+        }
+    }
+
+    /// What the server may send on a new stream: our SETTINGS_INITIAL_WINDOW_SIZE once it has
+    /// acknowledged it, the larger of that and the default before.
+    fn stream_recv_window(&self) -> i64 {
+        let ours = i64::from(self.template.settings.stream_window);
+        if self.settings_acked {
+            ours
+        } else {
+            ours.max(frame::DEFAULT_WINDOW)
         }
     }
 
@@ -922,6 +936,15 @@ impl<'t> H2Session<'t> {
         out: &mut Outgoing,
     ) -> Result<(), Failure> {
         if head.flags & frame::ACK != 0 {
+            if !self.settings_acked {
+                // Our SETTINGS_INITIAL_WINDOW_SIZE now holds for the streams already open too.
+                let before = self.stream_recv_window();
+                self.settings_acked = true;
+                let delta = self.stream_recv_window() - before;
+                for stream in self.streams.values_mut() {
+                    stream.recv_window += delta;
+                }
+            }
             return Ok(());
         }
         if payload.len() % 6 != 0 {

@@ -10,6 +10,7 @@ mod h1;
 mod h2;
 mod outgoing;
 pub(crate) mod session;
+pub(crate) mod testing;
 mod upgrade;
 
 use std::cell::{Cell, RefCell};
@@ -280,3 +281,6 @@ impl PathCycle {
         index
     }
 }
+
+#[cfg(test)]
+mod tests;

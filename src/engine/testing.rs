@@ -1,0 +1,125 @@
+//! A connection's world without a network, for the session unit tests and the fuzz targets:
+//! a plan from command-line words, a thread's shared state, and a loop that feeds a session the
+//! server's bytes the way the driver does.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use super::driver::{feed, read_buffer};
+use super::outgoing::{Outgoing, MAX_SLICES};
+use super::session::AnySession;
+use super::{ConnState, Ledger, Templates, ThreadShared};
+use crate::budget::Budget;
+use crate::plan::{self, Protocol};
+use crate::proto::h2 as frame;
+use crate::recorder::{ErrorKind, Failure, Recorder, RequestCounters, WireMeter, WireTotals};
+
+/// One thread's world for a plan made from command-line words (the URL is added).
+pub(crate) struct World {
+    pub(crate) shared: ThreadShared,
+    pub(crate) conn: ConnState,
+    pub(crate) templates: Templates,
+}
+
+pub(crate) fn world(argv: &[&str]) -> World {
+    let words = std::iter::once("h2load-rs")
+        .chain(argv.iter().copied())
+        .chain(["http://127.0.0.1:9/"]);
+    let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
+    let cell = &plan::cells(&cli.load)[0];
+    let plan = plan::build(&cli.load, &cli.load.urls, cell, false).expect("plan builds");
+    let budget = Budget::new(match plan.stop {
+        plan::StopRule::Requests(n) => Some(n),
+        plan::StopRule::Duration { .. } => None,
+    });
+    let templates = Templates::new(&plan);
+    World {
+        shared: ThreadShared {
+            recorder: RefCell::new(Recorder::new(
+                Instant::now() - Duration::from_secs(1),
+                1,
+                plan.interval,
+                false,
+            )),
+            plan: Arc::new(plan),
+            budget: Arc::new(budget),
+            wire: Rc::new(WireMeter::default()),
+            pacer: None,
+            request_log: None,
+            read_buffer: read_buffer(),
+        },
+        conn: ConnState::default(),
+        templates,
+    }
+}
+
+/// What a session made of the server's bytes.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The failure that ended the connection, if one did.
+    pub(crate) failure: Option<Failure>,
+    pub(crate) counters: RequestCounters,
+    pub(crate) errors: Vec<(ErrorKind, u64)>,
+    pub(crate) wire: WireTotals,
+    /// What the client sent, after the first fill.
+    pub(crate) sent: Vec<u8>,
+}
+
+/// Runs a session for `protocol` over `server` bytes delivered `piece` bytes at a time, as the
+/// driver would (without writing: what the client queues is collected).
+pub(crate) fn converse(world: &World, protocol: Protocol, server: &[u8], piece: usize) -> Outcome {
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(protocol), None, &mut out);
+    let mut pending = Vec::new();
+    let mut failure = session.fill(&ledger, &mut out).err();
+    // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its
+    // own, so the client has opened its streams before their responses arrive.
+    let first_frame = match protocol {
+        Protocol::Http1 => 0,
+        _ => server
+            .first_chunk::<{ frame::HEADER_LEN }>()
+            .map_or(server.len(), |head| {
+                (frame::HEADER_LEN + frame::FrameHead::parse(head).length).min(server.len())
+            }),
+    };
+    let (first, rest) = server.split_at(first_frame);
+    for chunk in first.chunks(piece.max(1)).chain(rest.chunks(piece.max(1))) {
+        if failure.is_some() {
+            break;
+        }
+        let at = Instant::now();
+        failure = feed(&mut session, chunk, &mut pending, at, &ledger, &mut out)
+            .and_then(|()| session.fill(&ledger, &mut out))
+            .err();
+    }
+    if let Some(failure) = &failure {
+        session.fail_all(failure, &ledger);
+    }
+    let recorder = world.shared.recorder.borrow();
+    Outcome {
+        failure,
+        counters: recorder.counters,
+        errors: recorder.errors().filter(|(_, n)| *n > 0).collect(),
+        wire: world.shared.wire.totals(),
+        sent: drain(&mut out),
+    }
+}
+
+pub(crate) fn drain(out: &mut Outgoing) -> Vec<u8> {
+    let mut sent = Vec::new();
+    while !out.is_empty() {
+        let mut slices = [std::io::IoSlice::new(&[]); MAX_SLICES];
+        let count = out.slices(&mut slices);
+        let taken: usize = slices[..count].iter().map(|slice| slice.len()).sum();
+        for slice in &slices[..count] {
+            sent.extend_from_slice(slice);
+        }
+        out.advance(taken);
+    }
+    sent
+}

@@ -1,0 +1,568 @@
+//! Sessions fed byte sequences, with no socket and no runtime: every frame split at every byte
+//! boundary, CONTINUATION, padding, windows, GOAWAY, RST_STREAM, pipelined HTTP/1.1 bodies of
+//! every kind, and the limits a hostile server runs into.
+
+use std::time::{Duration, Instant};
+
+use super::driver::feed;
+use super::outgoing::Outgoing;
+use super::session::{AnySession, Progress};
+use super::testing::{converse, drain, world, Outcome};
+use super::Ledger;
+use crate::plan::Protocol;
+use crate::proto::h2::{self as frame, write_frame};
+use crate::recorder::ErrorKind;
+
+fn kind(outcome: &Outcome) -> Option<ErrorKind> {
+    outcome.failure.as_ref().map(|failure| failure.kind)
+}
+
+// ---- HTTP/1.1 ----
+
+#[test]
+fn pipelined_h1_responses_split_at_every_byte() {
+    let mut server = Vec::new();
+    server.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+    server.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+    server.extend_from_slice(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n");
+    server.extend_from_slice(b"3\r\nabc\r\n0\r\n\r\n");
+    server.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    for piece in [1, 2, 5, 13, server.len()] {
+        let world = world(&["--h1", "-m", "4", "-n", "3"]);
+        let outcome = converse(&world, Protocol::Http1, &server, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        assert_eq!(outcome.counters.done, 3, "piece {piece}");
+        assert_eq!(outcome.counters.succeeded, 2, "piece {piece}");
+        assert_eq!(outcome.wire.data, 5 + 3, "piece {piece}");
+        assert_eq!(outcome.wire.headers, 38 + 25 + 54 + 38, "piece {piece}");
+        let requests = outcome.sent.windows(4).filter(|w| w == b"GET ").count();
+        assert_eq!(requests, 3, "all three requests went out at once");
+    }
+}
+
+#[test]
+fn h1_body_delimited_by_close_completes_at_eof() {
+    let world = world(&["--h1", "-n", "1"]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    session.fill(&ledger, &mut out).unwrap();
+    let mut pending = Vec::new();
+    let at = Instant::now();
+    feed(
+        &mut session,
+        b"HTTP/1.0 200 OK\r\n\r\nuntil close",
+        &mut pending,
+        at,
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(world.shared.recorder.borrow().counters.done, 0);
+    session.on_eof(at, &ledger).unwrap();
+    assert_eq!(world.shared.recorder.borrow().counters.succeeded, 1);
+    assert_eq!(world.shared.wire.totals().data, 11);
+    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Finished));
+}
+
+#[test]
+fn h1_response_nothing_asked_for_is_a_protocol_error() {
+    let world = world(&["--h1", "-n", "1"]);
+    let server =
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 408 Request Timeout\r\n\r\n";
+    let outcome = converse(&world, Protocol::Http1, server, server.len());
+    assert_eq!(kind(&outcome), Some(ErrorKind::Protocol));
+    assert_eq!(outcome.counters.succeeded, 1);
+}
+
+#[test]
+fn h1_endless_interim_responses_are_cut_off() {
+    let world = world(&["--h1", "-n", "1"]);
+    let server = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(17);
+    let outcome = converse(&world, Protocol::Http1, &server, 100);
+    assert_eq!(kind(&outcome), Some(ErrorKind::Protocol));
+    assert_eq!(outcome.errors, [(ErrorKind::Protocol, 1)]);
+}
+
+#[test]
+fn h1_server_closing_with_requests_unanswered_fails_them_as_closed() {
+    let world = world(&["--h1", "-m", "3", "-n", "3"]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    session.fill(&ledger, &mut out).unwrap();
+    let mut pending = Vec::new();
+    let at = Instant::now();
+    let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    feed(&mut session, close, &mut pending, at, &ledger, &mut out).unwrap();
+    let failure = session.fill(&ledger, &mut out).unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::Closed);
+    assert_eq!(session.fail_all(&failure, &ledger), 2);
+    assert_eq!(world.shared.recorder.borrow().counters.errored, 2);
+}
+
+#[test]
+fn h1_request_timeout_fires_from_the_oldest_request() {
+    let world = world(&["--h1", "-n", "1", "--request-timeout", "50ms"]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    let sent = Instant::now();
+    session.fill(&ledger, &mut out).unwrap();
+    let due = session.next_timer().expect("a deadline");
+    assert!(
+        due >= sent + Duration::from_millis(50)
+            && due <= Instant::now() + Duration::from_millis(50)
+    );
+    assert_eq!(
+        session.on_timer(due - Duration::from_millis(1), &ledger, &mut out),
+        Ok(())
+    );
+    let failure = session.on_timer(due, &ledger, &mut out).unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::Timeout);
+}
+
+// ---- HTTP/2 ----
+
+/// Frames a server sends: built with the same encoder the client uses.
+#[derive(Default)]
+struct Server(Vec<u8>);
+
+impl Server {
+    fn frame(mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Self {
+        write_frame(&mut self.0, kind, flags, stream, payload);
+        self
+    }
+
+    fn settings(self, settings: &[(u16, u32)]) -> Self {
+        let mut payload = Vec::new();
+        for (id, value) in settings {
+            payload.extend_from_slice(&id.to_be_bytes());
+            payload.extend_from_slice(&value.to_be_bytes());
+        }
+        self.frame(frame::SETTINGS, 0, 0, &payload)
+    }
+
+    /// `:status 200` (static index 8), whole.
+    fn ok(self, stream: u32, end_stream: bool) -> Self {
+        let flags = frame::END_HEADERS | if end_stream { frame::END_STREAM } else { 0 };
+        self.frame(frame::HEADERS, flags, stream, &[0x88])
+    }
+
+    fn data(self, stream: u32, body: &[u8], end_stream: bool) -> Self {
+        self.frame(
+            frame::DATA,
+            if end_stream { frame::END_STREAM } else { 0 },
+            stream,
+            body,
+        )
+    }
+}
+
+#[test]
+fn h2_streams_with_padding_and_continuation_split_at_every_byte() {
+    // Stream 1: HEADERS padded with priority, split over CONTINUATION; DATA padded.
+    let mut padded_headers = vec![3u8]; // pad length
+    padded_headers.extend_from_slice(&[0, 0, 0, 0, 16]); // priority
+    padded_headers.extend_from_slice(&[0x88, 0x40]); // :status 200, then a literal with indexing (name follows)
+    padded_headers.extend_from_slice(&[0, 0, 0]); // padding
+    let mut padded_data = vec![4u8];
+    padded_data.extend_from_slice(b"body");
+    padded_data.extend_from_slice(&[0; 4]);
+    let server = Server::default()
+        .settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 100)])
+        .frame(frame::SETTINGS, frame::ACK, 0, &[])
+        .frame(
+            frame::HEADERS,
+            frame::PADDED | frame::PRIORITY,
+            1,
+            &padded_headers,
+        )
+        .frame(
+            frame::CONTINUATION,
+            frame::END_HEADERS,
+            1,
+            &[0x01, b'x', 0x01, b'y'],
+        )
+        .frame(
+            frame::DATA,
+            frame::PADDED | frame::END_STREAM,
+            1,
+            &padded_data,
+        )
+        .ok(3, false)
+        .data(3, b"0123456789", false)
+        .frame(frame::PING, 0, 0, &[7; 8])
+        .data(3, b"", true);
+    for piece in [1, 2, 7, 64, server.0.len()] {
+        let world = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+        let outcome = converse(&world, Protocol::H2c, &server.0, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        assert_eq!(outcome.counters.succeeded, 2, "piece {piece}");
+        assert_eq!(
+            outcome.wire.data,
+            4 + 10,
+            "piece {piece}: padding is not data"
+        );
+        assert!(outcome.sent.starts_with(frame::PREFACE), "piece {piece}");
+        let ping_ack = [
+            0,
+            0,
+            8,
+            frame::PING,
+            frame::ACK,
+            0,
+            0,
+            0,
+            0,
+            7,
+            7,
+            7,
+            7,
+            7,
+            7,
+            7,
+            7,
+        ];
+        assert!(
+            outcome.sent.windows(ping_ack.len()).any(|w| w == ping_ack),
+            "piece {piece}"
+        );
+    }
+}
+
+#[test]
+fn h2_goaway_fails_only_the_streams_above_last_stream_id() {
+    let world = world(&["--proto", "h2c", "-m", "3", "-n", "3"]);
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend_from_slice(&frame::NO_ERROR.to_be_bytes());
+    let server = Server::default()
+        .settings(&[])
+        .frame(frame::GOAWAY, 0, 0, &goaway)
+        .ok(1, true);
+    let outcome = converse(&world, Protocol::H2c, &server.0, 5);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.counters.succeeded, 1);
+    assert_eq!(outcome.errors, [(ErrorKind::Goaway, 2)]);
+}
+
+#[test]
+fn h2_goaway_before_any_request_is_a_named_failure() {
+    let world = world(&["--proto", "h2c", "-n", "3"]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), None, &mut out);
+    session.fill(&ledger, &mut out).unwrap();
+    let server = Server::default()
+        .settings(&[])
+        .frame(frame::GOAWAY, 0, 0, &[0; 8]);
+    let mut pending = Vec::new();
+    let failure = feed(
+        &mut session,
+        &server.0,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::Goaway);
+    assert!(failure
+        .message
+        .contains("GOAWAY (NO_ERROR) before the first request"));
+    assert_eq!(world.shared.recorder.borrow().counters.started, 0);
+}
+
+#[test]
+fn h2_stream_reset_is_counted_with_its_code() {
+    let world = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+    let server = Server::default()
+        .settings(&[])
+        .frame(
+            frame::RST_STREAM,
+            0,
+            1,
+            &frame::REFUSED_STREAM.to_be_bytes(),
+        )
+        .ok(3, true);
+    let outcome = converse(&world, Protocol::H2c, &server.0, 3);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.errors, [(ErrorKind::StreamReset, 1)]);
+    let recorder = world.shared.recorder.borrow();
+    assert_eq!(
+        recorder.stream_reset_codes.get(&frame::REFUSED_STREAM),
+        Some(&1)
+    );
+}
+
+#[test]
+fn h2_receive_window_is_enforced_and_replenished() {
+    let world = world(&["--proto", "h2c", "-n", "1"]);
+    let chunk = vec![0u8; 16_384];
+    // 65,535 bytes fit the default windows and earn WINDOW_UPDATEs; one more byte beyond the
+    // replenished window would not, but here the client hands windows back at half.
+    let mut server = Server::default().settings(&[]).ok(1, false);
+    for _ in 0..3 {
+        server = server.data(1, &chunk, false);
+    }
+    server = server.data(1, &chunk[..16_383], true);
+    let outcome = converse(&world, Protocol::H2c, &server.0, 1000);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.wire.data, 65_535);
+    let window_updates = outcome
+        .sent
+        .windows(2)
+        .filter(|w| w[1] == frame::WINDOW_UPDATE && w[0] == 4)
+        .count();
+    assert!(window_updates >= 1, "the client handed its windows back");
+
+    // With our SETTINGS acknowledged, a stream window of 2^14-1 is what the server may send.
+    let small = self::world(&["--proto", "h2c", "-n", "1", "-w", "14"]);
+    let server = Server::default()
+        .settings(&[])
+        .frame(frame::SETTINGS, frame::ACK, 0, &[])
+        .ok(1, false)
+        .data(1, &chunk, true);
+    let outcome = converse(&small, Protocol::H2c, &server.0, 1 << 20);
+    assert_eq!(kind(&outcome), Some(ErrorKind::Protocol));
+    assert!(outcome
+        .failure
+        .unwrap()
+        .message
+        .contains("FLOW_CONTROL_ERROR"));
+}
+
+#[test]
+fn h2_window_update_overflow_and_zero_increment_are_protocol_errors() {
+    for increment in [0x7fff_ffffu32, 0] {
+        let world = world(&["--proto", "h2c", "-n", "1"]);
+        let server = Server::default().settings(&[]).frame(
+            frame::WINDOW_UPDATE,
+            0,
+            0,
+            &increment.to_be_bytes(),
+        );
+        let outcome = converse(&world, Protocol::H2c, &server.0, 4);
+        assert_eq!(
+            kind(&outcome),
+            Some(ErrorKind::Protocol),
+            "increment {increment}"
+        );
+        assert_eq!(
+            outcome.errors,
+            [(ErrorKind::Protocol, 1)],
+            "the stream in flight failed"
+        );
+    }
+}
+
+#[test]
+fn h2_endless_continuation_stops_at_the_header_block_limit() {
+    let world = world(&["--proto", "h2c", "-n", "1"]);
+    let mut server = Server::default()
+        .settings(&[])
+        .frame(frame::HEADERS, 0, 1, &[0x88]);
+    for _ in 0..100 {
+        server = server.frame(frame::CONTINUATION, 0, 1, &[0x88; 1000]);
+    }
+    let outcome = converse(&world, Protocol::H2c, &server.0, 4096);
+    assert!(outcome
+        .failure
+        .unwrap()
+        .message
+        .contains("header block larger than 64 KiB"));
+}
+
+#[test]
+fn h2_ping_flood_unread_is_cut_off_with_enhance_your_calm() {
+    let world = world(&["--proto", "h2c", "-n", "1"]);
+    let mut server = Server::default().settings(&[]);
+    for _ in 0..1500 {
+        server = server.frame(frame::PING, 0, 0, &[1; 8]);
+    }
+    let outcome = converse(&world, Protocol::H2c, &server.0, 17 * 10);
+    let failure = outcome.failure.expect("a flood is an error");
+    assert_eq!(failure.kind, ErrorKind::Protocol);
+    assert!(failure.message.contains("without reading"));
+    let mut goaway = Vec::new();
+    write_frame(
+        &mut goaway,
+        frame::GOAWAY,
+        0,
+        0,
+        &[0, 0, 0, 1, 0, 0, 0, frame::ENHANCE_YOUR_CALM as u8],
+    );
+    assert!(outcome.sent.ends_with(&goaway));
+}
+
+#[test]
+fn h2_frames_the_client_cannot_accept_are_protocol_errors() {
+    let too_long = vec![0u8; 16_385];
+    let bad_status = [0x08, 0x03, b'9', b'9', b'9']; // :status 999, literal
+    let cases: [(&str, Server); 6] = [
+        (
+            "push",
+            Server::default().settings(&[]).frame(
+                frame::PUSH_PROMISE,
+                frame::END_HEADERS,
+                1,
+                &[0, 0, 0, 2, 0x88],
+            ),
+        ),
+        ("even stream", Server::default().settings(&[]).ok(2, true)),
+        (
+            "idle stream",
+            Server::default().settings(&[]).data(9, b"x", true),
+        ),
+        (
+            "frame size",
+            Server::default().settings(&[]).data(1, &too_long, true),
+        ),
+        (
+            "status 999",
+            Server::default().settings(&[]).frame(
+                frame::HEADERS,
+                frame::END_HEADERS | frame::END_STREAM,
+                1,
+                &bad_status,
+            ),
+        ),
+        (
+            "no status",
+            Server::default().settings(&[]).frame(
+                frame::HEADERS,
+                frame::END_HEADERS | frame::END_STREAM,
+                1,
+                &[0x40, 1, b'a', 1, b'b'],
+            ),
+        ),
+    ];
+    for (name, server) in cases {
+        let world = world(&["--proto", "h2c", "-n", "1"]);
+        let outcome = converse(&world, Protocol::H2c, &server.0, 3);
+        assert_eq!(
+            kind(&outcome),
+            Some(ErrorKind::Protocol),
+            "{name}: {:?}",
+            outcome.failure
+        );
+    }
+}
+
+#[test]
+fn h2_first_bytes_that_are_not_http2_are_named() {
+    let cases: [(&[u8], &str); 3] = [
+        (b"\x15\x03\x03\x00\x02\x02\x46", "TLS"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "HTTP/1.1"),
+        (&[0, 0, 0, frame::HEADERS, 4, 0, 0, 0, 1], "not SETTINGS"),
+    ];
+    for (bytes, named) in cases {
+        let world = world(&["--proto", "h2c", "-n", "1"]);
+        let outcome = converse(&world, Protocol::H2c, bytes, 1);
+        let failure = outcome.failure.expect("not HTTP/2");
+        assert_eq!(failure.kind, ErrorKind::Protocol);
+        assert!(failure.message.contains(named), "{}", failure.message);
+    }
+}
+
+#[test]
+fn h2_settings_wait_is_bounded_and_zero_streams_is_not_ready() {
+    let world = world(&["--proto", "h2c", "-n", "1", "--request-timeout", "1s"]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let due = Instant::now() + Duration::from_millis(10);
+    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), Some(due), &mut out);
+    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    assert_eq!(session.next_timer(), Some(due));
+    let failure = session.on_timer(due, &ledger, &mut out).unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::ConnectTimeout);
+    assert!(!session.is_ready());
+
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), Some(due), &mut out);
+    let server = Server::default().settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 0)]);
+    let mut pending = Vec::new();
+    feed(
+        &mut session,
+        &server.0,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    assert!(
+        !session.is_ready(),
+        "a server allowing no streams cannot carry requests"
+    );
+    let blocked_until = session
+        .next_timer()
+        .expect("the wait for a stream is bounded");
+    assert!(blocked_until <= Instant::now() + Duration::from_secs(1));
+    let failure = session
+        .on_timer(blocked_until, &ledger, &mut out)
+        .unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::Timeout);
+    assert_eq!(world.shared.recorder.borrow().counters.started, 0);
+}
+
+#[test]
+fn h2_request_timeout_cancels_only_the_late_stream() {
+    let world = world(&[
+        "--proto",
+        "h2c",
+        "-m",
+        "2",
+        "-n",
+        "2",
+        "--request-timeout",
+        "1s",
+    ]);
+    let ledger = Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = Outgoing::default();
+    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), None, &mut out);
+    let mut pending = Vec::new();
+    let server = Server::default().settings(&[]);
+    feed(
+        &mut session,
+        &server.0,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    session.fill(&ledger, &mut out).unwrap();
+    let answer = Server::default().ok(3, true);
+    feed(
+        &mut session,
+        &answer.0,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    let due = session.next_timer().expect("stream 1 has a deadline");
+    session.on_timer(due, &ledger, &mut out).unwrap();
+    let recorder = world.shared.recorder.borrow();
+    assert_eq!(recorder.counters.succeeded, 1);
+    assert_eq!(recorder.counters.timeout, 1);
+    let cancel = [
+        0,
+        0,
+        4,
+        frame::RST_STREAM,
+        0,
+        0,
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        frame::CANCEL as u8,
+    ];
+    assert!(drain(&mut out).ends_with(&cancel));
+}
