@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod common;
 mod faults;
+mod hostile;
 mod load;
 mod peers;
 mod rate;
