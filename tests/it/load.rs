@@ -1,10 +1,8 @@
 //! End-to-end runs of the h2load-rs binary against the built-in target.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{h2load_rs, text_counts, url, Run};
+use crate::common::{h2load_rs, text_counts, url, Run};
 
 /// The three engines, as the flags that select them.
 const ENGINES: [(&str, &[&str]); 3] = [

@@ -1,12 +1,10 @@
 //! The command-line surface around the load test: version, completions, manual page, and a
 //! report whose reader goes away early.
 
-mod common;
-
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use common::{run_command, url};
+use crate::common::{run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 

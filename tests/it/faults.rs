@@ -1,12 +1,10 @@
 //! Servers failing on purpose (`--target-fault`), dead servers, signals and descriptor limits:
 //! every failure classified and counted, and the report always written.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{h2load_rs, Run};
+use crate::common::{h2load_rs, Run};
 
 /// The counters always add up, whatever happened.
 fn assert_consistent(run: &Run, name: &str) {

@@ -1,10 +1,8 @@
 //! Constant-rate mode, the timeline and its exports, `--start-at`, and merging runs.
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use common::{h2load_rs, run_command, url, Run};
+use crate::common::{h2load_rs, run_command, url, Run};
 
 fn percentile(run: &Run, histogram: &str, which: &str) -> u64 {
     run.int(&format!("latency/{histogram}/percentiles/{which}"))

@@ -1,6 +1,5 @@
-//! Helpers shared by the integration tests: one built-in target per test binary, bounded runs of
-//! the h2load-rs binary (and of peer tools), and parsing of h2load-style text reports.
-#![allow(dead_code)] // each test binary uses its own subset
+//! Helpers shared by the integration tests: one built-in target for the whole test binary, bounded
+//! runs of the h2load-rs binary (and of peer tools), and parsing of h2load-style text reports.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,7 +12,7 @@ use h2load_rs::server::{spawn_background, ServeOptions};
 /// Longest any single command in a test may run before it is killed and the test fails.
 const COMMAND_LIMIT: Duration = Duration::from_secs(60);
 
-/// The address of this test binary's built-in target (started once, shared by all its tests).
+/// The address of the test binary's built-in target (started once, shared by every module's tests).
 pub fn target() -> SocketAddr {
     static TARGET: OnceLock<SocketAddr> = OnceLock::new();
     *TARGET.get_or_init(|| {

@@ -1,9 +1,7 @@
 //! Cross-checks against other clients: the built-in target answers them, and h2load agrees with
 //! h2load-rs on what a run did. The tools come from `tests/setup.sh`.
 
-mod common;
-
-use common::{h2load_rs, run_command, text_counts, url};
+use crate::common::{h2load_rs, run_command, text_counts, url};
 
 fn require(tool: &str) {
     let found = std::process::Command::new("sh")

@@ -1,11 +1,9 @@
 //! Sweeps (levels × protocols), their exports, the scenario files, and the HTML page in Chromium.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{h2load_rs, run_command, Run};
+use crate::common::{h2load_rs, run_command, Run};
 
 /// Runs the example sweep once against the built-in target, with every export.
 fn sweep(dir: &Path) -> Run {

@@ -1,9 +1,7 @@
 //! Bad input of every kind: one clear line on stderr naming the problem, exit code 2 for usage
 //! and 1 for runtime problems, never a panic, a backtrace or a report.
 
-mod common;
-
-use common::{run_command, url};
+use crate::common::{run_command, url};
 
 /// Runs h2load-rs with `args`; describes how it fell short of exiting with `code` and one line on
 /// stderr containing `needle` (and no panic, backtrace or report), if it did.

@@ -1,10 +1,8 @@
 //! Seed 002 at full size: 16,000 connections, 100,000 requests, a 1 s handler.
 
-mod common;
-
 use std::time::Duration;
 
-use common::h2load_rs;
+use crate::common::h2load_rs;
 
 #[test]
 fn sixteen_thousand_connections_against_a_one_second_handler() {

@@ -1,9 +1,7 @@
 //! The real-target matrix: every protocol against Gin, nginx, nghttpd, nghttpx and Caddy, started by
 //! `tests/testbed.sh` (which `tests/run.sh` runs and points `H2LOAD_RS_TESTBED` at).
 
-mod common;
-
-use common::{h2load_rs, run_command, text_counts, Run};
+use crate::common::{h2load_rs, run_command, text_counts, Run};
 
 const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
 const N: u64 = 1000;

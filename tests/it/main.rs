@@ -1,0 +1,14 @@
+//! Every integration test in one binary, so CI links the test harness once instead of once per
+//! file. Each module is one former `tests/<name>.rs`; `common` holds the helpers they share.
+
+mod bad_input;
+mod cli;
+mod common;
+mod faults;
+mod hostile;
+mod load;
+mod peers;
+mod rate;
+mod scale;
+mod sweep;
+mod testbed;
