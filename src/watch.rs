@@ -138,7 +138,8 @@ mod tests {
         }
         let usage = watch.finish();
         assert_eq!(usage.len(), 2);
-        assert!(usage[0].cpu_percent > 50.0, "{usage:?}");
+        // A spinning thread, even on a machine busy with other work (an idle one shows ~0).
+        assert!(usage[0].cpu_percent > 20.0, "{usage:?}");
         assert!(usage[0].rss_peak_kb > 1000, "{usage:?}");
         assert_eq!(usage[1].rss_peak_kb, 0, "a missing process reports zeros");
         assert!(cpu_time(None).is_some());

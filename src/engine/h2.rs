@@ -743,6 +743,12 @@ impl<'t> H2Session<'t> {
             }
             frame::CONTINUATION => self.on_continuation(head, payload, at, ledger),
             frame::RST_STREAM => {
+                if head.stream == 0 || head.stream >= self.next_stream_id {
+                    return Err(Failure::protocol(format!(
+                        "the server reset stream {}, which the client never opened",
+                        head.stream
+                    )));
+                }
                 let code =
                     read_u32(payload).ok_or_else(|| Failure::protocol("short RST_STREAM"))?;
                 if let Some(stream) = self.streams.remove(&head.stream) {
