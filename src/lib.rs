@@ -14,6 +14,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod h2frame;
 pub mod hdr;
+pub mod input;
 pub mod limits;
 pub mod live;
 pub mod net;
