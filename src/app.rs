@@ -1,43 +1,48 @@
-//! The program's flow: arguments → plan → run → report, and the exit code.
+//! The program's flow: arguments → plan → sweep → exit status.
+//!
+//! Exit status, in order of precedence: 2 for a usage error (found before anything is sent);
+//! 128 + the signal's number when SIGHUP, SIGINT or SIGTERM stopped the run (129, 130, 143);
+//! 1 when something failed (a runtime error, a panic in any thread, an export that could not be
+//! written, or no request that succeeded); 0 otherwise. 3 is reserved for breached thresholds.
 
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::error::ErrorKind as ClapErrorKind;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
-use crate::live::Live;
-use crate::paint::paint;
-use crate::report::{self, CellContext, Document, Exporter, Summary};
-use crate::request_log::LogFile;
-use crate::target::ChildTarget;
-use crate::trace::Tracer;
-use crate::watch::{self, Watch};
-use crate::{error, plan, progress, runner, scenario, server, tls, usage_bail};
+use crate::cli::{Cli, Command, LoadArgs, MergeArgs, RunArgs, ServeArgs};
+use crate::report::outputs::{self, Outputs};
+use crate::report::Document;
+use crate::sweep::Sweep;
+use crate::{error, panics, report, scenario, server, signals, tls, usage_bail};
 
-/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
-/// are still written, where `print!` would panic.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        let _ = write!(std::io::stdout(), $($arg)*);
-    }};
-}
+/// Something failed (runtime error, panic, export, no request succeeded).
+const FAILURE: u8 = 1;
 
-/// `println!` that survives a closed stdout, like [`out!`].
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
-/// Runs h2load-rs with these arguments and returns the process exit code.
+/// Runs h2load-rs with these arguments and returns the process exit status. Never panics: a panic
+/// in any thread is reported and makes the status 1.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    panics::install_hook();
+    let status = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        panics::inject("main");
+        run(args)
+    }))
+    .unwrap_or(FAILURE);
+    match panics::first() {
+        Some(panic) if status == 0 => {
+            eprintln!("h2load-rs: {panic}");
+            ExitCode::from(FAILURE)
+        }
+        _ => ExitCode::from(status),
+    }
+}
+
+/// Parses the arguments and runs the command; returns the exit status.
+fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => return clap_exit(&error),
@@ -51,43 +56,53 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         None => load_test(&cli.load),
     };
     match result {
-        Ok(code) => code,
+        Ok(status) => status,
         Err(error) => {
             eprintln!("h2load-rs: {error:#}");
-            ExitCode::from(error::exit_code_for(&error))
+            failure_status(&error)
         }
     }
 }
 
+/// The status for an error that ended the program: usage errors first, then a signal that had
+/// stopped the run, then failure.
+fn failure_status(error: &anyhow::Error) -> u8 {
+    if error::is_usage(error) {
+        error::USAGE
+    } else {
+        signals::received().map_or(FAILURE, signals::Signal::exit_code)
+    }
+}
+
 /// Prints the completion script for `shell`.
-fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+fn completions(shell: clap_complete::Shell) -> Result<u8> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "h2load-rs", &mut script);
     out!("{}", String::from_utf8_lossy(&script));
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 /// Prints the manual page, generated from the same definitions as `--help`.
-fn manual() -> Result<ExitCode> {
+fn manual() -> Result<u8> {
     let mut page = Vec::new();
     clap_mangen::Man::new(Cli::command())
         .render(&mut page)
         .context("cannot render the manual page")?;
     out!("{}", String::from_utf8_lossy(&page));
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 /// Help and version go to stdout with status 0; any other parse error is one line and status 2.
-fn clap_exit(error: &clap::Error) -> ExitCode {
+fn clap_exit(error: &clap::Error) -> u8 {
     if matches!(
         error.kind(),
         ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion
     ) {
         let _ = error.print();
-        return ExitCode::SUCCESS;
+        return 0;
     }
     eprintln!("h2load-rs: {}", one_line(&error.render().to_string()));
-    ExitCode::from(2)
+    error::USAGE
 }
 
 /// Folds clap's message (which may list items on following lines) into one line, without the
@@ -101,26 +116,8 @@ fn one_line(rendered: &str) -> String {
         .join(" ")
 }
 
-/// Writes every format the user asked for.
-fn export(document: &Document, outputs: &OutputArgs) -> Result<()> {
-    let exports: [(&Option<PathBuf>, &dyn Exporter); 7] = [
-        (&outputs.json, &report::json::Json),
-        (&outputs.csv, &report::csv::Csv),
-        (&outputs.csv_timeline, &report::timeline_csv::TimelineCsv),
-        (&outputs.hdr_log, &report::hdr_log::HdrLog),
-        (&outputs.markdown, &report::markdown::Markdown),
-        (&outputs.hgrm, &report::hgrm::Hgrm),
-        (&outputs.html, &report::html::Html),
-    ];
-    for (path, exporter) in exports {
-        if let Some(path) = path {
-            exporter.export(document, path)?;
-        }
-    }
-    Ok(())
-}
-
-fn merge(args: &MergeArgs) -> Result<ExitCode> {
+fn merge(args: &MergeArgs) -> Result<u8> {
+    let outputs = Outputs::check(&args.outputs)?;
     let documents = args
         .results
         .iter()
@@ -137,25 +134,12 @@ fn merge(args: &MergeArgs) -> Result<ExitCode> {
     if document.cells.len() > 1 {
         out!("{}", report::text::comparison(&document));
     }
-    export(&document, &args.outputs)?;
-    Ok(ExitCode::SUCCESS)
+    let failures = outputs.write(&document);
+    outputs::report_failures(&failures);
+    Ok(if failures.is_empty() { 0 } else { FAILURE })
 }
 
-/// Waits for `--start-at`; `false` if the user interrupted the wait.
-fn wait_for_start(at: std::time::SystemTime) -> bool {
-    match at.duration_since(std::time::SystemTime::now()) {
-        Ok(wait) => {
-            eprintln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
-            !runner::pause(wait)
-        }
-        Err(_) => {
-            eprintln!("h2load-rs: warning: --start-at is in the past; starting now");
-            true
-        }
-    }
-}
-
-fn run_scenario(args: &RunArgs) -> Result<ExitCode> {
+fn run_scenario(args: &RunArgs) -> Result<u8> {
     let scenario = scenario::load(&args.scenario, &args.overrides)?;
     let cli = match Cli::try_parse_from(&scenario.argv) {
         Ok(cli) => cli,
@@ -179,213 +163,64 @@ fn run_scenario(args: &RunArgs) -> Result<ExitCode> {
     load_test(&cli.load)
 }
 
-fn load_test(args: &LoadArgs) -> Result<ExitCode> {
-    let cells = plan::cells(args);
-    let log_file = args.log_file.as_deref().map(LogFile::create).transpose()?;
-    let built_in = match args.urls.is_empty() {
-        true => Some(BuiltIn::start(
-            args,
-            cells.iter().any(|cell| cell.needs_tls(args.target_tls)),
-        )?),
-        false => None,
-    };
-    // Every cell is planned before anything runs, so bad input stops the run before it starts.
-    let mut plans = Vec::with_capacity(cells.len());
-    for cell in &cells {
-        let urls = match &built_in {
-            Some(target) => vec![format!(
-                "{}{}",
-                target.base_url(cell.needs_tls(args.target_tls)),
-                args.target_path
-            )],
-            None => args.urls.clone(),
-        };
-        plans.push(Arc::new(plan::build(
-            args,
-            &urls,
-            cell,
-            built_in.is_some(),
-        )?));
-    }
-    let mut notes: Vec<&String> = plans.iter().flat_map(|plan| &plan.notes).collect();
-    notes.dedup();
-    for note in notes {
-        if !args.quiet {
-            eprintln!("note: {note}");
+fn load_test(args: &LoadArgs) -> Result<u8> {
+    let finished = Sweep::prepare(args)?.run()?;
+    let document = &finished.document;
+    Ok(if let Some(signal) = signals::received() {
+        signal.exit_code()
+    } else if finished.exports_failed {
+        FAILURE
+    } else if total(document, |cell| cell.requests.counters.succeeded) == 0 {
+        if let Some(reason) = no_success_reason(document) {
+            eprintln!("h2load-rs: {reason}");
         }
-    }
-    let most_clients = plans.iter().map(|plan| plan.clients).max().unwrap_or(1);
-    runner::ensure_fd_limit(most_clients, 1)?;
-
-    if let Some(at) = args.start_at {
-        if !wait_for_start(at) {
-            return Ok(ExitCode::from(runner::INTERRUPTED_EXIT));
-        }
-    }
-    let color = args.color.enabled();
-    let mut summaries = Vec::with_capacity(plans.len());
-    for (index, (cell, plan)) in cells.iter().zip(&plans).enumerate() {
-        if plans.len() > 1 && !args.quiet {
-            let heading = format!(
-                "\n=== cell {}/{}: {} c={} m={}\n",
-                index + 1,
-                plans.len(),
-                plan.protocol_label(),
-                plan.clients,
-                plan.max_concurrent
-            );
-            out!("{}", paint(&heading, color));
-        }
-        if !args.quiet {
-            print_intro(plan);
-        }
-        // The target that serves this cell comes first: the comparison's "target" columns show it.
-        let mut watched: Vec<u32> = built_in
-            .iter()
-            .map(|target| target.pid(cell.needs_tls(args.target_tls)))
-            .collect();
-        watched.extend(&args.watch_pid);
-        let watch = Watch::start(&watched);
-        let started = Instant::now();
-        let cpu_before = watch::cpu_time(None);
-        let log = log_file.clone().map(|file| runner::LogTarget {
-            file,
-            cell: index + 1,
-        });
-        let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
-        // The trace and the bar would share stderr: the trace wins.
-        let show_progress = !args.quiet && trace.is_none() && std::io::stderr().is_terminal();
-        let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
-        let display = live.clone().map(|live| {
-            let label = format!(
-                "{} c={} m={}",
-                plan.protocol_label(),
-                plan.clients,
-                plan.max_concurrent
-            );
-            progress::Display::start(live, plan.stop, label)
-        });
-        let outcome = runner::run(plan.clone(), runner::Sinks { log, live, trace });
-        if let Some(display) = display {
-            display.finish();
-        }
-        let outcome = outcome?;
-        let generator_cpu = cpu_before
-            .zip(watch::cpu_time(None))
-            .map_or(0.0, |(before, after)| {
-                100.0 * (after - before).as_secs_f64() / started.elapsed().as_secs_f64()
-            });
-        let context = CellContext {
-            index: index + 1,
-            level: cell.level,
-            generator_cpu_percent: generator_cpu,
-            watched: watch.finish(),
-        };
-        let summary = Summary::new(plan, &outcome, context);
-        if args.quiet {
-            outln!("{}", report::text::one_line(&summary));
-        } else {
-            out!("{}", paint(&report::text::render(&summary), color));
-        }
-        for warning in &summary.warnings {
-            eprintln!("h2load-rs: warning: {warning}");
-        }
-        if let Some(problem) = &summary.first_error {
-            eprintln!("h2load-rs: {problem}");
-        }
-        summaries.push(summary);
-        let last = index + 1 == plans.len();
-        if outcome.interrupted || (!last && args.cooldown.is_some_and(runner::pause)) {
-            break;
-        }
-    }
-
-    let document = Document::new(summaries);
-    if document.cells.len() > 1 && !args.quiet {
-        out!("{}", paint(&report::text::comparison(&document), color));
-    }
-    export(&document, &args.outputs)?;
-    let interrupted =
-        document.cells.len() < plans.len() || document.cells.iter().any(|cell| cell.interrupted);
-    Ok(
-        if document
-            .cells
-            .iter()
-            .all(|cell| cell.connections.opened == 0)
-        {
-            ExitCode::from(1)
-        } else if interrupted {
-            ExitCode::from(runner::INTERRUPTED_EXIT)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+        FAILURE
+    } else {
+        0
+    })
 }
 
-/// The built-in target for runs without a URL: cleartext, and TLS when a cell needs it.
-struct BuiltIn {
-    cleartext: ChildTarget,
-    tls: Option<ChildTarget>,
+/// A count summed over every cell of the run.
+fn total(document: &Document, count: fn(&report::Summary) -> u64) -> u64 {
+    document.cells.iter().map(count).sum()
 }
 
-impl BuiltIn {
-    fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
-        let mut flags = Vec::new();
-        if let Some(delay) = args.target_delay {
-            flags.push(format!("--delay={}us", delay.as_micros()));
-        }
-        if let Some(fault) = &args.target_fault {
-            flags.push(format!("--fault={}", fault.name()));
-        }
-        if let Some((every, length)) = args.target_stall_every.zip(args.target_stall_for) {
-            flags.push(format!("--stall-every={}us", every.as_micros()));
-            flags.push(format!("--stall-for={}us", length.as_micros()));
-        }
-        let cleartext = ChildTarget::start(false, &flags)?;
-        let tls = if with_tls {
-            Some(ChildTarget::start(true, &flags)?)
-        } else {
-            None
-        };
-        let mut bases = vec![cleartext.base_url.as_str()];
-        bases.extend(tls.iter().map(|target| target.base_url.as_str()));
-        if !args.quiet {
-            eprintln!(
-                "no URL given: measuring the built-in target at {} (path {})",
-                bases.join(" and "),
-                args.target_path
-            );
-        }
-        Ok(BuiltIn { cleartext, tls })
+/// Why no request succeeded (got a 2xx or 3xx), in one line; `None` when no connection could be
+/// made, which the first error's line has already said.
+fn no_success_reason(document: &Document) -> Option<String> {
+    if total(document, |cell| cell.connections.opened) == 0 {
+        return None;
     }
-
-    fn base_url(&self, tls: bool) -> &str {
-        match (&self.tls, tls) {
-            (Some(tls), true) => &tls.base_url,
-            _ => &self.cleartext.base_url,
-        }
-    }
-
-    fn pid(&self, tls: bool) -> u32 {
-        match (&self.tls, tls) {
-            (Some(target), true) => target.pid(),
-            _ => self.cleartext.pid(),
-        }
-    }
+    let never_sent = total(document, |cell| cell.requests.never_sent);
+    let outcomes = [
+        (
+            total(document, |cell| {
+                cell.status_codes.client_error + cell.status_codes.server_error
+            }),
+            "got a 4xx/5xx status",
+        ),
+        (
+            total(document, |cell| cell.requests.counters.errored) - never_sent,
+            "got no complete response",
+        ),
+        (never_sent, "were never sent"),
+        (
+            total(document, |cell| cell.requests.in_flight_at_stop),
+            "were still in flight when the run stopped",
+        ),
+    ];
+    let said: Vec<String> = outcomes
+        .iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, what)| format!("{count} {what}"))
+        .collect();
+    Some(match said.is_empty() {
+        true => "no request succeeded: none was sent".to_owned(),
+        false => format!("no request succeeded: {}", said.join(", ")),
+    })
 }
 
-fn print_intro(plan: &plan::RunPlan) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "starting benchmark...");
-    for thread in 0..plan.threads {
-        let clients =
-            plan.clients / plan.threads + usize::from(thread < plan.clients % plan.threads);
-        let _ = writeln!(out, "spawning thread #{thread}: {clients} total client(s).");
-    }
-    let _ = out.flush();
-}
-
-fn serve(args: &ServeArgs) -> Result<ExitCode> {
+fn serve(args: &ServeArgs) -> Result<u8> {
     if args.stop_with_parent {
         std::thread::spawn(|| {
             // Reads until EOF: the parent holds the other end of this pipe for as long as it lives.
@@ -395,12 +230,10 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
     }
     let tls = match (args.tls, &args.tls_cert, &args.tls_key) {
         (false, _, _) => None,
-        (true, Some(cert), Some(key)) => {
-            let read = |path: &std::path::Path| {
-                std::fs::read(path).with_context(|| format!("cannot read '{}'", path.display()))
-            };
-            Some(tls::server_config(&read(cert)?, &read(key)?)?)
-        }
+        (true, Some(cert), Some(key)) => Some(tls::server_config(
+            &tls::read_pem(cert, "--tls-cert")?,
+            &tls::read_pem(key, "--tls-key")?,
+        )?),
         (true, _, _) => Some(tls::server_config(
             tls::test_pki::SERVER_CERT.as_bytes(),
             tls::test_pki::SERVER_KEY.as_bytes(),
@@ -444,5 +277,5 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             _ = tokio::signal::ctrl_c() => Ok(()),
         }
     })?;
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }

@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::limits::{
+    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STREAMS, MAX_THREADS, MIN_INTERVAL,
+    MIN_RATE, MIN_SCALE,
+};
 use crate::units::{parse_duration, parse_positive_duration, parse_size};
 
 /// The version `--version` prints: the package version and the commit it was built from.
@@ -76,8 +80,8 @@ pub struct ServeArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
-    /// Worker threads of the server runtime (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Worker threads of the server runtime, 1..=4096 (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
     pub threads: Option<u16>,
     /// Serve over TLS (h2 and http/1.1 by ALPN) with the built-in test certificate, or --tls-cert/--tls-key.
     #[arg(long)]
@@ -145,39 +149,43 @@ pub struct LoadArgs {
     pub urls: Vec<String>,
 
     /// Number of requests across all connections, or `Kx`: K per concurrent request of each cell
-    /// (connections × streams) [default: 10000].
+    /// (connections × streams); at most 10^12 either way [default: 10000].
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", value_parser = parse_requests)]
     pub requests: Option<Requests>,
 
-    /// Concurrent connections (clients); a list (1,10,100) runs one cell per value.
+    /// Concurrent connections (clients), 1..=1000000; a list (1,10,100) runs one cell per value.
     #[arg(short = 'c', long = "clients", value_name = "N[,N...]", default_value = "1", value_delimiter = ',',
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS))]
     pub clients: Vec<u64>,
 
-    /// Number of OS threads, each with its own event loop and share of the connections.
+    /// Number of OS threads, each with its own event loop and share of the connections (1..=4096).
     #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u64).range(1..=4096))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
     pub threads: u64,
 
-    /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth; a list runs one cell per value.
+    /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth (1..=1000000); a
+    /// list runs one cell per value.
     #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N[,N...]", default_value = "1",
-          value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+          value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=MAX_STREAMS))]
     pub max_concurrent_streams: Vec<u64>,
 
     /// Send at this many requests per second in total, on a fixed schedule (latency counts from each
-    /// request's scheduled time: coordinated omission corrected); a list runs one cell per rate.
+    /// request's scheduled time: coordinated omission corrected), 0.001..=100000000; a list runs one
+    /// cell per rate.
     #[arg(long = "rate", value_name = "R[,R...]", value_delimiter = ',', value_parser = parse_rate, conflicts_with = "rps")]
     pub rate: Vec<f64>,
 
-    /// h2load's per-client rate: each connection's share of --rate is this many requests per second.
+    /// h2load's per-client rate: each connection's share of --rate is this many requests per second
+    /// (0.001 or more; times the connections, at most 100000000).
     #[arg(long = "rps", value_name = "N", value_parser = parse_rate)]
     pub rps: Option<f64>,
 
-    /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval).
-    #[arg(long = "interval", value_name = "DURATION", default_value = "1s", value_parser = parse_positive_duration)]
+    /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
+    #[arg(long = "interval", value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
 
-    /// Run for this long instead of a request count (e.g. 10s, 1m).
+    /// Run for this long instead of a request count (e.g. 10s, 1m). Every duration flag takes at most
+    /// 30 days (720h), also after --scale.
     #[arg(short = 'D', long = "duration", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
 
@@ -222,8 +230,9 @@ pub struct LoadArgs {
           conflicts_with_all = ["h1", "no_tls_proto"])]
     pub proto: Vec<ProtoArg>,
 
-    /// For HTTP/2 cells, carry the concurrency on streams of one connection (-c 1 -m N×M) instead of
-    /// N connections, as browsers and Go's client do (seeds 001 and 004).
+    /// For HTTP/2 cells, carry the concurrency on streams of one connection (-c 1 -m N×M, at most
+    /// 1000000) instead of N connections, as browsers and Go's client do (seeds 001 and 004). Applies
+    /// to h2, h2c, h2c-upgrade and the default protocol of http:// URLs (h2c), not to auto.
     #[arg(long = "h2-multiplex")]
     pub h2_multiplex: bool,
 
@@ -250,7 +259,7 @@ pub struct LoadArgs {
           value_parser = parse_size)]
     pub max_frame_size: u64,
 
-    /// HPACK decoder table size announced to the server.
+    /// HPACK decoder table size announced to the server (below 4G).
     #[arg(long = "header-table-size", value_name = "SIZE", default_value = "4K", value_parser = parse_size)]
     pub header_table_size: u64,
 
@@ -310,7 +319,8 @@ pub struct LoadArgs {
     #[arg(long = "watch-pid", value_name = "PID")]
     pub watch_pid: Vec<u32>,
 
-    /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario small).
+    /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario
+    /// small), 0.000001..=1000; the results must stay within each flag's limit.
     #[arg(long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
     pub scale: Option<f64>,
 
@@ -370,6 +380,11 @@ fn parse_requests(text: &str) -> Result<Requests, String> {
     if count == 0 {
         return Err("the request count must be at least 1".to_owned());
     }
+    if count > MAX_REQUESTS {
+        return Err(format!(
+            "'{text}' is more than {MAX_REQUESTS} (10^12) requests"
+        ));
+    }
     Ok(if per {
         Requests::PerConcurrency(count)
     } else {
@@ -377,20 +392,30 @@ fn parse_requests(text: &str) -> Result<Requests, String> {
     })
 }
 
-fn parse_rate(text: &str) -> Result<f64, String> {
+/// Parses a finite number within `low..=high`; `what` names it in the error.
+fn parse_bounded(text: &str, (low, high): (f64, f64), what: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(rate) if rate > 0.0 && rate.is_finite() => Ok(rate),
-        _ => Err(format!(
-            "'{text}' is not a positive rate in requests per second"
-        )),
+        Ok(value) if (low..=high).contains(&value) => Ok(value),
+        _ => Err(format!("'{text}' is not {what} between {low} and {high}")),
     }
 }
 
+fn parse_rate(text: &str) -> Result<f64, String> {
+    parse_bounded(text, (MIN_RATE, MAX_RATE), "a rate in requests per second")
+}
+
 fn parse_scale(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(factor) if factor > 0.0 && factor.is_finite() => Ok(factor),
-        _ => Err(format!("'{text}' is not a positive factor (example: 0.01)")),
+    parse_bounded(text, (MIN_SCALE, MAX_SCALE), "a factor (example: 0.01)")
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < MIN_INTERVAL {
+        return Err(format!(
+            "'{text}' is shorter than the 1ms shortest interval"
+        ));
     }
+    Ok(interval)
 }
 
 /// Where results are written (every format is optional).

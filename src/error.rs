@@ -22,11 +22,10 @@ macro_rules! usage_bail {
     };
 }
 
-/// The exit code for an error that ended the program: 2 for usage errors, 1 for everything else.
-pub fn exit_code_for(error: &anyhow::Error) -> u8 {
-    if error.downcast_ref::<UsageError>().is_some() {
-        2
-    } else {
-        1
-    }
+/// The exit status of a usage error.
+pub const USAGE: u8 = 2;
+
+/// Whether `error` is, or was caused by, a [`UsageError`].
+pub fn is_usage(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.is::<UsageError>())
 }

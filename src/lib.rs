@@ -5,6 +5,23 @@
 
 #![warn(missing_docs)]
 
+/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
+/// are still written, where `print!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` that survives a closed stdout, like [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod app;
 pub mod budget;
 pub mod cli;
@@ -13,9 +30,12 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hdr;
+pub mod input;
+pub mod limits;
 pub mod live;
 pub mod net;
 pub mod paint;
+pub mod panics;
 pub mod plan;
 pub mod progress;
 pub mod proto;
@@ -25,6 +45,8 @@ pub mod request_log;
 pub mod runner;
 pub mod scenario;
 pub mod server;
+pub mod signals;
+pub mod sweep;
 pub mod target;
 pub mod tls;
 pub mod trace;

@@ -1,7 +1,6 @@
 //! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,10 @@ use rustls::pki_types::ServerName;
 use serde::Serialize;
 
 use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
-use crate::{tls, usage_bail};
+use crate::limits::{
+    MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
+};
+use crate::{input, tls, usage_bail};
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;
@@ -192,6 +194,8 @@ pub struct RunPlan {
     pub interval: Duration,
     /// Adjustments made to the options, printed before the run.
     pub notes: Vec<String>,
+    /// Input that was ignored for safety, printed before the run even with `--quiet`.
+    pub warnings: Vec<String>,
 }
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
@@ -244,11 +248,7 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
             let level = cells.len() / protocols.len();
             let clients = scaled(clients, scale);
             for &proto in &protocols {
-                let multiplexed = args.h2_multiplex
-                    && matches!(
-                        proto,
-                        Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade)
-                    );
+                let multiplexed = args.h2_multiplex && speaks_h2(args, proto);
                 let (clients, streams) = if multiplexed {
                     (1, clients * streams)
                 } else {
@@ -267,6 +267,23 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
     cells
 }
 
+/// Whether a cell of `proto` speaks HTTP/2 for sure: `h2`, `h2c`, `h2c-upgrade`, or no `--proto`
+/// where the default is h2c (http://, h2load's default, unless `--h1` or `-p http/1.1`). `auto`
+/// (https:// by default) may end up as HTTP/1.1, so it is never multiplexed.
+fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
+    match proto {
+        Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade) => true,
+        Some(ProtoArg::H1 | ProtoArg::Auto) => false,
+        None => {
+            let https = match args.urls.first() {
+                Some(url) => url.starts_with("https://"),
+                None => args.target_tls,
+            };
+            !https && !args.h1 && args.no_tls_proto != Some(NoTlsProto::Http11)
+        }
+    }
+}
+
 /// A count multiplied by `--scale`, never below 1.
 fn scaled(count: u64, scale: f64) -> u64 {
     ((count as f64 * scale).round() as u64).max(1)
@@ -280,29 +297,20 @@ pub fn build(
     cell: &CellSpec,
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
-    let (mut target, paths, scheme, host) = parse_target(urls)?;
-    let negotiation = choose_negotiation(args, cell.proto, scheme)?;
-    if let Some(connect_to) = &args.connect_to {
-        target.addr = resolve_connect_to(connect_to)?;
-    }
-    let tls = match scheme {
-        Scheme::Https => Some(tls_plan(args, negotiation, &host, trust_test_ca)?),
+    let parsed = parse_target(urls)?;
+    let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
+    check_cell_limits(cell)?;
+    // With --connect-to the URL's host only names the server (Host, SNI): it need not resolve.
+    let addr = match &args.connect_to {
+        Some(connect_to) => resolve_connect_to(connect_to)?,
+        None => resolve(&parsed.host, parsed.port)?,
+    };
+    let tls = match parsed.scheme {
+        Scheme::Https => Some(tls_plan(args, negotiation, &parsed.host, trust_test_ca)?),
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
-
-    let scale = args.scale.unwrap_or(1.0);
-    let stop = match args.duration {
-        Some(measure) => StopRule::Duration {
-            warm_up: args.warm_up_time.unwrap_or_default().mul_f64(scale),
-            measure: measure.mul_f64(scale).max(Duration::from_millis(100)),
-        },
-        None => StopRule::Requests(match args.requests {
-            None => scaled(DEFAULT_REQUESTS, scale),
-            Some(Requests::Total(n)) => scaled(n, scale),
-            Some(Requests::PerConcurrency(k)) => k * cell.clients * cell.streams,
-        }),
-    };
+    let stop = stop_rule(args, cell)?;
     let mut clients = to_usize(cell.clients, "-c")?;
     if let StopRule::Requests(n) = stop {
         if n < cell.clients {
@@ -329,9 +337,19 @@ pub fn build(
     let Ok(header_table_size) = u32::try_from(args.header_table_size) else {
         usage_bail!("--header-table-size must be below 4G");
     };
+    let rate = match (cell.rate, args.rps) {
+        (Some(rate), _) => Some(rate),
+        (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
+        (None, None) => None,
+    };
+    let target = Target {
+        urls: parsed.urls,
+        addr,
+        authority: parsed.authority,
+    };
 
     Ok(RunPlan {
-        request: request_template(args, paths, &target.authority)?,
+        request: request_template(args, parsed.paths, &target.authority)?,
         target,
         negotiation,
         tls,
@@ -351,12 +369,65 @@ pub fn build(
             max_frame_size,
             header_table_size,
         },
-        rate: cell
-            .rate
-            .or(args.rps.map(|per_client| per_client * clients as f64)),
+        rate,
         interval: args.interval,
         notes,
+        warnings: parsed.warnings,
     })
+}
+
+/// The flags' limits still hold for the cell once `--scale` and `--h2-multiplex` have been applied.
+fn check_cell_limits(cell: &CellSpec) -> Result<()> {
+    if cell.clients > MAX_CLIENTS {
+        usage_bail!(
+            "--scale makes -c {} connections, more than the limit of {MAX_CLIENTS}",
+            cell.clients
+        );
+    }
+    if cell.streams > MAX_STREAMS {
+        usage_bail!(
+            "--h2-multiplex puts -c × -m = {} streams on one connection, more than the limit of {MAX_STREAMS}",
+            cell.streams
+        );
+    }
+    Ok(())
+}
+
+/// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.
+fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
+    let scale = args.scale.unwrap_or(1.0);
+    if let Some(measure) = args.duration {
+        let warm_up = args.warm_up_time.unwrap_or_default().mul_f64(scale);
+        let measure = measure.mul_f64(scale).max(Duration::from_millis(100));
+        if measure.max(warm_up) > MAX_DURATION {
+            usage_bail!("--scale {scale} makes -D or --warm-up-time longer than 30 days, the longest duration accepted");
+        }
+        return Ok(StopRule::Duration { warm_up, measure });
+    }
+    let requests = match args.requests {
+        None => Some(scaled(DEFAULT_REQUESTS, scale)),
+        Some(Requests::Total(n)) => Some(scaled(n, scale)),
+        Some(Requests::PerConcurrency(k)) => k
+            .checked_mul(cell.clients)
+            .and_then(|n| n.checked_mul(cell.streams)),
+    };
+    match requests.filter(|&n| n <= MAX_REQUESTS) {
+        Some(n) => Ok(StopRule::Requests(n)),
+        None => usage_bail!(
+            "-n comes to more than {MAX_REQUESTS} (10^12) requests for the cell with -c {} -m {}",
+            cell.clients,
+            cell.streams
+        ),
+    }
+}
+
+/// `--rps` × connections, within the rate limit.
+fn per_client_rate(per_client: f64, clients: usize) -> Result<f64> {
+    let rate = per_client * clients as f64;
+    if rate > MAX_RATE {
+        usage_bail!("--rps {per_client} × {clients} connections is more than the limit of {MAX_RATE} requests/s");
+    }
+    Ok(rate)
 }
 
 fn to_usize(value: u64, flag: &str) -> Result<usize> {
@@ -372,12 +443,45 @@ enum Scheme {
     Https,
 }
 
+/// What the URLs say: where to connect, what to ask for, and how to name the server.
+struct ParsedUrls {
+    /// The URLs, without any user name and password.
+    urls: Vec<String>,
+    /// The first URL's scheme.
+    scheme: Scheme,
+    /// The first URL's host, without brackets.
+    host: String,
+    /// The first URL's port, or the scheme's.
+    port: u16,
+    /// `host[:port]` as written in the first URL.
+    authority: String,
+    /// Every URL's path and query.
+    paths: Vec<String>,
+    /// What was dropped from the URLs.
+    warnings: Vec<String>,
+}
+
 /// Parses the URLs: the first gives scheme, host and port; every URL gives a path (h2load's rule).
-/// Returns the target, the paths, the scheme and the host.
-fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme, String)> {
-    let Some(first) = urls.first() else {
+/// The host is not resolved here (`--connect-to` may make that unnecessary).
+fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
+    if urls.is_empty() {
         usage_bail!("no URL given");
-    };
+    }
+    let mut warnings = Vec::new();
+    let urls: Vec<String> = urls
+        .iter()
+        .map(|url| match without_userinfo(url) {
+            Some(clean) => {
+                warnings.push(format!(
+                    "URL '{clean}': the user name and password in it are neither sent nor logged; \
+                     to authenticate, use -H 'Authorization: Basic …'"
+                ));
+                clean
+            }
+            None => url.clone(),
+        })
+        .collect();
+    let first = &urls[0];
     let uri = parse_absolute_url(first)?;
     let scheme = match uri.scheme_str() {
         Some("http") => Scheme::Http,
@@ -414,13 +518,25 @@ fn parse_target(urls: &[String]) -> Result<(Target, Vec<String>, Scheme, String)
             paths.push(path_of(&parse_absolute_url(url)?));
         }
     }
-    let addr = resolve(host, port)?;
-    let target = Target {
-        urls: urls.to_vec(),
-        addr,
+    Ok(ParsedUrls {
+        scheme,
+        host: host.to_owned(),
+        port,
         authority: authority.as_str().to_owned(),
-    };
-    Ok((target, paths, scheme, host.to_owned()))
+        paths,
+        warnings,
+        urls,
+    })
+}
+
+/// The URL without the `user:password@` of its authority, if it had one. Credentials never reach
+/// the Host header, `:authority`, the report or a log.
+fn without_userinfo(url: &str) -> Option<String> {
+    let authority_start = url.find("://")? + 3;
+    let rest = &url[authority_start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority_end].rfind('@')?;
+    Some(format!("{}{}", &url[..authority_start], &rest[at + 1..]))
 }
 
 fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
@@ -566,22 +682,30 @@ fn request_template(
     let mut headers = default_headers();
     let mut authority = authority.to_owned();
     for raw in &args.headers {
-        let (name, value) = parse_header(raw)?;
+        let (name, text) = parse_header(raw)?;
+        // Host / :authority too: a CR or LF there would smuggle a header into every request.
+        let Ok(value) = HeaderValue::from_str(&text) else {
+            usage_bail!(
+                "-H '{}': the value has characters not allowed in a header",
+                raw.escape_debug()
+            );
+        };
         if name == "host" || name == ":authority" {
-            authority = value;
+            authority = text;
             continue;
         }
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
-            usage_bail!("-H '{raw}': '{name}' is not a valid header name");
-        };
-        let Ok(value) = HeaderValue::from_str(&value) else {
-            usage_bail!("-H '{raw}': the value has characters not allowed in a header");
+            usage_bail!(
+                "-H '{}': '{}' is not a valid header name",
+                raw.escape_debug(),
+                name.escape_debug()
+            );
         };
         headers.retain(|(existing, _)| *existing != name);
         headers.push((name, value));
     }
     let body = match &args.data {
-        Some(path) => read_body(path)?,
+        Some(path) => Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
         None => Bytes::new(),
     };
     let method = match &args.method {
@@ -603,27 +727,23 @@ fn request_template(
 
 /// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
 fn parse_header(raw: &str) -> Result<(String, String)> {
+    // Shown escaped: a CR or LF in the flag must not break the error message's one line.
+    let shown = raw.escape_debug();
     let search_from = usize::from(raw.starts_with(':'));
     let Some(colon) = raw[search_from..].find(':').map(|at| at + search_from) else {
-        usage_bail!("-H '{raw}': expected 'Name: value'");
+        usage_bail!("-H '{shown}': expected 'Name: value'");
     };
     let name = raw[..colon].trim().to_ascii_lowercase();
     let value = raw[colon + 1..].trim().to_owned();
     if name.is_empty() || name == ":" {
-        usage_bail!("-H '{raw}': the header name is empty");
+        usage_bail!("-H '{shown}': the header name is empty");
     }
     if name.starts_with(':') && name != ":authority" {
         usage_bail!(
-            "-H '{raw}': only the :authority pseudo-header can be set (use --method for :method)"
+            "-H '{shown}': only the :authority pseudo-header can be set (use --method for :method)"
         );
     }
     Ok((name, value))
-}
-
-fn read_body(path: &PathBuf) -> Result<Bytes> {
-    std::fs::read(path)
-        .map(Bytes::from)
-        .with_context(|| format!("cannot read the -d file '{}'", path.display()))
 }
 
 #[cfg(test)]
@@ -795,9 +915,93 @@ mod tests {
     }
 
     #[test]
-    fn missing_body_file_is_a_runtime_error() {
-        let error = plan(&["-d", "/nonexistent/body", "http://127.0.0.1:1/"]).unwrap_err();
-        assert!(error.downcast_ref::<crate::error::UsageError>().is_none());
-        assert!(format!("{error:#}").contains("cannot read the -d file '/nonexistent/body'"));
+    fn unreadable_body_files_are_usage_errors() {
+        assert!(
+            usage_message(&["-d", "/nonexistent/body", "http://127.0.0.1:1/"])
+                .contains("cannot read the -d file '/nonexistent/body'")
+        );
+        assert!(usage_message(&["-d", "/dev/zero", "http://127.0.0.1:1/"])
+            .contains("the -d file '/dev/zero' is not a regular file"));
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_dropped_with_a_warning() {
+        let plan = plan(&["http://user:secret@127.0.0.1:8080/p?q", "/b"]).unwrap();
+        assert_eq!(plan.request.authority, "127.0.0.1:8080");
+        assert_eq!(plan.target.urls, ["http://127.0.0.1:8080/p?q", "/b"]);
+        assert_eq!(plan.warnings.len(), 1);
+        assert!(!plan.warnings[0].contains("secret"), "{}", plan.warnings[0]);
+        assert!(plan.warnings[0].contains("-H 'Authorization: Basic"));
+        assert_eq!(
+            without_userinfo("http://a@b.example/x@y"),
+            Some("http://b.example/x@y".to_owned())
+        );
+        assert_eq!(without_userinfo("http://b.example/x@y"), None);
+    }
+
+    #[test]
+    fn host_is_checked_like_every_header() {
+        for header in ["Host: a\r\nEvil: b", ":authority: a\nb", "Host: a\0b"] {
+            let message = usage_message(&["-H", header, "http://127.0.0.1:1/"]);
+            assert!(message.contains("not allowed in a header"), "{message}");
+            assert!(
+                !message.contains('\n') && !message.contains('\r'),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn connect_to_needs_no_resolvable_host() {
+        let plan = plan(&[
+            "--connect-to",
+            "127.0.0.1:9",
+            "http://no-such-host.invalid/",
+        ])
+        .unwrap();
+        assert_eq!(plan.target.addr, "127.0.0.1:9".parse().unwrap());
+        assert_eq!(plan.request.authority, "no-such-host.invalid");
+    }
+
+    #[test]
+    fn h2_multiplex_applies_to_the_default_protocol_of_http_urls() {
+        let shape = |argv: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(
+                ["h2load-rs", "-c", "4", "-m", "2", "--h2-multiplex"]
+                    .iter()
+                    .chain(argv),
+            )
+            .unwrap();
+            let cell = cells(&cli.load)[0];
+            (cell.clients, cell.streams)
+        };
+        assert_eq!(shape(&["http://127.0.0.1:1/"]), (1, 8));
+        assert_eq!(shape(&[]), (1, 8), "the built-in target, cleartext");
+        assert_eq!(shape(&["--h1", "http://127.0.0.1:1/"]), (4, 2));
+        assert_eq!(shape(&["-p", "http/1.1", "http://127.0.0.1:1/"]), (4, 2));
+        assert_eq!(
+            shape(&["https://127.0.0.1:1/"]),
+            (4, 2),
+            "auto may be HTTP/1.1"
+        );
+    }
+
+    #[test]
+    fn limits_hold_after_scale_and_multiplexing() {
+        let url = "http://127.0.0.1:1/";
+        assert!(usage_message(&["-c", "1000000", "--scale", "2", url])
+            .contains("-c 2000000 connections, more than the limit of 1000000"));
+        assert!(
+            usage_message(&["-c", "1000", "-m", "1001", "--h2-multiplex", url])
+                .contains("1001000 streams on one connection")
+        );
+        assert!(usage_message(&["-n", "1000000000000x", "-c", "2", url])
+            .contains("more than 1000000000000 (10^12) requests"));
+        assert!(usage_message(&["-n", "1000000000000", "--scale", "10", url]).contains("10^12"));
+        assert!(usage_message(&["--rps", "100000000", "-c", "2", url])
+            .contains("more than the limit of 100000000 requests/s"));
+        assert!(usage_message(&["-D", "720h", "--scale", "2", url]).contains("30 days"));
+        let largest = plan(&["-n", "1000000x", "-c", "1000", "-m", "1000", url]).unwrap();
+        assert_eq!(largest.stop, StopRule::Requests(1_000_000_000_000));
     }
 }

@@ -11,11 +11,8 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-use anyhow::{Context, Result};
 
 use crate::plan::Protocol;
 use crate::recorder::RequestStart;
@@ -28,11 +25,9 @@ const BLOCK: usize = 64 * 1024;
 pub struct LogFile(Arc<File>);
 
 impl LogFile {
-    /// Creates (or truncates) the log at `path`.
-    pub fn create(path: &Path) -> Result<Self> {
-        let file = File::create(path)
-            .with_context(|| format!("cannot create --log-file {}", path.display()))?;
-        Ok(LogFile(Arc::new(file)))
+    /// The log in `file` (the sweep creates it beside its destination and moves it into place).
+    pub fn new(file: File) -> Self {
+        LogFile(Arc::new(file))
     }
 }
 
@@ -143,7 +138,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn read_lines(path: &Path) -> Vec<Vec<String>> {
+    fn read_lines(path: &std::path::Path) -> Vec<Vec<String>> {
         std::fs::read_to_string(path)
             .unwrap()
             .lines()
@@ -153,10 +148,9 @@ mod tests {
 
     #[test]
     fn writes_h2load_columns_then_ours() {
-        let dir = std::env::temp_dir().join(format!("request-log-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("log.tsv");
-        let mut log = RequestLog::new(LogFile::create(&path).unwrap(), 2);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.tsv");
+        let mut log = RequestLog::new(LogFile::new(File::create(&path).unwrap()), 2);
         let sent = Instant::now();
         let start = |sequence| RequestStart {
             intended: sent,
@@ -187,6 +181,5 @@ mod tests {
         assert!((epoch_us - logged_start).abs() < 60_000_000);
         assert_eq!(lines[0][1..], ["204", "1500", "700", "9", "5", "h2c", "2"]);
         assert_eq!(lines[1][1..], ["-1", "40", "-1", "4", "2", "http/1.1", "2"]);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

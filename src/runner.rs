@@ -3,12 +3,13 @@
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
 use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use futures_util::future::join_all;
 use tokio::sync::oneshot;
 use tokio::task::LocalSet;
@@ -19,17 +20,16 @@ use crate::engine::driver::{self, ConnLimits};
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::live::{Live, PUBLISH_EVERY};
 use crate::net::{self, TappedIo};
+use crate::panics;
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::request_log::{LogFile, RequestLog};
+use crate::signals::{self, Signal};
 use crate::trace::Tracer;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
-
-/// Exit status conventionally used after SIGINT.
-pub const INTERRUPTED_EXIT: u8 = 130;
 
 /// Everything measured by a run, merged across threads.
 #[derive(Debug)]
@@ -123,8 +123,19 @@ pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
         std::thread::Builder::new()
             .name(format!("h2load-rs-{index}"))
             .spawn(move || {
+                // A panic becomes this thread's error, so the run fails with its message.
+                let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    panics::inject("worker");
+                    worker.run()
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(anyhow!(
+                        "worker thread {index} panicked: {}",
+                        panics::message(payload.as_ref())
+                    ))
+                });
                 // The receiver only disappears if the controller itself failed.
-                let _ = sender.send(worker.run());
+                let _ = sender.send(result);
             })
             .context("cannot start a worker thread")?;
         results.push(receiver);
@@ -161,7 +172,8 @@ pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
     })
 }
 
-/// Waits for the workers while enforcing the deadline, the drain period and Ctrl-C.
+/// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once.
 async fn control(
     results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
     budget: &Budget,
@@ -172,13 +184,14 @@ async fn control(
     let workers = join_all(results);
     tokio::pin!(workers);
     let mut interrupted = false;
+    let mut signals_seen = 0;
     let mut abandon_at: Option<Instant> = None;
     loop {
         tokio::select! {
             results = &mut workers => {
                 let results = results
                     .into_iter()
-                    .map(|result| result.unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked"))))
+                    .map(|result| result.unwrap_or_else(|_| Err(anyhow!("a worker thread ended without a result"))))
                     .collect();
                 return (results, interrupted);
             }
@@ -186,9 +199,10 @@ async fn control(
                 budget.stop();
                 abandon_at = Some(Instant::now() + drain);
             }
-            _ = interrupt() => {
-                if interrupted {
-                    std::process::exit(i32::from(INTERRUPTED_EXIT));
+            count = signals::more_than(signals_seen) => {
+                signals_seen = count;
+                if interrupted || count > 1 {
+                    std::process::exit(i32::from(signals::received().map_or(1, Signal::exit_code)));
                 }
                 eprintln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
                 interrupted = true;
@@ -201,7 +215,7 @@ async fn control(
     }
 }
 
-/// Pauses between cells; `true` when the user interrupted the pause (the sweep stops).
+/// Pauses between cells; `true` when a signal interrupted the pause (the sweep stops).
 pub fn pause(duration: Duration) -> bool {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -213,25 +227,9 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            _ = interrupt() => true,
+            _ = signals::more_than(0) => true,
         }
     })
-}
-
-/// Resolves on Ctrl-C (SIGINT) or SIGTERM: both stop a run the same way.
-async fn interrupt() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                terminate.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
 }
 
 /// Sleeps until `at`, or forever when there is no such time.

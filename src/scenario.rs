@@ -5,12 +5,13 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
 use crate::cli::Cli;
-use crate::usage_bail;
+use crate::limits::MAX_SCENARIO_FILE;
+use crate::{input, usage_bail};
 
 /// A scenario turned into command-line arguments.
 #[derive(Debug)]
@@ -23,8 +24,7 @@ pub struct Scenario {
 
 /// Reads `path` and merges it with `overrides` (the arguments after the file name).
 pub fn load(path: &Path, overrides: &[OsString]) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the scenario file '{}'", path.display()))?;
+    let text = input::read_text(path, "scenario file", MAX_SCENARIO_FILE)?;
     parse(&text, &path.display().to_string(), overrides)
 }
 

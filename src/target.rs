@@ -7,6 +7,8 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+use crate::cli::LoadArgs;
+
 /// A running `h2load-rs serve`, stopped when dropped.
 pub struct ChildTarget {
     child: Child,
@@ -67,4 +69,65 @@ impl Drop for ChildTarget {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The built-in target for runs without a URL: cleartext, and TLS when a cell needs it.
+pub struct BuiltIn {
+    cleartext: ChildTarget,
+    tls: Option<ChildTarget>,
+}
+
+impl BuiltIn {
+    /// Starts the target(s) with the `--target-*` options of `args`.
+    pub fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
+        let flags = serve_flags(args);
+        let cleartext = ChildTarget::start(false, &flags)?;
+        let tls = if with_tls {
+            Some(ChildTarget::start(true, &flags)?)
+        } else {
+            None
+        };
+        let mut bases = vec![cleartext.base_url.as_str()];
+        bases.extend(tls.iter().map(|target| target.base_url.as_str()));
+        if !args.quiet {
+            eprintln!(
+                "no URL given: measuring the built-in target at {} (path {})",
+                bases.join(" and "),
+                args.target_path
+            );
+        }
+        Ok(BuiltIn { cleartext, tls })
+    }
+
+    /// The base URL (`http://127.0.0.1:PORT`) of the cleartext or the TLS target.
+    pub fn base_url(&self, tls: bool) -> &str {
+        match (&self.tls, tls) {
+            (Some(tls), true) => &tls.base_url,
+            _ => &self.cleartext.base_url,
+        }
+    }
+
+    /// The process id of the cleartext or the TLS target, for watching.
+    pub fn pid(&self, tls: bool) -> u32 {
+        match (&self.tls, tls) {
+            (Some(target), true) => target.pid(),
+            _ => self.cleartext.pid(),
+        }
+    }
+}
+
+/// The `serve` flags that give the built-in target the behaviour `--target-*` asks for.
+fn serve_flags(args: &LoadArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(delay) = args.target_delay {
+        flags.push(format!("--delay={}us", delay.as_micros()));
+    }
+    if let Some(fault) = &args.target_fault {
+        flags.push(format!("--fault={}", fault.name()));
+    }
+    if let Some((every, length)) = args.target_stall_every.zip(args.target_stall_for) {
+        flags.push(format!("--stall-every={}us", every.as_micros()));
+        flags.push(format!("--stall-for={}us", length.as_micros()));
+    }
+    flags
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -12,7 +12,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 use serde::Serialize;
 
-use crate::usage_bail;
+use crate::limits::MAX_PEM_FILE;
+use crate::{input, usage_bail};
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {
@@ -57,12 +58,12 @@ pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>
     }
     if let Some(path) = options.ca_file {
         for cert in read_certs(path, "--cacert")? {
-            roots.add(cert).with_context(|| {
-                format!(
-                    "--cacert '{}' holds a certificate rustls cannot use",
+            if let Err(error) = roots.add(cert) {
+                usage_bail!(
+                    "--cacert '{}' holds a certificate rustls cannot use: {error}",
                     path.display()
-                )
-            })?;
+                );
+            }
         }
     }
     let builder = ClientConfig::builder_with_provider(provider())
@@ -70,9 +71,16 @@ pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>
         .expect("the ring provider supports the default versions")
         .with_root_certificates(roots);
     let mut config = match options.client_identity {
-        Some((cert, key)) => builder
-            .with_client_auth_cert(read_certs(cert, "--cert")?, read_key(key, "--key")?)
-            .context("--cert and --key do not form a usable client identity")?,
+        Some((cert, key)) => {
+            match builder
+                .with_client_auth_cert(read_certs(cert, "--cert")?, read_key(key, "--key")?)
+            {
+                Ok(config) => config,
+                Err(error) => {
+                    usage_bail!("--cert and --key do not form a usable client identity: {error}")
+                }
+            }
+        }
         None => builder.with_no_client_auth(),
     };
     if options.insecure {
@@ -125,27 +133,34 @@ pub fn parse_alpn_list(list: &str) -> Result<Vec<Vec<u8>>> {
     Ok(ids)
 }
 
+/// Reads a PEM file the user named with `flag` (bounded, regular files only).
+pub fn read_pem(path: &Path, flag: &str) -> Result<Vec<u8>> {
+    input::read(path, &format!("{flag} file"), MAX_PEM_FILE)
+}
+
 fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>> {
-    let pem = std::fs::read(path)
-        .with_context(|| format!("cannot read the {flag} file '{}'", path.display()))?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("the {flag} file '{}' is not valid PEM", path.display()))?;
+    let pem = read_pem(path, flag)?;
+    let certs = match CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>() {
+        Ok(certs) => certs,
+        Err(error) => usage_bail!(
+            "the {flag} file '{}' is not valid PEM: {error}",
+            path.display()
+        ),
+    };
     if certs.is_empty() {
-        bail!("the {flag} file '{}' holds no certificate", path.display());
+        usage_bail!("the {flag} file '{}' holds no certificate", path.display());
     }
     Ok(certs)
 }
 
 fn read_key(path: &Path, flag: &str) -> Result<PrivateKeyDer<'static>> {
-    let pem = std::fs::read(path)
-        .with_context(|| format!("cannot read the {flag} file '{}'", path.display()))?;
-    PrivateKeyDer::from_pem_slice(&pem).with_context(|| {
-        format!(
-            "the {flag} file '{}' holds no PEM private key",
+    match PrivateKeyDer::from_pem_slice(&read_pem(path, flag)?) {
+        Ok(key) => Ok(key),
+        Err(error) => usage_bail!(
+            "the {flag} file '{}' holds no PEM private key: {error}",
             path.display()
-        )
-    })
+        ),
+    }
 }
 
 /// What a TLS handshake settled on, as h2load reports it.

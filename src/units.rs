@@ -1,8 +1,12 @@
 //! Parsing and formatting of durations and byte sizes, in the notation h2load uses.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-/// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in h2load).
+use crate::limits::MAX_DURATION;
+
+/// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in
+/// h2load), up to [`MAX_DURATION`] (longer is a typo, and products with `--scale` stay far from
+/// `Duration`'s range).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -25,8 +29,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
     };
     let seconds = value * seconds_per_unit;
-    if !seconds.is_finite() || seconds > 1e9 {
-        return Err(format!("'{text}' is too long a duration"));
+    if !seconds.is_finite() || seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "'{text}' is longer than 30 days (720h), the longest duration accepted"
+        ));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -58,77 +64,47 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Parses an RFC 3339 time such as `2026-11-21T10:00:00Z` or `2026-11-21T11:00:00.250+01:00`.
+///
+/// jiff checks the calendar (no 31 February) and does the arithmetic; it also reads the wider
+/// ISO 8601 / RFC 9557 syntax (`+0100`, `[Europe/Paris]`), so the RFC 3339 shape is checked first:
+/// machines that start together must agree on what the time means.
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     let invalid = || format!("'{text}' is not an RFC 3339 time (example: 2026-11-21T10:00:00Z)");
-    let bytes = text.as_bytes();
-    let number = |range: std::ops::Range<usize>| -> Result<i64, String> {
-        let part = text.get(range).ok_or_else(invalid)?;
-        if part.bytes().all(|b| b.is_ascii_digit()) {
-            part.parse().map_err(|_| invalid())
-        } else {
-            Err(invalid())
-        }
-    };
-    let separators_ok = bytes.len() >= 20
-        && bytes[4] == b'-'
-        && bytes[7] == b'-'
-        && matches!(bytes[10], b'T' | b't' | b' ')
-        && bytes[13] == b':'
-        && bytes[16] == b':';
-    if !separators_ok {
+    if !has_rfc3339_shape(text) {
         return Err(invalid());
     }
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return Err(invalid());
-    }
-    let mut rest = &text[19..];
-    let mut fraction = Duration::ZERO;
-    if let Some(after_dot) = rest.strip_prefix('.') {
-        let digits = after_dot.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(invalid());
-        }
-        fraction = Duration::from_secs_f64(
-            format!("0.{}", &after_dot[..digits])
-                .parse::<f64>()
-                .map_err(|_| invalid())?,
-        );
-        rest = &after_dot[digits..];
-    }
-    let offset_seconds = match rest {
-        "Z" | "z" => 0,
-        zone if zone.len() == 6
-            && matches!(zone.as_bytes()[0], b'+' | b'-')
-            && zone.as_bytes()[3] == b':' =>
-        {
-            let sign = if zone.starts_with('-') { -1 } else { 1 };
-            let hours: i64 = zone[1..3].parse().map_err(|_| invalid())?;
-            let minutes: i64 = zone[4..6].parse().map_err(|_| invalid())?;
-            sign * (hours * 3600 + minutes * 60)
-        }
-        _ => return Err(invalid()),
-    };
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
-        - offset_seconds;
-    let seconds = u64::try_from(seconds).map_err(|_| invalid())?;
-    Ok(UNIX_EPOCH + Duration::from_secs(seconds) + fraction)
+    let timestamp: jiff::Timestamp = text
+        .parse()
+        .map_err(|error| format!("{}: {error}", invalid()))?;
+    Ok(SystemTime::from(timestamp))
 }
 
-/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+/// Whether `text` is `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)` (RFC 3339 §5.6, which
+/// also allows a lower-case `t`/`z` and a space between date and time).
+fn has_rfc3339_shape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let matches = |template: &[u8], bytes: &[u8]| {
+        template.len() == bytes.len()
+            && template.iter().zip(bytes).all(|(&want, &got)| match want {
+                b'd' => got.is_ascii_digit(),
+                b'T' => matches!(got, b'T' | b't' | b' '),
+                other => other == got,
+            })
+    };
+    let Some((date_time, rest)) = bytes.split_at_checked(19) else {
+        return false;
+    };
+    let digits = rest
+        .iter()
+        .skip(1)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let zone = match rest.first() {
+        Some(b'.') if digits > 0 => &rest[1 + digits..],
+        _ => rest,
+    };
+    matches(b"dddd-dd-ddTdd:dd:dd", date_time)
+        && (matches!(zone, b"Z" | b"z") || matches(b"+dd:dd", zone) || matches(b"-dd:dd", zone))
 }
 
 /// Formats microseconds like h2load: `185us`, `1.93ms`, `2.00s`.
@@ -157,6 +133,7 @@ pub fn format_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn durations_take_h2load_units() {
@@ -172,6 +149,10 @@ mod tests {
         assert!(parse_duration("").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_positive_duration("0s").is_err());
+        assert_eq!(parse_duration("720h").unwrap(), MAX_DURATION);
+        for huge in ["721h", "99999999999999999999999", "1e300", "inf", "NaN"] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
     }
 
     #[test]
@@ -198,6 +179,10 @@ mod tests {
             "2026-13-01T00:00:00Z",
             "2026-11-21T10:00:00",
             "2026-11-21T10:00:00+0100",
+            "2026-11-21T10:00:00+01:00[Europe/Paris]",
+            "2026-11-21T10:00:00.Z",
+            "2026-02-31T00:00:00Z",
+            "2026-11-21T24:00:00Z",
             "soon",
         ] {
             assert!(parse_rfc3339(bad).is_err(), "{bad}");

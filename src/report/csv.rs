@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{comparison, Document, Exporter};
+use super::{comparison, outputs::write_atomically, Document, Exporter};
 
 /// Writes the comparison as CSV (RFC 4180 quoting).
 pub struct Csv;
@@ -36,7 +36,7 @@ impl Exporter for Csv {
             );
             csv.push('\n');
         }
-        std::fs::write(path, csv)
+        write_atomically(path, csv.as_bytes())
             .with_context(|| format!("cannot write the CSV report to '{}'", path.display()))
     }
 }

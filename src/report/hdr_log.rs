@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use super::{Document, Exporter};
+use super::{outputs::write_atomically, Document, Exporter};
 use crate::hdr;
 
 /// Writes the interval log.
@@ -69,7 +69,7 @@ impl Exporter for HdrLog {
             &text[..headers_end],
             &text[headers_end..]
         );
-        std::fs::write(path, text)
+        write_atomically(path, text.as_bytes())
             .with_context(|| format!("cannot write the interval log to '{}'", path.display()))
     }
 }

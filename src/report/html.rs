@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{comparison, Document, Exporter};
+use super::{comparison, outputs::write_atomically, Document, Exporter};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
@@ -365,7 +365,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 
 impl Exporter for Html {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        std::fs::write(path, render(document))
+        write_atomically(path, render(document).as_bytes())
             .with_context(|| format!("cannot write the HTML report to '{}'", path.display()))
     }
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{Document, Exporter};
+use super::{outputs::write_atomically, Document, Exporter};
 
 /// Writes the document as pretty-printed JSON.
 pub struct Json;
@@ -12,7 +12,7 @@ pub struct Json;
 impl Exporter for Json {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
         let json = serde_json::to_vec_pretty(document).expect("the document is plain data");
-        std::fs::write(path, json)
+        write_atomically(path, &json)
             .with_context(|| format!("cannot write the JSON report to '{}'", path.display()))
     }
 }

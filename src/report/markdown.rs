@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{comparison, Document, Exporter};
+use super::{comparison, outputs::write_atomically, Document, Exporter};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub struct Markdown;
@@ -22,7 +22,7 @@ pub fn render(document: &Document) -> String {
 
 impl Exporter for Markdown {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        std::fs::write(path, render(document))
+        write_atomically(path, render(document).as_bytes())
             .with_context(|| format!("cannot write the Markdown report to '{}'", path.display()))
     }
 }

@@ -14,15 +14,21 @@ use super::{
     latency_summary, Document, Histograms, IntervalSums, RateReport, Spread, Summary, Timeline,
     SCHEMA_VERSION,
 };
-use crate::hdr;
+use crate::limits::MAX_REPORT_FILE;
+use crate::{hdr, input, usage_bail};
 
 /// Reads a `--json` report and rebuilds its histograms.
 pub fn load(path: &Path) -> Result<Document> {
-    let text = std::fs::read(path).with_context(|| format!("cannot read '{}'", path.display()))?;
-    let mut document: Document = serde_json::from_slice(&text)
-        .with_context(|| format!("'{}' is not an h2load-rs JSON report", path.display()))?;
+    let text = input::read(path, "report to merge", MAX_REPORT_FILE)?;
+    let mut document: Document = match serde_json::from_slice(&text) {
+        Ok(document) => document,
+        Err(error) => usage_bail!(
+            "'{}' is not an h2load-rs JSON report: {error}",
+            path.display()
+        ),
+    };
     if document.schema_version != SCHEMA_VERSION {
-        bail!(
+        usage_bail!(
             "'{}' has schema_version {}; this h2load-rs reads {SCHEMA_VERSION}",
             path.display(),
             document.schema_version
@@ -60,7 +66,7 @@ pub fn merge(documents: Vec<Document>) -> Result<Document> {
         .iter()
         .any(|document| shape(document) != shape(first))
     {
-        bail!("the reports come from different scenarios (their cells differ), so they cannot be merged");
+        usage_bail!("the reports come from different scenarios (their cells differ), so they cannot be merged");
     }
     let cell_count = first.cells.len();
     let mut columns: Vec<Vec<Summary>> = (0..cell_count)
@@ -265,7 +271,9 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
         .iter()
         .any(|part| (part.timeline.interval_s - interval_s).abs() > 1e-9)
     {
-        bail!("the reports use different --interval lengths, so their timelines cannot be merged");
+        usage_bail!(
+            "the reports use different --interval lengths, so their timelines cannot be merged"
+        );
     }
     let interval_ms = (interval_s * 1000.0).max(1.0);
     let absolute = |part: &Summary, index: u64| {

@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod merge;
+pub mod outputs;
 pub mod plain;
 pub mod text;
 pub mod timeline_csv;
@@ -54,6 +55,12 @@ impl Document {
             cells,
             comparison,
         }
+    }
+
+    /// Adds a cell and recomputes the comparison (a sweep rewrites its exports after every cell).
+    pub fn push(&mut self, cell: Summary) {
+        self.cells.push(cell);
+        self.comparison = comparison::rows(&self.cells);
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{Document, Exporter};
+use super::{outputs::write_atomically, Document, Exporter};
 
 /// Writes the timelines as CSV.
 pub struct TimelineCsv;
@@ -34,7 +34,7 @@ impl Exporter for TimelineCsv {
                 );
             }
         }
-        std::fs::write(path, csv)
+        write_atomically(path, csv.as_bytes())
             .with_context(|| format!("cannot write the timeline CSV to '{}'", path.display()))
     }
 }

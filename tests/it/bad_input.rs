@@ -75,9 +75,9 @@ fn sixty_bad_inputs() {
         (vec!["-w", "31", &good], 2, "--window-bits"),
         (vec!["-W", "99", &good], 2, "--connection-window-bits"),
         (vec!["--proto", "h3", &good], 2, "h3"),
-        (vec!["--rate", "0", &good], 2, "not a positive rate"),
-        (vec!["--rps", "x", &good], 2, "not a positive rate"),
-        (vec!["--scale", "0", &good], 2, "not a positive factor"),
+        (vec!["--rate", "0", &good], 2, "not a rate"),
+        (vec!["--rps", "x", &good], 2, "not a rate"),
+        (vec!["--scale", "0", &good], 2, "not a factor"),
         (
             vec!["--start-at", "tomorrow", &good],
             2,
@@ -147,34 +147,34 @@ fn sixty_bad_inputs() {
         (vec!["--alpn-list", ",", tls_url], 2, "--alpn-list"),
         (
             vec!["--cacert", "/nonexistent/ca.pem", tls_url],
-            1,
+            2,
             "cannot read the --cacert file",
         ),
         (
             vec!["--cacert", &not_a_cert, tls_url],
-            1,
+            2,
             "holds no certificate",
         ),
         (
             vec!["--cert", cert, "--key", &not_a_cert, tls_url],
-            1,
+            2,
             "holds no PEM private key",
         ),
         (
             vec!["--log-file", "/nonexistent/requests.tsv", &good],
-            1,
-            "cannot create --log-file /nonexistent/requests.tsv",
+            2,
+            "--log-file '/nonexistent/requests.tsv': the directory '/nonexistent' does not exist",
         ),
         (
             vec!["-d", "/nonexistent/body", &good],
-            1,
+            2,
             "cannot read the -d file",
         ),
-        (vec!["-d", &directory, &good], 1, "cannot read the -d file"),
+        (vec!["-d", &directory, &good], 2, "is not a regular file"),
         // scenario files
         (
             vec!["run", "/nonexistent/scenario.toml"],
-            1,
+            2,
             "cannot read the scenario file",
         ),
         (vec!["run", &unknown_key], 2, "unknown key 'threadz'"),
@@ -188,12 +188,12 @@ fn sixty_bad_inputs() {
         (vec!["run", &broken], 2, "broken.toml"),
         (
             vec!["merge", "/nonexistent/result.json"],
-            1,
-            "cannot read '/nonexistent/result.json'",
+            2,
+            "cannot read the report to merge '/nonexistent/result.json'",
         ),
         (
             vec!["merge", &not_a_cert],
-            1,
+            2,
             "is not an h2load-rs JSON report",
         ),
     ];
@@ -208,5 +208,188 @@ fn sixty_bad_inputs() {
         problems.len(),
         cases.len(),
         problems.join("\n")
+    );
+}
+
+#[test]
+fn huge_and_non_finite_numbers_are_usage_errors() {
+    let good = url("/ping");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["-c", "18446744073709551600", &good], "--clients"),
+        (vec!["-c", "1000001", &good], "--clients"),
+        (vec!["-c", "18446744073709551616", &good], "--clients"),
+        (vec!["-t", "4097", &good], "--threads"),
+        (vec!["-m", "1000001", &good], "--max-concurrent-streams"),
+        (vec!["-n", "9223372036854775808x", &good], "10^12"),
+        (vec!["-n", "1000000000001", &good], "10^12"),
+        (
+            vec!["-n", "18446744073709551616", &good],
+            "not a request count",
+        ),
+        (
+            vec!["-n", "1000000x", "-c", "1000", "-m", "1001", &good],
+            "10^12",
+        ),
+        (vec!["--scale", "1e300", &good], "not a factor"),
+        (vec!["--scale", "NaN", &good], "not a factor"),
+        (vec!["--scale", "inf", &good], "not a factor"),
+        (vec!["--rate", "1e300", &good], "not a rate"),
+        (vec!["--rate", "1e-300", &good], "not a rate"),
+        (vec!["--rate", "nan", &good], "not a rate"),
+        (vec!["--rps=-inf", &good], "not a rate"),
+        (
+            vec!["--rps", "1000", "-c", "200000", "-n", "1000000", &good],
+            "requests/s",
+        ),
+        (vec!["-D", "99999999999999999999h", &good], "30 days"),
+        (vec!["-D", "721h", &good], "30 days"),
+        (vec!["-D", "720h", "--scale", "1.5", &good], "30 days"),
+        (vec!["--interval", "1000000000s", &good], "30 days"),
+        (vec!["--interval", "10us", &good], "shorter than"),
+        (vec!["--request-timeout", "1e300", &good], "unknown unit"),
+        (vec!["--connect-timeout", "43201m", &good], "30 days"),
+        (vec!["--cooldown", "inf", &good], "not a duration"),
+        (vec!["-f", "99999999999999999999", &good], "not a size"),
+        (
+            vec!["--header-table-size", "17179869184G", &good],
+            "too large",
+        ),
+        (
+            vec!["-c", "1000", "-m", "1001", "--h2-multiplex", &good],
+            "1001000 streams",
+        ),
+        (vec!["serve", "--threads", "5000"], "--threads"),
+    ];
+    let problems: Vec<String> = cases
+        .iter()
+        .filter_map(|(args, needle)| rejects(args, 2, needle))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn start_at_is_strict_rfc_3339() {
+    let good = url("/ping");
+    let problems: Vec<String> = [
+        "2026-02-31T00:00:00Z",
+        "2026-11-21T10:00:00+0100",
+        "2026-11-21T10:00:00Z[UTC]",
+        "2026-11-21",
+    ]
+    .iter()
+    .filter_map(|time| rejects(&["--start-at", time, &good], 2, "not an RFC 3339 time"))
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn input_files_are_regular_and_bounded_and_never_block() {
+    let good = url("/ping");
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let fifo = path("fifo");
+    assert_eq!(run_command("mkfifo", &[&fifo]).code, 0);
+    // Sparse files one byte over each cap: instant to make, and not read if the cap is checked first.
+    let sparse = |name: &str, size: u64| {
+        let file = std::fs::File::create(path(name)).unwrap();
+        file.set_len(size).unwrap();
+        path(name)
+    };
+    let big_body = sparse("body.bin", (1 << 30) + 1);
+    let big_scenario = sparse("scenario.toml", (16 << 20) + 1);
+    let big_ca = sparse("ca.pem", (16 << 20) + 1);
+    let big_report = sparse("report.json", (256 << 20) + 1);
+    let tls_url = "https://127.0.0.1:1/";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["-d", "/dev/zero", &good],
+            "'/dev/zero' is not a regular file",
+        ),
+        (vec!["-d", &fifo, &good], "is not a regular file"),
+        (
+            vec!["-d", &big_body, &good],
+            "holds 1073741825 bytes, more than the limit of 1.00GB",
+        ),
+        (vec!["run", "/dev/zero"], "is not a regular file"),
+        (vec!["run", &fifo], "is not a regular file"),
+        (vec!["run", &big_scenario], "more than the limit of 16.00MB"),
+        (vec!["merge", "/dev/zero"], "is not a regular file"),
+        (vec!["merge", &fifo], "is not a regular file"),
+        (
+            vec!["merge", &big_report],
+            "more than the limit of 256.00MB",
+        ),
+        (
+            vec!["--cacert", "/dev/zero", tls_url],
+            "is not a regular file",
+        ),
+        (vec!["--cacert", &fifo, tls_url], "is not a regular file"),
+        (
+            vec!["--cacert", &big_ca, tls_url],
+            "more than the limit of 16.00MB",
+        ),
+    ];
+    for (args, needle) in &cases {
+        let started = std::time::Instant::now();
+        if let Some(problem) = rejects(args, 2, needle) {
+            panic!("{problem}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn usage_errors_are_found_before_anything_is_sent() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let target = format!("http://{}/", listener.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo").to_str().unwrap().to_owned();
+    assert_eq!(run_command("mkfifo", &[&fifo]).code, 0);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["-H", "Host: a\r\nEvil: b", &target],
+            "not allowed in a header",
+        ),
+        (
+            vec!["-H", ":authority: a\nb", &target],
+            "not allowed in a header",
+        ),
+        (
+            vec!["--json", "/nonexistent/r.json", &target],
+            "does not exist",
+        ),
+        (
+            vec!["--html", "/nonexistent/r.html", &target],
+            "does not exist",
+        ),
+        (
+            vec!["--proto", "h1,h2c", "--csv", "/nonexistent/t.csv", &target],
+            "does not exist",
+        ),
+        (vec!["--hgrm", &fifo, &target], "is not a directory"),
+        (
+            vec!["--csv-timeline", "/proc/version/x.csv", &target],
+            "does not exist",
+        ),
+        (vec!["-d", &fifo, &target], "is not a regular file"),
+        (
+            vec!["--start-at", "2026-02-31T00:00:00Z", &target],
+            "RFC 3339",
+        ),
+        (vec!["-c", "1,18446744073709551600", &target], "--clients"),
+    ];
+    let problems: Vec<String> = cases
+        .iter()
+        .filter_map(|(args, needle)| rejects(args, 2, needle))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        matches!(listener.accept(), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection was made"
     );
 }

@@ -1,10 +1,13 @@
-//! The command-line surface around the load test: version, completions, manual page, and a
-//! report whose reader goes away early.
+//! The command-line surface around the load test: version, completions, manual page, a report
+//! whose reader goes away early, exit statuses, signals, and the files a run writes.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use crate::common::{run_command, url};
+use crate::common::{h2load_rs, run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -119,7 +122,7 @@ fn quiet_prints_one_line_per_cell_and_errors_only() {
         BIN,
         &["-q", "--proto", "h1,h2c", "-n", "300", &url("/status/503")],
     );
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.code, 1, "{}", output.stderr);
     let lines: Vec<&str> = output.stdout.lines().collect();
     let expected = [
         "h1 c=1 m=1: 300 done, 0 succeeded, 300 failed, 0 errored, ",
@@ -129,7 +132,10 @@ fn quiet_prints_one_line_per_cell_and_errors_only() {
     for (line, expected) in lines.iter().zip(expected) {
         assert!(line.starts_with(expected), "{line}");
     }
-    assert_eq!(output.stderr, "");
+    assert_eq!(
+        output.stderr,
+        "h2load-rs: no request succeeded: 600 got a 4xx/5xx status\n"
+    );
     let refused = run_command(BIN, &["-q", "-n", "5", "http://127.0.0.1:1/"]);
     assert_eq!(refused.code, 1);
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
@@ -180,4 +186,363 @@ fn color_always_paints_the_report_and_never_does_not() {
     assert!(plain
         .stdout
         .contains("\n  - 20 responses had a 4xx/5xx status"));
+}
+
+/// Starts h2load-rs with `args`, with `H2LOAD_RS_TEST_PANIC_IN` set to `panic_in` if given.
+fn spawn(args: &[&str], panic_in: Option<&str>) -> Child {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(thread) = panic_in {
+        command.env("H2LOAD_RS_TEST_PANIC_IN", thread);
+    }
+    command.spawn().unwrap()
+}
+
+/// Sends signal `name` (HUP, INT, TERM, KILL) to the child.
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args(["-s", name, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn exit_status_is_0_1_or_2_by_the_readme_table() {
+    let ok = run_command(BIN, &["-n", "100", &url("/ping")]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+
+    // Only 4xx/5xx answers: no request succeeded, and one line says why.
+    for (path, line) in [
+        (
+            "/status/503",
+            "h2load-rs: no request succeeded: 300 got a 4xx/5xx status",
+        ),
+        (
+            "/status/404",
+            "h2load-rs: no request succeeded: 300 got a 4xx/5xx status",
+        ),
+    ] {
+        let failed = run_command(BIN, &["-n", "300", &url(path)]);
+        assert_eq!(failed.code, 1, "{path}: {}", failed.stderr);
+        assert_eq!(failed.stderr.lines().collect::<Vec<_>>(), [line], "{path}");
+    }
+    // One success in the whole sweep is enough.
+    let mixed = run_command(BIN, &["-n", "10", &url("/status/503"), "/ping"]);
+    assert_eq!(mixed.code, 0, "{}", mixed.stderr);
+
+    // No connection at all: the refusal's line is the reason.
+    let refused = run_command(BIN, &["-n", "5", "http://127.0.0.1:1/"]);
+    assert_eq!(refused.code, 1);
+    let lines: Vec<&str> = refused.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("refused"), "{lines:?}");
+
+    let usage = run_command(BIN, &["-c", "0", &url("/ping")]);
+    assert_eq!(usage.code, 2);
+}
+
+#[test]
+fn a_panic_in_any_thread_exits_1_with_its_message_never_101() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let report = report.to_str().unwrap();
+    let target = url("/ping");
+    for (thread, message) in [
+        (
+            "worker",
+            "h2load-rs: worker thread 0 panicked: injected panic in the worker thread",
+        ),
+        ("main", "injected panic in the main thread"),
+    ] {
+        let output = spawn(&["-n", "100", "--json", report, &target], Some(thread))
+            .wait_with_output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{thread}");
+        let stderr = stderr_of(&output);
+        assert!(stderr.contains(message), "{thread}: {stderr}");
+    }
+}
+
+#[test]
+fn sighup_sigint_and_sigterm_stop_the_run_and_keep_every_export() {
+    let target = url("/delay/10");
+    let runs: Vec<_> = [("HUP", 129), ("INT", 130), ("TERM", 143)]
+        .into_iter()
+        .map(|(name, code)| {
+            let dir = tempfile::tempdir().unwrap();
+            let file = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+            let (report, table, log) = (file("r.json"), file("t.csv"), file("requests.tsv"));
+            let args = [
+                "--h1",
+                "-c",
+                "2",
+                "-D",
+                "5s",
+                "--json",
+                &report,
+                "--csv",
+                &table,
+                "--log-file",
+                &log,
+                &target,
+            ];
+            let child = spawn(&args, None);
+            (name, code, dir, child)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    for (name, _, _, child) in &runs {
+        signal(child, name);
+    }
+    let signalled = Instant::now();
+    for (name, code, dir, child) in runs {
+        let output = child.wait_with_output().unwrap();
+        assert!(signalled.elapsed() < Duration::from_secs(3), "{name}");
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{name}: {}",
+            stderr_of(&output)
+        );
+        let report = json(&dir.path().join("r.json"));
+        let cell = &report["cells"][0];
+        assert_eq!(cell["interrupted"], true, "{name}");
+        let done = cell["requests"]["done"].as_u64().unwrap();
+        // 2 connections × ~80 requests/s × 1.5 s.
+        assert!((100..=300).contains(&done), "{name}: done {done}");
+        let log = std::fs::read_to_string(dir.path().join("requests.tsv")).unwrap();
+        assert_eq!(log.lines().count() as u64, done, "{name}");
+        let table = std::fs::read_to_string(dir.path().join("t.csv")).unwrap();
+        assert_eq!(table.lines().count(), 2, "{name}: {table}");
+    }
+}
+
+#[test]
+fn a_sweep_writes_its_exports_after_every_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (report, table, log) = (file("r.json"), file("t.csv"), file("requests.tsv"));
+    let target = url("/delay/10");
+    let args = [
+        "--proto",
+        "h1,h2c",
+        "-D",
+        "2s",
+        "--json",
+        &report,
+        "--csv",
+        &table,
+        "--log-file",
+        &log,
+        &target,
+    ];
+    // Killed outright in cell 2: nothing can be written then, and cell 1 must already be there.
+    let killed = spawn(&args, None);
+    std::thread::sleep(Duration::from_millis(3200));
+    signal(&killed, "KILL");
+    killed.wait_with_output().unwrap();
+    let written = json(Path::new(&report));
+    let labels: Vec<&str> = written["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["cell"]["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["h1 c=1 m=1"]);
+    assert_eq!(written["cells"][0]["interrupted"], false);
+    let done = written["cells"][0]["requests"]["done"].as_u64().unwrap();
+    assert!(done > 50, "done {done}");
+    assert_eq!(std::fs::read_to_string(&table).unwrap().lines().count(), 2);
+    let log = std::fs::read_to_string(&log).unwrap();
+    let first_cell = log.lines().filter(|line| line.ends_with("\t1")).count();
+    assert_eq!(first_cell as u64, done);
+
+    // Stopped by SIGTERM in cell 2: both cells, the second marked interrupted.
+    let stopped = spawn(&args, None);
+    std::thread::sleep(Duration::from_millis(3200));
+    signal(&stopped, "TERM");
+    let output = stopped.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143), "{}", stderr_of(&output));
+    let written = json(Path::new(&report));
+    assert_eq!(written["cells"][1]["cell"]["label"], "h2c c=1 m=1");
+    assert_eq!(written["cells"][1]["interrupted"], true);
+    assert_eq!(std::fs::read_to_string(&table).unwrap().lines().count(), 3);
+}
+
+#[test]
+fn one_export_failing_does_not_stop_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let doomed = dir.path().join("doomed");
+    std::fs::create_dir(&doomed).unwrap();
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (report, markdown) = (file("r.json"), file("t.md"));
+    let table = doomed.join("t.csv").to_str().unwrap().to_owned();
+    let target = url("/ping");
+    let args = [
+        "-D",
+        "1s",
+        "--json",
+        &report,
+        "--csv",
+        &table,
+        "--markdown",
+        &markdown,
+        &target,
+    ];
+    let child = spawn(&args, None);
+    // Passes the check before the run, then goes away before the exports are written.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_dir(&doomed).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_of(&output);
+    let failures: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("t.csv"))
+        .collect();
+    assert_eq!(failures.len(), 1, "{stderr}");
+    assert!(
+        failures[0].starts_with(&format!(
+            "h2load-rs: cannot write the CSV report to '{table}'"
+        )),
+        "{stderr}"
+    );
+    assert!(json(Path::new(&report))["cells"][0]["requests"]["succeeded"].as_u64() > Some(0));
+    assert!(std::fs::read_to_string(&markdown)
+        .unwrap()
+        .starts_with("| "));
+}
+
+#[test]
+fn exports_replace_earlier_files_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    std::fs::write(&report, "earlier").unwrap();
+    // A write in place would change the linked file too; a rename leaves it alone.
+    let earlier = dir.path().join("earlier.json");
+    std::fs::hard_link(&report, &earlier).unwrap();
+    let output = run_command(
+        BIN,
+        &[
+            "-n",
+            "50",
+            "--json",
+            report.to_str().unwrap(),
+            &url("/ping"),
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(json(&report)["cells"][0]["requests"]["succeeded"], 50);
+    assert_eq!(std::fs::read_to_string(&earlier).unwrap(), "earlier");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+}
+
+#[test]
+fn credentials_in_the_url_are_never_sent_or_logged() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+            .unwrap();
+        String::from_utf8(head).unwrap()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let log = dir.path().join("requests.tsv");
+    let output = run_command(
+        BIN,
+        &[
+            "--h1",
+            "-n",
+            "1",
+            "--json",
+            report.to_str().unwrap(),
+            "--log-file",
+            log.to_str().unwrap(),
+            &format!("http://user:secret@127.0.0.1:{port}/path"),
+        ],
+    );
+    let head = server.join().unwrap();
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        head.starts_with(&format!("GET /path HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n")),
+        "{head}"
+    );
+    let warning = format!(
+        "h2load-rs: warning: URL 'http://127.0.0.1:{port}/path': the user name and password in it \
+         are neither sent nor logged; to authenticate, use -H 'Authorization: Basic …'"
+    );
+    assert_eq!(
+        output.stderr.lines().collect::<Vec<_>>(),
+        [warning.as_str()]
+    );
+    let report = std::fs::read_to_string(&report).unwrap();
+    for (what, text) in [
+        ("request", head.as_str()),
+        ("stdout", &output.stdout),
+        ("stderr", &output.stderr),
+        ("JSON", &report),
+        ("log", &std::fs::read_to_string(&log).unwrap()),
+    ] {
+        assert!(
+            !text.contains("secret") && !text.contains("user:"),
+            "{what}: {text}"
+        );
+    }
+}
+
+#[test]
+fn connect_to_skips_resolving_the_url_host() {
+    let run = h2load_rs(&[
+        "--connect-to",
+        &crate::common::target().to_string(),
+        "-n",
+        "50",
+        "http://no-such-host.invalid/ping",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.int("requests/succeeded"), 50);
+}
+
+#[test]
+fn h2_multiplex_applies_to_the_default_protocol() {
+    let run = h2load_rs(&[
+        "--h2-multiplex",
+        "-c",
+        "4",
+        "-m",
+        "2",
+        "-n",
+        "80",
+        &url("/ping"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.cell()["cell"]["label"], "h2c c=1 m=8");
+    assert_eq!(run.int("connections/opened"), 1);
+    assert_eq!(run.int("protocol/max_concurrent_streams_effective"), 8);
+    assert_eq!(run.int("requests/succeeded"), 80);
 }

@@ -74,7 +74,7 @@ fn post_bodies_are_sent_and_echoed() {
 fn error_statuses_count_as_failed_not_errored() {
     for (name, engine) in ENGINES {
         let run = run_engine(engine, &["-n", "2000", &url("/status/503")]);
-        assert_eq!(run.output.code, 0, "{name}");
+        assert_eq!(run.output.code, 1, "{name}: no request succeeded");
         for (field, expected) in [
             ("requests/done", 2000),
             ("requests/succeeded", 0),
@@ -162,7 +162,11 @@ fn timed_run_with_warm_up_stops_on_time_and_counts_requests_in_flight() {
 #[test]
 fn requests_still_in_flight_after_the_drain_are_reported_not_lost() {
     let run = h2load_rs(&["--h1", "-c", "3", "-D", "1s", &url("/delay/10000")]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.output.code, 1, "nothing succeeded");
+    assert_eq!(
+        run.output.stderr,
+        "h2load-rs: no request succeeded: 3 were still in flight when the run stopped\n"
+    );
     assert!(
         run.output.wall < Duration::from_secs(4),
         "took {:?}",
@@ -298,7 +302,14 @@ fn request_timeouts_are_counted_per_engine() {
             engine,
             &["-n", "4", "--request-timeout", "200ms", &url("/delay/5000")],
         );
-        assert_eq!(run.output.code, 0, "{name}");
+        assert_eq!(run.output.code, 1, "{name}: nothing succeeded");
+        assert!(
+            run.output
+                .stderr
+                .ends_with("h2load-rs: no request succeeded: 4 got no complete response\n"),
+            "{name}: {}",
+            run.output.stderr
+        );
         for (field, expected) in [
             ("requests/done", 4),
             ("requests/timeout", 4),

@@ -1,0 +1,49 @@
+//! Upper bounds on what the command line and its files may ask for. Each is far beyond any real
+//! run, so hitting one means a typo or hostile input: it is a usage error (exit 2) before anything
+//! is sent, never an overflow, a panic or a process that eats the machine's memory. The README's
+//! "Limits" table lists them.
+
+use std::time::Duration;
+
+/// `-c`: connections per cell (each needs a file descriptor; Linux's default `nr_open` is 2^20).
+pub const MAX_CLIENTS: u64 = 1_000_000;
+
+/// `-t`: OS threads.
+pub const MAX_THREADS: u64 = 4096;
+
+/// `-m`: requests in flight per connection, also the streams `--h2-multiplex` puts on one
+/// connection (`-c × -m`).
+pub const MAX_STREAMS: u64 = 1_000_000;
+
+/// `-n`: requests in a cell, whether given as a total or as `Kx` (and after `--scale`).
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+
+/// `--rate` and `--rps`: the largest rate, requests per second (after `--rps` × connections).
+pub const MAX_RATE: f64 = 100_000_000.0;
+
+/// `--rate` and `--rps`: the smallest rate; below it the schedule's period would overflow.
+pub const MIN_RATE: f64 = 0.001;
+
+/// `--scale`: the largest factor.
+pub const MAX_SCALE: f64 = 1000.0;
+
+/// `--scale`: the smallest factor.
+pub const MIN_SCALE: f64 = 0.000_001;
+
+/// Every duration flag (`-D`, timeouts, `--interval`, ...), also after `--scale`.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+
+/// `--interval`: the shortest timeline interval (each interval keeps its own histograms).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// `-d`: the request body file, read into memory once.
+pub const MAX_BODY_FILE: u64 = 1 << 30;
+
+/// `run FILE`: a scenario file.
+pub const MAX_SCENARIO_FILE: u64 = 16 << 20;
+
+/// `--cacert`, `--cert`, `--key`, `serve --tls-cert/--tls-key`: PEM files.
+pub const MAX_PEM_FILE: u64 = 16 << 20;
+
+/// `merge FILE...`: each JSON report (a day at 1 s intervals is well under 100 MiB).
+pub const MAX_REPORT_FILE: u64 = 256 << 20;

@@ -1,0 +1,273 @@
+//! A load test is a sweep: its cells (a protocol at a concurrency level) run one after another.
+//! [`Sweep::prepare`] finds every usage error (plans, export paths, limits) before anything is
+//! sent; [`Sweep::run`] runs the cells and rewrites every export after each one with all cells so
+//! far, so a failure or a signal in cell 5 keeps cells 1 to 4.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use anyhow::Result;
+
+use crate::cli::LoadArgs;
+use crate::live::Live;
+use crate::paint::paint;
+use crate::plan::{self, CellSpec, RunPlan};
+use crate::report::outputs::{self, Outputs, StagedFile};
+use crate::report::{self, CellContext, Document, Summary};
+use crate::request_log::LogFile;
+use crate::target::BuiltIn;
+use crate::trace::Tracer;
+use crate::watch::{self, Watch};
+use crate::{progress, runner, signals};
+
+/// A load test ready to run: every cell planned, every destination checked.
+pub struct Sweep<'a> {
+    args: &'a LoadArgs,
+    cells: Vec<(CellSpec, Arc<RunPlan>)>,
+    built_in: Option<BuiltIn>,
+    outputs: Outputs,
+    log: Option<(StagedFile, LogFile)>,
+}
+
+/// What a sweep measured.
+pub struct Finished {
+    /// Every cell that ran, and their comparison.
+    pub document: Document,
+    /// Whether an export could not be written at the end (each failure is on stderr).
+    pub exports_failed: bool,
+}
+
+impl<'a> Sweep<'a> {
+    /// Plans every cell and checks every destination; any problem is an error before anything is
+    /// sent (a usage error for bad input).
+    pub fn prepare(args: &'a LoadArgs) -> Result<Sweep<'a>> {
+        let outputs = Outputs::check(&args.outputs)?;
+        if let Some(path) = &args.log_file {
+            outputs::check_file(path, "--log-file")?;
+        }
+        let specs = plan::cells(args);
+        let built_in = match args.urls.is_empty() {
+            true => Some(BuiltIn::start(
+                args,
+                specs.iter().any(|cell| cell.needs_tls(args.target_tls)),
+            )?),
+            false => None,
+        };
+        let mut cells = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let urls = match &built_in {
+                Some(target) => vec![format!(
+                    "{}{}",
+                    target.base_url(spec.needs_tls(args.target_tls)),
+                    args.target_path
+                )],
+                None => args.urls.clone(),
+            };
+            let plan = plan::build(args, &urls, &spec, built_in.is_some())?;
+            cells.push((spec, Arc::new(plan)));
+        }
+        print_notes(args, &cells);
+        let most_clients = cells.iter().map(|(_, plan)| plan.clients).max();
+        runner::ensure_fd_limit(most_clients.unwrap_or(1), 1)?;
+        // Created last: a usage error above leaves nothing behind.
+        let log = match &args.log_file {
+            Some(path) => {
+                let (staged, file) = StagedFile::create(path)?;
+                Some((staged, LogFile::new(file)))
+            }
+            None => None,
+        };
+        Ok(Sweep {
+            args,
+            cells,
+            built_in,
+            outputs,
+            log,
+        })
+    }
+
+    /// Runs the cells in order, writing the exports after each; stops early on a signal.
+    pub fn run(mut self) -> Result<Finished> {
+        signals::install()?;
+        let mut document = Document::new(Vec::new());
+        let mut failures = Vec::new();
+        if self.args.start_at.is_some_and(|at| !wait_for_start(at)) {
+            return Ok(Finished {
+                document,
+                exports_failed: false,
+            });
+        }
+        for index in 0..self.cells.len() {
+            // A signal between cells (while exports were written) ends the sweep too.
+            if signals::received().is_some() {
+                break;
+            }
+            let summary = self.run_cell(index)?;
+            let interrupted = summary.interrupted;
+            document.push(summary);
+            failures = self.write_exports(&document);
+            let last = index + 1 == self.cells.len();
+            if interrupted || (!last && self.args.cooldown.is_some_and(runner::pause)) {
+                break;
+            }
+        }
+        if document.cells.len() > 1 && !self.args.quiet {
+            out!(
+                "{}",
+                paint(&report::text::comparison(&document), self.color())
+            );
+        }
+        outputs::report_failures(&failures);
+        Ok(Finished {
+            document,
+            exports_failed: !failures.is_empty(),
+        })
+    }
+
+    fn color(&self) -> bool {
+        self.args.color.enabled()
+    }
+
+    /// Runs cell `index` and prints its report.
+    fn run_cell(&self, index: usize) -> Result<Summary> {
+        let (spec, plan) = &self.cells[index];
+        let args = self.args;
+        if !args.quiet {
+            self.print_heading(index, plan);
+            print_intro(plan);
+        }
+        let watch = Watch::start(&self.watched_pids(spec));
+        let started = Instant::now();
+        let cpu_before = watch::cpu_time(None);
+        let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
+        // The trace and the bar would share stderr: the trace wins.
+        let show_progress = !args.quiet && trace.is_none() && std::io::stderr().is_terminal();
+        let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
+        let display = live
+            .clone()
+            .map(|live| progress::Display::start(live, plan.stop, cell_label(plan)));
+        let log = self.log.as_ref().map(|(_, file)| runner::LogTarget {
+            file: file.clone(),
+            cell: index + 1,
+        });
+        let outcome = runner::run(plan.clone(), runner::Sinks { log, live, trace });
+        if let Some(display) = display {
+            display.finish();
+        }
+        let outcome = outcome?;
+        let generator_cpu = cpu_before
+            .zip(watch::cpu_time(None))
+            .map_or(0.0, |(before, after)| {
+                100.0 * (after - before).as_secs_f64() / started.elapsed().as_secs_f64()
+            });
+        let context = CellContext {
+            index: index + 1,
+            level: spec.level,
+            generator_cpu_percent: generator_cpu,
+            watched: watch.finish(),
+        };
+        let summary = Summary::new(plan, &outcome, context);
+        self.print_summary(&summary);
+        Ok(summary)
+    }
+
+    /// The built-in target that serves this cell first (the comparison's "target" columns show
+    /// it), then every `--watch-pid`.
+    fn watched_pids(&self, spec: &CellSpec) -> Vec<u32> {
+        let mut watched: Vec<u32> = self
+            .built_in
+            .iter()
+            .map(|target| target.pid(spec.needs_tls(self.args.target_tls)))
+            .collect();
+        watched.extend(&self.args.watch_pid);
+        watched
+    }
+
+    fn print_heading(&self, index: usize, plan: &RunPlan) {
+        if self.cells.len() > 1 {
+            let heading = format!(
+                "\n=== cell {}/{}: {}\n",
+                index + 1,
+                self.cells.len(),
+                cell_label(plan)
+            );
+            out!("{}", paint(&heading, self.color()));
+        }
+    }
+
+    fn print_summary(&self, summary: &Summary) {
+        if self.args.quiet {
+            outln!("{}", report::text::one_line(summary));
+        } else {
+            out!("{}", paint(&report::text::render(summary), self.color()));
+        }
+        for warning in &summary.warnings {
+            eprintln!("h2load-rs: warning: {warning}");
+        }
+        if let Some(problem) = &summary.first_error {
+            eprintln!("h2load-rs: {problem}");
+        }
+    }
+
+    /// Writes every export with the cells so far, and puts the request log in place; returns
+    /// the failures (each export is attempted whatever happened to the others).
+    fn write_exports(&mut self, document: &Document) -> Vec<anyhow::Error> {
+        let mut failures = self.outputs.write(document);
+        if let Some((staged, _)) = &mut self.log {
+            failures.extend(staged.place().err());
+        }
+        failures
+    }
+}
+
+/// `h2c c=10 m=1`: what a cell runs, for headings and the progress bar.
+fn cell_label(plan: &RunPlan) -> String {
+    format!(
+        "{} c={} m={}",
+        plan.protocol_label(),
+        plan.clients,
+        plan.max_concurrent
+    )
+}
+
+/// Prints the plans' notes (unless `--quiet`) and warnings, each once.
+fn print_notes(args: &LoadArgs, cells: &[(CellSpec, Arc<RunPlan>)]) {
+    let mut notes: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.notes).collect();
+    notes.dedup();
+    if !args.quiet {
+        for note in notes {
+            eprintln!("note: {note}");
+        }
+    }
+    let mut warnings: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.warnings).collect();
+    warnings.dedup();
+    for warning in warnings {
+        eprintln!("h2load-rs: warning: {warning}");
+    }
+}
+
+fn print_intro(plan: &RunPlan) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "starting benchmark...");
+    for thread in 0..plan.threads {
+        let clients =
+            plan.clients / plan.threads + usize::from(thread < plan.clients % plan.threads);
+        let _ = writeln!(out, "spawning thread #{thread}: {clients} total client(s).");
+    }
+    let _ = out.flush();
+}
+
+/// Waits for `--start-at`; `false` if a signal interrupted the wait.
+fn wait_for_start(at: SystemTime) -> bool {
+    match at.duration_since(SystemTime::now()) {
+        Ok(wait) => {
+            eprintln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
+            !runner::pause(wait)
+        }
+        Err(_) => {
+            eprintln!("h2load-rs: warning: --start-at is in the past; starting now");
+            true
+        }
+    }
+}
