@@ -57,6 +57,18 @@ pub(crate) fn world(argv: &[&str]) -> World {
     }
 }
 
+/// A fresh connection's ledger, outgoing queue and session for `protocol` (`ready_by`: the
+/// handshake deadline).
+pub(crate) fn open(
+    world: &World,
+    protocol: Protocol,
+    ready_by: Option<Instant>,
+) -> (Ledger<'_>, Outgoing, AnySession<'_>) {
+    let mut out = Outgoing::default();
+    let session = AnySession::new(&world.templates, Some(protocol), ready_by, &mut out);
+    (Ledger::new(&world.shared, &world.conn, 0), out, session)
+}
+
 /// What a session made of the server's bytes.
 #[derive(Debug)]
 pub(crate) struct Outcome {
@@ -72,9 +84,7 @@ pub(crate) struct Outcome {
 /// Runs a session for `protocol` over `server` bytes delivered `piece` bytes at a time, as the
 /// driver would (without writing: what the client queues is collected).
 pub(crate) fn converse(world: &World, protocol: Protocol, server: &[u8], piece: usize) -> Outcome {
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(protocol), None, &mut out);
+    let (ledger, mut out, mut session) = open(world, protocol, None);
     let mut pending = Vec::new();
     let mut failure = session.fill(&ledger, &mut out).err();
     // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its

@@ -5,10 +5,8 @@
 use std::time::{Duration, Instant};
 
 use super::driver::feed;
-use super::outgoing::Outgoing;
-use super::session::{AnySession, Progress};
-use super::testing::{converse, drain, world, Outcome};
-use super::Ledger;
+use super::session::Progress;
+use super::testing::{converse, drain, open, world, Outcome};
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
@@ -43,9 +41,7 @@ fn pipelined_h1_responses_split_at_every_byte() {
 #[test]
 fn h1_body_delimited_by_close_completes_at_eof() {
     let world = world(&["--h1", "-n", "1"]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     session.fill(&ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     let at = Instant::now();
@@ -87,9 +83,7 @@ fn h1_endless_interim_responses_are_cut_off() {
 #[test]
 fn h1_server_closing_with_requests_unanswered_fails_them_as_closed() {
     let world = world(&["--h1", "-m", "3", "-n", "3"]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     session.fill(&ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     let at = Instant::now();
@@ -104,9 +98,7 @@ fn h1_server_closing_with_requests_unanswered_fails_them_as_closed() {
 #[test]
 fn h1_request_timeout_fires_from_the_oldest_request() {
     let world = world(&["--h1", "-n", "1", "--request-timeout", "50ms"]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::Http1), None, &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     let sent = Instant::now();
     session.fill(&ledger, &mut out).unwrap();
     let due = session.next_timer().expect("a deadline");
@@ -249,9 +241,7 @@ fn h2_goaway_fails_only_the_streams_above_last_stream_id() {
 #[test]
 fn h2_goaway_before_any_request_is_a_named_failure() {
     let world = world(&["--proto", "h2c", "-n", "3"]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), None, &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::H2c, None);
     session.fill(&ledger, &mut out).unwrap();
     let server = Server::default()
         .settings(&[])
@@ -468,18 +458,15 @@ fn h2_first_bytes_that_are_not_http2_are_named() {
 #[test]
 fn h2_settings_wait_is_bounded_and_zero_streams_is_not_ready() {
     let world = world(&["--proto", "h2c", "-n", "1", "--request-timeout", "1s"]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
     let due = Instant::now() + Duration::from_millis(10);
-    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), Some(due), &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::H2c, Some(due));
     assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
     assert_eq!(session.next_timer(), Some(due));
     let failure = session.on_timer(due, &ledger, &mut out).unwrap_err();
     assert_eq!(failure.kind, ErrorKind::ConnectTimeout);
     assert!(!session.is_ready());
 
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), Some(due), &mut out);
+    let (_, mut out, mut session) = open(&world, Protocol::H2c, Some(due));
     let server = Server::default().settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 0)]);
     let mut pending = Vec::new();
     feed(
@@ -519,9 +506,7 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
         "--request-timeout",
         "1s",
     ]);
-    let ledger = Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = Outgoing::default();
-    let mut session = AnySession::new(&world.templates, Some(Protocol::H2c), None, &mut out);
+    let (ledger, mut out, mut session) = open(&world, Protocol::H2c, None);
     let mut pending = Vec::new();
     let server = Server::default().settings(&[]);
     feed(
