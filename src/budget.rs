@@ -57,11 +57,6 @@ impl Budget {
         self.stopped.store(true, Ordering::Relaxed);
     }
 
-    /// Whether [`Budget::stop`] was called.
-    pub fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
-    }
-
     /// Requests of a counted budget that were never taken (0 for a timed run).
     pub fn untaken(&self) -> u64 {
         self.limit.map_or(0, |limit| {

@@ -1,9 +1,11 @@
 //! h2load-rs: an HTTP/1.1 and HTTP/2 load generator.
 //!
-//! Data flows one way: [`cli`] → [`plan`] → [`runner`] (threads, budget) → [`engine`] (one per
-//! protocol) → [`recorder`] (HDR histograms, counters) → [`report`]. [`server`] is the built-in target.
+//! Data flows one way: [`cli`] → [`plan`] → [`runner`] (threads, budget, connecting) → [`engine`]
+//! (one I/O driver, one session per protocol) over [`proto`] (wire formats, no I/O) →
+//! [`recorder`] (HDR histograms, counters) → [`report`]. [`server`] is the built-in target.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 /// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
 /// are still written, where `print!` would panic.
