@@ -185,7 +185,9 @@ pub(crate) struct H2Session<'t> {
     template: &'t H2Template,
     paths: PathCycle,
     streams: StreamMap,
-    /// Streams in the order they started, for the request timeout (finished ones are skipped lazily).
+    /// Streams in the order they started, for the request timeout. Finished ones are dropped from
+    /// the front at each fill, so the front is the oldest live stream and the queue stays as
+    /// long as the streams in flight.
     started: VecDeque<(u32, Instant)>,
     /// Streams with request body left to send.
     bodies: VecDeque<u32>,
@@ -314,6 +316,12 @@ impl<'t> H2Session<'t> {
     ) -> Result<Progress, Failure> {
         if out.is_empty() {
             self.queued_control = 0;
+        }
+        while let Some(&(id, _)) = self.started.front() {
+            if self.streams.contains_key(&id) {
+                break;
+            }
+            self.started.pop_front();
         }
         if let Some(progress) = self.open_streams(ledger, out) {
             return Ok(progress);
@@ -482,14 +490,11 @@ impl<'t> H2Session<'t> {
             return self.settings_due;
         }
         let limit = self.template.request_timeout;
+        // The front may have finished since the last fill: then the timer fires early, and
+        // `on_timer` drops it without cancelling anything.
         let oldest = self
             .started
-            .iter()
-            .find(|(id, start)| {
-                self.streams
-                    .get(id)
-                    .is_some_and(|stream| stream.start.actual == *start)
-            })
+            .front()
             .zip(limit)
             .map(|((_, start), limit)| *start + limit);
         let blocked = self
@@ -525,10 +530,8 @@ impl<'t> H2Session<'t> {
         }
         // Cancel every stream past its deadline, oldest first (client-side timeouts).
         while let Some(&(id, start)) = self.started.front() {
-            let live = self
-                .streams
-                .get(&id)
-                .is_some_and(|stream| stream.start.actual == start);
+            // Stream ids are never reused on a connection: one still in the map is the same request.
+            let live = self.streams.contains_key(&id);
             if live && now < start + limit {
                 break;
             }
@@ -1067,4 +1070,74 @@ fn window_update(out: &mut Vec<u8>, stream: u32, increment: i64) {
         stream,
         &(increment as u32).to_be_bytes(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::super::driver::feed;
+    use super::super::session::AnySession;
+    use super::super::testing::{open, world};
+    use super::*;
+    use crate::plan::Protocol;
+
+    #[test]
+    fn the_timeout_queue_holds_only_streams_in_flight() {
+        let world = world(&[
+            "--proto",
+            "h2c",
+            "-m",
+            "4",
+            "-n",
+            "1000",
+            "--request-timeout",
+            "10s",
+        ]);
+        let (ledger, mut out, mut session) = open(&world, Protocol::H2c, None);
+        let mut pending = Vec::new();
+        let mut settings = Vec::new();
+        write_frame(&mut settings, frame::SETTINGS, 0, 0, &[]);
+        feed(
+            &mut session,
+            &settings,
+            &mut pending,
+            Instant::now(),
+            &ledger,
+            &mut out,
+        )
+        .unwrap();
+        for round in 0..250u32 {
+            session.fill(&ledger, &mut out).unwrap();
+            let mut answers = Vec::new();
+            for lane in 0..4 {
+                let id = 1 + 2 * (4 * round + lane);
+                write_frame(
+                    &mut answers,
+                    frame::HEADERS,
+                    frame::END_HEADERS | frame::END_STREAM,
+                    id,
+                    &[0x88],
+                );
+            }
+            feed(
+                &mut session,
+                &answers,
+                &mut pending,
+                Instant::now(),
+                &ledger,
+                &mut out,
+            )
+            .unwrap();
+            let AnySession::H2(h2) = &session else {
+                unreachable!("an h2c session")
+            };
+            assert!(
+                h2.started.len() <= 8,
+                "round {round}: {} tracked",
+                h2.started.len()
+            );
+        }
+        assert_eq!(world.shared.recorder.borrow().counters.succeeded, 1000);
+    }
 }
