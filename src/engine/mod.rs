@@ -106,7 +106,7 @@ pub struct ThreadShared {
     pub read_buffer: RefCell<Vec<u8>>,
 }
 
-/// The state of one live connection that the runner reads after its driver ends.
+/// The state of one live connection that outlives its driver (the runner reads it afterwards).
 #[derive(Debug, Default)]
 pub struct ConnState {
     /// The connection's number, unique in the process (for `--log-file`).
@@ -115,8 +115,6 @@ pub struct ConnState {
     pub protocol: Cell<Option<Protocol>>,
     /// Requests sent on this connection.
     pub requests: Cell<u64>,
-    /// Responses completed on this connection (whatever their status).
-    pub responses: Cell<u64>,
     /// Measured requests sent on this connection and not yet finished.
     pub in_flight: Cell<u64>,
 }
@@ -168,7 +166,6 @@ impl<'a> Ledger<'a> {
 
     /// Records a completed response.
     pub fn complete(&self, sample: ResponseSample) {
-        self.conn.responses.set(self.conn.responses.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);

@@ -53,6 +53,8 @@ pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 pub const NO_ERROR: u32 = 0x0;
 /// Error code PROTOCOL_ERROR.
 pub const PROTOCOL_ERROR: u32 = 0x1;
+/// Error code INTERNAL_ERROR.
+pub const INTERNAL_ERROR: u32 = 0x2;
 /// Error code FLOW_CONTROL_ERROR.
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 /// Error code FRAME_SIZE_ERROR.

@@ -281,41 +281,22 @@ pub fn answer_each_h1(mut conn: Conn, reply: &[u8]) {
 pub mod h2 {
     use super::Conn;
 
-    pub const DATA: u8 = 0x0;
-    pub const HEADERS: u8 = 0x1;
-    pub const RST_STREAM: u8 = 0x3;
-    pub const SETTINGS: u8 = 0x4;
-    pub const PUSH_PROMISE: u8 = 0x5;
-    pub const PING: u8 = 0x6;
-    pub const GOAWAY: u8 = 0x7;
-    pub const WINDOW_UPDATE: u8 = 0x8;
-    pub const CONTINUATION: u8 = 0x9;
-
-    pub const END_STREAM: u8 = 0x1;
-    pub const ACK: u8 = 0x1;
-    pub const END_HEADERS: u8 = 0x4;
-
-    pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
-    pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
-
-    pub const NO_ERROR: u32 = 0x0;
-    pub const INTERNAL_ERROR: u32 = 0x2;
-    pub const REFUSED_STREAM: u32 = 0x7;
+    // The wire facts are the client's own (RFC constants, defined once in `proto::h2`); only the
+    // frames built from them misbehave.
+    pub use h2load_rs::proto::h2::{
+        ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, INTERNAL_ERROR,
+        NO_ERROR, PING, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
+        SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, WINDOW_UPDATE,
+    };
+    use h2load_rs::proto::h2::{HEADER_LEN as FRAME_HEADER_LEN, PREFACE_LEN};
 
     /// HPACK block of the single static entry 8, `:status: 200`.
     pub const STATUS_200: &[u8] = &[0x88];
 
-    /// The client connection preface's length ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").
-    const PREFACE_LEN: usize = 24;
-    const FRAME_HEADER_LEN: usize = 9;
-
     /// One frame: 24-bit length, type, flags, 31-bit stream id, payload.
     pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let length = u32::try_from(payload.len()).expect("payload fits 24 bits");
-        let mut bytes = length.to_be_bytes()[1..].to_vec();
-        bytes.extend([kind, flags]);
-        bytes.extend((stream & 0x7fff_ffff).to_be_bytes());
-        bytes.extend(payload);
+        let mut bytes = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
+        h2load_rs::proto::h2::write_frame(&mut bytes, kind, flags, stream, payload);
         bytes
     }
 
