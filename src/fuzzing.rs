@@ -13,7 +13,7 @@ use crate::proto::hpack::Decoder;
 
 /// A scenario file's text, merged with no overrides, then parsed as the command line.
 pub fn scenario(text: &str) {
-    if let Ok(scenario) = crate::scenario::parse(text, "fuzz.toml", &[]) {
+    if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {
         if let Ok(cli) = Cli::try_parse_from(&scenario.argv) {
             let _ = crate::plan::cells(&cli.load);
         }
@@ -31,9 +31,9 @@ pub fn arguments(text: &str) {
         let _ = crate::plan::cells(&cli.load);
     }
     for word in text.split_whitespace() {
-        let _ = crate::units::parse_duration(word);
-        let _ = crate::units::parse_size(word);
-        let _ = crate::units::parse_rfc3339(word);
+        let _ = crate::cli::units::parse_duration(word);
+        let _ = crate::cli::units::parse_size(word);
+        let _ = crate::cli::units::parse_rfc3339(word);
         let _ = word.parse::<http::Uri>();
     }
 }

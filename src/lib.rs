@@ -25,32 +25,15 @@ macro_rules! outln {
 }
 
 pub mod app;
-pub mod budget;
 pub mod cli;
-pub mod engine;
-pub mod error;
+pub(crate) mod engine;
+pub(crate) mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod hdr;
-pub mod input;
-pub mod limits;
-pub mod live;
-pub mod net;
-pub mod paint;
-pub mod panics;
+pub(crate) mod observe;
 pub mod plan;
-pub mod progress;
 pub mod proto;
 pub mod recorder;
-pub mod report;
-pub mod request_log;
+pub(crate) mod report;
 pub mod runner;
-pub mod scenario;
 pub mod server;
-pub mod signals;
-pub mod sweep;
-pub mod target;
-pub mod tls;
-pub mod trace;
-pub mod units;
-pub mod watch;

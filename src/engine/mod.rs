@@ -19,11 +19,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::budget::Budget;
+use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
-use crate::request_log::{Entry as LogEntry, RequestLog};
-use crate::tls::TlsInfo;
+use crate::runner::budget::Budget;
+use crate::runner::tls::TlsInfo;
 
 pub use session::Templates;
 

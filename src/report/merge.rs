@@ -14,8 +14,10 @@ use super::{
     latency_summary, Document, Histograms, IntervalSums, RateReport, Spread, Summary, Timeline,
     SCHEMA_VERSION,
 };
-use crate::limits::MAX_REPORT_FILE;
-use crate::{hdr, input, usage_bail};
+use crate::cli::input;
+use crate::cli::limits::MAX_REPORT_FILE;
+use crate::recorder::hdr;
+use crate::usage_bail;
 
 /// Reads a `--json` report and rebuilds its histograms.
 pub fn load(path: &Path) -> Result<Document> {

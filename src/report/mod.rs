@@ -2,29 +2,23 @@
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
 pub mod comparison;
-pub mod csv;
-pub mod hdr_log;
-pub mod hgrm;
-pub mod html;
-pub mod json;
-pub mod markdown;
+pub mod export;
 pub mod merge;
-pub mod outputs;
+pub mod paint;
 pub mod plain;
 pub mod text;
-pub mod timeline_csv;
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::hdr;
+use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, RunPlan, StopRule};
+use crate::recorder::hdr;
 use crate::recorder::RequestCounters;
+use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
-use crate::tls::TlsInfo;
-use crate::watch::ProcessUsage;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -252,7 +246,7 @@ impl Timeline {
         }
         Timeline {
             interval_s: intervals.length.as_secs_f64(),
-            start_unix_ms: hdr_log::unix_ms(start),
+            start_unix_ms: export::hdr_log::unix_ms(start),
             intervals: summaries,
         }
     }

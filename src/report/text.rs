@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{LatencySummary, Spread, Summary};
-use crate::units::{format_bytes, format_micros};
+use crate::cli::units::{format_bytes, format_micros};
 
 /// Renders the report.
 pub fn render(summary: &Summary) -> String {

@@ -476,9 +476,9 @@ fn h2c_upgrade_against_the_built_in_target() {
 
 #[test]
 fn tls_against_the_built_in_target() {
-    let tls = h2load_rs::tls::server_config(
-        h2load_rs::tls::test_pki::SERVER_CERT.as_bytes(),
-        h2load_rs::tls::test_pki::SERVER_KEY.as_bytes(),
+    let tls = h2load_rs::runner::tls::server_config(
+        h2load_rs::runner::tls::test_pki::SERVER_CERT.as_bytes(),
+        h2load_rs::runner::tls::test_pki::SERVER_KEY.as_bytes(),
     )
     .unwrap();
     let options = h2load_rs::server::ServeOptions {

@@ -136,7 +136,8 @@ fn interval_log_is_readable_by_hdrhistogram() {
     for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text) {
         let entry = entry.expect("a valid log entry");
         if let hdrhistogram::serialization::interval_log::LogEntry::Interval(interval) = entry {
-            let histogram = h2load_rs::hdr::from_base64(interval.encoded_histogram()).unwrap();
+            let histogram =
+                h2load_rs::recorder::hdr::from_base64(interval.encoded_histogram()).unwrap();
             assert_eq!(interval.duration(), Duration::from_millis(500));
             let tag = interval.tag().unwrap().as_str().to_owned();
             let slot = per_tag.entry(tag).or_default();
@@ -280,11 +281,11 @@ fn merging_three_concurrent_runs_adds_them_exactly() {
     }
     assert_eq!(cell["cell"]["clients"], 12);
     // The merged histogram is exactly the sum of the three.
-    let mut union = h2load_rs::hdr::new_histogram();
+    let mut union = h2load_rs::recorder::hdr::new_histogram();
     for run in &runs {
         union
             .add(
-                h2load_rs::hdr::from_base64(
+                h2load_rs::recorder::hdr::from_base64(
                     run.cell()["latency"]["request"]["hdr"].as_str().unwrap(),
                 )
                 .unwrap(),

@@ -9,9 +9,10 @@ use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
+use crate::cli::input;
+use crate::cli::limits::MAX_SCENARIO_FILE;
 use crate::cli::Cli;
-use crate::limits::MAX_SCENARIO_FILE;
-use crate::{input, usage_bail};
+use crate::usage_bail;
 
 /// A scenario turned into command-line arguments.
 #[derive(Debug)]

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{comparison, outputs::write_atomically, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
 
 /// Writes the comparison as CSV (RFC 4180 quoting).
 pub struct Csv;

@@ -2,6 +2,12 @@
 //! the connections (h2load's model), drawing from one shared request budget. The main thread only
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
+pub mod budget;
+pub mod net;
+pub mod panics;
+pub mod signals;
+pub mod tls;
+
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -15,17 +21,16 @@ use tokio::sync::oneshot;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::Budget;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
-use crate::live::{Live, PUBLISH_EVERY};
-use crate::net::{self, TappedIo};
-use crate::panics;
+use crate::observe::live::{Live, PUBLISH_EVERY};
+use crate::observe::request_log::{LogFile, RequestLog};
+use crate::observe::trace::Tracer;
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{Recorder, WireMeter, WireTotals};
-use crate::request_log::{LogFile, RequestLog};
-use crate::signals::{self, Signal};
-use crate::trace::Tracer;
+use crate::runner::budget::Budget;
+use net::TappedIo;
+use signals::Signal;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
-use super::{Document, Exporter};
 use crate::cli::OutputArgs;
+use crate::report::{Document, Exporter};
 use crate::usage_bail;
 
 /// The exports a run was asked for, each checked writable.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{comparison, outputs::write_atomically, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_atomically, Document, Exporter};
 
 /// Writes the document as pretty-printed JSON.
 pub struct Json;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_atomically, Document, Exporter};
 
 /// Writes the timelines as CSV.
 pub struct TimelineCsv;

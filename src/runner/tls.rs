@@ -12,17 +12,18 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 use serde::Serialize;
 
-use crate::limits::MAX_PEM_FILE;
-use crate::{input, usage_bail};
+use crate::cli::input;
+use crate::cli::limits::MAX_PEM_FILE;
+use crate::usage_bail;
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {
     /// The test CA certificate (PEM).
-    pub const CA_CERT: &str = include_str!("../certs/ca.crt");
+    pub const CA_CERT: &str = include_str!("../../certs/ca.crt");
     /// The server certificate for localhost / 127.0.0.1 / ::1, signed by the test CA (PEM).
-    pub const SERVER_CERT: &str = include_str!("../certs/server.crt");
+    pub const SERVER_CERT: &str = include_str!("../../certs/server.crt");
     /// The server certificate's private key (PEM, PKCS#8).
-    pub const SERVER_KEY: &str = include_str!("../certs/server.key");
+    pub const SERVER_KEY: &str = include_str!("../../certs/server.key");
 }
 
 /// How the client authenticates the server and itself.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::hdr::new_histogram;
+use crate::recorder::hdr::new_histogram;
 use crate::recorder::Recorder;
 
 /// How often workers publish.

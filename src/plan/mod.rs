@@ -11,11 +11,13 @@ use http::{Method, Uri};
 use rustls::pki_types::ServerName;
 use serde::Serialize;
 
-use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
-use crate::limits::{
+use crate::cli::input;
+use crate::cli::limits::{
     MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
 };
-use crate::{input, tls, usage_bail};
+use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
+use crate::runner::tls;
+use crate::usage_bail;
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;

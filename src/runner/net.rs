@@ -12,10 +12,10 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::observe::trace::ConnTrace;
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, Failure, WireMeter};
-use crate::tls::TlsInfo;
-use crate::trace::ConnTrace;
+use crate::runner::tls::TlsInfo;
 
 /// An established connection: plain TCP, or TLS over TCP.
 pub enum Transport {

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
-use super::{outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_atomically, Document, Exporter};
 
 /// Microseconds per reported unit (milliseconds).
 const SCALE: f64 = 1000.0;
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn distribution_has_hdrhistograms_layout() {
-        let mut histogram = crate::hdr::new_histogram();
+        let mut histogram = crate::recorder::hdr::new_histogram();
         for micros in 1..=1000u64 {
             histogram.record(micros * 10).unwrap();
         }

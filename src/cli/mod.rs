@@ -1,15 +1,20 @@
 //! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
 
+pub mod input;
+pub mod limits;
+pub mod scenario;
+pub mod units;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::limits::{
+use crate::cli::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STREAMS, MAX_THREADS, MIN_INTERVAL,
     MIN_RATE, MIN_SCALE,
 };
-use crate::units::{parse_duration, parse_positive_duration, parse_size};
+use crate::cli::units::{parse_duration, parse_positive_duration, parse_size};
 
 /// The version `--version` prints: the package version and the commit it was built from.
 pub const VERSION: &str = concat!(
@@ -299,7 +304,7 @@ pub struct LoadArgs {
 
     /// Color the report: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
     #[arg(long = "color", value_name = "WHEN", value_enum, default_value_t)]
-    pub color: crate::paint::ColorChoice,
+    pub color: crate::report::paint::ColorChoice,
 
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(short = 'q', long = "quiet")]
@@ -356,7 +361,7 @@ pub struct LoadArgs {
 
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
-    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]
+    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::cli::units::parse_rfc3339)]
     pub start_at: Option<std::time::SystemTime>,
 }
 

@@ -10,8 +10,8 @@ use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use super::{outputs::write_atomically, Document, Exporter};
-use crate::hdr;
+use crate::recorder::hdr;
+use crate::report::{export::outputs::write_atomically, Document, Exporter};
 
 /// Writes the interval log.
 pub struct HdrLog;

@@ -9,17 +9,18 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::Result;
 
+use crate::app::target::BuiltIn;
 use crate::cli::LoadArgs;
-use crate::live::Live;
-use crate::paint::paint;
+use crate::observe::live::Live;
+use crate::observe::progress;
+use crate::observe::request_log::LogFile;
+use crate::observe::trace::Tracer;
+use crate::observe::watch::{self, Watch};
 use crate::plan::{self, CellSpec, RunPlan};
-use crate::report::outputs::{self, Outputs, StagedFile};
+use crate::report::export::outputs::{self, Outputs, StagedFile};
+use crate::report::paint::paint;
 use crate::report::{self, CellContext, Document, Summary};
-use crate::request_log::LogFile;
-use crate::target::BuiltIn;
-use crate::trace::Tracer;
-use crate::watch::{self, Watch};
-use crate::{progress, runner, signals};
+use crate::runner::{self, signals};
 
 /// A load test ready to run: every cell planned, every destination checked.
 pub struct Sweep<'a> {

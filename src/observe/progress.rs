@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::live::{Live, Progress, PUBLISH_EVERY};
+use crate::cli::units::format_micros;
+use crate::observe::live::{Live, Progress, PUBLISH_EVERY};
 use crate::plan::StopRule;
-use crate::units::format_micros;
 
 /// A progress bar being redrawn by its own thread until [`Display::finish`].
 #[derive(Debug)]

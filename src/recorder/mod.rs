@@ -3,15 +3,17 @@
 //! Each runner thread owns one [`Recorder`] and one [`WireMeter`]; nothing here is shared between
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 
+pub mod hdr;
+
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::hdr::{self, new_histogram};
 use crate::plan::Protocol;
-use crate::tls::TlsInfo;
+use crate::runner::tls::TlsInfo;
+use hdr::new_histogram;
 
 /// A request started more than this long after its scheduled time counts as late (rate mode).
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
@@ -708,7 +710,7 @@ mod tests {
         let intervals = rec.intervals.into_closed();
         let shape: Vec<(u64, u64)> = intervals.iter().map(|i| (i.index, i.completed)).collect();
         assert_eq!(shape, [(0, 2), (1, 1), (3, 1)]);
-        let histogram = crate::hdr::decode(&intervals[0].request).unwrap();
+        let histogram = crate::recorder::hdr::decode(&intervals[0].request).unwrap();
         assert_eq!(histogram.len(), 2);
     }
 

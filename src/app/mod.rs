@@ -5,6 +5,9 @@
 //! 1 when something failed (a runtime error, a panic in any thread, an export that could not be
 //! written, or no request that succeeded); 0 otherwise. 3 is reserved for breached thresholds.
 
+pub mod sweep;
+pub mod target;
+
 use std::ffi::OsString;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
@@ -14,11 +17,13 @@ use anyhow::{Context, Result};
 use clap::error::ErrorKind as ClapErrorKind;
 use clap::{CommandFactory, Parser};
 
+use crate::app::sweep::Sweep;
+use crate::cli::scenario;
 use crate::cli::{Cli, Command, LoadArgs, MergeArgs, RunArgs, ServeArgs};
-use crate::report::outputs::{self, Outputs};
+use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
-use crate::sweep::Sweep;
-use crate::{error, panics, report, scenario, server, signals, tls, usage_bail};
+use crate::runner::{panics, signals, tls};
+use crate::{error, report, server, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;

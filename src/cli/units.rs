@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::limits::MAX_DURATION;
+use crate::cli::limits::MAX_DURATION;
 
 /// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in
 /// h2load), up to [`MAX_DURATION`] (longer is a typo, and products with `--scale` stay far from
