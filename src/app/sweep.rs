@@ -148,7 +148,7 @@ impl<'a> Sweep<'a> {
         let display = live
             .clone()
             .map(|live| progress::Display::start(live, plan.stop, cell_label(plan)));
-        let log = self.log.as_ref().map(|(_, file)| runner::LogTarget {
+        let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
             cell: index + 1,
         });

@@ -105,7 +105,7 @@ pub enum StopRule {
 
 /// Where connections go.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct Destination {
     /// The URLs as given, for the report.
     pub urls: Vec<String>,
     /// The resolved address every connection connects to (`--connect-to`, else the URL's).
@@ -171,7 +171,7 @@ pub struct H2Settings {
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     /// Where to connect.
-    pub target: Target,
+    pub destination: Destination,
     /// What to send.
     pub request: RequestTemplate,
     /// How connections arrive at their protocol.
@@ -344,15 +344,15 @@ pub fn build(
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
-    let target = Target {
+    let destination = Destination {
         urls: parsed.urls,
         addr,
         authority: parsed.authority,
     };
 
     Ok(RunPlan {
-        request: request_template(args, parsed.paths, &target.authority)?,
-        target,
+        request: request_template(args, parsed.paths, &destination.authority)?,
+        destination,
         negotiation,
         tls,
         stop,
@@ -774,7 +774,7 @@ mod tests {
     #[test]
     fn first_url_gives_the_target_and_every_url_a_path() {
         let plan = plan(&["http://127.0.0.1:8080/ping?x=1", "http://other/b", "/c"]).unwrap();
-        assert_eq!(plan.target.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(plan.destination.addr, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
         assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
         assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
@@ -930,7 +930,7 @@ mod tests {
     fn credentials_in_the_url_are_dropped_with_a_warning() {
         let plan = plan(&["http://user:secret@127.0.0.1:8080/p?q", "/b"]).unwrap();
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
-        assert_eq!(plan.target.urls, ["http://127.0.0.1:8080/p?q", "/b"]);
+        assert_eq!(plan.destination.urls, ["http://127.0.0.1:8080/p?q", "/b"]);
         assert_eq!(plan.warnings.len(), 1);
         assert!(!plan.warnings[0].contains("secret"), "{}", plan.warnings[0]);
         assert!(plan.warnings[0].contains("-H 'Authorization: Basic"));
@@ -961,7 +961,7 @@ mod tests {
             "http://no-such-host.invalid/",
         ])
         .unwrap();
-        assert_eq!(plan.target.addr, "127.0.0.1:9".parse().unwrap());
+        assert_eq!(plan.destination.addr, "127.0.0.1:9".parse().unwrap());
         assert_eq!(plan.request.authority, "no-such-host.invalid");
     }
 

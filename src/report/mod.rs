@@ -582,7 +582,7 @@ impl Summary {
                 level: context.level,
             },
             settings: Settings {
-                urls: plan.target.urls.clone(),
+                urls: plan.destination.urls.clone(),
                 clients: plan.clients,
                 threads: plan.threads,
                 max_concurrent_streams: plan.max_concurrent,

@@ -79,7 +79,7 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Where a run writes one line per request (`--log-file`), and as which cell of a sweep.
 #[derive(Debug, Clone)]
-pub struct LogTarget {
+pub struct CellLog {
     /// The file all threads append to.
     pub file: LogFile,
     /// The cell's number, from 1.
@@ -90,7 +90,7 @@ pub struct LogTarget {
 #[derive(Debug, Clone, Default)]
 pub struct Sinks {
     /// `--log-file`.
-    pub log: Option<LogTarget>,
+    pub log: Option<CellLog>,
     /// Progress published for the display (one slot per thread).
     pub live: Option<Arc<Live>>,
     /// The `-v` protocol trace.
@@ -362,7 +362,7 @@ async fn run_slot(
     let timeouts = plan.timeouts;
     while shared.budget.has_more() {
         let began = Instant::now();
-        let connected = net::establish(plan.target.addr, plan.tls.as_ref(), timeouts.connect)
+        let connected = net::establish(plan.destination.addr, plan.tls.as_ref(), timeouts.connect)
             .await
             .and_then(|established| {
                 let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
