@@ -551,3 +551,99 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
     ];
     assert!(drain(&mut out).ends_with(&cancel));
 }
+
+// ---- h2c Upgrade ----
+
+/// An upgrade session over `server` bytes delivered in pieces of `piece` bytes.
+fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<u8>) {
+    let world = world(&["--proto", "h2c-upgrade", "-m", "2", "-n", "2"]);
+    let ledger = super::Ledger::new(&world.shared, &world.conn, 0);
+    let mut out = super::outgoing::Outgoing::default();
+    let mut session = super::session::AnySession::new(&world.templates, None, None, &mut out);
+    let mut pending = Vec::new();
+    let mut failure = session.fill(&ledger, &mut out).err();
+    for chunk in server.chunks(piece) {
+        if failure.is_some() {
+            break;
+        }
+        failure = feed(
+            &mut session,
+            chunk,
+            &mut pending,
+            Instant::now(),
+            &ledger,
+            &mut out,
+        )
+        .and_then(|()| session.fill(&ledger, &mut out))
+        .err();
+    }
+    let protocol = world.conn.protocol.get().map(|protocol| protocol as u8);
+    let recorder = world.shared.recorder.borrow();
+    let outcome = Outcome {
+        failure,
+        counters: recorder.counters,
+        errors: recorder.errors().filter(|(_, n)| *n > 0).collect(),
+        wire: world.shared.wire.totals(),
+        sent: drain(&mut out),
+    };
+    (outcome, protocol)
+}
+
+#[test]
+fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
+    let mut server =
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    server.extend(
+        Server::default()
+            .settings(&[])
+            .ok(1, false)
+            .data(1, b"first", true)
+            .0,
+    );
+    for piece in [1, 7, server.len()] {
+        let (outcome, protocol) = upgrade(&server, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        assert_eq!(protocol, Some(Protocol::H2c as u8), "piece {piece}");
+        assert_eq!(
+            outcome.counters.succeeded, 1,
+            "piece {piece}: stream 1 answered"
+        );
+        assert_eq!(outcome.wire.data, 5, "piece {piece}");
+        let sent = String::from_utf8_lossy(&outcome.sent);
+        assert!(sent.starts_with("GET / HTTP/1.1\r\n"), "piece {piece}");
+        assert!(sent.contains("upgrade: h2c"), "piece {piece}");
+        assert!(
+            outcome
+                .sent
+                .windows(frame::PREFACE_LEN)
+                .any(|w| w == frame::PREFACE),
+            "piece {piece}"
+        );
+    }
+}
+
+#[test]
+fn upgrade_declined_goes_on_as_http1_with_the_answer_as_first_response() {
+    let server = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes";
+    // Whole responses at most: a server answers the second request only once it was sent.
+    for piece in [1, 5, 40] {
+        let (outcome, protocol) = upgrade(server, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        assert_eq!(protocol, Some(Protocol::Http1 as u8), "piece {piece}");
+        assert_eq!(outcome.counters.succeeded, 2, "piece {piece}");
+        assert_eq!(outcome.wire.data, 5, "piece {piece}");
+    }
+}
+
+#[test]
+fn upgrade_answered_with_http2_frames_is_named() {
+    let server = Server::default().settings(&[]).0;
+    let (outcome, _) = upgrade(&server, server.len());
+    let failure = outcome.failure.expect("not an HTTP/1.1 answer");
+    assert_eq!(failure.kind, ErrorKind::Protocol);
+    assert!(
+        failure.message.contains("prior knowledge only"),
+        "{}",
+        failure.message
+    );
+}

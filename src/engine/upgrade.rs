@@ -163,19 +163,19 @@ impl<'t> UpgradeSession<'t> {
         ))
     }
 
-    pub(crate) fn next_timer(&self) -> Option<Instant> {
-        let deadline = self
-            .sent
+    /// When the upgrade request runs past `--request-timeout`.
+    fn deadline(&self) -> Option<Instant> {
+        self.sent
             .zip(self.template.request_timeout)
-            .map(|(start, limit)| start.actual + limit);
-        earliest(deadline, self.wake)
+            .map(|(start, limit)| start.actual + limit)
+    }
+
+    pub(crate) fn next_timer(&self) -> Option<Instant> {
+        earliest(self.deadline(), self.wake)
     }
 
     pub(crate) fn on_timer(&mut self, now: Instant) -> Result<(), Failure> {
-        if self.next_timer().is_some_and(|due| now >= due)
-            && self.sent.is_some()
-            && self.wake.is_none()
-        {
+        if self.deadline().is_some_and(|due| now >= due) {
             return Err(Failure::new(
                 ErrorKind::Timeout,
                 "no answer to the h2c upgrade request within --request-timeout",
