@@ -57,15 +57,15 @@ pub(crate) fn world(argv: &[&str]) -> World {
     }
 }
 
-/// A fresh connection's ledger, outgoing queue and session for `protocol` (`ready_by`: the
-/// handshake deadline).
+/// A fresh connection's ledger, outgoing queue and session for `protocol` (`None`: an h2c
+/// upgrade; `ready_by`: the handshake deadline).
 pub(crate) fn open(
     world: &World,
-    protocol: Protocol,
+    protocol: impl Into<Option<Protocol>>,
     ready_by: Option<Instant>,
 ) -> (Ledger<'_>, Outgoing, AnySession<'_>) {
     let mut out = Outgoing::default();
-    let session = AnySession::new(&world.templates, Some(protocol), ready_by, &mut out);
+    let session = AnySession::new(&world.templates, protocol.into(), ready_by, &mut out);
     (Ledger::new(&world.shared, &world.conn, 0), out, session)
 }
 
@@ -83,15 +83,22 @@ pub(crate) struct Outcome {
 
 /// Runs a session for `protocol` over `server` bytes delivered `piece` bytes at a time, as the
 /// driver would (without writing: what the client queues is collected).
-pub(crate) fn converse(world: &World, protocol: Protocol, server: &[u8], piece: usize) -> Outcome {
+/// `protocol`: `None` for an h2c upgrade, which finds out on the connection.
+pub(crate) fn converse(
+    world: &World,
+    protocol: impl Into<Option<Protocol>>,
+    server: &[u8],
+    piece: usize,
+) -> Outcome {
+    let protocol = protocol.into();
     let (ledger, mut out, mut session) = open(world, protocol, None);
     let mut pending = Vec::new();
     let mut failure = session.fill(&ledger, &mut out).err();
     // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its
     // own, so the client has opened its streams before their responses arrive.
     let first_frame = match protocol {
-        Protocol::Http1 => 0,
-        _ => server
+        Some(Protocol::Http1) | None => 0,
+        Some(Protocol::H2c | Protocol::H2) => server
             .first_chunk::<{ frame::HEADER_LEN }>()
             .map_or(server.len(), |head| {
                 (frame::HEADER_LEN + frame::FrameHead::parse(head).length).min(server.len())

@@ -554,39 +554,12 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
 
 // ---- h2c Upgrade ----
 
-/// An upgrade session over `server` bytes delivered in pieces of `piece` bytes.
-fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<u8>) {
+/// An upgrade connection (`-m 2 -n 2`) over `server` bytes in pieces of `piece` bytes, and the
+/// protocol it settled on.
+fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
     let world = world(&["--proto", "h2c-upgrade", "-m", "2", "-n", "2"]);
-    let ledger = super::Ledger::new(&world.shared, &world.conn, 0);
-    let mut out = super::outgoing::Outgoing::default();
-    let mut session = super::session::AnySession::new(&world.templates, None, None, &mut out);
-    let mut pending = Vec::new();
-    let mut failure = session.fill(&ledger, &mut out).err();
-    for chunk in server.chunks(piece) {
-        if failure.is_some() {
-            break;
-        }
-        failure = feed(
-            &mut session,
-            chunk,
-            &mut pending,
-            Instant::now(),
-            &ledger,
-            &mut out,
-        )
-        .and_then(|()| session.fill(&ledger, &mut out))
-        .err();
-    }
-    let protocol = world.conn.protocol.get().map(|protocol| protocol as u8);
-    let recorder = world.shared.recorder.borrow();
-    let outcome = Outcome {
-        failure,
-        counters: recorder.counters,
-        errors: recorder.errors().filter(|(_, n)| *n > 0).collect(),
-        wire: world.shared.wire.totals(),
-        sent: drain(&mut out),
-    };
-    (outcome, protocol)
+    let outcome = converse(&world, None, server, piece);
+    (outcome, world.conn.protocol.get())
 }
 
 #[test]
@@ -603,7 +576,7 @@ fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
     for piece in [1, 7, server.len()] {
         let (outcome, protocol) = upgrade(&server, piece);
         assert_eq!(outcome.failure, None, "piece {piece}");
-        assert_eq!(protocol, Some(Protocol::H2c as u8), "piece {piece}");
+        assert_eq!(protocol, Some(Protocol::H2c), "piece {piece}");
         assert_eq!(
             outcome.counters.succeeded, 1,
             "piece {piece}: stream 1 answered"
@@ -629,7 +602,7 @@ fn upgrade_declined_goes_on_as_http1_with_the_answer_as_first_response() {
     for piece in [1, 5, 40] {
         let (outcome, protocol) = upgrade(server, piece);
         assert_eq!(outcome.failure, None, "piece {piece}");
-        assert_eq!(protocol, Some(Protocol::Http1 as u8), "piece {piece}");
+        assert_eq!(protocol, Some(Protocol::Http1), "piece {piece}");
         assert_eq!(outcome.counters.succeeded, 2, "piece {piece}");
         assert_eq!(outcome.wire.data, 5, "piece {piece}");
     }
