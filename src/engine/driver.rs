@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::clock::Timer;
 use super::h1::earliest;
 use super::outgoing::{Outgoing, MAX_SLICES};
 use super::session::{AnySession, Progress};
@@ -49,7 +50,7 @@ pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
 }
 
 /// Drives one established connection that speaks `protocol` (`None`: an h2c upgrade decides)
-/// until the budget is spent, the server ends it, or it fails.
+/// until the budget is spent, the server ends it, or it fails. Its deadlines wait on `timer`.
 pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     mut io: S,
     templates: &Templates,
@@ -57,6 +58,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     ledger: Ledger<'_>,
     limits: ConnLimits,
     read_buffer: &RefCell<Vec<u8>>,
+    timer: &impl Timer,
 ) -> ConnEnd {
     let mut out = Outgoing::default();
     let mut session = AnySession::new(templates, protocol, limits.ready_by, &mut out);
@@ -89,9 +91,11 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
         );
         let step = poll_fn(|cx| transfer(&mut io, &mut out, &mut read_buffer.borrow_mut(), cx));
         let read = match wake {
-            Some(wake) => match tokio::time::timeout_at(wake.into(), step).await {
-                Ok(read) => read,
-                Err(_) => continue,
+            // The transfer first: bytes that arrived are taken even when the deadline passed too.
+            Some(wake) => tokio::select! {
+                biased;
+                read = step => read,
+                () = timer.sleep_until(wake) => continue,
             },
             None => step.await,
         };

@@ -5,6 +5,7 @@
 //!
 //! Adding a protocol means adding a session module and a variant of [`session::AnySession`].
 
+pub(crate) mod clock;
 pub(crate) mod driver;
 mod h1;
 mod h2;

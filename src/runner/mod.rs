@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
@@ -270,6 +271,10 @@ impl Worker {
             .enable_all()
             .build()
             .context("cannot start a worker runtime")?;
+        let timer = Rc::new({
+            let _runtime = runtime.enter();
+            PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
+        });
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
@@ -298,6 +303,7 @@ impl Worker {
         let local = LocalSet::new();
         let ended = local.block_on(&runtime, {
             let shared = shared.clone();
+            let timer = timer.clone();
             let warm_up_bytes = warm_up_bytes.clone();
             async move {
                 if self.measure_start > Instant::now() {
@@ -315,6 +321,7 @@ impl Worker {
                     tokio::task::spawn_local(run_slot(
                         shared.clone(),
                         templates.clone(),
+                        timer.clone(),
                         slot,
                         trace,
                     ))
@@ -322,10 +329,12 @@ impl Worker {
                 tokio::select! {
                     _ = join_all(slots) => {}
                     _ = self.abandon.cancelled() => {}
+                    // Returns only if the timerfd fails: the connections' deadlines would never come.
+                    Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
-                Instant::now()
+                Ok(Instant::now())
             }
-        });
+        })?;
         drop(local);
         let shared = Rc::try_unwrap(shared)
             .ok()
@@ -355,6 +364,7 @@ async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usi
 async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
+    timer: Rc<PreciseTimer>,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
 ) {
@@ -412,6 +422,7 @@ async fn run_slot(
             ledger,
             limits,
             &shared.read_buffer,
+            &*timer,
         )
         .await;
         // A connection that was lost before carrying a single request would be lost again: give up.

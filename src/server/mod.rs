@@ -2,7 +2,8 @@
 //! and by `Upgrade: h2c`, or, with TLS, h2 and HTTP/1.1 chosen by ALPN.
 //!
 //! Routes: `/` and `/ping` → `pong`; `/bytes/N` → N bytes, streamed; `/delay/MS` → `pong` after MS
-//! milliseconds; `/status/CODE` → that status, empty body; `POST /echo` → the request body.
+//! milliseconds (decimals allowed, precise to microseconds; the `x-delay-applied-us` header says
+//! how long it was); `/status/CODE` → that status, empty body; `POST /echo` → the request body.
 
 mod faults;
 mod h2c_upgrade;

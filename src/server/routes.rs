@@ -6,9 +6,16 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
+
+use crate::engine::clock::sleep_precisely;
+
+/// The header of every delayed response: the delay the target applied, in whole microseconds
+/// (`--delay` and `/delay/MS` together, as measured around the sleeps), so tests need not trust
+/// the timer.
+const DELAY_APPLIED: HeaderName = HeaderName::from_static("x-delay-applied-us");
 
 /// Bytes served by `/bytes/N`, sliced without copying.
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
@@ -49,33 +56,42 @@ pub async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
 ) -> Result<Response<TargetBody>, Infallible> {
-    if let Some(delay) = behaviour.delay {
-        tokio::time::sleep(delay).await;
-    }
+    let applied = match behaviour.delay {
+        Some(delay) => Some(sleep_precisely(delay).await),
+        None => None,
+    };
     if let Some(left) = behaviour
         .stall
         .and_then(|stall| stall.remaining(Instant::now()))
     {
         tokio::time::sleep(left).await;
     }
-    answer(request).await
+    answer(request, applied).await
 }
 
-async fn answer(request: Request<Incoming>) -> Result<Response<TargetBody>, Infallible> {
+/// The route's response; `applied` is the delay already slept for `--delay`.
+async fn answer(
+    request: Request<Incoming>,
+    mut applied: Option<Duration>,
+) -> Result<Response<TargetBody>, Infallible> {
     let path = request.uri().path();
     let mut segments = path.trim_start_matches('/').splitn(2, '/');
-    let response = match (request.method(), segments.next(), segments.next()) {
+    let mut response = match (request.method(), segments.next(), segments.next()) {
         (_, Some("" | "ping"), None) => text(StatusCode::OK, "pong"),
         (_, Some("bytes"), Some(count)) => match count.parse::<u64>() {
             Ok(count) => Response::new(TargetBody::Filler { left: count }),
             Err(_) => text(StatusCode::BAD_REQUEST, "/bytes/N takes a byte count"),
         },
-        (_, Some("delay"), Some(millis)) => match millis.parse::<u64>() {
-            Ok(millis) => {
-                tokio::time::sleep(Duration::from_millis(millis)).await;
+        (_, Some("delay"), Some(millis)) => match parse_millis(millis) {
+            Some(delay) => {
+                let slept = sleep_precisely(delay).await;
+                applied = Some(applied.unwrap_or_default() + slept);
                 text(StatusCode::OK, "pong")
             }
-            Err(_) => text(StatusCode::BAD_REQUEST, "/delay/MS takes milliseconds"),
+            None => text(
+                StatusCode::BAD_REQUEST,
+                "/delay/MS takes milliseconds (decimals allowed: /delay/0.25)",
+            ),
         },
         (_, Some("status"), Some(code)) => match code
             .parse::<u16>()
@@ -96,7 +112,19 @@ async fn answer(request: Request<Incoming>) -> Result<Response<TargetBody>, Infa
         (_, Some("echo"), None) => text(StatusCode::METHOD_NOT_ALLOWED, "POST a body to /echo"),
         _ => text(StatusCode::NOT_FOUND, "not found"),
     };
+    if let Some(applied) = applied {
+        let micros = u64::try_from(applied.as_micros()).unwrap_or(u64::MAX);
+        response
+            .headers_mut()
+            .insert(DELAY_APPLIED, HeaderValue::from(micros));
+    }
     Ok(response)
+}
+
+/// A `/delay/MS` argument: milliseconds, decimals allowed (sub-millisecond delays are precise).
+fn parse_millis(text: &str) -> Option<Duration> {
+    let millis = text.parse::<f64>().ok()?;
+    Duration::try_from_secs_f64(millis / 1000.0).ok()
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<TargetBody> {

@@ -1,0 +1,380 @@
+//! The timers the I/O driver waits with.
+//!
+//! tokio's timer wheel ticks once a millisecond and rounds every deadline up to the next tick, so
+//! a request that `--rate` schedules would start 0.5 ms late on average and up to 1 ms late (more
+//! under load). A [`PreciseTimer`] wakes sleepers within microseconds instead: near deadlines wait
+//! in a heap owned by the thread, served by one `timerfd` (CLOCK_MONOTONIC, nanosecond
+//! resolution) that is re-armed only when the earliest deadline changes. Far deadlines (request
+//! timeouts, slow schedules) first wait on tokio's cheap timer and join the heap only for their
+//! last stretch, so deadlines that never come (a timeout whose response arrives first) never
+//! touch the heap or the timerfd.
+//!
+//! The driver only knows the [`Timer`] trait, so another I/O backend (QUIC, io_uring) can bring
+//! its own timer.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use rustix::time::{
+    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+    Timespec,
+};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+/// What an I/O driver waits with for its next deadline.
+pub(crate) trait Timer {
+    /// Completes at `deadline` (at once if it has passed).
+    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + '_;
+}
+
+/// Deadlines at most this far away wait in the precise heap at once; farther ones wait on
+/// tokio's timer until [`HAND_OVER`] before them.
+const NEAR: Duration = Duration::from_millis(2);
+/// How long before a far deadline tokio's timer hands it to the precise one: tokio fires up to
+/// one tick (1 ms) after the time asked, so this leaves half a millisecond to spare.
+const HAND_OVER: Duration = Duration::from_micros(1500);
+
+/// A non-blocking `timerfd` on CLOCK_MONOTONIC (the clock of [`Instant`] on Linux), registered
+/// with the runtime.
+pub(crate) struct TimerFd {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl TimerFd {
+    /// A disarmed timer. Must be called inside a tokio runtime.
+    pub(crate) fn new() -> io::Result<Self> {
+        let fd = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
+        // Deprecated as unsound for inner types whose descriptor can change or close while
+        // registered; an `OwnedFd` moved into the `AsyncFd` cannot, and the sound replacement
+        // is `unsafe`, which the library does not use.
+        #[allow(deprecated)]
+        let fd = AsyncFd::with_interest(fd, Interest::READABLE)?;
+        Ok(TimerFd { fd })
+    }
+
+    /// Arms the timer to expire once, at `deadline` (at once if it has passed), replacing any
+    /// earlier setting.
+    pub(crate) fn arm(&self, deadline: Instant) -> io::Result<()> {
+        // `Instant` is opaque, so the deadline is given relative to now; the syscall follows
+        // within a microsecond, and a zero value would disarm the timer instead: 1 ns at least.
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_nanos(1));
+        let value = Itimerspec {
+            it_interval: Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: left.subsec_nanos().into(),
+            },
+        };
+        timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &value)?;
+        Ok(())
+    }
+
+    /// Waits until the timer expires, and consumes the expiration.
+    pub(crate) async fn expired(&self) -> io::Result<()> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            let mut count = [0u8; 8];
+            let read = guard.try_io(|fd| {
+                rustix::io::read(fd.get_ref(), &mut count[..]).map_err(io::Error::from)
+            });
+            // `Err` here: the readiness was stale (re-armed since); wait for the next expiry.
+            if let Ok(result) = read {
+                return result.map(drop);
+            }
+        }
+    }
+}
+
+/// Sleeps for `duration`, precisely, on a timerfd of its own: for tasks that may move between
+/// threads (the built-in target's multi-thread runtime). Returns how long it slept. A long sleep
+/// holds its timerfd only for its last [`HAND_OVER`]; if no timerfd can be had (out of
+/// descriptors), tokio's timer sleeps the rest, and the duration returned shows it.
+pub(crate) async fn sleep_precisely(duration: Duration) -> Duration {
+    let began = Instant::now();
+    let deadline = began + duration;
+    approach(deadline).await;
+    let precise = async {
+        let timer = TimerFd::new()?;
+        timer.arm(deadline)?;
+        timer.expired().await
+    };
+    if precise.await.is_err() {
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+    began.elapsed()
+}
+
+/// Waits on tokio's cheap timer until [`HAND_OVER`] before `deadline`, if it is far.
+async fn approach(deadline: Instant) {
+    if deadline.saturating_duration_since(Instant::now()) > NEAR {
+        tokio::time::sleep_until((deadline - HAND_OVER).into()).await;
+    }
+}
+
+/// One thread's precise timer: a heap of near deadlines served by one timerfd. Single-threaded
+/// (its sleepers and [`PreciseTimer::serve`] run on the thread's current-thread runtime).
+pub(crate) struct PreciseTimer {
+    fd: TimerFd,
+    queue: RefCell<Queue>,
+}
+
+/// The sleepers of a [`PreciseTimer`].
+#[derive(Default)]
+struct Queue {
+    /// Deadlines, earliest first, with their sleeper's slot and that slot's generation when the
+    /// deadline was pushed. An entry whose slot has moved on belongs to a sleeper that was
+    /// dropped (the connection got bytes first) and is skipped when it comes due; as only near
+    /// deadlines are pushed, such entries leave within [`NEAR`] and the heap stays bounded by the
+    /// sleeps begun in that window.
+    heap: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    /// The sleepers, reused through `free`: no allocation per sleep once the thread warmed up.
+    slots: Vec<Sleeper>,
+    free: Vec<usize>,
+    /// When the timerfd is armed to expire, if it is.
+    armed: Option<Instant>,
+}
+
+/// One registered sleep.
+#[derive(Default)]
+struct Sleeper {
+    /// Bumped each time the slot is released: a sleep or heap entry holding an older one is over.
+    generation: u64,
+    waker: Option<Waker>,
+}
+
+impl Queue {
+    /// Registers a sleeper; returns its slot and generation, and whether the timerfd must be
+    /// re-armed (the deadline is now the earliest).
+    fn push(&mut self, deadline: Instant, waker: Waker) -> ((usize, u64), bool) {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Sleeper::default());
+            self.slots.len() - 1
+        });
+        let sleeper = &mut self.slots[slot];
+        sleeper.waker = Some(waker);
+        let generation = sleeper.generation;
+        self.heap.push(Reverse((deadline, slot, generation)));
+        let rearm = self.armed.is_none_or(|armed| deadline < armed);
+        ((slot, generation), rearm)
+    }
+
+    /// Frees `slot` if it still belongs to `generation`; returns its waker if it did.
+    fn release(&mut self, slot: usize, generation: u64) -> Option<Waker> {
+        let sleeper = &mut self.slots[slot];
+        if sleeper.generation != generation {
+            return None;
+        }
+        sleeper.generation += 1;
+        self.free.push(slot);
+        sleeper.waker.take()
+    }
+}
+
+impl PreciseTimer {
+    /// A timer for this thread. Must be called inside its runtime; [`PreciseTimer::serve`] must
+    /// run on the same thread for sleepers to wake.
+    pub(crate) fn new() -> io::Result<Self> {
+        Ok(PreciseTimer {
+            fd: TimerFd::new()?,
+            queue: RefCell::default(),
+        })
+    }
+
+    /// Wakes sleepers as their deadlines come. Runs until the timerfd fails (it does not in
+    /// practice): then it returns the error.
+    pub(crate) async fn serve(&self) -> io::Result<()> {
+        loop {
+            self.fd.expired().await?;
+            self.wake_due()?;
+        }
+    }
+
+    /// Wakes every sleeper whose deadline has passed and arms the timerfd for the next one.
+    fn wake_due(&self) -> io::Result<()> {
+        let mut queue = self.queue.borrow_mut();
+        queue.armed = None;
+        let now = Instant::now();
+        while let Some(&Reverse((deadline, slot, generation))) = queue.heap.peek() {
+            if deadline > now {
+                queue.armed = Some(deadline);
+                return self.fd.arm(deadline);
+            }
+            queue.heap.pop();
+            // Waking only schedules the task (this thread polls it later): no re-entry here.
+            if let Some(waker) = queue.release(slot, generation) {
+                waker.wake();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Timer for PreciseTimer {
+    async fn sleep_until(&self, deadline: Instant) {
+        approach(deadline).await;
+        PreciseSleep {
+            timer: self,
+            deadline,
+            registered: None,
+        }
+        .await;
+    }
+}
+
+/// A sleep in a [`PreciseTimer`]'s heap.
+struct PreciseSleep<'t> {
+    timer: &'t PreciseTimer,
+    deadline: Instant,
+    /// Slot and generation once registered.
+    registered: Option<(usize, u64)>,
+}
+
+impl Future for PreciseSleep<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut queue = self.timer.queue.borrow_mut();
+        if let Some((slot, generation)) = self.registered {
+            let sleeper = &mut queue.slots[slot];
+            if sleeper.generation != generation {
+                // The timer released the slot when the deadline came.
+                drop(queue);
+                self.registered = None;
+                return Poll::Ready(());
+            }
+            match &mut sleeper.waker {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                waker => *waker = Some(cx.waker().clone()),
+            }
+            return Poll::Pending;
+        }
+        if Instant::now() >= self.deadline {
+            return Poll::Ready(());
+        }
+        let (registered, rearm) = queue.push(self.deadline, cx.waker().clone());
+        if rearm {
+            if let Err(error) = self.timer.fd.arm(self.deadline) {
+                // Cannot happen with a valid timerfd; sleeping on tokio's timer would hide the
+                // loss of precision, so fail loudly.
+                panic!("cannot arm the timerfd: {error}");
+            }
+            queue.armed = Some(self.deadline);
+        }
+        drop(queue);
+        self.registered = Some(registered);
+        Poll::Pending
+    }
+}
+
+impl Drop for PreciseSleep<'_> {
+    fn drop(&mut self) {
+        if let Some((slot, generation)) = self.registered {
+            self.timer.queue.borrow_mut().release(slot, generation);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// Runs what `body` makes on a current-thread runtime, with its timer served beside it.
+    fn with_timer<F: Future>(body: impl FnOnce(Rc<PreciseTimer>) -> F) -> F::Output {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = runtime.enter();
+        let timer = Rc::new(PreciseTimer::new().unwrap());
+        runtime.block_on(async {
+            tokio::select! {
+                biased;
+                output = body(timer.clone()) => output,
+                error = timer.serve() => panic!("the timer failed: {error:?}"),
+            }
+        })
+    }
+
+    #[test]
+    fn near_and_far_sleeps_end_at_their_deadline_not_before() {
+        // 300 µs is the bound on a busy 2-core CI machine; idle it is a few µs.
+        let lateness = with_timer(|timer| async move {
+            let mut worst = Duration::ZERO;
+            for wait in [50, 300, 900, 1_700, 2_500, 4_000] {
+                let deadline = Instant::now() + Duration::from_micros(wait);
+                timer.sleep_until(deadline).await;
+                let now = Instant::now();
+                assert!(now >= deadline, "woke {:?} early", deadline - now);
+                worst = worst.max(now - deadline);
+            }
+            worst
+        });
+        assert!(
+            lateness < Duration::from_micros(300),
+            "woke {lateness:?} late"
+        );
+    }
+
+    #[test]
+    fn dropped_sleeps_leave_no_waker_and_their_slots_are_reused() {
+        with_timer(|timer| async move {
+            let far = Instant::now() + Duration::from_millis(1);
+            for _ in 0..100 {
+                // Polled once (registered), then dropped: the connection got bytes first.
+                let sleep = timer.sleep_until(far);
+                tokio::select! {
+                    biased;
+                    () = sleep => unreachable!("the deadline is 1 ms away"),
+                    () = std::future::ready(()) => {}
+                }
+            }
+            {
+                let queue = timer.queue.borrow();
+                assert_eq!(queue.slots.len(), 1, "one slot, reused");
+                assert!(queue.slots.iter().all(|sleeper| sleeper.waker.is_none()));
+            }
+            timer.sleep_until(far + Duration::from_micros(100)).await;
+            let queue = timer.queue.borrow();
+            assert!(
+                queue.heap.is_empty(),
+                "stale entries left with their deadline"
+            );
+            assert_eq!(queue.free.len(), queue.slots.len());
+        });
+    }
+
+    #[test]
+    fn a_precise_sleep_reports_what_it_slept() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // 300 µs late at most on a busy CI machine, as above; far sleeps hand over to the timerfd.
+        for wait in [Duration::from_micros(700), Duration::from_millis(5)] {
+            let slept = runtime.block_on(sleep_precisely(wait));
+            assert!(
+                (wait..wait + Duration::from_micros(300)).contains(&slept),
+                "{slept:?} for {wait:?}"
+            );
+        }
+    }
+}
