@@ -315,22 +315,22 @@ mod tests {
 
     #[test]
     fn near_and_far_sleeps_end_at_their_deadline_not_before() {
-        // 300 µs is the bound on a busy 2-core CI machine; idle it is a few µs.
-        let lateness = with_timer(|timer| async move {
-            let mut worst = Duration::ZERO;
-            for wait in [50, 300, 900, 1_700, 2_500, 4_000] {
+        let mut lateness = with_timer(|timer| async move {
+            let mut lateness = Vec::new();
+            // Deadlines off tokio's millisecond ticks: its timer would be ~500 µs late at the median.
+            for wait in [50, 300, 900, 1_700, 2_500, 4_300].repeat(3) {
                 let deadline = Instant::now() + Duration::from_micros(wait);
                 timer.sleep_until(deadline).await;
                 let now = Instant::now();
                 assert!(now >= deadline, "woke {:?} early", deadline - now);
-                worst = worst.max(now - deadline);
+                lateness.push(now - deadline);
             }
-            worst
+            lateness
         });
-        assert!(
-            lateness < Duration::from_micros(300),
-            "woke {lateness:?} late"
-        );
+        lateness.sort();
+        // The median is a few µs on an idle machine; 200 µs allows for a busy CI machine.
+        let median = lateness[lateness.len() / 2];
+        assert!(median < Duration::from_micros(200), "{lateness:?}");
     }
 
     #[test]
@@ -368,11 +368,12 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        // 300 µs late at most on a busy CI machine, as above; far sleeps hand over to the timerfd.
+        // A near sleep, and a far one that tokio's timer hands over to the timerfd.
         for wait in [Duration::from_micros(700), Duration::from_millis(5)] {
+            let began = Instant::now();
             let slept = runtime.block_on(sleep_precisely(wait));
             assert!(
-                (wait..wait + Duration::from_micros(300)).contains(&slept),
+                wait <= slept && slept <= began.elapsed(),
                 "{slept:?} for {wait:?}"
             );
         }
