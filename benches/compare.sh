@@ -2,6 +2,9 @@
 # Peer comparison: h2load-rs against h2load, wrk, oha and curl, measured in the same run.
 #
 #   benches/compare.sh [ROUNDS]      (default 3 rounds; writes benches/RESULTS.md)
+#   benches/compare.sh pacing [ROUNDS]   (only the --rate pacing rows; replaces that section of
+#                                         RESULTS.md; PACING_BASELINE=/path/to/h2load-rs adds the
+#                                         same rows measured with another build, e.g. main's)
 #
 # Installs what it needs (Debian packages, oha with cargo), starts nginx (1 worker) and nghttpd
 # (1 thread) pinned to CPU 0, pins every client to CPU 1, runs each row's tools interleaved
@@ -10,6 +13,11 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+only=""
+if [ "${1:-}" = pacing ]; then
+  only=pacing
+  shift
+fi
 rounds=${1:-3}
 work="$root/target/compare"
 results="$root/benches/RESULTS.md"
@@ -211,6 +219,61 @@ row() {
   tail -n +1 "$work/report" | tail -n $((${#entries[@]} + 4))
 }
 
+# --rate pacing against an idle nginx: how late each request starts after its scheduled time
+# (rate.delay_*), whether response − service time (p50) is that lateness alone, the rate achieved,
+# and the generator's CPU. Goal: delay p50 <= 50 µs and p99 <= 200 µs, response − service p50
+# <= 50 µs, the rate within 0.5 %. One thread; 5 s per run; medians of the rounds.
+pacing() {
+  local h1="http://127.0.0.1:$h1_port/ping"
+  local builds=("h2load-rs|$ours")
+  [ -n "${PACING_BASELINE:-}" ] && builds+=("baseline ($(basename "$PACING_BASELINE"))|$PACING_BASELINE")
+  {
+    printf '\n### Pacing: --rate against nginx /ping, HTTP/1.1, one thread, 5 s\n\n'
+    printf '| build | run | achieved req/s | delay p50 µs | delay p99 µs | response p50 − service p50 µs | generator CPU %% | verdict |\n|---|---|---|---|---|---|---|---|\n'
+  } >>"$work/report"
+  local config build
+  for config in "2000 8" "20000 8" "1000 4"; do
+    local rate=${config% *} clients=${config#* }
+    for build in "${builds[@]}"; do
+      local name=${build%%|*} binary=${build#*|} round
+      : >"$work/pacing.rows"
+      for ((round = 1; round <= rounds; round++)); do
+        taskset -c $client_cpu "$binary" --h1 -t 1 -c "$clients" --rate "$rate" -D 5s --json "$work/pacing.json" "$h1" >/dev/null
+        python3 - "$work/pacing.json" >>"$work/pacing.rows" <<'PY'
+import json, sys
+cell = json.load(open(sys.argv[1]))["cells"][0]
+rate, latency = cell["rate"], cell["latency"]
+gap = latency["request"]["percentiles"]["p50"] - latency["service"]["percentiles"]["p50"]
+print(rate["achieved_per_s"], rate["delay_p50_us"], rate["delay_p99_us"], gap, cell["generator_cpu_percent"])
+PY
+      done
+      local column values=()
+      for column in 1 2 3 4 5; do
+        values+=("$(awk -v c=$column '{ print $c }' "$work/pacing.rows" | median)")
+      done
+      awk -v b="$name" -v r="$rate" -v c="$clients" -v a="${values[0]}" -v p50="${values[1]}" -v p99="${values[2]}" \
+        -v gap="${values[3]}" -v cpu="${values[4]}" 'BEGIN {
+        ok = (p50 <= 50 && p99 <= 200 && gap <= 50 && a >= r * 0.995 && a <= r * 1.005)
+        printf "| %s | --rate %d -c %d | %.1f | %d | %d | %d | %.1f | %s |\n", b, r, c, a, p50, p99, gap, cpu, ok ? "meets the goal" : "misses the goal" }' >>"$work/report"
+    done
+  done
+  tail -n 8 "$work/report"
+}
+
+# Replaces the pacing section of RESULTS.md (from its heading to the next one) with this run's.
+splice_pacing() {
+  python3 - "$results" "$work/report" "$rounds" <<'PY'
+import re, sys, datetime
+path, report, rounds = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3]
+stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+report += f"\n\nMeasured by `benches/compare.sh pacing {rounds}` on {stamp} (this section only).\n"
+text = open(path).read()
+pattern = re.compile(r"\n### Pacing:.*?(?=\n### |\Z)", re.S)
+text = pattern.sub(lambda _: "\n" + report, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + report
+open(path, "w").write(text)
+PY
+}
+
 main() {
   install
   mkdir -p "$work"
@@ -218,6 +281,13 @@ main() {
   pids=()
   trap stop_servers EXIT
   start_servers
+  if [ "$only" = pacing ]; then
+    pacing
+    splice_pacing
+    echo
+    echo "updated the pacing section of $results"
+    return
+  fi
   local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
   local gib=$((1 << 30))
 
@@ -251,6 +321,7 @@ main() {
 
   server_pids=$nghttpd_pid
   memory "$h2c"
+  pacing
 
   {
     echo "# h2load-rs against its peers"
