@@ -37,10 +37,12 @@ pub(crate) trait Timer {
 
 /// Deadlines at most this far away wait in the precise heap at once; farther ones wait on
 /// tokio's timer until [`HAND_OVER`] before them.
-const NEAR: Duration = Duration::from_millis(2);
-/// How long before a far deadline tokio's timer hands it to the precise one: tokio fires up to
-/// one tick (1 ms) after the time asked, so this leaves half a millisecond to spare.
-const HAND_OVER: Duration = Duration::from_micros(1500);
+const NEAR: Duration = Duration::from_millis(4);
+/// How long before a far deadline tokio's timer hands it to the precise one. tokio rounds a
+/// deadline up to its next millisecond tick and parks in `epoll_wait`, whose millisecond timeout
+/// rounds up again: measured 1.1–1.7 ms late on a loaded 2-core VM. 3 ms leaves over a
+/// millisecond to spare (with 1.5 ms, 10 ms sleeps came out up to 0.7 ms late there).
+const HAND_OVER: Duration = Duration::from_millis(3);
 
 /// A non-blocking `timerfd` on CLOCK_MONOTONIC (the clock of [`Instant`] on Linux), registered
 /// with the runtime.

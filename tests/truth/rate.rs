@@ -36,12 +36,13 @@ fn one_thousand_per_second_start_on_time() {
     let _machine = exclusive();
     let run = paced("1000", "4", "4s");
     assert_rate_kept(&run, 1000.0);
-    // The benchmark's idle-machine figures are p50 ≤ 50 µs and p99 ≤ 200 µs; CI machines are
-    // shared, so p50 gets 2x and p99 (one request in a hundred meeting another process) 10x.
+    // The benchmark's idle-machine goals are p50 ≤ 50 µs and p99 ≤ 200 µs. CI machines are shared:
+    // p50 gets 2x (a millisecond timer gives ~500 µs, so this still tells them apart); p99 (one
+    // request in a hundred meeting another process for a time slice) only catches stalls.
     let p50 = run.num("rate/delay_p50_us");
     let p99 = run.num("rate/delay_p99_us");
     assert!(p50 <= 100.0, "pacing error p50 {p50} µs");
-    assert!(p99 <= 2000.0, "pacing error p99 {p99} µs");
+    assert!(p99 <= 5000.0, "pacing error p99 {p99} µs");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Closed-loop throughput: c connections each waiting 10 ms per response make c × 100 req/s.
+//! Closed-loop throughput: c connections each waiting 10 ms per response make c × 100 req/s, and
+//! what is reported obeys Little's law (throughput × mean latency = connections).
 
 use crate::common::{h2load_rs, url};
 use crate::exclusive;
@@ -17,11 +18,20 @@ fn ten_millisecond_handlers(clients: u32) {
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let ideal = f64::from(clients) * 100.0;
     let rate = run.num("requests_per_s");
-    // Each request takes 10 ms plus the loopback round trip and wake-ups (≈ 0.1–0.3 ms): 3 %
-    // below the ideal at most, never above it.
+    // Never above the ideal. Below it by the round trip and the client's and target's work per
+    // request (debug builds in CI): ≈ 3 % idle; 10 % allows for a shared CI machine, where the c
+    // responses that arrive together each round also wait for each other.
     assert!(
-        rate <= ideal * 1.001 && rate >= ideal * 0.97,
+        rate <= ideal * 1.001 && rate >= ideal * 0.9,
         "{rate} req/s with {clients} connections (ideal {ideal})"
+    );
+    // Every connection always has one request in flight: rate × mean latency = c, within 3 %
+    // (the gaps between a response and the next request are not latency).
+    let mean = run.num("latency/request/mean") / 1e6;
+    let in_flight = rate * mean;
+    assert!(
+        (in_flight / f64::from(clients) - 1.0).abs() <= 0.03,
+        "{rate} req/s × {mean} s mean latency = {in_flight} for {clients} connections"
     );
 }
 
