@@ -6,14 +6,15 @@ use std::net::TcpStream;
 use crate::common::{h2load_rs, target, url, Run};
 use crate::exclusive;
 
-/// Loopback, the target's HTTP stack and the client together (debug builds), at p50 (µs). Idle,
-/// p50 and p99 stay within 300 µs; on a shared 2-core machine (load 3–6 from other builds) each
+/// Loopback, the target's HTTP stack and the client together (debug builds), at p50 (µs). The
+/// goal on an idle machine is 300 µs at p50 and p99; on a shared 2-core machine (load 3–6 from other builds) each
 /// of the four wake-ups a request needs can wait for a CPU, and p50 came out 0.3–0.7 ms over.
 /// 1 ms still fails a millisecond timer (tokio's sleep was 1.1–1.7 ms late on the same machine).
 const OVERHEAD_US: f64 = 1000.0;
 /// The same at p99, where one request in a hundred meets another process for a whole time slice.
 const CI_P99_OVERHEAD_US: f64 = 3000.0;
 
+/// A latency figure (µs) of the run: `histogram` is request, service, connect or ttfb.
 fn latency(run: &Run, histogram: &str, which: &str) -> f64 {
     run.num(&format!("latency/{histogram}/{which}"))
 }
