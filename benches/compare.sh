@@ -23,9 +23,10 @@ work="$root/target/compare"
 results="$root/benches/RESULTS.md"
 server_cpu=0
 client_cpu=1
-h2c_port=19280
-h1_port=19180
-target_port=19380
+# COMPARE_PORT=P moves the servers to P, P+100 and P+200 (tests/testbed.sh uses the defaults too).
+h1_port=${COMPARE_PORT:-19180}
+h2c_port=$((h1_port + 100))
+target_port=$((h1_port + 200))
 
 install() {
   local need=()
@@ -266,7 +267,9 @@ splice_pacing() {
 import re, sys, datetime
 path, report, rounds = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3]
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-report += f"\n\nMeasured by `benches/compare.sh pacing {rounds}` on {stamp} (this section only).\n"
+load = open("/proc/loadavg").read().split()[0]
+report += (f"\n\nMeasured by `benches/compare.sh pacing {rounds}` on {stamp} (this section only), load average"
+           f" {load} at the end: with other work on the machine, p99 shows its scheduling more than the timer.\n")
 text = open(path).read()
 pattern = re.compile(r"\n### Pacing:.*?(?=\n### |\Z)", re.S)
 text = pattern.sub(lambda _: "\n" + report, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + report
