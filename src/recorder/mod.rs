@@ -132,7 +132,9 @@ pub struct RequestCounters {
 pub struct RequestStart {
     /// The time the request was scheduled for.
     pub intended: Instant,
-    /// The time the request was handed to the connection.
+    /// The time the request was handed to the connection: read when the session queues its
+    /// bytes, in the same turn of the driver as, and microseconds before, the write to the socket
+    /// (so `actual - intended` is the pacing error, wake-up included).
     pub actual: Instant,
     /// The request's number on its connection, from 1.
     pub sequence: u32,
