@@ -87,8 +87,8 @@ pub struct Pacer {
     period: Duration,
     /// The next scheduled send time.
     next: Cell<Instant>,
-    /// The latest send time promised to a waiting connection.
-    promised: Cell<Instant>,
+    /// The latest send time promised to a waiting connection, once one was.
+    promised: Cell<Option<Instant>>,
 }
 
 impl Pacer {
@@ -97,7 +97,7 @@ impl Pacer {
         Pacer {
             period,
             next: Cell::new(start),
-            promised: Cell::new(start),
+            promised: Cell::new(None),
         }
     }
 
@@ -112,13 +112,11 @@ impl Pacer {
         if let Some(time) = held.get().filter(|time| *time >= next) {
             return time;
         }
-        let last = self.promised.get();
-        let time = if last >= next {
-            last + self.period
-        } else {
-            next
+        let time = match self.promised.get() {
+            Some(last) if last >= next => last + self.period,
+            _ => next,
         };
-        self.promised.set(time);
+        self.promised.set(Some(time));
         held.set(Some(time));
         time
     }
