@@ -3,8 +3,11 @@
 use std::process::Command;
 
 fn main() {
+    // `--no-optional-locks`: a plain `git status` refreshes the index and rewrites .git/index,
+    // which is watched below, so a fresh clone would build twice.
     let git = |args: &[&str]| {
         Command::new("git")
+            .arg("--no-optional-locks")
             .args(args)
             .output()
             .ok()
