@@ -268,6 +268,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
             fault: args.fault,
+            sent: None,
             behaviour: server::Behaviour {
                 delay: args.delay,
                 stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {

@@ -2,6 +2,7 @@
 //! file. Each module is one former `tests/<name>.rs`; `common` holds the helpers they share.
 
 mod bad_input;
+mod bytes;
 mod cli;
 mod common;
 mod faults;

@@ -3,7 +3,8 @@
 
 use crate::common::{h2load_rs, run_command, text_counts, url};
 
-fn require(tool: &str) {
+/// Fails the test, naming the setup script, when `tool` is not installed.
+pub fn require(tool: &str) {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()

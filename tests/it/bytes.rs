@@ -1,0 +1,137 @@
+//! The `traffic:` line against the ground truth: a built-in target that counts every byte it
+//! writes (`ServeOptions::sent`), and the HTTP/2 frames among them by type. Each run gets its own
+//! target, so the counts are that run's alone.
+//!
+//! Definitions checked here (docs/reference.md, "traffic"): `total` is every byte the server
+//! wrote; `data` the response bodies (HTTP/2: DATA payloads); `headers` on HTTP/1.1 the response
+//! heads (status line to blank line, so headers + data = total), on HTTP/2 the HEADERS and
+//! CONTINUATION payloads (HPACK blocks; frame headers, SETTINGS, PING, WINDOW_UPDATE and GOAWAY
+//! are in `total` only).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use h2load_rs::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
+
+use crate::common::{h2load_rs, run_command, text_counts};
+
+/// Requests per run.
+const REQUESTS: u64 = 40;
+/// Body sizes: none, one byte, one full HTTP/2 frame, and bodies spanning several frames and
+/// more than one 64 KiB slice of the target's filler.
+const SIZES: [u64; 5] = [0, 1, 16_384, 40_000, 200_000];
+
+/// A fresh counting target.
+fn counting_target() -> (SocketAddr, Arc<SentBytes>) {
+    let sent = Arc::new(SentBytes::default());
+    let options = ServeOptions {
+        sent: Some(sent.clone()),
+        ..Default::default()
+    };
+    let addr = spawn_background(1, options).expect("built-in target starts");
+    (addr, sent)
+}
+
+/// The target's counts once the client has exited. The server writes nothing a finished client
+/// has not read, so they are final; the pause only lets its tasks see the closed sockets.
+fn settled(sent: &SentBytes) -> SentTotals {
+    std::thread::sleep(Duration::from_millis(50));
+    sent.totals()
+}
+
+/// Runs h2load-rs with `flags` against `/bytes/size` of a fresh counting target; returns the
+/// report's traffic numbers (JSON, checked equal to the text report's) and the server's counts.
+fn run(flags: &[&str], size: u64) -> (HashMap<&'static str, u64>, SentTotals) {
+    let (addr, sent) = counting_target();
+    let url = format!("http://{addr}/bytes/{size}");
+    let requests = REQUESTS.to_string();
+    let mut args = vec!["-n", &requests];
+    args.extend(flags);
+    args.push(&url);
+    let run = h2load_rs(&args);
+    assert_eq!(run.output.code, 0, "{args:?}: {}", run.output.stderr);
+    assert_eq!(run.int("requests/succeeded"), REQUESTS, "{args:?}");
+    let traffic: HashMap<&str, u64> = [
+        ("total_bytes", run.int("traffic/total_bytes")),
+        ("headers_bytes", run.int("traffic/header_bytes")),
+        ("data_bytes", run.int("traffic/data_bytes")),
+    ]
+    .into();
+    let text = text_counts(&run.output.stdout);
+    for (key, value) in &traffic {
+        assert_eq!(text[*key], *value, "{args:?}: text and JSON differ on {key}");
+    }
+    (traffic, settled(&sent))
+}
+
+#[test]
+fn http1_bytes_are_what_the_server_sent() {
+    for flags in [&["--h1", "-c", "2"][..], &["--h1", "-c", "2", "-m", "4"]] {
+        for size in SIZES {
+            let (ours, sent) = run(flags, size);
+            let case = format!("{flags:?} /bytes/{size}");
+            assert_eq!(ours["total_bytes"], sent.total, "{case}");
+            assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+            assert_eq!(
+                ours["headers_bytes"],
+                sent.total - REQUESTS * size,
+                "{case}: HTTP/1.1 headers are the rest"
+            );
+        }
+    }
+}
+
+#[test]
+fn h2c_bytes_are_what_the_server_sent() {
+    for size in SIZES {
+        let (ours, sent) = run(&["--proto", "h2c", "-c", "2", "-m", "4"], size);
+        let case = format!("h2c /bytes/{size}");
+        assert_eq!(ours["total_bytes"], sent.total, "{case}");
+        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+        assert_eq!(sent.h2_data, REQUESTS * size, "{case}: the server's DATA");
+        assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
+        assert!(ours["headers_bytes"] > 0, "{case}");
+    }
+}
+
+#[test]
+fn h2c_upgrade_bytes_are_what_the_server_sent() {
+    for size in [0, 40_000] {
+        let (ours, sent) = run(&["--proto", "h2c-upgrade", "-c", "2", "-m", "4"], size);
+        let case = format!("h2c-upgrade /bytes/{size}");
+        assert_eq!(ours["total_bytes"], sent.total, "{case}");
+        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+    }
+}
+
+/// h2load measures the same runs against the same ground truth: its total and data bytes equal
+/// what the server sent, and so do ours, so the two tools agree wherever their definitions do.
+#[test]
+fn h2load_counts_the_same_bytes_on_the_counting_target() {
+    crate::peers::require("h2load");
+    for (name, flags) in [
+        ("h2c", &["-c", "2", "-m", "4"][..]),
+        ("h1", &["--h1", "-c", "2"]),
+    ] {
+        for size in [0, 40_000] {
+            let (addr, sent) = counting_target();
+            let url = format!("http://{addr}/bytes/{size}");
+            let requests = REQUESTS.to_string();
+            let mut args = vec!["-n", &requests];
+            args.extend(flags);
+            args.push(&url);
+            let theirs = run_command("h2load", &args);
+            assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
+            let theirs = text_counts(&theirs.stdout);
+            let sent = settled(&sent);
+            let case = format!("h2load {name} /bytes/{size}");
+            assert_eq!(theirs["total_bytes"], sent.total, "{case}");
+            assert_eq!(theirs["data_bytes"], REQUESTS * size, "{case}");
+            if name == "h2c" {
+                assert_eq!(theirs["headers_bytes"], sent.h2_header_blocks, "{case}");
+            }
+        }
+    }
+}
