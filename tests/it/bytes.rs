@@ -61,7 +61,10 @@ fn run(flags: &[&str], size: u64) -> (HashMap<&'static str, u64>, SentTotals) {
     .into();
     let text = text_counts(&run.output.stdout);
     for (key, value) in &traffic {
-        assert_eq!(text[*key], *value, "{args:?}: text and JSON differ on {key}");
+        assert_eq!(
+            text[*key], *value,
+            "{args:?}: text and JSON differ on {key}"
+        );
     }
     (traffic, settled(&sent))
 }
