@@ -633,7 +633,7 @@ impl<'t> H2Session<'t> {
     /// HEADERS and DATA may only come on streams we opened: never on stream 0, a server-side
     /// (even) id, or an id we have not used yet. Closed streams are fine (we may have reset them).
     fn check_response_stream(&self, id: u32, what: &str) -> Result<(), Failure> {
-        if id == 0 || id % 2 == 0 || id >= self.next_stream_id {
+        if id == 0 || id.is_multiple_of(2) || id >= self.next_stream_id {
             return Err(Failure::protocol(format!(
                 "the server sent {what} on stream {id}, which the client never opened"
             )));
@@ -956,7 +956,7 @@ impl<'t> H2Session<'t> {
             }
             return Ok(());
         }
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(Failure::protocol("SETTINGS payload not a multiple of 6"));
         }
         for setting in payload.chunks_exact(6) {
