@@ -17,6 +17,7 @@ pub struct SentBytes {
     total: AtomicU64,
     header_blocks: AtomicU64,
     data: AtomicU64,
+    goaway: AtomicU64,
 }
 
 /// A reading of [`SentBytes`].
@@ -28,6 +29,9 @@ pub struct SentTotals {
     pub h2_header_blocks: u64,
     /// HTTP/2 DATA frame payloads (0 on HTTP/1.1 connections).
     pub h2_data: u64,
+    /// HTTP/2 GOAWAY frames, frame headers included: the server's answer to a client's GOAWAY,
+    /// which a client that closes at once never reads.
+    pub h2_goaway: u64,
 }
 
 impl SentBytes {
@@ -37,6 +41,7 @@ impl SentBytes {
             total: self.total.load(Ordering::Relaxed),
             h2_header_blocks: self.header_blocks.load(Ordering::Relaxed),
             h2_data: self.data.load(Ordering::Relaxed),
+            h2_goaway: self.goaway.load(Ordering::Relaxed),
         }
     }
 }
@@ -123,6 +128,12 @@ impl<I> CountingIo<I> {
             bytes = &bytes[take..];
             if *filled == h2frame::HEADER_LEN {
                 let frame = FrameHead::parse(head);
+                if frame.kind == h2frame::GOAWAY {
+                    let frame_bytes = h2frame::HEADER_LEN + frame.length;
+                    self.sent
+                        .goaway
+                        .fetch_add(frame_bytes as u64, Ordering::Relaxed);
+                }
                 *filled = 0;
                 *kind = frame.kind;
                 *payload_left = frame.length;
@@ -203,10 +214,12 @@ mod tests {
         h2frame::write_frame(&mut wire, h2frame::HEADERS, 0, 1, &[7; 5]);
         h2frame::write_frame(&mut wire, h2frame::CONTINUATION, 4, 1, &[7; 3]);
         h2frame::write_frame(&mut wire, h2frame::DATA, 1, 1, &[b'x'; 100]);
+        h2frame::write_frame(&mut wire, h2frame::GOAWAY, 0, 0, &[0; 8]);
         let expected = SentTotals {
             total: wire.len() as u64,
             h2_header_blocks: 8,
             h2_data: 100,
+            h2_goaway: 17,
         };
         assert_eq!(counted(&[&wire]), expected);
         for split in 1..wire.len() {
@@ -225,6 +238,7 @@ mod tests {
                 total: 2 * response.len() as u64,
                 h2_header_blocks: 0,
                 h2_data: 0,
+                h2_goaway: 0,
             }
         );
     }
