@@ -68,31 +68,48 @@ fn h2load_and_h2load_rs_report_the_same_counts() {
         let mut args: Vec<&str> = vec!["-n", "2000"];
         args.extend(flags);
         args.push(&target);
-        let theirs = run_command("h2load", &args);
-        assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
-        let ours = h2load_rs(&args);
         // Exit 1 when no request succeeded (h2load exits 0 whatever the statuses).
         let expected = if path.starts_with("/status/5") { 1 } else { 0 };
-        assert_eq!(ours.output.code, expected, "{name}: {}", ours.output.stderr);
-        let (theirs, ours) = (
-            text_counts(&theirs.stdout),
-            text_counts(&ours.output.stdout),
+        let ours = compare_with_h2load(
+            name,
+            &args,
+            expected,
+            &[
+                "total",
+                "started",
+                "done",
+                "succeeded",
+                "failed",
+                "errored",
+                "2xx",
+                "5xx",
+                "data_bytes",
+            ],
         );
-        for key in [
-            "total",
-            "started",
-            "done",
-            "succeeded",
-            "failed",
-            "errored",
-            "2xx",
-            "5xx",
-            "data_bytes",
-        ] {
-            assert_eq!(ours[key], theirs[key], "{name}: {key}");
-        }
         assert_eq!(ours["done"], 2000, "{name}");
     }
+}
+
+/// Runs h2load and h2load-rs with the same `args`, checks h2load-rs's exit status and that both
+/// report the same `keys` (see [`text_counts`]); returns h2load-rs's counts.
+fn compare_with_h2load(
+    name: &str,
+    args: &[&str],
+    our_exit: i32,
+    keys: &[&str],
+) -> std::collections::HashMap<String, u64> {
+    let theirs = run_command("h2load", args);
+    assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
+    let ours = h2load_rs(args);
+    assert_eq!(ours.output.code, our_exit, "{name}: {}", ours.output.stderr);
+    let (theirs, ours) = (
+        text_counts(&theirs.stdout),
+        text_counts(&ours.output.stdout),
+    );
+    for key in keys {
+        assert_eq!(ours[*key], theirs[*key], "{name}: {key}");
+    }
+    ours
 }
 
 /// An nghttpd serving files from a temporary directory on a free loopback port (h2c by prior
@@ -155,24 +172,19 @@ fn h2load_and_h2load_rs_agree_on_nghttpd() {
     let server = Nghttpd::start(&[("body", SIZE as usize)]);
     let target = format!("http://127.0.0.1:{}/body", server.port);
     let args = ["-n", "200", "-c", "2", "-m", "8", target.as_str()];
-    let theirs = run_command("h2load", &args);
-    assert_eq!(theirs.code, 0, "h2load failed: {}", theirs.stderr);
-    let ours = h2load_rs(&args);
-    assert_eq!(ours.output.code, 0, "{}", ours.output.stderr);
-    let (theirs, ours) = (
-        text_counts(&theirs.stdout),
-        text_counts(&ours.output.stdout),
+    let ours = compare_with_h2load(
+        "nghttpd",
+        &args,
+        0,
+        &[
+            "done",
+            "succeeded",
+            "failed",
+            "errored",
+            "2xx",
+            "data_bytes",
+        ],
     );
-    for key in [
-        "done",
-        "succeeded",
-        "failed",
-        "errored",
-        "2xx",
-        "data_bytes",
-    ] {
-        assert_eq!(ours[key], theirs[key], "{key}");
-    }
     assert_eq!(ours["succeeded"], 200);
     assert_eq!(ours["data_bytes"], 200 * SIZE);
 }
