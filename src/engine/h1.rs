@@ -1,8 +1,8 @@
 //! The HTTP/1.1 session: a keep-alive connection with up to `-m` requests written ahead
 //! (pipelining when `-m > 1`), responses matched in order. Request heads are serialized once per
-//! path; the body is one shared copy; responses are parsed as they arrive and never kept. See the
-//! README for why this replaced hyper's client (hyper cannot pipeline, and costs several times
-//! the CPU per request).
+//! path; the body is one shared copy; responses are parsed as they arrive and never kept. See
+//! docs/internals.md ("Performance") for why this replaced hyper's client (hyper cannot pipeline,
+//! and costs several times the CPU per request).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

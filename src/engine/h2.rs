@@ -1,12 +1,13 @@
 //! The HTTP/2 session (RFC 9113), written at the frame level for speed: no future or allocation
 //! per request, header blocks encoded from prepared fields, and every frame produced while
-//! handling a read leaves in one write. See the README for why this replaced the `h2` crate.
+//! handling a read leaves in one write. See docs/internals.md ("Performance") for why this
+//! replaced the `h2` crate.
 //!
 //! Each connection waits for the server's SETTINGS (part of connecting), then keeps
 //! `min(-m, SETTINGS_MAX_CONCURRENT_STREAMS)` streams open. Response bodies are counted, not
 //! kept; receive windows are enforced and replenished as data arrives; request bodies respect the
 //! server's windows. Everything a server can make the client hold is bounded (see the limits
-//! below and the README's limits table).
+//! below and the limits table in docs/reference.md).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
