@@ -9,9 +9,9 @@
 //! are in `total` only).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
+use h2load_rs::runner::tls;
 use h2load_rs::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
 
 use crate::common::{h2load_rs, run_command, text_counts};
@@ -22,26 +22,40 @@ const REQUESTS: u64 = 40;
 /// more than one 64 KiB slice of the target's filler.
 const SIZES: [u64; 5] = [0, 1, 16_384, 40_000, 200_000];
 
-/// A fresh counting target.
-fn counting_target() -> (SocketAddr, Arc<SentBytes>) {
+/// The test CA, which signed the built-in target's test certificate.
+const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
+
+/// A fresh counting target, over TLS (with the test certificate) or cleartext; returns the
+/// scheme and address to measure it at.
+fn counting_target(tls: bool) -> (String, Arc<SentBytes>) {
     let sent = Arc::new(SentBytes::default());
+    let tls = tls.then(|| {
+        tls::server_config(
+            tls::test_pki::SERVER_CERT.as_bytes(),
+            tls::test_pki::SERVER_KEY.as_bytes(),
+        )
+        .expect("the test certificate loads")
+    });
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let options = ServeOptions {
         sent: Some(sent.clone()),
+        tls,
         ..Default::default()
     };
     let addr = spawn_background(1, options).expect("built-in target starts");
-    (addr, sent)
+    (format!("{scheme}://{addr}"), sent)
 }
 
 /// Runs `tool` with `-n REQUESTS`, `flags` and the URL of `/bytes/size` on a fresh counting
-/// target; returns the traffic numbers `tool` reports and the server's counts.
+/// target (over TLS when `flags` trust the test CA); returns the traffic numbers `tool` reports
+/// and the server's counts.
 fn measure(
     flags: &[&str],
     size: u64,
     tool: impl FnOnce(&[&str]) -> HashMap<String, u64>,
 ) -> (HashMap<String, u64>, SentTotals) {
-    let (addr, sent) = counting_target();
-    let url = format!("http://{addr}/bytes/{size}");
+    let (base, sent) = counting_target(flags.contains(&CA));
+    let url = format!("{base}/bytes/{size}");
     let requests = REQUESTS.to_string();
     let mut args = vec!["-n", &requests];
     args.extend(flags);
@@ -114,6 +128,30 @@ fn h2c_bytes_are_what_the_server_sent() {
         assert_eq!(sent.h2_data, REQUESTS * size, "{case}: the server's DATA");
         assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
         assert!(ours["headers_bytes"] > 0, "{case}");
+    }
+}
+
+/// Over TLS the counts are of the decrypted stream, on both sides: TLS records are not counted.
+#[test]
+fn tls_bytes_are_what_the_server_sent() {
+    for size in [0, 40_000] {
+        let (ours, sent) = run(
+            &["--cacert", CA, "--proto", "h2", "-c", "2", "-m", "4"],
+            size,
+        );
+        let case = format!("h2 /bytes/{size}");
+        assert_eq!(ours["total_bytes"], sent.total, "{case}");
+        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+        assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
+        let (ours, sent) = run(&["--cacert", CA, "--proto", "h1", "-c", "2"], size);
+        let case = format!("h1 over TLS /bytes/{size}");
+        assert_eq!(ours["total_bytes"], sent.total, "{case}");
+        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+        assert_eq!(
+            ours["headers_bytes"],
+            sent.total - REQUESTS * size,
+            "{case}"
+        );
     }
 }
 
