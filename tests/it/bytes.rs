@@ -101,19 +101,38 @@ fn run(flags: &[&str], size: u64) -> (HashMap<String, u64>, SentTotals) {
     measure(flags, size, h2load_rs_traffic)
 }
 
+/// HTTP/1.1 against the ground truth: the total is what the server wrote, the data exactly the
+/// bodies, and the headers the rest.
+fn check_http1(flags: &[&str], size: u64) {
+    let (ours, sent) = run(flags, size);
+    let case = format!("{flags:?} /bytes/{size}");
+    assert_eq!(ours["total_bytes"], sent.total, "{case}");
+    assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+    assert_eq!(
+        ours["headers_bytes"],
+        sent.total - REQUESTS * size,
+        "{case}: HTTP/1.1 headers are the rest"
+    );
+}
+
+/// HTTP/2 against the ground truth: the total is what the server wrote, the data exactly the
+/// bodies (and the server's DATA payloads), the headers the server's HEADERS and CONTINUATION
+/// payloads.
+fn check_http2(flags: &[&str], size: u64) {
+    let (ours, sent) = run(flags, size);
+    let case = format!("{flags:?} /bytes/{size}");
+    assert_eq!(ours["total_bytes"], sent.total, "{case}");
+    assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
+    assert_eq!(sent.h2_data, REQUESTS * size, "{case}: the server's DATA");
+    assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
+    assert!(ours["headers_bytes"] > 0, "{case}");
+}
+
 #[test]
 fn http1_bytes_are_what_the_server_sent() {
     for flags in [&["--h1", "-c", "2"][..], &["--h1", "-c", "2", "-m", "4"]] {
         for size in SIZES {
-            let (ours, sent) = run(flags, size);
-            let case = format!("{flags:?} /bytes/{size}");
-            assert_eq!(ours["total_bytes"], sent.total, "{case}");
-            assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
-            assert_eq!(
-                ours["headers_bytes"],
-                sent.total - REQUESTS * size,
-                "{case}: HTTP/1.1 headers are the rest"
-            );
+            check_http1(flags, size);
         }
     }
 }
@@ -121,13 +140,7 @@ fn http1_bytes_are_what_the_server_sent() {
 #[test]
 fn h2c_bytes_are_what_the_server_sent() {
     for size in SIZES {
-        let (ours, sent) = run(&["--proto", "h2c", "-c", "2", "-m", "4"], size);
-        let case = format!("h2c /bytes/{size}");
-        assert_eq!(ours["total_bytes"], sent.total, "{case}");
-        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
-        assert_eq!(sent.h2_data, REQUESTS * size, "{case}: the server's DATA");
-        assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
-        assert!(ours["headers_bytes"] > 0, "{case}");
+        check_http2(&["--proto", "h2c", "-c", "2", "-m", "4"], size);
     }
 }
 
@@ -135,23 +148,11 @@ fn h2c_bytes_are_what_the_server_sent() {
 #[test]
 fn tls_bytes_are_what_the_server_sent() {
     for size in [0, 40_000] {
-        let (ours, sent) = run(
+        check_http2(
             &["--cacert", CA, "--proto", "h2", "-c", "2", "-m", "4"],
             size,
         );
-        let case = format!("h2 /bytes/{size}");
-        assert_eq!(ours["total_bytes"], sent.total, "{case}");
-        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
-        assert_eq!(ours["headers_bytes"], sent.h2_header_blocks, "{case}");
-        let (ours, sent) = run(&["--cacert", CA, "--proto", "h1", "-c", "2"], size);
-        let case = format!("h1 over TLS /bytes/{size}");
-        assert_eq!(ours["total_bytes"], sent.total, "{case}");
-        assert_eq!(ours["data_bytes"], REQUESTS * size, "{case}");
-        assert_eq!(
-            ours["headers_bytes"],
-            sent.total - REQUESTS * size,
-            "{case}"
-        );
+        check_http1(&["--cacert", CA, "--proto", "h1", "-c", "2"], size);
     }
 }
 
