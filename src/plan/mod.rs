@@ -193,7 +193,7 @@ pub struct RunPlan {
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
     pub rate: Option<f64>,
     /// Length of the timeline's intervals.
-    pub interval: Duration,
+    pub interval: TimelineInterval,
     /// Adjustments made to the options, printed before the run.
     pub notes: Vec<String>,
     /// Input that was ignored for safety, printed before the run even with `--quiet`.
@@ -372,7 +372,7 @@ pub fn build(
             header_table_size,
         },
         rate,
-        interval: args.interval,
+        interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,
     })
@@ -393,6 +393,46 @@ fn check_cell_limits(cell: &CellSpec) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The length of a cell's timeline intervals, and whether it was chosen automatically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimelineInterval {
+    /// The length recording starts with.
+    pub length: Duration,
+    /// No `--interval` was given: the report picks the final length from the cell's length.
+    pub auto: bool,
+}
+
+impl TimelineInterval {
+    /// Automatic lengths never exceed this (the default of tools like h2load and wrk2).
+    pub const MAX_AUTO: Duration = Duration::from_secs(1);
+    /// A cell's timeline aims at no fewer intervals than this when the length is automatic.
+    pub const MIN_INTERVALS: u32 = 10;
+    /// The recording length of automatic `-n` runs, whose length is unknown in advance; the
+    /// report merges neighbours up to the length that keeps [`Self::MIN_INTERVALS`].
+    pub const AUTO_BASE: Duration = Duration::from_millis(10);
+
+    /// `--interval` when given; otherwise, for a timed run, the longest of 1 s, 500, 200, 100,
+    /// 50, 20 and 10 ms that gives at least [`Self::MIN_INTERVALS`] intervals, and for `-n` runs
+    /// [`Self::AUTO_BASE`].
+    pub fn choose(given: Option<Duration>, stop: &StopRule) -> TimelineInterval {
+        if let Some(length) = given {
+            return TimelineInterval {
+                length,
+                auto: false,
+            };
+        }
+        let length = match stop {
+            StopRule::Duration { measure, .. } => [1000, 500, 200, 100, 50, 20]
+                .into_iter()
+                .map(Duration::from_millis)
+                .find(|length| *length * Self::MIN_INTERVALS <= *measure)
+                .unwrap_or(Self::AUTO_BASE),
+            StopRule::Requests(_) => Self::AUTO_BASE,
+        };
+        TimelineInterval { length, auto: true }
+    }
 }
 
 /// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::plan::Protocol;
+use crate::plan::{Protocol, TimelineInterval};
 use crate::runner::tls::TlsInfo;
 use hdr::new_histogram;
 
@@ -214,7 +214,12 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder for `slots` client slots that counts requests scheduled at or after
     /// `measure_start`, with a timeline of `interval`s; `rate_mode` keeps service times apart.
-    pub fn new(measure_start: Instant, slots: usize, interval: Duration, rate_mode: bool) -> Self {
+    pub fn new(
+        measure_start: Instant,
+        slots: usize,
+        interval: TimelineInterval,
+        rate_mode: bool,
+    ) -> Self {
         Recorder {
             measure_start,
             request: new_histogram(),
@@ -233,7 +238,7 @@ impl Recorder {
             clients: vec![ClientSlot::default(); slots],
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
-            intervals: Intervals::new(measure_start, interval, rate_mode),
+            intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             stream_reset_codes: std::collections::BTreeMap::new(),
         }
     }
@@ -415,7 +420,7 @@ impl Recorder {
             self.warn(warning);
         }
         self.clients.extend(other.clients);
-        self.intervals.closed.extend(other.intervals.into_closed());
+        self.intervals.merge(other.intervals);
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
         }
@@ -439,12 +444,38 @@ pub struct IntervalRecord {
     pub service: Option<Vec<u8>>,
 }
 
+impl IntervalRecord {
+    /// Adds `other` (an interval of the same index) to this one.
+    fn absorb(&mut self, other: &IntervalRecord) {
+        fn add(mine: &mut Vec<u8>, theirs: &[u8]) {
+            let mut sum = hdr::decode(mine).expect("recorded histograms decode");
+            sum.add(hdr::decode(theirs).expect("recorded histograms decode"))
+                .expect("histograms share bounds");
+            *mine = hdr::encode(&sum);
+        }
+        self.completed += other.completed;
+        self.errors += other.errors;
+        add(&mut self.request, &other.request);
+        add(&mut self.ttfb, &other.ttfb);
+        if let (Some(mine), Some(theirs)) = (&mut self.service, &other.service) {
+            add(mine, theirs);
+        }
+    }
+}
+
+/// When the interval length is chosen automatically (no `--interval`), a thread that has closed
+/// this many intervals doubles their length, merging neighbours: memory stays bounded however
+/// long a `-n` run takes, and the report re-buckets to its final length anyway.
+const MAX_AUTO_INTERVALS: usize = 2048;
+
 /// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:
 /// only the current interval has full histograms; closed ones are kept encoded.
 #[derive(Debug, Clone)]
 pub struct Intervals {
     /// Interval length.
     pub length: Duration,
+    /// Whether the length was chosen automatically, so it may grow (see [`MAX_AUTO_INTERVALS`]).
+    pub auto: bool,
     start: Instant,
     current: u64,
     ends_at: Instant,
@@ -457,9 +488,10 @@ pub struct Intervals {
 }
 
 impl Intervals {
-    fn new(start: Instant, length: Duration, rate_mode: bool) -> Self {
+    fn new(start: Instant, length: Duration, auto: bool, rate_mode: bool) -> Self {
         Intervals {
             length,
+            auto,
             start,
             current: 0,
             ends_at: start + length,
@@ -478,9 +510,30 @@ impl Intervals {
             return;
         }
         self.close();
+        if self.auto && self.closed.len() >= MAX_AUTO_INTERVALS {
+            self.coarsen(2);
+        }
         let elapsed = at.saturating_duration_since(self.start).as_nanos();
         self.current = (elapsed / self.length.as_nanos().max(1)) as u64;
         self.ends_at = self.start + self.length.mul_f64((self.current + 1) as f64);
+    }
+
+    /// Makes the closed intervals `factor` times longer, merging the ones that now share an index.
+    fn coarsen(&mut self, factor: u32) {
+        if factor <= 1 {
+            return;
+        }
+        self.length *= factor;
+        let mut merged: Vec<IntervalRecord> = Vec::with_capacity(self.closed.len());
+        self.closed.sort_by_key(|record| record.index);
+        for mut record in self.closed.drain(..) {
+            record.index /= u64::from(factor);
+            match merged.last_mut() {
+                Some(last) if last.index == record.index => last.absorb(&record),
+                _ => merged.push(record),
+            }
+        }
+        self.closed = merged;
     }
 
     fn completed(&mut self, at: Instant, response: u64, ttfb: u64, service: u64) {
@@ -518,6 +571,22 @@ impl Intervals {
         if let Some(histogram) = &mut self.service {
             histogram.reset();
         }
+    }
+
+    /// Adds another thread's intervals, first bringing both to the longer of their lengths.
+    fn merge(&mut self, other: Intervals) {
+        let mut other_closed = other;
+        other_closed.close();
+        let ratio = |long: Duration, short: Duration| {
+            u32::try_from(long.as_nanos() / short.as_nanos().max(1)).unwrap_or(u32::MAX)
+        };
+        if other_closed.length > self.length {
+            self.close();
+            self.coarsen(ratio(other_closed.length, self.length));
+        } else {
+            other_closed.coarsen(ratio(self.length, other_closed.length));
+        }
+        self.closed.extend(other_closed.closed);
     }
 
     /// Every interval, the current one included; threads' records of one index are merged later.
@@ -602,7 +671,10 @@ impl WireMeter {
 mod tests {
     use super::*;
 
-    const SECOND: Duration = Duration::from_secs(1);
+    const SECOND: TimelineInterval = TimelineInterval {
+        length: Duration::from_secs(1),
+        auto: false,
+    };
 
     fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);

@@ -308,12 +308,29 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
                 )?;
         }
     }
+    // The merged period ends where the last part's ends, seconds after the earliest start.
+    let end_s = parts
+        .iter()
+        .map(|part| {
+            (part.timeline.start_unix_ms - start_unix_ms) as f64 / 1000.0 + part.timeline.end_s
+        })
+        .fold(0.0, f64::max);
+    let last = super::last_index(end_s, interval_s);
+    let mut folded: BTreeMap<u64, IntervalSums> = BTreeMap::new();
+    for (absolute, sums) in by_interval {
+        let index = ((absolute - first).max(0) as u64).min(last);
+        folded.entry(index).or_default().absorb(sums);
+    }
     Ok(Timeline {
         interval_s,
+        end_s,
         start_unix_ms,
-        intervals: by_interval
+        intervals: folded
             .iter()
-            .map(|(absolute, sums)| sums.summary((absolute - first).max(0) as u64))
+            .map(|(index, sums)| {
+                let length = super::interval_length(*index, interval_s, end_s);
+                sums.summary(*index, length)
+            })
             .collect(),
     })
 }

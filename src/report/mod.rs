@@ -9,12 +9,13 @@ pub mod plain;
 pub mod text;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
-use crate::plan::{H2Settings, RunPlan, StopRule};
+use crate::plan::{H2Settings, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::hdr;
 use crate::recorder::RequestCounters;
 use crate::runner::tls::TlsInfo;
@@ -133,6 +134,10 @@ impl RateReport {
 pub struct Timeline {
     /// Interval length, seconds.
     pub interval_s: f64,
+    /// The end of the measured period, seconds after its start: the last interval ends here, so
+    /// it may be shorter than `interval_s` (0 in reports from before this field).
+    #[serde(default)]
+    pub end_s: f64,
     /// Wall-clock start of the measured period, milliseconds since the Unix epoch (to line up the
     /// timelines of runs made on several machines).
     pub start_unix_ms: u64,
@@ -149,6 +154,13 @@ pub struct IntervalSummary {
     pub completed: u64,
     /// Requests failed.
     pub errors: u64,
+    /// The interval's real length, seconds: `interval_s`, except for a last one cut short by the
+    /// end of the measured period.
+    #[serde(default)]
+    pub length_s: f64,
+    /// Responses completed per second of the interval's real length.
+    #[serde(default)]
+    pub requests_per_s: f64,
     /// Response time median, µs.
     pub p50_us: u64,
     /// Response time 99th percentile, µs.
@@ -207,12 +219,34 @@ impl IntervalSums {
         Ok(())
     }
 
-    /// The interval as reported, at position `index`.
-    pub fn summary(&self, index: u64) -> IntervalSummary {
+    /// Adds another interval's sums to these.
+    pub fn absorb(&mut self, other: IntervalSums) {
+        self.completed += other.completed;
+        self.errors += other.errors;
+        self.request
+            .add(&other.request)
+            .expect("histograms share bounds");
+        self.ttfb.add(&other.ttfb).expect("histograms share bounds");
+        if let Some(theirs) = other.service {
+            self.service
+                .get_or_insert_with(hdr::new_histogram)
+                .add(&theirs)
+                .expect("histograms share bounds");
+        }
+    }
+
+    /// The interval as reported, at position `index`, `length_s` seconds long.
+    pub fn summary(&self, index: u64, length_s: f64) -> IntervalSummary {
         IntervalSummary {
             index,
             completed: self.completed,
             errors: self.errors,
+            length_s,
+            requests_per_s: if length_s > 0.0 {
+                self.completed as f64 / length_s
+            } else {
+                0.0
+            },
             p50_us: self.request.value_at_quantile(0.5),
             p99_us: self.request.value_at_quantile(0.99),
             max_us: self.request.max(),
@@ -226,8 +260,32 @@ impl IntervalSums {
 impl Timeline {
     /// Merges the threads' interval records (same index: counts add, histograms add), one
     /// interval at a time so memory holds one interval's histograms however long the run was.
-    fn new(intervals: &crate::recorder::Intervals, start: std::time::SystemTime) -> Timeline {
+    /// The measured period ended `elapsed` after its start: completions recorded at or after that
+    /// instant (the drain's last responses) belong to the last interval, which ends there. An
+    /// automatic length is re-bucketed to the longest that keeps
+    /// [`TimelineInterval::MIN_INTERVALS`] intervals.
+    fn new(
+        intervals: &crate::recorder::Intervals,
+        start: std::time::SystemTime,
+        elapsed: Duration,
+    ) -> Timeline {
+        let mut length = intervals.length;
+        let mut factor = 1u64;
+        if intervals.auto {
+            while length * 2 <= TimelineInterval::MAX_AUTO
+                && length * 2 * TimelineInterval::MIN_INTERVALS <= elapsed
+            {
+                length *= 2;
+                factor *= 2;
+            }
+        }
+        let interval_s = length.as_secs_f64();
+        let end_s = elapsed.as_secs_f64();
+        let last = last_index(end_s, interval_s);
         let mut records = intervals.clone().into_closed();
+        for record in &mut records {
+            record.index = (record.index / factor).min(last);
+        }
         records.sort_by_key(|record| record.index);
         let mut summaries = Vec::new();
         for same_interval in records.chunk_by(|a, b| a.index == b.index) {
@@ -242,13 +300,62 @@ impl Timeline {
                 )
                 .expect("recorded histograms decode");
             }
-            summaries.push(sums.summary(same_interval[0].index));
+            let index = same_interval[0].index;
+            summaries.push(sums.summary(index, interval_length(index, interval_s, end_s)));
         }
         Timeline {
-            interval_s: intervals.length.as_secs_f64(),
+            interval_s,
+            end_s,
             start_unix_ms: export::hdr_log::unix_ms(start),
             intervals: summaries,
         }
+    }
+}
+
+impl Timeline {
+    /// Where `interval` starts, seconds after the start of the measured period.
+    pub fn start_of(&self, interval: &IntervalSummary) -> f64 {
+        interval.index as f64 * self.interval_s
+    }
+
+    /// `interval`'s real length (reports from before `length_s` only had full intervals).
+    pub fn length_of(&self, interval: &IntervalSummary) -> f64 {
+        if interval.length_s > 0.0 {
+            interval.length_s
+        } else {
+            self.interval_s
+        }
+    }
+
+    /// Responses completed per second of `interval`'s real length.
+    pub fn rate_of(&self, interval: &IntervalSummary) -> f64 {
+        interval.completed as f64 / self.length_of(interval)
+    }
+}
+
+/// The index of the last interval of a period `end_s` long: the one holding its end, or the one
+/// before when the end falls in the first quarter of an interval, so a few drained responses do
+/// not make a stub interval with a meaningless rate.
+pub(crate) fn last_index(end_s: f64, interval_s: f64) -> u64 {
+    if interval_s <= 0.0 || end_s <= 0.0 {
+        return 0;
+    }
+    let intervals = end_s / interval_s;
+    let holding = intervals.floor() as u64;
+    if intervals - holding as f64 <= 0.25 {
+        holding.saturating_sub(1)
+    } else {
+        holding
+    }
+}
+
+/// The real length of interval `index`: the last one ends at the end of the period `end_s` (0:
+/// unknown), so it may be shorter than `interval_s`, or longer when it took a stub in.
+pub(crate) fn interval_length(index: u64, interval_s: f64, end_s: f64) -> f64 {
+    if end_s > 0.0 && index == last_index(end_s, interval_s) {
+        end_s - index as f64 * interval_s
+    } else {
+        interval_s
     }
 }
 
@@ -667,7 +774,11 @@ impl Summary {
             warnings: recorder.warnings.clone(),
             generator_cpu_percent: context.generator_cpu_percent,
             watched: context.watched,
-            timeline: Timeline::new(&recorder.intervals, outcome.measure_start_wall),
+            timeline: Timeline::new(
+                &recorder.intervals,
+                outcome.measure_start_wall,
+                outcome.elapsed,
+            ),
             rate: plan
                 .rate
                 .map(|requested| RateReport::new(requested, per_second(counters.done), recorder)),
