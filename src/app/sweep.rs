@@ -147,7 +147,7 @@ impl<'a> Sweep<'a> {
         let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
         let display = live
             .clone()
-            .map(|live| progress::Display::start(live, plan.stop, cell_label(plan)));
+            .map(|live| progress::Display::start(live, plan.stop, plan.label()));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
             cell: index + 1,
@@ -191,7 +191,7 @@ impl<'a> Sweep<'a> {
                 "\n=== cell {}/{}: {}\n",
                 index + 1,
                 self.cells.len(),
-                cell_label(plan)
+                plan.label()
             );
             out!("{}", paint(&heading, self.color()));
         }
@@ -220,16 +220,6 @@ impl<'a> Sweep<'a> {
         }
         failures
     }
-}
-
-/// `h2c c=10 m=1`: what a cell runs, for headings and the progress bar.
-fn cell_label(plan: &RunPlan) -> String {
-    format!(
-        "{} c={} m={}",
-        plan.protocol_label(),
-        plan.clients,
-        plan.max_concurrent
-    )
 }
 
 /// Prints the plans' notes (unless `--quiet`) and warnings, each once.

@@ -64,7 +64,25 @@ pub enum Negotiation {
     },
 }
 
+/// `c=10 m=1`, with ` rate=500` when paced: a cell's concurrency and pacing, as labels show them.
+pub fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -> String {
+    match rate {
+        Some(rate) => format!("c={clients} m={streams} rate={rate}"),
+        None => format!("c={clients} m={streams}"),
+    }
+}
+
 impl RunPlan {
+    /// `h2c c=10 m=1`, with ` rate=500` when paced: the settings that tell the cells of a sweep
+    /// apart, for headings, the progress bar, the charts and the exports.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}",
+            self.protocol_label(),
+            setting_label(self.clients, self.max_concurrent, self.rate)
+        )
+    }
+
     /// The cell's protocol as the user names it: `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
     pub fn protocol_label(&self) -> &'static str {
         match self.negotiation {

@@ -156,6 +156,8 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     )];
     for part in parts {
         merged.cell.clients += part.cell.clients;
+        // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
+        merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);
         merged.settings.clients += part.settings.clients;
         merged.interrupted |= part.interrupted;
         let (mine, theirs) = (&mut merged.requests, &part.requests);
@@ -208,8 +210,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         0.0
     };
     merged.cell.label = format!(
-        "{} c={} m={}",
-        merged.cell.protocol, merged.cell.clients, merged.cell.streams
+        "{} {}",
+        merged.cell.protocol,
+        crate::plan::setting_label(merged.cell.clients, merged.cell.streams, merged.cell.rate)
     );
     merged.elapsed_s = elapsed_s;
     merged.requests_per_s = per_second(merged.requests.counters.done);

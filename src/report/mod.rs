@@ -364,7 +364,7 @@ pub(crate) fn interval_length(index: u64, interval_s: f64, end_s: f64) -> f64 {
 pub struct CellInfo {
     /// 1-based position in the run.
     pub index: usize,
-    /// e.g. `h2c c=10 m=100`.
+    /// e.g. `h2c c=10 m=100`, or `h1 c=4 m=1 rate=500` when paced.
     pub label: String,
     /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
     pub protocol: String,
@@ -372,6 +372,9 @@ pub struct CellInfo {
     pub clients: usize,
     /// Requests in flight per connection.
     pub streams: usize,
+    /// Total requests per second asked for (`--rate`, or `--rps` × connections), if paced.
+    #[serde(default)]
+    pub rate: Option<f64>,
     /// The concurrency level it belongs to.
     pub level: usize,
 }
@@ -677,15 +680,11 @@ impl Summary {
         Summary {
             cell: CellInfo {
                 index: context.index,
-                label: format!(
-                    "{} c={} m={}",
-                    plan.protocol_label(),
-                    plan.clients,
-                    plan.max_concurrent
-                ),
+                label: plan.label(),
                 protocol: plan.protocol_label().to_owned(),
                 clients: plan.clients,
                 streams: plan.max_concurrent,
+                rate: plan.rate,
                 level: context.level,
             },
             settings: Settings {

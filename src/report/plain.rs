@@ -81,9 +81,9 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter_map(|row| {
             let (label, ratio) = row.ratio.as_ref()?;
-            let first = rows.iter().find(|other| {
-                other.ratio.is_none() && (other.clients, other.streams) == (row.clients, row.streams)
-            })?;
+            let first = rows
+                .iter()
+                .find(|other| other.ratio.is_none() && other.level == row.level)?;
             let verdict = if *ratio >= 1.02 {
                 format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
             } else if *ratio <= 0.98 {
@@ -92,9 +92,8 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
                 "about as many requests per second as".to_owned()
             };
             Some(format!(
-                "at c={} m={} ({label} = {ratio:.2}), {} served {verdict} {}, using {} connection{} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
-                row.clients,
-                row.streams,
+                "at {} ({label} = {ratio:.2}), {} served {verdict} {}, using {} connection{} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
+                row.setting(),
                 row.protocol,
                 first.protocol,
                 row.connections,

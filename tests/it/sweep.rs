@@ -330,3 +330,78 @@ fn watched_processes_and_cooldown_between_cells() {
         );
     }
 }
+
+#[test]
+fn rate_lists_are_told_apart_in_every_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "--rate",
+        "500,2000",
+        "-D",
+        "1s",
+        "--csv",
+        &path("table.csv"),
+        "--markdown",
+        &path("table.md"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cells = run.json["cells"].as_array().unwrap();
+    let rates = [500.0, 2000.0];
+    for (index, (cell, rate)) in cells.iter().zip(rates).enumerate() {
+        let label = format!("h1 c=4 m=1 rate={rate}");
+        assert_eq!(cell["cell"]["label"], label.as_str());
+        assert_eq!(cell["cell"]["rate"].as_f64(), Some(rate));
+        assert_eq!(run.json["comparison"][index]["rate"].as_f64(), Some(rate));
+        let achieved = cell["requests_per_s"].as_f64().unwrap();
+        assert!(
+            (achieved - rate).abs() <= rate * 0.05,
+            "{label}: {achieved} req/s"
+        );
+        assert!(
+            run.output
+                .stdout
+                .contains(&format!("=== cell {}/2: {label}", index + 1)),
+            "{}",
+            run.output.stdout
+        );
+    }
+    let csv = std::fs::read_to_string(dir.path().join("table.csv")).unwrap();
+    let mut lines = csv.lines();
+    let titles: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        titles[..6],
+        ["#", "protocol", "c", "m", "rate", "req/s"],
+        "{csv}"
+    );
+    let csv_rates: Vec<&str> = lines.map(|line| line.split(',').nth(4).unwrap()).collect();
+    assert_eq!(csv_rates, ["500", "2000"], "{csv}");
+    let markdown = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
+    let markdown_rates: Vec<&str> = markdown
+        .lines()
+        .skip(2)
+        .map(|line| line.split('|').nth(5).unwrap().trim())
+        .collect();
+    assert_eq!(markdown_rates, ["500", "2000"], "{markdown}");
+    let table: Vec<&str> = run
+        .output
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("comparison of"))
+        .skip(1)
+        .take(3)
+        .collect();
+    assert!(
+        table[0].split_whitespace().any(|title| title == "rate"),
+        "{table:?}"
+    );
+    assert_eq!(table[1].split_whitespace().nth(4), Some("500"), "{table:?}");
+    assert_eq!(
+        table[2].split_whitespace().nth(4),
+        Some("2000"),
+        "{table:?}"
+    );
+}
