@@ -170,6 +170,36 @@ struct ClientSlot {
     responses: u64,
 }
 
+/// How many measured requests were in flight over time: its integral gives the time-weighted
+/// mean, which tells a rate that the concurrency could not carry (in flight at the limit most of
+/// the time) from one that slow responses held up for a while (stalls).
+#[derive(Debug, Clone, Copy)]
+pub struct InFlightMeter {
+    count: u64,
+    since: Instant,
+    /// Requests × seconds in flight so far.
+    pub integral: f64,
+}
+
+impl InFlightMeter {
+    fn new(start: Instant) -> Self {
+        InFlightMeter {
+            count: 0,
+            since: start,
+            integral: 0.0,
+        }
+    }
+
+    /// The count changes at `at` (events may arrive slightly out of order: time never goes back).
+    fn change(&mut self, at: Instant, started: u64, ended: u64) {
+        if at > self.since {
+            self.integral += self.count as f64 * (at - self.since).as_secs_f64();
+            self.since = at;
+        }
+        self.count = (self.count + started).saturating_sub(ended);
+    }
+}
+
 /// One thread's measurements.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -190,6 +220,8 @@ pub struct Recorder {
     pub connections_opened: u64,
     /// Connection attempts that failed.
     pub connections_failed: u64,
+    /// Established connections the client closed itself because of a timeout.
+    pub connections_closed_by_client: u64,
     /// The first connection-level error, worded for the user.
     pub first_error: Option<String>,
     /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
@@ -209,6 +241,8 @@ pub struct Recorder {
     pub intervals: Intervals,
     /// HTTP/2 stream resets by error code.
     pub stream_reset_codes: std::collections::BTreeMap<u32, u64>,
+    /// Measured requests in flight over time.
+    pub in_flight: InFlightMeter,
 }
 
 impl Recorder {
@@ -230,6 +264,7 @@ impl Recorder {
             errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
             connections_failed: 0,
+            connections_closed_by_client: 0,
             first_error: None,
             effective_concurrency: None,
             tls: None,
@@ -240,6 +275,7 @@ impl Recorder {
             start_delay: rate_mode.then(new_histogram),
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             stream_reset_codes: std::collections::BTreeMap::new(),
+            in_flight: InFlightMeter::new(measure_start),
         }
     }
 
@@ -296,6 +332,7 @@ impl Recorder {
     pub fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
             self.counters.started += 1;
+            self.in_flight.change(start.actual, 1, 0);
         }
     }
 
@@ -305,6 +342,7 @@ impl Recorder {
         if !self.is_measured(start.intended) {
             return;
         }
+        self.in_flight.change(sample.end, 0, 1);
         let counters = &mut self.counters;
         counters.done += 1;
         if (100..600).contains(&sample.status) {
@@ -343,7 +381,9 @@ impl Recorder {
             counters.timeout += count;
         }
         self.errors[kind.index()] += count;
-        self.intervals.errored(Instant::now(), count);
+        let now = Instant::now();
+        self.in_flight.change(now, 0, count);
+        self.intervals.errored(now, count);
     }
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
@@ -400,6 +440,7 @@ impl Recorder {
         }
         self.connections_opened += other.connections_opened;
         self.connections_failed += other.connections_failed;
+        self.connections_closed_by_client += other.connections_closed_by_client;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -421,6 +462,7 @@ impl Recorder {
         }
         self.clients.extend(other.clients);
         self.intervals.merge(other.intervals);
+        self.in_flight.integral += other.in_flight.integral;
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
         }

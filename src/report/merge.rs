@@ -139,10 +139,16 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 .collect::<Result<Vec<_>>>()?;
             let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
             let done = parts.iter().map(|part| part.requests.counters.done).sum();
+            // Concurrent runs: their requests in flight and their limits add up.
+            let in_flight = super::InFlight {
+                mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
+                limit: rates.iter().map(|rate| rate.in_flight.limit).sum(),
+            };
             Some(RateReport::from_delays(
                 requested,
                 per_second(done),
                 &add_all(delays.into_iter()),
+                in_flight,
             ))
         }
         None => None,
@@ -184,6 +190,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.data_bytes += theirs.data_bytes;
         merged.connections.opened += part.connections.opened;
         merged.connections.failed += part.connections.failed;
+        merged.connections.closed_by_client += part.connections.closed_by_client;
         for (protocol, count) in part.protocol.connections {
             *merged.protocol.connections.entry(protocol).or_default() += count;
         }

@@ -97,19 +97,52 @@ pub struct RateReport {
     pub delay_max_us: u64,
     /// The lateness of every send, HdrHistogram V2 + deflate, base64 (so runs merge exactly).
     pub delay_hdr: String,
+    /// How full the concurrency was (absent in reports from before this field).
+    #[serde(default)]
+    pub in_flight: InFlight,
+}
+
+/// Requests in flight against the most there can be: a rate falls short for lack of concurrency
+/// only when the mean is near the limit.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Time-weighted mean of the measured requests in flight.
+    pub mean: f64,
+    /// The most that can be in flight: connections × streams (after the server's limit).
+    pub limit: u64,
+}
+
+impl InFlight {
+    /// A mean at or above this share of the limit means the concurrency capped the rate.
+    pub const SATURATED: f64 = 0.8;
+
+    /// Whether the requests in flight stayed near the limit for the run.
+    pub fn saturated(&self) -> bool {
+        self.limit > 0 && self.mean >= Self::SATURATED * self.limit as f64
+    }
 }
 
 impl RateReport {
-    fn new(requested: f64, achieved: f64, recorder: &crate::recorder::Recorder) -> RateReport {
+    fn new(
+        requested: f64,
+        achieved: f64,
+        recorder: &crate::recorder::Recorder,
+        in_flight: InFlight,
+    ) -> RateReport {
         let delay = recorder
             .start_delay
             .as_ref()
             .expect("rate mode keeps start delays");
-        RateReport::from_delays(requested, achieved, delay)
+        RateReport::from_delays(requested, achieved, delay, in_flight)
     }
 
     /// The figures for a histogram of start delays.
-    pub fn from_delays(requested: f64, achieved: f64, delay: &Histogram<u64>) -> RateReport {
+    pub fn from_delays(
+        requested: f64,
+        achieved: f64,
+        delay: &Histogram<u64>,
+        in_flight: InFlight,
+    ) -> RateReport {
         let late_after = crate::recorder::LATE_AFTER.as_micros() as u64;
         let late = delay.count_between(late_after + 1, u64::MAX);
         RateReport {
@@ -125,6 +158,7 @@ impl RateReport {
             delay_p99_us: delay.value_at_quantile(0.99),
             delay_max_us: delay.max(),
             delay_hdr: hdr::to_base64(delay),
+            in_flight,
         }
     }
 }
@@ -330,6 +364,15 @@ impl Timeline {
     /// Responses completed per second of `interval`'s real length.
     pub fn rate_of(&self, interval: &IntervalSummary) -> f64 {
         interval.completed as f64 / self.length_of(interval)
+    }
+}
+
+/// `1 request`, `2 requests`: a count and its noun, singular or plural (nouns that take an `s`).
+pub(crate) fn counted(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
     }
 }
 
@@ -560,6 +603,10 @@ pub struct Connections {
     pub opened: u64,
     /// Connection attempts that failed.
     pub failed: u64,
+    /// Established connections the client closed because of its own timeout (`-T`, `-N`, a
+    /// request timeout), so not the server.
+    #[serde(default)]
+    pub closed_by_client: u64,
 }
 
 /// The latency distributions, in microseconds.
@@ -761,6 +808,7 @@ impl Summary {
             connections: Connections {
                 opened: recorder.connections_opened,
                 failed: recorder.connections_failed,
+                closed_by_client: recorder.connections_closed_by_client,
             },
             latency: Latencies {
                 request: latency_summary(&recorder.request),
@@ -778,9 +826,21 @@ impl Summary {
                 outcome.measure_start_wall,
                 outcome.elapsed,
             ),
-            rate: plan
-                .rate
-                .map(|requested| RateReport::new(requested, per_second(counters.done), recorder)),
+            rate: plan.rate.map(|requested| {
+                let per_connection = recorder
+                    .effective_concurrency
+                    .unwrap_or(plan.max_concurrent)
+                    .min(plan.max_concurrent);
+                let in_flight = InFlight {
+                    mean: if elapsed_s > 0.0 {
+                        recorder.in_flight.integral / elapsed_s
+                    } else {
+                        0.0
+                    },
+                    limit: (plan.clients * per_connection) as u64,
+                };
+                RateReport::new(requested, per_second(counters.done), recorder, in_flight)
+            }),
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),

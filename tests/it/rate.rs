@@ -48,6 +48,51 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         "requests queued behind the stalls started late"
     );
     assert!(run.int("rate/delay_max_us") > 500_000);
+    // Two 1 s stalls in 12 s with 50 connections: ≈ 50 × 2 / 12 ≈ 8.3 in flight on average, plus
+    // ~1 at 2000 req/s × 0.5 ms; far from the 50 that would make concurrency the limit.
+    let in_flight = run.num("rate/in_flight/mean");
+    assert!(
+        (4.0..20.0).contains(&in_flight),
+        "mean in flight {in_flight}"
+    );
+    assert_eq!(run.int("rate/in_flight/limit"), 50);
+    assert!(
+        !stdout.contains("raise -c or -m"),
+        "stalls are not a lack of concurrency:\n{stdout}"
+    );
+    if run.num("rate/achieved_per_s") < 0.98 * 2000.0 {
+        assert!(stdout.contains("because responses stalled"), "{stdout}");
+    }
+}
+
+#[test]
+fn too_little_concurrency_is_named_as_the_limit() {
+    // Two h1 connections cannot carry 50000 req/s against the built-in target: both are busy
+    // nearly all the time, so the mean in flight is near its limit of 2.
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "2",
+        "--rate",
+        "50000",
+        "-D",
+        "1s",
+        &url("/ping"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let in_flight = run.num("rate/in_flight/mean");
+    assert!(
+        (1.6..=2.0).contains(&in_flight),
+        "mean in flight {in_flight}"
+    );
+    assert_eq!(run.int("rate/in_flight/limit"), 2);
+    let stdout = &run.output.stdout;
+    assert!(
+        stdout.contains("the rate was not sustained for lack of concurrency: on average")
+            && stdout.contains("of the 2 requests that can be in flight (-c 2 × -m 1)")
+            && stdout.contains("raise -c or -m"),
+        "{stdout}"
+    );
 }
 
 #[test]
