@@ -24,6 +24,23 @@ macro_rules! outln {
     }};
 }
 
+/// `eprint!` that survives a closed stderr (`h2load-rs … 2>&1 | head -1`): a message nobody can
+/// read any more is dropped, where `eprint!` would panic and turn the exit status into 101.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that survives a closed stderr, like [`err!`].
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod app;
 pub mod cli;
 pub(crate) mod engine;

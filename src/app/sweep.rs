@@ -204,10 +204,10 @@ impl<'a> Sweep<'a> {
             out!("{}", paint(&report::text::render(summary), self.color()));
         }
         for warning in &summary.warnings {
-            eprintln!("h2load-rs: warning: {warning}");
+            errln!("h2load-rs: warning: {warning}");
         }
         if let Some(problem) = &summary.first_error {
-            eprintln!("h2load-rs: {problem}");
+            errln!("h2load-rs: {problem}");
         }
     }
 
@@ -228,13 +228,13 @@ fn print_notes(args: &LoadArgs, cells: &[(CellSpec, Arc<RunPlan>)]) {
     notes.dedup();
     if !args.quiet {
         for note in notes {
-            eprintln!("note: {note}");
+            errln!("note: {note}");
         }
     }
     let mut warnings: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.warnings).collect();
     warnings.dedup();
     for warning in warnings {
-        eprintln!("h2load-rs: warning: {warning}");
+        errln!("h2load-rs: warning: {warning}");
     }
 }
 
@@ -253,11 +253,11 @@ fn print_intro(plan: &RunPlan) {
 fn wait_for_start(at: SystemTime) -> bool {
     match at.duration_since(SystemTime::now()) {
         Ok(wait) => {
-            eprintln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
+            errln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
             !runner::pause(wait)
         }
         Err(_) => {
-            eprintln!("h2load-rs: warning: --start-at is in the past; starting now");
+            errln!("h2load-rs: warning: --start-at is in the past; starting now");
             true
         }
     }

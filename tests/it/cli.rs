@@ -79,6 +79,40 @@ fn a_closed_stdout_does_not_lose_the_exports() {
     assert_eq!(report["cells"][0]["requests"]["succeeded"], 200);
 }
 
+/// Runs h2load-rs with `args` and both its stdout and stderr closed before it writes anything (as
+/// `2>&1 | head -0`): the exit status it returns.
+fn status_with_closed_output(args: &[&str]) -> Option<i32> {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    child.wait().unwrap().code()
+}
+
+#[test]
+fn closed_stdout_and_stderr_keep_every_exit_status() {
+    // Nothing listens on port 9 on loopback: no request succeeds, status 1 (was 101: the error
+    // message's eprintln! panicked on EPIPE, and so did the panic report).
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", "http://127.0.0.1:9/"]),
+        Some(1)
+    );
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", &url("/ping")]),
+        Some(0)
+    );
+    assert_eq!(status_with_closed_output(&["--no-such-flag"]), Some(2));
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", &url("/status/503")]),
+        Some(1)
+    );
+}
+
 #[test]
 fn on_a_terminal_the_progress_bar_updates_while_the_run_goes() {
     // `script` gives the run a pseudo-terminal, as an interactive shell would.
