@@ -326,7 +326,9 @@ pub struct LoadArgs {
     pub watch_pid: Vec<u32>,
 
     /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario
-    /// small), 0.000001..=1000; the results must stay within each flag's limit.
+    /// small), 0.000001..=1000; the results must stay within each flag's limit. Scaled down, levels
+    /// stay distinct and in order (-c 1,10,100 at 0.01 is 1,2,3), -n keeps one request per
+    /// connection and stream, and -D stays at least 1s.
     #[arg(long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
     pub scale: Option<f64>,
 

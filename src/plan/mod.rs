@@ -259,14 +259,14 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
     } else {
         args.rate.iter().copied().map(Some).collect()
     };
-    for &clients in &args.clients {
+    let scaled_clients = scaled_levels(&args.clients, scale);
+    for &clients in &scaled_clients {
         for (&streams, &rate) in args
             .max_concurrent_streams
             .iter()
             .flat_map(|m| rates.iter().map(move |r| (m, r)))
         {
             let level = cells.len() / protocols.len();
-            let clients = scaled(clients, scale);
             for &proto in &protocols {
                 let multiplexed = args.h2_multiplex && speaks_h2(args, proto);
                 let (clients, streams) = if multiplexed {
@@ -308,6 +308,36 @@ fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
 fn scaled(count: u64, scale: f64) -> u64 {
     ((count as f64 * scale).round() as u64).max(1)
 }
+
+/// Sweep levels multiplied by `--scale`, kept apart: each distinct level is scaled, then raised
+/// just above the next smaller one if scaling made them meet, so `-c 1,10,100 --scale 0.01` is
+/// `1,2,3`, not `1,1,1`, and levels keep their order (equal levels stay equal).
+fn scaled_levels(levels: &[u64], scale: f64) -> Vec<u64> {
+    let mut distinct = levels.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut previous = 0;
+    let mapped: Vec<(u64, u64)> = distinct
+        .into_iter()
+        .map(|level| {
+            previous = scaled(level, scale).max(previous + 1);
+            (level, previous)
+        })
+        .collect();
+    levels
+        .iter()
+        .map(|level| {
+            mapped
+                .iter()
+                .find(|(original, _)| original == level)
+                .map_or(*level, |(_, scaled)| *scaled)
+        })
+        .collect()
+}
+
+/// A `-D` that `--scale` shrinks stays at least this long (or as long as given, if shorter), so a
+/// scaled cell on a busy machine still measures more than its connection setup.
+const MIN_SCALED_DURATION: Duration = Duration::from_secs(1);
 
 /// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
 /// target, whose CA `trust_test_ca` adds to the trusted roots).
@@ -458,15 +488,30 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
     let scale = args.scale.unwrap_or(1.0);
     if let Some(measure) = args.duration {
         let warm_up = args.warm_up_time.unwrap_or_default().mul_f64(scale);
-        let measure = measure.mul_f64(scale).max(Duration::from_millis(100));
+        let floor = if scale < 1.0 {
+            measure.min(MIN_SCALED_DURATION)
+        } else {
+            Duration::ZERO
+        };
+        let measure = measure
+            .mul_f64(scale)
+            .max(floor)
+            .max(Duration::from_millis(100));
         if measure.max(warm_up) > MAX_DURATION {
             usage_bail!("--scale {scale} makes -D or --warm-up-time longer than 30 days, the longest duration accepted");
         }
         return Ok(StopRule::Duration { warm_up, measure });
     }
+    // A scaled-down count still gives every connection and stream of the cell a request, so the
+    // level's concurrency is not cut back to the count (levels stay apart).
+    let concurrency = cell.clients.saturating_mul(cell.streams);
+    let scaled_count = |n: u64| {
+        let floor = if scale < 1.0 { n.min(concurrency) } else { 0 };
+        scaled(n, scale).max(floor)
+    };
     let requests = match args.requests {
-        None => Some(scaled(DEFAULT_REQUESTS, scale)),
-        Some(Requests::Total(n)) => Some(scaled(n, scale)),
+        None => Some(scaled_count(DEFAULT_REQUESTS)),
+        Some(Requests::Total(n)) => Some(scaled_count(n)),
         Some(Requests::PerConcurrency(k)) => k
             .checked_mul(cell.clients)
             .and_then(|n| n.checked_mul(cell.streams)),
@@ -938,6 +983,16 @@ mod tests {
     }
 
     #[test]
+    fn scaled_levels_stay_distinct_and_ordered() {
+        assert_eq!(scaled_levels(&[1, 10, 100], 0.01), [1, 2, 3]);
+        assert_eq!(scaled_levels(&[4, 16, 64], 0.01), [1, 2, 3]);
+        assert_eq!(scaled_levels(&[100, 10, 1000], 0.1), [10, 1, 100]);
+        assert_eq!(scaled_levels(&[10, 10, 20], 0.01), [1, 1, 2]);
+        assert_eq!(scaled_levels(&[16000], 0.01), [160]);
+        assert_eq!(scaled_levels(&[1, 2], 10.0), [10, 20]);
+    }
+
+    #[test]
     fn scale_shrinks_counts_levels_and_durations() {
         let cli = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -971,6 +1026,30 @@ mod tests {
                 warm_up: Duration::ZERO,
                 measure: Duration::from_secs(3)
             }
+        );
+        let floored = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "-D",
+            "30s",
+            "--scale",
+            "0.01",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let plan = build(
+            &floored.load,
+            &floored.load.urls,
+            &super::cells(&floored.load)[0],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.stop,
+            StopRule::Duration {
+                warm_up: Duration::ZERO,
+                measure: MIN_SCALED_DURATION
+            },
+            "0.3 s is raised to the floor"
         );
     }
 

@@ -235,47 +235,6 @@ fn html_report_renders_in_chromium() {
 }
 
 #[test]
-fn every_scenario_runs_scaled_down_against_the_built_in_target() {
-    let configs = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
-    let mut files: Vec<_> = std::fs::read_dir(configs)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    files.sort();
-    let expected_cells = [
-        ("big-body-h1-vs-h2.toml", 9),
-        ("gin-h1-vs-h2c.toml", 2),
-        ("go-bench-parallel.toml", 6),
-        ("h1-vs-h2-multiplexing.toml", 4),
-        ("slow-handler-16000.toml", 1),
-    ];
-    assert_eq!(files.len(), expected_cells.len(), "{files:?}");
-    for (file, (name, cells)) in files.iter().zip(expected_cells) {
-        assert!(file.ends_with(name), "{file:?}");
-        let scenario = file.to_str().unwrap();
-        let run = h2load_rs(&["run", scenario, "--scale", "0.01"]);
-        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
-        assert_eq!(run.json["cells"].as_array().unwrap().len(), cells, "{name}");
-        for cell in run.json["cells"].as_array().unwrap() {
-            assert_eq!(
-                cell["requests"]["errored"], 0,
-                "{name}: {}",
-                cell["cell"]["label"]
-            );
-            assert!(
-                cell["requests"]["succeeded"].as_u64().unwrap() > 0,
-                "{name}"
-            );
-        }
-        assert!(
-            run.output.stderr.contains(&format!("scenario {scenario}:")),
-            "{name}: the description is shown"
-        );
-    }
-}
-
-#[test]
 fn scenario_errors_name_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.toml");
