@@ -453,16 +453,25 @@ pub struct TimelineInterval {
 }
 
 impl TimelineInterval {
-    /// Automatic lengths never exceed this (the default of tools like h2load and wrk2).
-    pub const MAX_AUTO: Duration = Duration::from_secs(1);
     /// A cell's timeline aims at no fewer intervals than this when the length is automatic.
     pub const MIN_INTERVALS: u32 = 10;
     /// The recording length of automatic `-n` runs, whose length is unknown in advance; the
     /// report merges neighbours up to the length that keeps [`Self::MIN_INTERVALS`].
     pub const AUTO_BASE: Duration = Duration::from_millis(10);
 
-    /// `--interval` when given; otherwise, for a timed run, the longest of 1 s, 500, 200, 100,
-    /// 50, 20 and 10 ms that gives at least [`Self::MIN_INTERVALS`] intervals, and for `-n` runs
+    /// The round lengths an automatic interval takes, longest first.
+    pub const ROUND: [Duration; 7] = [
+        Duration::from_millis(1000),
+        Duration::from_millis(500),
+        Duration::from_millis(200),
+        Duration::from_millis(100),
+        Duration::from_millis(50),
+        Duration::from_millis(20),
+        Duration::from_millis(10),
+    ];
+
+    /// `--interval` when given; otherwise, for a timed run, the longest [`Self::ROUND`] length
+    /// that gives at least [`Self::MIN_INTERVALS`] intervals, and for `-n` runs
     /// [`Self::AUTO_BASE`].
     pub fn choose(given: Option<Duration>, stop: &StopRule) -> TimelineInterval {
         if let Some(length) = given {
@@ -472,14 +481,22 @@ impl TimelineInterval {
             };
         }
         let length = match stop {
-            StopRule::Duration { measure, .. } => [1000, 500, 200, 100, 50, 20]
-                .into_iter()
-                .map(Duration::from_millis)
-                .find(|length| *length * Self::MIN_INTERVALS <= *measure)
-                .unwrap_or(Self::AUTO_BASE),
+            StopRule::Duration { measure, .. } => Self::longest_round(*measure, Self::AUTO_BASE),
             StopRule::Requests(_) => Self::AUTO_BASE,
         };
         TimelineInterval { length, auto: true }
+    }
+
+    /// The longest [`Self::ROUND`] length, a multiple of `recorded`, that cuts `period` into at
+    /// least [`Self::MIN_INTERVALS`] intervals; `recorded` itself when none does.
+    pub fn longest_round(period: Duration, recorded: Duration) -> Duration {
+        Self::ROUND
+            .into_iter()
+            .find(|length| {
+                length.as_nanos() % recorded.as_nanos().max(1) == 0
+                    && *length * Self::MIN_INTERVALS <= period
+            })
+            .unwrap_or(recorded)
     }
 }
 

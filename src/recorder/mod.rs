@@ -506,7 +506,7 @@ impl IntervalRecord {
 }
 
 /// When the interval length is chosen automatically (no `--interval`), a thread that has closed
-/// this many intervals doubles their length, merging neighbours: memory stays bounded however
+/// this many intervals makes them 2 or 5 times longer, merging neighbours: memory stays bounded however
 /// long a `-n` run takes, and the report re-buckets to its final length anyway.
 const MAX_AUTO_INTERVALS: usize = 2048;
 
@@ -553,7 +553,11 @@ impl Intervals {
         }
         self.close();
         if self.auto && self.closed.len() >= MAX_AUTO_INTERVALS {
-            self.coarsen(2);
+            // Along 1-2-10-20-100… multiples of the base, so the report can still pick a round
+            // length (10, 20, 50, 100, 200, 500 ms, 1 s) that is a multiple of this one.
+            let units = self.length.as_nanos() / TimelineInterval::AUTO_BASE.as_nanos();
+            let power_of_ten = units > 0 && 10u128.pow(units.ilog10()) == units;
+            self.coarsen(if power_of_ten { 2 } else { 5 });
         }
         let elapsed = at.saturating_duration_since(self.start).as_nanos();
         self.current = (elapsed / self.length.as_nanos().max(1)) as u64;
@@ -826,6 +830,32 @@ mod tests {
         assert_eq!(shape, [(0, 2), (1, 1), (3, 1)]);
         let histogram = crate::recorder::hdr::decode(&intervals[0].request).unwrap();
         assert_eq!(histogram.len(), 2);
+    }
+
+    #[test]
+    fn automatic_intervals_grow_instead_of_piling_up() {
+        let t0 = Instant::now();
+        let auto = TimelineInterval {
+            length: TimelineInterval::AUTO_BASE,
+            auto: true,
+        };
+        let mut rec = Recorder::new(t0, 1, auto, false);
+        // One response per 10 ms interval for 3000 intervals (30 s): past 2048 closed intervals
+        // they merge in pairs, so memory stays bounded and nothing is lost.
+        for interval in 0..3000u64 {
+            let end = t0 + Duration::from_millis(interval * 10 + 5);
+            rec.request_started(RequestStart {
+                intended: end - Duration::from_millis(1),
+                actual: end - Duration::from_millis(1),
+                sequence: 1,
+            });
+            rec.response(0, sample(end - Duration::from_millis(1), 1, 200));
+        }
+        assert_eq!(rec.intervals.length, Duration::from_millis(20));
+        let records = rec.intervals.clone().into_closed();
+        assert!(records.len() <= MAX_AUTO_INTERVALS, "{}", records.len());
+        assert_eq!(records.iter().map(|r| r.completed).sum::<u64>(), 3000);
+        assert!(records[..1000].iter().all(|r| r.completed == 2));
     }
 
     #[test]

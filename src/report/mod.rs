@@ -296,23 +296,21 @@ impl Timeline {
     /// interval at a time so memory holds one interval's histograms however long the run was.
     /// The measured period ended `elapsed` after its start: completions recorded at or after that
     /// instant (the drain's last responses) belong to the last interval, which ends there. An
-    /// automatic length is re-bucketed to the longest that keeps
+    /// automatic length is re-bucketed to the longest round one that keeps
     /// [`TimelineInterval::MIN_INTERVALS`] intervals.
     fn new(
         intervals: &crate::recorder::Intervals,
         start: std::time::SystemTime,
         elapsed: Duration,
     ) -> Timeline {
-        let mut length = intervals.length;
-        let mut factor = 1u64;
-        if intervals.auto {
-            while length * 2 <= TimelineInterval::MAX_AUTO
-                && length * 2 * TimelineInterval::MIN_INTERVALS <= elapsed
-            {
-                length *= 2;
-                factor *= 2;
-            }
-        }
+        let length = if intervals.auto {
+            TimelineInterval::longest_round(elapsed, intervals.length)
+        } else {
+            intervals.length
+        };
+        let factor = u64::try_from(length.as_nanos() / intervals.length.as_nanos().max(1))
+            .unwrap_or(1)
+            .max(1);
         let interval_s = length.as_secs_f64();
         let end_s = elapsed.as_secs_f64();
         let last = last_index(end_s, interval_s);
@@ -917,5 +915,30 @@ mod tests {
         assert_eq!(spread.max, 10.0);
         assert_eq!(spread.mean, 4.0);
         assert_eq!(spread.within_sd_pct, 75.0);
+    }
+
+    #[test]
+    fn the_last_interval_ends_at_the_measured_end() {
+        // 2.5 s in 1 s intervals: the last is [2, 2.5), half a second long.
+        assert_eq!(last_index(2.5, 1.0), 2);
+        assert!((interval_length(2, 1.0, 2.5) - 0.5).abs() < 1e-12);
+        assert_eq!(interval_length(1, 1.0, 2.5), 1.0);
+        // A 2 ms drain past 2 s is no interval of its own: it joins [1, 2.002).
+        assert_eq!(last_index(2.002, 1.0), 1);
+        assert!((interval_length(1, 1.0, 2.002) - 1.002).abs() < 1e-12);
+        // Reports from before end_s: every interval full.
+        assert_eq!(interval_length(3, 1.0, 0.0), 1.0);
+    }
+
+    #[test]
+    fn automatic_lengths_are_round_and_give_ten_intervals() {
+        let base = TimelineInterval::AUTO_BASE;
+        let ms = Duration::from_millis;
+        assert_eq!(TimelineInterval::longest_round(ms(2500), base), ms(200));
+        assert_eq!(TimelineInterval::longest_round(ms(60_000), base), ms(1000));
+        assert_eq!(TimelineInterval::longest_round(ms(150), base), ms(10));
+        assert_eq!(TimelineInterval::longest_round(ms(50), base), base);
+        // Recorded at 20 ms (a long run that coarsened): 50 ms is no multiple, 100 ms is.
+        assert_eq!(TimelineInterval::longest_round(ms(1200), ms(20)), ms(100));
     }
 }

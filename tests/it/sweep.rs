@@ -26,6 +26,63 @@ fn sweep(dir: &Path) -> Run {
     ])
 }
 
+/// One series of an SVG chart as the page draws it.
+#[derive(Debug)]
+struct DrawnSeries {
+    name: String,
+    /// Points in its path (`M`/`L` commands), or 1 for a marker.
+    points: usize,
+    /// Whether it is a lone point drawn as a circle.
+    marker: bool,
+}
+
+/// The series of chart `id` in `html`, read from the SVG (not from the `data-points` claim).
+fn drawn_series(html: &str, id: &str) -> Vec<DrawnSeries> {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("chart {id}"));
+    let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+    svg.split("<g class=\"series\" ")
+        .skip(1)
+        .map(|group| {
+            let group = &group[..group.find("</g>").unwrap()];
+            let name = group
+                .split("data-series=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap()
+                .to_owned();
+            let claimed: usize = group
+                .split("data-points=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            let marker = group.contains("<circle class=\"marker\"");
+            let points = if marker {
+                1
+            } else {
+                let d = group
+                    .split(" d=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                d.matches(['M', 'L']).count()
+            };
+            assert_eq!(points, claimed, "{id}/{name}: {group}");
+            assert_eq!(marker, points == 1, "{id}/{name}: a lone point is a marker");
+            DrawnSeries {
+                name,
+                points,
+                marker,
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,6 +193,35 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
             );
         }
     }
+    // Every chart draws every data point: 3 levels per protocol, a curve per cell, and each cell's
+    // timeline interval by interval (the automatic interval gives short cells several).
+    let throughput = drawn_series(&html, "throughput");
+    assert_eq!(
+        throughput
+            .iter()
+            .map(|s| (s.name.as_str(), s.points))
+            .collect::<Vec<_>>(),
+        [("h1", 3), ("h2c", 3)]
+    );
+    let latency = drawn_series(&html, "latency");
+    assert_eq!(latency.len(), 6);
+    assert!(latency.iter().all(|s| s.points >= 10), "{latency:?}");
+    let timeline = drawn_series(&html, "timeline");
+    assert_eq!(timeline.len(), 6);
+    for (series, cell) in timeline.iter().zip(cells) {
+        assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
+        let intervals = cell["timeline"]["intervals"].as_array().unwrap();
+        assert_eq!(series.points, intervals.len(), "{}", series.name);
+        let elapsed = cell["elapsed_s"].as_f64().unwrap();
+        if elapsed >= 0.1 {
+            assert!(
+                series.points >= 5 && !series.marker,
+                "{}: {} intervals in {elapsed} s",
+                series.name,
+                series.points
+            );
+        }
+    }
     let hgrm_files = std::fs::read_dir(dir.path().join("hgrm")).unwrap().count();
     assert_eq!(hgrm_files, 6 * 3);
     let distribution =
@@ -196,6 +282,11 @@ fn html_report_renders_in_chromium() {
     assert_eq!(series_in("throughput"), 3, "one line per protocol");
     assert_eq!(series_in("latency"), 6, "one curve per cell");
     assert_eq!(series_in("timeline"), 6, "one timeline per cell");
+    // Each series is drawn: a line through its points, or a marker for a lone point.
+    for chart in ["throughput", "latency", "timeline"] {
+        let drawn = drawn_series(&dom, chart);
+        assert!(drawn.iter().all(|s| s.points >= 1), "{chart}: {drawn:?}");
+    }
 
     let shot = dir.path().join("shot.png");
     let shot_flag = format!("--screenshot={}", shot.display());
