@@ -278,18 +278,31 @@ fn pooled(groups: &[(usize, &Spread)]) -> Spread {
 
 /// Lines timelines up by wall-clock interval and adds them.
 fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
-    let interval_s = parts[0].timeline.interval_s;
-    if parts
+    // Automatic lengths may differ between runs (each picked its own): the merge takes the
+    // longest, provided every other divides it, and re-buckets the shorter ones.
+    let interval_s = parts
         .iter()
-        .any(|part| (part.timeline.interval_s - interval_s).abs() > 1e-9)
-    {
-        usage_bail!(
-            "the reports use different --interval lengths, so their timelines cannot be merged"
-        );
-    }
+        .map(|part| part.timeline.interval_s)
+        .fold(0.0, f64::max);
     let interval_ms = (interval_s * 1000.0).max(1.0);
-    let absolute = |part: &Summary, index: u64| {
-        (part.timeline.start_unix_ms as f64 / interval_ms).round() as i64 + index as i64
+    let factors = parts
+        .iter()
+        .map(|part| {
+            let ratio = interval_s / part.timeline.interval_s;
+            (ratio.is_finite() && (ratio - ratio.round()).abs() < 1e-6)
+                .then(|| (ratio.round() as i64).max(1))
+        })
+        .collect::<Option<Vec<i64>>>();
+    let Some(factors) = factors else {
+        usage_bail!(
+            "the reports use --interval lengths that do not divide each other, so their timelines cannot be merged"
+        );
+    };
+    // A part's interval `index` in the merged timeline's units, counted from the Unix epoch.
+    let absolute = |part: &Summary, factor: i64, index: u64| {
+        let part_ms = (part.timeline.interval_s * 1000.0).max(1.0);
+        ((part.timeline.start_unix_ms as f64 / part_ms).round() as i64 + index as i64)
+            .div_euclid(factor)
     };
     let start_unix_ms = parts
         .iter()
@@ -298,7 +311,7 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
         .unwrap_or(0);
     let first = (start_unix_ms as f64 / interval_ms).round() as i64;
     let mut by_interval: BTreeMap<i64, IntervalSums> = BTreeMap::new();
-    for part in parts {
+    for (part, factor) in parts.iter().zip(factors) {
         for interval in &part.timeline.intervals {
             let decode = |text: &str| {
                 base64::engine::general_purpose::STANDARD
@@ -307,7 +320,7 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
             };
             let service = interval.service_hdr.as_deref().map(decode).transpose()?;
             by_interval
-                .entry(absolute(part, interval.index))
+                .entry(absolute(part, factor, interval.index))
                 .or_default()
                 .add(
                     interval.completed,

@@ -54,7 +54,7 @@ fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
     assert_eq!(rows.len(), intervals.len(), "{csv}");
     for (row, interval) in rows.iter().zip(intervals).skip(1) {
         let json_rate = interval["requests_per_s"].as_f64().unwrap();
-        let csv_rate: f64 = row[7].parse().unwrap();
+        let csv_rate: f64 = row[6].parse().unwrap();
         assert!((csv_rate - json_rate).abs() < 0.1, "{csv}");
         assert!(
             (json_rate - 1000.0).abs() <= 30.0,
