@@ -129,7 +129,10 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         .map(|path| report::merge::load(path))
         .collect::<Result<Vec<_>>>()?;
     let document = report::merge::merge(documents)?;
-    outln!("merged {} reports", args.results.len());
+    outln!(
+        "merged {}",
+        report::counted(args.results.len() as u64, "report")
+    );
     for cell in &document.cells {
         if document.cells.len() > 1 {
             outln!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);

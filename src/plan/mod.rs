@@ -365,7 +365,9 @@ pub fn build(
     if let StopRule::Requests(n) = stop {
         if n < cell.clients {
             notes.push(format!(
-                "-n {n} is less than -c {clients}: only {n} connections can carry a request, so {n} are opened"
+                "-n {n} is less than -c {clients}: only {} can carry a request, so only {} opened",
+                crate::report::counted(n, "connection"),
+                if n == 1 { "it is" } else { "they are" }
             ));
             clients = n as usize;
         }
@@ -373,7 +375,9 @@ pub fn build(
     let mut threads = to_usize(args.threads, "-t")?;
     if threads > clients {
         notes.push(format!(
-            "-t {threads} is more than the {clients} connections: using {clients} threads"
+            "-t {threads} is more than the {}: using {}",
+            crate::report::counted(clients as u64, "connection"),
+            crate::report::counted(clients as u64, "thread")
         ));
         threads = clients;
     }

@@ -342,12 +342,12 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 .line {{ fill: none; stroke-width: 2; }}
 </style></head><body>
 <h1>h2load-rs {version}</h1>
-<p>{cells} cell(s) against {target}</p>
+<p>{cells} against {target}</p>
 {table}
 {throughput}{latency}{timeline}</body></html>
 "#,
         version = escape(&document.tool.version),
-        cells = document.cells.len(),
+        cells = crate::report::counted(document.cells.len() as u64, "cell"),
         target = escape(&target),
         table = table,
         throughput = chart(
