@@ -55,13 +55,7 @@ fn completions_and_manual_come_from_the_option_definitions() {
 fn a_closed_stdout_does_not_lose_the_exports() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let mut child = Command::new(BIN)
-        .args(["-n", "200", "--json", json.to_str().unwrap(), &url("/ping")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["-n", "200", "--json", json.to_str().unwrap(), &url("/ping")]);
     // Like `| head -0`: the reader is gone before the report is printed.
     drop(child.stdout.take());
     let mut stderr = String::new();
@@ -79,16 +73,21 @@ fn a_closed_stdout_does_not_lose_the_exports() {
     assert_eq!(report["cells"][0]["requests"]["succeeded"], 200);
 }
 
-/// Runs h2load-rs with `args` and both its stdout and stderr closed before it writes anything (as
-/// `2>&1 | head -0`): the exit status it returns.
-fn status_with_closed_output(args: &[&str]) -> Option<i32> {
-    let mut child = Command::new(BIN)
+/// Starts h2load-rs with `args`, its stdout and stderr piped to this test.
+fn spawn_piped(args: &[&str]) -> Child {
+    Command::new(BIN)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs h2load-rs with `args` and both its stdout and stderr closed before it writes anything (as
+/// `2>&1 | head -0`): the exit status it returns.
+fn status_with_closed_output(args: &[&str]) -> Option<i32> {
+    let mut child = spawn_piped(args);
     drop(child.stdout.take());
     drop(child.stderr.take());
     child.wait().unwrap().code()
