@@ -397,10 +397,35 @@ fn rate_lists_are_told_apart_in_every_export() {
         &path("table.csv"),
         "--markdown",
         &path("table.md"),
+        "--html",
+        &path("report.html"),
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let cells = run.json["cells"].as_array().unwrap();
     let rates = [500.0, 2000.0];
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let throughput: Vec<(String, usize, bool)> = drawn_series(&html, "throughput")
+        .into_iter()
+        .map(|s| (s.name, s.points, s.marker))
+        .collect();
+    assert_eq!(
+        throughput,
+        [
+            ("h1 rate=500".to_owned(), 1, true),
+            ("h1 rate=2000".to_owned(), 1, true)
+        ],
+        "one marker per rate, not a line through both"
+    );
+    let timeline = drawn_series(&html, "timeline");
+    for (series, cell) in timeline.iter().zip(cells) {
+        assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
+        // -D 1s picks 100 ms intervals: 10 of them.
+        assert_eq!(series.points, 10, "{}", series.name);
+        assert_eq!(
+            series.points,
+            cell["timeline"]["intervals"].as_array().unwrap().len()
+        );
+    }
     for (index, (cell, rate)) in cells.iter().zip(rates).enumerate() {
         let label = format!("h1 c=4 m=1 rate={rate}");
         assert_eq!(cell["cell"]["label"], label.as_str());

@@ -232,20 +232,36 @@ fn escape(text: &str) -> String {
 
 /// The whole page.
 pub fn render(document: &Document) -> String {
-    let mut protocols: Vec<&str> = Vec::new();
+    // One throughput line per protocol, and per rate when the cells ran at different rates (a
+    // line through two rates at one concurrency would say nothing).
+    let rates_vary = document
+        .cells
+        .iter()
+        .any(|cell| cell.cell.rate != document.cells[0].cell.rate);
+    let mut lines: Vec<(&str, Option<f64>)> = Vec::new();
     for cell in &document.cells {
-        if !protocols.contains(&cell.cell.protocol.as_str()) {
-            protocols.push(&cell.cell.protocol);
+        let key = (
+            cell.cell.protocol.as_str(),
+            cell.cell.rate.filter(|_| rates_vary),
+        );
+        if !lines.contains(&key) {
+            lines.push(key);
         }
     }
-    let throughput: Vec<Series> = protocols
+    let throughput: Vec<Series> = lines
         .iter()
-        .map(|protocol| Series {
-            name: protocol.to_string(),
+        .map(|(protocol, rate)| Series {
+            name: match rate {
+                Some(rate) => format!("{protocol} rate={rate}"),
+                None => protocol.to_string(),
+            },
             points: document
                 .cells
                 .iter()
-                .filter(|cell| cell.cell.protocol == *protocol)
+                .filter(|cell| {
+                    cell.cell.protocol == *protocol
+                        && cell.cell.rate.filter(|_| rates_vary) == *rate
+                })
                 .map(|cell| {
                     (
                         (cell.cell.clients * cell.cell.streams) as f64,
