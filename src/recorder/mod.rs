@@ -506,8 +506,8 @@ impl IntervalRecord {
 }
 
 /// When the interval length is chosen automatically (no `--interval`), a thread that has closed
-/// this many intervals makes them 2 or 5 times longer, merging neighbours: memory stays bounded however
-/// long a `-n` run takes, and the report re-buckets to its final length anyway.
+/// this many intervals makes them 2 or 5 times longer, merging neighbours: memory stays bounded
+/// however long a `-n` run takes, and the report re-buckets to its final length anyway.
 const MAX_AUTO_INTERVALS: usize = 2048;
 
 /// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:

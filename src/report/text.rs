@@ -246,18 +246,31 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
                 in_flight.mean, rate.requested_per_s
             )?;
         } else {
-            let service_max = s
-                .latency
-                .service
-                .as_ref()
-                .map_or(0, |service| service.percentiles.max);
+            let (service_p50, service_max) = s.latency.service.as_ref().map_or((0, 0), |service| {
+                (service.percentiles.p50, service.percentiles.max)
+            });
+            // A stall: some responses took far longer than the usual one, and long enough to
+            // matter (the same 100 ms a user notices).
+            let stalled = service_max >= 100_000 && service_max >= 10 * service_p50;
+            let reason = if stalled {
+                format!(
+                    "because responses stalled (service time max {} against a median of {}), holding requests back",
+                    format_micros(service_max as f64),
+                    format_micros(service_p50 as f64)
+                )
+            } else {
+                format!(
+                    "nor for stalls (service time max {}): the generator itself may be the limit \
+                     ({:.0}% CPU of one core; try more -t)",
+                    format_micros(service_max as f64),
+                    s.generator_cpu_percent
+                )
+            };
             writeln!(
                 out,
                 "  the rate was not sustained, though on average only {:.1} of the {can_be} were: \
-                 not for lack of concurrency but because responses stalled (service time max {}), \
-                 holding requests back",
-                in_flight.mean,
-                format_micros(service_max as f64)
+                 not for lack of concurrency but {reason}",
+                in_flight.mean
             )?;
         }
     }
