@@ -339,12 +339,13 @@ fn inactivity_timeout_closes_silent_connections() {
 
 #[test]
 fn client_side_closes_are_told_from_the_servers() {
-    // -T 100ms over 1 s: each of 2 connections is closed by the client about 10 times.
+    // -T 100ms over 1 s: each of 2 connections is closed by the client about 10 times (fewer
+    // when a busy machine slows the reconnections).
     let run = h2load_rs(&["--h1", "-c", "2", "-D", "1s", "-T", "100ms", &url("/ping")]);
     let opened = run.int("connections/opened");
     let by_client = run.int("connections/closed_by_client");
     assert!(
-        (14..=24).contains(&by_client),
+        (10..=24).contains(&by_client),
         "{by_client} closes by the client"
     );
     assert!(
