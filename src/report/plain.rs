@@ -58,7 +58,7 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         let by_server = reconnections - by_client;
         let why = match (by_client, by_server) {
             (0, _) => "the server closed them or they failed".to_owned(),
-            (_, 0) => "the client closed them itself on its own timeouts, -T, -N or the request timeout; not the server".to_owned(),
+            (_, 0) => "the client closed them itself when one of its timeouts ran out: -T, -N or --request-timeout; not the server".to_owned(),
             _ => format!(
                 "{by_client} closed by the client itself on a timeout, {by_server} by the server or a failure"
             ),

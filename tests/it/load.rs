@@ -355,7 +355,7 @@ fn client_side_closes_are_told_from_the_servers() {
     let replaced = opened - 2;
     assert!(
         run.output.stdout.contains(&format!(
-            "connections were replaced {replaced} times (the client closed them itself on its own timeouts"
+            "connections were replaced {replaced} times (the client closed them itself when one of its timeouts ran out"
         )),
         "{}",
         run.output.stdout
