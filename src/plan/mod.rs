@@ -65,7 +65,7 @@ pub enum Negotiation {
 }
 
 /// `c=10 m=1`, with ` rate=500` when paced: a cell's concurrency and pacing, as labels show them.
-pub fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -> String {
+pub(crate) fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -> String {
     match rate {
         Some(rate) => format!("c={clients} m={streams} rate={rate}"),
         None => format!("c={clients} m={streams}"),
@@ -75,7 +75,7 @@ pub fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -> Strin
 impl RunPlan {
     /// `h2c c=10 m=1`, with ` rate=500` when paced: the settings that tell the cells of a sweep
     /// apart, for headings, the progress bar, the charts and the exports.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!(
             "{} {}",
             self.protocol_label(),
@@ -458,13 +458,13 @@ pub struct TimelineInterval {
 
 impl TimelineInterval {
     /// A cell's timeline aims at no fewer intervals than this when the length is automatic.
-    pub const MIN_INTERVALS: u32 = 10;
+    pub(crate) const MIN_INTERVALS: u32 = 10;
     /// The recording length of automatic `-n` runs, whose length is unknown in advance; the
     /// report merges neighbours up to the length that keeps [`Self::MIN_INTERVALS`].
-    pub const AUTO_BASE: Duration = Duration::from_millis(10);
+    pub(crate) const AUTO_BASE: Duration = Duration::from_millis(10);
 
     /// The round lengths an automatic interval takes, longest first.
-    pub const ROUND: [Duration; 7] = [
+    pub(crate) const ROUND: [Duration; 7] = [
         Duration::from_millis(1000),
         Duration::from_millis(500),
         Duration::from_millis(200),
@@ -477,7 +477,7 @@ impl TimelineInterval {
     /// `--interval` when given; otherwise, for a timed run, the longest [`Self::ROUND`] length
     /// that gives at least [`Self::MIN_INTERVALS`] intervals, and for `-n` runs
     /// [`Self::AUTO_BASE`].
-    pub fn choose(given: Option<Duration>, stop: &StopRule) -> TimelineInterval {
+    pub(crate) fn choose(given: Option<Duration>, stop: &StopRule) -> TimelineInterval {
         if let Some(length) = given {
             return TimelineInterval {
                 length,
@@ -493,7 +493,7 @@ impl TimelineInterval {
 
     /// The longest [`Self::ROUND`] length, a multiple of `recorded`, that cuts `period` into at
     /// least [`Self::MIN_INTERVALS`] intervals; `recorded` itself when none does.
-    pub fn longest_round(period: Duration, recorded: Duration) -> Duration {
+    pub(crate) fn longest_round(period: Duration, recorded: Duration) -> Duration {
         Self::ROUND
             .into_iter()
             .find(|length| {

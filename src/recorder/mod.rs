@@ -174,11 +174,11 @@ struct ClientSlot {
 /// mean, which tells a rate that the concurrency could not carry (in flight at the limit most of
 /// the time) from one that slow responses held up for a while (stalls).
 #[derive(Debug, Clone, Copy)]
-pub struct InFlightMeter {
+pub(crate) struct InFlightMeter {
     count: u64,
     since: Instant,
     /// Requests × seconds in flight so far.
-    pub integral: f64,
+    pub(crate) integral: f64,
 }
 
 impl InFlightMeter {
@@ -221,7 +221,7 @@ pub struct Recorder {
     /// Connection attempts that failed.
     pub connections_failed: u64,
     /// Established connections the client closed itself because of a timeout.
-    pub connections_closed_by_client: u64,
+    pub(crate) connections_closed_by_client: u64,
     /// The first connection-level error, worded for the user.
     pub first_error: Option<String>,
     /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
@@ -242,7 +242,7 @@ pub struct Recorder {
     /// HTTP/2 stream resets by error code.
     pub stream_reset_codes: std::collections::BTreeMap<u32, u64>,
     /// Measured requests in flight over time.
-    pub in_flight: InFlightMeter,
+    pub(crate) in_flight: InFlightMeter,
 }
 
 impl Recorder {
@@ -517,7 +517,7 @@ pub struct Intervals {
     /// Interval length.
     pub length: Duration,
     /// Whether the length was chosen automatically, so it may grow (see [`MAX_AUTO_INTERVALS`]).
-    pub auto: bool,
+    pub(crate) auto: bool,
     start: Instant,
     current: u64,
     ends_at: Instant,
