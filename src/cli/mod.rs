@@ -186,8 +186,9 @@ pub struct LoadArgs {
     pub rps: Option<f64>,
 
     /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
-    #[arg(long = "interval", value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
-    pub interval: Duration,
+    /// Default: chosen per cell for at least 10 intervals, at most 1s.
+    #[arg(long = "interval", value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
 
     /// Run for this long instead of a request count (e.g. 10s, 1m). Every duration flag takes at most
     /// 30 days (720h), also after --scale.
@@ -325,7 +326,9 @@ pub struct LoadArgs {
     pub watch_pid: Vec<u32>,
 
     /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario
-    /// small), 0.000001..=1000; the results must stay within each flag's limit.
+    /// small), 0.000001..=1000; the results must stay within each flag's limit. Scaled down, levels
+    /// stay distinct and in order (-c 1,10,100 at 0.01 is 1,2,3), -n keeps one request per
+    /// connection and stream, and -D stays at least 1s.
     #[arg(long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
     pub scale: Option<f64>,
 

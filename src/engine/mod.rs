@@ -224,6 +224,14 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// Records that the client closed this connection itself (a timeout), not the server.
+    pub fn closed_by_client(&self) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .connections_closed_by_client += 1;
+    }
+
     /// Records the protocol this connection settled on.
     pub fn note_protocol(&self, protocol: Protocol) {
         self.conn.protocol.set(Some(protocol));

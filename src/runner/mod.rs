@@ -209,7 +209,7 @@ async fn control(
                 if interrupted || count > 1 {
                     std::process::exit(i32::from(signals::received().map_or(1, Signal::exit_code)));
                 }
-                eprintln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
+                errln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
                 interrupted = true;
                 budget.stop();
                 let by = Instant::now() + drain;

@@ -78,7 +78,7 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
             Ok((stream, _)) => stream,
             Err(error) => {
                 // Out of descriptors and similar: wait for connections to close instead of spinning.
-                eprintln!("h2load-rs serve: accept failed: {error}");
+                errln!("h2load-rs serve: accept failed: {error}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }

@@ -99,6 +99,18 @@ fn reset_mid_response_is_counted_as_reset() {
         5,
         "each reset connection is replaced"
     );
+    assert_eq!(
+        run.int("connections/closed_by_client"),
+        0,
+        "the server reset them, not the client"
+    );
+    assert!(
+        run.output
+            .stdout
+            .contains("connections were replaced 4 times (the server closed them or they failed)"),
+        "{}",
+        run.output.stdout
+    );
     assert!(
         run.output.stderr.contains("Connection reset by peer"),
         "{}",
