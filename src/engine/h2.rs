@@ -347,7 +347,7 @@ impl<'t> H2Session<'t> {
                 // Stream ids are spent: finish what is open, then reconnect.
                 return self.streams.is_empty().then_some(Progress::Reconnect);
             }
-            let start = match ledger.next_request() {
+            let mut start = match ledger.next_request() {
                 Slot::Now(start) => start,
                 Slot::At(time) => {
                     self.wake = Some(time);
@@ -362,7 +362,8 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            self.write_headers(id, out.bytes());
+            let path = self.paths.pick(&mut start, self.template.paths.len());
+            self.write_headers(id, path, out.bytes());
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
             self.track_start(id, start.actual);
@@ -374,12 +375,11 @@ impl<'t> H2Session<'t> {
     }
 
     /// Appends the request's HEADERS (and CONTINUATION, if the block exceeds the server's frame size).
-    fn write_headers(&mut self, id: u32, out: &mut Vec<u8>) {
+    fn write_headers(&mut self, id: u32, path: usize, out: &mut Vec<u8>) {
         let template = self.template;
         let head_at = out.len();
         out.extend_from_slice(&[0; frame::HEADER_LEN]);
         self.encoder.begin_block(out);
-        let path = self.paths.next(template.paths.len());
         for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
             self.encoder.encode(out, slot, field);
         }
@@ -755,10 +755,18 @@ impl<'t> H2Session<'t> {
                 let code =
                     read_u32(payload).ok_or_else(|| Failure::protocol("short RST_STREAM"))?;
                 if let Some(stream) = self.streams.remove(&head.stream) {
-                    ledger.note_error(|| {
-                        format!("the server reset a stream ({})", error_code_name(code))
-                    });
-                    ledger.fail_stream_reset(stream.start, code);
+                    // A refused stream was never processed (RFC 9113 §8.7): it goes again.
+                    if code == frame::REFUSED_STREAM
+                        && ledger.retry(stream.start, ErrorKind::Refused)
+                    {
+                        // Even when the budget is spent, this connection can send it.
+                        self.budget_spent = false;
+                    } else {
+                        ledger.note_error(|| {
+                            format!("the server reset a stream ({})", error_code_name(code))
+                        });
+                        ledger.fail_stream_reset(stream.start, code);
+                    }
                 }
                 Ok(())
             }
@@ -995,8 +1003,9 @@ impl<'t> H2Session<'t> {
         self.count_control(out)
     }
 
-    /// GOAWAY: streams above the last one the server will process were never processed; they fail
-    /// (not retried silently), and no new stream opens on this connection.
+    /// GOAWAY: streams above the last one the server will process were never processed (RFC 9113
+    /// §6.8); they go again on another connection (they fail with `--no-retry`), and no new
+    /// stream opens on this one.
     fn on_goaway(&mut self, payload: &[u8], ledger: &Ledger<'_>) -> Result<(), Failure> {
         let last =
             read_u32(payload).ok_or_else(|| Failure::protocol("short GOAWAY"))? & 0x7fff_ffff;
@@ -1025,7 +1034,9 @@ impl<'t> H2Session<'t> {
             .collect();
         for id in unprocessed {
             if let Some(stream) = self.streams.remove(&id) {
-                ledger.fail(stream.start, ErrorKind::Goaway);
+                if !ledger.retry(stream.start, ErrorKind::Goaway) {
+                    ledger.fail(stream.start, ErrorKind::Goaway);
+                }
             }
         }
         Ok(())

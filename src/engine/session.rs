@@ -125,7 +125,7 @@ impl<'t> AnySession<'t> {
         match self {
             AnySession::H1(session) => session.on_eof(at, ledger),
             AnySession::H2(session) => session.on_eof(),
-            AnySession::Upgrade(session) => session.on_eof(),
+            AnySession::Upgrade(session) => session.on_eof(ledger),
         }
     }
 

@@ -87,7 +87,9 @@ impl<'t> UpgradeSession<'t> {
         }
         self.wake = None;
         match ledger.next_request() {
-            Slot::Now(start) => {
+            Slot::Now(mut start) => {
+                // The upgrade request asks for the first path, whichever a retried request had.
+                start.path = 0;
                 out.bytes().extend_from_slice(&self.template.head);
                 if !self.template.body.is_empty() {
                     out.push_body(&self.template.body);
@@ -156,7 +158,15 @@ impl<'t> UpgradeSession<'t> {
         Ok(Upgraded::To(AnySession::H2(Box::new(h2)), head_len))
     }
 
-    pub(crate) fn on_eof(&mut self) -> Result<(), Failure> {
+    /// The server closed without answering: an idempotent upgrade request goes again, like an
+    /// HTTP/1.1 request left unanswered.
+    pub(crate) fn on_eof(&mut self, ledger: &Ledger<'_>) -> Result<(), Failure> {
+        if let Some(start) = self.sent.filter(|_| self.h1.idempotent) {
+            if ledger.retry(start, ErrorKind::Closed) {
+                self.sent = None;
+                return Ok(());
+            }
+        }
         Err(Failure::new(
             ErrorKind::Closed,
             "the server closed the connection in answer to the h2c upgrade",

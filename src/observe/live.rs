@@ -106,6 +106,8 @@ mod tests {
                     intended: t0,
                     actual: t0,
                     sequence: 1,
+                    path: 0,
+                    retries: 0,
                 };
                 let end = t0 + Duration::from_millis(millis);
                 recorder.response(

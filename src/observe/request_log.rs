@@ -156,6 +156,8 @@ mod tests {
             intended: sent,
             actual: sent,
             sequence,
+            path: 0,
+            retries: 0,
         };
         log.record(Entry {
             start: start(3),

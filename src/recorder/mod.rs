@@ -41,8 +41,10 @@ pub enum ErrorKind {
     Tls,
     /// The connection was reset (TCP RST) before the response completed.
     Reset,
-    /// The server's GOAWAY left the request unprocessed (it is not retried).
+    /// The server's GOAWAY left the request unprocessed, on every attempt (or with `--no-retry`).
     Goaway,
+    /// The server refused the request's HTTP/2 stream (REFUSED_STREAM) on every attempt.
+    Refused,
     /// The server reset the request's HTTP/2 stream (its code is counted too).
     StreamReset,
     /// The generator ran out of file descriptors (EMFILE/ENFILE).
@@ -51,7 +53,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -60,6 +62,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Reset,
         ErrorKind::Goaway,
+        ErrorKind::Refused,
         ErrorKind::StreamReset,
         ErrorKind::Protocol,
     ];
@@ -75,6 +78,7 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::Reset => "reset",
             ErrorKind::Goaway => "goaway",
+            ErrorKind::Refused => "refused",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
         }
@@ -136,6 +140,45 @@ pub struct RequestStart {
     pub actual: Instant,
     /// The request's number on its connection, from 1.
     pub sequence: u32,
+    /// Which of the plan's paths it asks for.
+    pub path: u32,
+    /// How often it was sent again because the server had not processed it (0: first attempt).
+    pub retries: u8,
+}
+
+/// Requests sent again because the server provably never processed them, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Retried {
+    /// Streams above a GOAWAY's last stream id.
+    pub goaway: u64,
+    /// Streams reset with REFUSED_STREAM.
+    pub refused: u64,
+    /// Idempotent HTTP/1.1 requests left unanswered when the server closed the connection.
+    pub closed: u64,
+}
+
+impl Retried {
+    /// Every retry, whatever its reason.
+    pub fn total(&self) -> u64 {
+        self.goaway + self.refused + self.closed
+    }
+
+    /// Counts one retry for `kind` (goaway, refused or closed).
+    fn count(&mut self, kind: ErrorKind) {
+        match kind {
+            ErrorKind::Goaway => self.goaway += 1,
+            ErrorKind::Refused => self.refused += 1,
+            _ => self.closed += 1,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Retried {
+    fn add_assign(&mut self, other: Retried) {
+        self.goaway += other.goaway;
+        self.refused += other.refused;
+        self.closed += other.closed;
+    }
 }
 
 impl std::ops::AddAssign for RequestCounters {
@@ -182,6 +225,8 @@ pub struct Recorder {
     pub ttfb: Histogram<u64>,
     /// Request counters.
     pub counters: RequestCounters,
+    /// Requests sent again, by reason (each still counts once in `counters`).
+    pub retried: Retried,
     /// Responses by status class: 1xx..5xx (index 0..4).
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
@@ -221,6 +266,7 @@ impl Recorder {
             connect: new_histogram(),
             ttfb: new_histogram(),
             counters: RequestCounters::default(),
+            retried: Retried::default(),
             status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
@@ -292,6 +338,12 @@ impl Recorder {
         if self.is_measured(start.intended) {
             self.counters.started += 1;
         }
+    }
+
+    /// A request sent at or after the measure start goes out again: the server never processed it
+    /// (`kind`: goaway, refused or closed).
+    pub fn request_retried(&mut self, kind: ErrorKind) {
+        self.retried.count(kind);
     }
 
     /// A response completed on `slot`.
@@ -387,6 +439,7 @@ impl Recorder {
             .expect("histograms share bounds");
         self.ttfb.add(&other.ttfb).expect("histograms share bounds");
         self.counters += other.counters;
+        self.retried += other.retried;
         for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
             *mine += theirs;
         }
@@ -611,6 +664,8 @@ mod tests {
                 intended: start,
                 actual: start,
                 sequence: 1,
+                path: 0,
+                retries: 0,
             },
             first_byte: end,
             end,
@@ -627,6 +682,8 @@ mod tests {
                 intended: t0,
                 actual: t0,
                 sequence: 1,
+                path: 0,
+                retries: 0,
             });
             rec.response(0, sample(t0, 5, status));
         }
@@ -634,6 +691,8 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
         });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
@@ -660,6 +719,8 @@ mod tests {
             intended: t0,
             actual: t0 + Duration::from_millis(500),
             sequence: 1,
+            path: 0,
+            retries: 0,
         };
         let end = start.actual + Duration::from_millis(10);
         rec.response(
@@ -696,6 +757,8 @@ mod tests {
                 intended: end - Duration::from_millis(50),
                 actual: end - Duration::from_millis(50),
                 sequence: 1,
+                path: 0,
+                retries: 0,
             };
             rec.response(
                 0,
@@ -722,6 +785,8 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
         });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, RunPlan, StopRule};
 use crate::recorder::hdr;
-use crate::recorder::RequestCounters;
+use crate::recorder::{RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 
@@ -406,6 +406,10 @@ pub struct Requests {
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped.
     pub in_flight_at_stop: u64,
+    /// Requests sent again because the server never processed them, by reason (each counts
+    /// once above, as what finally happened).
+    #[serde(default)]
+    pub retried: Retried,
 }
 
 /// Responses by status class.
@@ -623,6 +627,7 @@ impl Summary {
                 counters,
                 never_sent: outcome.never_sent,
                 in_flight_at_stop: outcome.in_flight_at_stop,
+                retried: recorder.retried,
             },
             status_codes: StatusCodes {
                 informational,
