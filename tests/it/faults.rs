@@ -79,15 +79,26 @@ fn closing_after_n_requests_reconnects_without_errors() {
     assert_eq!(run.int("requests/succeeded"), 9);
     assert_eq!(run.int("connections/opened"), 3);
     assert!(errors(&run).is_empty());
-    // Pipelined requests behind the closing response are lost, and counted, never retried.
+    // Pipelined GETs behind the closing response were never answered: they go again.
     let piped = faulty("close-after=3", &["--h1", "-m", "4", "-n", "8"]);
+    assert_consistent(&piped, "close-after=3 -m 4");
+    assert_eq!(piped.int("requests/succeeded"), 8);
+    assert_eq!(piped.int("requests/started"), 8);
+    assert!(errors(&piped).is_empty());
+    // Connection 1 answers 3 of 4 (1 again), 2 answers 3 of 4 (1 again), 3 answers the last 2.
+    assert_eq!(piped.int("requests/retried/closed"), 2);
+    // h2load's accounting: they are lost, and counted.
+    let counted = faulty(
+        "close-after=3",
+        &["--h1", "-m", "4", "-n", "8", "--no-retry"],
+    );
     let (succeeded, errored) = (
-        piped.int("requests/succeeded"),
-        piped.int("requests/errored"),
+        counted.int("requests/succeeded"),
+        counted.int("requests/errored"),
     );
     assert_eq!(succeeded + errored, 8);
     assert!((5..=6).contains(&succeeded), "{succeeded}");
-    assert_eq!(errors(&piped), [("closed".to_owned(), errored)]);
+    assert_eq!(errors(&counted), [("closed".to_owned(), errored)]);
 }
 
 #[test]
@@ -139,17 +150,40 @@ fn stalls_and_unread_sockets_end_in_timeouts() {
 }
 
 #[test]
-fn goaway_lets_processed_streams_finish_and_fails_the_rest() {
+fn goaway_lets_processed_streams_finish_and_sends_the_rest_again() {
     let graceful = faulty("goaway-after=3", &["--proto", "h2c", "-n", "9"]);
     assert_eq!(graceful.int("requests/succeeded"), 9);
     assert_eq!(graceful.int("connections/opened"), 3);
+    assert_eq!(graceful.int("requests/retried/goaway"), 0);
+    // Streams 1, 3, 5 answered, 7 above the GOAWAY's last id: sent again on the next connection,
+    // twice, and the run ends with all 8 answered, 8 started.
     let piped = faulty("goaway-after=3", &["--proto", "h2c", "-m", "4", "-n", "8"]);
-    assert_eq!(piped.int("requests/succeeded"), 6);
-    assert_eq!(
-        errors(&piped),
-        [("goaway".to_owned(), 2)],
-        "streams above the last id are not retried"
+    assert_consistent(&piped, "goaway-after=3 -m 4");
+    assert_eq!(piped.int("requests/succeeded"), 8);
+    assert_eq!(piped.int("requests/started"), 8);
+    assert_eq!(errors(&piped), []);
+    assert_eq!(piped.int("requests/retried/goaway"), 2);
+    assert_eq!(piped.int("connections/opened"), 3);
+    assert!(
+        piped
+            .output
+            .stdout
+            .contains("retried: 2 (not processed by the server: goaway 2, refused 0, closed 0)\n"),
+        "{}",
+        piped.output.stdout
     );
+    let counted = faulty(
+        "goaway-after=3",
+        &["--proto", "h2c", "-m", "4", "-n", "8", "--no-retry"],
+    );
+    assert_eq!(counted.int("requests/succeeded"), 6);
+    assert_eq!(
+        errors(&counted),
+        [("goaway".to_owned(), 2)],
+        "h2load's accounting: streams above the last id fail"
+    );
+    assert_eq!(counted.int("requests/retried/goaway"), 0);
+    assert!(!counted.output.stdout.contains("retried:"));
     let with_error = faulty("goaway-error-after=3", &["--proto", "h2c", "-n", "9"]);
     assert_eq!(with_error.int("requests/succeeded"), 9);
     assert!(
