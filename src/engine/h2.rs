@@ -1026,12 +1026,14 @@ impl<'t> H2Session<'t> {
             ledger.note_error(|| format!("the server sent GOAWAY with {}", error_code_name(code)));
         }
         self.goaway = Some(last);
-        let unprocessed: Vec<u32> = self
+        let mut unprocessed: Vec<u32> = self
             .streams
             .keys()
             .copied()
             .filter(|id| *id > last)
             .collect();
+        // Oldest first, so they go again in the order they were sent (the map has no order).
+        unprocessed.sort_unstable();
         for id in unprocessed {
             if let Some(stream) = self.streams.remove(&id) {
                 if !ledger.retry(stream.start, ErrorKind::Goaway) {
