@@ -246,6 +246,46 @@ fn verbose_shows_the_goaway_and_the_stream_resets() {
 }
 
 #[test]
+fn retried_requests_count_and_log_once_in_a_timed_run_with_warm_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("requests.tsv");
+    let run = faulty(
+        "goaway-after=3",
+        &[
+            "--proto",
+            "h2c",
+            "-m",
+            "4",
+            "-D",
+            "1s",
+            "--warm-up-time",
+            "300ms",
+            "--log-file",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_consistent(&run, "goaway-after=3 -D 1s");
+    assert_eq!(errors(&run), []);
+    assert!(
+        run.int("requests/retried/goaway") > 0,
+        "{}",
+        run.output.stdout
+    );
+    assert_eq!(run.int("requests/succeeded"), run.int("requests/started"));
+    let log = std::fs::read_to_string(&path).unwrap();
+    let statuses: Vec<&str> = log
+        .lines()
+        .map(|line| line.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        statuses.len() as u64,
+        run.int("requests/done"),
+        "one line per request"
+    );
+    assert!(statuses.iter().all(|status| *status == "200"));
+}
+
+#[test]
 fn log_file_marks_failed_requests_with_status_minus_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("requests.tsv");

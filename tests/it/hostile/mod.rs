@@ -52,6 +52,7 @@
 //! | h2c_refused_stream                 | RST_STREAM(REFUSED_STREAM) on every stream            | refused, 60 retried |
 //! | h2c_refused_stream_no_retry        | the same, `--no-retry`                                | stream_reset      |
 //! | h2c_refuse_every_other_stream      | REFUSED_STREAM on every other stream                  | none, retried     |
+//! | h2c_refuse_every_other_stream_paced | the same, `--rate 400 -D 1s`                         | none, retried     |
 //! | h2c_internal_error_stream          | RST_STREAM(INTERNAL_ERROR) on every stream            | stream_reset      |
 //! | h2c_reset_stream_zero              | RST_STREAM on stream 0                                | protocol          |
 //! | h2c_headers_on_even_stream         | HEADERS on stream 2, never promised                   | protocol          |
@@ -646,6 +647,14 @@ cases! {
         expect_kind: &["goaway"],
         expect_exit: 0,
         unprocessed: Unprocessed::Failed("goaway"),
+        ..BASE
+    };
+    h2c_refuse_every_other_stream_paced => Case {
+        server: Script(scripts::h2_refuse_every_other_stream),
+        // A refused request goes again at once, outside the schedule.
+        args: &["--proto", "h2c", "--rate", "400", "-D", "1s"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
         ..BASE
     };
     h2c_window_update_overflow => Case {
