@@ -6,14 +6,19 @@ use std::time::{Duration, Instant};
 
 use super::driver::feed;
 use super::session::Progress;
-use super::testing::{converse, drain, open, world, Outcome};
-use super::ConnState;
+use super::testing::{converse, drain, open, world, Outcome, World};
+use super::{ConnState, Retry};
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
 
 fn kind(outcome: &Outcome) -> Option<ErrorKind> {
     outcome.failure.as_ref().map(|failure| failure.kind)
+}
+
+/// The requests waiting in the thread's queue to be sent again.
+fn queued(world: &World) -> Vec<Retry> {
+    world.shared.retries.borrow().iter().copied().collect()
 }
 
 // ---- HTTP/1.1 ----
@@ -121,13 +126,7 @@ fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
     .unwrap();
     assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Reconnect));
     assert_eq!(world.conn.in_flight.get(), 0, "moved to the queue");
-    let queued: Vec<_> = world
-        .shared
-        .retries
-        .borrow()
-        .iter()
-        .map(|r| r.start)
-        .collect();
+    let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
     assert_eq!(
         queued
             .iter()
@@ -297,14 +296,21 @@ fn goaway(last: u32) -> Vec<u8> {
     [last.to_be_bytes(), frame::NO_ERROR.to_be_bytes()].concat()
 }
 
-#[test]
-fn h2_goaway_fails_only_the_streams_above_last_stream_id_with_no_retry() {
-    let world = world(&["--proto", "h2c", "-m", "3", "-n", "3", "--no-retry"]);
+/// Streams 1, 3 and 5 (`-m 3 -n 3`, plus `flags`) on a connection whose server answers stream 1
+/// and sends GOAWAY naming it the last stream processed.
+fn goaway_after_stream_1(flags: &[&str]) -> (World, Outcome) {
+    let world = world(&[&["--proto", "h2c", "-m", "3", "-n", "3"], flags].concat());
     let server = Server::default()
         .settings(&[])
         .frame(frame::GOAWAY, 0, 0, &goaway(1))
         .ok(1, true);
     let outcome = converse(&world, Protocol::H2c, &server.0, 5);
+    (world, outcome)
+}
+
+#[test]
+fn h2_goaway_fails_only_the_streams_above_last_stream_id_with_no_retry() {
+    let (world, outcome) = goaway_after_stream_1(&["--no-retry"]);
     assert_eq!(outcome.failure, None);
     assert_eq!(outcome.counters.succeeded, 1);
     assert_eq!(outcome.errors, [(ErrorKind::Goaway, 2)]);
@@ -313,22 +319,11 @@ fn h2_goaway_fails_only_the_streams_above_last_stream_id_with_no_retry() {
 
 #[test]
 fn h2_goaway_streams_above_last_stream_id_go_again_on_a_new_connection() {
-    let mut world = world(&["--proto", "h2c", "-m", "3", "-n", "3", "-H", "x:1"]);
-    let first = Server::default()
-        .settings(&[])
-        .frame(frame::GOAWAY, 0, 0, &goaway(1))
-        .ok(1, true);
-    let outcome = converse(&world, Protocol::H2c, &first.0, 5);
+    let (mut world, outcome) = goaway_after_stream_1(&[]);
     assert_eq!(outcome.failure, None);
     assert_eq!(outcome.errors, []);
     assert_eq!(world.conn.in_flight.get(), 0, "1 done, 2 in the queue");
-    let queued: Vec<_> = world
-        .shared
-        .retries
-        .borrow()
-        .iter()
-        .map(|r| (r.start, r.kind))
-        .collect();
+    let queued: Vec<_> = queued(&world).iter().map(|r| (r.start, r.kind)).collect();
     assert_eq!(queued.len(), 2);
     for (start, kind) in &queued {
         assert_eq!((start.retries, *kind), (1, ErrorKind::Goaway));
