@@ -85,8 +85,11 @@ fn closing_after_n_requests_reconnects_without_errors() {
     assert_eq!(piped.int("requests/succeeded"), 8);
     assert_eq!(piped.int("requests/started"), 8);
     assert!(errors(&piped).is_empty());
-    // Connection 1 answers 3 of 4 (1 again), 2 answers 3 of 4 (1 again), 3 answers the last 2.
-    assert_eq!(piped.int("requests/retried/closed"), 2);
+    // Connections 1 and 2 answer 3 each and close with 1 to 3 requests unanswered (4 were sent
+    // at once; how many more follow before the close arrives is timing); 3 answers the last 2.
+    let retried = piped.int("requests/retried/closed");
+    assert!((2..=6).contains(&retried), "{retried}");
+    assert_eq!(piped.int("connections/opened"), 3);
     // h2load's accounting: they are lost, and counted.
     let counted = faulty(
         "close-after=3",

@@ -6,7 +6,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ pub struct Server {
     acceptor: Option<JoinHandle<()>>,
     process: Option<Child>,
     never_processed: Arc<AtomicU64>,
+    /// Connections whose script is still running.
+    active: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -48,8 +50,14 @@ impl Server {
         }
     }
 
-    /// Requests its connections received and never processed (see [`Conn::never_processed`]).
+    /// Requests its connections received and never processed (see [`Conn::never_processed`]),
+    /// once every connection's script has seen the client go (or after 2 s): a client that has
+    /// exited may have left requests the scripts have not read yet.
     pub fn never_processed(&self) -> u64 {
+        let until = Instant::now() + Duration::from_secs(2);
+        while self.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(POLL / 10);
+        }
         self.never_processed.load(Ordering::SeqCst)
     }
 }
@@ -75,31 +83,47 @@ fn listen(behaviour: Behaviour) -> Server {
     let addr = listener.local_addr().expect("listener address");
     let stop = Arc::new(AtomicBool::new(false));
     let never_processed = Arc::new(AtomicU64::new(0));
-    let (flag, count) = (Arc::clone(&stop), Arc::clone(&never_processed));
-    let acceptor =
-        std::thread::spawn(move || accept_until_stopped(&listener, behaviour, &flag, &count));
+    let active = Arc::new(AtomicUsize::new(0));
+    let shared = Shared {
+        stop: Arc::clone(&stop),
+        never_processed: Arc::clone(&never_processed),
+        active: Arc::clone(&active),
+    };
+    let acceptor = std::thread::spawn(move || accept_until_stopped(&listener, behaviour, &shared));
     Server {
         addr,
         stop,
         acceptor: Some(acceptor),
         process: None,
         never_processed,
+        active,
     }
 }
 
+/// What the acceptor shares with the server handle.
+struct Shared {
+    stop: Arc<AtomicBool>,
+    never_processed: Arc<AtomicU64>,
+    active: Arc<AtomicUsize>,
+}
+
 /// Accepts until the stop flag is set (polling, so the flag is seen), then joins the connections.
-fn accept_until_stopped(
-    listener: &TcpListener,
-    behaviour: Behaviour,
-    stop: &Arc<AtomicBool>,
-    never_processed: &Arc<AtomicU64>,
-) {
+fn accept_until_stopped(listener: &TcpListener, behaviour: Behaviour, shared: &Shared) {
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
+    while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
-                let conn = Conn::new(stream, Arc::clone(stop), Arc::clone(never_processed));
-                connections.push(std::thread::spawn(move || serve(behaviour, conn)));
+                let conn = Conn::new(
+                    stream,
+                    Arc::clone(&shared.stop),
+                    Arc::clone(&shared.never_processed),
+                );
+                let active = Arc::clone(&shared.active);
+                active.fetch_add(1, Ordering::SeqCst);
+                connections.push(std::thread::spawn(move || {
+                    serve(behaviour, conn);
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }));
             }
             // Nothing to accept yet (or a transient failure such as EMFILE): look again soon.
             Err(_) => std::thread::sleep(POLL / 10),
@@ -147,6 +171,7 @@ fn builtin_tls() -> Server {
         acceptor: None,
         process: Some(process),
         never_processed: Arc::default(),
+        active: Arc::default(),
     }
 }
 
