@@ -377,6 +377,9 @@ pub struct Settings {
     pub body_bytes: usize,
     /// Time limits in seconds (absent: none).
     pub timeouts_s: BTreeMap<String, f64>,
+    /// `--max-retries` (null with `--no-retry`).
+    #[serde(default)]
+    pub max_retries: Option<u8>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
 }
@@ -604,6 +607,7 @@ impl Summary {
                     .collect(),
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
+                max_retries: plan.max_retries,
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {

@@ -187,6 +187,8 @@ fn goaway_lets_processed_streams_finish_and_sends_the_rest_again() {
     );
     assert_eq!(counted.int("requests/retried/goaway"), 0);
     assert!(!counted.output.stdout.contains("retried:"));
+    assert_eq!(piped.cell()["settings"]["max_retries"], 3);
+    assert!(counted.cell()["settings"]["max_retries"].is_null());
     let with_error = faulty("goaway-error-after=3", &["--proto", "h2c", "-n", "9"]);
     assert_eq!(with_error.int("requests/succeeded"), 9);
     assert!(
