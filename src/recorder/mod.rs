@@ -333,10 +333,15 @@ impl Recorder {
         self.first_error.get_or_insert(message);
     }
 
-    /// A request was sent.
+    /// A request was sent for the first time: with `--rate`, how late it went is its start delay
+    /// (recorded here, not at its response, so that a retried request counts the lateness of its
+    /// scheduled send, not of the attempt that got through).
     pub fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
             self.counters.started += 1;
+            if let Some(histogram) = &mut self.start_delay {
+                histogram.saturating_record(micros(start.actual - start.intended));
+            }
         }
     }
 
@@ -369,9 +374,6 @@ impl Recorder {
         self.ttfb.saturating_record(ttfb);
         if let Some(histogram) = &mut self.service {
             histogram.saturating_record(service);
-        }
-        if let Some(histogram) = &mut self.start_delay {
-            histogram.saturating_record(micros(start.actual - start.intended));
         }
         self.intervals
             .completed(sample.end, response, ttfb, service);
@@ -723,6 +725,7 @@ mod tests {
             retries: 0,
         };
         let end = start.actual + Duration::from_millis(10);
+        rec.request_started(start);
         rec.response(
             0,
             ResponseSample {
@@ -745,6 +748,43 @@ mod tests {
         );
         let delay = rec.start_delay.as_ref().unwrap();
         assert_eq!(delay.max(), delay.highest_equivalent(500_000));
+    }
+
+    #[test]
+    fn a_retried_request_keeps_the_start_delay_of_its_scheduled_send() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1, SECOND, true);
+        let first = RequestStart {
+            intended: t0,
+            actual: t0,
+            sequence: 1,
+            path: 0,
+            retries: 0,
+        };
+        rec.request_started(first);
+        rec.request_retried(ErrorKind::Goaway);
+        let again = RequestStart {
+            actual: t0 + Duration::from_millis(300),
+            retries: 1,
+            ..first
+        };
+        let end = again.actual + Duration::from_millis(10);
+        rec.response(
+            0,
+            ResponseSample {
+                start: again,
+                first_byte: end,
+                end,
+                status: 200,
+            },
+        );
+        let delay = rec.start_delay.as_ref().unwrap();
+        assert_eq!((delay.len(), delay.max()), (1, 1), "on time: 1 µs at least");
+        assert_eq!(rec.request.max(), rec.request.highest_equivalent(310_000));
+        let service = rec.service.as_ref().unwrap();
+        assert_eq!(service.max(), service.highest_equivalent(10_000));
+        assert_eq!((rec.counters.started, rec.counters.done), (1, 1));
+        assert_eq!(rec.retried.goaway, 1);
     }
 
     #[test]
