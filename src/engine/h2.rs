@@ -3,8 +3,13 @@
 //! handling a read leaves in one write. See the README for why this replaced the `h2` crate.
 //!
 //! Each connection waits for the server's SETTINGS (part of connecting), then keeps
-//! `min(-m, SETTINGS_MAX_CONCURRENT_STREAMS)` streams open. Response bodies are counted, not
-//! kept; receive windows are enforced and replenished as data arrives; request bodies respect the
+//! `min(-m, SETTINGS_MAX_CONCURRENT_STREAMS)` streams open. After an h2c upgrade the requests do
+//! not wait: the server is already answering stream 1, and one that sees no other stream may end
+//! the connection as soon as stream 1 is answered (Apache does). So up to `-m` streams leave with
+//! the preface, under the protocol's defaults until the server's SETTINGS arrive (RFC 9113 §3.4,
+//! §6.5.2: no stream limit, 65,535-byte windows, 16 KiB frames); streams over the limit it then
+//! announces come back REFUSED_STREAM and go again. Response bodies are counted, not kept;
+//! receive windows are enforced and replenished as data arrives; request bodies respect the
 //! server's windows. Everything a server can make the client hold is bounded (see the limits
 //! below and the README's limits table).
 
@@ -195,6 +200,8 @@ pub(crate) struct H2Session<'t> {
     /// Until the server's SETTINGS arrive: when connecting gives up waiting for them.
     settings_due: Option<Instant>,
     settings_received: bool,
+    /// Whether streams open before the server's SETTINGS arrive (after an h2c upgrade).
+    open_before_settings: bool,
     /// Whether the server acknowledged our SETTINGS: until then it may assume default windows.
     settings_acked: bool,
     server_max_streams: usize,
@@ -220,7 +227,8 @@ pub(crate) struct H2Session<'t> {
 
 impl<'t> H2Session<'t> {
     /// A session that queues the preface and SETTINGS in `out`. After an h2c upgrade, `upgraded`
-    /// is the start of the HTTP/1.1 request whose response arrives on stream 1.
+    /// is the start of the HTTP/1.1 request whose response arrives on stream 1, and the next
+    /// [`H2Session::fill`] queues the other streams behind the preface, for the same write.
     pub(crate) fn new(
         template: &'t H2Template,
         upgraded: Option<RequestStart>,
@@ -241,6 +249,7 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
+            open_before_settings: upgraded.is_some(),
             settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,
@@ -305,6 +314,8 @@ impl<'t> H2Session<'t> {
     }
 
     /// Whether the connection can carry requests: the server's SETTINGS arrived and allow streams.
+    /// After an h2c upgrade requests are in flight before then, but the handshake still ends
+    /// with the server's SETTINGS.
     pub(crate) fn is_ready(&self) -> bool {
         self.settings_received && self.server_max_streams > 0
     }
@@ -333,7 +344,7 @@ impl<'t> H2Session<'t> {
     /// Opens streams up to the lane count; `Some` ends the connection (stream ids ran out).
     fn open_streams(&mut self, ledger: &Ledger<'_>, out: &mut Outgoing) -> Option<Progress> {
         self.wake = None;
-        if !self.settings_received || self.goaway.is_some() {
+        if !(self.settings_received || self.open_before_settings) || self.goaway.is_some() {
             return None;
         }
         let limit = self.template.lanes.min(self.server_max_streams);
@@ -486,9 +497,6 @@ impl<'t> H2Session<'t> {
     }
 
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        if !self.settings_received {
-            return self.settings_due;
-        }
         let limit = self.template.request_timeout;
         // The front may have finished since the last fill: then the timer fires early, and
         // `on_timer` drops it without cancelling anything.
@@ -501,7 +509,12 @@ impl<'t> H2Session<'t> {
             .blocked_since
             .zip(limit)
             .map(|(since, limit)| since + limit);
-        earliest(earliest(oldest, blocked), self.wake)
+        // The SETTINGS deadline (cleared once they arrive) does not hide the streams': after an
+        // upgrade, streams are in flight before the SETTINGS.
+        earliest(
+            self.settings_due,
+            earliest(earliest(oldest, blocked), self.wake),
+        )
     }
 
     pub(crate) fn on_timer(
@@ -510,14 +523,12 @@ impl<'t> H2Session<'t> {
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<(), Failure> {
-        if !self.settings_received {
-            if self.settings_due.is_some_and(|due| now >= due) {
-                return Err(Failure::new(
-                    ErrorKind::ConnectTimeout,
-                    "the server sent no HTTP/2 SETTINGS within --connect-timeout",
-                ));
-            }
-            return Ok(());
+        // `settings_due` is cleared when the SETTINGS arrive.
+        if self.settings_due.is_some_and(|due| now >= due) {
+            return Err(Failure::new(
+                ErrorKind::ConnectTimeout,
+                "the server sent no HTTP/2 SETTINGS within --connect-timeout",
+            ));
         }
         let Some(limit) = self.template.request_timeout else {
             return Ok(());

@@ -700,6 +700,10 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
 
 // ---- h2c Upgrade ----
 
+/// The server's answer when it takes the upgrade.
+const SWITCHING: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
 /// An upgrade connection (`-m 2 -n 2`) over `server` bytes in pieces of `piece` bytes, and the
 /// protocol it settled on.
 fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
@@ -710,8 +714,7 @@ fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
 
 #[test]
 fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
-    let mut server =
-        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    let mut server = SWITCHING.to_vec();
     server.extend(
         Server::default()
             .settings(&[])
@@ -741,11 +744,125 @@ fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
     }
 }
 
+/// The frames in `bytes` (whole ones, as the client writes them): type and stream of each.
+fn frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
+    let mut frames = Vec::new();
+    while let Some(head) = bytes.first_chunk::<{ frame::HEADER_LEN }>() {
+        let head = frame::FrameHead::parse(head);
+        frames.push((head.kind, head.stream));
+        bytes = &bytes[frame::HEADER_LEN + head.length..];
+    }
+    assert!(bytes.is_empty(), "a partial frame");
+    frames
+}
+
+#[test]
+fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_settings() {
+    // Apache ends an upgraded connection once no stream is open: streams 3 and 5 must reach it
+    // while stream 1 is, so they leave in the same write as the preface.
+    let world = world(&[
+        "--proto",
+        "h2c-upgrade",
+        "-m",
+        "3",
+        "-n",
+        "10",
+        "--request-timeout",
+        "1h",
+    ]);
+    let ready_by = Instant::now() + Duration::from_secs(10);
+    let (ledger, mut out, mut session) = open(&world, None, Some(ready_by));
+    session.fill(&ledger, &mut out).unwrap();
+    assert!(drain(&mut out).starts_with(b"GET / HTTP/1.1\r\n"));
+    let mut pending = Vec::new();
+    feed(
+        &mut session,
+        SWITCHING,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    let write = drain(&mut out);
+    let after_preface = write
+        .strip_prefix(frame::PREFACE)
+        .expect("the write starts with the preface");
+    assert_eq!(
+        frames(after_preface),
+        [
+            (frame::SETTINGS, 0),
+            (frame::WINDOW_UPDATE, 0),
+            (frame::HEADERS, 3),
+            (frame::HEADERS, 5),
+        ],
+        "-m 3: stream 1 is the upgrade request"
+    );
+    assert_eq!(world.shared.recorder.borrow().counters.started, 3);
+    assert!(
+        !session.is_ready(),
+        "ready once the server's SETTINGS arrive"
+    );
+    assert_eq!(
+        session.next_timer(),
+        Some(ready_by),
+        "--connect-timeout still bounds the wait for the SETTINGS"
+    );
+    let failure = session.on_timer(ready_by, &ledger, &mut out).unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::ConnectTimeout);
+}
+
+#[test]
+fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
+    // Three streams left before the SETTINGS announced 2: the server refuses stream 5, which goes
+    // again as stream 7 once a stream is free, and never more than 2 are open.
+    let world = world(&["--proto", "h2c-upgrade", "-m", "3", "-n", "3"]);
+    let (ledger, mut out, mut session) = open(&world, None, None);
+    session.fill(&ledger, &mut out).unwrap();
+    drain(&mut out);
+    let mut pending = Vec::new();
+    // The streams whose HEADERS the client writes in answer to `server`.
+    let mut exchange = |server: &[u8]| {
+        feed(
+            &mut session,
+            server,
+            &mut pending,
+            Instant::now(),
+            &ledger,
+            &mut out,
+        )
+        .and_then(|()| session.fill(&ledger, &mut out))
+        .unwrap();
+        let write = drain(&mut out);
+        let write = write.strip_prefix(frame::PREFACE).unwrap_or(&write);
+        frames(write)
+            .into_iter()
+            .filter(|(kind, _)| *kind == frame::HEADERS)
+            .map(|(_, stream)| stream)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(exchange(SWITCHING), [3, 5]);
+    let limited = Server::default()
+        .settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 2)])
+        .frame(
+            frame::RST_STREAM,
+            0,
+            5,
+            &frame::REFUSED_STREAM.to_be_bytes(),
+        );
+    assert!(exchange(&limited.0).is_empty(), "1 and 3 are open");
+    assert_eq!(exchange(&Server::default().ok(1, true).0), [7]);
+    assert!(exchange(&Server::default().ok(3, true).ok(7, true).0).is_empty());
+    let c = world.shared.recorder.borrow().counters;
+    assert_eq!((c.started, c.succeeded, c.failed), (3, 3, 0));
+    assert_eq!(world.shared.recorder.borrow().retried.refused, 1);
+}
+
 #[test]
 fn upgraded_connection_sends_again_what_a_goaway_left_unprocessed() {
     // Apache's way: after the upgrade, stream 1 is answered and GOAWAY names it the last one.
-    let mut server =
-        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    let mut server = SWITCHING.to_vec();
     server.extend(Server::default().settings(&[]).0);
     // The answers come once the client has opened stream 3.
     let opened = server.len();

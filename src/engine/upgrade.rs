@@ -2,6 +2,14 @@
 //! with `Upgrade: h2c`; on `101 Switching Protocols` the session becomes an HTTP/2 session whose
 //! stream 1 is that request. A server that answers without `101` keeps speaking HTTP/1.1, and the
 //! session becomes an HTTP/1.1 one (with a warning) that reads the answer as its first response.
+//!
+//! Connecting, as for every protocol, is TCP (the "time for connect"). The connection is ready
+//! (its handshake done) once the server's SETTINGS follow the `101`, within `--connect-timeout`
+//! of the start of connecting like any HTTP/2 connection's. The wait for the answer itself is the
+//! upgrade request's, bounded by `--request-timeout` only: a server that declines answers with the
+//! whole response, which may take as long as any. After the `101` the other requests (up to `-m`)
+//! leave in the same write as the client's preface, without waiting for the server's SETTINGS
+//! (see [`super::h2`]).
 
 use std::time::{Duration, Instant};
 
