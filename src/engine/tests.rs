@@ -5,9 +5,10 @@
 use std::time::{Duration, Instant};
 
 use super::driver::feed;
-use super::session::Progress;
+use super::outgoing::Outgoing;
+use super::session::{AnySession, Progress};
 use super::testing::{converse, drain, open, world, Outcome, World};
-use super::{ConnState, Retry};
+use super::{ConnState, Ledger, Retry};
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
@@ -756,6 +757,21 @@ fn frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
     frames
 }
 
+/// What the client writes in answer to `server` (whole heads and frames), as one turn of the
+/// driver: read, fill, write.
+fn answer(
+    session: &mut AnySession<'_>,
+    ledger: &Ledger<'_>,
+    out: &mut Outgoing,
+    server: &[u8],
+) -> Vec<u8> {
+    let mut pending = Vec::new();
+    feed(session, server, &mut pending, Instant::now(), ledger, out).unwrap();
+    assert!(pending.is_empty(), "whole heads and frames only");
+    session.fill(ledger, out).unwrap();
+    drain(out)
+}
+
 #[test]
 fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_settings() {
     // Apache ends an upgraded connection once no stream is open: streams 3 and 5 must reach it
@@ -774,18 +790,7 @@ fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_set
     let (ledger, mut out, mut session) = open(&world, None, Some(ready_by));
     session.fill(&ledger, &mut out).unwrap();
     assert!(drain(&mut out).starts_with(b"GET / HTTP/1.1\r\n"));
-    let mut pending = Vec::new();
-    feed(
-        &mut session,
-        SWITCHING,
-        &mut pending,
-        Instant::now(),
-        &ledger,
-        &mut out,
-    )
-    .unwrap();
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
-    let write = drain(&mut out);
+    let write = answer(&mut session, &ledger, &mut out, SWITCHING);
     let after_preface = write
         .strip_prefix(frame::PREFACE)
         .expect("the write starts with the preface");
@@ -821,28 +826,17 @@ fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
     let (ledger, mut out, mut session) = open(&world, None, None);
     session.fill(&ledger, &mut out).unwrap();
     drain(&mut out);
-    let mut pending = Vec::new();
-    // The streams whose HEADERS the client writes in answer to `server`.
-    let mut exchange = |server: &[u8]| {
-        feed(
-            &mut session,
-            server,
-            &mut pending,
-            Instant::now(),
-            &ledger,
-            &mut out,
-        )
-        .and_then(|()| session.fill(&ledger, &mut out))
-        .unwrap();
-        let write = drain(&mut out);
+    // The streams the client opens in answer to `server`.
+    let mut opened = |server: &[u8]| -> Vec<u32> {
+        let write = answer(&mut session, &ledger, &mut out, server);
         let write = write.strip_prefix(frame::PREFACE).unwrap_or(&write);
         frames(write)
             .into_iter()
             .filter(|(kind, _)| *kind == frame::HEADERS)
             .map(|(_, stream)| stream)
-            .collect::<Vec<_>>()
+            .collect()
     };
-    assert_eq!(exchange(SWITCHING), [3, 5]);
+    assert_eq!(opened(SWITCHING), [3, 5]);
     let limited = Server::default()
         .settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 2)])
         .frame(
@@ -851,9 +845,9 @@ fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
             5,
             &frame::REFUSED_STREAM.to_be_bytes(),
         );
-    assert!(exchange(&limited.0).is_empty(), "1 and 3 are open");
-    assert_eq!(exchange(&Server::default().ok(1, true).0), [7]);
-    assert!(exchange(&Server::default().ok(3, true).ok(7, true).0).is_empty());
+    assert!(opened(&limited.0).is_empty(), "1 and 3 are open");
+    assert_eq!(opened(&Server::default().ok(1, true).0), [7]);
+    assert!(opened(&Server::default().ok(3, true).ok(7, true).0).is_empty());
     let c = world.shared.recorder.borrow().counters;
     assert_eq!((c.started, c.succeeded, c.failed), (3, 3, 0));
     assert_eq!(world.shared.recorder.borrow().retried.refused, 1);
