@@ -157,6 +157,8 @@ pub struct ConnState {
     pub requests: Cell<u64>,
     /// Measured requests sent on this connection and not yet finished.
     pub in_flight: Cell<u64>,
+    /// Responses completed on this connection: whether the server made progress on it.
+    pub completed: Cell<u64>,
 }
 
 /// A session's handle on the world while it drives one connection: it takes requests from the
@@ -209,6 +211,7 @@ impl<'a> Ledger<'a> {
             sequence: self.next_sequence(),
             path: 0,
             retries: 0,
+            resent: false,
         };
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
@@ -229,11 +232,18 @@ impl<'a> Ledger<'a> {
     /// back to the thread's queue, for this connection or another to send again; once it has
     /// been sent `--max-retries` times more, it fails with `kind`. `false` with `--no-retry`:
     /// nothing was done, the caller counts it as before.
+    ///
+    /// A re-send after a GOAWAY or a close does not count against `--max-retries` when the
+    /// connection had completed a request: the server is rotating connections while it serves
+    /// (Apache ends every upgraded connection that runs out of streams), not refusing work.
+    /// The run still ends: every such re-send follows a completed request. A refused stream
+    /// always counts, as it is re-sent on the same connection.
     pub fn retry(&self, start: RequestStart, kind: ErrorKind) -> bool {
         let Some(max_retries) = self.shared.plan.max_retries else {
             return false;
         };
-        if start.retries >= max_retries {
+        let charged = kind == ErrorKind::Refused || self.conn.completed.get() == 0;
+        if charged && start.retries >= max_retries {
             self.note_error(|| {
                 format!(
                     "the server did not process a request in {} attempts ({})",
@@ -250,7 +260,8 @@ impl<'a> Ledger<'a> {
             recorder.request_retried(kind);
         }
         let start = RequestStart {
-            retries: start.retries + 1,
+            retries: start.retries + u8::from(charged),
+            resent: true,
             ..start
         };
         self.shared
@@ -262,6 +273,7 @@ impl<'a> Ledger<'a> {
 
     /// Records a completed response.
     pub fn complete(&self, sample: ResponseSample) {
+        self.conn.completed.set(self.conn.completed.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
@@ -370,7 +382,7 @@ impl PathCycle {
     /// The path of a request about to be sent, among `count`: a request sent again keeps its
     /// own, a new one takes the next in turn (and remembers it, should it be sent again).
     fn pick(&mut self, start: &mut RequestStart, count: usize) -> usize {
-        if start.retries == 0 {
+        if !start.resent {
             start.path = u32::try_from(self.next(count)).expect("paths are counted in u32");
         }
         start.path as usize

@@ -128,12 +128,13 @@ fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
     assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Reconnect));
     assert_eq!(world.conn.in_flight.get(), 0, "moved to the queue");
     let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
+    // The connection completed a request before it closed: the re-sends are free.
     assert_eq!(
         queued
             .iter()
-            .map(|s| (s.sequence, s.retries))
+            .map(|s| (s.sequence, s.retries, s.resent))
             .collect::<Vec<_>>(),
-        [(2, 1), (3, 1)]
+        [(2, 0, true), (3, 0, true)]
     );
     drop((ledger, session));
     world.conn = ConnState::default();
@@ -343,6 +344,34 @@ fn h2_goaway_streams_above_last_stream_id_go_again_on_a_new_connection() {
         2,
         "the retries only: -n is spent"
     );
+}
+
+#[test]
+fn h2_goaway_after_a_completed_request_is_a_free_retry() {
+    // A server rotating connections as it serves (stream 1 answered, then GOAWAY): the re-sends
+    // do not count against --max-retries, so even 0 lets them through.
+    let mut world = world(&["--proto", "h2c", "-m", "3", "-n", "3", "--max-retries", "0"]);
+    let first = Server::default()
+        .settings(&[])
+        .ok(1, true)
+        .frame(frame::GOAWAY, 0, 0, &goaway(1));
+    let outcome = converse(&world, Protocol::H2c, &first.0, 5);
+    assert_eq!((outcome.failure, outcome.errors), (None, vec![]));
+    let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
+    assert_eq!(
+        queued
+            .iter()
+            .map(|s| (s.retries, s.resent))
+            .collect::<Vec<_>>(),
+        [(0, true), (0, true)]
+    );
+    world.conn = ConnState::default();
+    let second = Server::default().settings(&[]).ok(1, true).ok(3, true);
+    let outcome = converse(&world, Protocol::H2c, &second.0, 5);
+    assert_eq!((outcome.failure, outcome.errors), (None, vec![]));
+    let c = outcome.counters;
+    assert_eq!((c.started, c.done, c.succeeded, c.failed), (3, 3, 3, 0));
+    assert_eq!(world.shared.recorder.borrow().retried.goaway, 2);
 }
 
 #[test]

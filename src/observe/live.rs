@@ -108,6 +108,7 @@ mod tests {
                     sequence: 1,
                     path: 0,
                     retries: 0,
+                    resent: false,
                 };
                 let end = t0 + Duration::from_millis(millis);
                 recorder.response(

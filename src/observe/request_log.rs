@@ -158,6 +158,7 @@ mod tests {
             sequence,
             path: 0,
             retries: 0,
+            resent: false,
         };
         log.record(Entry {
             start: start(3),

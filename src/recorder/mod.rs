@@ -142,8 +142,10 @@ pub struct RequestStart {
     pub sequence: u32,
     /// Which of the plan's paths it asks for.
     pub path: u32,
-    /// How often it was sent again because the server had not processed it (0: first attempt).
+    /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
     pub retries: u8,
+    /// Whether it was sent before and the server did not process it: it keeps its path.
+    pub resent: bool,
 }
 
 /// Requests sent again because the server provably never processed them, by reason.
@@ -668,6 +670,7 @@ mod tests {
                 sequence: 1,
                 path: 0,
                 retries: 0,
+                resent: false,
             },
             first_byte: end,
             end,
@@ -686,6 +689,7 @@ mod tests {
                 sequence: 1,
                 path: 0,
                 retries: 0,
+                resent: false,
             });
             rec.response(0, sample(t0, 5, status));
         }
@@ -695,6 +699,7 @@ mod tests {
             sequence: 1,
             path: 0,
             retries: 0,
+            resent: false,
         });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
@@ -723,6 +728,7 @@ mod tests {
             sequence: 1,
             path: 0,
             retries: 0,
+            resent: false,
         };
         let end = start.actual + Duration::from_millis(10);
         rec.request_started(start);
@@ -760,12 +766,14 @@ mod tests {
             sequence: 1,
             path: 0,
             retries: 0,
+            resent: false,
         };
         rec.request_started(first);
         rec.request_retried(ErrorKind::Goaway);
         let again = RequestStart {
             actual: t0 + Duration::from_millis(300),
             retries: 1,
+            resent: true,
             ..first
         };
         let end = again.actual + Duration::from_millis(10);
@@ -799,6 +807,7 @@ mod tests {
                 sequence: 1,
                 path: 0,
                 retries: 0,
+                resent: false,
             };
             rec.response(
                 0,
@@ -827,6 +836,7 @@ mod tests {
             sequence: 1,
             path: 0,
             retries: 0,
+            resent: false,
         });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());
