@@ -225,6 +225,20 @@ pub struct LoadArgs {
     #[arg(long = "request-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub request_timeout: Option<Duration>,
 
+    /// Send a request again, at most this many times (0..=100), when the server provably never
+    /// processed it: an HTTP/2 stream above a GOAWAY's last stream id or refused (REFUSED_STREAM),
+    /// an idempotent HTTP/1.1 request left unanswered when the server closed the connection. It
+    /// counts once, as what finally happened, timed from its first scheduled send. A re-send
+    /// after a GOAWAY or close of a connection that had completed requests is not counted
+    /// against N: the server is rotating connections, not refusing work.
+    #[arg(long = "max-retries", value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub max_retries: u8,
+
+    /// Never send a request again: what the server left unprocessed fails (h2load's accounting).
+    #[arg(long = "no-retry", conflicts_with = "max_retries")]
+    pub no_retry: bool,
+
     /// Give up connecting after this long: TCP, TLS and, for HTTP/2, the server's SETTINGS
     /// [default: 10s].
     #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]

@@ -114,6 +114,9 @@ mod tests {
                     intended: t0,
                     actual: t0,
                     sequence: 1,
+                    path: 0,
+                    retries: 0,
+                    resent: false,
                 };
                 let end = t0 + Duration::from_millis(millis);
                 recorder.response(

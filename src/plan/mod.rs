@@ -206,6 +206,8 @@ pub struct RunPlan {
     pub max_concurrent: usize,
     /// Time limits.
     pub timeouts: Timeouts,
+    /// How often a request the server never processed is sent again (`None`: `--no-retry`).
+    pub max_retries: Option<u8>,
     /// HTTP/2 settings.
     pub h2: H2Settings,
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
@@ -417,6 +419,7 @@ pub fn build(
             connection_active: args.connection_active_timeout,
             connection_inactivity: args.connection_inactivity_timeout,
         },
+        max_retries: (!args.no_retry).then_some(args.max_retries),
         h2: H2Settings {
             stream_window: (1u32 << args.window_bits) - 1,
             connection_window: (1u32 << args.connection_window_bits) - 1,

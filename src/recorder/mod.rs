@@ -41,8 +41,10 @@ pub enum ErrorKind {
     Tls,
     /// The connection was reset (TCP RST) before the response completed.
     Reset,
-    /// The server's GOAWAY left the request unprocessed (it is not retried).
+    /// The server's GOAWAY left the request unprocessed, on every attempt (or with `--no-retry`).
     Goaway,
+    /// The server refused the request's HTTP/2 stream (REFUSED_STREAM) on every attempt.
+    Refused,
     /// The server reset the request's HTTP/2 stream (its code is counted too).
     StreamReset,
     /// The generator ran out of file descriptors (EMFILE/ENFILE).
@@ -51,7 +53,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -60,6 +62,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Reset,
         ErrorKind::Goaway,
+        ErrorKind::Refused,
         ErrorKind::StreamReset,
         ErrorKind::Protocol,
     ];
@@ -75,6 +78,7 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::Reset => "reset",
             ErrorKind::Goaway => "goaway",
+            ErrorKind::Refused => "refused",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
         }
@@ -136,6 +140,47 @@ pub struct RequestStart {
     pub actual: Instant,
     /// The request's number on its connection, from 1.
     pub sequence: u32,
+    /// Which of the plan's paths it asks for.
+    pub path: u32,
+    /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
+    pub retries: u8,
+    /// Whether it was sent before and the server did not process it: it keeps its path.
+    pub resent: bool,
+}
+
+/// Requests sent again because the server provably never processed them, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Retried {
+    /// Streams above a GOAWAY's last stream id.
+    pub goaway: u64,
+    /// Streams reset with REFUSED_STREAM.
+    pub refused: u64,
+    /// Idempotent HTTP/1.1 requests left unanswered when the server closed the connection.
+    pub closed: u64,
+}
+
+impl Retried {
+    /// Every retry, whatever its reason.
+    pub fn total(&self) -> u64 {
+        self.goaway + self.refused + self.closed
+    }
+
+    /// Counts one retry for `kind` (goaway, refused or closed).
+    fn count(&mut self, kind: ErrorKind) {
+        match kind {
+            ErrorKind::Goaway => self.goaway += 1,
+            ErrorKind::Refused => self.refused += 1,
+            _ => self.closed += 1,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Retried {
+    fn add_assign(&mut self, other: Retried) {
+        self.goaway += other.goaway;
+        self.refused += other.refused;
+        self.closed += other.closed;
+    }
 }
 
 impl std::ops::AddAssign for RequestCounters {
@@ -212,6 +257,8 @@ pub struct Recorder {
     pub ttfb: Histogram<u64>,
     /// Request counters.
     pub counters: RequestCounters,
+    /// Requests sent again, by reason (each still counts once in `counters`).
+    pub retried: Retried,
     /// Responses by status class: 1xx..5xx (index 0..4).
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
@@ -260,6 +307,7 @@ impl Recorder {
             connect: new_histogram(),
             ttfb: new_histogram(),
             counters: RequestCounters::default(),
+            retried: Retried::default(),
             status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
@@ -328,12 +376,23 @@ impl Recorder {
         self.first_error.get_or_insert(message);
     }
 
-    /// A request was sent.
+    /// A request was sent for the first time: with `--rate`, how late it went is its start delay
+    /// (recorded here, not at its response, so that a retried request counts the lateness of its
+    /// scheduled send, not of the attempt that got through).
     pub fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
             self.counters.started += 1;
             self.in_flight.change(start.actual, 1, 0);
+            if let Some(histogram) = &mut self.start_delay {
+                histogram.saturating_record(micros(start.actual - start.intended));
+            }
         }
+    }
+
+    /// A request sent at or after the measure start goes out again: the server never processed it
+    /// (`kind`: goaway, refused or closed).
+    pub fn request_retried(&mut self, kind: ErrorKind) {
+        self.retried.count(kind);
     }
 
     /// A response completed on `slot`.
@@ -360,9 +419,6 @@ impl Recorder {
         self.ttfb.saturating_record(ttfb);
         if let Some(histogram) = &mut self.service {
             histogram.saturating_record(service);
-        }
-        if let Some(histogram) = &mut self.start_delay {
-            histogram.saturating_record(micros(start.actual - start.intended));
         }
         self.intervals
             .completed(sample.end, response, ttfb, service);
@@ -432,6 +488,7 @@ impl Recorder {
             .expect("histograms share bounds");
         self.ttfb.add(&other.ttfb).expect("histograms share bounds");
         self.counters += other.counters;
+        self.retried += other.retried;
         for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
             *mine += theirs;
         }
@@ -729,6 +786,9 @@ mod tests {
                 intended: start,
                 actual: start,
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             },
             first_byte: end,
             end,
@@ -745,6 +805,9 @@ mod tests {
                 intended: t0,
                 actual: t0,
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             });
             rec.response(0, sample(t0, 5, status));
         }
@@ -752,6 +815,9 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
@@ -778,8 +844,12 @@ mod tests {
             intended: t0,
             actual: t0 + Duration::from_millis(500),
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         };
         let end = start.actual + Duration::from_millis(10);
+        rec.request_started(start);
         rec.response(
             0,
             ResponseSample {
@@ -805,6 +875,45 @@ mod tests {
     }
 
     #[test]
+    fn a_retried_request_keeps_the_start_delay_of_its_scheduled_send() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1, SECOND, true);
+        let first = RequestStart {
+            intended: t0,
+            actual: t0,
+            sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
+        };
+        rec.request_started(first);
+        rec.request_retried(ErrorKind::Goaway);
+        let again = RequestStart {
+            actual: t0 + Duration::from_millis(300),
+            retries: 1,
+            resent: true,
+            ..first
+        };
+        let end = again.actual + Duration::from_millis(10);
+        rec.response(
+            0,
+            ResponseSample {
+                start: again,
+                first_byte: end,
+                end,
+                status: 200,
+            },
+        );
+        let delay = rec.start_delay.as_ref().unwrap();
+        assert_eq!((delay.len(), delay.max()), (1, 1), "on time: 1 µs at least");
+        assert_eq!(rec.request.max(), rec.request.highest_equivalent(310_000));
+        let service = rec.service.as_ref().unwrap();
+        assert_eq!(service.max(), service.highest_equivalent(10_000));
+        assert_eq!((rec.counters.started, rec.counters.done), (1, 1));
+        assert_eq!(rec.retried.goaway, 1);
+    }
+
+    #[test]
     fn intervals_rotate_and_keep_encoded_histograms() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0, 1, SECOND, false);
@@ -814,6 +923,9 @@ mod tests {
                 intended: end - Duration::from_millis(50),
                 actual: end - Duration::from_millis(50),
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             };
             rec.response(
                 0,
@@ -848,6 +960,9 @@ mod tests {
                 intended: end - Duration::from_millis(1),
                 actual: end - Duration::from_millis(1),
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             });
             rec.response(0, sample(end - Duration::from_millis(1), 1, 200));
         }
@@ -866,6 +981,9 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());

@@ -170,6 +170,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.total += theirs.total;
         mine.never_sent += theirs.never_sent;
         mine.in_flight_at_stop += theirs.in_flight_at_stop;
+        mine.retried += theirs.retried;
         mine.counters += theirs.counters;
         let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
         mine.informational += theirs.informational;

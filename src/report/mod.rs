@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::hdr;
-use crate::recorder::RequestCounters;
+use crate::recorder::{RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 
@@ -528,6 +528,9 @@ pub struct Settings {
     pub body_bytes: usize,
     /// Time limits in seconds (absent: none).
     pub timeouts_s: BTreeMap<String, f64>,
+    /// `--max-retries` (null with `--no-retry`).
+    #[serde(default)]
+    pub max_retries: Option<u8>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
 }
@@ -557,6 +560,10 @@ pub struct Requests {
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped.
     pub in_flight_at_stop: u64,
+    /// Requests sent again because the server never processed them, by reason (each counts
+    /// once above, as what finally happened).
+    #[serde(default)]
+    pub retried: Retried,
 }
 
 /// Responses by status class.
@@ -751,6 +758,7 @@ impl Summary {
                     .collect(),
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
+                max_retries: plan.max_retries,
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {
@@ -774,6 +782,7 @@ impl Summary {
                 counters,
                 never_sent: outcome.never_sent,
                 in_flight_at_stop: outcome.in_flight_at_stop,
+                retried: recorder.retried,
             },
             status_codes: StatusCodes {
                 informational,

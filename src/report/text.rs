@@ -69,6 +69,16 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             r.never_sent, r.in_flight_at_stop
         )?;
     }
+    if r.retried.total() > 0 {
+        writeln!(
+            out,
+            "retried: {} (not processed by the server: goaway {}, refused {}, closed {})",
+            r.retried.total(),
+            r.retried.goaway,
+            r.retried.refused,
+            r.retried.closed
+        )?;
+    }
     writeln!(
         out,
         "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
