@@ -3,8 +3,11 @@
 use std::process::Command;
 
 fn main() {
+    // `--no-optional-locks`: a plain `git status` refreshes the index and rewrites .git/index,
+    // which is watched below, so a fresh clone would build twice.
     let git = |args: &[&str]| {
         Command::new("git")
+            .arg("--no-optional-locks")
             .args(args)
             .output()
             .ok()
@@ -22,11 +25,23 @@ fn main() {
         None => "unknown commit".to_owned(),
     };
     println!("cargo:rustc-env=H2LOAD_RS_COMMIT={commit}");
-    // Rebuild the stamp when the checked-out commit or the working tree's index changes.
-    for path in [".git/HEAD", ".git/index"] {
-        println!("cargo:rerun-if-changed={path}");
-    }
-    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        println!("cargo:rerun-if-changed=.git/{reference}");
+    // Rebuild the stamp when the checked-out commit or the working tree's index changes. Git says
+    // where those files are: in a linked worktree `.git` is a file, not a directory, and a watched
+    // path that does not exist makes cargo rebuild the crate on every build.
+    let mut watched = vec![
+        "HEAD".to_owned(),
+        "index".to_owned(),
+        "packed-refs".to_owned(),
+    ];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    // An edit to the sources that is not staged yet changes no git file, but makes the tree
+    // "-modified".
+    println!("cargo:rerun-if-changed=src");
+    for file in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &file]) {
+            if std::path::Path::new(&path).exists() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
     }
 }

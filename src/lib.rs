@@ -7,21 +7,38 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
-/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
-/// are still written, where `print!` would panic.
-macro_rules! out {
-    ($($arg:tt)*) => {{
+/// Writes to a standard stream and drops the error: a reader that went away (EPIPE) must neither
+/// panic the program, as `print!`/`eprint!` would, nor change its exit status. `line` adds a newline.
+macro_rules! write_or_drop {
+    ($stream:expr, line, $($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
+        let _ = writeln!($stream, $($arg)*);
     }};
+    ($stream:expr, $($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!($stream, $($arg)*);
+    }};
+}
+
+/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
+/// are still written.
+macro_rules! out {
+    ($($arg:tt)*) => { write_or_drop!(std::io::stdout(), $($arg)*) };
 }
 
 /// `println!` that survives a closed stdout, like [`out!`].
 macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { write_or_drop!(std::io::stdout(), line, $($arg)*) };
+}
+
+/// `eprint!` that survives a closed stderr (`h2load-rs … 2>&1 | head -1`).
+macro_rules! err {
+    ($($arg:tt)*) => { write_or_drop!(std::io::stderr(), $($arg)*) };
+}
+
+/// `eprintln!` that survives a closed stderr, like [`err!`].
+macro_rules! errln {
+    ($($arg:tt)*) => { write_or_drop!(std::io::stderr(), line, $($arg)*) };
 }
 
 pub mod app;

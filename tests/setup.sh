@@ -11,6 +11,8 @@ command -v nghttpd >/dev/null || need+=(nghttp2-server)
 command -v nghttpx >/dev/null || need+=(nghttp2-proxy)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v caddy >/dev/null || need+=(caddy)
+# apache2 lives in /usr/sbin, which a user's PATH may lack; mod_http2 and mod_ssl come with it.
+[ -x /usr/sbin/apache2 ] || need+=(apache2)
 command -v curl >/dev/null || need+=(curl)
 command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)
@@ -20,7 +22,7 @@ fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "tests/setup.sh: installing ${need[*]}"
-# Keep Debian's maintainer scripts from starting nginx/caddy as system services.
+# Keep Debian's maintainer scripts from starting nginx/caddy/apache2 as system services.
 policy=/usr/sbin/policy-rc.d
 created_policy=""
 if [ ! -e "$policy" ]; then

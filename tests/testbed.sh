@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx and Caddy on loopback ports with the
-# certificates in certs/, or stops them. Install them first with tests/setup.sh.
+# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy and Apache httpd on loopback
+# ports with the certificates in certs/, or stops them. Install them first with tests/setup.sh.
 #
 #   tests/testbed.sh start   # prints the state directory; the tests read H2LOAD_RS_TESTBED=<it>
 #   tests/testbed.sh stop
@@ -13,13 +13,14 @@
 #                                                              19546 nginx TLS: client certificate required
 #   19280 nghttpd h2c (prior knowledge only)                   19643 nghttpd TLS: h2
 #   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1
+#   19380 Apache HTTP/1.1 + h2c (prior knowledge and Upgrade)  19943 Apache TLS: h2 + http/1.1
 # Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/target/testbed"
 certs="$root/certs"
-ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843)
+ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943)
 
 stop() {
   [ -d "$state/pids" ] || return 0
@@ -54,7 +55,8 @@ launch() {
 
 start() {
   stop
-  mkdir -p "$state/www/bytes" "$state/logs" "$state/pids" "$state/nginx-temp" "$state/caddy"
+  mkdir -p "$state/www/bytes" "$state/logs" "$state/pids" "$state/nginx-temp" "$state/caddy" \
+    "$state/apache"
   printf pong >"$state/www/ping"
   head -c 1000 /dev/zero | tr '\0' x >"$state/www/bytes/1000"
 
@@ -121,6 +123,50 @@ https://localhost:19843 {
 CONF
   XDG_CONFIG_HOME="$state/caddy" XDG_DATA_HOME="$state/caddy" \
     launch caddy caddy run --config "$state/Caddyfile" --adapter caddyfile
+
+  # Apache httpd 2.4 (mod_http2, mpm_event) in the foreground, its whole configuration here: no
+  # Debian site files, no apache2ctl. Started as root it serves as www-data (it refuses to serve
+  # as root); the certificates are read before it drops privileges.
+  local modules=/usr/lib/apache2/modules user=""
+  if [ "$(id -u)" -eq 0 ]; then user=$'User www-data\nGroup www-data'; fi
+  cat >"$state/apache.conf" <<CONF
+ServerRoot $state/apache
+ServerName localhost
+DefaultRuntimeDir $state/apache
+PidFile $state/apache/httpd.pid
+Mutex file:$state/apache default
+ErrorLog $state/logs/apache-error.log
+LogLevel warn
+$user
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule socache_shmcb_module $modules/mod_socache_shmcb.so
+LoadModule ssl_module $modules/mod_ssl.so
+LoadModule http2_module $modules/mod_http2.so
+StartServers 1
+ServerLimit 2
+ThreadsPerChild 25
+MaxRequestWorkers 50
+DocumentRoot $state/www
+<Directory $state/www>
+  Require all granted
+</Directory>
+SSLSessionCache shmcb:$state/apache/ssl_cache(512000)
+Listen 127.0.0.1:19380
+Listen 127.0.0.1:19943
+<VirtualHost 127.0.0.1:19380>
+  Protocols h2c http/1.1
+  H2Direct on
+  H2Upgrade on
+</VirtualHost>
+<VirtualHost 127.0.0.1:19943>
+  Protocols h2 http/1.1
+  SSLEngine on
+  SSLCertificateFile $certs/server.crt
+  SSLCertificateKeyFile $certs/server.key
+</VirtualHost>
+CONF
+  launch apache /usr/sbin/apache2 -f "$state/apache.conf" -DFOREGROUND
 
   wait_for_ports
   echo "$state"

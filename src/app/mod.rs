@@ -39,7 +39,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     .unwrap_or(FAILURE);
     match panics::first() {
         Some(panic) if status == 0 => {
-            eprintln!("h2load-rs: {panic}");
+            errln!("h2load-rs: {panic}");
             ExitCode::from(FAILURE)
         }
         _ => ExitCode::from(status),
@@ -63,7 +63,7 @@ fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     match result {
         Ok(status) => status,
         Err(error) => {
-            eprintln!("h2load-rs: {error:#}");
+            errln!("h2load-rs: {error:#}");
             failure_status(&error)
         }
     }
@@ -106,7 +106,7 @@ fn clap_exit(error: &clap::Error) -> u8 {
         let _ = error.print();
         return 0;
     }
-    eprintln!("h2load-rs: {}", one_line(&error.render().to_string()));
+    errln!("h2load-rs: {}", one_line(&error.render().to_string()));
     error::USAGE
 }
 
@@ -129,7 +129,10 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         .map(|path| report::merge::load(path))
         .collect::<Result<Vec<_>>>()?;
     let document = report::merge::merge(documents)?;
-    outln!("merged {} reports", args.results.len());
+    outln!(
+        "merged {}",
+        report::counted(args.results.len() as u64, "report")
+    );
     for cell in &document.cells {
         if document.cells.len() > 1 {
             outln!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);
@@ -163,7 +166,7 @@ fn run_scenario(args: &RunArgs) -> Result<u8> {
         );
     }
     if let Some(description) = &scenario.description {
-        eprintln!("scenario {}: {description}", args.scenario.display());
+        errln!("scenario {}: {description}", args.scenario.display());
     }
     load_test(&cli.load)
 }
@@ -177,7 +180,7 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
         FAILURE
     } else if total(document, |cell| cell.requests.counters.succeeded) == 0 {
         if let Some(reason) = no_success_reason(document) {
-            eprintln!("h2load-rs: {reason}");
+            errln!("h2load-rs: {reason}");
         }
         FAILURE
     } else {
@@ -268,6 +271,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
             fault: args.fault,
+            sent: None,
             behaviour: server::Behaviour {
                 delay: args.delay,
                 stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {

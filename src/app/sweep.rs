@@ -147,7 +147,7 @@ impl<'a> Sweep<'a> {
         let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
         let display = live
             .clone()
-            .map(|live| progress::Display::start(live, plan.stop, cell_label(plan)));
+            .map(|live| progress::Display::start(live, plan.stop, plan.label()));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
             cell: index + 1,
@@ -191,7 +191,7 @@ impl<'a> Sweep<'a> {
                 "\n=== cell {}/{}: {}\n",
                 index + 1,
                 self.cells.len(),
-                cell_label(plan)
+                plan.label()
             );
             out!("{}", paint(&heading, self.color()));
         }
@@ -204,10 +204,10 @@ impl<'a> Sweep<'a> {
             out!("{}", paint(&report::text::render(summary), self.color()));
         }
         for warning in &summary.warnings {
-            eprintln!("h2load-rs: warning: {warning}");
+            errln!("h2load-rs: warning: {warning}");
         }
         if let Some(problem) = &summary.first_error {
-            eprintln!("h2load-rs: {problem}");
+            errln!("h2load-rs: {problem}");
         }
     }
 
@@ -222,29 +222,19 @@ impl<'a> Sweep<'a> {
     }
 }
 
-/// `h2c c=10 m=1`: what a cell runs, for headings and the progress bar.
-fn cell_label(plan: &RunPlan) -> String {
-    format!(
-        "{} c={} m={}",
-        plan.protocol_label(),
-        plan.clients,
-        plan.max_concurrent
-    )
-}
-
 /// Prints the plans' notes (unless `--quiet`) and warnings, each once.
 fn print_notes(args: &LoadArgs, cells: &[(CellSpec, Arc<RunPlan>)]) {
     let mut notes: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.notes).collect();
     notes.dedup();
     if !args.quiet {
         for note in notes {
-            eprintln!("note: {note}");
+            errln!("note: {note}");
         }
     }
     let mut warnings: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.warnings).collect();
     warnings.dedup();
     for warning in warnings {
-        eprintln!("h2load-rs: warning: {warning}");
+        errln!("h2load-rs: warning: {warning}");
     }
 }
 
@@ -263,11 +253,11 @@ fn print_intro(plan: &RunPlan) {
 fn wait_for_start(at: SystemTime) -> bool {
     match at.duration_since(SystemTime::now()) {
         Ok(wait) => {
-            eprintln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
+            errln!("waiting {:.1} s for --start-at", wait.as_secs_f64());
             !runner::pause(wait)
         }
         Err(_) => {
-            eprintln!("h2load-rs: warning: --start-at is in the past; starting now");
+            errln!("h2load-rs: warning: --start-at is in the past; starting now");
             true
         }
     }

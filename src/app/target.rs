@@ -90,7 +90,7 @@ impl BuiltIn {
         let mut bases = vec![cleartext.base_url.as_str()];
         bases.extend(tls.iter().map(|target| target.base_url.as_str()));
         if !args.quiet {
-            eprintln!(
+            errln!(
                 "no URL given: measuring the built-in target at {} (path {})",
                 bases.join(" and "),
                 args.target_path

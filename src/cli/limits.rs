@@ -1,7 +1,7 @@
 //! Upper bounds on what the command line and its files may ask for. Each is far beyond any real
 //! run, so hitting one means a typo or hostile input: it is a usage error (exit 2) before anything
-//! is sent, never an overflow, a panic or a process that eats the machine's memory. The README's
-//! "Limits" table lists them.
+//! is sent, never an overflow, a panic or a process that eats the machine's memory. The table
+//! "What a run may ask for" in docs/reference.md lists them.
 
 use std::time::Duration;
 

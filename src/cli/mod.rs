@@ -186,8 +186,9 @@ pub struct LoadArgs {
     pub rps: Option<f64>,
 
     /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
-    #[arg(long = "interval", value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
-    pub interval: Duration,
+    /// Default: chosen per cell for at least 10 intervals, at most 1s.
+    #[arg(long = "interval", value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
 
     /// Run for this long instead of a request count (e.g. 10s, 1m). Every duration flag takes at most
     /// 30 days (720h), also after --scale.
@@ -223,6 +224,20 @@ pub struct LoadArgs {
     /// Count a request as timed out when its response has not completed after this long.
     #[arg(long = "request-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub request_timeout: Option<Duration>,
+
+    /// Send a request again, at most this many times (0..=100), when the server provably never
+    /// processed it: an HTTP/2 stream above a GOAWAY's last stream id or refused (REFUSED_STREAM),
+    /// an idempotent HTTP/1.1 request left unanswered when the server closed the connection. It
+    /// counts once, as what finally happened, timed from its first scheduled send. A re-send
+    /// after a GOAWAY or close of a connection that had completed requests is not counted
+    /// against N: the server is rotating connections, not refusing work.
+    #[arg(long = "max-retries", value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub max_retries: u8,
+
+    /// Never send a request again: what the server left unprocessed fails (h2load's accounting).
+    #[arg(long = "no-retry", conflicts_with = "max_retries")]
+    pub no_retry: bool,
 
     /// Give up connecting after this long: TCP, TLS and, for HTTP/2, the server's SETTINGS
     /// [default: 10s].
@@ -325,7 +340,9 @@ pub struct LoadArgs {
     pub watch_pid: Vec<u32>,
 
     /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario
-    /// small), 0.000001..=1000; the results must stay within each flag's limit.
+    /// small), 0.000001..=1000; the results must stay within each flag's limit. Scaled down, levels
+    /// stay distinct and in order (-c 1,10,100 at 0.01 is 1,2,3), -n keeps one request per
+    /// connection and stream, and -D stays at least 1s.
     #[arg(long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
     pub scale: Option<f64>,
 

@@ -156,6 +156,10 @@ pub(super) fn feed(
 /// request to blame counts as a failed connection when it happened before the connection was
 /// usable, or is the server's fault (a protocol error, a GOAWAY before any request).
 fn lose(session: &mut AnySession<'_>, failure: Failure, ledger: &Ledger<'_>) -> ConnEnd {
+    // A timeout is the client's decision: the report tells these closes from the server's.
+    if failure.kind == ErrorKind::Timeout {
+        ledger.closed_by_client();
+    }
     if session.fail_all(&failure, ledger) > 0 {
         ledger.note_error(|| failure.message);
     } else if !session.is_ready() || matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway)

@@ -1,8 +1,8 @@
 //! The HTTP/1.1 session: a keep-alive connection with up to `-m` requests written ahead
 //! (pipelining when `-m > 1`), responses matched in order. Request heads are serialized once per
-//! path; the body is one shared copy; responses are parsed as they arrive and never kept. See the
-//! README for why this replaced hyper's client (hyper cannot pipeline, and costs several times
-//! the CPU per request).
+//! path; the body is one shared copy; responses are parsed as they arrive and never kept. See
+//! docs/internals.md ("Performance") for why this replaced hyper's client (hyper cannot pipeline,
+//! and costs several times the CPU per request).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -26,6 +26,9 @@ pub(crate) struct H1Template {
     body: Bytes,
     depth: usize,
     bodyless_responses: bool,
+    /// Whether the method may be sent again when a server closes without answering (RFC 9110
+    /// §9.2.2), as browsers do: GET, HEAD, PUT, DELETE, OPTIONS.
+    pub(crate) idempotent: bool,
     request_timeout: Option<Duration>,
 }
 
@@ -41,6 +44,14 @@ impl H1Template {
             body: template.body.clone(),
             depth: plan.max_concurrent,
             bodyless_responses: template.method == Method::HEAD,
+            idempotent: [
+                Method::GET,
+                Method::HEAD,
+                Method::PUT,
+                Method::DELETE,
+                Method::OPTIONS,
+            ]
+            .contains(&template.method),
             request_timeout: plan.timeouts.request,
         }
     }
@@ -93,13 +104,13 @@ impl<'t> H1Session<'t> {
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
         if self.closing {
-            return self.closed_by_server();
+            return self.closed_by_server(ledger);
         }
         self.wake = None;
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
-                Slot::Now(start) => {
-                    let path = self.paths.next(self.template.heads.len());
+                Slot::Now(mut start) => {
+                    let path = self.paths.pick(&mut start, self.template.heads.len());
                     out.bytes().extend_from_slice(&self.template.heads[path]);
                     if !self.template.body.is_empty() {
                         out.push_body(&self.template.body);
@@ -194,11 +205,21 @@ impl<'t> H1Session<'t> {
                 self.complete(status, at, ledger);
             }
         }
-        self.closed_by_server().map(|_| ())
+        self.closed_by_server(ledger).map(|_| ())
     }
 
-    /// The server ended the connection: requests it had not answered are lost.
-    fn closed_by_server(&mut self) -> Result<Progress, Failure> {
+    /// The server ended the connection: requests it had not answered go again when the method
+    /// is idempotent (one cut off in the middle of its response was processed: it fails with
+    /// the rest); otherwise they are lost.
+    fn closed_by_server(&mut self, ledger: &Ledger<'_>) -> Result<Progress, Failure> {
+        if self.template.idempotent && !self.reader.is_mid_response() {
+            while let Some(&start) = self.in_flight.front() {
+                if !ledger.retry(start, ErrorKind::Closed) {
+                    break;
+                }
+                self.in_flight.pop_front();
+            }
+        }
         if self.in_flight.is_empty() {
             return Ok(if self.budget_spent {
                 Progress::Finished

@@ -1,12 +1,18 @@
 //! The HTTP/2 session (RFC 9113), written at the frame level for speed: no future or allocation
 //! per request, header blocks encoded from prepared fields, and every frame produced while
-//! handling a read leaves in one write. See the README for why this replaced the `h2` crate.
+//! handling a read leaves in one write. See docs/internals.md ("Performance") for why this
+//! replaced the `h2` crate.
 //!
 //! Each connection waits for the server's SETTINGS (part of connecting), then keeps
-//! `min(-m, SETTINGS_MAX_CONCURRENT_STREAMS)` streams open. Response bodies are counted, not
-//! kept; receive windows are enforced and replenished as data arrives; request bodies respect the
+//! `min(-m, SETTINGS_MAX_CONCURRENT_STREAMS)` streams open. After an h2c upgrade the requests do
+//! not wait: the server is already answering stream 1, and one that sees no other stream may end
+//! the connection as soon as stream 1 is answered (Apache does). So up to `-m` streams leave with
+//! the preface, under the protocol's defaults until the server's SETTINGS arrive (RFC 9113 §3.4,
+//! §6.5.2: no stream limit, 65,535-byte windows, 16 KiB frames); streams over the limit it then
+//! announces come back REFUSED_STREAM and go again. Response bodies are counted, not kept;
+//! receive windows are enforced and replenished as data arrives; request bodies respect the
 //! server's windows. Everything a server can make the client hold is bounded (see the limits
-//! below and the README's limits table).
+//! below and the limits table in docs/reference.md).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -195,6 +201,8 @@ pub(crate) struct H2Session<'t> {
     /// Until the server's SETTINGS arrive: when connecting gives up waiting for them.
     settings_due: Option<Instant>,
     settings_received: bool,
+    /// Whether streams open before the server's SETTINGS arrive (after an h2c upgrade).
+    open_before_settings: bool,
     /// Whether the server acknowledged our SETTINGS: until then it may assume default windows.
     settings_acked: bool,
     server_max_streams: usize,
@@ -220,7 +228,8 @@ pub(crate) struct H2Session<'t> {
 
 impl<'t> H2Session<'t> {
     /// A session that queues the preface and SETTINGS in `out`. After an h2c upgrade, `upgraded`
-    /// is the start of the HTTP/1.1 request whose response arrives on stream 1.
+    /// is the start of the HTTP/1.1 request whose response arrives on stream 1, and the next
+    /// [`H2Session::fill`] queues the other streams behind the preface, for the same write.
     pub(crate) fn new(
         template: &'t H2Template,
         upgraded: Option<RequestStart>,
@@ -241,6 +250,7 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
+            open_before_settings: upgraded.is_some(),
             settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,
@@ -305,6 +315,8 @@ impl<'t> H2Session<'t> {
     }
 
     /// Whether the connection can carry requests: the server's SETTINGS arrived and allow streams.
+    /// After an h2c upgrade requests are in flight before then, but the handshake still ends
+    /// with the server's SETTINGS.
     pub(crate) fn is_ready(&self) -> bool {
         self.settings_received && self.server_max_streams > 0
     }
@@ -333,7 +345,7 @@ impl<'t> H2Session<'t> {
     /// Opens streams up to the lane count; `Some` ends the connection (stream ids ran out).
     fn open_streams(&mut self, ledger: &Ledger<'_>, out: &mut Outgoing) -> Option<Progress> {
         self.wake = None;
-        if !self.settings_received || self.goaway.is_some() {
+        if !(self.settings_received || self.open_before_settings) || self.goaway.is_some() {
             return None;
         }
         let limit = self.template.lanes.min(self.server_max_streams);
@@ -347,7 +359,7 @@ impl<'t> H2Session<'t> {
                 // Stream ids are spent: finish what is open, then reconnect.
                 return self.streams.is_empty().then_some(Progress::Reconnect);
             }
-            let start = match ledger.next_request() {
+            let mut start = match ledger.next_request() {
                 Slot::Now(start) => start,
                 Slot::At(time) => {
                     self.wake = Some(time);
@@ -362,7 +374,8 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            self.write_headers(id, out.bytes());
+            let path = self.paths.pick(&mut start, self.template.paths.len());
+            self.write_headers(id, path, out.bytes());
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
             self.track_start(id, start.actual);
@@ -374,12 +387,11 @@ impl<'t> H2Session<'t> {
     }
 
     /// Appends the request's HEADERS (and CONTINUATION, if the block exceeds the server's frame size).
-    fn write_headers(&mut self, id: u32, out: &mut Vec<u8>) {
+    fn write_headers(&mut self, id: u32, path: usize, out: &mut Vec<u8>) {
         let template = self.template;
         let head_at = out.len();
         out.extend_from_slice(&[0; frame::HEADER_LEN]);
         self.encoder.begin_block(out);
-        let path = self.paths.next(template.paths.len());
         for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
             self.encoder.encode(out, slot, field);
         }
@@ -486,9 +498,6 @@ impl<'t> H2Session<'t> {
     }
 
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        if !self.settings_received {
-            return self.settings_due;
-        }
         let limit = self.template.request_timeout;
         // The front may have finished since the last fill: then the timer fires early, and
         // `on_timer` drops it without cancelling anything.
@@ -501,7 +510,12 @@ impl<'t> H2Session<'t> {
             .blocked_since
             .zip(limit)
             .map(|(since, limit)| since + limit);
-        earliest(earliest(oldest, blocked), self.wake)
+        // The SETTINGS deadline (cleared once they arrive) does not hide the streams': after an
+        // upgrade, streams are in flight before the SETTINGS.
+        earliest(
+            self.settings_due,
+            earliest(earliest(oldest, blocked), self.wake),
+        )
     }
 
     pub(crate) fn on_timer(
@@ -510,14 +524,12 @@ impl<'t> H2Session<'t> {
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<(), Failure> {
-        if !self.settings_received {
-            if self.settings_due.is_some_and(|due| now >= due) {
-                return Err(Failure::new(
-                    ErrorKind::ConnectTimeout,
-                    "the server sent no HTTP/2 SETTINGS within --connect-timeout",
-                ));
-            }
-            return Ok(());
+        // `settings_due` is cleared when the SETTINGS arrive.
+        if self.settings_due.is_some_and(|due| now >= due) {
+            return Err(Failure::new(
+                ErrorKind::ConnectTimeout,
+                "the server sent no HTTP/2 SETTINGS within --connect-timeout",
+            ));
         }
         let Some(limit) = self.template.request_timeout else {
             return Ok(());
@@ -633,7 +645,7 @@ impl<'t> H2Session<'t> {
     /// HEADERS and DATA may only come on streams we opened: never on stream 0, a server-side
     /// (even) id, or an id we have not used yet. Closed streams are fine (we may have reset them).
     fn check_response_stream(&self, id: u32, what: &str) -> Result<(), Failure> {
-        if id == 0 || id % 2 == 0 || id >= self.next_stream_id {
+        if id == 0 || id.is_multiple_of(2) || id >= self.next_stream_id {
             return Err(Failure::protocol(format!(
                 "the server sent {what} on stream {id}, which the client never opened"
             )));
@@ -755,10 +767,18 @@ impl<'t> H2Session<'t> {
                 let code =
                     read_u32(payload).ok_or_else(|| Failure::protocol("short RST_STREAM"))?;
                 if let Some(stream) = self.streams.remove(&head.stream) {
-                    ledger.note_error(|| {
-                        format!("the server reset a stream ({})", error_code_name(code))
-                    });
-                    ledger.fail_stream_reset(stream.start, code);
+                    // A refused stream was never processed (RFC 9113 §8.7): it goes again.
+                    if code == frame::REFUSED_STREAM
+                        && ledger.retry(stream.start, ErrorKind::Refused)
+                    {
+                        // Even when the budget is spent, this connection can send it.
+                        self.budget_spent = false;
+                    } else {
+                        ledger.note_error(|| {
+                            format!("the server reset a stream ({})", error_code_name(code))
+                        });
+                        ledger.fail_stream_reset(stream.start, code);
+                    }
                 }
                 Ok(())
             }
@@ -956,7 +976,7 @@ impl<'t> H2Session<'t> {
             }
             return Ok(());
         }
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(Failure::protocol("SETTINGS payload not a multiple of 6"));
         }
         for setting in payload.chunks_exact(6) {
@@ -995,8 +1015,9 @@ impl<'t> H2Session<'t> {
         self.count_control(out)
     }
 
-    /// GOAWAY: streams above the last one the server will process were never processed; they fail
-    /// (not retried silently), and no new stream opens on this connection.
+    /// GOAWAY: streams above the last one the server will process were never processed (RFC 9113
+    /// §6.8); they go again on another connection (they fail with `--no-retry`), and no new
+    /// stream opens on this one.
     fn on_goaway(&mut self, payload: &[u8], ledger: &Ledger<'_>) -> Result<(), Failure> {
         let last =
             read_u32(payload).ok_or_else(|| Failure::protocol("short GOAWAY"))? & 0x7fff_ffff;
@@ -1017,15 +1038,19 @@ impl<'t> H2Session<'t> {
             ledger.note_error(|| format!("the server sent GOAWAY with {}", error_code_name(code)));
         }
         self.goaway = Some(last);
-        let unprocessed: Vec<u32> = self
+        let mut unprocessed: Vec<u32> = self
             .streams
             .keys()
             .copied()
             .filter(|id| *id > last)
             .collect();
+        // Oldest first, so they go again in the order they were sent (the map has no order).
+        unprocessed.sort_unstable();
         for id in unprocessed {
             if let Some(stream) = self.streams.remove(&id) {
-                ledger.fail(stream.start, ErrorKind::Goaway);
+                if !ledger.retry(stream.start, ErrorKind::Goaway) {
+                    ledger.fail(stream.start, ErrorKind::Goaway);
+                }
             }
         }
         Ok(())

@@ -15,6 +15,7 @@ pub(crate) mod testing;
 mod upgrade;
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -138,6 +139,45 @@ pub struct ThreadShared {
     pub request_log: Option<RefCell<RequestLog>>,
     /// The buffer this thread's connections read into, one at a time.
     pub read_buffer: RefCell<Vec<u8>>,
+    /// Requests the server never processed, waiting for a connection to send them again.
+    pub retries: RefCell<VecDeque<Retry>>,
+}
+
+/// A request the server never processed, to be sent again.
+#[derive(Debug, Clone, Copy)]
+pub struct Retry {
+    /// Its first scheduled send (kept: latency counts from it), path and retries so far.
+    start: RequestStart,
+    /// Why it goes again (goaway, refused, closed): what it fails as if no attempt gets through.
+    kind: ErrorKind,
+}
+
+impl ThreadShared {
+    /// Whether requests are waiting to be sent again: a slot must connect for them even when
+    /// the budget is spent.
+    pub fn has_retries(&self) -> bool {
+        !self.retries.borrow().is_empty()
+    }
+
+    /// Fails the requests still waiting to be sent again once the thread's connections are
+    /// done: none could carry them.
+    pub fn fail_unsent_retries(&self) {
+        let mut recorder = self.recorder.borrow_mut();
+        for Retry { start, kind } in self.retries.borrow_mut().drain(..) {
+            if recorder.is_measured(start.intended) {
+                recorder.requests_failed(1, kind);
+                if let Some(log) = &self.request_log {
+                    log.borrow_mut().record(LogEntry {
+                        start,
+                        response: None,
+                        end: Instant::now(),
+                        connection: 0,
+                        protocol: None,
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// The state of one live connection that outlives its driver (the runner reads it afterwards).
@@ -151,6 +191,8 @@ pub struct ConnState {
     pub requests: Cell<u64>,
     /// Measured requests sent on this connection and not yet finished.
     pub in_flight: Cell<u64>,
+    /// Responses completed on this connection: whether the server made progress on it.
+    pub completed: Cell<u64>,
     /// The send time `--rate` promised this connection while it waits (see [`Pacer`]).
     pub promised: Cell<Option<Instant>>,
 }
@@ -171,9 +213,23 @@ impl<'a> Ledger<'a> {
     }
 
     /// The next request this connection may send: now (it is counted as sent), not before some
-    /// time (`--rate`), or never (the budget is spent or the run is stopping).
+    /// time (`--rate`), or never (the budget is spent or the run is stopping, and no request
+    /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
+    /// nothing from the budget or the schedule and was counted as started the first time.
     pub fn next_request(&self) -> Slot {
         let now = Instant::now();
+        let retry = self.shared.retries.borrow_mut().pop_front();
+        if let Some(Retry { start, .. }) = retry {
+            let start = RequestStart {
+                actual: now,
+                sequence: self.next_sequence(),
+                ..start
+            };
+            if self.shared.recorder.borrow().is_measured(start.intended) {
+                self.conn.in_flight.set(self.conn.in_flight.get() + 1);
+            }
+            return Slot::Now(start);
+        }
         let intended = match &self.shared.pacer {
             Some(pacer) if pacer.next.get() > now => {
                 return Slot::At(pacer.promise(&self.conn.promised))
@@ -187,12 +243,13 @@ impl<'a> Ledger<'a> {
         if let Some(pacer) = &self.shared.pacer {
             pacer.next.set(intended + pacer.period);
         }
-        let sequence = self.conn.requests.get() + 1;
-        self.conn.requests.set(sequence);
         let start = RequestStart {
             intended,
             actual: now,
-            sequence: u32::try_from(sequence).unwrap_or(u32::MAX),
+            sequence: self.next_sequence(),
+            path: 0,
+            retries: 0,
+            resent: false,
         };
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
@@ -202,8 +259,59 @@ impl<'a> Ledger<'a> {
         Slot::Now(start)
     }
 
+    /// Numbers a request sent on this connection (from 1).
+    fn next_sequence(&self) -> u32 {
+        let sequence = self.conn.requests.get() + 1;
+        self.conn.requests.set(sequence);
+        u32::try_from(sequence).unwrap_or(u32::MAX)
+    }
+
+    /// A request the server provably never processed (`kind`: goaway, refused or closed) goes
+    /// back to the thread's queue, for this connection or another to send again; once it has
+    /// been sent `--max-retries` times more, it fails with `kind`. `false` with `--no-retry`:
+    /// nothing was done, the caller counts it as before.
+    ///
+    /// A re-send after a GOAWAY or a close does not count against `--max-retries` when the
+    /// connection had completed a request: the server is rotating connections while it serves
+    /// (Apache ends every upgraded connection that runs out of streams), not refusing work.
+    /// The run still ends: every such re-send follows a completed request. A refused stream
+    /// always counts, as it is re-sent on the same connection.
+    pub fn retry(&self, start: RequestStart, kind: ErrorKind) -> bool {
+        let Some(max_retries) = self.shared.plan.max_retries else {
+            return false;
+        };
+        let charged = kind == ErrorKind::Refused || self.conn.completed.get() == 0;
+        if charged && start.retries >= max_retries {
+            self.note_error(|| {
+                format!(
+                    "the server did not process a request in {} attempts ({})",
+                    u32::from(max_retries) + 1,
+                    kind.name()
+                )
+            });
+            self.fail(start, kind);
+            return true;
+        }
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start.intended) {
+            self.conn.in_flight.set(self.conn.in_flight.get() - 1);
+            recorder.request_retried(kind);
+        }
+        let start = RequestStart {
+            retries: start.retries + u8::from(charged),
+            resent: true,
+            ..start
+        };
+        self.shared
+            .retries
+            .borrow_mut()
+            .push_back(Retry { start, kind });
+        true
+    }
+
     /// Records a completed response.
     pub fn complete(&self, sample: ResponseSample) {
+        self.conn.completed.set(self.conn.completed.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
@@ -262,6 +370,14 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// Records that the client closed this connection itself (a timeout), not the server.
+    pub fn closed_by_client(&self) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .connections_closed_by_client += 1;
+    }
+
     /// Records the protocol this connection settled on.
     pub fn note_protocol(&self, protocol: Protocol) {
         self.conn.protocol.set(Some(protocol));
@@ -307,6 +423,15 @@ impl PathCycle {
     /// A cycle whose first path is the one at `index`.
     fn starting_at(index: usize) -> Self {
         PathCycle { next: index }
+    }
+
+    /// The path of a request about to be sent, among `count`: a request sent again keeps its
+    /// own, a new one takes the next in turn (and remembers it, should it be sent again).
+    fn pick(&mut self, start: &mut RequestStart, count: usize) -> usize {
+        if !start.resent {
+            start.path = u32::try_from(self.next(count)).expect("paths are counted in u32");
+        }
+        start.path as usize
     }
 
     /// The index of the next path among `count`.

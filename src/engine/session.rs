@@ -48,7 +48,8 @@ impl Templates {
 }
 
 /// A connection's session. `ready_by` bounds the wait for the protocol's own handshake (the
-/// server's SETTINGS), which is part of connecting.
+/// server's SETTINGS, after the `101` of an h2c upgrade), which is part of connecting. Requests
+/// wait for it, except on an upgraded connection (see [`super::upgrade`]).
 pub(crate) enum AnySession<'t> {
     /// HTTP/1.1.
     H1(H1Session<'t>),
@@ -125,7 +126,7 @@ impl<'t> AnySession<'t> {
         match self {
             AnySession::H1(session) => session.on_eof(at, ledger),
             AnySession::H2(session) => session.on_eof(),
-            AnySession::Upgrade(session) => session.on_eof(),
+            AnySession::Upgrade(session) => session.on_eof(ledger),
         }
     }
 

@@ -51,6 +51,7 @@ pub(crate) fn world(argv: &[&str]) -> World {
             pacer: None,
             request_log: None,
             read_buffer: read_buffer(),
+            retries: RefCell::default(),
         },
         conn: ConnState::default(),
         templates,

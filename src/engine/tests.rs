@@ -6,14 +6,21 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::driver::feed;
-use super::session::Progress;
-use super::testing::{converse, drain, open, world, Outcome};
+use super::outgoing::Outgoing;
+use super::session::{AnySession, Progress};
+use super::testing::{converse, drain, open, world, Outcome, World};
+use super::{ConnState, Ledger, Retry};
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
 
 fn kind(outcome: &Outcome) -> Option<ErrorKind> {
     outcome.failure.as_ref().map(|failure| failure.kind)
+}
+
+/// The requests waiting in the thread's queue to be sent again.
+fn queued(world: &World) -> Vec<Retry> {
+    world.shared.retries.borrow().iter().copied().collect()
 }
 
 // ---- HTTP/1.1 ----
@@ -81,19 +88,82 @@ fn h1_endless_interim_responses_are_cut_off() {
     assert_eq!(outcome.errors, [(ErrorKind::Protocol, 1)]);
 }
 
+/// `Connection: close` on the first of three pipelined responses.
+const CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
 #[test]
-fn h1_server_closing_with_requests_unanswered_fails_them_as_closed() {
-    let world = world(&["--h1", "-m", "3", "-n", "3"]);
+fn h1_server_closing_with_requests_unanswered_fails_them_as_closed_unless_retried() {
+    // POST is not idempotent; --no-retry is h2load's accounting.
+    for flags in [&["--method", "POST"][..], &["--no-retry"]] {
+        let world = world(&[&["--h1", "-m", "3", "-n", "3"], flags].concat());
+        let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
+        session.fill(&ledger, &mut out).unwrap();
+        let mut pending = Vec::new();
+        let at = Instant::now();
+        feed(&mut session, CLOSE, &mut pending, at, &ledger, &mut out).unwrap();
+        let failure = session.fill(&ledger, &mut out).unwrap_err();
+        assert_eq!(failure.kind, ErrorKind::Closed, "{flags:?}");
+        assert_eq!(session.fail_all(&failure, &ledger), 2, "{flags:?}");
+        let recorder = world.shared.recorder.borrow();
+        assert_eq!(recorder.counters.errored, 2, "{flags:?}");
+        assert_eq!(recorder.retried.total(), 0, "{flags:?}");
+    }
+}
+
+#[test]
+fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
+    let mut world = world(&["--h1", "-m", "3", "-n", "3"]);
+    let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
+    session.fill(&ledger, &mut out).unwrap();
+    let mut pending = Vec::new();
+    feed(
+        &mut session,
+        CLOSE,
+        &mut pending,
+        Instant::now(),
+        &ledger,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Reconnect));
+    assert_eq!(world.conn.in_flight.get(), 0, "moved to the queue");
+    let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
+    // The connection completed a request before it closed: the re-sends are free.
+    assert_eq!(
+        queued
+            .iter()
+            .map(|s| (s.sequence, s.retries, s.resent))
+            .collect::<Vec<_>>(),
+        [(2, 0, true), (3, 0, true)]
+    );
+    drop((ledger, session));
+    world.conn = ConnState::default();
+    let outcome = converse(&world, Protocol::Http1, &OK.repeat(2), 7);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.sent.windows(4).filter(|w| w == b"GET ").count(), 2);
+    let c = outcome.counters;
+    assert_eq!((c.started, c.done, c.succeeded, c.failed), (3, 3, 3, 0));
+    let recorder = world.shared.recorder.borrow();
+    assert_eq!(recorder.retried.closed, 2);
+    assert_eq!(recorder.retried.total(), 2);
+    assert_eq!(world.conn.in_flight.get(), 0);
+    assert!(world.shared.retries.borrow().is_empty());
+}
+
+#[test]
+fn h1_close_in_the_middle_of_a_response_fails_everything_in_flight() {
+    let world = world(&["--h1", "-m", "2", "-n", "2"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     session.fill(&ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     let at = Instant::now();
-    let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-    feed(&mut session, close, &mut pending, at, &ledger, &mut out).unwrap();
-    let failure = session.fill(&ledger, &mut out).unwrap_err();
+    let cut = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf";
+    feed(&mut session, cut, &mut pending, at, &ledger, &mut out).unwrap();
+    let failure = session.on_eof(at, &ledger).unwrap_err();
     assert_eq!(failure.kind, ErrorKind::Closed);
     assert_eq!(session.fail_all(&failure, &ledger), 2);
-    assert_eq!(world.shared.recorder.borrow().counters.errored, 2);
+    assert_eq!(world.shared.recorder.borrow().retried.total(), 0);
 }
 
 #[test]
@@ -224,19 +294,125 @@ fn h2_streams_with_padding_and_continuation_split_at_every_byte() {
     }
 }
 
-#[test]
-fn h2_goaway_fails_only_the_streams_above_last_stream_id() {
-    let world = world(&["--proto", "h2c", "-m", "3", "-n", "3"]);
-    let mut goaway = 1u32.to_be_bytes().to_vec();
-    goaway.extend_from_slice(&frame::NO_ERROR.to_be_bytes());
+/// GOAWAY(NO_ERROR) naming `last` as the last stream processed.
+fn goaway(last: u32) -> Vec<u8> {
+    [last.to_be_bytes(), frame::NO_ERROR.to_be_bytes()].concat()
+}
+
+/// Streams 1, 3 and 5 (`-m 3 -n 3`, plus `flags`) on a connection whose server answers stream 1
+/// and sends GOAWAY naming it the last stream processed.
+fn goaway_after_stream_1(flags: &[&str]) -> (World, Outcome) {
+    let world = world(&[&["--proto", "h2c", "-m", "3", "-n", "3"], flags].concat());
     let server = Server::default()
         .settings(&[])
-        .frame(frame::GOAWAY, 0, 0, &goaway)
+        .frame(frame::GOAWAY, 0, 0, &goaway(1))
         .ok(1, true);
     let outcome = converse(&world, Protocol::H2c, &server.0, 5);
+    (world, outcome)
+}
+
+#[test]
+fn h2_goaway_fails_only_the_streams_above_last_stream_id_with_no_retry() {
+    let (world, outcome) = goaway_after_stream_1(&["--no-retry"]);
     assert_eq!(outcome.failure, None);
     assert_eq!(outcome.counters.succeeded, 1);
     assert_eq!(outcome.errors, [(ErrorKind::Goaway, 2)]);
+    assert_eq!(world.shared.recorder.borrow().retried.total(), 0);
+}
+
+#[test]
+fn h2_goaway_streams_above_last_stream_id_go_again_on_a_new_connection() {
+    let (mut world, outcome) = goaway_after_stream_1(&[]);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.errors, []);
+    assert_eq!(world.conn.in_flight.get(), 0, "1 done, 2 in the queue");
+    let queued: Vec<_> = queued(&world).iter().map(|r| (r.start, r.kind)).collect();
+    assert_eq!(queued.len(), 2);
+    for (start, kind) in &queued {
+        assert_eq!((start.retries, *kind), (1, ErrorKind::Goaway));
+        assert!(start.intended <= start.actual, "the first schedule is kept");
+    }
+    world.conn = ConnState::default();
+    let second = Server::default().settings(&[]).ok(1, true).ok(3, true);
+    let outcome = converse(&world, Protocol::H2c, &second.0, 5);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.errors, []);
+    let c = outcome.counters;
+    assert_eq!((c.started, c.done, c.succeeded, c.failed), (3, 3, 3, 0));
+    assert_eq!(world.shared.recorder.borrow().retried.goaway, 2);
+    assert_eq!(
+        world.conn.requests.get(),
+        2,
+        "the retries only: -n is spent"
+    );
+}
+
+#[test]
+fn h2_goaway_after_a_completed_request_is_a_free_retry() {
+    // A server rotating connections as it serves (stream 1 answered, then GOAWAY): the re-sends
+    // do not count against --max-retries, so even 0 lets them through.
+    let mut world = world(&["--proto", "h2c", "-m", "3", "-n", "3", "--max-retries", "0"]);
+    let first = Server::default()
+        .settings(&[])
+        .ok(1, true)
+        .frame(frame::GOAWAY, 0, 0, &goaway(1));
+    let outcome = converse(&world, Protocol::H2c, &first.0, 5);
+    assert_eq!((outcome.failure, outcome.errors), (None, vec![]));
+    let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
+    assert_eq!(
+        queued
+            .iter()
+            .map(|s| (s.retries, s.resent))
+            .collect::<Vec<_>>(),
+        [(0, true), (0, true)]
+    );
+    world.conn = ConnState::default();
+    let second = Server::default().settings(&[]).ok(1, true).ok(3, true);
+    let outcome = converse(&world, Protocol::H2c, &second.0, 5);
+    assert_eq!((outcome.failure, outcome.errors), (None, vec![]));
+    let c = outcome.counters;
+    assert_eq!((c.started, c.done, c.succeeded, c.failed), (3, 3, 3, 0));
+    assert_eq!(world.shared.recorder.borrow().retried.goaway, 2);
+}
+
+#[test]
+fn h2_refused_streams_go_again_on_the_same_connection_up_to_max_retries() {
+    let refuse = |server: Server, id: u32| {
+        server.frame(
+            frame::RST_STREAM,
+            0,
+            id,
+            &frame::REFUSED_STREAM.to_be_bytes(),
+        )
+    };
+    // Stream 1 refused, sent again as 5 and answered; 3 answered.
+    let world_ok = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+    let server = refuse(Server::default().settings(&[]), 1)
+        .ok(3, true)
+        .ok(5, true);
+    let outcome = converse(&world_ok, Protocol::H2c, &server.0, 3);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.errors, []);
+    assert_eq!(
+        (outcome.counters.started, outcome.counters.succeeded),
+        (2, 2)
+    );
+    assert_eq!(world_ok.shared.recorder.borrow().retried.refused, 1);
+    // Refused on the first attempt and on its one retry: it fails as `refused`.
+    let world_no = world(&["--proto", "h2c", "-n", "1", "--max-retries", "1"]);
+    let server = refuse(refuse(Server::default().settings(&[]), 1), 3);
+    let outcome = converse(&world_no, Protocol::H2c, &server.0, 3);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.errors, [(ErrorKind::Refused, 1)]);
+    let c = outcome.counters;
+    assert_eq!((c.started, c.done, c.failed, c.errored), (1, 1, 1, 1));
+    let recorder = world_no.shared.recorder.borrow();
+    assert_eq!(recorder.retried.refused, 1);
+    assert!(recorder.stream_reset_codes.is_empty());
+    assert!(recorder
+        .first_error
+        .as_deref()
+        .is_some_and(|e| e.contains("in 2 attempts (refused)")));
 }
 
 #[test]
@@ -266,7 +442,7 @@ fn h2_goaway_before_any_request_is_a_named_failure() {
 
 #[test]
 fn h2_stream_reset_is_counted_with_its_code() {
-    let world = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+    let world = world(&["--proto", "h2c", "-m", "2", "-n", "2", "--no-retry"]);
     let server = Server::default()
         .settings(&[])
         .frame(
@@ -555,6 +731,10 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
 
 // ---- h2c Upgrade ----
 
+/// The server's answer when it takes the upgrade.
+const SWITCHING: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
 /// An upgrade connection (`-m 2 -n 2`) over `server` bytes in pieces of `piece` bytes, and the
 /// protocol it settled on.
 fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
@@ -565,8 +745,7 @@ fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
 
 #[test]
 fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
-    let mut server =
-        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    let mut server = SWITCHING.to_vec();
     server.extend(
         Server::default()
             .settings(&[])
@@ -594,6 +773,148 @@ fn upgrade_101_hands_over_to_http2_with_stream_1_open() {
             "piece {piece}"
         );
     }
+}
+
+/// The frames in `bytes` (whole ones, as the client writes them): type and stream of each.
+fn frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
+    let mut frames = Vec::new();
+    while let Some(head) = bytes.first_chunk::<{ frame::HEADER_LEN }>() {
+        let head = frame::FrameHead::parse(head);
+        frames.push((head.kind, head.stream));
+        bytes = &bytes[frame::HEADER_LEN + head.length..];
+    }
+    assert!(bytes.is_empty(), "a partial frame");
+    frames
+}
+
+/// What the client writes in answer to `server` (whole heads and frames), as one turn of the
+/// driver: read, fill, write.
+fn answer(
+    session: &mut AnySession<'_>,
+    ledger: &Ledger<'_>,
+    out: &mut Outgoing,
+    server: &[u8],
+) -> Vec<u8> {
+    let mut pending = Vec::new();
+    feed(session, server, &mut pending, Instant::now(), ledger, out).unwrap();
+    assert!(pending.is_empty(), "whole heads and frames only");
+    session.fill(ledger, out).unwrap();
+    drain(out)
+}
+
+#[test]
+fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_settings() {
+    // Apache ends an upgraded connection once no stream is open: streams 3 and 5 must reach it
+    // while stream 1 is, so they leave in the same write as the preface.
+    let world = world(&[
+        "--proto",
+        "h2c-upgrade",
+        "-m",
+        "3",
+        "-n",
+        "10",
+        "--request-timeout",
+        "1h",
+    ]);
+    let ready_by = Instant::now() + Duration::from_secs(10);
+    let (ledger, mut out, mut session) = open(&world, None, Some(ready_by));
+    session.fill(&ledger, &mut out).unwrap();
+    assert!(drain(&mut out).starts_with(b"GET / HTTP/1.1\r\n"));
+    let write = answer(&mut session, &ledger, &mut out, SWITCHING);
+    let after_preface = write
+        .strip_prefix(frame::PREFACE)
+        .expect("the write starts with the preface");
+    assert_eq!(
+        frames(after_preface),
+        [
+            (frame::SETTINGS, 0),
+            (frame::WINDOW_UPDATE, 0),
+            (frame::HEADERS, 3),
+            (frame::HEADERS, 5),
+        ],
+        "-m 3: stream 1 is the upgrade request"
+    );
+    assert_eq!(world.shared.recorder.borrow().counters.started, 3);
+    assert!(
+        !session.is_ready(),
+        "ready once the server's SETTINGS arrive"
+    );
+    assert_eq!(
+        session.next_timer(),
+        Some(ready_by),
+        "--connect-timeout still bounds the wait for the SETTINGS"
+    );
+    let failure = session.on_timer(ready_by, &ledger, &mut out).unwrap_err();
+    assert_eq!(failure.kind, ErrorKind::ConnectTimeout);
+}
+
+#[test]
+fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
+    // Three streams left before the SETTINGS announced 2: the server refuses stream 5, which goes
+    // again as stream 7 once a stream is free, and never more than 2 are open.
+    let world = world(&["--proto", "h2c-upgrade", "-m", "3", "-n", "3"]);
+    let (ledger, mut out, mut session) = open(&world, None, None);
+    session.fill(&ledger, &mut out).unwrap();
+    drain(&mut out);
+    // The streams the client opens in answer to `server`.
+    let mut opened = |server: &[u8]| -> Vec<u32> {
+        let write = answer(&mut session, &ledger, &mut out, server);
+        let write = write.strip_prefix(frame::PREFACE).unwrap_or(&write);
+        frames(write)
+            .into_iter()
+            .filter(|(kind, _)| *kind == frame::HEADERS)
+            .map(|(_, stream)| stream)
+            .collect()
+    };
+    assert_eq!(opened(SWITCHING), [3, 5]);
+    let limited = Server::default()
+        .settings(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 2)])
+        .frame(
+            frame::RST_STREAM,
+            0,
+            5,
+            &frame::REFUSED_STREAM.to_be_bytes(),
+        );
+    assert!(opened(&limited.0).is_empty(), "1 and 3 are open");
+    assert_eq!(opened(&Server::default().ok(1, true).0), [7]);
+    assert!(opened(&Server::default().ok(3, true).ok(7, true).0).is_empty());
+    let c = world.shared.recorder.borrow().counters;
+    assert_eq!((c.started, c.succeeded, c.failed), (3, 3, 0));
+    assert_eq!(world.shared.recorder.borrow().retried.refused, 1);
+}
+
+#[test]
+fn upgraded_connection_sends_again_what_a_goaway_left_unprocessed() {
+    // Apache's way: after the upgrade, stream 1 is answered and GOAWAY names it the last one.
+    let mut server = SWITCHING.to_vec();
+    server.extend(Server::default().settings(&[]).0);
+    // The answers come once the client has opened stream 3.
+    let opened = server.len();
+    server.extend(
+        Server::default()
+            .ok(1, true)
+            .frame(frame::GOAWAY, 0, 0, &goaway(1))
+            .0,
+    );
+    let world = world(&["--proto", "h2c-upgrade", "-m", "2", "-n", "2"]);
+    let outcome = converse(&world, None, &server, opened);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(
+        (outcome.counters.started, outcome.counters.succeeded),
+        (2, 1)
+    );
+    assert_eq!(world.shared.recorder.borrow().retried.goaway, 1);
+    assert_eq!(world.shared.retries.borrow().len(), 1);
+}
+
+#[test]
+fn upgrade_closed_unanswered_goes_again() {
+    let world = world(&["--proto", "h2c-upgrade", "-n", "1"]);
+    let (ledger, mut out, mut session) = open(&world, None, None);
+    session.fill(&ledger, &mut out).unwrap();
+    assert_eq!(session.on_eof(Instant::now(), &ledger), Ok(()));
+    assert_eq!(world.shared.recorder.borrow().retried.closed, 1);
+    assert_eq!(world.shared.retries.borrow().len(), 1);
 }
 
 #[test]

@@ -2,6 +2,14 @@
 //! with `Upgrade: h2c`; on `101 Switching Protocols` the session becomes an HTTP/2 session whose
 //! stream 1 is that request. A server that answers without `101` keeps speaking HTTP/1.1, and the
 //! session becomes an HTTP/1.1 one (with a warning) that reads the answer as its first response.
+//!
+//! Connecting, as for every protocol, is TCP (the "time for connect"). The connection is ready
+//! (its handshake done) once the server's SETTINGS follow the `101`, within `--connect-timeout`
+//! of the start of connecting like any HTTP/2 connection's. The wait for the answer itself is the
+//! upgrade request's, bounded by `--request-timeout` only: a server that declines answers with the
+//! whole response, which may take as long as any. After the `101` the other requests (up to `-m`)
+//! leave in the same write as the client's preface, without waiting for the server's SETTINGS
+//! (see [`super::h2`]).
 
 use std::time::{Duration, Instant};
 
@@ -87,7 +95,9 @@ impl<'t> UpgradeSession<'t> {
         }
         self.wake = None;
         match ledger.next_request() {
-            Slot::Now(start) => {
+            Slot::Now(mut start) => {
+                // The upgrade request asks for the first path, whichever a retried request had.
+                start.path = 0;
                 out.bytes().extend_from_slice(&self.template.head);
                 if !self.template.body.is_empty() {
                     out.push_body(&self.template.body);
@@ -156,7 +166,15 @@ impl<'t> UpgradeSession<'t> {
         Ok(Upgraded::To(AnySession::H2(Box::new(h2)), head_len))
     }
 
-    pub(crate) fn on_eof(&mut self) -> Result<(), Failure> {
+    /// The server closed without answering: an idempotent upgrade request goes again, like an
+    /// HTTP/1.1 request left unanswered.
+    pub(crate) fn on_eof(&mut self, ledger: &Ledger<'_>) -> Result<(), Failure> {
+        if let Some(start) = self.sent.filter(|_| self.h1.idempotent) {
+            if ledger.retry(start, ErrorKind::Closed) {
+                self.sent = None;
+                return Ok(());
+            }
+        }
         Err(Failure::new(
             ErrorKind::Closed,
             "the server closed the connection in answer to the h2c upgrade",

@@ -100,12 +100,23 @@ mod tests {
         assert_eq!(live.progress().p99, None);
         let t0 = Instant::now();
         for (thread, millis) in [(0, 2), (1, 40)] {
-            let mut recorder = Recorder::new(t0, 1, Duration::from_secs(1), false);
+            let mut recorder = Recorder::new(
+                t0,
+                1,
+                crate::plan::TimelineInterval::choose(
+                    Some(Duration::from_secs(1)),
+                    &crate::plan::StopRule::Requests(1),
+                ),
+                false,
+            );
             for _ in 0..50 {
                 let start = RequestStart {
                     intended: t0,
                     actual: t0,
                     sequence: 1,
+                    path: 0,
+                    retries: 0,
+                    resent: false,
                 };
                 let end = t0 + Duration::from_millis(millis);
                 recorder.response(

@@ -76,7 +76,10 @@ fn update(bar: &ProgressBar, goal: StopRule, elapsed: Duration, progress: Progre
         || "-".to_owned(),
         |p99| format_micros(p99.as_micros() as f64),
     );
-    let mut message = format!("{rate:.0} req/s, {} errors, p99 {p99}", progress.errored);
+    let mut message = format!(
+        "{rate:.0} req/s, {}, p99 {p99}",
+        crate::report::counted(progress.errored, "error")
+    );
     match goal {
         StopRule::Requests(_) => bar.set_position(progress.done),
         StopRule::Duration { warm_up, .. } => {

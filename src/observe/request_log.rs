@@ -156,6 +156,9 @@ mod tests {
             intended: sent,
             actual: sent,
             sequence,
+            path: 0,
+            retries: 0,
+            resent: false,
         };
         log.record(Entry {
             start: start(3),

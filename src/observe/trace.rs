@@ -194,7 +194,7 @@ impl ConnTrace {
                 let _ = writeln!(text, "[{stamp:8.3}] [conn {}] {line}", self.id);
             }
         }
-        eprint!("{text}");
+        err!("{text}");
     }
 
     fn tap(&mut self, direction: Direction) -> &mut Tap {

@@ -64,7 +64,25 @@ pub enum Negotiation {
     },
 }
 
+/// `c=10 m=1`, with ` rate=500` when paced: a cell's concurrency and pacing, as labels show them.
+pub(crate) fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -> String {
+    match rate {
+        Some(rate) => format!("c={clients} m={streams} rate={rate}"),
+        None => format!("c={clients} m={streams}"),
+    }
+}
+
 impl RunPlan {
+    /// `h2c c=10 m=1`, with ` rate=500` when paced: the settings that tell the cells of a sweep
+    /// apart, for headings, the progress bar, the charts and the exports.
+    pub(crate) fn label(&self) -> String {
+        format!(
+            "{} {}",
+            self.protocol_label(),
+            setting_label(self.clients, self.max_concurrent, self.rate)
+        )
+    }
+
     /// The cell's protocol as the user names it: `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
     pub fn protocol_label(&self) -> &'static str {
         match self.negotiation {
@@ -188,12 +206,14 @@ pub struct RunPlan {
     pub max_concurrent: usize,
     /// Time limits.
     pub timeouts: Timeouts,
+    /// How often a request the server never processed is sent again (`None`: `--no-retry`).
+    pub max_retries: Option<u8>,
     /// HTTP/2 settings.
     pub h2: H2Settings,
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
     pub rate: Option<f64>,
     /// Length of the timeline's intervals.
-    pub interval: Duration,
+    pub interval: TimelineInterval,
     /// Adjustments made to the options, printed before the run.
     pub notes: Vec<String>,
     /// Input that was ignored for safety, printed before the run even with `--quiet`.
@@ -241,14 +261,14 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
     } else {
         args.rate.iter().copied().map(Some).collect()
     };
-    for &clients in &args.clients {
+    let scaled_clients = scaled_levels(&args.clients, scale);
+    for &clients in &scaled_clients {
         for (&streams, &rate) in args
             .max_concurrent_streams
             .iter()
             .flat_map(|m| rates.iter().map(move |r| (m, r)))
         {
             let level = cells.len() / protocols.len();
-            let clients = scaled(clients, scale);
             for &proto in &protocols {
                 let multiplexed = args.h2_multiplex && speaks_h2(args, proto);
                 let (clients, streams) = if multiplexed {
@@ -291,6 +311,36 @@ fn scaled(count: u64, scale: f64) -> u64 {
     ((count as f64 * scale).round() as u64).max(1)
 }
 
+/// Sweep levels multiplied by `--scale`, kept apart: each distinct level is scaled, then raised
+/// just above the next smaller one if scaling made them meet, so `-c 1,10,100 --scale 0.01` is
+/// `1,2,3`, not `1,1,1`, and levels keep their order (equal levels stay equal).
+fn scaled_levels(levels: &[u64], scale: f64) -> Vec<u64> {
+    let mut distinct = levels.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut previous = 0;
+    let mapped: Vec<(u64, u64)> = distinct
+        .into_iter()
+        .map(|level| {
+            previous = scaled(level, scale).max(previous + 1);
+            (level, previous)
+        })
+        .collect();
+    levels
+        .iter()
+        .map(|level| {
+            mapped
+                .iter()
+                .find(|(original, _)| original == level)
+                .map_or(*level, |(_, scaled)| *scaled)
+        })
+        .collect()
+}
+
+/// A `-D` that `--scale` shrinks stays at least this long (or as long as given, if shorter), so a
+/// scaled cell on a busy machine still measures more than its connection setup.
+const MIN_SCALED_DURATION: Duration = Duration::from_secs(1);
+
 /// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
 /// target, whose CA `trust_test_ca` adds to the trusted roots).
 pub fn build(
@@ -317,7 +367,9 @@ pub fn build(
     if let StopRule::Requests(n) = stop {
         if n < cell.clients {
             notes.push(format!(
-                "-n {n} is less than -c {clients}: only {n} connections can carry a request, so {n} are opened"
+                "-n {n} is less than -c {clients}: only {} can carry a request, so only {} opened",
+                crate::report::counted(n, "connection"),
+                if n == 1 { "it is" } else { "they are" }
             ));
             clients = n as usize;
         }
@@ -325,7 +377,9 @@ pub fn build(
     let mut threads = to_usize(args.threads, "-t")?;
     if threads > clients {
         notes.push(format!(
-            "-t {threads} is more than the {clients} connections: using {clients} threads"
+            "-t {threads} is more than the {}: using {}",
+            crate::report::counted(clients as u64, "connection"),
+            crate::report::counted(clients as u64, "thread")
         ));
         threads = clients;
     }
@@ -365,6 +419,7 @@ pub fn build(
             connection_active: args.connection_active_timeout,
             connection_inactivity: args.connection_inactivity_timeout,
         },
+        max_retries: (!args.no_retry).then_some(args.max_retries),
         h2: H2Settings {
             stream_window: (1u32 << args.window_bits) - 1,
             connection_window: (1u32 << args.connection_window_bits) - 1,
@@ -372,7 +427,7 @@ pub fn build(
             header_table_size,
         },
         rate,
-        interval: args.interval,
+        interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,
     })
@@ -395,20 +450,92 @@ fn check_cell_limits(cell: &CellSpec) -> Result<()> {
     Ok(())
 }
 
+/// The length of a cell's timeline intervals, and whether it was chosen automatically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimelineInterval {
+    /// The length recording starts with.
+    pub length: Duration,
+    /// No `--interval` was given: the report picks the final length from the cell's length.
+    pub auto: bool,
+}
+
+impl TimelineInterval {
+    /// A cell's timeline aims at no fewer intervals than this when the length is automatic.
+    pub(crate) const MIN_INTERVALS: u32 = 10;
+    /// The recording length of automatic `-n` runs, whose length is unknown in advance; the
+    /// report merges neighbours up to the length that keeps [`Self::MIN_INTERVALS`].
+    pub(crate) const AUTO_BASE: Duration = Duration::from_millis(10);
+
+    /// The round lengths an automatic interval takes, longest first.
+    pub(crate) const ROUND: [Duration; 7] = [
+        Duration::from_millis(1000),
+        Duration::from_millis(500),
+        Duration::from_millis(200),
+        Duration::from_millis(100),
+        Duration::from_millis(50),
+        Duration::from_millis(20),
+        Duration::from_millis(10),
+    ];
+
+    /// `--interval` when given; otherwise, for a timed run, the longest [`Self::ROUND`] length
+    /// that gives at least [`Self::MIN_INTERVALS`] intervals, and for `-n` runs
+    /// [`Self::AUTO_BASE`].
+    pub(crate) fn choose(given: Option<Duration>, stop: &StopRule) -> TimelineInterval {
+        if let Some(length) = given {
+            return TimelineInterval {
+                length,
+                auto: false,
+            };
+        }
+        let length = match stop {
+            StopRule::Duration { measure, .. } => Self::longest_round(*measure, Self::AUTO_BASE),
+            StopRule::Requests(_) => Self::AUTO_BASE,
+        };
+        TimelineInterval { length, auto: true }
+    }
+
+    /// The longest [`Self::ROUND`] length, a multiple of `recorded`, that cuts `period` into at
+    /// least [`Self::MIN_INTERVALS`] intervals; `recorded` itself when none does.
+    pub(crate) fn longest_round(period: Duration, recorded: Duration) -> Duration {
+        Self::ROUND
+            .into_iter()
+            .find(|length| {
+                length.as_nanos() % recorded.as_nanos().max(1) == 0
+                    && *length * Self::MIN_INTERVALS <= period
+            })
+            .unwrap_or(recorded)
+    }
+}
+
 /// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.
 fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
     let scale = args.scale.unwrap_or(1.0);
     if let Some(measure) = args.duration {
         let warm_up = args.warm_up_time.unwrap_or_default().mul_f64(scale);
-        let measure = measure.mul_f64(scale).max(Duration::from_millis(100));
+        let floor = if scale < 1.0 {
+            measure.min(MIN_SCALED_DURATION)
+        } else {
+            Duration::ZERO
+        };
+        let measure = measure
+            .mul_f64(scale)
+            .max(floor)
+            .max(Duration::from_millis(100));
         if measure.max(warm_up) > MAX_DURATION {
             usage_bail!("--scale {scale} makes -D or --warm-up-time longer than 30 days, the longest duration accepted");
         }
         return Ok(StopRule::Duration { warm_up, measure });
     }
+    // A scaled-down count still gives every connection and stream of the cell a request, so the
+    // level's concurrency is not cut back to the count (levels stay apart).
+    let concurrency = cell.clients.saturating_mul(cell.streams);
+    let scaled_count = |n: u64| {
+        let floor = if scale < 1.0 { n.min(concurrency) } else { 0 };
+        scaled(n, scale).max(floor)
+    };
     let requests = match args.requests {
-        None => Some(scaled(DEFAULT_REQUESTS, scale)),
-        Some(Requests::Total(n)) => Some(scaled(n, scale)),
+        None => Some(scaled_count(DEFAULT_REQUESTS)),
+        Some(Requests::Total(n)) => Some(scaled_count(n)),
         Some(Requests::PerConcurrency(k)) => k
             .checked_mul(cell.clients)
             .and_then(|n| n.checked_mul(cell.streams)),
@@ -880,6 +1007,16 @@ mod tests {
     }
 
     #[test]
+    fn scaled_levels_stay_distinct_and_ordered() {
+        assert_eq!(scaled_levels(&[1, 10, 100], 0.01), [1, 2, 3]);
+        assert_eq!(scaled_levels(&[4, 16, 64], 0.01), [1, 2, 3]);
+        assert_eq!(scaled_levels(&[100, 10, 1000], 0.1), [10, 1, 100]);
+        assert_eq!(scaled_levels(&[10, 10, 20], 0.01), [1, 1, 2]);
+        assert_eq!(scaled_levels(&[16000], 0.01), [160]);
+        assert_eq!(scaled_levels(&[1, 2], 10.0), [10, 20]);
+    }
+
+    #[test]
     fn scale_shrinks_counts_levels_and_durations() {
         let cli = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -913,6 +1050,30 @@ mod tests {
                 warm_up: Duration::ZERO,
                 measure: Duration::from_secs(3)
             }
+        );
+        let floored = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "-D",
+            "30s",
+            "--scale",
+            "0.01",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let plan = build(
+            &floored.load,
+            &floored.load.urls,
+            &super::cells(&floored.load)[0],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.stop,
+            StopRule::Duration {
+                warm_up: Duration::ZERO,
+                measure: MIN_SCALED_DURATION
+            },
+            "0.3 s is raised to the floor"
         );
     }
 

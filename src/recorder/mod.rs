@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::plan::Protocol;
+use crate::plan::{Protocol, TimelineInterval};
 use crate::runner::tls::TlsInfo;
 use hdr::new_histogram;
 
@@ -41,8 +41,10 @@ pub enum ErrorKind {
     Tls,
     /// The connection was reset (TCP RST) before the response completed.
     Reset,
-    /// The server's GOAWAY left the request unprocessed (it is not retried).
+    /// The server's GOAWAY left the request unprocessed, on every attempt (or with `--no-retry`).
     Goaway,
+    /// The server refused the request's HTTP/2 stream (REFUSED_STREAM) on every attempt.
+    Refused,
     /// The server reset the request's HTTP/2 stream (its code is counted too).
     StreamReset,
     /// The generator ran out of file descriptors (EMFILE/ENFILE).
@@ -51,7 +53,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -60,6 +62,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Reset,
         ErrorKind::Goaway,
+        ErrorKind::Refused,
         ErrorKind::StreamReset,
         ErrorKind::Protocol,
     ];
@@ -75,6 +78,7 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::Reset => "reset",
             ErrorKind::Goaway => "goaway",
+            ErrorKind::Refused => "refused",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
         }
@@ -138,6 +142,47 @@ pub struct RequestStart {
     pub actual: Instant,
     /// The request's number on its connection, from 1.
     pub sequence: u32,
+    /// Which of the plan's paths it asks for.
+    pub path: u32,
+    /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
+    pub retries: u8,
+    /// Whether it was sent before and the server did not process it: it keeps its path.
+    pub resent: bool,
+}
+
+/// Requests sent again because the server provably never processed them, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Retried {
+    /// Streams above a GOAWAY's last stream id.
+    pub goaway: u64,
+    /// Streams reset with REFUSED_STREAM.
+    pub refused: u64,
+    /// Idempotent HTTP/1.1 requests left unanswered when the server closed the connection.
+    pub closed: u64,
+}
+
+impl Retried {
+    /// Every retry, whatever its reason.
+    pub fn total(&self) -> u64 {
+        self.goaway + self.refused + self.closed
+    }
+
+    /// Counts one retry for `kind` (goaway, refused or closed).
+    fn count(&mut self, kind: ErrorKind) {
+        match kind {
+            ErrorKind::Goaway => self.goaway += 1,
+            ErrorKind::Refused => self.refused += 1,
+            _ => self.closed += 1,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Retried {
+    fn add_assign(&mut self, other: Retried) {
+        self.goaway += other.goaway;
+        self.refused += other.refused;
+        self.closed += other.closed;
+    }
 }
 
 impl std::ops::AddAssign for RequestCounters {
@@ -172,6 +217,36 @@ struct ClientSlot {
     responses: u64,
 }
 
+/// How many measured requests were in flight over time: its integral gives the time-weighted
+/// mean, which tells a rate that the concurrency could not carry (in flight at the limit most of
+/// the time) from one that slow responses held up for a while (stalls).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InFlightMeter {
+    count: u64,
+    since: Instant,
+    /// Requests × seconds in flight so far.
+    pub(crate) integral: f64,
+}
+
+impl InFlightMeter {
+    fn new(start: Instant) -> Self {
+        InFlightMeter {
+            count: 0,
+            since: start,
+            integral: 0.0,
+        }
+    }
+
+    /// The count changes at `at` (events may arrive slightly out of order: time never goes back).
+    fn change(&mut self, at: Instant, started: u64, ended: u64) {
+        if at > self.since {
+            self.integral += self.count as f64 * (at - self.since).as_secs_f64();
+            self.since = at;
+        }
+        self.count = (self.count + started).saturating_sub(ended);
+    }
+}
+
 /// One thread's measurements.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -184,6 +259,8 @@ pub struct Recorder {
     pub ttfb: Histogram<u64>,
     /// Request counters.
     pub counters: RequestCounters,
+    /// Requests sent again, by reason (each still counts once in `counters`).
+    pub retried: Retried,
     /// Responses by status class: 1xx..5xx (index 0..4).
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
@@ -192,6 +269,8 @@ pub struct Recorder {
     pub connections_opened: u64,
     /// Connection attempts that failed.
     pub connections_failed: u64,
+    /// Established connections the client closed itself because of a timeout.
+    pub(crate) connections_closed_by_client: u64,
     /// The first connection-level error, worded for the user.
     pub first_error: Option<String>,
     /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
@@ -211,22 +290,31 @@ pub struct Recorder {
     pub intervals: Intervals,
     /// HTTP/2 stream resets by error code.
     pub stream_reset_codes: std::collections::BTreeMap<u32, u64>,
+    /// Measured requests in flight over time.
+    pub(crate) in_flight: InFlightMeter,
 }
 
 impl Recorder {
     /// A recorder for `slots` client slots that counts requests scheduled at or after
     /// `measure_start`, with a timeline of `interval`s; `rate_mode` keeps service times apart.
-    pub fn new(measure_start: Instant, slots: usize, interval: Duration, rate_mode: bool) -> Self {
+    pub fn new(
+        measure_start: Instant,
+        slots: usize,
+        interval: TimelineInterval,
+        rate_mode: bool,
+    ) -> Self {
         Recorder {
             measure_start,
             request: new_histogram(),
             connect: new_histogram(),
             ttfb: new_histogram(),
             counters: RequestCounters::default(),
+            retried: Retried::default(),
             status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
             connections_failed: 0,
+            connections_closed_by_client: 0,
             first_error: None,
             effective_concurrency: None,
             tls: None,
@@ -235,8 +323,9 @@ impl Recorder {
             clients: vec![ClientSlot::default(); slots],
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
-            intervals: Intervals::new(measure_start, interval, rate_mode),
+            intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             stream_reset_codes: std::collections::BTreeMap::new(),
+            in_flight: InFlightMeter::new(measure_start),
         }
     }
 
@@ -289,11 +378,23 @@ impl Recorder {
         self.first_error.get_or_insert(message);
     }
 
-    /// A request was sent.
+    /// A request was sent for the first time: with `--rate`, how late it went is its start delay
+    /// (recorded here, not at its response, so that a retried request counts the lateness of its
+    /// scheduled send, not of the attempt that got through).
     pub fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
             self.counters.started += 1;
+            self.in_flight.change(start.actual, 1, 0);
+            if let Some(histogram) = &mut self.start_delay {
+                histogram.saturating_record(micros(start.actual - start.intended));
+            }
         }
+    }
+
+    /// A request sent at or after the measure start goes out again: the server never processed it
+    /// (`kind`: goaway, refused or closed).
+    pub fn request_retried(&mut self, kind: ErrorKind) {
+        self.retried.count(kind);
     }
 
     /// A response completed on `slot`.
@@ -302,6 +403,7 @@ impl Recorder {
         if !self.is_measured(start.intended) {
             return;
         }
+        self.in_flight.change(sample.end, 0, 1);
         let counters = &mut self.counters;
         counters.done += 1;
         if (100..600).contains(&sample.status) {
@@ -320,9 +422,6 @@ impl Recorder {
         if let Some(histogram) = &mut self.service {
             histogram.saturating_record(service);
         }
-        if let Some(histogram) = &mut self.start_delay {
-            histogram.saturating_record(micros(start.actual - start.intended));
-        }
         self.intervals
             .completed(sample.end, response, ttfb, service);
         let client = &mut self.clients[slot];
@@ -340,7 +439,9 @@ impl Recorder {
             counters.timeout += count;
         }
         self.errors[kind.index()] += count;
-        self.intervals.errored(Instant::now(), count);
+        let now = Instant::now();
+        self.in_flight.change(now, 0, count);
+        self.intervals.errored(now, count);
     }
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
@@ -389,6 +490,7 @@ impl Recorder {
             .expect("histograms share bounds");
         self.ttfb.add(&other.ttfb).expect("histograms share bounds");
         self.counters += other.counters;
+        self.retried += other.retried;
         for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
             *mine += theirs;
         }
@@ -397,6 +499,7 @@ impl Recorder {
         }
         self.connections_opened += other.connections_opened;
         self.connections_failed += other.connections_failed;
+        self.connections_closed_by_client += other.connections_closed_by_client;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -417,7 +520,8 @@ impl Recorder {
             self.warn(warning);
         }
         self.clients.extend(other.clients);
-        self.intervals.closed.extend(other.intervals.into_closed());
+        self.intervals.merge(other.intervals);
+        self.in_flight.integral += other.in_flight.integral;
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
         }
@@ -441,12 +545,38 @@ pub struct IntervalRecord {
     pub service: Option<Vec<u8>>,
 }
 
+impl IntervalRecord {
+    /// Adds `other` (an interval of the same index) to this one.
+    fn absorb(&mut self, other: &IntervalRecord) {
+        fn add(mine: &mut Vec<u8>, theirs: &[u8]) {
+            let mut sum = hdr::decode(mine).expect("recorded histograms decode");
+            sum.add(hdr::decode(theirs).expect("recorded histograms decode"))
+                .expect("histograms share bounds");
+            *mine = hdr::encode(&sum);
+        }
+        self.completed += other.completed;
+        self.errors += other.errors;
+        add(&mut self.request, &other.request);
+        add(&mut self.ttfb, &other.ttfb);
+        if let (Some(mine), Some(theirs)) = (&mut self.service, &other.service) {
+            add(mine, theirs);
+        }
+    }
+}
+
+/// When the interval length is chosen automatically (no `--interval`), a thread that has closed
+/// this many intervals makes them 2 or 5 times longer, merging neighbours: memory stays bounded
+/// however long a `-n` run takes, and the report re-buckets to its final length anyway.
+const MAX_AUTO_INTERVALS: usize = 2048;
+
 /// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:
 /// only the current interval has full histograms; closed ones are kept encoded.
 #[derive(Debug, Clone)]
 pub struct Intervals {
     /// Interval length.
     pub length: Duration,
+    /// Whether the length was chosen automatically, so it may grow (see [`MAX_AUTO_INTERVALS`]).
+    pub(crate) auto: bool,
     start: Instant,
     current: u64,
     ends_at: Instant,
@@ -459,9 +589,10 @@ pub struct Intervals {
 }
 
 impl Intervals {
-    fn new(start: Instant, length: Duration, rate_mode: bool) -> Self {
+    fn new(start: Instant, length: Duration, auto: bool, rate_mode: bool) -> Self {
         Intervals {
             length,
+            auto,
             start,
             current: 0,
             ends_at: start + length,
@@ -480,9 +611,34 @@ impl Intervals {
             return;
         }
         self.close();
+        if self.auto && self.closed.len() >= MAX_AUTO_INTERVALS {
+            // Along 1-2-10-20-100… multiples of the base, so the report can still pick a round
+            // length (10, 20, 50, 100, 200, 500 ms, 1 s) that is a multiple of this one.
+            let units = self.length.as_nanos() / TimelineInterval::AUTO_BASE.as_nanos();
+            let power_of_ten = units > 0 && 10u128.pow(units.ilog10()) == units;
+            self.coarsen(if power_of_ten { 2 } else { 5 });
+        }
         let elapsed = at.saturating_duration_since(self.start).as_nanos();
         self.current = (elapsed / self.length.as_nanos().max(1)) as u64;
         self.ends_at = self.start + self.length.mul_f64((self.current + 1) as f64);
+    }
+
+    /// Makes the closed intervals `factor` times longer, merging the ones that now share an index.
+    fn coarsen(&mut self, factor: u32) {
+        if factor <= 1 {
+            return;
+        }
+        self.length *= factor;
+        let mut merged: Vec<IntervalRecord> = Vec::with_capacity(self.closed.len());
+        self.closed.sort_by_key(|record| record.index);
+        for mut record in self.closed.drain(..) {
+            record.index /= u64::from(factor);
+            match merged.last_mut() {
+                Some(last) if last.index == record.index => last.absorb(&record),
+                _ => merged.push(record),
+            }
+        }
+        self.closed = merged;
     }
 
     fn completed(&mut self, at: Instant, response: u64, ttfb: u64, service: u64) {
@@ -520,6 +676,22 @@ impl Intervals {
         if let Some(histogram) = &mut self.service {
             histogram.reset();
         }
+    }
+
+    /// Adds another thread's intervals, first bringing both to the longer of their lengths.
+    fn merge(&mut self, other: Intervals) {
+        let mut other_closed = other;
+        other_closed.close();
+        let ratio = |long: Duration, short: Duration| {
+            u32::try_from(long.as_nanos() / short.as_nanos().max(1)).unwrap_or(u32::MAX)
+        };
+        if other_closed.length > self.length {
+            self.close();
+            self.coarsen(ratio(other_closed.length, self.length));
+        } else {
+            other_closed.coarsen(ratio(self.length, other_closed.length));
+        }
+        self.closed.extend(other_closed.closed);
     }
 
     /// Every interval, the current one included; threads' records of one index are merged later.
@@ -604,7 +776,10 @@ impl WireMeter {
 mod tests {
     use super::*;
 
-    const SECOND: Duration = Duration::from_secs(1);
+    const SECOND: TimelineInterval = TimelineInterval {
+        length: Duration::from_secs(1),
+        auto: false,
+    };
 
     fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);
@@ -613,6 +788,9 @@ mod tests {
                 intended: start,
                 actual: start,
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             },
             first_byte: end,
             end,
@@ -629,6 +807,9 @@ mod tests {
                 intended: t0,
                 actual: t0,
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             });
             rec.response(0, sample(t0, 5, status));
         }
@@ -636,6 +817,9 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         });
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
@@ -662,8 +846,12 @@ mod tests {
             intended: t0,
             actual: t0 + Duration::from_millis(500),
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         };
         let end = start.actual + Duration::from_millis(10);
+        rec.request_started(start);
         rec.response(
             0,
             ResponseSample {
@@ -689,6 +877,45 @@ mod tests {
     }
 
     #[test]
+    fn a_retried_request_keeps_the_start_delay_of_its_scheduled_send() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0, 1, SECOND, true);
+        let first = RequestStart {
+            intended: t0,
+            actual: t0,
+            sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
+        };
+        rec.request_started(first);
+        rec.request_retried(ErrorKind::Goaway);
+        let again = RequestStart {
+            actual: t0 + Duration::from_millis(300),
+            retries: 1,
+            resent: true,
+            ..first
+        };
+        let end = again.actual + Duration::from_millis(10);
+        rec.response(
+            0,
+            ResponseSample {
+                start: again,
+                first_byte: end,
+                end,
+                status: 200,
+            },
+        );
+        let delay = rec.start_delay.as_ref().unwrap();
+        assert_eq!((delay.len(), delay.max()), (1, 1), "on time: 1 µs at least");
+        assert_eq!(rec.request.max(), rec.request.highest_equivalent(310_000));
+        let service = rec.service.as_ref().unwrap();
+        assert_eq!(service.max(), service.highest_equivalent(10_000));
+        assert_eq!((rec.counters.started, rec.counters.done), (1, 1));
+        assert_eq!(rec.retried.goaway, 1);
+    }
+
+    #[test]
     fn intervals_rotate_and_keep_encoded_histograms() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0, 1, SECOND, false);
@@ -698,6 +925,9 @@ mod tests {
                 intended: end - Duration::from_millis(50),
                 actual: end - Duration::from_millis(50),
                 sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
             };
             rec.response(
                 0,
@@ -717,6 +947,35 @@ mod tests {
     }
 
     #[test]
+    fn automatic_intervals_grow_instead_of_piling_up() {
+        let t0 = Instant::now();
+        let auto = TimelineInterval {
+            length: TimelineInterval::AUTO_BASE,
+            auto: true,
+        };
+        let mut rec = Recorder::new(t0, 1, auto, false);
+        // One response per 10 ms interval for 3000 intervals (30 s): past 2048 closed intervals
+        // they merge in pairs, so memory stays bounded and nothing is lost.
+        for interval in 0..3000u64 {
+            let end = t0 + Duration::from_millis(interval * 10 + 5);
+            rec.request_started(RequestStart {
+                intended: end - Duration::from_millis(1),
+                actual: end - Duration::from_millis(1),
+                sequence: 1,
+                path: 0,
+                retries: 0,
+                resent: false,
+            });
+            rec.response(0, sample(end - Duration::from_millis(1), 1, 200));
+        }
+        assert_eq!(rec.intervals.length, Duration::from_millis(20));
+        let records = rec.intervals.clone().into_closed();
+        assert!(records.len() <= MAX_AUTO_INTERVALS, "{}", records.len());
+        assert_eq!(records.iter().map(|r| r.completed).sum::<u64>(), 3000);
+        assert!(records[..1000].iter().all(|r| r.completed == 2));
+    }
+
+    #[test]
     fn warm_up_requests_are_not_measured() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0 + Duration::from_secs(1), 1, SECOND, false);
@@ -724,6 +983,9 @@ mod tests {
             intended: t0,
             actual: t0,
             sequence: 1,
+            path: 0,
+            retries: 0,
+            resent: false,
         });
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());

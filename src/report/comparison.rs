@@ -16,6 +16,12 @@ pub struct Row {
     pub clients: usize,
     /// Requests in flight per connection.
     pub streams: usize,
+    /// Total requests per second asked for, if paced.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The level the cell belongs to: its protocols are compared with the level's first.
+    #[serde(default)]
+    pub level: usize,
     /// Finished requests per second.
     pub requests_per_s: f64,
     /// Received MiB per second.
@@ -47,6 +53,13 @@ pub struct Row {
     pub ratio: Option<(String, f64)>,
 }
 
+impl Row {
+    /// `c=10 m=1`, with ` rate=500` when paced: what the row's level ran.
+    pub fn setting(&self) -> String {
+        crate::plan::setting_label(self.clients, self.streams, self.rate)
+    }
+}
+
 /// Builds the rows of `cells`.
 pub fn rows(cells: &[Summary]) -> Vec<Row> {
     cells
@@ -63,6 +76,8 @@ pub fn rows(cells: &[Summary]) -> Vec<Row> {
                 protocol: cell.cell.protocol.clone(),
                 clients: cell.cell.clients,
                 streams: cell.cell.streams,
+                rate: cell.cell.rate,
+                level: cell.cell.level,
                 requests_per_s: cell.requests_per_s,
                 mb_per_s: cell.bytes_per_s / (1 << 20) as f64,
                 gbps: cell.bytes_per_s * 8.0 / 1e9,
@@ -95,10 +110,15 @@ pub fn rows(cells: &[Summary]) -> Vec<Row> {
 /// Column titles and cell texts of the comparison, shared by the text, Markdown and CSV forms.
 pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let with_target = rows.iter().any(|row| row.target_cpu_percent.is_some());
-    let mut titles = vec![
-        "#", "protocol", "c", "m", "req/s", "MB/s", "Gbps", "p50", "p90", "p99", "p99.9", "max",
-        "errors", "conns", "gen CPU%",
-    ];
+    // A rate column only when it tells rows apart: the labels carry a constant rate already.
+    let with_rate = rows.iter().any(|row| row.rate != rows[0].rate);
+    let mut titles = vec!["#", "protocol", "c", "m"];
+    if with_rate {
+        titles.push("rate");
+    }
+    titles.extend([
+        "req/s", "MB/s", "Gbps", "p50", "p90", "p99", "p99.9", "max", "errors", "conns", "gen CPU%",
+    ]);
     if with_target {
         titles.extend(["target CPU%", "target RSS MB"]);
     }
@@ -112,6 +132,11 @@ pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 row.protocol.clone(),
                 row.clients.to_string(),
                 row.streams.to_string(),
+            ];
+            if with_rate {
+                line.push(row.rate.map_or_else(String::new, |rate| rate.to_string()));
+            }
+            line.extend([
                 format!("{:.1}", row.requests_per_s),
                 format!("{:.2}", row.mb_per_s),
                 format!("{:.3}", row.gbps),
@@ -123,7 +148,7 @@ pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 row.errors.to_string(),
                 row.connections.to_string(),
                 format!("{:.0}", row.generator_cpu_percent),
-            ];
+            ]);
             if with_target {
                 line.push(
                     row.target_cpu_percent

@@ -139,10 +139,16 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 .collect::<Result<Vec<_>>>()?;
             let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
             let done = parts.iter().map(|part| part.requests.counters.done).sum();
+            // Concurrent runs: their requests in flight and their limits add up.
+            let in_flight = super::InFlight {
+                mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
+                limit: rates.iter().map(|rate| rate.in_flight.limit).sum(),
+            };
             Some(RateReport::from_delays(
                 requested,
                 per_second(done),
                 &add_all(delays.into_iter()),
+                in_flight,
             ))
         }
         None => None,
@@ -156,12 +162,15 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     )];
     for part in parts {
         merged.cell.clients += part.cell.clients;
+        // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
+        merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);
         merged.settings.clients += part.settings.clients;
         merged.interrupted |= part.interrupted;
         let (mine, theirs) = (&mut merged.requests, &part.requests);
         mine.total += theirs.total;
         mine.never_sent += theirs.never_sent;
         mine.in_flight_at_stop += theirs.in_flight_at_stop;
+        mine.retried += theirs.retried;
         mine.counters += theirs.counters;
         let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
         mine.informational += theirs.informational;
@@ -182,6 +191,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.data_bytes += theirs.data_bytes;
         merged.connections.opened += part.connections.opened;
         merged.connections.failed += part.connections.failed;
+        merged.connections.closed_by_client += part.connections.closed_by_client;
         for (protocol, count) in part.protocol.connections {
             *merged.protocol.connections.entry(protocol).or_default() += count;
         }
@@ -208,8 +218,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         0.0
     };
     merged.cell.label = format!(
-        "{} c={} m={}",
-        merged.cell.protocol, merged.cell.clients, merged.cell.streams
+        "{} {}",
+        merged.cell.protocol,
+        crate::plan::setting_label(merged.cell.clients, merged.cell.streams, merged.cell.rate)
     );
     merged.elapsed_s = elapsed_s;
     merged.requests_per_s = per_second(merged.requests.counters.done);
@@ -268,18 +279,31 @@ fn pooled(groups: &[(usize, &Spread)]) -> Spread {
 
 /// Lines timelines up by wall-clock interval and adds them.
 fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
-    let interval_s = parts[0].timeline.interval_s;
-    if parts
+    // Automatic lengths may differ between runs (each picked its own): the merge takes the
+    // longest, provided every other divides it, and re-buckets the shorter ones.
+    let interval_s = parts
         .iter()
-        .any(|part| (part.timeline.interval_s - interval_s).abs() > 1e-9)
-    {
-        usage_bail!(
-            "the reports use different --interval lengths, so their timelines cannot be merged"
-        );
-    }
+        .map(|part| part.timeline.interval_s)
+        .fold(0.0, f64::max);
     let interval_ms = (interval_s * 1000.0).max(1.0);
-    let absolute = |part: &Summary, index: u64| {
-        (part.timeline.start_unix_ms as f64 / interval_ms).round() as i64 + index as i64
+    let factors = parts
+        .iter()
+        .map(|part| {
+            let ratio = interval_s / part.timeline.interval_s;
+            (ratio.is_finite() && (ratio - ratio.round()).abs() < 1e-6)
+                .then(|| (ratio.round() as i64).max(1))
+        })
+        .collect::<Option<Vec<i64>>>();
+    let Some(factors) = factors else {
+        usage_bail!(
+            "the reports use --interval lengths that do not divide each other, so their timelines cannot be merged"
+        );
+    };
+    // A part's interval `index` in the merged timeline's units, counted from the Unix epoch.
+    let absolute = |part: &Summary, factor: i64, index: u64| {
+        let part_ms = (part.timeline.interval_s * 1000.0).max(1.0);
+        ((part.timeline.start_unix_ms as f64 / part_ms).round() as i64 + index as i64)
+            .div_euclid(factor)
     };
     let start_unix_ms = parts
         .iter()
@@ -288,7 +312,7 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
         .unwrap_or(0);
     let first = (start_unix_ms as f64 / interval_ms).round() as i64;
     let mut by_interval: BTreeMap<i64, IntervalSums> = BTreeMap::new();
-    for part in parts {
+    for (part, factor) in parts.iter().zip(factors) {
         for interval in &part.timeline.intervals {
             let decode = |text: &str| {
                 base64::engine::general_purpose::STANDARD
@@ -297,7 +321,7 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
             };
             let service = interval.service_hdr.as_deref().map(decode).transpose()?;
             by_interval
-                .entry(absolute(part, interval.index))
+                .entry(absolute(part, factor, interval.index))
                 .or_default()
                 .add(
                     interval.completed,
@@ -308,12 +332,29 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
                 )?;
         }
     }
+    // The merged period ends where the last part's ends, seconds after the earliest start.
+    let end_s = parts
+        .iter()
+        .map(|part| {
+            (part.timeline.start_unix_ms - start_unix_ms) as f64 / 1000.0 + part.timeline.end_s
+        })
+        .fold(0.0, f64::max);
+    let last = super::last_index(end_s, interval_s);
+    let mut folded: BTreeMap<u64, IntervalSums> = BTreeMap::new();
+    for (absolute, sums) in by_interval {
+        let index = ((absolute - first).max(0) as u64).min(last);
+        folded.entry(index).or_default().absorb(sums);
+    }
     Ok(Timeline {
         interval_s,
+        end_s,
         start_unix_ms,
-        intervals: by_interval
+        intervals: folded
             .iter()
-            .map(|(absolute, sums)| sums.summary((absolute - first).max(0) as u64))
+            .map(|(index, sums)| {
+                let length = super::interval_length(*index, interval_s, end_s);
+                sums.summary(*index, length)
+            })
             .collect(),
     })
 }

@@ -9,14 +9,15 @@ pub mod plain;
 pub mod text;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
-use crate::plan::{H2Settings, RunPlan, StopRule};
+use crate::plan::{H2Settings, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::hdr;
-use crate::recorder::RequestCounters;
+use crate::recorder::{RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 
@@ -96,19 +97,52 @@ pub struct RateReport {
     pub delay_max_us: u64,
     /// The lateness of every send, HdrHistogram V2 + deflate, base64 (so runs merge exactly).
     pub delay_hdr: String,
+    /// How full the concurrency was (absent in reports from before this field).
+    #[serde(default)]
+    pub in_flight: InFlight,
+}
+
+/// Requests in flight against the most there can be: a rate falls short for lack of concurrency
+/// only when the mean is near the limit.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Time-weighted mean of the measured requests in flight.
+    pub mean: f64,
+    /// The most that can be in flight: connections × streams (after the server's limit).
+    pub limit: u64,
+}
+
+impl InFlight {
+    /// A mean at or above this share of the limit means the concurrency capped the rate.
+    pub const SATURATED: f64 = 0.8;
+
+    /// Whether the requests in flight stayed near the limit for the run.
+    pub fn saturated(&self) -> bool {
+        self.limit > 0 && self.mean >= Self::SATURATED * self.limit as f64
+    }
 }
 
 impl RateReport {
-    fn new(requested: f64, achieved: f64, recorder: &crate::recorder::Recorder) -> RateReport {
+    fn new(
+        requested: f64,
+        achieved: f64,
+        recorder: &crate::recorder::Recorder,
+        in_flight: InFlight,
+    ) -> RateReport {
         let delay = recorder
             .start_delay
             .as_ref()
             .expect("rate mode keeps start delays");
-        RateReport::from_delays(requested, achieved, delay)
+        RateReport::from_delays(requested, achieved, delay, in_flight)
     }
 
     /// The figures for a histogram of start delays.
-    pub fn from_delays(requested: f64, achieved: f64, delay: &Histogram<u64>) -> RateReport {
+    pub fn from_delays(
+        requested: f64,
+        achieved: f64,
+        delay: &Histogram<u64>,
+        in_flight: InFlight,
+    ) -> RateReport {
         let late_after = crate::recorder::LATE_AFTER.as_micros() as u64;
         let late = delay.count_between(late_after + 1, u64::MAX);
         RateReport {
@@ -124,6 +158,7 @@ impl RateReport {
             delay_p99_us: delay.value_at_quantile(0.99),
             delay_max_us: delay.max(),
             delay_hdr: hdr::to_base64(delay),
+            in_flight,
         }
     }
 }
@@ -133,6 +168,10 @@ impl RateReport {
 pub struct Timeline {
     /// Interval length, seconds.
     pub interval_s: f64,
+    /// The end of the measured period, seconds after its start: the last interval ends here, so
+    /// it may be shorter than `interval_s` (0 in reports from before this field).
+    #[serde(default)]
+    pub end_s: f64,
     /// Wall-clock start of the measured period, milliseconds since the Unix epoch (to line up the
     /// timelines of runs made on several machines).
     pub start_unix_ms: u64,
@@ -149,6 +188,13 @@ pub struct IntervalSummary {
     pub completed: u64,
     /// Requests failed.
     pub errors: u64,
+    /// The interval's real length, seconds: `interval_s`, except for a last one cut short by the
+    /// end of the measured period.
+    #[serde(default)]
+    pub length_s: f64,
+    /// Responses completed per second of the interval's real length.
+    #[serde(default)]
+    pub requests_per_s: f64,
     /// Response time median, µs.
     pub p50_us: u64,
     /// Response time 99th percentile, µs.
@@ -207,12 +253,34 @@ impl IntervalSums {
         Ok(())
     }
 
-    /// The interval as reported, at position `index`.
-    pub fn summary(&self, index: u64) -> IntervalSummary {
+    /// Adds another interval's sums to these.
+    pub fn absorb(&mut self, other: IntervalSums) {
+        self.completed += other.completed;
+        self.errors += other.errors;
+        self.request
+            .add(&other.request)
+            .expect("histograms share bounds");
+        self.ttfb.add(&other.ttfb).expect("histograms share bounds");
+        if let Some(theirs) = other.service {
+            self.service
+                .get_or_insert_with(hdr::new_histogram)
+                .add(&theirs)
+                .expect("histograms share bounds");
+        }
+    }
+
+    /// The interval as reported, at position `index`, `length_s` seconds long.
+    pub fn summary(&self, index: u64, length_s: f64) -> IntervalSummary {
         IntervalSummary {
             index,
             completed: self.completed,
             errors: self.errors,
+            length_s,
+            requests_per_s: if length_s > 0.0 {
+                self.completed as f64 / length_s
+            } else {
+                0.0
+            },
             p50_us: self.request.value_at_quantile(0.5),
             p99_us: self.request.value_at_quantile(0.99),
             max_us: self.request.max(),
@@ -226,8 +294,30 @@ impl IntervalSums {
 impl Timeline {
     /// Merges the threads' interval records (same index: counts add, histograms add), one
     /// interval at a time so memory holds one interval's histograms however long the run was.
-    fn new(intervals: &crate::recorder::Intervals, start: std::time::SystemTime) -> Timeline {
+    /// The measured period ended `elapsed` after its start: completions recorded at or after that
+    /// instant (the drain's last responses) belong to the last interval, which ends there. An
+    /// automatic length is re-bucketed to the longest round one that keeps
+    /// [`TimelineInterval::MIN_INTERVALS`] intervals.
+    fn new(
+        intervals: &crate::recorder::Intervals,
+        start: std::time::SystemTime,
+        elapsed: Duration,
+    ) -> Timeline {
+        let length = if intervals.auto {
+            TimelineInterval::longest_round(elapsed, intervals.length)
+        } else {
+            intervals.length
+        };
+        let factor = u64::try_from(length.as_nanos() / intervals.length.as_nanos().max(1))
+            .unwrap_or(1)
+            .max(1);
+        let interval_s = length.as_secs_f64();
+        let end_s = elapsed.as_secs_f64();
+        let last = last_index(end_s, interval_s);
         let mut records = intervals.clone().into_closed();
+        for record in &mut records {
+            record.index = (record.index / factor).min(last);
+        }
         records.sort_by_key(|record| record.index);
         let mut summaries = Vec::new();
         for same_interval in records.chunk_by(|a, b| a.index == b.index) {
@@ -242,13 +332,71 @@ impl Timeline {
                 )
                 .expect("recorded histograms decode");
             }
-            summaries.push(sums.summary(same_interval[0].index));
+            let index = same_interval[0].index;
+            summaries.push(sums.summary(index, interval_length(index, interval_s, end_s)));
         }
         Timeline {
-            interval_s: intervals.length.as_secs_f64(),
+            interval_s,
+            end_s,
             start_unix_ms: export::hdr_log::unix_ms(start),
             intervals: summaries,
         }
+    }
+}
+
+impl Timeline {
+    /// Where `interval` starts, seconds after the start of the measured period.
+    pub fn start_of(&self, interval: &IntervalSummary) -> f64 {
+        interval.index as f64 * self.interval_s
+    }
+
+    /// `interval`'s real length (reports from before `length_s` only had full intervals).
+    pub fn length_of(&self, interval: &IntervalSummary) -> f64 {
+        if interval.length_s > 0.0 {
+            interval.length_s
+        } else {
+            self.interval_s
+        }
+    }
+
+    /// Responses completed per second of `interval`'s real length.
+    pub fn rate_of(&self, interval: &IntervalSummary) -> f64 {
+        interval.completed as f64 / self.length_of(interval)
+    }
+}
+
+/// `1 request`, `2 requests`: a count and its noun, singular or plural (nouns that take an `s`).
+pub(crate) fn counted(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// The index of the last interval of a period `end_s` long: the one holding its end, or the one
+/// before when the end falls in the first quarter of an interval, so a few drained responses do
+/// not make a stub interval with a meaningless rate.
+pub(crate) fn last_index(end_s: f64, interval_s: f64) -> u64 {
+    if interval_s <= 0.0 || end_s <= 0.0 {
+        return 0;
+    }
+    let intervals = end_s / interval_s;
+    let holding = intervals.floor() as u64;
+    if intervals - holding as f64 <= 0.25 {
+        holding.saturating_sub(1)
+    } else {
+        holding
+    }
+}
+
+/// The real length of interval `index`: the last one ends at the end of the period `end_s` (0:
+/// unknown), so it may be shorter than `interval_s`, or longer when it took a stub in.
+pub(crate) fn interval_length(index: u64, interval_s: f64, end_s: f64) -> f64 {
+    if end_s > 0.0 && index == last_index(end_s, interval_s) {
+        end_s - index as f64 * interval_s
+    } else {
+        interval_s
     }
 }
 
@@ -257,7 +405,7 @@ impl Timeline {
 pub struct CellInfo {
     /// 1-based position in the run.
     pub index: usize,
-    /// e.g. `h2c c=10 m=100`.
+    /// e.g. `h2c c=10 m=100`, or `h1 c=4 m=1 rate=500` when paced.
     pub label: String,
     /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
     pub protocol: String,
@@ -265,6 +413,9 @@ pub struct CellInfo {
     pub clients: usize,
     /// Requests in flight per connection.
     pub streams: usize,
+    /// Total requests per second asked for (`--rate`, or `--rps` × connections), if paced.
+    #[serde(default)]
+    pub rate: Option<f64>,
     /// The concurrency level it belongs to.
     pub level: usize,
 }
@@ -377,6 +528,9 @@ pub struct Settings {
     pub body_bytes: usize,
     /// Time limits in seconds (absent: none).
     pub timeouts_s: BTreeMap<String, f64>,
+    /// `--max-retries` (null with `--no-retry`).
+    #[serde(default)]
+    pub max_retries: Option<u8>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
 }
@@ -406,6 +560,10 @@ pub struct Requests {
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped.
     pub in_flight_at_stop: u64,
+    /// Requests sent again because the server never processed them, by reason (each counts
+    /// once above, as what finally happened).
+    #[serde(default)]
+    pub retried: Retried,
 }
 
 /// Responses by status class.
@@ -450,6 +608,10 @@ pub struct Connections {
     pub opened: u64,
     /// Connection attempts that failed.
     pub failed: u64,
+    /// Established connections the client closed because of its own timeout (`-T`, `-N`, a
+    /// request timeout), so not the server.
+    #[serde(default)]
+    pub closed_by_client: u64,
 }
 
 /// The latency distributions, in microseconds.
@@ -570,15 +732,11 @@ impl Summary {
         Summary {
             cell: CellInfo {
                 index: context.index,
-                label: format!(
-                    "{} c={} m={}",
-                    plan.protocol_label(),
-                    plan.clients,
-                    plan.max_concurrent
-                ),
+                label: plan.label(),
                 protocol: plan.protocol_label().to_owned(),
                 clients: plan.clients,
                 streams: plan.max_concurrent,
+                rate: plan.rate,
                 level: context.level,
             },
             settings: Settings {
@@ -600,6 +758,7 @@ impl Summary {
                     .collect(),
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
+                max_retries: plan.max_retries,
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {
@@ -623,6 +782,7 @@ impl Summary {
                 counters,
                 never_sent: outcome.never_sent,
                 in_flight_at_stop: outcome.in_flight_at_stop,
+                retried: recorder.retried,
             },
             status_codes: StatusCodes {
                 informational,
@@ -655,6 +815,7 @@ impl Summary {
             connections: Connections {
                 opened: recorder.connections_opened,
                 failed: recorder.connections_failed,
+                closed_by_client: recorder.connections_closed_by_client,
             },
             latency: Latencies {
                 request: latency_summary(&recorder.request),
@@ -667,10 +828,26 @@ impl Summary {
             warnings: recorder.warnings.clone(),
             generator_cpu_percent: context.generator_cpu_percent,
             watched: context.watched,
-            timeline: Timeline::new(&recorder.intervals, outcome.measure_start_wall),
-            rate: plan
-                .rate
-                .map(|requested| RateReport::new(requested, per_second(counters.done), recorder)),
+            timeline: Timeline::new(
+                &recorder.intervals,
+                outcome.measure_start_wall,
+                outcome.elapsed,
+            ),
+            rate: plan.rate.map(|requested| {
+                let per_connection = recorder
+                    .effective_concurrency
+                    .unwrap_or(plan.max_concurrent)
+                    .min(plan.max_concurrent);
+                let in_flight = InFlight {
+                    mean: if elapsed_s > 0.0 {
+                        recorder.in_flight.integral / elapsed_s
+                    } else {
+                        0.0
+                    },
+                    limit: (plan.clients * per_connection) as u64,
+                };
+                RateReport::new(requested, per_second(counters.done), recorder, in_flight)
+            }),
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),
@@ -747,5 +924,30 @@ mod tests {
         assert_eq!(spread.max, 10.0);
         assert_eq!(spread.mean, 4.0);
         assert_eq!(spread.within_sd_pct, 75.0);
+    }
+
+    #[test]
+    fn the_last_interval_ends_at_the_measured_end() {
+        // 2.5 s in 1 s intervals: the last is [2, 2.5), half a second long.
+        assert_eq!(last_index(2.5, 1.0), 2);
+        assert!((interval_length(2, 1.0, 2.5) - 0.5).abs() < 1e-12);
+        assert_eq!(interval_length(1, 1.0, 2.5), 1.0);
+        // A 2 ms drain past 2 s is no interval of its own: it joins [1, 2.002).
+        assert_eq!(last_index(2.002, 1.0), 1);
+        assert!((interval_length(1, 1.0, 2.002) - 1.002).abs() < 1e-12);
+        // Reports from before end_s: every interval full.
+        assert_eq!(interval_length(3, 1.0, 0.0), 1.0);
+    }
+
+    #[test]
+    fn automatic_lengths_are_round_and_give_ten_intervals() {
+        let base = TimelineInterval::AUTO_BASE;
+        let ms = Duration::from_millis;
+        assert_eq!(TimelineInterval::longest_round(ms(2500), base), ms(200));
+        assert_eq!(TimelineInterval::longest_round(ms(60_000), base), ms(1000));
+        assert_eq!(TimelineInterval::longest_round(ms(150), base), ms(10));
+        assert_eq!(TimelineInterval::longest_round(ms(50), base), base);
+        // Recorded at 20 ms (a long run that coarsened): 50 ms is no multiple, 100 ms is.
+        assert_eq!(TimelineInterval::longest_round(ms(1200), ms(20)), ms(100));
     }
 }

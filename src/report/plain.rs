@@ -2,7 +2,7 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
-use super::Summary;
+use super::{counted, Summary};
 
 /// Sentences about one cell, most telling first; empty when there is nothing to add.
 pub fn cell(summary: &Summary) -> Vec<String> {
@@ -14,28 +14,34 @@ pub fn cell(summary: &Summary) -> Vec<String> {
     match summary.protocol.negotiated.as_deref() {
         Some(_) if clients * requested == 1 => {}
         Some("http/1.1") if requested == 1 => sentences.push(format!(
-            "HTTP/1.1 carries one request at a time per connection: {clients} concurrent request{} took {opened} connection{}",
-            plural(clients as u64),
-            plural(opened)
+            "HTTP/1.1 carries one request at a time per connection: {} took {}",
+            counted(clients as u64, "concurrent request"),
+            counted(opened, "connection")
         )),
         Some("http/1.1") => sentences.push(format!(
-            "HTTP/1.1 pipelining kept up to {requested} requests queued on each of {clients} connection{}, answered strictly in order",
-            plural(clients as u64)
+            "HTTP/1.1 pipelining kept up to {requested} requests queued on {}, answered strictly in order",
+            connections_phrase(clients)
         )),
         Some(protocol) => {
             let per = summary
                 .protocol
                 .max_concurrent_streams_effective
                 .unwrap_or(requested);
-            let connections = if clients == 1 {
-                "its one connection".to_owned()
+            let on = if clients == 1 {
+                connections_phrase(clients)
             } else {
-                format!("each of {clients} connections ({} in flight at once)", per * clients)
+                format!(
+                    "{} ({} in flight at once)",
+                    connections_phrase(clients),
+                    per * clients
+                )
             };
-            sentences.push(format!(
-                "{protocol} multiplexed up to {per} concurrent request{} on {connections}",
-                plural(per as u64),
-            ));
+            // One stream per connection is not multiplexing: say what it was.
+            sentences.push(if per == 1 {
+                format!("{protocol} carried one request at a time on {on}")
+            } else {
+                format!("{protocol} multiplexed up to {per} concurrent requests on {on}")
+            });
             if per < requested {
                 sentences.push(format!(
                     "the server limited streams to {per} per connection; -m {requested} was capped"
@@ -48,9 +54,18 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         .checked_sub(clients as u64)
         .filter(|extra| *extra > 0)
     {
+        let by_client = summary.connections.closed_by_client.min(reconnections);
+        let by_server = reconnections - by_client;
+        let why = match (by_client, by_server) {
+            (0, _) => "the server closed them or they failed".to_owned(),
+            (_, 0) => "the client closed them itself when one of its timeouts ran out: -T, -N or --request-timeout; not the server".to_owned(),
+            _ => format!(
+                "{by_client} closed by the client itself on a timeout, {by_server} by the server or a failure"
+            ),
+        };
         sentences.push(format!(
-            "connections were replaced {reconnections} time{} (the server closed them or they failed)",
-            plural(reconnections)
+            "connections were replaced {} ({why})",
+            counted(reconnections, "time")
         ));
     }
     if counters.errored > 0 {
@@ -60,17 +75,18 @@ pub fn cell(summary: &Summary) -> Vec<String> {
             .max_by_key(|(_, count)| **count)
             .map_or(("unknown", 0), |(kind, count)| (kind.as_str(), *count));
         sentences.push(format!(
-            "{} of {} requests ({:.1}%) got no complete response, most often because of {kind} ({count})",
+            "{} of {} ({:.1}%) got no complete response, most often because of {kind} ({count})",
             counters.errored,
-            summary.requests.total,
+            counted(summary.requests.total, "request"),
             percent(counters.errored, summary.requests.total)
         ));
     }
     let error_statuses = summary.status_codes.client_error + summary.status_codes.server_error;
     if error_statuses > 0 {
         sentences.push(format!(
-            "{error_statuses} response{} had a 4xx/5xx status: their latency is that of an error page",
-            plural(error_statuses)
+            "{} had a 4xx/5xx status: {} latency is that of an error page",
+            counted(error_statuses, "response"),
+            if error_statuses == 1 { "its" } else { "their" }
         ));
     }
     sentences
@@ -81,9 +97,9 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter_map(|row| {
             let (label, ratio) = row.ratio.as_ref()?;
-            let first = rows.iter().find(|other| {
-                other.ratio.is_none() && (other.clients, other.streams) == (row.clients, row.streams)
-            })?;
+            let first = rows
+                .iter()
+                .find(|other| other.ratio.is_none() && other.level == row.level)?;
             let verdict = if *ratio >= 1.02 {
                 format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
             } else if *ratio <= 0.98 {
@@ -92,13 +108,11 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
                 "about as many requests per second as".to_owned()
             };
             Some(format!(
-                "at c={} m={} ({label} = {ratio:.2}), {} served {verdict} {}, using {} connection{} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
-                row.clients,
-                row.streams,
+                "at {} ({label} = {ratio:.2}), {} served {verdict} {}, using {} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
+                row.setting(),
                 row.protocol,
                 first.protocol,
-                row.connections,
-                plural(row.connections),
+                counted(row.connections, "connection"),
                 first.protocol,
                 first.connections,
                 row.p99_us as f64 / 1000.0,
@@ -108,11 +122,12 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-fn plural(count: u64) -> &'static str {
-    if count == 1 {
-        ""
+/// `its one connection`, or `each of 10 connections`.
+fn connections_phrase(clients: usize) -> String {
+    if clients == 1 {
+        "its one connection".to_owned()
     } else {
-        "s"
+        format!("each of {clients} connections")
     }
 }
 

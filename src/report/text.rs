@@ -69,6 +69,16 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             r.never_sent, r.in_flight_at_stop
         )?;
     }
+    if r.retried.total() > 0 {
+        writeln!(
+            out,
+            "retried: {} (not processed by the server: goaway {}, refused {}, closed {})",
+            r.retried.total(),
+            r.retried.goaway,
+            r.retried.refused,
+            r.retried.closed
+        )?;
+    }
     writeln!(
         out,
         "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
@@ -151,7 +161,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             .protocol
             .connections
             .iter()
-            .map(|(id, count)| format!("{id} ({count} connections)"))
+            .map(|(id, count)| format!("{id} ({})", super::counted(*count, "connection")))
             .collect(),
     };
     write!(out, "Application protocol: {}", protocols.join(", "))?;
@@ -160,10 +170,15 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         if effective < requested {
             write!(
                 out,
-                ", {effective} concurrent streams per connection (the server's limit; -m {requested} was capped)"
+                ", {} per connection (the server's limit; -m {requested} was capped)",
+                super::counted(effective as u64, "concurrent stream")
             )?;
         } else {
-            write!(out, ", {effective} concurrent streams per connection")?;
+            write!(
+                out,
+                ", {} per connection",
+                super::counted(effective as u64, "concurrent stream")
+            )?;
         }
     }
     writeln!(out)?;
@@ -205,10 +220,10 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
     writeln!(out)?;
     writeln!(
         out,
-        "rate: {:.1} req/s requested, {:.1} achieved; {} requests ({:.2}%) started more than 1 ms late, by p50 {} / p99 {} / max {}",
+        "rate: {:.1} req/s requested, {:.1} achieved; {} ({:.2}%) started more than 1 ms late, by p50 {} / p99 {} / max {}",
         rate.requested_per_s,
         rate.achieved_per_s,
-        rate.late,
+        super::counted(rate.late, "request"),
         rate.late_pct,
         format_micros(rate.delay_p50_us as f64),
         format_micros(rate.delay_p99_us as f64),
@@ -221,22 +236,53 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
          time counts from when the request was actually sent, as closed-loop tools measure."
     )?;
     if rate.achieved_per_s < 0.98 * rate.requested_per_s {
-        let concurrency = s.cell.clients * s.cell.streams;
-        let service_p50 = s
-            .latency
-            .service
-            .as_ref()
-            .map_or(0, |service| service.percentiles.p50)
-            .max(1);
-        writeln!(
-            out,
-            "  the rate was not sustained: {concurrency} requests can be in flight (-c {} × -m {}), which at the median \
-             service time of {} allows about {:.0} req/s; raise -c or -m",
+        let in_flight = rate.in_flight;
+        let can_be = format!(
+            "{} that can be in flight (-c {} × -m {})",
+            super::counted(in_flight.limit, "request"),
             s.cell.clients,
-            s.cell.streams,
-            format_micros(service_p50 as f64),
-            concurrency as f64 * 1e6 / service_p50 as f64
-        )?;
+            s.cell.streams
+        );
+        if in_flight.saturated() {
+            // The concurrency was the limit: every connection (stream) busy most of the time, so
+            // each request in flight carried achieved / limit per second; the rate needs more.
+            let needed = (rate.requested_per_s * in_flight.limit as f64
+                / rate.achieved_per_s.max(f64::MIN_POSITIVE))
+            .ceil();
+            writeln!(
+                out,
+                "  the rate was not sustained for lack of concurrency: on average {:.1} of the {can_be} were; \
+                 at this pace about {needed:.0} must be in flight for {:.0} req/s: raise -c or -m",
+                in_flight.mean, rate.requested_per_s
+            )?;
+        } else {
+            let (service_p50, service_max) = s.latency.service.as_ref().map_or((0, 0), |service| {
+                (service.percentiles.p50, service.percentiles.max)
+            });
+            // A stall: some responses took far longer than the usual one, and long enough to
+            // matter (the same 100 ms a user notices).
+            let stalled = service_max >= 100_000 && service_max >= 10 * service_p50;
+            let reason = if stalled {
+                format!(
+                    "because responses stalled (service time max {} against a median of {}), holding requests back",
+                    format_micros(service_max as f64),
+                    format_micros(service_p50 as f64)
+                )
+            } else {
+                format!(
+                    "nor for stalls (service time max {}): the generator itself may be the limit \
+                     ({:.0}% CPU of one core; try more -t)",
+                    format_micros(service_max as f64),
+                    s.generator_cpu_percent
+                )
+            };
+            writeln!(
+                out,
+                "  the rate was not sustained, though on average only {:.1} of the {can_be} were: \
+                 not for lack of concurrency but {reason}",
+                in_flight.mean
+            )?;
+        }
     }
     Ok(())
 }
@@ -280,7 +326,10 @@ pub fn comparison(document: &super::Document) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let mut out = format!("\ncomparison of {} cells (latencies in ms):\n", lines.len());
+    let mut out = format!(
+        "\ncomparison of {} (latencies in ms):\n",
+        super::counted(lines.len() as u64, "cell")
+    );
     let row = |cells: &mut dyn Iterator<Item = &str>| {
         let padded: Vec<String> = cells
             .zip(&widths)

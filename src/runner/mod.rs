@@ -210,7 +210,7 @@ async fn control(
                 if interrupted || count > 1 {
                     std::process::exit(i32::from(signals::received().map_or(1, Signal::exit_code)));
                 }
-                eprintln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
+                errln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
                 interrupted = true;
                 budget.stop();
                 let by = Instant::now() + drain;
@@ -297,6 +297,7 @@ impl Worker {
                 .log
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
+            retries: RefCell::default(),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
@@ -339,6 +340,7 @@ impl Worker {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
+        shared.fail_unsent_retries();
         let mut recorder = shared.recorder.into_inner();
         if let Some(Err(problem)) = shared.request_log.map(|log| log.into_inner().finish()) {
             recorder.warn(problem);
@@ -360,7 +362,8 @@ async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usi
     }
 }
 
-/// One client slot: a connection, replaced whenever it is lost, until the budget is spent.
+/// One client slot: a connection, replaced whenever it is lost, until the budget is spent and no
+/// request of the thread waits to be sent again.
 async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
@@ -370,7 +373,7 @@ async fn run_slot(
 ) {
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
-    while shared.budget.has_more() {
+    while shared.budget.has_more() || shared.has_retries() {
         let began = Instant::now();
         let connected = net::establish(plan.destination.addr, plan.tls.as_ref(), timeouts.connect)
             .await
@@ -426,7 +429,7 @@ async fn run_slot(
         )
         .await;
         // A connection that was lost before carrying a single request would be lost again: give up.
-        if end == ConnEnd::Finished || conn.requests.get() == 0 {
+        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
             return;
         }
     }

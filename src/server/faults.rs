@@ -213,7 +213,7 @@ async fn serve_h2(mut stream: TcpStream, fault: Fault) -> std::io::Result<()> {
                 h2frame::HEADERS => {
                     streams_seen += 1;
                     match fault {
-                        Fault::ResetStreamEvery(every) if streams_seen % every == 0 => {
+                        Fault::ResetStreamEvery(every) if streams_seen.is_multiple_of(every) => {
                             frame(
                                 &mut out,
                                 h2frame::RST_STREAM,

@@ -8,6 +8,7 @@
 mod faults;
 mod h2c_upgrade;
 mod routes;
+mod sent;
 
 use std::convert::Infallible;
 use std::io;
@@ -28,6 +29,7 @@ use tokio_rustls::TlsAcceptor;
 pub use faults::Fault;
 use routes::TargetBody;
 pub use routes::{Behaviour, Stall};
+pub use sent::{SentBytes, SentTotals};
 
 /// HTTP/2 receive windows of the target: large, so uploads to `/echo` are not throttled.
 const STREAM_WINDOW: u32 = 16 << 20;
@@ -44,6 +46,8 @@ pub struct ServeOptions {
     pub behaviour: Behaviour,
     /// Misbehave this way instead of serving the routes.
     pub fault: Option<Fault>,
+    /// Count every byte written into this (tests compare it with the client's `traffic:` line).
+    pub sent: Option<Arc<SentBytes>>,
 }
 
 impl Default for ServeOptions {
@@ -53,6 +57,7 @@ impl Default for ServeOptions {
             tls: None,
             behaviour: Behaviour::default(),
             fault: None,
+            sent: None,
         }
     }
 }
@@ -74,7 +79,7 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
             Ok((stream, _)) => stream,
             Err(error) => {
                 // Out of descriptors and similar: wait for connections to close instead of spinning.
-                eprintln!("h2load-rs serve: accept failed: {error}");
+                errln!("h2load-rs serve: accept failed: {error}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
@@ -88,17 +93,38 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
         let acceptor = acceptor.clone();
         let max_streams = options.max_concurrent_streams;
         let behaviour = options.behaviour;
+        let sent = options.sent.clone();
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        serve_connection(&builder, stream, None, behaviour).await;
+                        serve_counted(&builder, stream, None, behaviour, sent).await;
                     }
                 }
-                None => serve_connection(&builder, stream, Some(max_streams), behaviour).await,
+                None => serve_counted(&builder, stream, Some(max_streams), behaviour, sent).await,
             }
         });
+    }
+}
+
+/// Serves one connection, counting what it writes when `sent` is given (after TLS, as the
+/// client counts what it reads).
+async fn serve_counted<I>(
+    builder: &auto::Builder<TokioExecutor>,
+    io: I,
+    upgrade_streams: Option<u32>,
+    behaviour: Behaviour,
+    sent: Option<Arc<SentBytes>>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    match sent {
+        Some(sent) => {
+            let io = sent::CountingIo::new(io, sent);
+            serve_connection(builder, io, upgrade_streams, behaviour).await;
+        }
+        None => serve_connection(builder, io, upgrade_streams, behaviour).await,
     }
 }
 

@@ -111,6 +111,12 @@ fn sixty_bad_inputs() {
             "cannot be used with",
         ),
         (
+            vec!["--no-retry", "--max-retries", "2", &good],
+            2,
+            "cannot be used with",
+        ),
+        (vec!["--max-retries", "101", &good], 2, "not in 0..=100"),
+        (
             vec!["--h1", "--proto", "h2c", &good],
             2,
             "cannot be used with",

@@ -55,13 +55,7 @@ fn completions_and_manual_come_from_the_option_definitions() {
 fn a_closed_stdout_does_not_lose_the_exports() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let mut child = Command::new(BIN)
-        .args(["-n", "200", "--json", json.to_str().unwrap(), &url("/ping")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["-n", "200", "--json", json.to_str().unwrap(), &url("/ping")]);
     // Like `| head -0`: the reader is gone before the report is printed.
     drop(child.stdout.take());
     let mut stderr = String::new();
@@ -77,6 +71,45 @@ fn a_closed_stdout_does_not_lose_the_exports() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(report["cells"][0]["requests"]["succeeded"], 200);
+}
+
+/// Starts h2load-rs with `args`, its stdout and stderr piped to this test.
+fn spawn_piped(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs h2load-rs with `args` and both its stdout and stderr closed before it writes anything (as
+/// `2>&1 | head -0`): the exit status it returns.
+fn status_with_closed_output(args: &[&str]) -> Option<i32> {
+    let mut child = spawn_piped(args);
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    child.wait().unwrap().code()
+}
+
+#[test]
+fn closed_stdout_and_stderr_keep_every_exit_status() {
+    // Nothing listens on port 9 on loopback: no request succeeds, status 1 (was 101: the error
+    // message's eprintln! panicked on EPIPE, and so did the panic report).
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", "http://127.0.0.1:9/"]),
+        Some(1)
+    );
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", &url("/ping")]),
+        Some(0)
+    );
+    assert_eq!(status_with_closed_output(&["--no-such-flag"]), Some(2));
+    assert_eq!(
+        status_with_closed_output(&["-n", "10", &url("/status/503")]),
+        Some(1)
+    );
 }
 
 #[test]

@@ -79,15 +79,29 @@ fn closing_after_n_requests_reconnects_without_errors() {
     assert_eq!(run.int("requests/succeeded"), 9);
     assert_eq!(run.int("connections/opened"), 3);
     assert!(errors(&run).is_empty());
-    // Pipelined requests behind the closing response are lost, and counted, never retried.
+    // Pipelined GETs behind the closing response were never answered: they go again.
     let piped = faulty("close-after=3", &["--h1", "-m", "4", "-n", "8"]);
+    assert_consistent(&piped, "close-after=3 -m 4");
+    assert_eq!(piped.int("requests/succeeded"), 8);
+    assert_eq!(piped.int("requests/started"), 8);
+    assert!(errors(&piped).is_empty());
+    // Connections 1 and 2 answer 3 each and close with 1 to 3 requests unanswered (4 were sent
+    // at once; how many more follow before the close arrives is timing); 3 answers the last 2.
+    let retried = piped.int("requests/retried/closed");
+    assert!((2..=6).contains(&retried), "{retried}");
+    assert_eq!(piped.int("connections/opened"), 3);
+    // h2load's accounting: they are lost, and counted.
+    let counted = faulty(
+        "close-after=3",
+        &["--h1", "-m", "4", "-n", "8", "--no-retry"],
+    );
     let (succeeded, errored) = (
-        piped.int("requests/succeeded"),
-        piped.int("requests/errored"),
+        counted.int("requests/succeeded"),
+        counted.int("requests/errored"),
     );
     assert_eq!(succeeded + errored, 8);
     assert!((5..=6).contains(&succeeded), "{succeeded}");
-    assert_eq!(errors(&piped), [("closed".to_owned(), errored)]);
+    assert_eq!(errors(&counted), [("closed".to_owned(), errored)]);
 }
 
 #[test]
@@ -98,6 +112,18 @@ fn reset_mid_response_is_counted_as_reset() {
         run.int("connections/opened"),
         5,
         "each reset connection is replaced"
+    );
+    assert_eq!(
+        run.int("connections/closed_by_client"),
+        0,
+        "the server reset them, not the client"
+    );
+    assert!(
+        run.output
+            .stdout
+            .contains("connections were replaced 4 times (the server closed them or they failed)"),
+        "{}",
+        run.output.stdout
     );
     assert!(
         run.output.stderr.contains("Connection reset by peer"),
@@ -139,17 +165,42 @@ fn stalls_and_unread_sockets_end_in_timeouts() {
 }
 
 #[test]
-fn goaway_lets_processed_streams_finish_and_fails_the_rest() {
+fn goaway_lets_processed_streams_finish_and_sends_the_rest_again() {
     let graceful = faulty("goaway-after=3", &["--proto", "h2c", "-n", "9"]);
     assert_eq!(graceful.int("requests/succeeded"), 9);
     assert_eq!(graceful.int("connections/opened"), 3);
+    assert_eq!(graceful.int("requests/retried/goaway"), 0);
+    // Streams 1, 3, 5 answered, 7 above the GOAWAY's last id: sent again on the next connection,
+    // twice, and the run ends with all 8 answered, 8 started.
     let piped = faulty("goaway-after=3", &["--proto", "h2c", "-m", "4", "-n", "8"]);
-    assert_eq!(piped.int("requests/succeeded"), 6);
-    assert_eq!(
-        errors(&piped),
-        [("goaway".to_owned(), 2)],
-        "streams above the last id are not retried"
+    assert_consistent(&piped, "goaway-after=3 -m 4");
+    assert_eq!(piped.int("requests/succeeded"), 8);
+    assert_eq!(piped.int("requests/started"), 8);
+    assert_eq!(errors(&piped), []);
+    assert_eq!(piped.int("requests/retried/goaway"), 2);
+    assert_eq!(piped.int("connections/opened"), 3);
+    assert!(
+        piped
+            .output
+            .stdout
+            .contains("retried: 2 (not processed by the server: goaway 2, refused 0, closed 0)\n"),
+        "{}",
+        piped.output.stdout
     );
+    let counted = faulty(
+        "goaway-after=3",
+        &["--proto", "h2c", "-m", "4", "-n", "8", "--no-retry"],
+    );
+    assert_eq!(counted.int("requests/succeeded"), 6);
+    assert_eq!(
+        errors(&counted),
+        [("goaway".to_owned(), 2)],
+        "h2load's accounting: streams above the last id fail"
+    );
+    assert_eq!(counted.int("requests/retried/goaway"), 0);
+    assert!(!counted.output.stdout.contains("retried:"));
+    assert_eq!(piped.cell()["settings"]["max_retries"], 3);
+    assert!(counted.cell()["settings"]["max_retries"].is_null());
     let with_error = faulty("goaway-error-after=3", &["--proto", "h2c", "-n", "9"]);
     assert_eq!(with_error.int("requests/succeeded"), 9);
     assert!(
@@ -209,6 +260,46 @@ fn verbose_shows_the_goaway_and_the_stream_resets() {
         "{}",
         reset.output.stderr
     );
+}
+
+#[test]
+fn retried_requests_count_and_log_once_in_a_timed_run_with_warm_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("requests.tsv");
+    let run = faulty(
+        "goaway-after=3",
+        &[
+            "--proto",
+            "h2c",
+            "-m",
+            "4",
+            "-D",
+            "1s",
+            "--warm-up-time",
+            "300ms",
+            "--log-file",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_consistent(&run, "goaway-after=3 -D 1s");
+    assert_eq!(errors(&run), []);
+    assert!(
+        run.int("requests/retried/goaway") > 0,
+        "{}",
+        run.output.stdout
+    );
+    assert_eq!(run.int("requests/succeeded"), run.int("requests/started"));
+    let log = std::fs::read_to_string(&path).unwrap();
+    let statuses: Vec<&str> = log
+        .lines()
+        .map(|line| line.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        statuses.len() as u64,
+        run.int("requests/done"),
+        "one line per request"
+    );
+    assert!(statuses.iter().all(|status| *status == "200"));
 }
 
 #[test]

@@ -338,6 +338,46 @@ fn inactivity_timeout_closes_silent_connections() {
 }
 
 #[test]
+fn client_side_closes_are_told_from_the_servers() {
+    // -T 100ms over 1 s: each of 2 connections is closed by the client about 10 times (fewer
+    // when a busy machine slows the reconnections).
+    let run = h2load_rs(&["--h1", "-c", "2", "-D", "1s", "-T", "100ms", &url("/ping")]);
+    let opened = run.int("connections/opened");
+    let by_client = run.int("connections/closed_by_client");
+    assert!(
+        (10..=24).contains(&by_client),
+        "{by_client} closes by the client"
+    );
+    assert!(
+        opened - 2 <= by_client && by_client <= opened,
+        "every replacement was the client's: {opened} opened, {by_client} closed by the client"
+    );
+    let replaced = opened - 2;
+    assert!(
+        run.output.stdout.contains(&format!(
+            "connections were replaced {replaced} times (the client closed them itself when one of its timeouts ran out"
+        )),
+        "{}",
+        run.output.stdout
+    );
+}
+
+#[test]
+fn one_stream_per_connection_is_not_called_multiplexing() {
+    let run = h2load_rs(&["-c", "2", "-m", "1", "-n", "20", &url("/ping")]);
+    let stdout = &run.output.stdout;
+    assert!(
+        stdout.contains("Application protocol: h2c, 1 concurrent stream per connection\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  - h2c carried one request at a time on each of 2 connections (2 in flight at once)\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("multiplexed"), "{stdout}");
+}
+
+#[test]
 fn fewer_requests_than_clients_opens_only_as_many_connections() {
     let run = h2load_rs(&["--h1", "-n", "3", "-c", "10", &url("/ping")]);
     assert_clean(&run, "n<c", 3);

@@ -2,8 +2,10 @@
 //! file. Each module is one former `tests/<name>.rs`; `common` holds the helpers they share.
 
 mod bad_input;
+mod bytes;
 mod cli;
 mod common;
+mod docs;
 mod faults;
 mod hostile;
 mod load;

@@ -3,7 +3,8 @@
 
 use crate::common::{h2load_rs, run_command, text_counts, url};
 
-fn require(tool: &str) {
+/// Fails the test, naming the setup script, when `tool` is not installed.
+pub fn require(tool: &str) {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
@@ -67,29 +68,123 @@ fn h2load_and_h2load_rs_report_the_same_counts() {
         let mut args: Vec<&str> = vec!["-n", "2000"];
         args.extend(flags);
         args.push(&target);
-        let theirs = run_command("h2load", &args);
-        assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
-        let ours = h2load_rs(&args);
         // Exit 1 when no request succeeded (h2load exits 0 whatever the statuses).
         let expected = if path.starts_with("/status/5") { 1 } else { 0 };
-        assert_eq!(ours.output.code, expected, "{name}: {}", ours.output.stderr);
-        let (theirs, ours) = (
-            text_counts(&theirs.stdout),
-            text_counts(&ours.output.stdout),
+        let ours = compare_with_h2load(
+            name,
+            &args,
+            expected,
+            &[
+                "total",
+                "started",
+                "done",
+                "succeeded",
+                "failed",
+                "errored",
+                "2xx",
+                "5xx",
+                "data_bytes",
+            ],
         );
-        for key in [
-            "total",
-            "started",
+        assert_eq!(ours["done"], 2000, "{name}");
+    }
+}
+
+/// Runs h2load and h2load-rs with the same `args`, checks h2load-rs's exit status and that both
+/// report the same `keys` (see [`text_counts`]); returns h2load-rs's counts.
+fn compare_with_h2load(
+    name: &str,
+    args: &[&str],
+    our_exit: i32,
+    keys: &[&str],
+) -> std::collections::HashMap<String, u64> {
+    let theirs = run_command("h2load", args);
+    assert_eq!(theirs.code, 0, "{name}: h2load failed: {}", theirs.stderr);
+    let ours = h2load_rs(args);
+    assert_eq!(ours.output.code, our_exit, "{name}: {}", ours.output.stderr);
+    let (theirs, ours) = (
+        text_counts(&theirs.stdout),
+        text_counts(&ours.output.stdout),
+    );
+    for key in keys {
+        assert_eq!(ours[*key], theirs[*key], "{name}: {key}");
+    }
+    ours
+}
+
+/// An nghttpd serving files from a temporary directory on a free loopback port (h2c by prior
+/// knowledge), stopped when dropped.
+struct Nghttpd {
+    child: std::process::Child,
+    port: u16,
+    _docroot: tempfile::TempDir,
+}
+
+impl Nghttpd {
+    /// Starts nghttpd with one file per `(name, size)` and waits until it accepts connections.
+    fn start(files: &[(&str, usize)]) -> Nghttpd {
+        require("nghttpd");
+        let docroot = tempfile::tempdir().expect("temp dir");
+        for (name, size) in files {
+            std::fs::write(docroot.path().join(name), vec![b'x'; *size]).expect("docroot file");
+        }
+        // A port the kernel just handed out is free: the test bed's fixed ports are not used.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("nghttpd")
+            .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+            .arg(docroot.path())
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nghttpd starts");
+        let server = Nghttpd {
+            child,
+            port,
+            _docroot: docroot,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nghttpd did not listen on {port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        server
+    }
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn h2load_and_h2load_rs_agree_on_nghttpd() {
+    require("h2load");
+    const SIZE: u64 = 40_000;
+    let server = Nghttpd::start(&[("body", SIZE as usize)]);
+    let target = format!("http://127.0.0.1:{}/body", server.port);
+    let args = ["-n", "200", "-c", "2", "-m", "8", target.as_str()];
+    let ours = compare_with_h2load(
+        "nghttpd",
+        &args,
+        0,
+        &[
             "done",
             "succeeded",
             "failed",
             "errored",
             "2xx",
-            "5xx",
             "data_bytes",
-        ] {
-            assert_eq!(ours[key], theirs[key], "{name}: {key}");
-        }
-        assert_eq!(ours["done"], 2000, "{name}");
-    }
+        ],
+    );
+    assert_eq!(ours["succeeded"], 200);
+    assert_eq!(ours["data_bytes"], 200 * SIZE);
 }

@@ -48,6 +48,51 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         "requests queued behind the stalls started late"
     );
     assert!(run.int("rate/delay_max_us") > 500_000);
+    // Two 1 s stalls in 12 s with 50 connections: ≈ 50 × 2 / 12 ≈ 8.3 in flight on average, plus
+    // ~1 at 2000 req/s × 0.5 ms; far from the 50 that would make concurrency the limit.
+    let in_flight = run.num("rate/in_flight/mean");
+    assert!(
+        (4.0..20.0).contains(&in_flight),
+        "mean in flight {in_flight}"
+    );
+    assert_eq!(run.int("rate/in_flight/limit"), 50);
+    assert!(
+        !stdout.contains("raise -c or -m"),
+        "stalls are not a lack of concurrency:\n{stdout}"
+    );
+    if run.num("rate/achieved_per_s") < 0.98 * 2000.0 {
+        assert!(stdout.contains("because responses stalled"), "{stdout}");
+    }
+}
+
+#[test]
+fn too_little_concurrency_is_named_as_the_limit() {
+    // Two h1 connections cannot carry 50000 req/s against the built-in target: both are busy
+    // nearly all the time, so the mean in flight is near its limit of 2.
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "2",
+        "--rate",
+        "50000",
+        "-D",
+        "1s",
+        &url("/ping"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let in_flight = run.num("rate/in_flight/mean");
+    assert!(
+        (1.6..=2.0).contains(&in_flight),
+        "mean in flight {in_flight}"
+    );
+    assert_eq!(run.int("rate/in_flight/limit"), 2);
+    let stdout = &run.output.stdout;
+    assert!(
+        stdout.contains("the rate was not sustained for lack of concurrency: on average")
+            && stdout.contains("of the 2 requests that can be in flight (-c 2 × -m 1)")
+            && stdout.contains("raise -c or -m"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -133,13 +178,17 @@ fn interval_log_is_readable_by_hdrhistogram() {
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let text = std::fs::read(&log).unwrap();
     let mut per_tag = std::collections::BTreeMap::<String, (usize, u64)>::new();
+    let mut durations = std::collections::BTreeMap::<String, Vec<Duration>>::new();
     for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text) {
         let entry = entry.expect("a valid log entry");
         if let hdrhistogram::serialization::interval_log::LogEntry::Interval(interval) = entry {
             let histogram =
                 h2load_rs::recorder::hdr::from_base64(interval.encoded_histogram()).unwrap();
-            assert_eq!(interval.duration(), Duration::from_millis(500));
             let tag = interval.tag().unwrap().as_str().to_owned();
+            durations
+                .entry(tag.clone())
+                .or_default()
+                .push(interval.duration());
             let slot = per_tag.entry(tag).or_default();
             slot.0 += 1;
             slot.1 += histogram.len();
@@ -158,7 +207,25 @@ fn interval_log_is_readable_by_hdrhistogram() {
         ]
     );
     for (index, cell) in run.json["cells"].as_array().unwrap().iter().enumerate() {
-        let (intervals, samples) = per_tag[&format!("c{}-request", index + 1)];
+        let tag = format!("c{}-request", index + 1);
+        let (intervals, samples) = per_tag[&tag];
+        // 500 ms each; the last one ends at the measured end (2 s and the drain's few ms).
+        let (last, full) = durations[&tag].split_last().unwrap();
+        assert!(
+            full.iter().all(|d| *d == Duration::from_millis(500)),
+            "{full:?}"
+        );
+        let last_length = cell["timeline"]["intervals"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["length_s"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (last.as_secs_f64() - last_length).abs() < 0.001 && last_length >= 0.5,
+            "{last:?} vs {last_length}"
+        );
         assert_eq!(
             intervals,
             cell["timeline"]["intervals"].as_array().unwrap().len()

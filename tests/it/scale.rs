@@ -1,4 +1,5 @@
-//! Seed 002 at full size: 16,000 connections, 100,000 requests, a 1 s handler.
+//! `--scale`: every scenario in `configs/` scaled down (its levels kept apart), and seed 002 at
+//! full size: 16,000 connections, 100,000 requests, a 1 s handler.
 
 use std::time::Duration;
 
@@ -30,4 +31,88 @@ fn sixteen_thousand_connections_against_a_one_second_handler() {
         run.int("latency/connect/percentiles/p99") / 1000,
         run.int("watched/0/rss_peak_kb") / 1024
     );
+}
+
+#[test]
+fn every_scenario_runs_scaled_down_against_the_built_in_target() {
+    let configs = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+    let mut files: Vec<_> = std::fs::read_dir(configs)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    // (file, cells, levels): every level of the full-size scenario survives --scale 0.01.
+    let expected = [
+        ("big-body-h1-vs-h2.toml", 9, 3),
+        ("gin-h1-vs-h2c.toml", 2, 1),
+        ("go-bench-parallel.toml", 6, 3),
+        ("h1-vs-h2-multiplexing.toml", 4, 2),
+        ("slow-handler-16000.toml", 1, 1),
+    ];
+    assert_eq!(files.len(), expected.len(), "{files:?}");
+    for (file, (name, cell_count, level_count)) in files.iter().zip(expected) {
+        assert!(file.ends_with(name), "{file:?}");
+        let scenario = file.to_str().unwrap();
+        let run = h2load_rs(&["run", scenario, "--scale", "0.01"]);
+        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+        let cells = run.json["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), cell_count, "{name}");
+        // A level's concurrency (connections × streams, whatever --h2-multiplex made of it).
+        let mut levels: Vec<(u64, u64)> = cells
+            .iter()
+            .map(|cell| {
+                (
+                    cell["cell"]["level"].as_u64().unwrap(),
+                    cell["cell"]["clients"].as_u64().unwrap()
+                        * cell["cell"]["streams"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        levels.sort_unstable();
+        levels.dedup();
+        let mut labels: Vec<&str> = cells
+            .iter()
+            .map(|cell| cell["cell"]["label"].as_str().unwrap())
+            .collect();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(
+            labels.len(),
+            cell_count,
+            "{name}: labels repeat: {labels:?}"
+        );
+        assert_eq!(levels.len(), level_count, "{name}: levels {levels:?}");
+        let mut concurrencies: Vec<u64> =
+            levels.iter().map(|(_, concurrency)| *concurrency).collect();
+        concurrencies.dedup();
+        assert_eq!(
+            concurrencies.len(),
+            level_count,
+            "{name}: scaled levels meet: {levels:?}"
+        );
+        for cell in cells {
+            // On failure, say which cell and what it counted.
+            let counts = || {
+                format!(
+                    "{name}: cell {}: requests {}, errors {}, connections {}, elapsed {} s",
+                    cell["cell"]["label"],
+                    cell["requests"],
+                    cell["errors"],
+                    cell["connections"],
+                    cell["elapsed_s"]
+                )
+            };
+            assert_eq!(cell["requests"]["errored"], 0, "{}", counts());
+            assert!(
+                cell["requests"]["succeeded"].as_u64().unwrap() > 0,
+                "{}",
+                counts()
+            );
+        }
+        assert!(
+            run.output.stderr.contains(&format!("scenario {scenario}:")),
+            "{name}: the description is shown"
+        );
+    }
 }

@@ -26,6 +26,63 @@ fn sweep(dir: &Path) -> Run {
     ])
 }
 
+/// One series of an SVG chart as the page draws it.
+#[derive(Debug)]
+struct DrawnSeries {
+    name: String,
+    /// Points in its path (`M`/`L` commands), or 1 for a marker.
+    points: usize,
+    /// Whether it is a lone point drawn as a circle.
+    marker: bool,
+}
+
+/// The series of chart `id` in `html`, read from the SVG (not from the `data-points` claim).
+fn drawn_series(html: &str, id: &str) -> Vec<DrawnSeries> {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("chart {id}"));
+    let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+    svg.split("<g class=\"series\" ")
+        .skip(1)
+        .map(|group| {
+            let group = &group[..group.find("</g>").unwrap()];
+            let name = group
+                .split("data-series=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap()
+                .to_owned();
+            let claimed: usize = group
+                .split("data-points=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            let marker = group.contains("<circle class=\"marker\"");
+            let points = if marker {
+                1
+            } else {
+                let d = group
+                    .split(" d=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                d.matches(['M', 'L']).count()
+            };
+            assert_eq!(points, claimed, "{id}/{name}: {group}");
+            assert_eq!(marker, points == 1, "{id}/{name}: a lone point is a marker");
+            DrawnSeries {
+                name,
+                points,
+                marker,
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,6 +193,35 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
             );
         }
     }
+    // Every chart draws every data point: 3 levels per protocol, a curve per cell, and each cell's
+    // timeline interval by interval (the automatic interval gives short cells several).
+    let throughput = drawn_series(&html, "throughput");
+    assert_eq!(
+        throughput
+            .iter()
+            .map(|s| (s.name.as_str(), s.points))
+            .collect::<Vec<_>>(),
+        [("h1", 3), ("h2c", 3)]
+    );
+    let latency = drawn_series(&html, "latency");
+    assert_eq!(latency.len(), 6);
+    assert!(latency.iter().all(|s| s.points >= 10), "{latency:?}");
+    let timeline = drawn_series(&html, "timeline");
+    assert_eq!(timeline.len(), 6);
+    for (series, cell) in timeline.iter().zip(cells) {
+        assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
+        let intervals = cell["timeline"]["intervals"].as_array().unwrap();
+        assert_eq!(series.points, intervals.len(), "{}", series.name);
+        let elapsed = cell["elapsed_s"].as_f64().unwrap();
+        if elapsed >= 0.1 {
+            assert!(
+                series.points >= 5 && !series.marker,
+                "{}: {} intervals in {elapsed} s",
+                series.name,
+                series.points
+            );
+        }
+    }
     let hgrm_files = std::fs::read_dir(dir.path().join("hgrm")).unwrap().count();
     assert_eq!(hgrm_files, 6 * 3);
     let distribution =
@@ -196,6 +282,11 @@ fn html_report_renders_in_chromium() {
     assert_eq!(series_in("throughput"), 3, "one line per protocol");
     assert_eq!(series_in("latency"), 6, "one curve per cell");
     assert_eq!(series_in("timeline"), 6, "one timeline per cell");
+    // Each series is drawn: a line through its points, or a marker for a lone point.
+    for chart in ["throughput", "latency", "timeline"] {
+        let drawn = drawn_series(&dom, chart);
+        assert!(drawn.iter().all(|s| s.points >= 1), "{chart}: {drawn:?}");
+    }
 
     let shot = dir.path().join("shot.png");
     let shot_flag = format!("--screenshot={}", shot.display());
@@ -232,47 +323,6 @@ fn html_report_renders_in_chromium() {
         "series lines drawn: {first_series} / {second_series}"
     );
     assert!(non_white * 50 > rgb.len(), "the page is not blank");
-}
-
-#[test]
-fn every_scenario_runs_scaled_down_against_the_built_in_target() {
-    let configs = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
-    let mut files: Vec<_> = std::fs::read_dir(configs)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    files.sort();
-    let expected_cells = [
-        ("big-body-h1-vs-h2.toml", 9),
-        ("gin-h1-vs-h2c.toml", 2),
-        ("go-bench-parallel.toml", 6),
-        ("h1-vs-h2-multiplexing.toml", 4),
-        ("slow-handler-16000.toml", 1),
-    ];
-    assert_eq!(files.len(), expected_cells.len(), "{files:?}");
-    for (file, (name, cells)) in files.iter().zip(expected_cells) {
-        assert!(file.ends_with(name), "{file:?}");
-        let scenario = file.to_str().unwrap();
-        let run = h2load_rs(&["run", scenario, "--scale", "0.01"]);
-        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
-        assert_eq!(run.json["cells"].as_array().unwrap().len(), cells, "{name}");
-        for cell in run.json["cells"].as_array().unwrap() {
-            assert_eq!(
-                cell["requests"]["errored"], 0,
-                "{name}: {}",
-                cell["cell"]["label"]
-            );
-            assert!(
-                cell["requests"]["succeeded"].as_u64().unwrap() > 0,
-                "{name}"
-            );
-        }
-        assert!(
-            run.output.stderr.contains(&format!("scenario {scenario}:")),
-            "{name}: the description is shown"
-        );
-    }
 }
 
 #[test]
@@ -329,4 +379,104 @@ fn watched_processes_and_cooldown_between_cells() {
             "sleep uses no CPU"
         );
     }
+}
+
+#[test]
+fn rate_lists_are_told_apart_in_every_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "--rate",
+        "500,2000",
+        "-D",
+        "1s",
+        "--csv",
+        &path("table.csv"),
+        "--markdown",
+        &path("table.md"),
+        "--html",
+        &path("report.html"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cells = run.json["cells"].as_array().unwrap();
+    let rates = [500.0, 2000.0];
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let throughput: Vec<(String, usize, bool)> = drawn_series(&html, "throughput")
+        .into_iter()
+        .map(|s| (s.name, s.points, s.marker))
+        .collect();
+    assert_eq!(
+        throughput,
+        [
+            ("h1 rate=500".to_owned(), 1, true),
+            ("h1 rate=2000".to_owned(), 1, true)
+        ],
+        "one marker per rate, not a line through both"
+    );
+    let timeline = drawn_series(&html, "timeline");
+    for (series, cell) in timeline.iter().zip(cells) {
+        assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
+        // -D 1s picks 100 ms intervals: 10 of them.
+        assert_eq!(series.points, 10, "{}", series.name);
+        assert_eq!(
+            series.points,
+            cell["timeline"]["intervals"].as_array().unwrap().len()
+        );
+    }
+    for (index, (cell, rate)) in cells.iter().zip(rates).enumerate() {
+        let label = format!("h1 c=4 m=1 rate={rate}");
+        assert_eq!(cell["cell"]["label"], label.as_str());
+        assert_eq!(cell["cell"]["rate"].as_f64(), Some(rate));
+        assert_eq!(run.json["comparison"][index]["rate"].as_f64(), Some(rate));
+        let achieved = cell["requests_per_s"].as_f64().unwrap();
+        assert!(
+            (achieved - rate).abs() <= rate * 0.05,
+            "{label}: {achieved} req/s"
+        );
+        assert!(
+            run.output
+                .stdout
+                .contains(&format!("=== cell {}/2: {label}", index + 1)),
+            "{}",
+            run.output.stdout
+        );
+    }
+    let csv = std::fs::read_to_string(dir.path().join("table.csv")).unwrap();
+    let mut lines = csv.lines();
+    let titles: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        titles[..6],
+        ["#", "protocol", "c", "m", "rate", "req/s"],
+        "{csv}"
+    );
+    let csv_rates: Vec<&str> = lines.map(|line| line.split(',').nth(4).unwrap()).collect();
+    assert_eq!(csv_rates, ["500", "2000"], "{csv}");
+    let markdown = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
+    let markdown_rates: Vec<&str> = markdown
+        .lines()
+        .skip(2)
+        .map(|line| line.split('|').nth(5).unwrap().trim())
+        .collect();
+    assert_eq!(markdown_rates, ["500", "2000"], "{markdown}");
+    let table: Vec<&str> = run
+        .output
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("comparison of"))
+        .skip(1)
+        .take(3)
+        .collect();
+    assert!(
+        table[0].split_whitespace().any(|title| title == "rate"),
+        "{table:?}"
+    );
+    assert_eq!(table[1].split_whitespace().nth(4), Some("500"), "{table:?}");
+    assert_eq!(
+        table[2].split_whitespace().nth(4),
+        Some("2000"),
+        "{table:?}"
+    );
 }

@@ -1,4 +1,4 @@
-//! The real-target matrix: every protocol against Gin, nginx, nghttpd, nghttpx and Caddy, started by
+//! The real-target matrix: every protocol against Gin, nginx, nghttpd, nghttpx, Caddy and Apache httpd, started by
 //! `tests/testbed.sh` (which `tests/run.sh` runs and points `H2LOAD_RS_TESTBED` at).
 
 use crate::common::{h2load_rs, run_command, text_counts, Run};
@@ -51,7 +51,7 @@ const H1_TLS: &[&str] = &["--proto", "h1", "--cacert", CA, "-c", "4"];
 const H2_TLS: &[&str] = &["--proto", "h2", "--cacert", CA, "-c", "4", "-m", "16"];
 const CADDY: &[&str] = &["--connect-to", "127.0.0.1:19843"];
 
-const MATRIX: [Cell; 17] = [
+const MATRIX: [Cell; 21] = [
     cell(
         "gin h1",
         H1,
@@ -141,6 +141,32 @@ const MATRIX: [Cell; 17] = [
         "caddy h2 over TLS",
         H2_TLS,
         "https://localhost:19843/bytes/1000",
+        "h2",
+    ),
+    cell(
+        "apache h1",
+        H1,
+        "http://127.0.0.1:19380/bytes/1000",
+        "http/1.1",
+    ),
+    // Apache closes a connection after 100 requests (MaxKeepAliveRequests): the pipelined
+    // requests behind the 100th response are sent again, and every request completes.
+    cell(
+        "apache h1 pipelined",
+        H1_PIPELINED,
+        "http://127.0.0.1:19380/bytes/1000",
+        "http/1.1",
+    ),
+    cell(
+        "apache h2c",
+        H2C,
+        "http://127.0.0.1:19380/bytes/1000",
+        "h2c",
+    ),
+    cell(
+        "apache h2 over TLS",
+        H2_TLS,
+        "https://127.0.0.1:19943/bytes/1000",
         "h2",
     ),
     cell(
@@ -426,4 +452,51 @@ fn verbose_shows_the_settings_nghttpd_sends() {
         "-v lists two response blocks"
     );
     assert!(trace.contains(":status: 200"), "{trace}");
+}
+
+#[test]
+fn apache_ends_upgraded_h2c_connections_with_goaway_and_every_request_still_completes() {
+    if !testbed_running() {
+        return;
+    }
+    // Apache ends a connection upgraded from HTTP/1.1 with GOAWAY(NO_ERROR, "timeout") whenever
+    // it has answered every stream and finds no request waiting: it hands the connection back to
+    // the MPM, which closes an upgraded one (mod_http2 AH10306, then pre_close). The client's
+    // requests leave with its preface, yet it still loses that race often: at stream 1, which
+    // Apache may answer whole in the flush that carries the 101, and whenever the responses
+    // outrun the next requests. Those re-sends are free (the connection completed requests), so
+    // every request completes at a realistic concurrency.
+    let url = "http://127.0.0.1:19380/bytes/1000";
+    let flags = [
+        "--proto",
+        "h2c-upgrade",
+        "-c",
+        "4",
+        "-m",
+        "8",
+        "-n",
+        "1000",
+        url,
+    ];
+    let run = h2load_rs(&flags);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.int("requests/succeeded"), 1000, "{}", run.output.stdout);
+    assert_eq!(run.int("requests/started"), 1000);
+    assert_eq!(run.int("requests/errored"), 0);
+    assert_eq!(run.int("traffic/data_bytes"), 1000 * BODY);
+    let retried = run.int("requests/retried/goaway");
+    assert!(retried > 0, "Apache sent no GOAWAY:\n{}", run.output.stdout);
+    assert!(
+        run.output.stdout.contains(&format!(
+            "retried: {retried} (not processed by the server: goaway {retried}, refused 0, closed 0)"
+        )),
+        "{}",
+        run.output.stdout
+    );
+    // h2load's accounting counts those streams as failed.
+    let counted = h2load_rs(&[&["--no-retry"][..], &flags].concat());
+    let failed = counted.cell()["errors"]["goaway"].as_u64().unwrap_or(0);
+    assert!(failed > 0, "{}", counted.output.stdout);
+    assert_eq!(counted.int("requests/succeeded") + failed, 1000);
+    assert_eq!(counted.int("requests/retried/goaway"), 0);
 }

@@ -41,10 +41,11 @@ impl Exporter for HdrLog {
             .context("cannot start the interval log")?;
         for cell in &document.cells {
             let timeline = &cell.timeline;
-            let length = Duration::from_secs_f64(timeline.interval_s);
             let cell_offset = Duration::from_millis(timeline.start_unix_ms - base_ms);
             for interval in &timeline.intervals {
-                let start = cell_offset + length.mul_f64(interval.index as f64);
+                let start = cell_offset + Duration::from_secs_f64(timeline.start_of(interval));
+                // The last interval's real length: it ends at the end of the measured period.
+                let length = Duration::from_secs_f64(timeline.length_of(interval));
                 let kinds = [
                     ("request", Some(&interval.hdr)),
                     ("ttfb", Some(&interval.ttfb_hdr)),

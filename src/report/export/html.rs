@@ -115,7 +115,8 @@ fn number(value: f64) -> String {
     }
 }
 
-/// An SVG line chart; each series is a `<path class="series">`.
+/// An SVG line chart; each series is a `<g class="series">` holding a `<path class="line">`
+/// through its points, or a `<circle class="marker">` when it has only one.
 fn chart(
     id: &str,
     title: &str,
@@ -174,27 +175,40 @@ fn chart(
     );
     for (index, line) in series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
-        let mut path = String::new();
-        for (at, (vx, vy)) in line
+        let points: Vec<(f64, f64)> = line
             .points
             .iter()
             .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .enumerate()
-        {
-            let _ = write!(
-                path,
-                "{}{:.1} {:.1} ",
-                if at == 0 { "M" } else { "L" },
-                px(*vx),
-                py(*vy)
-            );
-        }
+            .map(|(vx, vy)| (px(*vx), py(*vy)))
+            .collect();
         let name = escape(&line.name);
         let _ = write!(
             svg,
-            r#"<path class="series" data-series="{name}" d="{}" stroke="{color}"/>"#,
-            path.trim_end()
+            r#"<g class="series" data-series="{name}" data-points="{}">"#,
+            points.len()
         );
+        if let [(cx, cy)] = points[..] {
+            // A path through one point draws nothing: a lone point is a marker.
+            let _ = write!(
+                svg,
+                r#"<circle class="marker" cx="{cx:.1}" cy="{cy:.1}" r="4" fill="{color}"/>"#
+            );
+        } else {
+            let mut path = String::new();
+            for (at, (x_px, y_px)) in points.iter().enumerate() {
+                let _ = write!(
+                    path,
+                    "{}{x_px:.1} {y_px:.1} ",
+                    if at == 0 { "M" } else { "L" }
+                );
+            }
+            let _ = write!(
+                svg,
+                r#"<path class="line" d="{}" stroke="{color}"/>"#,
+                path.trim_end()
+            );
+        }
+        svg.push_str("</g>");
         let legend_y = TOP + 14.0 + index as f64 * 18.0;
         let _ = write!(
             svg,
@@ -218,20 +232,36 @@ fn escape(text: &str) -> String {
 
 /// The whole page.
 pub fn render(document: &Document) -> String {
-    let mut protocols: Vec<&str> = Vec::new();
+    // One throughput line per protocol, and per rate when the cells ran at different rates (a
+    // line through two rates at one concurrency would say nothing).
+    let rates_vary = document
+        .cells
+        .iter()
+        .any(|cell| cell.cell.rate != document.cells[0].cell.rate);
+    let mut lines: Vec<(&str, Option<f64>)> = Vec::new();
     for cell in &document.cells {
-        if !protocols.contains(&cell.cell.protocol.as_str()) {
-            protocols.push(&cell.cell.protocol);
+        let key = (
+            cell.cell.protocol.as_str(),
+            cell.cell.rate.filter(|_| rates_vary),
+        );
+        if !lines.contains(&key) {
+            lines.push(key);
         }
     }
-    let throughput: Vec<Series> = protocols
+    let throughput: Vec<Series> = lines
         .iter()
-        .map(|protocol| Series {
-            name: protocol.to_string(),
+        .map(|(protocol, rate)| Series {
+            name: match rate {
+                Some(rate) => format!("{protocol} rate={rate}"),
+                None => protocol.to_string(),
+            },
             points: document
                 .cells
                 .iter()
-                .filter(|cell| cell.cell.protocol == *protocol)
+                .filter(|cell| {
+                    cell.cell.protocol == *protocol
+                        && cell.cell.rate.filter(|_| rates_vary) == *rate
+                })
                 .map(|cell| {
                     (
                         (cell.cell.clients * cell.cell.streams) as f64,
@@ -282,10 +312,10 @@ pub fn render(document: &Document) -> String {
                 .intervals
                 .iter()
                 .map(|interval| {
-                    let length = cell.timeline.interval_s;
+                    let timeline = &cell.timeline;
                     (
-                        (interval.index + 1) as f64 * length,
-                        interval.completed as f64 / length,
+                        timeline.start_of(interval) + timeline.length_of(interval),
+                        timeline.rate_of(interval),
                     )
                 })
                 .collect(),
@@ -325,15 +355,15 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 .grid {{ stroke: #e5e5e5; }}
 .tick, .legend {{ font-size: 11px; fill: #444; }}
 .axis {{ font-size: 12px; fill: #222; }}
-.series {{ fill: none; stroke-width: 2; }}
+.line {{ fill: none; stroke-width: 2; }}
 </style></head><body>
 <h1>h2load-rs {version}</h1>
-<p>{cells} cell(s) against {target}</p>
+<p>{cells} against {target}</p>
 {table}
 {throughput}{latency}{timeline}</body></html>
 "#,
         version = escape(&document.tool.version),
-        cells = document.cells.len(),
+        cells = crate::report::counted(document.cells.len() as u64, "cell"),
         target = escape(&target),
         table = table,
         throughput = chart(

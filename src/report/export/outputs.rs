@@ -62,7 +62,7 @@ impl Outputs {
 /// Reports each failure in one line on stderr.
 pub fn report_failures(failures: &[anyhow::Error]) {
     for failure in failures {
-        eprintln!("h2load-rs: {failure:#}");
+        errln!("h2load-rs: {failure:#}");
     }
 }
 

@@ -13,24 +13,25 @@ pub struct TimelineCsv;
 impl Exporter for TimelineCsv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
         let mut csv = String::from(
-            "cell,protocol,interval,start_s,completed,errors,requests_per_s,p50_ms,p99_ms,max_ms\n",
+            "cell,protocol,interval,start_s,completed,errors,requests_per_s,p50_ms,p99_ms,max_ms,length_s\n",
         );
         for cell in &document.cells {
-            let length = cell.timeline.interval_s;
-            for interval in &cell.timeline.intervals {
+            let timeline = &cell.timeline;
+            for interval in &timeline.intervals {
                 let _ = writeln!(
                     csv,
-                    "{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{:.3}",
+                    "{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{:.3},{:.3}",
                     cell.cell.index,
                     cell.cell.protocol,
                     interval.index,
-                    interval.index as f64 * length,
+                    timeline.start_of(interval),
                     interval.completed,
                     interval.errors,
-                    interval.completed as f64 / length,
+                    timeline.rate_of(interval),
                     interval.p50_us as f64 / 1000.0,
                     interval.p99_us as f64 / 1000.0,
-                    interval.max_us as f64 / 1000.0
+                    interval.max_us as f64 / 1000.0,
+                    timeline.length_of(interval)
                 );
             }
         }

@@ -23,6 +23,7 @@
 //! | h1_close_on_accept                 | FIN right after accept                                | closed            |
 //! | h1_bad_chunk_size                  | chunk size line `zz`                                  | protocol          |
 //! | h1_never_answers                   | reads, never answers                                  | timeout           |
+//! | h1_close_every_10                  | `Connection: close` on every 10th response (`-m 4`)   | none, retried     |
 //! | h1_two_responses_per_request       | two complete `200`s per request (`-m 1`)              | protocol, exit 0  |
 //! | h2c_endless_continuation           | HEADERS without END_HEADERS, CONTINUATION forever     | protocol          |
 //! | h2c_ping_flood_unread              | PING flood, never reads                               | protocol          |
@@ -35,6 +36,9 @@
 //! | h2c_to_tls_alert                   | a TLS alert record                                    | protocol          |
 //! | h2c_to_builtin_tls_port            | `h2load-rs serve --tls`                               | protocol          |
 //! | h2c_goaway_at_once                 | GOAWAY(0, NO_ERROR) after SETTINGS (`-D 2s`)          | goaway, < 4 s     |
+//! | h2c_goaway_every_50                | GOAWAY after every 50th response (`-m 8`)             | none, retried     |
+//! | h2c_goaway_every_50_padded         | the same, padded frames, 1000-byte window, 7 streams  | none, retried     |
+//! | h2c_goaway_every_50_no_retry       | the same, `--no-retry`                                | goaway, exit 0    |
 //! | h2c_hpack_bomb                     | 4 KB dynamic entry referenced 10,000 times            | protocol          |
 //! | h2c_window_update_overflow         | WINDOW_UPDATE(0) past 2^31-1                          | protocol          |
 //! | h2c_initial_window_too_big         | SETTINGS_INITIAL_WINDOW_SIZE = 2^31                   | protocol          |
@@ -45,11 +49,17 @@
 //! | h2c_endless_interim                | `:status: 100` blocks forever                         | protocol/timeout  |
 //! | h2c_data_past_window               | 1 MB of DATA into a 1023-byte stream window (`-w 10`) | protocol          |
 //! | h2c_frame_above_max_frame_size     | a 20,000-byte DATA frame                              | protocol          |
-//! | h2c_refused_stream                 | RST_STREAM(REFUSED_STREAM) on every stream            | stream_reset      |
+//! | h2c_refused_stream                 | RST_STREAM(REFUSED_STREAM) on every stream            | refused, 60 retried |
+//! | h2c_refused_stream_no_retry        | the same, `--no-retry`                                | stream_reset      |
+//! | h2c_refuse_every_other_stream      | REFUSED_STREAM on every other stream                  | none, retried     |
+//! | h2c_refuse_every_other_stream_paced | the same, `--rate 400 -D 1s`                         | none, retried     |
 //! | h2c_internal_error_stream          | RST_STREAM(INTERNAL_ERROR) on every stream            | stream_reset      |
 //! | h2c_reset_stream_zero              | RST_STREAM on stream 0                                | protocol          |
 //! | h2c_headers_on_even_stream         | HEADERS on stream 2, never promised                   | protocol          |
 //! | h2c_data_on_idle_stream            | DATA on an odd stream the client never opened         | protocol          |
+//!
+//! "retried": every request succeeds, and the report's retried count is exactly the number of
+//! requests the server counted as received and never processed.
 //!
 //! The memory-hungry cases run twice, the second time under `ulimit -v 4000000`.
 //! Run: `cargo test --test it hostile::` (add `-- --nocapture` to see every run's summary line).
@@ -100,6 +110,22 @@ struct Case {
     stderr_has: Option<&'static str>,
     /// Also run under `ulimit -v` (memory-hungry cases).
     under_ulimit: bool,
+    /// What the run must make of the requests the server never processed.
+    unprocessed: Unprocessed,
+}
+
+/// What a run must make of the requests the server received and never processed.
+#[derive(Clone, Copy)]
+enum Unprocessed {
+    /// Nothing to check.
+    Unchecked,
+    /// Sent again: every request succeeds, nothing fails, and the report's retried total is the
+    /// server's count of requests it never processed (above 0).
+    Retried,
+    /// Sent again this many times in all: each request ran out of retries.
+    RetriedTimes(u64),
+    /// Failed with this error kind, as many as the server counted, none retried (`--no-retry`).
+    Failed(&'static str),
 }
 
 /// What most cases expect; each case overrides the rest.
@@ -111,6 +137,7 @@ const BASE: Case = Case {
     max_secs: 5,
     stderr_has: None,
     under_ulimit: false,
+    unprocessed: Unprocessed::Unchecked,
 };
 
 const PROTOCOL: &[&str] = &["protocol"];
@@ -142,7 +169,11 @@ fn run(name: &str, case: &Case) {
         let outcome = launch(case, server.addr, limited);
         let summary = summarize(&outcome);
         eprintln!("{label}: {summary}");
-        let problems = problems(case, &outcome);
+        let never_processed = match case.unprocessed {
+            Unprocessed::Unchecked => 0,
+            _ => server.never_processed(),
+        };
+        let problems = problems(case, &outcome, never_processed);
         if !problems.is_empty() {
             failures.push(format!(
                 "{label}: {summary}\n  - {}",
@@ -237,7 +268,7 @@ fn summarize(outcome: &Outcome) -> String {
     let cell = &outcome.json["cells"][0];
     let first_line = outcome.stderr.lines().find(|line| !line.trim().is_empty());
     format!(
-        "exit {}{} in {:.1} s, peak RSS {} MB, errors {}, requests {} of {} succeeded; stderr: {}",
+        "exit {}{} in {:.1} s, peak RSS {} MB, errors {}, requests {} of {} succeeded, retried {}; stderr: {}",
         outcome
             .status
             .code()
@@ -248,16 +279,65 @@ fn summarize(outcome: &Outcome) -> String {
         cell["errors"],
         cell["requests"]["succeeded"],
         cell["requests"]["total"],
+        cell["requests"]["retried"],
         first_line.unwrap_or("(empty)"),
     )
 }
 
-/// Every way the run broke the case's contract.
-fn problems(case: &Case, outcome: &Outcome) -> Vec<String> {
+/// Every way the run broke the case's contract; `never_processed` is the server's count.
+fn problems(case: &Case, outcome: &Outcome, never_processed: u64) -> Vec<String> {
     let mut found = process_problems(case, outcome);
     match outcome.json["cells"].get(0) {
-        Some(cell) => found.extend(report_problems(case, cell)),
+        Some(cell) => {
+            found.extend(report_problems(case, cell));
+            found.extend(unprocessed_problems(
+                case.unprocessed,
+                cell,
+                never_processed,
+            ));
+        }
         None => found.push("no JSON report was written".to_owned()),
+    }
+    found
+}
+
+/// Whether the requests the server never processed were retried or failed as the case expects.
+fn unprocessed_problems(expected: Unprocessed, cell: &Value, never_processed: u64) -> Vec<String> {
+    let count = |path: &str| cell.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+    let retried: u64 = ["goaway", "refused", "closed"]
+        .iter()
+        .map(|reason| count(&format!("/requests/retried/{reason}")))
+        .sum();
+    let errors = |kind: &str| count(&format!("/errors/{kind}"));
+    let (checks, server_left_some) = match expected {
+        Unprocessed::Unchecked => (vec![], false),
+        Unprocessed::Retried => (
+            vec![
+                ("retried", retried, never_processed),
+                (
+                    "succeeded",
+                    count("/requests/succeeded"),
+                    count("/requests/total"),
+                ),
+            ],
+            true,
+        ),
+        Unprocessed::RetriedTimes(times) => (vec![("retried", retried, times)], false),
+        Unprocessed::Failed(kind) => (
+            vec![
+                ("retried", retried, 0),
+                (kind, errors(kind), never_processed),
+            ],
+            true,
+        ),
+    };
+    let mut found: Vec<String> = checks
+        .into_iter()
+        .filter(|(_, actual, wanted)| actual != wanted)
+        .map(|(what, actual, wanted)| format!("{what} {actual}, expected {wanted}"))
+        .collect();
+    if server_left_some && never_processed == 0 {
+        found.push("the server left no request unprocessed".to_owned());
     }
     found
 }
@@ -301,7 +381,11 @@ fn report_problems(case: &Case, cell: &Value) -> Vec<String> {
     let mut found = Vec::new();
     let errors = cell["errors"].as_object().cloned().unwrap_or_default();
     let counted = |kind: &str| errors.get(kind).and_then(Value::as_u64).unwrap_or(0);
-    if !case.expect_kind.iter().any(|kind| counted(kind) > 0) {
+    if case.expect_kind.is_empty() {
+        if !errors.is_empty() {
+            found.push(format!("errors counted: {errors:?}"));
+        }
+    } else if !case.expect_kind.iter().any(|kind| counted(kind) > 0) {
         found.push(format!(
             "no {} errors counted",
             case.expect_kind.join(" or ")
@@ -459,6 +543,13 @@ cases! {
         expect_kind: TIMEOUT,
         ..BASE
     };
+    h1_close_every_10 => Case {
+        server: Script(scripts::h1_close_every_10),
+        args: &["--h1", "-m", "4", "-n", "200"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
+        ..BASE
+    };
     h1_two_responses_per_request => Case {
         server: H1Reply(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\
                           HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
@@ -540,6 +631,36 @@ cases! {
         stderr_has: Some("GOAWAY"),
         ..BASE
     };
+    h2c_goaway_every_50 => Case {
+        server: Script(scripts::h2_goaway_every_50),
+        args: &["--proto", "h2c", "-m", "8", "-n", "1000"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
+        ..BASE
+    };
+    h2c_goaway_every_50_padded => Case {
+        server: Script(scripts::h2_goaway_every_50_padded),
+        args: &["--proto", "h2c", "-m", "10", "-n", "1000"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
+        ..BASE
+    };
+    h2c_goaway_every_50_no_retry => Case {
+        server: Script(scripts::h2_goaway_every_50),
+        args: &["--proto", "h2c", "-m", "8", "-n", "1000", "--no-retry"],
+        expect_kind: &["goaway"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Failed("goaway"),
+        ..BASE
+    };
+    h2c_refuse_every_other_stream_paced => Case {
+        server: Script(scripts::h2_refuse_every_other_stream),
+        // A refused request goes again at once, outside the schedule.
+        args: &["--proto", "h2c", "--rate", "400", "-D", "1s"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
+        ..BASE
+    };
     h2c_window_update_overflow => Case {
         server: Script(scripts::h2_window_overflow),
         args: &["--proto", "h2c", "-n", "20"],
@@ -606,7 +727,25 @@ cases! {
     h2c_refused_stream => Case {
         server: H2Reply(scripts::h2_refuse_every_stream),
         args: &["--proto", "h2c", "-n", "20"],
+        expect_kind: &["refused"],
+        // Each of the 20 requests is sent 4 times: 3 retries each.
+        unprocessed: Unprocessed::RetriedTimes(60),
+        ..BASE
+    };
+    h2c_refused_stream_no_retry => Case {
+        server: H2Reply(scripts::h2_refuse_every_stream),
+        args: &["--proto", "h2c", "-n", "20", "--no-retry"],
         expect_kind: &["stream_reset"],
+        unprocessed: Unprocessed::RetriedTimes(0),
+        ..BASE
+    };
+    h2c_refuse_every_other_stream => Case {
+        server: Script(scripts::h2_refuse_every_other_stream),
+        // One stream at a time, so a refused request is the next stream, which is answered
+        // (with more, a retry can land on refused streams four times in a row and fail).
+        args: &["--proto", "h2c", "-n", "200"],
+        expect_exit: 0,
+        unprocessed: Unprocessed::Retried,
         ..BASE
     };
     h2c_internal_error_stream => Case {

@@ -6,7 +6,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,6 +36,9 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
     process: Option<Child>,
+    never_processed: Arc<AtomicU64>,
+    /// Connections whose script is still running.
+    active: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -45,6 +48,17 @@ impl Server {
             Behaviour::BuiltinTls => builtin_tls(),
             scripted => listen(scripted),
         }
+    }
+
+    /// Requests its connections received and never processed (see [`Conn::never_processed`]),
+    /// once every connection's script has seen the client go (or after 2 s): a client that has
+    /// exited may have left requests the scripts have not read yet.
+    pub fn never_processed(&self) -> u64 {
+        let until = Instant::now() + Duration::from_secs(2);
+        while self.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(POLL / 10);
+        }
+        self.never_processed.load(Ordering::SeqCst)
     }
 }
 
@@ -68,24 +82,48 @@ fn listen(behaviour: Behaviour) -> Server {
         .expect("non-blocking listener");
     let addr = listener.local_addr().expect("listener address");
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let acceptor = std::thread::spawn(move || accept_until_stopped(&listener, behaviour, &flag));
+    let never_processed = Arc::new(AtomicU64::new(0));
+    let active = Arc::new(AtomicUsize::new(0));
+    let shared = Shared {
+        stop: Arc::clone(&stop),
+        never_processed: Arc::clone(&never_processed),
+        active: Arc::clone(&active),
+    };
+    let acceptor = std::thread::spawn(move || accept_until_stopped(&listener, behaviour, &shared));
     Server {
         addr,
         stop,
         acceptor: Some(acceptor),
         process: None,
+        never_processed,
+        active,
     }
 }
 
+/// What the acceptor shares with the server handle.
+struct Shared {
+    stop: Arc<AtomicBool>,
+    never_processed: Arc<AtomicU64>,
+    active: Arc<AtomicUsize>,
+}
+
 /// Accepts until the stop flag is set (polling, so the flag is seen), then joins the connections.
-fn accept_until_stopped(listener: &TcpListener, behaviour: Behaviour, stop: &Arc<AtomicBool>) {
+fn accept_until_stopped(listener: &TcpListener, behaviour: Behaviour, shared: &Shared) {
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
+    while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
-                let conn = Conn::new(stream, Arc::clone(stop));
-                connections.push(std::thread::spawn(move || serve(behaviour, conn)));
+                let conn = Conn::new(
+                    stream,
+                    Arc::clone(&shared.stop),
+                    Arc::clone(&shared.never_processed),
+                );
+                let active = Arc::clone(&shared.active);
+                active.fetch_add(1, Ordering::SeqCst);
+                connections.push(std::thread::spawn(move || {
+                    serve(behaviour, conn);
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }));
             }
             // Nothing to accept yet (or a transient failure such as EMFILE): look again soon.
             Err(_) => std::thread::sleep(POLL / 10),
@@ -132,6 +170,8 @@ fn builtin_tls() -> Server {
         stop: Arc::new(AtomicBool::new(false)),
         acceptor: None,
         process: Some(process),
+        never_processed: Arc::default(),
+        active: Arc::default(),
     }
 }
 
@@ -141,6 +181,7 @@ pub struct Conn {
     stop: Arc<AtomicBool>,
     until: Instant,
     pending: Vec<u8>,
+    never_processed: Arc<AtomicU64>,
 }
 
 /// Whether an I/O error only means "nothing yet": the short socket timeouts end in these.
@@ -152,7 +193,7 @@ fn transient(error: &std::io::Error) -> bool {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, stop: Arc<AtomicBool>) -> Conn {
+    fn new(stream: TcpStream, stop: Arc<AtomicBool>, never_processed: Arc<AtomicU64>) -> Conn {
         // Accepted sockets may inherit the listener's non-blocking mode on some platforms.
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(POLL));
@@ -163,7 +204,19 @@ impl Conn {
             stop,
             until: Instant::now() + CONNECTION_LIFETIME,
             pending: Vec::new(),
+            never_processed,
         }
+    }
+
+    /// Counts a request the server received and will never process: the client should send it
+    /// again, and its report should count it as retried (or failed, with `--no-retry`).
+    pub fn never_processed(&self) {
+        self.never_processed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Shuts down our side (FIN) and keeps reading, as a server closing gracefully does.
+    pub fn shutdown_write(&self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
     }
 
     /// Whether the script should go on: the server is not stopping and the lifetime is not over.
@@ -253,7 +306,7 @@ impl Conn {
     /// Closes with a FIN: shuts down our side, then drains the peer so that unread input does
     /// not turn the close into a reset.
     pub fn close_gracefully(mut self) {
-        let _ = self.stream.shutdown(Shutdown::Write);
+        self.shutdown_write();
         self.discard_until_closed();
     }
 
@@ -285,7 +338,7 @@ pub mod h2 {
     // frames built from them misbehave.
     pub use h2load_rs::proto::h2::{
         ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, INTERNAL_ERROR,
-        NO_ERROR, PING, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
+        NO_ERROR, PADDED, PING, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
         SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, WINDOW_UPDATE,
     };
     use h2load_rs::proto::h2::{HEADER_LEN as FRAME_HEADER_LEN, PREFACE_LEN};
@@ -327,6 +380,17 @@ pub mod h2 {
     /// A complete `200` response without a body on `stream`.
     pub fn ok(stream: u32) -> Vec<u8> {
         frame(HEADERS, END_HEADERS | END_STREAM, stream, STATUS_200)
+    }
+
+    /// A complete `200` response on `stream` with a 4-byte body, HEADERS and DATA both padded.
+    pub fn padded_ok(stream: u32) -> Vec<u8> {
+        let headers = [&[5][..], STATUS_200, &[0; 5]].concat();
+        let data = [&[10][..], b"pong", &[0; 10]].concat();
+        [
+            frame(HEADERS, END_HEADERS | PADDED, stream, &headers),
+            frame(DATA, END_STREAM | PADDED, stream, &data),
+        ]
+        .concat()
     }
 
     /// Reads the client preface, then sends our SETTINGS and acknowledges the client's (blindly:
@@ -512,6 +576,25 @@ pub mod scripts {
         super::answer_each_h1(conn, &reply);
     }
 
+    /// Answers 10 requests, the 10th with `Connection: close`, then closes gracefully and counts
+    /// the pipelined requests it never answered.
+    pub fn h1_close_every_10(mut conn: Conn) {
+        for answered in 1..=10 {
+            let reply: &[u8] = if answered == 10 {
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            };
+            if !conn.read_h1_head() || !conn.send(reply) {
+                return;
+            }
+        }
+        conn.shutdown_write();
+        while conn.read_h1_head() {
+            conn.never_processed();
+        }
+    }
+
     // ---- h2c: the connection ----
 
     /// Reads the preface and everything after it, but never sends SETTINGS.
@@ -551,6 +634,65 @@ pub mod scripts {
     pub fn h2_goaway_at_once(mut conn: Conn) {
         if h2::handshake(&mut conn, &[]) && conn.send(&h2::goaway(0, h2::NO_ERROR)) {
             conn.discard_until_closed();
+        }
+    }
+
+    /// Answers 50 streams, the 50th with GOAWAY(NO_ERROR) naming it the last stream processed
+    /// (a server rotating its connections), then counts the streams the client had opened
+    /// beyond it until the client closes.
+    pub fn h2_goaway_every_50(conn: Conn) {
+        goaway_every_50(conn, &[], h2::ok);
+    }
+
+    /// [`h2_goaway_every_50`] with padded HEADERS and DATA, a 1000-byte initial window and at
+    /// most 7 concurrent streams.
+    pub fn h2_goaway_every_50_padded(conn: Conn) {
+        let settings = [
+            (h2::SETTINGS_INITIAL_WINDOW_SIZE, 1000),
+            (h2::SETTINGS_MAX_CONCURRENT_STREAMS, 7),
+        ];
+        goaway_every_50(conn, &settings, h2::padded_ok);
+    }
+
+    fn goaway_every_50(mut conn: Conn, settings: &[(u16, u32)], answer: fn(u32) -> Vec<u8>) {
+        if !h2::handshake(&mut conn, settings) {
+            return;
+        }
+        for answered in 1..=50 {
+            let Some(stream) = h2::next_request(&mut conn) else {
+                return;
+            };
+            let mut reply = answer(stream);
+            if answered == 50 {
+                reply.extend(h2::goaway(stream, h2::NO_ERROR));
+            }
+            if !conn.send(&reply) {
+                return;
+            }
+        }
+        while h2::next_request(&mut conn).is_some() {
+            conn.never_processed();
+        }
+    }
+
+    /// RST_STREAM(REFUSED_STREAM) on every other stream of a connection (its 2nd, 4th, ...), a
+    /// `200` on the others.
+    pub fn h2_refuse_every_other_stream(mut conn: Conn) {
+        if !h2::handshake(&mut conn, &[]) {
+            return;
+        }
+        let mut refuse = false;
+        while let Some(stream) = h2::next_request(&mut conn) {
+            let reply = if refuse {
+                conn.never_processed();
+                h2_refuse_every_stream(stream)
+            } else {
+                h2::ok(stream)
+            };
+            refuse = !refuse;
+            if !conn.send(&reply) {
+                return;
+            }
         }
     }
 

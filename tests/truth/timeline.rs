@@ -1,0 +1,77 @@
+//! The timeline against a known schedule: `--rate` fixes how many requests complete per second,
+//! so every interval's rate, the last one's included, is known in advance.
+
+use crate::common::h2load_rs;
+use crate::exclusive;
+
+/// Checks one run of `-D 2500ms --rate 1000` with `interval_args`: every interval's req/s (the
+/// first excepted: connections open in it) is 1000 within 3%, the last one ends at the measured
+/// end, and the intervals' completions add up to the succeeded requests.
+fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
+    let _machine = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("timeline.csv");
+    let mut args = vec![
+        "--h1",
+        "-c",
+        "8",
+        "-D",
+        "2500ms",
+        "--rate",
+        "1000",
+        "--csv-timeline",
+        csv_path.to_str().unwrap(),
+    ];
+    args.extend(interval_args);
+    let run = h2load_rs(&args);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    let timeline = &cell["timeline"];
+    assert_eq!(
+        timeline["interval_s"].as_f64().unwrap(),
+        expected_interval_s
+    );
+    let intervals = timeline["intervals"].as_array().unwrap();
+    let completed: u64 = intervals
+        .iter()
+        .map(|interval| interval["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(completed, run.int("requests/succeeded"), "{intervals:#?}");
+    let last = intervals.last().unwrap();
+    let end =
+        last["index"].as_f64().unwrap() * expected_interval_s + last["length_s"].as_f64().unwrap();
+    assert!(
+        (end - run.num("elapsed_s")).abs() < 1e-6,
+        "the last interval ends at the measured end: {end} vs {}",
+        run.num("elapsed_s")
+    );
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), intervals.len(), "{csv}");
+    for (row, interval) in rows.iter().zip(intervals).skip(1) {
+        let json_rate = interval["requests_per_s"].as_f64().unwrap();
+        let csv_rate: f64 = row[6].parse().unwrap();
+        assert!((csv_rate - json_rate).abs() < 0.1, "{csv}");
+        assert!(
+            (json_rate - 1000.0).abs() <= 30.0,
+            "interval {} at {json_rate} req/s, not 1000 ± 3%:\n{csv}",
+            row[2]
+        );
+    }
+}
+
+#[test]
+fn last_partial_interval_is_scaled_by_its_real_length() {
+    // 1 s intervals: [2 s, 2.5 s + drain) holds ~500 completions, i.e. ~1000 req/s (was 503).
+    rate_timeline_is_true(&["--interval", "1s"], 1.0);
+}
+
+#[test]
+fn automatic_interval_gives_ten_or_more_intervals() {
+    // No --interval: 2.5 s picks 200 ms, so 13 intervals, the last 0.1 s long.
+    rate_timeline_is_true(&[], 0.2);
+}
