@@ -85,42 +85,9 @@ pub enum Slot {
 #[derive(Debug)]
 pub struct Pacer {
     /// Time between two scheduled requests of this thread.
-    period: Duration,
+    pub period: Duration,
     /// The next scheduled send time.
-    next: Cell<Instant>,
-    /// The latest send time promised to a waiting connection, once one was.
-    promised: Cell<Option<Instant>>,
-}
-
-impl Pacer {
-    /// A schedule of one request every `period`, from `start`.
-    pub fn new(period: Duration, start: Instant) -> Self {
-        Pacer {
-            period,
-            next: Cell::new(start),
-            promised: Cell::new(None),
-        }
-    }
-
-    /// When a connection that must wait should come back: at the time it was promised before if
-    /// that one is still untaken, else at the first time not promised to another connection.
-    /// So one connection wakes for each scheduled request, not every idle one (each of which
-    /// would find the request taken and go back to sleep). Whoever finds a send time due takes
-    /// it, promised or not, so a promise its connection cannot keep (closed, busy) only delays
-    /// that one request.
-    fn promise(&self, held: &Cell<Option<Instant>>) -> Instant {
-        let next = self.next.get();
-        if let Some(time) = held.get().filter(|time| *time >= next) {
-            return time;
-        }
-        let time = match self.promised.get() {
-            Some(last) if last >= next => last + self.period,
-            _ => next,
-        };
-        self.promised.set(Some(time));
-        held.set(Some(time));
-        time
-    }
+    pub next: Cell<Instant>,
 }
 
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
@@ -193,8 +160,6 @@ pub struct ConnState {
     pub in_flight: Cell<u64>,
     /// Responses completed on this connection: whether the server made progress on it.
     pub completed: Cell<u64>,
-    /// The send time `--rate` promised this connection while it waits (see [`Pacer`]).
-    pub promised: Cell<Option<Instant>>,
 }
 
 /// A session's handle on the world while it drives one connection: it takes requests from the
@@ -231,9 +196,7 @@ impl<'a> Ledger<'a> {
             return Slot::Now(start);
         }
         let intended = match &self.shared.pacer {
-            Some(pacer) if pacer.next.get() > now => {
-                return Slot::At(pacer.promise(&self.conn.promised))
-            }
+            Some(pacer) if pacer.next.get() > now => return Slot::At(pacer.next.get()),
             Some(pacer) => pacer.next.get(),
             None => now,
         };

@@ -2,7 +2,6 @@
 //! boundary, CONTINUATION, padding, windows, GOAWAY, RST_STREAM, pipelined HTTP/1.1 bodies of
 //! every kind, and the limits a hostile server runs into.
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::driver::feed;
@@ -941,25 +940,4 @@ fn upgrade_answered_with_http2_frames_is_named() {
         "{}",
         failure.message
     );
-}
-
-// ---- --rate ----
-
-#[test]
-fn waiting_connections_are_promised_distinct_send_times() {
-    let period = Duration::from_millis(1);
-    let start = Instant::now() + Duration::from_secs(1);
-    let pacer = super::Pacer::new(period, start);
-    let (a, b) = (Cell::new(None), Cell::new(None));
-    assert_eq!(pacer.promise(&a), start);
-    assert_eq!(
-        pacer.promise(&b),
-        start + period,
-        "one waiter per send time"
-    );
-    assert_eq!(pacer.promise(&a), start, "a connection keeps its promise");
-    // Whoever found the first time due took it: a's promise is gone, b's stands.
-    pacer.next.set(start + period);
-    assert_eq!(pacer.promise(&b), start + period);
-    assert_eq!(pacer.promise(&a), start + 2 * period);
 }
