@@ -46,13 +46,13 @@ const HAND_OVER: Duration = Duration::from_millis(3);
 
 /// A non-blocking `timerfd` on CLOCK_MONOTONIC (the clock of [`Instant`] on Linux), registered
 /// with the runtime.
-pub(crate) struct TimerFd {
+struct TimerFd {
     fd: AsyncFd<OwnedFd>,
 }
 
 impl TimerFd {
     /// A disarmed timer. Must be called inside a tokio runtime.
-    pub(crate) fn new() -> io::Result<Self> {
+    fn new() -> io::Result<Self> {
         let fd = timerfd_create(
             TimerfdClockId::Monotonic,
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -67,7 +67,7 @@ impl TimerFd {
 
     /// Arms the timer to expire once, at `deadline` (at once if it has passed), replacing any
     /// earlier setting.
-    pub(crate) fn arm(&self, deadline: Instant) -> io::Result<()> {
+    fn arm(&self, deadline: Instant) -> io::Result<()> {
         // `Instant` is opaque, so the deadline is given relative to now; the syscall follows
         // within a microsecond, and a zero value would disarm the timer instead: 1 ns at least.
         let left = deadline
@@ -90,7 +90,7 @@ impl TimerFd {
     /// Waits until the timer expires. The expiration count is not read (a syscall saved per
     /// wake): each expiry wakes the epoll edge-triggered registration anew, read or not, and
     /// re-arming resets the count.
-    pub(crate) async fn expired(&self) -> io::Result<()> {
+    async fn expired(&self) -> io::Result<()> {
         self.fd.readable().await?.clear_ready();
         Ok(())
     }
