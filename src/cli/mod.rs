@@ -97,7 +97,7 @@ pub struct ServeArgs {
     /// Server private key (PEM) for --tls.
     #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
     pub tls_key: Option<PathBuf>,
-    /// Delay every response by this long, to the microsecond (header x-delay-applied-us: what it was).
+    /// Delay every response by this long, to the µs (the x-delay-applied-us header says by how much).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub delay: Option<Duration>,
     /// Exit when standard input closes (a parent that started this target died or finished).
