@@ -96,6 +96,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                 biased;
                 read = step => read,
                 () = timer.sleep_until(wake) => continue,
+                () = ledger.schedule_over() => continue,
             },
             None => step.await,
         };

@@ -941,3 +941,42 @@ fn upgrade_answered_with_http2_frames_is_named() {
         failure.message
     );
 }
+
+// ---- --rate ----
+
+#[test]
+fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_ends() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let mut world = world(&["--h1", "-n", "1"]);
+    let period = Duration::from_millis(1);
+    let start = Instant::now() + Duration::from_secs(1);
+    world.shared.pacer = Some(super::Pacer::new(period, start));
+    let (a, b) = (ConnState::default(), ConnState::default());
+    let (ledger_a, ledger_b) = (
+        Ledger::new(&world.shared, &a, 0),
+        Ledger::new(&world.shared, &b, 1),
+    );
+    let at = |ledger: &Ledger<'_>| match ledger.next_request() {
+        super::Slot::At(time) => time,
+        other => panic!("expected to wait, got {other:?}"),
+    };
+    assert_eq!(at(&ledger_a), start);
+    assert_eq!(at(&ledger_b), start + period, "one waiter per send time");
+    assert_eq!(at(&ledger_a), start, "a connection keeps its time");
+    // Whoever finds the first time due takes it: a's time is gone, b's stands.
+    let pacer = world.shared.pacer.as_ref().unwrap();
+    pacer.next.set(start + period);
+    assert_eq!(at(&ledger_b), start + period);
+    assert_eq!(at(&ledger_a), start + 2 * period);
+
+    // b waits; a finds the one request taken (the schedule is over) and wakes b at once.
+    assert!(world.shared.budget.try_take());
+    pacer.next.set(Instant::now());
+    let mut context = Context::from_waker(Waker::noop());
+    let mut waiting = Box::pin(ledger_b.schedule_over());
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
+    assert_eq!(ledger_a.next_request(), super::Slot::Done);
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
+}

@@ -286,11 +286,11 @@ impl Worker {
             )),
             wire: Rc::new(WireMeter::default()),
             // This thread's share of the rate, in proportion to its connections.
-            pacer: self.plan.rate.map(|rate| Pacer {
-                period: Duration::from_secs_f64(
-                    self.plan.clients as f64 / (rate * self.slots as f64),
-                ),
-                next: Cell::new(self.run_start),
+            pacer: self.plan.rate.map(|rate| {
+                Pacer::new(
+                    Duration::from_secs_f64(self.plan.clients as f64 / (rate * self.slots as f64)),
+                    self.run_start,
+                )
             }),
             request_log: self
                 .sinks
