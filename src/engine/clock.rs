@@ -144,6 +144,9 @@ struct Queue {
     free: Vec<usize>,
     /// When the timerfd is armed to expire, if it is.
     armed: Option<Instant>,
+    /// The serving task re-arms the timerfd once the sleepers it woke have run: until then,
+    /// sleepers that arrive leave it alone (it would be set twice per deadline).
+    rearming: bool,
 }
 
 /// One registered sleep.
@@ -166,7 +169,7 @@ impl Queue {
         sleeper.waker = Some(waker);
         let generation = sleeper.generation;
         self.heap.push(Reverse((deadline, slot, generation)));
-        let rearm = self.armed.is_none_or(|armed| deadline < armed);
+        let rearm = !self.rearming && self.armed.is_none_or(|armed| deadline < armed);
         ((slot, generation), rearm)
     }
 
@@ -197,28 +200,69 @@ impl PreciseTimer {
     pub(crate) async fn serve(&self) -> io::Result<()> {
         loop {
             self.fd.expired().await?;
-            self.wake_due()?;
+            if self.wake_due() {
+                // The woken connections send before the timerfd is re-armed for the next
+                // deadline: that syscall would otherwise sit between a deadline and its send
+                // (13 µs at the p50 of `--rate 2000 -c 8` here).
+                run_after_woken().await;
+            }
+            self.arm_next()?;
         }
     }
 
-    /// Wakes every sleeper whose deadline has passed and arms the timerfd for the next one.
-    fn wake_due(&self) -> io::Result<()> {
+    /// Wakes every sleeper whose deadline has passed, leaving the timerfd disarmed; says whether
+    /// it woke any.
+    fn wake_due(&self) -> bool {
         let mut queue = self.queue.borrow_mut();
         queue.armed = None;
         let now = Instant::now();
+        let mut woke = false;
         while let Some(&Reverse((deadline, slot, generation))) = queue.heap.peek() {
             if deadline > now {
-                queue.armed = Some(deadline);
-                return self.fd.arm(deadline);
+                break;
             }
             queue.heap.pop();
             // Waking only schedules the task (this thread polls it later): no re-entry here.
             if let Some(waker) = queue.release(slot, generation) {
                 waker.wake();
+                woke = true;
             }
         }
-        Ok(())
+        queue.rearming = woke;
+        woke
     }
+
+    /// Arms the timerfd for the earliest deadline still waiting, unless a sleeper that arrived
+    /// since armed it for that one or an earlier one.
+    fn arm_next(&self) -> io::Result<()> {
+        let mut queue = self.queue.borrow_mut();
+        queue.rearming = false;
+        let Some(&Reverse((deadline, _, _))) = queue.heap.peek() else {
+            return Ok(());
+        };
+        if queue.armed.is_some_and(|armed| armed <= deadline) {
+            return Ok(());
+        }
+        queue.armed = Some(deadline);
+        self.fd.arm(deadline)
+    }
+}
+
+/// Lets the tasks woken before it run first: it asks to be polled again, which puts its task
+/// behind them in the thread's run queue. Unlike `tokio::task::yield_now`, it does not make the
+/// runtime poll its I/O driver first (one more syscall per deadline, measured at +20% CPU at
+/// 20,000 requests/s).
+async fn run_after_woken() {
+    let mut asked = false;
+    std::future::poll_fn(|cx| {
+        if asked {
+            return Poll::Ready(());
+        }
+        asked = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
 }
 
 impl Timer for PreciseTimer {

@@ -96,55 +96,6 @@ fn too_little_concurrency_is_named_as_the_limit() {
 }
 
 #[test]
-fn the_rate_is_kept_and_spread_evenly() {
-    let dir = tempfile::tempdir().unwrap();
-    let timeline_csv = dir.path().join("timeline.csv");
-    let run = h2load_rs(&[
-        "--h1",
-        "-c",
-        "20",
-        "--rate",
-        "5000",
-        "-D",
-        "10s",
-        &url("/ping"),
-        "--csv-timeline",
-        timeline_csv.to_str().unwrap(),
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let achieved = run.num("rate/achieved_per_s");
-    assert!(
-        (4950.0..=5050.0).contains(&achieved),
-        "achieved {achieved} req/s"
-    );
-    assert_eq!(run.num("rate/requested_per_s"), 5000.0);
-    let intervals = run.cell()["timeline"]["intervals"].as_array().unwrap();
-    let full_seconds: Vec<u64> = intervals
-        .iter()
-        .filter(|interval| interval["index"].as_u64().unwrap() < 10)
-        .map(|interval| interval["completed"].as_u64().unwrap())
-        .collect();
-    assert_eq!(full_seconds.len(), 10);
-    for (second, count) in full_seconds.iter().enumerate() {
-        assert!(
-            (4750..=5250).contains(count),
-            "second {second}: {count} requests"
-        );
-    }
-    let csv = std::fs::read_to_string(&timeline_csv).unwrap();
-    let csv_counts: Vec<u64> = csv
-        .lines()
-        .skip(1)
-        .take(10)
-        .map(|line| line.split(',').nth(4).unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(
-        csv_counts, full_seconds,
-        "the CSV timeline matches the JSON"
-    );
-}
-
-#[test]
 fn rps_is_per_client_as_in_h2load() {
     let run = h2load_rs(&["--h1", "-c", "4", "--rps", "50", "-D", "2s", &url("/ping")]);
     assert_eq!(run.num("rate/requested_per_s"), 200.0);

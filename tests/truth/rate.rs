@@ -53,3 +53,55 @@ fn five_thousand_per_second_on_one_thread_keep_the_rate() {
     let p50 = run.num("rate/delay_p50_us");
     assert!(p50 <= 100.0, "pacing error p50 {p50} µs");
 }
+
+#[test]
+fn the_rate_is_kept_and_spread_evenly() {
+    let _machine = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let timeline_csv = dir.path().join("timeline.csv");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "20",
+        "--rate",
+        "5000",
+        "-D",
+        "5s",
+        "--interval",
+        "1s",
+        &url("/ping"),
+        "--csv-timeline",
+        timeline_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let achieved = run.num("rate/achieved_per_s");
+    assert!(
+        (4950.0..=5050.0).contains(&achieved),
+        "achieved {achieved} req/s"
+    );
+    assert_eq!(run.num("rate/requested_per_s"), 5000.0);
+    let intervals = run.cell()["timeline"]["intervals"].as_array().unwrap();
+    let full_seconds: Vec<u64> = intervals
+        .iter()
+        .filter(|interval| interval["index"].as_u64().unwrap() < 5)
+        .map(|interval| interval["completed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(full_seconds.len(), 5);
+    for (second, count) in full_seconds.iter().enumerate() {
+        assert!(
+            (4750..=5250).contains(count),
+            "second {second}: {count} requests"
+        );
+    }
+    let csv = std::fs::read_to_string(&timeline_csv).unwrap();
+    let csv_counts: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .take(5)
+        .map(|line| line.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        csv_counts, full_seconds,
+        "the CSV timeline matches the JSON"
+    );
+}
