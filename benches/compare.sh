@@ -271,7 +271,10 @@ path, report, rounds = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.ar
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 load = open("/proc/loadavg").read().split()[0]
 report += (f"\n\nMeasured by `benches/compare.sh pacing {rounds}` on {stamp} (this section only), load average"
-           f" {load} at the end: with other work on the machine, p99 shows its scheduling more than the timer.\n")
+           f" {load} at the end: with other work on the machine, p99 shows its scheduling more than the timer."
+           " h2load-rs wakes each request on a per-thread timerfd, one waiting connection per send time;"
+           " a baseline built before that (tokio's 1 ms timer wheel, every idle connection woken for each"
+           " send) shows the millisecond floor, and at -c 1000 the cost of the idle herd.\n")
 text = open(path).read()
 pattern = re.compile(r"\n### Pacing:.*?(?=\n### |\Z)", re.S)
 text = pattern.sub(lambda _: "\n" + report, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + report

@@ -253,14 +253,7 @@ impl<'a> Ledger<'a> {
         if let Some(pacer) = &self.shared.pacer {
             pacer.next.set(intended + pacer.period);
         }
-        let start = RequestStart {
-            intended,
-            actual: now,
-            sequence: self.next_sequence(),
-            path: 0,
-            retries: 0,
-            resent: false,
-        };
+        let start = RequestStart::first(intended, now, self.next_sequence());
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);

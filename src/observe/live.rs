@@ -110,14 +110,7 @@ mod tests {
                 false,
             );
             for _ in 0..50 {
-                let start = RequestStart {
-                    intended: t0,
-                    actual: t0,
-                    sequence: 1,
-                    path: 0,
-                    retries: 0,
-                    resent: false,
-                };
+                let start = RequestStart::first(t0, t0, 1);
                 let end = t0 + Duration::from_millis(millis);
                 recorder.response(
                     0,

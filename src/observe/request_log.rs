@@ -152,14 +152,7 @@ mod tests {
         let path = dir.path().join("log.tsv");
         let mut log = RequestLog::new(LogFile::new(File::create(&path).unwrap()), 2);
         let sent = Instant::now();
-        let start = |sequence| RequestStart {
-            intended: sent,
-            actual: sent,
-            sequence,
-            path: 0,
-            retries: 0,
-            resent: false,
-        };
+        let start = |sequence| RequestStart::first(sent, sent, sequence);
         log.record(Entry {
             start: start(3),
             response: Some((sent + Duration::from_micros(700), 204)),

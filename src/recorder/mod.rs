@@ -150,6 +150,21 @@ pub struct RequestStart {
     pub resent: bool,
 }
 
+impl RequestStart {
+    /// A request's first attempt: scheduled for `intended`, handed to its connection at
+    /// `actual`, number `sequence` there.
+    pub fn first(intended: Instant, actual: Instant, sequence: u32) -> Self {
+        RequestStart {
+            intended,
+            actual,
+            sequence,
+            path: 0,
+            retries: 0,
+            resent: false,
+        }
+    }
+}
+
 /// Requests sent again because the server provably never processed them, by reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Retried {
@@ -784,14 +799,7 @@ mod tests {
     fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);
         ResponseSample {
-            start: RequestStart {
-                intended: start,
-                actual: start,
-                sequence: 1,
-                path: 0,
-                retries: 0,
-                resent: false,
-            },
+            start: RequestStart::first(start, start, 1),
             first_byte: end,
             end,
             status,
@@ -803,24 +811,10 @@ mod tests {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0, 1, SECOND, false);
         for status in [200, 302, 404, 503] {
-            rec.request_started(RequestStart {
-                intended: t0,
-                actual: t0,
-                sequence: 1,
-                path: 0,
-                retries: 0,
-                resent: false,
-            });
+            rec.request_started(RequestStart::first(t0, t0, 1));
             rec.response(0, sample(t0, 5, status));
         }
-        rec.request_started(RequestStart {
-            intended: t0,
-            actual: t0,
-            sequence: 1,
-            path: 0,
-            retries: 0,
-            resent: false,
-        });
+        rec.request_started(RequestStart::first(t0, t0, 1));
         rec.requests_failed(1, ErrorKind::Timeout);
         let c = rec.counters;
         assert_eq!(
@@ -842,14 +836,7 @@ mod tests {
     fn rate_mode_separates_response_and_service_time() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0, 1, SECOND, true);
-        let start = RequestStart {
-            intended: t0,
-            actual: t0 + Duration::from_millis(500),
-            sequence: 1,
-            path: 0,
-            retries: 0,
-            resent: false,
-        };
+        let start = RequestStart::first(t0, t0 + Duration::from_millis(500), 1);
         let end = start.actual + Duration::from_millis(10);
         rec.request_started(start);
         rec.response(
@@ -880,14 +867,7 @@ mod tests {
     fn a_retried_request_keeps_the_start_delay_of_its_scheduled_send() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0, 1, SECOND, true);
-        let first = RequestStart {
-            intended: t0,
-            actual: t0,
-            sequence: 1,
-            path: 0,
-            retries: 0,
-            resent: false,
-        };
+        let first = RequestStart::first(t0, t0, 1);
         rec.request_started(first);
         rec.request_retried(ErrorKind::Goaway);
         let again = RequestStart {
@@ -921,14 +901,11 @@ mod tests {
         let mut rec = Recorder::new(t0, 1, SECOND, false);
         for (at_ms, status) in [(100, 200), (900, 200), (1_100, 200), (3_500, 200)] {
             let end = t0 + Duration::from_millis(at_ms);
-            let start = RequestStart {
-                intended: end - Duration::from_millis(50),
-                actual: end - Duration::from_millis(50),
-                sequence: 1,
-                path: 0,
-                retries: 0,
-                resent: false,
-            };
+            let start = RequestStart::first(
+                end - Duration::from_millis(50),
+                end - Duration::from_millis(50),
+                1,
+            );
             rec.response(
                 0,
                 ResponseSample {
@@ -958,14 +935,11 @@ mod tests {
         // they merge in pairs, so memory stays bounded and nothing is lost.
         for interval in 0..3000u64 {
             let end = t0 + Duration::from_millis(interval * 10 + 5);
-            rec.request_started(RequestStart {
-                intended: end - Duration::from_millis(1),
-                actual: end - Duration::from_millis(1),
-                sequence: 1,
-                path: 0,
-                retries: 0,
-                resent: false,
-            });
+            rec.request_started(RequestStart::first(
+                end - Duration::from_millis(1),
+                end - Duration::from_millis(1),
+                1,
+            ));
             rec.response(0, sample(end - Duration::from_millis(1), 1, 200));
         }
         assert_eq!(rec.intervals.length, Duration::from_millis(20));
@@ -979,14 +953,7 @@ mod tests {
     fn warm_up_requests_are_not_measured() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0 + Duration::from_secs(1), 1, SECOND, false);
-        rec.request_started(RequestStart {
-            intended: t0,
-            actual: t0,
-            sequence: 1,
-            path: 0,
-            retries: 0,
-            resent: false,
-        });
+        rec.request_started(RequestStart::first(t0, t0, 1));
         rec.response(0, sample(t0, 5, 200));
         assert_eq!(rec.counters, RequestCounters::default());
         assert_eq!(rec.request.len(), 0);
