@@ -220,14 +220,15 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
     writeln!(out)?;
     writeln!(
         out,
-        "rate: {:.1} req/s requested, {:.1} achieved; {} ({:.2}%) started more than 1 ms late, by p50 {} / p99 {} / max {}",
+        "rate: {:.1} req/s requested, {:.1} achieved; start delay p50 {} / p99 {} / max {} (generator CPU {:.0}%); {} ({:.2}%) started more than 1 ms late",
         rate.requested_per_s,
         rate.achieved_per_s,
-        super::counted(rate.late, "request"),
-        rate.late_pct,
         format_micros(rate.delay_p50_us as f64),
         format_micros(rate.delay_p99_us as f64),
-        format_micros(rate.delay_max_us as f64)
+        format_micros(rate.delay_max_us as f64),
+        s.generator_cpu_percent,
+        super::counted(rate.late, "request"),
+        rate.late_pct,
     )?;
     writeln!(
         out,

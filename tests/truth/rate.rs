@@ -43,6 +43,22 @@ fn one_thousand_per_second_start_on_time() {
     let p99 = run.num("rate/delay_p99_us");
     assert!(p50 <= 100.0, "pacing error p50 {p50} µs");
     assert!(p99 <= 5000.0, "pacing error p99 {p99} µs");
+    // The text says the same, beside the CPU that precision costs.
+    let line = run
+        .output
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("rate: "))
+        .unwrap_or_else(|| panic!("no rate line:\n{}", run.output.stdout));
+    assert!(
+        line.contains(&format!("start delay p50 {p50}us / p99 ")),
+        "{line}"
+    );
+    let cpu = run.num("generator_cpu_percent");
+    assert!(
+        line.contains(&format!("(generator CPU {cpu:.0}%)")),
+        "{line}"
+    );
 }
 
 #[test]
