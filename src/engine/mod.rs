@@ -87,9 +87,9 @@ pub enum Slot {
 /// connection was told, so one connection wakes per scheduled request instead of every idle
 /// one (at `-c 1000` the herd cost a third of a core and pushed the p99 start delay to 40 ms).
 /// Whoever finds a send time due takes it, told or not, so a time whose connection cannot come
-/// (closed, busy) delays only that one request. When the schedule ends (the budget is spent or
-/// the run stops), the first connection to find out wakes the others at once through `over`,
-/// so none sleeps past the end.
+/// (closed, busy) delays only that one request. When the schedule ends (the budget is spent, the
+/// run stops, or a timed run's end comes), the first connection to find out wakes the others at
+/// once through `over`, so none sleeps past the end.
 #[derive(Debug)]
 pub struct Pacer {
     /// Time between two scheduled requests of this thread.
@@ -98,23 +98,32 @@ pub struct Pacer {
     next: Cell<Instant>,
     /// The latest send time a waiting connection was told, once one was.
     told: Cell<Option<Instant>>,
+    /// The end of a timed run (`-D`): no send time at or after it.
+    ends: Option<Instant>,
     /// Wakes the connections still waiting once the schedule has ended.
     over: tokio::sync::Notify,
 }
 
 impl Pacer {
-    /// A schedule of one request every `period`, from `start`.
-    pub fn new(period: Duration, start: Instant) -> Self {
+    /// A schedule of one request every `period`, from `start` (until `ends`, if given).
+    pub fn new(period: Duration, start: Instant, ends: Option<Instant>) -> Self {
         Pacer {
             period,
             next: Cell::new(start),
             told: Cell::new(None),
+            ends,
             over: tokio::sync::Notify::new(),
         }
     }
 
+    /// Whether a timed run's schedule has ended at `now`.
+    fn ended(&self, now: Instant) -> bool {
+        self.ends.is_some_and(|ends| now >= ends)
+    }
+
     /// When a connection that must wait should come back: at the time it was told before if
-    /// that one is still untaken, else at the first time not told to another connection.
+    /// that one is still untaken, else at the first time not told to another connection; at the
+    /// end of a timed run at the latest, to learn that it is over.
     fn come_back_at(&self, held: &Cell<Option<Instant>>) -> Instant {
         let next = self.next.get();
         if let Some(time) = held.get().filter(|time| *time >= next) {
@@ -125,6 +134,7 @@ impl Pacer {
             _ => next,
         };
         self.told.set(Some(time));
+        let time = self.ends.map_or(time, |ends| time.min(ends));
         held.set(Some(time));
         time
     }
@@ -238,6 +248,10 @@ impl<'a> Ledger<'a> {
             return Slot::Now(start);
         }
         let intended = match &self.shared.pacer {
+            Some(pacer) if pacer.ended(now) => {
+                pacer.over.notify_waiters();
+                return Slot::Done;
+            }
             Some(pacer) if pacer.next.get() > now => {
                 return Slot::At(pacer.come_back_at(&self.conn.come_back_at))
             }

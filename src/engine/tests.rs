@@ -952,7 +952,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
     let mut world = world(&["--h1", "-n", "1"]);
     let period = Duration::from_millis(1);
     let start = Instant::now() + Duration::from_secs(1);
-    world.shared.pacer = Some(super::Pacer::new(period, start));
+    world.shared.pacer = Some(super::Pacer::new(period, start, None));
     let (a, b) = (ConnState::default(), ConnState::default());
     let (ledger_a, ledger_b) = (
         Ledger::new(&world.shared, &a, 0),
@@ -979,4 +979,37 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
     assert_eq!(ledger_a.next_request(), super::Slot::Done);
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
+}
+
+#[test]
+fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
+    let mut world = world(&["--h1", "-D", "10s"]);
+    let period = Duration::from_millis(100);
+    let start = Instant::now() + Duration::from_secs(1);
+    let ends = start + period + period / 2;
+    world.shared.pacer = Some(super::Pacer::new(period, start, Some(ends)));
+    let conns = [
+        ConnState::default(),
+        ConnState::default(),
+        ConnState::default(),
+    ];
+    let told: Vec<_> = conns
+        .iter()
+        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request())
+        .collect();
+    assert_eq!(
+        told,
+        [
+            super::Slot::At(start),
+            super::Slot::At(start + period),
+            super::Slot::At(ends)
+        ],
+        "the third send time is past the end: that connection comes back at the end"
+    );
+    // At the end, whoever asks learns the schedule is over and wakes the rest.
+    let mut late = super::Pacer::new(period, Instant::now() + period, Some(Instant::now()));
+    std::mem::swap(world.shared.pacer.as_mut().unwrap(), &mut late);
+    let ledger = Ledger::new(&world.shared, &conns[0], 0);
+    assert_eq!(ledger.next_request(), super::Slot::Done);
+    assert_eq!(conns[0].requests.get(), 0, "nothing sent");
 }

@@ -122,6 +122,7 @@ pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
             abandon: abandon.clone(),
             run_start: start,
             measure_start,
+            deadline,
             slots,
             index,
             sinks: sinks.clone(),
@@ -260,6 +261,8 @@ struct Worker {
     abandon: CancellationToken,
     run_start: Instant,
     measure_start: Instant,
+    /// The end of a timed run (`-D`).
+    deadline: Option<Instant>,
     slots: usize,
     index: usize,
     sinks: Sinks,
@@ -290,6 +293,7 @@ impl Worker {
                 Pacer::new(
                     Duration::from_secs_f64(self.plan.clients as f64 / (rate * self.slots as f64)),
                     self.run_start,
+                    self.deadline,
                 )
             }),
             request_log: self
