@@ -17,6 +17,7 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 #[derive(Debug)]
 struct Published {
     done: u64,
+    failed: u64,
     errored: u64,
     request: Histogram<u64>,
 }
@@ -44,6 +45,7 @@ impl Live {
         let published = || {
             Mutex::new(Published {
                 done: 0,
+                failed: 0,
                 errored: 0,
                 request: new_histogram(),
             })
@@ -59,33 +61,58 @@ impl Live {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         published.done = recorder.counters.done;
+        published.failed = recorder.counters.failed;
         published.errored = recorder.counters.errored;
         published.request.reset();
         // Both come from `new_histogram`, so their bounds match.
         let _ = published.request.add(&recorder.request);
     }
 
-    /// The totals across workers.
-    pub fn progress(&self) -> Progress {
-        let mut merged = new_histogram();
-        let mut progress = Progress {
+    /// The totals across workers, with their merged latency histogram.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot {
             done: 0,
+            failed: 0,
             errored: 0,
-            p99: None,
+            request: new_histogram(),
         };
         for thread in &self.threads {
             let published = thread
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            progress.done += published.done;
-            progress.errored += published.errored;
-            let _ = merged.add(&published.request);
+            snapshot.done += published.done;
+            snapshot.failed += published.failed;
+            snapshot.errored += published.errored;
+            // Both come from `new_histogram`, so their bounds match.
+            let _ = snapshot.request.add(&published.request);
         }
-        if !merged.is_empty() {
-            progress.p99 = Some(Duration::from_micros(merged.value_at_quantile(0.99)));
-        }
-        progress
+        snapshot
     }
+
+    /// The totals across workers, for the progress display.
+    pub fn progress(&self) -> Progress {
+        let snapshot = self.snapshot();
+        Progress {
+            done: snapshot.done,
+            errored: snapshot.errored,
+            p99: (!snapshot.request.is_empty())
+                .then(|| Duration::from_micros(snapshot.request.value_at_quantile(0.99))),
+        }
+    }
+}
+
+/// Everything the workers last published, added up: the counters of [`Recorder`] and its request
+/// latency histogram (microseconds, from each request's intended start).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Requests finished (with or without a response).
+    pub done: u64,
+    /// Requests that did not succeed (error statuses and errors).
+    pub failed: u64,
+    /// Requests that ended without a response.
+    pub errored: u64,
+    /// Request latency.
+    pub request: Histogram<u64>,
 }
 
 #[cfg(test)]

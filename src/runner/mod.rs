@@ -3,6 +3,7 @@
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
 pub mod budget;
+pub mod control;
 pub mod net;
 pub mod panics;
 pub mod signals;

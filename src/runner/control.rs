@@ -1,0 +1,39 @@
+//! Steering a run while it goes: a capacity search (`--find-max`) offers one constant rate after
+//! another on the same warm connections and reads what each step measured.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use hdrhistogram::Histogram;
+
+/// What one step of a steered run measured, over its measured part (after its settling time).
+#[derive(Debug, Clone)]
+pub struct StepResult {
+    /// The rate offered, in requests per second; `None`: as fast as `-c`/`-m` allow (closed loop).
+    pub offered_rps: Option<f64>,
+    /// Requests finished per second over the measured part.
+    pub achieved_rps: f64,
+    /// Requests finished in the measured part.
+    pub done: u64,
+    /// Of them, the ones that did not succeed (error statuses and errors), h2load's "failed".
+    pub failed: u64,
+    /// Latency of the requests finished in the measured part, in microseconds, from each
+    /// request's intended start (so a step the server cannot keep up with shows its queue).
+    pub latency: Histogram<u64>,
+    /// Length of the measured part.
+    pub measured: Duration,
+    /// Whether a signal stopped the run during this step (what it measured so far is kept).
+    pub interrupted: bool,
+}
+
+/// A run whose rate is set step by step; the connections stay open from one step to the next.
+pub trait Probe {
+    /// Offers `rate` (`None`: no pacing) for `settle`, then measures for `measure`, and returns
+    /// what the measured part saw. An error means the run failed and cannot go on.
+    fn step(
+        &mut self,
+        rate: Option<f64>,
+        settle: Duration,
+        measure: Duration,
+    ) -> Result<StepResult>;
+}
