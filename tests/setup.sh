@@ -16,6 +16,8 @@ command -v caddy >/dev/null || need+=(caddy)
 command -v curl >/dev/null || need+=(curl)
 command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)
+# Prometheus and promtool: the live metrics (--metrics-listen) are scraped by the real thing.
+command -v promtool >/dev/null || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -12,6 +12,8 @@ use anyhow::Result;
 use crate::app::target::BuiltIn;
 use crate::cli::LoadArgs;
 use crate::observe::live::Live;
+use crate::observe::metrics::endpoint::Endpoint;
+use crate::observe::metrics::Board;
 use crate::observe::progress;
 use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
@@ -29,6 +31,8 @@ pub struct Sweep<'a> {
     built_in: Option<BuiltIn>,
     outputs: Outputs,
     log: Option<(StagedFile, LogFile)>,
+    /// `--metrics-listen`: the endpoint, and the cells it shows.
+    metrics: Option<(Endpoint, Arc<Board>)>,
 }
 
 /// What a sweep measured.
@@ -71,6 +75,15 @@ impl<'a> Sweep<'a> {
         print_notes(args, &cells);
         let most_clients = cells.iter().map(|(_, plan)| plan.clients).max();
         runner::ensure_fd_limit(most_clients.unwrap_or(1), 1)?;
+        let metrics = match args.metrics_listen {
+            Some(addr) => {
+                let board = Arc::new(Board::default());
+                let endpoint = Endpoint::start(addr, board.clone())?;
+                errln!("metrics: serving http://{}/metrics", endpoint.addr());
+                Some((endpoint, board))
+            }
+            None => None,
+        };
         // Created last: a usage error above leaves nothing behind.
         let log = match &args.log_file {
             Some(path) => {
@@ -85,11 +98,21 @@ impl<'a> Sweep<'a> {
             built_in,
             outputs,
             log,
+            metrics,
         })
     }
 
-    /// Runs the cells in order, writing the exports after each; stops early on a signal.
+    /// Runs the cells in order, writing the exports after each; stops early on a signal. The
+    /// metrics endpoint then lingers, however the cells ended.
     pub fn run(mut self) -> Result<Finished> {
+        let finished = self.run_cells();
+        if let Some((endpoint, _)) = self.metrics.take() {
+            endpoint.linger(self.args.metrics_linger);
+        }
+        finished
+    }
+
+    fn run_cells(&mut self) -> Result<Finished> {
         signals::install()?;
         let mut document = Document::new(Vec::new());
         let mut failures = Vec::new();
@@ -144,9 +167,14 @@ impl<'a> Sweep<'a> {
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         // The trace and the bar would share stderr: the trace wins.
         let show_progress = !args.quiet && trace.is_none() && std::io::stderr().is_terminal();
-        let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
+        let metrics = self.metrics.as_ref().map(|(_, board)| board);
+        let live = (show_progress || metrics.is_some()).then(|| Arc::new(Live::new(plan.threads)));
+        let series = metrics.zip(live.clone()).map(|(board, live)| {
+            board.add_cell(plan.label(), plan.protocol_label(), plan.rate, live)
+        });
         let display = live
             .clone()
+            .filter(|_| show_progress)
             .map(|live| progress::Display::start(live, plan.stop, plan.label()));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
@@ -169,6 +197,9 @@ impl<'a> Sweep<'a> {
             watched: watch.finish(),
         };
         let summary = Summary::new(plan, &outcome, context);
+        if let Some((board, series)) = metrics.zip(series) {
+            board.finish_cell(series, summary.requests_per_s);
+        }
         self.print_summary(&summary);
         Ok(summary)
     }

@@ -334,6 +334,17 @@ pub struct LoadArgs {
     #[arg(long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
     pub cooldown: Option<Duration>,
 
+    /// Serve live metrics for Prometheus at http://ADDR/metrics during the whole run (every cell);
+    /// port 0 picks a free port, printed on stderr.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// Keep serving --metrics-listen this long after the run, so a last scrape sees the final
+    /// values (Ctrl-C ends it at once).
+    #[arg(long = "metrics-linger", value_name = "DURATION", value_parser = parse_duration,
+          default_value = "5s", requires = "metrics_listen")]
+    pub metrics_linger: Duration,
+
     /// Sample this process's CPU and memory during each cell (repeatable; the built-in target is
     /// always watched).
     #[arg(long = "watch-pid", value_name = "PID")]

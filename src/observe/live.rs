@@ -1,6 +1,7 @@
-//! What a run has measured so far, for the progress display. Each worker thread publishes a copy
-//! of its counters and latency histogram a few times a second, so the hot path never shares
-//! anything with the display.
+//! What a run has measured so far, for the progress display and the live metrics
+//! (`--metrics-listen`). Each worker thread publishes a copy of its counters and latency histogram
+//! a few times a second, and once more with its final numbers when it ends, so the hot path never
+//! shares anything with the readers.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::recorder::hdr::new_histogram;
-use crate::recorder::Recorder;
+use crate::recorder::{ErrorKind, Recorder};
 
 /// How often workers publish.
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
@@ -20,6 +21,57 @@ struct Published {
     failed: u64,
     errored: u64,
     request: Histogram<u64>,
+    tallies: Tallies,
+}
+
+/// The counts the live metrics show besides [`Snapshot`]'s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tallies {
+    /// Responses by status class: 1xx..5xx (index 0..4).
+    pub status_classes: [u64; 5],
+    /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order.
+    pub request_errors: [u64; ErrorKind::ALL.len()],
+    /// Connections established.
+    pub connections_opened: u64,
+    /// Connections open now.
+    pub connections_active: u64,
+    /// Measured requests in flight now.
+    pub in_flight: u64,
+}
+
+impl Tallies {
+    /// What `recorder` holds now; `ended`: its thread is done, so nothing is open or in flight
+    /// any more (what was still in flight when the run stopped waiting was abandoned).
+    fn of(recorder: &Recorder, ended: bool) -> Self {
+        let mut request_errors = [0; ErrorKind::ALL.len()];
+        for (slot, (_, count)) in request_errors.iter_mut().zip(recorder.request_errors()) {
+            *slot = count;
+        }
+        let live = |count: u64| if ended { 0 } else { count };
+        Tallies {
+            status_classes: recorder.status_classes,
+            request_errors,
+            connections_opened: recorder.connections_opened,
+            connections_active: live(
+                recorder
+                    .connections_opened
+                    .saturating_sub(recorder.connections_ended),
+            ),
+            in_flight: live(recorder.in_flight_now()),
+        }
+    }
+
+    fn add(&mut self, other: &Tallies) {
+        for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.request_errors.iter_mut().zip(other.request_errors) {
+            *mine += theirs;
+        }
+        self.connections_opened += other.connections_opened;
+        self.connections_active += other.connections_active;
+        self.in_flight += other.in_flight;
+    }
 }
 
 /// The progress of a run, as its workers last published it.
@@ -48,6 +100,7 @@ impl Live {
                 failed: 0,
                 errored: 0,
                 request: new_histogram(),
+                tallies: Tallies::default(),
             })
         };
         Live {
@@ -57,12 +110,22 @@ impl Live {
 
     /// Worker `thread` publishes what its recorder holds.
     pub fn publish(&self, thread: usize, recorder: &Recorder) {
+        self.replace(thread, recorder, false);
+    }
+
+    /// Worker `thread` publishes its final numbers: its work has ended.
+    pub fn publish_final(&self, thread: usize, recorder: &Recorder) {
+        self.replace(thread, recorder, true);
+    }
+
+    fn replace(&self, thread: usize, recorder: &Recorder, ended: bool) {
         let mut published = self.threads[thread]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         published.done = recorder.counters.done;
         published.failed = recorder.counters.failed;
         published.errored = recorder.counters.errored;
+        published.tallies = Tallies::of(recorder, ended);
         published.request.reset();
         // Both come from `new_histogram`, so their bounds match.
         let _ = published.request.add(&recorder.request);
@@ -75,6 +138,7 @@ impl Live {
             failed: 0,
             errored: 0,
             request: new_histogram(),
+            tallies: Tallies::default(),
         };
         for thread in &self.threads {
             let published = thread
@@ -83,6 +147,7 @@ impl Live {
             snapshot.done += published.done;
             snapshot.failed += published.failed;
             snapshot.errored += published.errored;
+            snapshot.tallies.add(&published.tallies);
             // Both come from `new_histogram`, so their bounds match.
             let _ = snapshot.request.add(&published.request);
         }
@@ -113,6 +178,8 @@ pub struct Snapshot {
     pub errored: u64,
     /// Request latency.
     pub request: Histogram<u64>,
+    /// Requests by outcome, connections, requests in flight.
+    pub tallies: Tallies,
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! log (`--log-file`) and the sampling of other processes (`--watch-pid`).
 
 pub mod live;
+pub mod metrics;
 pub mod progress;
 pub mod request_log;
 pub mod trace;

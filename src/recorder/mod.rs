@@ -280,10 +280,14 @@ pub struct Recorder {
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
     errors: [u64; ErrorKind::ALL.len()],
+    /// Of `errors`, the requests (not the connection attempts), indexed the same way.
+    request_errors: [u64; ErrorKind::ALL.len()],
     /// Connections established.
     pub connections_opened: u64,
     /// Connection attempts that failed.
     pub connections_failed: u64,
+    /// Established connections that have ended (so `connections_opened` minus this are open).
+    pub(crate) connections_ended: u64,
     /// Established connections the client closed itself because of a timeout.
     pub(crate) connections_closed_by_client: u64,
     /// The first connection-level error, worded for the user.
@@ -327,8 +331,10 @@ impl Recorder {
             retried: Retried::default(),
             status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
+            request_errors: [0; ErrorKind::ALL.len()],
             connections_opened: 0,
             connections_failed: 0,
+            connections_ended: 0,
             connections_closed_by_client: 0,
             first_error: None,
             effective_concurrency: None,
@@ -454,6 +460,7 @@ impl Recorder {
             counters.timeout += count;
         }
         self.errors[kind.index()] += count;
+        self.request_errors[kind.index()] += count;
         let now = Instant::now();
         self.in_flight.change(now, 0, count);
         self.intervals.errored(now, count);
@@ -470,6 +477,24 @@ impl Recorder {
         ErrorKind::ALL
             .iter()
             .map(|kind| (*kind, self.errors[kind.index()]))
+    }
+
+    /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order (the
+    /// connection attempts that failed are left out, unlike [`Recorder::errors`]).
+    pub fn request_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        ErrorKind::ALL
+            .iter()
+            .map(|kind| (*kind, self.request_errors[kind.index()]))
+    }
+
+    /// An established connection ended.
+    pub fn connection_ended(&mut self) {
+        self.connections_ended += 1;
+    }
+
+    /// Measured requests in flight now.
+    pub(crate) fn in_flight_now(&self) -> u64 {
+        self.in_flight.count
     }
 
     /// Requests per second of each client slot that got responses (h2load's "req/s" row).
@@ -512,8 +537,12 @@ impl Recorder {
         for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
             *mine += theirs;
         }
+        for (mine, theirs) in self.request_errors.iter_mut().zip(other.request_errors) {
+            *mine += theirs;
+        }
         self.connections_opened += other.connections_opened;
         self.connections_failed += other.connections_failed;
+        self.connections_ended += other.connections_ended;
         self.connections_closed_by_client += other.connections_closed_by_client;
         if self.first_error.is_none() {
             self.first_error = other.first_error;

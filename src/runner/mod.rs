@@ -223,8 +223,10 @@ async fn control(
     }
 }
 
-/// Pauses between cells; `true` when a signal interrupted the pause (the sweep stops).
+/// Pauses (between cells, or while the metrics linger); `true` when a new signal interrupted the
+/// pause (the sweep stops). A signal that came before the pause does not end it.
 pub fn pause(duration: Duration) -> bool {
+    let seen = signals::count();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -235,7 +237,7 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            _ = signals::more_than(0) => true,
+            _ = signals::more_than(seen) => true,
         }
     })
 }
@@ -306,6 +308,7 @@ impl Worker {
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
+        let live = self.sinks.live.clone();
         let local = LocalSet::new();
         let ended = local.block_on(&runtime, {
             let shared = shared.clone();
@@ -349,6 +352,11 @@ impl Worker {
         let mut recorder = shared.recorder.into_inner();
         if let Some(Err(problem)) = shared.request_log.map(|log| log.into_inner().finish()) {
             recorder.warn(problem);
+        }
+        // The exact totals, so a last look (a final scrape of --metrics-listen) sees them, not
+        // the numbers of up to PUBLISH_EVERY ago.
+        if let Some(live) = live {
+            live.publish_final(self.index, &recorder);
         }
         Ok(ThreadResult {
             recorder,
@@ -433,6 +441,7 @@ async fn run_slot(
             &*timer,
         )
         .await;
+        shared.recorder.borrow_mut().connection_ended();
         // A connection that was lost before carrying a single request would be lost again: give up.
         if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
             return;

@@ -123,6 +123,11 @@ pub fn received() -> Option<Signal> {
     RECEIVED.get().and_then(|sender| sender.borrow().first)
 }
 
+/// How many signals have arrived since [`install`].
+pub fn count() -> u32 {
+    RECEIVED.get().map_or(0, |sender| sender.borrow().count)
+}
+
 /// Resolves once more than `seen` signals have arrived, with how many have; never without
 /// [`install`].
 pub async fn more_than(seen: u32) -> u32 {

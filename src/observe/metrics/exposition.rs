@@ -1,0 +1,211 @@
+//! The exposition: the [`Board`]'s cells as OpenMetrics text (prometheus-client's encoder), or as
+//! Prometheus's classic text format for clients that do not ask for OpenMetrics (`curl`,
+//! `promtool check metrics`).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use hdrhistogram::Histogram;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::{Board, Reading};
+use crate::recorder::ErrorKind;
+
+/// The media type of OpenMetrics text, which Prometheus asks for first.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The media type of Prometheus's classic text format.
+pub const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Upper bounds of the latency histogram's buckets, in microseconds (shown in seconds): 0.5 ms to
+/// 10 s in 1-2.5-5 steps, then +Inf.
+const BUCKETS_MICROS: [u64; 14] = [
+    500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000, 5_000_000, 10_000_000,
+];
+
+/// The status classes' outcome names, 1xx..5xx.
+const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The registry whose only collector reads `board` at each scrape.
+pub fn registry(board: std::sync::Arc<Board>) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(BoardCollector(board)));
+    registry
+}
+
+/// The registry's exposition: OpenMetrics when `openmetrics`, else the classic text format.
+pub fn render(registry: &Registry, openmetrics: bool) -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail, nor can the collector (it only formats numbers).
+    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    if openmetrics {
+        text
+    } else {
+        to_classic(&text)
+    }
+}
+
+/// OpenMetrics text to the classic format: a counter's HELP and TYPE name its samples'
+/// `_total` name (OpenMetrics names the family without it; the classic parsers then see
+/// samples without HELP), and the OpenMetrics-only `# UNIT` and `# EOF` lines go.
+fn to_classic(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut classic = String::with_capacity(openmetrics.len() + 16 * counters.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|comment| {
+            let (name, rest) = line.strip_prefix(comment)?.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{comment}{name}_total {rest}"))
+        });
+        classic.push_str(renamed.as_deref().unwrap_or(line));
+        classic.push('\n');
+    }
+    classic
+}
+
+/// Reads the board at each scrape.
+#[derive(Debug)]
+struct BoardCollector(std::sync::Arc<Board>);
+
+impl Collector for BoardCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let cells = self.0.read();
+        let mut family = encoder.encode_descriptor(
+            "h2load_rs_requests",
+            "Requests finished, by outcome: the response's status class (1xx..5xx), or the error kind of a request that got no response",
+            None,
+            MetricType::Counter,
+        )?;
+        for cell in &cells {
+            for (outcome, count) in outcomes(cell) {
+                family
+                    .encode_family(&labels(cell, Some(("outcome", outcome))))?
+                    .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+            }
+        }
+        let gauges: [(&str, &str, fn(&Reading) -> Option<f64>); 4] = [
+            (
+                "h2load_rs_requests_in_flight",
+                "Requests sent and not finished",
+                |cell| Some(cell.snapshot.tallies.in_flight as f64),
+            ),
+            (
+                "h2load_rs_achieved_rps",
+                "Requests finished per second: the mean since the cell started, the report's figure once it ended",
+                |cell| Some(cell.achieved_rps),
+            ),
+            (
+                "h2load_rs_requested_rps",
+                "The rate asked for with --rate, in requests per second",
+                |cell| cell.requested_rps,
+            ),
+            (
+                "h2load_rs_connections_active",
+                "Connections open",
+                |cell| Some(cell.snapshot.tallies.connections_active as f64),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for cell in &cells {
+                if let Some(value) = value(cell) {
+                    family
+                        .encode_family(&labels(cell, None))?
+                        .encode_gauge(&value)?;
+                }
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "h2load_rs_connections_opened",
+            "Connections established",
+            None,
+            MetricType::Counter,
+        )?;
+        for cell in &cells {
+            family
+                .encode_family(&labels(cell, None))?
+                .encode_counter::<NoLabelSet, _, u64>(
+                    &cell.snapshot.tallies.connections_opened,
+                    None,
+                )?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "h2load_rs_request_duration",
+            "Response time of the responses, from each request's scheduled send to its last byte (converted from an HDR histogram of 3 significant digits)",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for cell in &cells {
+            let histogram = &cell.snapshot.request;
+            family
+                .encode_family(&labels(cell, None))?
+                .encode_histogram::<NoLabelSet>(
+                    sum_seconds(histogram),
+                    histogram.len(),
+                    &buckets(histogram),
+                    None,
+                )?;
+        }
+        Ok(())
+    }
+}
+
+/// The `cell` and `protocol` labels, and one more if given.
+fn labels<'a>(
+    cell: &'a Reading,
+    extra: Option<(&'static str, &'a str)>,
+) -> Vec<(&'static str, &'a str)> {
+    let mut labels = vec![("cell", cell.cell.as_str()), ("protocol", cell.protocol)];
+    labels.extend(extra);
+    labels
+}
+
+/// The request counter's outcomes with their counts: 2xx always, every other one that occurred.
+fn outcomes(cell: &Reading) -> Vec<(&'static str, u64)> {
+    let tallies = &cell.snapshot.tallies;
+    let classes = STATUS_CLASSES.into_iter().zip(tallies.status_classes);
+    let errors = ErrorKind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .zip(tallies.request_errors);
+    classes
+        .chain(errors)
+        .filter(|(outcome, count)| *count > 0 || *outcome == "2xx")
+        .collect()
+}
+
+/// The histogram's values added up, in seconds.
+fn sum_seconds(histogram: &Histogram<u64>) -> f64 {
+    histogram.mean() * histogram.len() as f64 / 1e6
+}
+
+/// The histogram's counts per bucket (not cumulative: the encoder adds them up), `+Inf` last. A
+/// value goes in the first bucket whose bound is at least the top of its HDR bucket, so no
+/// response is shown faster than it was.
+fn buckets(histogram: &Histogram<u64>) -> Vec<(f64, u64)> {
+    let mut counts = [0u64; BUCKETS_MICROS.len() + 1];
+    for value in histogram.iter_recorded() {
+        let top = histogram.highest_equivalent(value.value_iterated_to());
+        let index = BUCKETS_MICROS
+            .iter()
+            .position(|bound| top <= *bound)
+            .unwrap_or(BUCKETS_MICROS.len());
+        counts[index] += value.count_at_value();
+    }
+    BUCKETS_MICROS
+        .iter()
+        .map(|bound| *bound as f64 / 1e6)
+        .chain([f64::INFINITY])
+        .zip(counts)
+        .collect()
+}

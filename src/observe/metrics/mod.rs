@@ -1,0 +1,104 @@
+//! Live metrics (`--metrics-listen`): every cell of a sweep, as its workers last published it
+//! (see [`crate::observe::live`]), served at `/metrics` for Prometheus. Nothing here touches the
+//! load threads: a scrape reads the published copies.
+
+pub mod endpoint;
+pub mod exposition;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::observe::live::{Live, Snapshot};
+
+/// The cells exposed so far: a cell's series stay after it ends, with its final values.
+#[derive(Debug, Default)]
+pub struct Board {
+    cells: Mutex<Vec<CellSeries>>,
+}
+
+/// One cell's source of numbers.
+#[derive(Debug)]
+struct CellSeries {
+    /// The `cell` label: the cell's label in the report (`h2c c=10 m=1`).
+    cell: String,
+    /// The `protocol` label: `h1`, `h2c`, …
+    protocol: &'static str,
+    /// `--rate`, in requests per second.
+    requested_rps: Option<f64>,
+    live: Arc<Live>,
+    started: Instant,
+    /// The report's requests per second, once the cell has ended.
+    achieved_rps: Option<f64>,
+}
+
+/// What one cell shows at a scrape.
+#[derive(Debug)]
+pub(crate) struct Reading {
+    pub(crate) cell: String,
+    pub(crate) protocol: &'static str,
+    pub(crate) requested_rps: Option<f64>,
+    /// Requests finished per second: the report's figure once the cell has ended, the mean
+    /// since its start while it runs.
+    pub(crate) achieved_rps: f64,
+    pub(crate) snapshot: Snapshot,
+}
+
+impl Board {
+    /// Exposes a cell from now on; returns its number for [`Board::finish_cell`].
+    pub fn add_cell(
+        &self,
+        cell: String,
+        protocol: &'static str,
+        requested_rps: Option<f64>,
+        live: Arc<Live>,
+    ) -> usize {
+        let mut cells = self.lock();
+        cells.push(CellSeries {
+            cell,
+            protocol,
+            requested_rps,
+            live,
+            started: Instant::now(),
+            achieved_rps: None,
+        });
+        cells.len() - 1
+    }
+
+    /// Cell `index` has ended: its achieved rate is from now on the report's.
+    pub fn finish_cell(&self, index: usize, achieved_rps: f64) {
+        if let Some(cell) = self.lock().get_mut(index) {
+            cell.achieved_rps = Some(achieved_rps);
+        }
+    }
+
+    /// Every cell's numbers now.
+    pub(crate) fn read(&self) -> Vec<Reading> {
+        self.lock()
+            .iter()
+            .map(|cell| {
+                let snapshot = cell.live.snapshot();
+                let achieved_rps = cell.achieved_rps.unwrap_or_else(|| {
+                    let elapsed = cell.started.elapsed().as_secs_f64();
+                    if elapsed > 0.0 {
+                        snapshot.done as f64 / elapsed
+                    } else {
+                        0.0
+                    }
+                });
+                Reading {
+                    cell: cell.cell.clone(),
+                    protocol: cell.protocol,
+                    requested_rps: cell.requested_rps,
+                    achieved_rps,
+                    snapshot,
+                }
+            })
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CellSeries>> {
+        self.cells
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
