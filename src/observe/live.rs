@@ -226,4 +226,44 @@ mod tests {
         let p99 = progress.p99.unwrap().as_millis();
         assert!((39..=41).contains(&p99), "{p99}");
     }
+
+    #[test]
+    fn tallies_show_what_is_open_until_the_final_publish() {
+        let live = Live::new(2);
+        let t0 = Instant::now();
+        let interval = crate::plan::TimelineInterval::choose(
+            Some(Duration::from_secs(1)),
+            &crate::plan::StopRule::Requests(1),
+        );
+        for thread in 0..2 {
+            let mut recorder = Recorder::new(t0, 1, interval, false);
+            // Two connections, one of which ended; three requests sent, one answered 404.
+            recorder.connected(0, t0, t0);
+            recorder.connected(0, t0, t0);
+            recorder.connection_ended();
+            for _ in 0..3 {
+                recorder.request_started(RequestStart::first(t0, t0, 1));
+            }
+            recorder.response(
+                0,
+                ResponseSample {
+                    start: RequestStart::first(t0, t0, 1),
+                    first_byte: t0,
+                    end: t0,
+                    status: 404,
+                },
+            );
+            // Counts add up across threads; only the thread still running has anything open.
+            live.publish(thread, &recorder);
+            let tallies = live.snapshot().tallies;
+            let threads = thread as u64 + 1;
+            assert_eq!(tallies.connections_opened, 2 * threads);
+            assert_eq!(tallies.status_classes, [0, 0, 0, threads, 0]);
+            assert_eq!((tallies.connections_active, tallies.in_flight), (1, 2));
+            live.publish_final(thread, &recorder);
+            let tallies = live.snapshot().tallies;
+            assert_eq!(tallies.connections_opened, 2 * threads);
+            assert_eq!((tallies.connections_active, tallies.in_flight), (0, 0));
+        }
+    }
 }

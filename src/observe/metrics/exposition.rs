@@ -209,3 +209,154 @@ fn buckets(histogram: &Histogram<u64>) -> Vec<(f64, u64)> {
         .zip(counts)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::observe::live::Live;
+    use crate::plan::{StopRule, TimelineInterval};
+    use crate::recorder::hdr::new_histogram;
+    use crate::recorder::{Recorder, RequestStart, ResponseSample};
+
+    /// A recorder of one thread that saw `statuses` answered after `millis` each, and 3 resets.
+    fn recorder(statuses: &[u16], millis: u64) -> Recorder {
+        let t0 = Instant::now();
+        let interval = TimelineInterval::choose(None, &StopRule::Requests(1));
+        let mut recorder = Recorder::new(t0, 1, interval, false);
+        recorder.connected(0, t0, t0);
+        for status in statuses {
+            let start = RequestStart::first(t0, t0, 1);
+            recorder.request_started(start);
+            let end = t0 + Duration::from_millis(millis);
+            recorder.response(
+                0,
+                ResponseSample {
+                    start,
+                    first_byte: end,
+                    end,
+                    status: *status,
+                },
+            );
+        }
+        recorder.requests_failed(3, ErrorKind::Reset);
+        // A failed connection attempt is no request: it must not show in the request counter.
+        recorder.connect_failed(ErrorKind::Connect, "refused".to_owned());
+        recorder
+    }
+
+    /// The value of the sample line starting with `prefix` (its name and labels).
+    fn sample(text: &str, prefix: &str) -> f64 {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn exposes_the_published_counts_of_every_cell() {
+        let board = Arc::new(Board::default());
+        let live = Arc::new(Live::new(1));
+        live.publish_final(0, &recorder(&[200, 200, 204, 503], 2));
+        let index = board.add_cell("h1 c=1 m=1 r=50".to_owned(), "h1", Some(50.0), live);
+        board.finish_cell(index, 42.5);
+        let text = render(&registry(board), false);
+        let labels = r#"{cell="h1 c=1 m=1 r=50",protocol="h1""#;
+        let count = |name: &str, outcome: &str| {
+            sample(&text, &format!(r#"{name}{labels},outcome="{outcome}"}}"#))
+        };
+        assert_eq!(count("h2load_rs_requests_total", "2xx"), 3.0);
+        assert_eq!(count("h2load_rs_requests_total", "5xx"), 1.0);
+        assert_eq!(count("h2load_rs_requests_total", "reset"), 3.0);
+        assert!(!text.contains(r#"outcome="connect""#), "{text}");
+        assert!(!text.contains(r#"outcome="4xx""#), "{text}");
+        let gauge = |name: &str| sample(&text, &format!("{name}{labels}}}"));
+        assert_eq!(gauge("h2load_rs_requested_rps"), 50.0);
+        assert_eq!(gauge("h2load_rs_achieved_rps"), 42.5);
+        assert_eq!(gauge("h2load_rs_requests_in_flight"), 0.0);
+        assert_eq!(gauge("h2load_rs_connections_active"), 0.0);
+        assert_eq!(gauge("h2load_rs_connections_opened_total"), 1.0);
+        assert_eq!(gauge("h2load_rs_request_duration_seconds_count"), 4.0);
+        // 4 responses of 2 ms (below 2048 µs the HDR histogram is exact to the microsecond).
+        let sum = gauge("h2load_rs_request_duration_seconds_sum");
+        assert!((sum - 0.008).abs() < 1e-12, "{sum}");
+        let bucket = |le: &str| {
+            sample(
+                &text,
+                &format!(r#"h2load_rs_request_duration_seconds_bucket{{le="{le}",cell="#),
+            )
+        };
+        assert_eq!(bucket("0.001"), 0.0);
+        assert_eq!(bucket("0.0025"), 4.0);
+        assert_eq!(bucket("+Inf"), 4.0);
+        // Every family has its HELP and TYPE under the name of its samples.
+        for name in [
+            "h2load_rs_requests_total",
+            "h2load_rs_requests_in_flight",
+            "h2load_rs_achieved_rps",
+            "h2load_rs_requested_rps",
+            "h2load_rs_connections_active",
+            "h2load_rs_connections_opened_total",
+            "h2load_rs_request_duration_seconds",
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name}\n{text}");
+            assert!(text.contains(&format!("# TYPE {name} ")), "{name}\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_closed_loop_cell_has_no_requested_rate() {
+        let board = Arc::new(Board::default());
+        board.add_cell(
+            "h2c c=1 m=1".to_owned(),
+            "h2c",
+            None,
+            Arc::new(Live::new(1)),
+        );
+        let text = render(&registry(board), true);
+        assert!(!text.contains("h2load_rs_requested_rps{"), "{text}");
+        assert!(
+            text.contains(
+                r#"h2load_rs_requests_total{cell="h2c c=1 m=1",protocol="h2c",outcome="2xx"} 0"#
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn buckets_hold_each_value_at_the_first_bound_not_below_it() {
+        let mut histogram = new_histogram();
+        // 1000 µs is exactly a bound; 2501 µs shares its HDR bucket with 2500 (2 µs wide there),
+        // whose top is 2501: it goes above 2.5 ms; 20 s is past the last bound.
+        for micros in [400, 1_000, 1_001, 2_500, 2_501, 20_000_000] {
+            histogram.record(micros).unwrap();
+        }
+        let buckets = buckets(&histogram);
+        let count = |bound: f64| buckets.iter().find(|(le, _)| *le == bound).unwrap().1;
+        assert_eq!(count(0.0005), 1);
+        assert_eq!(count(0.001), 1);
+        assert_eq!(count(0.0025), 1);
+        assert_eq!(count(0.005), 2);
+        assert_eq!(count(f64::INFINITY), 1);
+        assert_eq!(buckets.iter().map(|(_, count)| count).sum::<u64>(), 6);
+        assert_eq!(buckets.len(), BUCKETS_MICROS.len() + 1);
+    }
+
+    #[test]
+    fn classic_text_names_counters_by_their_samples() {
+        let openmetrics = "# HELP a_requests Requests.\n# TYPE a_requests counter\n\
+            a_requests_total 3\n# HELP b Gauge.\n# TYPE b gauge\nb 1\n\
+            # HELP c_seconds Lat.\n# TYPE c_seconds histogram\n# UNIT c_seconds seconds\n\
+            c_seconds_count 0\n# EOF\n";
+        assert_eq!(
+            to_classic(openmetrics),
+            "# HELP a_requests_total Requests.\n# TYPE a_requests_total counter\n\
+             a_requests_total 3\n# HELP b Gauge.\n# TYPE b gauge\nb 1\n\
+             # HELP c_seconds Lat.\n# TYPE c_seconds histogram\nc_seconds_count 0\n"
+        );
+    }
+}
