@@ -9,6 +9,7 @@ mod docs;
 mod faults;
 mod hostile;
 mod load;
+mod metrics;
 mod peers;
 mod rate;
 mod scale;
