@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy and Apache httpd on loopback
-# ports with the certificates in certs/, or stops them. Install them first with tests/setup.sh.
+# ports with the certificates in certs/, and Prometheus, or stops them. Install them first with
+# tests/setup.sh.
 #
 #   tests/testbed.sh start   # prints the state directory; the tests read H2LOAD_RS_TESTBED=<it>
 #   tests/testbed.sh stop
@@ -15,12 +16,14 @@
 #   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1
 #   19380 Apache HTTP/1.1 + h2c (prior knowledge and Upgrade)  19943 Apache TLS: h2 + http/1.1
 # Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
+#   19490 Prometheus (HTTP API), scraping 127.0.0.1:19464/metrics every second: the port the live
+#         metrics test gives --metrics-listen (nothing listens there between tests)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/target/testbed"
 certs="$root/certs"
-ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943)
+ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490)
 
 stop() {
   [ -d "$state/pids" ] || return 0
@@ -167,6 +170,21 @@ Listen 127.0.0.1:19943
 </VirtualHost>
 CONF
   launch apache /usr/sbin/apache2 -f "$state/apache.conf" -DFOREGROUND
+
+  # Prometheus with a fresh database each time, so no series of an earlier bed is seen.
+  rm -rf "$state/prometheus"
+  mkdir -p "$state/prometheus"
+  cat >"$state/prometheus.yml" <<CONF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: h2load-rs
+    static_configs:
+      - targets: ['127.0.0.1:19464']
+CONF
+  launch prometheus prometheus --config.file="$state/prometheus.yml" \
+    --storage.tsdb.path="$state/prometheus" --web.listen-address=127.0.0.1:19490
 
   wait_for_ports
   echo "$state"
