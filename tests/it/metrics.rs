@@ -78,14 +78,25 @@ impl Running {
             .unwrap_or_else(|_| panic!("no address in {line}"))
     }
 
-    /// Sends SIGINT and waits for the exit: its status, stdout and JSON report.
-    fn interrupt(mut self) -> (i32, Duration, String, serde_json::Value) {
-        let signalled = Instant::now();
+    /// Sends SIGINT (Ctrl-C).
+    fn signal(&self) {
         let kill = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(kill.success());
+    }
+
+    /// The JSON report, written before the linger.
+    fn json(&self) -> serde_json::Value {
+        let json = std::fs::read(self.json.path().join("report.json")).unwrap();
+        serde_json::from_slice(&json).unwrap()
+    }
+
+    /// Sends SIGINT and waits for the exit: its status, how long it took, stdout and JSON report.
+    fn interrupt(mut self) -> (i32, Duration, String, serde_json::Value) {
+        let signalled = Instant::now();
+        self.signal();
         let status = self.child.wait().unwrap();
         let waited = signalled.elapsed();
         let mut stdout = String::new();
@@ -95,13 +106,7 @@ impl Running {
             .unwrap()
             .read_to_string(&mut stdout)
             .unwrap();
-        let json = std::fs::read(self.json.path().join("report.json")).unwrap();
-        (
-            status.code().unwrap_or(-1),
-            waited,
-            stdout,
-            serde_json::from_slice(&json).unwrap(),
-        )
+        (status.code().unwrap_or(-1), waited, stdout, self.json())
     }
 }
 
@@ -346,6 +351,41 @@ fn sweep_cells_stay_exposed_with_their_rates() {
             .sum();
         assert_eq!(exposed, done, "cell rate={rate}:\n{text}");
     }
+}
+
+#[test]
+fn an_interrupted_run_lingers_with_its_totals_until_the_next_signal() {
+    let mut run = Running::start(&[
+        "--h1",
+        "-c",
+        "2",
+        "-D",
+        "30s",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
+        "-q",
+        &url("/delay/20"),
+    ]);
+    let addr = run.metrics_addr().to_string();
+    std::thread::sleep(Duration::from_millis(1000));
+    run.signal();
+    run.wait_for("metrics: serving the final values");
+    // The signal that stopped the run does not end the linger.
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, _, text) = get(&addr, "/metrics", None);
+    assert_eq!(code, 200);
+    let done = run.json()["cells"][0]["requests"]["done"].as_f64().unwrap();
+    assert!(done > 0.0);
+    assert_eq!(total(&text, "h2load_rs_requests_total"), done, "{text}");
+    assert_eq!(total(&text, "h2load_rs_requests_in_flight"), 0.0);
+    let (code, waited, stdout, _) = run.interrupt();
+    assert_eq!(code, 130, "{stdout}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "took {waited:?} after SIGINT"
+    );
 }
 
 #[test]

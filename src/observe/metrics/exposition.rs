@@ -73,6 +73,9 @@ fn to_classic(openmetrics: &str) -> String {
     classic
 }
 
+/// A gauge's name, help, and value for a cell (`None`: the cell has no such series).
+type Gauge = (&'static str, &'static str, fn(&Reading) -> Option<f64>);
+
 /// Reads the board at each scrape.
 #[derive(Debug)]
 struct BoardCollector(std::sync::Arc<Board>);
@@ -93,7 +96,7 @@ impl Collector for BoardCollector {
                     .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
             }
         }
-        let gauges: [(&str, &str, fn(&Reading) -> Option<f64>); 4] = [
+        let gauges: [Gauge; 4] = [
             (
                 "h2load_rs_requests_in_flight",
                 "Requests sent and not finished",
