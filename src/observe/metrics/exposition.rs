@@ -7,7 +7,9 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, GaugeValueEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -74,7 +76,26 @@ fn to_classic(openmetrics: &str) -> String {
 }
 
 /// A gauge's name, help, and value for a cell (`None`: the cell has no such series).
-type Gauge = (&'static str, &'static str, fn(&Reading) -> Option<f64>);
+type Gauge = (
+    &'static str,
+    &'static str,
+    fn(&Reading) -> Option<GaugeValue>,
+);
+
+/// A gauge's value: a count is shown as an integer.
+enum GaugeValue {
+    Count(u64),
+    Rate(f64),
+}
+
+impl EncodeGaugeValue for GaugeValue {
+    fn encode(&self, encoder: &mut GaugeValueEncoder) -> fmt::Result {
+        match self {
+            GaugeValue::Count(count) => count.encode(encoder),
+            GaugeValue::Rate(rate) => rate.encode(encoder),
+        }
+    }
+}
 
 /// Reads the board at each scrape.
 #[derive(Debug)]
@@ -83,84 +104,103 @@ struct BoardCollector(std::sync::Arc<Board>);
 impl Collector for BoardCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let cells = self.0.read();
-        let mut family = encoder.encode_descriptor(
+        encode_requests(&mut encoder, &cells)?;
+        encode_gauges(&mut encoder, &cells)?;
+        encode_connections_opened(&mut encoder, &cells)?;
+        encode_latency(&mut encoder, &cells)
+    }
+}
+
+fn encode_requests(encoder: &mut DescriptorEncoder, cells: &[Reading]) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(
             "h2load_rs_requests",
             "Requests finished, by outcome: the response's status class (1xx..5xx), or the error kind of a request that got no response",
             None,
             MetricType::Counter,
         )?;
-        for cell in &cells {
-            for (outcome, count) in outcomes(cell) {
-                family
-                    .encode_family(&labels(cell, Some(("outcome", outcome))))?
-                    .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
-            }
+    for cell in cells {
+        for (outcome, count) in outcomes(cell) {
+            family
+                .encode_family(&labels(cell, Some(("outcome", outcome))))?
+                .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
         }
-        let gauges: [Gauge; 4] = [
+    }
+    Ok(())
+}
+
+fn encode_gauges(encoder: &mut DescriptorEncoder, cells: &[Reading]) -> fmt::Result {
+    let gauges: [Gauge; 4] = [
             (
                 "h2load_rs_requests_in_flight",
                 "Requests sent and not finished",
-                |cell| Some(cell.snapshot.tallies.in_flight as f64),
+                |cell| Some(GaugeValue::Count(cell.snapshot.tallies.in_flight)),
             ),
             (
                 "h2load_rs_achieved_rps",
                 "Requests finished per second: the mean since the cell started, the report's figure once it ended",
-                |cell| Some(cell.achieved_rps),
+                |cell| Some(GaugeValue::Rate(cell.achieved_rps)),
             ),
             (
                 "h2load_rs_requested_rps",
                 "The rate asked for with --rate, in requests per second",
-                |cell| cell.requested_rps,
+                |cell| cell.requested_rps.map(GaugeValue::Rate),
             ),
             (
                 "h2load_rs_connections_active",
                 "Connections open",
-                |cell| Some(cell.snapshot.tallies.connections_active as f64),
+                |cell| Some(GaugeValue::Count(cell.snapshot.tallies.connections_active)),
             ),
         ];
-        for (name, help, value) in gauges {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for cell in &cells {
-                if let Some(value) = value(cell) {
-                    family
-                        .encode_family(&labels(cell, None))?
-                        .encode_gauge(&value)?;
-                }
+    for (name, help, value) in gauges {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cell in cells {
+            if let Some(value) = value(cell) {
+                family
+                    .encode_family(&labels(cell, None))?
+                    .encode_gauge(&value)?;
             }
         }
-        let mut family = encoder.encode_descriptor(
-            "h2load_rs_connections_opened",
-            "Connections established",
-            None,
-            MetricType::Counter,
-        )?;
-        for cell in &cells {
-            family
-                .encode_family(&labels(cell, None))?
-                .encode_counter::<NoLabelSet, _, u64>(
-                    &cell.snapshot.tallies.connections_opened,
-                    None,
-                )?;
-        }
-        let mut family = encoder.encode_descriptor(
+    }
+    Ok(())
+}
+
+fn encode_connections_opened(encoder: &mut DescriptorEncoder, cells: &[Reading]) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(
+        "h2load_rs_connections_opened",
+        "Connections established",
+        None,
+        MetricType::Counter,
+    )?;
+    for cell in cells {
+        family
+            .encode_family(&labels(cell, None))?
+            .encode_counter::<NoLabelSet, _, u64>(
+                &cell.snapshot.tallies.connections_opened,
+                None,
+            )?;
+    }
+    Ok(())
+}
+
+fn encode_latency(encoder: &mut DescriptorEncoder, cells: &[Reading]) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(
             "h2load_rs_request_duration",
             "Response time of the responses, from each request's scheduled send to its last byte (converted from an HDR histogram of 3 significant digits)",
             Some(&Unit::Seconds),
             MetricType::Histogram,
         )?;
-        for cell in &cells {
-            let histogram = &cell.snapshot.request;
-            family
-                .encode_family(&labels(cell, None))?
-                .encode_histogram::<NoLabelSet>(
-                    sum_seconds(histogram),
-                    histogram.len(),
-                    &buckets(histogram),
-                    None,
-                )?;
-        }
-        Ok(())
+    for cell in cells {
+        let histogram = &cell.snapshot.request;
+        family
+            .encode_family(&labels(cell, None))?
+            .encode_histogram::<NoLabelSet>(
+                sum_seconds(histogram),
+                histogram.len(),
+                &buckets(histogram),
+                None,
+            )?;
     }
+    Ok(())
 }
 
 /// The `cell` and `protocol` labels, and one more if given.
