@@ -354,6 +354,51 @@ fn sweep_cells_stay_exposed_with_their_rates() {
 }
 
 #[test]
+fn requests_without_a_response_count_under_their_error_kind() {
+    // The built-in target resets every 4th stream: 25 of 100 get no response.
+    let mut run = Running::start(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "1",
+        "-n",
+        "100",
+        "--target-fault",
+        "rst-stream-every=4",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
+        "-q",
+    ]);
+    let addr = run.metrics_addr().to_string();
+    run.wait_for("metrics: serving the final values");
+    let (_, _, text) = get(&addr, "/metrics", None);
+    let (code, _, stdout, json) = run.interrupt();
+    assert_eq!(code, 130, "{stdout}");
+    let mut outcomes = samples(&text, "h2load_rs_requests_total");
+    outcomes.sort_by(|a, b| a.0.cmp(b.0));
+    assert_eq!(
+        outcomes,
+        [
+            (r#"cell="h2c c=1 m=1",protocol="h2c",outcome="2xx"}"#, 75.0),
+            (
+                r#"cell="h2c c=1 m=1",protocol="h2c",outcome="stream_reset"}"#,
+                25.0
+            )
+        ],
+        "{text}"
+    );
+    assert_eq!(json["cells"][0]["errors"]["stream_reset"], 25);
+    assert_eq!(
+        total(&text, "h2load_rs_request_duration_seconds_count"),
+        75.0
+    );
+    assert_every_family_is_described(&text);
+    promtool_accepts(&text);
+}
+
+#[test]
 fn an_interrupted_run_lingers_with_its_totals_until_the_next_signal() {
     let mut run = Running::start(&[
         "--h1",
