@@ -6,6 +6,7 @@ pub mod export;
 pub mod merge;
 pub mod paint;
 pub mod plain;
+pub mod stats;
 pub mod text;
 
 use std::collections::BTreeMap;
