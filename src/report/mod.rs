@@ -2,6 +2,7 @@
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
 pub mod comparison;
+pub mod diff;
 pub mod export;
 pub mod merge;
 pub mod paint;
