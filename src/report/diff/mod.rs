@@ -238,7 +238,8 @@ struct Samples {
 }
 
 impl Samples {
-    fn of(cell: &Summary) -> Result<Samples> {
+    /// The samples of `cell`, a cell of the `side` report (`base` or `new`).
+    fn of(cell: &Summary, side: &str) -> Result<Samples> {
         let latencies = cell
             .timeline
             .intervals
@@ -248,7 +249,7 @@ impl Samples {
             .collect::<Result<Vec<_>>>();
         let Ok(latencies) = latencies else {
             usage_bail!(
-                "cell {} ({}) has a broken timeline histogram",
+                "the {side} report's cell {} ({}) has a broken timeline histogram",
                 cell.cell.index,
                 cell.cell.label
             );
@@ -304,7 +305,7 @@ fn tested(base: &[f64], new: &[f64]) -> Option<f64> {
 }
 
 fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
-    let (base_samples, new_samples) = (Samples::of(base)?, Samples::of(new)?);
+    let (base_samples, new_samples) = (Samples::of(base, "base")?, Samples::of(new, "new")?);
     let mut figures = vec![Figure {
         name: "req/s",
         kind: Kind::Throughput,

@@ -191,3 +191,81 @@ fn p_value(p: f64) -> String {
         format!("{p:.4}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cell whose base had no throughput, tested latency that got worse, and an untested p99.
+    fn diff() -> Diff {
+        let figure = |name, kind, base, new, p| Figure {
+            name,
+            kind,
+            base,
+            new,
+            p,
+        };
+        Diff {
+            cells: vec![CellDiff {
+                label: "h2c c=2 m=4".to_owned(),
+                base_intervals: 10,
+                new_intervals: 3,
+                ks_distance: 0.4567,
+                figures: vec![
+                    figure("req/s", Kind::Throughput, 0.0, 1234.5678, Some(0.5)),
+                    figure("p50", Kind::Latency, 1000.0, 1500.0, Some(0.00001)),
+                    figure("p99", Kind::Latency, 2000.0, 1000.0, None),
+                ],
+            }],
+            only_in_base: vec![],
+            only_in_new: vec!["h1 c=2 m=4".to_owned()],
+        }
+    }
+
+    const CONTEXT: Context = Context {
+        base: "a.json",
+        new: "b.json",
+        threshold_pct: Some(10.0),
+    };
+
+    #[test]
+    fn text_is_aligned_and_says_what_it_could_not_test() {
+        let text = text(&diff(), &CONTEXT);
+        let expected = "\
+comparing a.json → b.json: 1 cell in common
+
+h2c c=2 m=4: 10 intervals in base, 3 in new; Kolmogorov–Smirnov distance of the latencies 0.46
+h2c c=2 m=4: too short to tell (10 intervals with completions in base, 3 in new; 5 each needed): \
+its changes are not tested, --fail-if-regressed decides on its threshold alone
+         base      new  change        p
+req/s    0.00  1234.57     n/a   0.5000
+  p50  1.00ms   1.50ms  +50.0%  <0.0001  worse
+  p99  2.00ms   1.00ms  -50.0%        -
+
+only in new: h1 c=2 m=4
+significant (worse/better): p < 0.05 in a two-sided Mann–Whitney U test of the per-interval \
+values, and a change of at least 5%
+no regression beyond 10% (req/s down or p99 up)
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn markdown_is_one_row_per_cell_with_significant_changes_in_bold() {
+        let markdown = markdown(&diff(), &CONTEXT);
+        let rows: Vec<&str> = markdown
+            .lines()
+            .filter(|line| line.starts_with('|'))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "| cell | req/s | p50 | p99 | KS distance |",
+                "|---|---|---|---|---|",
+                "| h2c c=2 m=4 (too short to tell) | 0.00 → 1234.57 (n/a) | \
+                 1.00ms → 1.50ms (**+50.0%, worse**) | 2.00ms → 1.00ms (-50.0%) | 0.46 |",
+            ]
+        );
+        assert!(markdown.contains("\n- only in new: h1 c=2 m=4\n"));
+    }
+}
