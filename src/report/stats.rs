@@ -13,6 +13,9 @@ pub struct MannWhitney {
     /// U of the first sample: how many (first, second) pairs have the first larger, ties
     /// counting one half.
     pub u: f64,
+    /// The share of (first, second) pairs with the first larger, ties counting one half: U over
+    /// the number of pairs (the common-language effect size); 0.5 when neither tends to be larger.
+    pub first_larger: f64,
     /// Two-sided p-value: the chance of a U at least this far from its mean when both samples
     /// come from one distribution.
     pub p: f64,
@@ -32,7 +35,11 @@ const EXACT_LARGER_UP_TO: usize = 10_000;
 pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
-        return MannWhitney { u: 0.0, p: 1.0 };
+        return MannWhitney {
+            u: 0.0,
+            first_larger: 0.5,
+            p: 1.0,
+        };
     }
     let mut pooled: Vec<f64> = a.iter().chain(b).copied().collect();
     let (rank, tie_term) = ranked(&mut pooled);
@@ -49,6 +56,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     };
     MannWhitney {
         u: u1,
+        first_larger: u1 / (n1 * n2) as f64,
         p: (2.0 * one_sided).clamp(0.0, 1.0),
     }
 }
@@ -203,6 +211,7 @@ mod tests {
         let females = [20.0, 11.0, 17.0, 12.0];
         let test = mann_whitney(&males, &females);
         assert_eq!(test.u, 17.0);
+        assert_eq!(test.first_larger, 17.0 / 20.0);
         close(test.p, 0.111_111_111_111_111_1, 1e-12);
         // Unequal sizes, 3 against 20, still exact: U = 23, p = 0.5725578769057029.
         let twenty: Vec<f64> = (1..=20).map(f64::from).collect();
@@ -238,7 +247,14 @@ mod tests {
         close(test.p, 0.113_903_144_588_530_68, 1e-6);
         // A sample against itself, and samples of one repeated value: p = 1 (scipy agrees).
         let same = [1.0, 2.0, 3.0, 4.0, 5.0];
-        assert_eq!(mann_whitney(&same, &same), MannWhitney { u: 12.5, p: 1.0 });
+        assert_eq!(
+            mann_whitney(&same, &same),
+            MannWhitney {
+                u: 12.5,
+                first_larger: 0.5,
+                p: 1.0
+            }
+        );
         assert_eq!(mann_whitney(&[1.0; 3], &[1.0; 3]).p, 1.0);
         assert_eq!(mann_whitney(&[], &same).p, 1.0);
     }

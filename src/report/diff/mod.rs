@@ -2,29 +2,37 @@
 //! the change and whether it stands out from the noise.
 //!
 //! Cells match by protocol, connections, streams and rate, not by URL (the built-in target's port
-//! changes from run to run). Each run's timeline gives one sample per interval of every figure
-//! (its throughput, its latency percentiles), so the run's own variation is the yardstick:
+//! changes from run to run). Each run's timeline cuts it into intervals, and the intervals of one
+//! run show how much its figures vary by themselves: that is the yardstick a change is held to.
 //!
-//! A change is **significant** when both runs have at least [`MIN_INTERVALS`] samples of the
-//! figure, the two-sided Mann–Whitney U test of the base's per-interval values against the new
+//! A change is **significant** when both runs have at least [`MIN_INTERVALS`] intervals with
+//! completions, a two-sided Mann–Whitney U test of the base's per-interval samples against the new
 //! run's gives p < [`ALPHA`], and the whole-run figure changed by at least [`NOISE_FLOOR_PCT`]
-//! percent (so that long runs, where the test sees even a trivial shift, do not flag it, and
-//! because the intervals of one run do not see what varies between runs: two runs of the same
-//! 1 ms handler, one after the other on a shared 2-core machine, differed by 6% in throughput).
-//! Throughput's samples are the intervals' request rates (an interval without a completion counts
-//! as 0); a percentile's are that percentile of each interval's latency histogram (intervals with
-//! completions). The per-interval values are tested rather than the single requests because
-//! requests of one run are not independent (they share a connection's queue, a GC pause, a slow
-//! second), while intervals are far closer to it. The Kolmogorov–Smirnov distance between the
-//! whole-run latency histograms is shown beside as the size of the change of the whole
-//! distribution (0 the same, 1 no overlap); it decides nothing.
+//! percent. The samples:
+//! - throughput: each interval's request rate (an interval without a completion counts as 0);
+//! - a latency percentile, say p99: each interval's share of responses slower than a run's p99.
+//!   That share is about 1% in every interval of the run the p99 came from, and higher in the
+//!   other run's intervals exactly when its p99 is higher. Both runs' p99s serve as the line in
+//!   turn, and p is the smaller p-value, doubled (Bonferroni), so the test is the same either way
+//!   round and sees a rise and a fall alike. Shares are used rather than each interval's own p99
+//!   because an interval's p99 is close to its slowest few responses, which one stall of a busy
+//!   machine decides, while a share moves little when a few responses are slow.
+//!
+//! Intervals are tested rather than single requests because the requests of one run are not
+//! independent (they queue behind each other, share slow seconds), while intervals are far closer
+//! to it. The floor keeps long runs, where the test sees even a trivial shift, from flagging it,
+//! and stands for what intervals of one run cannot see, the variation between runs: two runs of
+//! the same 1 ms handler, one after the other on a shared 2-core machine, differed by 6% in
+//! throughput. The Kolmogorov–Smirnov distance between the whole-run latency histograms is shown
+//! beside as the size of the change of the whole distribution (0 the same, 1 no overlap); it
+//! decides nothing.
 
 pub mod render;
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
 
-use super::stats::{ks_distance, mann_whitney};
+use super::stats::{ks_distance, mann_whitney, MannWhitney};
 use super::{Document, Summary, Timeline};
 use crate::recorder::hdr;
 use crate::usage_bail;
@@ -79,9 +87,27 @@ pub struct Figure {
     pub base: f64,
     /// The new run's.
     pub new: f64,
-    /// The Mann–Whitney p-value of the per-interval samples; `None` when either run has fewer
-    /// than [`MIN_INTERVALS`].
-    pub p: Option<f64>,
+    /// The test of the per-interval samples; `None` when either run has fewer than
+    /// [`MIN_INTERVALS`].
+    pub test: Option<Shift>,
+}
+
+/// What the test of a figure's per-interval samples found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shift {
+    /// The two-sided Mann–Whitney p-value.
+    pub p: f64,
+    /// Whether the new run's samples tend to be the larger ones.
+    pub new_larger: bool,
+}
+
+impl Shift {
+    fn of(test: MannWhitney) -> Shift {
+        Shift {
+            p: test.p,
+            new_larger: test.first_larger < 0.5,
+        }
+    }
 }
 
 impl Figure {
@@ -98,17 +124,22 @@ impl Figure {
         })
     }
 
-    /// Whether the change was tested and found significant (see the module's definition).
+    /// Whether the change was tested and found significant (see the module's definition); the
+    /// samples must have moved the way the whole-run figure did.
     pub fn verdict(&self) -> Verdict {
-        match (self.p, self.worse_pct()) {
-            (Some(p), Some(worse)) if p < ALPHA && worse.abs() >= NOISE_FLOOR_PCT => {
+        match (self.test, self.change_pct(), self.worse_pct()) {
+            (Some(test), Some(change), Some(worse))
+                if test.p < ALPHA
+                    && worse.abs() >= NOISE_FLOOR_PCT
+                    && test.new_larger == (change > 0.0) =>
+            {
                 if worse > 0.0 {
                     Verdict::Worse
                 } else {
                     Verdict::Better
                 }
             }
-            (Some(_), Some(_)) => Verdict::Same,
+            (Some(_), Some(_), Some(_)) => Verdict::Same,
             _ => Verdict::Untested,
         }
     }
@@ -140,7 +171,7 @@ pub struct CellDiff {
 impl CellDiff {
     /// Whether some figure could not be tested for lack of samples.
     pub fn too_short(&self) -> bool {
-        self.figures.iter().any(|figure| figure.p.is_none())
+        self.figures.iter().any(|figure| figure.test.is_none())
     }
 }
 
@@ -244,27 +275,30 @@ impl Samples {
             .timeline
             .intervals
             .iter()
-            .filter(|interval| interval.completed > 0)
             .map(|interval| hdr::from_base64(&interval.hdr))
             .collect::<Result<Vec<_>>>();
-        let Ok(latencies) = latencies else {
+        let Ok(mut latencies) = latencies else {
             usage_bail!(
                 "the {side} report's cell {} ({}) has a broken timeline histogram",
                 cell.cell.index,
                 cell.cell.label
             );
         };
+        // Intervals with only failures have no latency to compare.
+        latencies.retain(|histogram| !histogram.is_empty());
         Ok(Samples {
             rates: interval_rates(&cell.timeline),
             latencies,
         })
     }
 
-    /// The `quantile` of every interval.
-    fn percentile(&self, quantile: f64) -> Vec<f64> {
+    /// Every interval's share of responses slower than `line` µs.
+    fn shares_above(&self, line: u64) -> Vec<f64> {
         self.latencies
             .iter()
-            .map(|histogram| histogram.value_at_quantile(quantile) as f64)
+            .map(|histogram| {
+                (histogram.len() - histogram.count_between(0, line)) as f64 / histogram.len() as f64
+            })
             .collect()
     }
 }
@@ -300,8 +334,38 @@ fn interval_rates(timeline: &Timeline) -> Vec<f64> {
 }
 
 /// The p-value of `base` against `new`, when both have enough samples.
-fn tested(base: &[f64], new: &[f64]) -> Option<f64> {
-    (base.len() >= MIN_INTERVALS && new.len() >= MIN_INTERVALS).then(|| mann_whitney(base, new).p)
+fn tested(base: &[f64], new: &[f64]) -> Option<Shift> {
+    enough(base.len(), new.len()).then(|| Shift::of(mann_whitney(base, new)))
+}
+
+/// Whether both runs have enough samples to test.
+fn enough(base: usize, new: usize) -> bool {
+    base >= MIN_INTERVALS && new >= MIN_INTERVALS
+}
+
+/// The test of a change of a latency percentile from `base_line` to `new_line` µs: the shares of
+/// responses above each line, interval by interval, compared; the line with the smaller p-value
+/// tells the direction, and the p-value is doubled (see the module's definition).
+fn percentile_tested(
+    base: &Samples,
+    new: &Samples,
+    base_line: u64,
+    new_line: u64,
+) -> Option<Shift> {
+    enough(base.latencies.len(), new.latencies.len()).then(|| {
+        let test = |line| mann_whitney(&base.shares_above(line), &new.shares_above(line));
+        let (at_base, at_new) = (test(base_line), test(new_line));
+        let stronger = if at_base.p <= at_new.p {
+            at_base
+        } else {
+            at_new
+        };
+        Shift {
+            p: (2.0 * stronger.p).min(1.0),
+            // More of the new run's responses past the line: its latency is the larger.
+            new_larger: stronger.first_larger < 0.5,
+        }
+    })
 }
 
 fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
@@ -311,18 +375,21 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
         kind: Kind::Throughput,
         base: base.requests_per_s,
         new: new.requests_per_s,
-        p: tested(&base_samples.rates, &new_samples.rates),
+        test: tested(&base_samples.rates, &new_samples.rates),
     }];
     let (base_latency, new_latency) = (&base.histograms.request, &new.histograms.request);
-    figures.extend(PERCENTILES.iter().map(|&(name, quantile)| Figure {
-        name,
-        kind: Kind::Latency,
-        base: base_latency.value_at_quantile(quantile) as f64,
-        new: new_latency.value_at_quantile(quantile) as f64,
-        p: tested(
-            &base_samples.percentile(quantile),
-            &new_samples.percentile(quantile),
-        ),
+    figures.extend(PERCENTILES.iter().map(|&(name, quantile)| {
+        let (base_line, new_line) = (
+            base_latency.value_at_quantile(quantile),
+            new_latency.value_at_quantile(quantile),
+        );
+        Figure {
+            name,
+            kind: Kind::Latency,
+            base: base_line as f64,
+            new: new_line as f64,
+            test: percentile_tested(&base_samples, &new_samples, base_line, new_line),
+        }
     }));
     Ok(CellDiff {
         label: base.cell.label.clone(),
@@ -338,13 +405,23 @@ mod tests {
     use super::*;
     use crate::report::IntervalSummary;
 
-    fn figure(name: &'static str, kind: Kind, base: f64, new: f64, p: Option<f64>) -> Figure {
+    /// A figure whose samples, if tested, moved the way its whole-run value did.
+    pub(super) fn figure(
+        name: &'static str,
+        kind: Kind,
+        base: f64,
+        new: f64,
+        p: Option<f64>,
+    ) -> Figure {
         Figure {
             name,
             kind,
             base,
             new,
-            p,
+            test: p.map(|p| Shift {
+                p,
+                new_larger: new > base,
+            }),
         }
     }
 
@@ -373,6 +450,13 @@ mod tests {
         assert_eq!(latency(1040.0, Some(1e-9)).verdict(), Verdict::Same);
         assert_eq!(latency(1050.0, Some(1e-9)).verdict(), Verdict::Worse);
         assert_eq!(latency(2000.0, None).verdict(), Verdict::Untested);
+        // Samples that moved against the whole-run figure: not significant.
+        let mut against = latency(1100.0, Some(0.001));
+        against.test = Some(Shift {
+            p: 0.001,
+            new_larger: false,
+        });
+        assert_eq!(against.verdict(), Verdict::Same);
     }
 
     #[test]
@@ -391,6 +475,46 @@ mod tests {
         assert!(!at("req/s", Kind::Throughput, 1200.0, Some(0.001)));
         // Other percentiles inform but do not fail the run.
         assert!(!at("p50", Kind::Latency, 2000.0, Some(0.001)));
+    }
+
+    /// Ten intervals, each of `values` (µs, count).
+    fn samples(values: &[(u64, u64)]) -> Samples {
+        let mut histogram = hdr::new_histogram();
+        for &(value, count) in values {
+            histogram.record_n(value, count).unwrap();
+        }
+        Samples {
+            rates: vec![],
+            latencies: vec![histogram; 10],
+        }
+    }
+
+    #[test]
+    fn a_percentile_is_tested_on_the_shares_past_each_runs_line() {
+        // Base: 1% of responses at 2 ms, the rest at 1 ms; new: every response at 5 ms.
+        let base = samples(&[(1000, 99), (2000, 1)]);
+        let new = samples(&[(5000, 100)]);
+        assert_eq!(base.shares_above(1000), vec![0.01; 10]);
+        assert_eq!(new.shares_above(1000), vec![1.0; 10]);
+        // Past the base's p99 (1 ms): 0.01 against 1.0 in every interval, scipy's
+        // mannwhitneyu([0.01] * 10, [0.5] * 10) p = 1.5937911688066244e-05; past the new p99
+        // (5 ms) both shares are 0, p = 1. The smaller, doubled:
+        let test = percentile_tested(&base, &new, 1000, 5000).unwrap();
+        assert!(
+            (test.p - 2.0 * 1.593_791_168_806_624_4e-5).abs() < 1e-9,
+            "{test:?}"
+        );
+        assert!(test.new_larger);
+        // The same p either way round, the direction reversed; p = 1 for a run against itself.
+        let reverse = percentile_tested(&new, &base, 5000, 1000).unwrap();
+        assert_eq!((reverse.p, reverse.new_larger), (test.p, false));
+        assert_eq!(percentile_tested(&base, &base, 1000, 1000).unwrap().p, 1.0);
+        // Four intervals are too few.
+        let short = Samples {
+            rates: vec![],
+            latencies: base.latencies[..4].to_vec(),
+        };
+        assert_eq!(percentile_tested(&short, &new, 1000, 5000), None);
     }
 
     fn interval(index: u64, completed: u64, length_s: f64) -> IntervalSummary {

@@ -48,7 +48,9 @@ pub fn text(diff: &Diff, context: &Context) -> String {
                     value(figure, figure.base),
                     value(figure, figure.new),
                     change(figure),
-                    figure.p.map_or_else(|| "-".to_owned(), p_value),
+                    figure
+                        .test
+                        .map_or_else(|| "-".to_owned(), |test| p_value(test.p)),
                     match figure.verdict() {
                         Verdict::Worse => "worse",
                         Verdict::Better => "better",
@@ -140,8 +142,9 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
         lines.push(format!("only in new: {}", diff.only_in_new.join(", ")));
     }
     lines.push(format!(
-        "significant (worse/better): p < {ALPHA} in a two-sided Mann–Whitney U test of the \
-         per-interval values, and a change of at least {NOISE_FLOOR_PCT}%"
+        "significant (worse/better): p < {ALPHA} in a two-sided Mann–Whitney U test of the intervals \
+         (their request rates; their shares of responses slower than either run's percentile), \
+         and a change of at least {NOISE_FLOOR_PCT}%"
     ));
     if let Some(threshold) = context.threshold_pct {
         let regressions = diff.regressions(threshold);
@@ -157,7 +160,7 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
                 regression.cell,
                 figure.name,
                 change(figure),
-                if figure.p.is_some() {
+                if figure.test.is_some() {
                     "significant"
                 } else {
                     "too short to test: decided on the threshold alone"
@@ -198,13 +201,7 @@ mod tests {
 
     /// A cell whose base had no throughput, tested latency that got worse, and an untested p99.
     fn diff() -> Diff {
-        let figure = |name, kind, base, new, p| Figure {
-            name,
-            kind,
-            base,
-            new,
-            p,
-        };
+        use super::super::tests::figure;
         Diff {
             cells: vec![CellDiff {
                 label: "h2c c=2 m=4".to_owned(),
@@ -243,8 +240,9 @@ req/s    0.00  1234.57     n/a   0.5000
   p99  2.00ms   1.00ms  -50.0%        -
 
 only in new: h1 c=2 m=4
-significant (worse/better): p < 0.05 in a two-sided Mann–Whitney U test of the per-interval \
-values, and a change of at least 5%
+significant (worse/better): p < 0.05 in a two-sided Mann–Whitney U test of the intervals \
+(their request rates; their shares of responses slower than either run's percentile), and a \
+change of at least 5%
 no regression beyond 10% (req/s down or p99 up)
 ";
         assert_eq!(text, expected);
