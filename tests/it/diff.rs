@@ -172,8 +172,9 @@ fn a_5ms_handler_after_a_1ms_one_is_a_significant_regression() {
         (latency.change - truth).abs() <= 0.051,
         "{latency:?} vs {truth}"
     );
-    // The 5 ms handler puts every response past 5 ms: the p99 grew by well over 10%.
-    assert!(p99(&new) >= 5000.0 && latency.change > 100.0, "{latency:?}");
+    // The 5 ms handler puts every response past 5 ms. The 1 ms run's p99 is usually about
+    // 1.4 ms, but a busy machine has pushed it to 5.07 ms (with the new one at 5.83 ms: +15%).
+    assert!(p99(&new) >= 5000.0 && latency.change > 10.0, "{latency:?}");
     // Ten intervals against ten that do not overlap: p = 0.00018 for the rates (normal
     // approximation); the shares of responses past the base's p99 (about 1% against nearly all).
     for row in [&throughput, &latency] {
