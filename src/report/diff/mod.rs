@@ -297,7 +297,10 @@ impl Samples {
         self.latencies
             .iter()
             .map(|histogram| {
-                (histogram.len() - histogram.count_between(0, line)) as f64 / histogram.len() as f64
+                histogram
+                    .len()
+                    .saturating_sub(histogram.count_between(0, line)) as f64
+                    / histogram.len() as f64
             })
             .collect()
     }
@@ -360,10 +363,10 @@ fn percentile_tested(
         } else {
             at_new
         };
+        // More of the new run's responses past the line means its latency is the larger.
         Shift {
             p: (2.0 * stronger.p).min(1.0),
-            // More of the new run's responses past the line: its latency is the larger.
-            new_larger: stronger.first_larger < 0.5,
+            ..Shift::of(stronger)
         }
     })
 }
