@@ -3,7 +3,8 @@
 //! Exit status, in order of precedence: 2 for a usage error (found before anything is sent);
 //! 128 + the signal's number when SIGHUP, SIGINT or SIGTERM stopped the run (129, 130, 143);
 //! 1 when something failed (a runtime error, a panic in any thread, an export that could not be
-//! written, or no request that succeeded); 0 otherwise. 3 is reserved for breached thresholds.
+//! written, or no request that succeeded); 3 when a threshold was breached (`diff
+//! --fail-if-regressed`); 0 otherwise.
 
 pub mod sweep;
 pub mod target;
@@ -19,7 +20,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::sweep::Sweep;
 use crate::cli::scenario;
-use crate::cli::{Cli, Command, LoadArgs, MergeArgs, RunArgs, ServeArgs};
+use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs};
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals, tls};
@@ -27,6 +28,9 @@ use crate::{error, report, server, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
+
+/// A threshold was breached (`diff --fail-if-regressed`).
+const BREACHED: u8 = 3;
 
 /// Runs h2load-rs with these arguments and returns the process exit status. Never panics: a panic
 /// in any thread is reported and makes the status 1.
@@ -56,6 +60,7 @@ fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Some(Command::Serve(args)) => serve(&args),
         Some(Command::Run(args)) => run_scenario(&args),
         Some(Command::Merge(args)) => merge(&args),
+        Some(Command::Diff(args)) => diff(&args),
         Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Man) => manual(),
         None => load_test(&cli.load),
@@ -126,7 +131,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     let documents = args
         .results
         .iter()
-        .map(|path| report::merge::load(path))
+        .map(|path| report::merge::load(path, "report to merge"))
         .collect::<Result<Vec<_>>>()?;
     let document = report::merge::merge(documents)?;
     outln!(
@@ -145,6 +150,31 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     let failures = outputs.write(&document);
     outputs::report_failures(&failures);
     Ok(if failures.is_empty() { 0 } else { FAILURE })
+}
+
+/// `h2load-rs diff`: 3 when `--fail-if-regressed` finds a regression, 0 otherwise.
+fn diff(args: &DiffArgs) -> Result<u8> {
+    let base = report::merge::load(&args.base, "base report")?;
+    let new = report::merge::load(&args.new, "new report")?;
+    let diff = report::diff::compare(&base, &new)?;
+    let (base, new) = (
+        args.base.display().to_string(),
+        args.new.display().to_string(),
+    );
+    let context = report::diff::render::Context {
+        base: &base,
+        new: &new,
+        threshold_pct: args.fail_if_regressed,
+    };
+    if args.markdown {
+        out!("{}", report::diff::render::markdown(&diff, &context));
+    } else {
+        out!("{}", report::diff::render::text(&diff, &context));
+    }
+    let regressed = args
+        .fail_if_regressed
+        .is_some_and(|threshold| !diff.regressions(threshold).is_empty());
+    Ok(if regressed { BREACHED } else { 0 })
 }
 
 fn run_scenario(args: &RunArgs) -> Result<u8> {

@@ -14,7 +14,7 @@ use crate::cli::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STREAMS, MAX_THREADS, MIN_INTERVAL,
     MIN_RATE, MIN_SCALE,
 };
-use crate::cli::units::{parse_duration, parse_positive_duration, parse_size};
+use crate::cli::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 /// The version `--version` prints: the package version and the commit it was built from.
 pub const VERSION: &str = concat!(
@@ -49,6 +49,9 @@ pub enum Command {
     Run(RunArgs),
     /// Combine the JSON reports of runs made on several machines into one report.
     Merge(MergeArgs),
+    /// Compare two JSON reports cell by cell: the changes in throughput and latency, and whether
+    /// they stand out from the noise.
+    Diff(DiffArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
     Serve(ServeArgs),
     /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
@@ -492,4 +495,22 @@ pub struct MergeArgs {
     /// Files to write the merged results to.
     #[command(flatten)]
     pub outputs: OutputArgs,
+}
+
+/// Arguments of `h2load-rs diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline `--json` report.
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// The `--json` report compared with it.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    /// Exit with status 3 when a cell's throughput fell, or its p99 rose, by more than PCT
+    /// percent (`10%` or `10`) and the change is significant (or the runs are too short to tell).
+    #[arg(long = "fail-if-regressed", value_name = "PCT", value_parser = parse_percent)]
+    pub fail_if_regressed: Option<f64>,
+    /// Print a GitHub-flavoured Markdown table (one row per cell) instead of the text.
+    #[arg(long = "markdown")]
+    pub markdown: bool,
 }

@@ -46,6 +46,19 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a percentage such as `10%`, `2.5%` or `10` (the sign is optional), from 0 to 1000.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let number = trimmed.strip_suffix('%').unwrap_or(trimmed).trim_end();
+    match number.parse::<f64>() {
+        Ok(value) if (0.0..=1000.0).contains(&value) => Ok(value),
+        Ok(_) => Err(format!("'{text}' must be from 0% to 1000%")),
+        Err(_) => Err(format!(
+            "'{text}' is not a percentage (examples: 10%, 2.5%)"
+        )),
+    }
+}
+
 /// Parses a byte size such as `16K`, `1M`, `2G` or `4096` (binary multiples, as in h2load).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
@@ -134,6 +147,17 @@ pub fn format_bytes(bytes: f64) -> String {
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn percentages_take_an_optional_sign() {
+        assert_eq!(parse_percent("10%"), Ok(10.0));
+        assert_eq!(parse_percent("10"), Ok(10.0));
+        assert_eq!(parse_percent(" 2.5 % "), Ok(2.5));
+        assert_eq!(parse_percent("0"), Ok(0.0));
+        for bad in ["-1%", "1001%", "ten", "%", "NaN", "inf"] {
+            assert!(parse_percent(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_take_h2load_units() {

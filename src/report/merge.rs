@@ -19,9 +19,10 @@ use crate::cli::limits::MAX_REPORT_FILE;
 use crate::recorder::hdr;
 use crate::usage_bail;
 
-/// Reads a `--json` report and rebuilds its histograms.
-pub fn load(path: &Path) -> Result<Document> {
-    let text = input::read(path, "report to merge", MAX_REPORT_FILE)?;
+/// Reads a `--json` report, the `what` of the command line (e.g. "report to merge"), and
+/// rebuilds its histograms. Anything but an h2load-rs report of this schema is a usage error.
+pub fn load(path: &Path, what: &str) -> Result<Document> {
+    let text = input::read(path, what, MAX_REPORT_FILE)?;
     let mut document: Document = match serde_json::from_slice(&text) {
         Ok(document) => document,
         Err(error) => usage_bail!(
@@ -38,15 +39,25 @@ pub fn load(path: &Path) -> Result<Document> {
     }
     for cell in &mut document.cells {
         let latency = &cell.latency;
-        cell.histograms = Histograms {
-            request: hdr::from_base64(&latency.request.hdr)?,
-            service: latency
-                .service
-                .as_ref()
-                .map(|service| hdr::from_base64(&service.hdr))
-                .transpose()?,
-            connect: hdr::from_base64(&latency.connect.hdr)?,
-            ttfb: hdr::from_base64(&latency.ttfb.hdr)?,
+        let histograms = || -> Result<Histograms> {
+            Ok(Histograms {
+                request: hdr::from_base64(&latency.request.hdr)?,
+                service: latency
+                    .service
+                    .as_ref()
+                    .map(|service| hdr::from_base64(&service.hdr))
+                    .transpose()?,
+                connect: hdr::from_base64(&latency.connect.hdr)?,
+                ttfb: hdr::from_base64(&latency.ttfb.hdr)?,
+            })
+        };
+        cell.histograms = match histograms() {
+            Ok(histograms) => histograms,
+            Err(error) => usage_bail!(
+                "'{}' is not an h2load-rs JSON report: cell {} has a broken histogram ({error:#})",
+                path.display(),
+                cell.cell.index
+            ),
         };
     }
     Ok(document)

@@ -2,10 +2,12 @@
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
 pub mod comparison;
+pub mod diff;
 pub mod export;
 pub mod merge;
 pub mod paint;
 pub mod plain;
+pub mod stats;
 pub mod text;
 
 use std::collections::BTreeMap;

@@ -321,16 +321,25 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 /// The comparison table, columns aligned (latencies in milliseconds).
 pub fn comparison(document: &super::Document) -> String {
     let (titles, lines) = super::comparison::table(&document.comparison);
-    let mut widths: Vec<usize> = titles.iter().map(|title| title.len()).collect();
-    for line in &lines {
-        for (width, cell) in widths.iter_mut().zip(line) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
     let mut out = format!(
         "\ncomparison of {} (latencies in ms):\n",
         super::counted(lines.len() as u64, "cell")
     );
+    out.push_str(&aligned(&titles, &lines));
+    write_sentences(&mut out, &super::plain::comparison(&document.comparison))
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// A table as text: the titles, then one line per row, every column right-aligned to its widest
+/// cell, two spaces apart, no trailing spaces.
+pub(crate) fn aligned(titles: &[&str], lines: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = titles.iter().map(|title| title.chars().count()).collect();
+    for line in lines {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
     let row = |cells: &mut dyn Iterator<Item = &str>| {
         let padded: Vec<String> = cells
             .zip(&widths)
@@ -338,13 +347,11 @@ pub fn comparison(document: &super::Document) -> String {
             .collect();
         padded.join("  ").trim_end().to_owned()
     };
-    out.push_str(&row(&mut titles.iter().copied()));
+    let mut out = row(&mut titles.iter().copied());
     out.push('\n');
-    for line in &lines {
+    for line in lines {
         out.push_str(&row(&mut line.iter().map(String::as_str)));
         out.push('\n');
     }
-    write_sentences(&mut out, &super::plain::comparison(&document.comparison))
-        .expect("writing to a String cannot fail");
     out
 }

@@ -62,7 +62,7 @@ fn named_flags(text: &str) -> BTreeSet<String> {
 #[test]
 fn the_reference_names_every_flag_and_no_other() {
     let mut defined = BTreeSet::new();
-    for command in [&[][..], &["serve"], &["merge"]] {
+    for command in [&[][..], &["serve"], &["merge"], &["diff"]] {
         defined.extend(defined_flags(command));
     }
     assert!(

@@ -5,6 +5,7 @@ mod bad_input;
 mod bytes;
 mod cli;
 mod common;
+mod diff;
 mod docs;
 mod faults;
 mod hostile;

@@ -12,6 +12,11 @@ pub struct Markdown;
 /// The comparison as Markdown.
 pub fn render(document: &Document) -> String {
     let (titles, lines) = comparison::table(&document.comparison);
+    table(&titles, &lines)
+}
+
+/// A GitHub-flavoured Markdown table: the titles, the separator, one line per row.
+pub(crate) fn table(titles: &[&str], lines: &[Vec<String>]) -> String {
     let mut markdown = format!("| {} |\n", titles.join(" | "));
     markdown.push_str(&format!("|{}\n", "---|".repeat(titles.len())));
     for line in lines {

@@ -1,0 +1,376 @@
+//! `h2load-rs diff`: runs against the built-in target with a known handler delay, compared with
+//! themselves, with a slower handler, when too short to test, and with mismatched cells.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::common::{run_command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
+
+/// Reports written once for the whole module (the 2 s runs are shared by several tests).
+struct Reports {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+fn reports() -> &'static Reports {
+    static REPORTS: OnceLock<Reports> = OnceLock::new();
+    REPORTS.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_owned();
+        Reports {
+            _dir: dir,
+            dir: path,
+        }
+    })
+}
+
+/// The report of `h2load-rs ARGS`, written once under `name` and reused.
+fn report(name: &str, args: &[&str]) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let path = reports().dir.join(format!("{name}.json"));
+    let _held = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !path.exists() {
+        let mut full = args.to_vec();
+        full.extend(["-q", "--json", path.to_str().expect("utf-8 temp path")]);
+        let run = run_command(BIN, &full);
+        assert_eq!(run.code, 0, "{full:?}: {}", run.stderr);
+    }
+    path
+}
+
+/// One connection for 2 s (ten 200 ms intervals) against a handler that takes `delay`.
+fn timed(delay: &str) -> PathBuf {
+    report(
+        &format!("timed-{delay}"),
+        &["--h1", "-c", "1", "-D", "2s", "--target-delay", delay],
+    )
+}
+
+/// 100 requests in 1 s intervals: a single interval, however slow the machine.
+fn short(delay: &str) -> PathBuf {
+    report(
+        &format!("short-{delay}"),
+        &[
+            "--h1",
+            "-c",
+            "1",
+            "-n",
+            "100",
+            "--interval",
+            "1s",
+            "--target-delay",
+            delay,
+        ],
+    )
+}
+
+fn diff(base: &Path, new: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["diff", base.to_str().unwrap(), new.to_str().unwrap()];
+    args.extend(extra);
+    let output = run_command(BIN, &args);
+    assert!(!output.stderr.contains("panicked"), "{}", output.stderr);
+    output
+}
+
+/// A figure's row of the text output: name, base, new, change, p and the mark (may be empty).
+#[derive(Debug)]
+struct Row {
+    base: String,
+    new: String,
+    change: f64,
+    p: Option<f64>,
+    mark: String,
+}
+
+fn row(stdout: &str, figure: &str) -> Row {
+    let line = stdout
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(figure))
+        .unwrap_or_else(|| panic!("no {figure} row in:\n{stdout}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    Row {
+        base: words[1].to_owned(),
+        new: words[2].to_owned(),
+        change: words[3].trim_end_matches('%').parse().expect("a change"),
+        p: words[4].parse().ok(),
+        mark: words.get(5).copied().unwrap_or("").to_owned(),
+    }
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+const FIGURES: [&str; 5] = ["req/s", "p50", "p90", "p99", "p99.9"];
+
+#[test]
+fn a_run_against_itself_changes_nothing() {
+    let base = timed("1ms");
+    let output = diff(&base, &base, &["--fail-if-regressed", "10%"]);
+    assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
+    for figure in FIGURES {
+        let row = row(&output.stdout, figure);
+        assert_eq!(row.base, row.new, "{figure}");
+        assert_eq!(row.change, 0.0, "{figure}");
+        // Identical samples: U at its mean, p = 1.
+        assert_eq!(row.p, Some(1.0), "{figure}");
+        assert_eq!(row.mark, "", "{figure} is marked:\n{}", output.stdout);
+    }
+    assert!(output
+        .stdout
+        .contains("Kolmogorov–Smirnov distance of the latencies 0.00"));
+    assert!(output.stdout.contains("no regression beyond 10%"));
+}
+
+#[test]
+fn a_5ms_handler_after_a_1ms_one_is_a_significant_regression() {
+    let (fast, slow) = (timed("1ms"), timed("5ms"));
+    let output = diff(&fast, &slow, &["--fail-if-regressed", "10%"]);
+    assert_eq!(output.code, 3, "{}{}", output.stdout, output.stderr);
+    // Ten 200 ms intervals a run (the automatic length for -D 2s; an eleventh when the last
+    // response came more than 50 ms after the end).
+    let counts: Vec<u64> = output
+        .stdout
+        .lines()
+        .find(|line| line.contains(" intervals in base, "))
+        .expect("the cell's heading")
+        .split(';')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts.iter().all(|count| (10..=11).contains(count)),
+        "{counts:?}\n{}",
+        output.stdout
+    );
+    // The figures are the reports' own, and the change is computed from them (to the 0.1 of a
+    // percent printed): throughput falls by the ratio of the handler times, about 1/4.
+    let (base, new) = (json(&fast), json(&slow));
+    let rate =
+        |document: &serde_json::Value| document["cells"][0]["requests_per_s"].as_f64().unwrap();
+    let throughput = row(&output.stdout, "req/s");
+    assert_eq!(throughput.base, format!("{:.2}", rate(&base)));
+    assert_eq!(throughput.new, format!("{:.2}", rate(&new)));
+    let truth = (rate(&new) - rate(&base)) / rate(&base) * 100.0;
+    assert!(
+        (throughput.change - truth).abs() <= 0.051,
+        "{throughput:?} vs {truth}"
+    );
+    assert!(throughput.change < -50.0, "{throughput:?}");
+    let p99 = |document: &serde_json::Value| {
+        document["cells"][0]["latency"]["request"]["percentiles"]["p99"]
+            .as_f64()
+            .unwrap()
+    };
+    let latency = row(&output.stdout, "p99");
+    let truth = (p99(&new) - p99(&base)) / p99(&base) * 100.0;
+    assert!(
+        (latency.change - truth).abs() <= 0.051,
+        "{latency:?} vs {truth}"
+    );
+    // The 5 ms handler puts every response past 5 ms. The 1 ms run's p99 is usually about
+    // 1.4 ms, but a busy machine has pushed it to 5.07 ms (with the new one at 5.83 ms: +15%).
+    assert!(p99(&new) >= 5000.0 && latency.change > 10.0, "{latency:?}");
+    // Ten intervals against ten that do not overlap: p = 0.00018 for the rates (normal
+    // approximation); the shares of responses past the base's p99 (about 1% against nearly all).
+    for row in [&throughput, &latency] {
+        assert_eq!(row.mark, "worse", "{row:?}\n{}", output.stdout);
+        assert!(row.p.is_some_and(|p| p < 0.05), "{row:?}");
+    }
+    for figure in ["req/s", "p99"] {
+        assert!(
+            output.stdout.lines().any(|line| line
+                .starts_with(&format!("regression: h1 c=1 m=1 {figure} "))
+                && line.ends_with("beyond 10% (significant)")),
+            "{}",
+            output.stdout
+        );
+    }
+    // Nearly disjoint latency distributions.
+    let distance: f64 = output
+        .stdout
+        .split("distance of the latencies ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|value| value.parse().ok())
+        .expect("the KS distance");
+    assert!(distance >= 0.9, "{distance}");
+
+    // The other way round is an improvement: marked better, exit 0.
+    let output = diff(&slow, &fast, &["--fail-if-regressed", "10%"]);
+    assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
+    assert_eq!(row(&output.stdout, "req/s").mark, "better");
+    assert_eq!(row(&output.stdout, "p99").mark, "better");
+    assert!(output.stdout.contains("no regression beyond 10%"));
+    // Without the flag, a regression is reported but does not fail.
+    let output = diff(&fast, &slow, &[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(row(&output.stdout, "p99").mark, "worse");
+}
+
+#[test]
+fn too_short_runs_are_decided_on_the_threshold_alone() {
+    let (fast, slow) = (short("1ms"), short("5ms"));
+    let output = diff(&fast, &slow, &["--fail-if-regressed", "10%"]);
+    assert_eq!(output.code, 3, "{}{}", output.stdout, output.stderr);
+    assert!(
+        output.stdout.contains("h1 c=1 m=1: too short to tell ("),
+        "{}",
+        output.stdout
+    );
+    for figure in FIGURES {
+        let row = row(&output.stdout, figure);
+        assert_eq!((row.p, row.mark.as_str()), (None, ""), "{figure}");
+    }
+    // The throughput falls by about 3/4, far past 10%: the threshold alone fails the run.
+    let throughput = row(&output.stdout, "req/s");
+    assert!(throughput.change < -50.0, "{throughput:?}");
+    assert!(
+        output.stdout.contains(&format!(
+            "regression: h1 c=1 m=1 req/s {:+.1}% beyond 10% (too short to test: decided on the threshold alone)",
+            throughput.change
+        )),
+        "{}",
+        output.stdout
+    );
+    // The other way round the throughput rose: no regression of it. (The p99 of one interval of
+    // 100 responses is their second slowest, which a busy machine can push past the 5 ms run's:
+    // then, deciding on the threshold alone, the p99 fails the run, and only then.)
+    let output = diff(&slow, &fast, &["--fail-if-regressed", "10%"]);
+    assert!(!output.stdout.contains("regression: h1 c=1 m=1 req/s"));
+    let regressed = output.stdout.contains("\nregression: h1 c=1 m=1 p99 ");
+    assert_eq!(
+        output.code,
+        if regressed { 3 } else { 0 },
+        "{}{}",
+        output.stdout,
+        output.stderr
+    );
+    assert!(output.stdout.contains(
+        "h1 c=1 m=1: too short to tell (1 interval with completions in base, 1 in new; 5 each needed)"
+    ));
+}
+
+/// The table lines of Markdown output.
+fn table(markdown: &str) -> Vec<&str> {
+    markdown
+        .lines()
+        .filter(|line| line.starts_with('|'))
+        .collect()
+}
+
+#[test]
+fn markdown_has_one_row_per_matched_cell() {
+    let (fast, slow) = (timed("1ms"), timed("5ms"));
+    let output = diff(&fast, &slow, &["--markdown", "--fail-if-regressed", "10%"]);
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    let lines = table(&output.stdout);
+    assert_eq!(lines.len(), 3, "{}", output.stdout);
+    assert_eq!(
+        lines[0],
+        "| cell | req/s | p50 | p90 | p99 | p99.9 | KS distance |"
+    );
+    assert_eq!(lines[1], "|---|---|---|---|---|---|---|");
+    let cells: Vec<&str> = lines[2].trim_matches('|').split(" | ").collect();
+    assert_eq!(cells.len(), 7, "{}", lines[2]);
+    assert_eq!(cells[0].trim(), "h1 c=1 m=1");
+    for column in [1, 4] {
+        assert!(
+            cells[column].contains(" → ") && cells[column].contains(", worse**)"),
+            "{}",
+            cells[column]
+        );
+    }
+    assert!(output.stdout.contains("- regression: h1 c=1 m=1 p99 "));
+
+    // A sweep of -c 1,2 against the one-cell base: one cell in common, the other listed.
+    let sweep = report(
+        "sweep",
+        &["--h1", "-c", "1,2", "-n", "3", "--target-delay", "1ms"],
+    );
+    let output = diff(&short("1ms"), &sweep, &["--markdown"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(table(&output.stdout).len(), 3, "{}", output.stdout);
+    assert!(
+        output.stdout.contains("- only in new: h1 c=2 m=1"),
+        "{}",
+        output.stdout
+    );
+    let output = diff(&sweep, &short("1ms"), &[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stdout.contains("\nonly in base: h1 c=2 m=1\n"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn reports_without_a_cell_in_common_are_a_usage_error() {
+    let h2c = report("h2c", &["--proto", "h2c", "-c", "1", "-n", "10"]);
+    let output = diff(&short("1ms"), &h2c, &[]);
+    assert_eq!(output.code, 2, "{}", output.stdout);
+    assert_eq!(output.stderr.lines().count(), 1, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("no cell in common")
+            && output
+                .stderr
+                .contains("base has h1 c=1 m=1; new has h2c c=1 m=1"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_status_2() {
+    let base = short("1ms");
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not json").unwrap();
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, r#"{"name": "k6"}"#).unwrap();
+    let base = base.to_str().unwrap();
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec!["diff", "/nonexistent/base.json", base],
+            "cannot read the base report '/nonexistent/base.json'",
+        ),
+        (
+            vec!["diff", base, "/nonexistent/new.json"],
+            "cannot read the new report '/nonexistent/new.json'",
+        ),
+        (
+            vec!["diff", base, text.to_str().unwrap()],
+            "is not an h2load-rs JSON report",
+        ),
+        (
+            vec!["diff", other.to_str().unwrap(), base],
+            "is not an h2load-rs JSON report",
+        ),
+        (vec!["diff", base], "NEW.json"),
+        (
+            vec!["diff", base, base, "--fail-if-regressed", "ten"],
+            "'ten' is not a percentage",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = run_command(BIN, &args);
+        assert_eq!(output.code, 2, "{args:?}: {}", output.stderr);
+        assert_eq!(
+            output.stderr.lines().count(),
+            1,
+            "{args:?}: {}",
+            output.stderr
+        );
+        assert!(
+            output.stderr.contains(message),
+            "{args:?}: {}",
+            output.stderr
+        );
+        assert!(output.stdout.is_empty(), "{args:?}: {}", output.stdout);
+    }
+}
