@@ -2,8 +2,10 @@
 //!
 //! Exit status, in order of precedence: 2 for a usage error (found before anything is sent);
 //! 128 + the signal's number when SIGHUP, SIGINT or SIGTERM stopped the run (129, 130, 143);
-//! 1 when something failed (a runtime error, a panic in any thread, an export that could not be
-//! written, or no request that succeeded); 0 otherwise. 3 is reserved for breached thresholds.
+//! 1 when something failed at run time (an error, a panic in any thread, an export that could
+//! not be written); 3 when a `--fail-if` threshold was breached (each breach on its own line);
+//! 1 when no request succeeded; 0 otherwise. A breach outranks "no request succeeded" because a
+//! threshold such as `errors>1%` is how a CI job says that a run of failures is what it fears.
 
 pub mod sweep;
 pub mod target;
@@ -27,6 +29,9 @@ use crate::{error, report, server, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
+
+/// A `--fail-if` threshold was breached.
+const BREACHED: u8 = 3;
 
 /// Runs h2load-rs with these arguments and returns the process exit status. Never panics: a panic
 /// in any thread is reported and makes the status 1.
@@ -178,6 +183,8 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
         signal.exit_code()
     } else if finished.exports_failed {
         FAILURE
+    } else if breached(document, args) {
+        BREACHED
     } else if total(document, |cell| cell.requests.counters.succeeded) == 0 {
         if let Some(reason) = no_success_reason(document) {
             errln!("h2load-rs: {reason}");
@@ -186,6 +193,15 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
     } else {
         0
     })
+}
+
+/// Prints every breached `--fail-if` threshold, one line each; whether there was one.
+fn breached(document: &Document, args: &LoadArgs) -> bool {
+    let breaches = report::thresholds::breaches(&document.cells, &args.fail_if);
+    for breach in &breaches {
+        errln!("{breach}");
+    }
+    !breaches.is_empty()
 }
 
 /// A count summed over every cell of the run.

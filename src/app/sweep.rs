@@ -168,7 +168,8 @@ impl<'a> Sweep<'a> {
             generator_cpu_percent: generator_cpu,
             watched: watch.finish(),
         };
-        let summary = Summary::new(plan, &outcome, context);
+        let mut summary = Summary::new(plan, &outcome, context);
+        summary.thresholds = report::thresholds::check(&summary, &args.fail_if);
         self.print_summary(&summary);
         Ok(summary)
     }

@@ -1,5 +1,7 @@
 //! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
 
+pub mod objective;
+
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;

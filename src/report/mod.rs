@@ -7,6 +7,7 @@ pub mod merge;
 pub mod paint;
 pub mod plain;
 pub mod text;
+pub mod thresholds;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -489,6 +490,9 @@ pub struct Summary {
     pub timeline: Timeline,
     /// Scheduling figures, with `--rate`.
     pub rate: Option<RateReport>,
+    /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<thresholds::Threshold>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
     pub histograms: Histograms,
@@ -848,6 +852,7 @@ impl Summary {
                 };
                 RateReport::new(requested, per_second(counters.done), recorder, in_flight)
             }),
+            thresholds: Vec::new(),
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),

@@ -14,3 +14,4 @@ mod rate;
 mod scale;
 mod sweep;
 mod testbed;
+mod thresholds;
