@@ -7,6 +7,7 @@
 //! 1 when no request succeeded; 0 otherwise. A breach outranks "no request succeeded" because a
 //! threshold such as `errors>1%` is how a CI job says that a run of failures is what it fears.
 
+mod capacity;
 pub mod sweep;
 pub mod target;
 

@@ -351,6 +351,7 @@ pub fn build(
     cell: &CellSpec,
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
+    objective::check_slo(&args.slo)?;
     let parsed = parse_target(urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;

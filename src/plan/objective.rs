@@ -162,6 +162,21 @@ impl Objective {
     }
 }
 
+/// `--slo` objectives bound latency and errors from above: a capacity search raises the rate
+/// until one breaks, so `>` (which a higher rate could only make true) and `rps` (which the
+/// search sets itself) are usage errors.
+pub fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
+    for objective in objectives {
+        if !objective.is_upper_bound() {
+            crate::usage_bail!("--slo '{objective}': an objective is what must hold as the rate rises, an upper bound with < or <= (use --fail-if for a threshold with >)");
+        }
+        if objective.metric == Metric::Rps {
+            crate::usage_bail!("--slo '{objective}': --find-max sets the rate itself; objectives bound p50, p90, p99, p99.9, max or errors");
+        }
+    }
+    Ok(())
+}
+
 /// One objective checked against a run: the expression, the measured value and the outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checked {

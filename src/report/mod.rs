@@ -1,6 +1,7 @@
 //! Reports: a [`Summary`] is computed once from what the runner measured, then rendered as text or
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
+pub mod capacity;
 pub mod comparison;
 pub mod export;
 pub mod merge;
@@ -493,6 +494,9 @@ pub struct Summary {
     /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<thresholds::Threshold>,
+    /// What `--find-max` found (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
     pub histograms: Histograms,
@@ -853,6 +857,7 @@ impl Summary {
                 RateReport::new(requested, per_second(counters.done), recorder, in_flight)
             }),
             thresholds: Vec::new(),
+            capacity: None,
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),
