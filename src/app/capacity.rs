@@ -84,7 +84,10 @@ impl Search {
         let mut latency_at = Vec::new();
         if let Some((capacity, step)) = found.confirmed {
             for share in LOAD_POINTS {
-                if steps.take(Phase::Load, Some(share * capacity), self.step)?.is_some() {
+                if steps
+                    .take(Phase::Load, Some(share * capacity), self.step)?
+                    .is_some()
+                {
                     latency_at.push(point(share, steps.done.last().expect("a step was taken")));
                 }
             }
@@ -397,7 +400,11 @@ mod tests {
                     ),
                     None => assert!(found.limited_by_client && ceiling_factor < 1.05),
                 }
-                assert!(found.steps.len() <= MOST_STEPS, "{} steps", found.steps.len());
+                assert!(
+                    found.steps.len() <= MOST_STEPS,
+                    "{} steps",
+                    found.steps.len()
+                );
                 // The capacity held for a full step; every step settled a third of its length.
                 let established = found.latency_at.last().unwrap();
                 assert_eq!(established.share_pct, 100.0);
@@ -405,10 +412,21 @@ mod tests {
                 for (rate, settle, measure) in &target.taken {
                     assert_eq!(*settle, *measure / 3, "{rate:?}");
                 }
-                let full: Vec<_> = found.steps.iter().filter(|step| step.measured_s == 3.0).collect();
-                assert!(full.iter().any(|step| step.offered_rps == Some(found.capacity_rps) && step.passed == Some(true)));
+                let full: Vec<_> = found
+                    .steps
+                    .iter()
+                    .filter(|step| step.measured_s == 3.0)
+                    .collect();
+                assert!(full
+                    .iter()
+                    .any(|step| step.offered_rps == Some(found.capacity_rps)
+                        && step.passed == Some(true)));
                 // At 5% the bisection needs about five full steps, at 1% about seven.
-                assert!(full.len() <= 2 + 3 + (1.0 / precision).log2().ceil() as usize, "{} full steps", full.len());
+                assert!(
+                    full.len() <= 2 + 3 + (1.0 / precision).log2().ceil() as usize,
+                    "{} full steps",
+                    full.len()
+                );
             }
         }
     }
@@ -417,10 +435,16 @@ mod tests {
     fn latency_below_the_capacity_is_measured_at_50_and_80_percent() {
         let mut target = FakeTarget::new(2000.0, 3000.0, 7);
         let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
-        let shares: Vec<f64> = found.latency_at.iter().map(|point| point.share_pct).collect();
+        let shares: Vec<f64> = found
+            .latency_at
+            .iter()
+            .map(|point| point.share_pct)
+            .collect();
         assert_eq!(shares, [50.0, 80.0, 100.0]);
         for point in &found.latency_at {
-            assert!((point.offered_rps - point.share_pct / 100.0 * found.capacity_rps).abs() < 1e-6);
+            assert!(
+                (point.offered_rps - point.share_pct / 100.0 * found.capacity_rps).abs() < 1e-6
+            );
             // Below the capacity: the base latency, 1000 to 1200 µs (HDR rounds within 0.1%).
             assert!((1000..=1202).contains(&point.p50_us), "{point:?}");
         }
@@ -434,9 +458,15 @@ mod tests {
         let mut target = FakeTarget::new(5000.0, 8000.0, 11);
         target.errors_above = 0.05;
         // Latency alone would allow anything: only the errors break.
-        let found = search(&["errors<1%", "p99<10s"], 0.05).run(&mut target).unwrap();
+        let found = search(&["errors<1%", "p99<10s"], 0.05)
+            .run(&mut target)
+            .unwrap();
         let error = (found.capacity_rps - 5000.0) / 5000.0;
-        assert!((-0.05..=0.0).contains(&error), "{} req/s", found.capacity_rps);
+        assert!(
+            (-0.05..=0.0).contains(&error),
+            "{} req/s",
+            found.capacity_rps
+        );
     }
 
     #[test]
@@ -447,7 +477,11 @@ mod tests {
         assert!(found.limited_by_client);
         assert_eq!(found.failing_rps, None);
         assert!((found.capacity_rps - found.ceiling_rps).abs() < 1e-6);
-        assert!((2940.0..=3060.0).contains(&found.capacity_rps), "{}", found.capacity_rps);
+        assert!(
+            (2940.0..=3060.0).contains(&found.capacity_rps),
+            "{}",
+            found.capacity_rps
+        );
     }
 
     #[test]
@@ -485,11 +519,17 @@ mod tests {
             interrupted: false,
         };
         let objectives = search(&["p99<3ms"], 0.05).objectives;
-        assert_eq!(judge(&objectives, Phase::Bisect, &result).passed, Some(false));
+        assert_eq!(
+            judge(&objectives, Phase::Bisect, &result).passed,
+            Some(false)
+        );
         let delivered = StepResult {
             achieved_rps: 970.0,
             ..result
         };
-        assert_eq!(judge(&objectives, Phase::Bisect, &delivered).passed, Some(true));
+        assert_eq!(
+            judge(&objectives, Phase::Bisect, &delivered).passed,
+            Some(true)
+        );
     }
 }

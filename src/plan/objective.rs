@@ -228,9 +228,11 @@ pub fn parse(text: &str) -> Result<Objective, String> {
         "rps" => Metric::Rps,
         _ => match LATENCIES.iter().find(|(latency, _)| *latency == name) {
             Some(&(name, quantile)) => Metric::Latency(name, quantile),
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "'{text}': unknown metric '{name}' (use p50, p90, p99, p99.9, max, errors or rps)"
-            )),
+            ))
+            }
         },
     };
     let bound = parse_bound(metric, bound_text).map_err(|why| format!("'{text}': {why}"))?;
