@@ -180,6 +180,14 @@ pub struct LoadArgs {
     #[arg(long = "rate", value_name = "R[,R...]", value_delimiter = ',', value_parser = parse_rate, conflicts_with = "rps")]
     pub rate: Vec<f64>,
 
+    /// Ramp the rate (k6's stages): each DURATION:RATE moves it linearly from the previous stage's
+    /// rate (0 at the start, or a single --rate) to RATE over DURATION (0s: a step), on the same
+    /// connections, as one cell measured over the stages' total length (-c/-m stay the concurrency
+    /// cap; latency counts from each request's scheduled time). Not with -n, -D or --warm-up-time.
+    #[arg(long = "stages", value_name = "D:R[,D:R...]", value_delimiter = ',', value_parser = parse_stage,
+          conflicts_with_all = ["requests", "duration", "warm_up_time", "rps"])]
+    pub stages: Vec<crate::plan::stages::Stage>,
+
     /// h2load's per-client rate: each connection's share of --rate is this many requests per second
     /// (0.001 or more; times the connections, at most 100000000).
     #[arg(long = "rps", value_name = "N", value_parser = parse_rate)]
@@ -453,6 +461,10 @@ fn parse_bounded(text: &str, (low, high): (f64, f64), what: &str) -> Result<f64,
 
 fn parse_rate(text: &str) -> Result<f64, String> {
     parse_bounded(text, (MIN_RATE, MAX_RATE), "a rate in requests per second")
+}
+
+fn parse_stage(text: &str) -> Result<crate::plan::stages::Stage, String> {
+    crate::plan::stages::Stage::parse(text)
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {

@@ -539,8 +539,48 @@ pub struct Settings {
     /// `--max-retries` (null with `--no-retry`).
     #[serde(default)]
     pub max_retries: Option<u8>,
+    /// `--stages`: the ramp of rates (null without).
+    #[serde(default)]
+    pub stages: Option<StagesSettings>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
+}
+
+/// A `--stages` ramp, as the JSON report shows it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StagesSettings {
+    /// The rate at the start (`--rate`, else 0), requests per second.
+    pub start_rps: f64,
+    /// Each stage: its length and the rate reached at its end.
+    pub stages: Vec<StageSettings>,
+    /// Requests the ramp offers in all (the area under its curve).
+    pub offered: f64,
+}
+
+/// One stage of a `--stages` ramp.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StageSettings {
+    /// Its length in seconds (0: a step).
+    pub duration_s: f64,
+    /// The rate at its end, requests per second.
+    pub rps: f64,
+}
+
+impl StagesSettings {
+    fn new(stages: &crate::plan::stages::Stages) -> Self {
+        StagesSettings {
+            start_rps: stages.start_rate,
+            stages: stages
+                .stages
+                .iter()
+                .map(|stage| StageSettings {
+                    duration_s: stage.duration.as_secs_f64(),
+                    rps: stage.rate,
+                })
+                .collect(),
+            offered: stages.total(),
+        }
+    }
 }
 
 /// The protocol spoken.
@@ -767,6 +807,7 @@ impl Summary {
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
                 max_retries: plan.max_retries,
+                stages: plan.stages.as_ref().map(StagesSettings::new),
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {
