@@ -23,13 +23,17 @@
 //! one 1.33 s ceiling step, at most seven 1.33 s ramp steps, about five 4 s bisection steps and
 //! two 4 s load points: under a minute.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::cli::LoadArgs;
 use crate::plan::objective::{Measured, Objective};
-use crate::report::capacity::{Capacity, CapacityStep, LoadPoint, Phase};
+use crate::plan::{RunPlan, StopRule};
+use crate::report::capacity::{grouped, Capacity, CapacityStep, LoadPoint, Phase};
 use crate::runner::control::{Probe, StepResult};
+use crate::runner::{self, RunOutcome, Sinks};
 
 /// A step passes only if at least this share of the offered rate was achieved.
 const DELIVERED: f64 = 0.97;
@@ -42,12 +46,39 @@ const MAX_BISECTIONS: usize = 12;
 /// The load points below the capacity, as shares of it.
 const LOAD_POINTS: [f64; 2] = [0.5, 0.8];
 
-/// The objectives `--find-max` keeps when no `--slo` is given: `p99<100ms` and `errors<1%`.
-pub(crate) fn default_objectives() -> Vec<Objective> {
-    ["p99<100ms", "errors<1%"]
-        .iter()
-        .map(|text| crate::plan::objective::parse(text).expect("the defaults parse"))
-        .collect()
+/// The objectives `--find-max` keeps when no `--slo` is given.
+const DEFAULT_OBJECTIVES: [&str; 2] = ["p99<100ms", "errors<1%"];
+
+/// What a searched cell measured: the plan as the report shows it (its length is the search's),
+/// the whole run, and the search's outcome.
+pub(crate) struct Searched {
+    /// The cell's plan, its stop rule the search's real length.
+    pub plan: RunPlan,
+    /// Everything measured over all steps.
+    pub outcome: RunOutcome,
+    /// What the search found.
+    pub capacity: Capacity,
+}
+
+/// Runs `search` on a steered run of `plan`, then ends the run (also when the search failed,
+/// so the threads stop before the error is returned).
+pub(crate) fn measure(search: &Search, plan: Arc<RunPlan>, sinks: Sinks) -> Result<Searched> {
+    let mut steered = runner::steer::steer(plan.clone(), sinks)?;
+    let found = search.run(&mut steered);
+    let outcome = steered.finish()?;
+    let capacity = found?;
+    let plan = RunPlan {
+        stop: StopRule::Duration {
+            warm_up: Duration::ZERO,
+            measure: outcome.elapsed,
+        },
+        ..RunPlan::clone(&plan)
+    };
+    Ok(Searched {
+        plan,
+        outcome,
+        capacity,
+    })
 }
 
 /// A capacity search's settings.
@@ -59,9 +90,28 @@ pub(crate) struct Search {
     pub step: Duration,
     /// Stop when `(failing - passing) / passing` is at most this fraction.
     pub precision: f64,
+    /// Print each step on stderr as it ends (a search takes a minute).
+    pub announce: bool,
 }
 
 impl Search {
+    /// The search `--find-max` asks for, `None` without it.
+    pub fn from_args(args: &LoadArgs) -> Option<Search> {
+        let objectives = match args.slo.is_empty() {
+            true => DEFAULT_OBJECTIVES
+                .iter()
+                .map(|text| crate::plan::objective::parse(text).expect("the defaults parse"))
+                .collect(),
+            false => args.slo.clone(),
+        };
+        args.find_max.then(|| Search {
+            objectives,
+            step: args.step_duration,
+            precision: args.precision,
+            announce: !args.quiet,
+        })
+    }
+
     /// Runs the search on `probe`. A probe error ends it with that error; a step a signal
     /// interrupted ends it with what was found so far.
     pub fn run(&self, probe: &mut dyn Probe) -> Result<Capacity> {
@@ -217,6 +267,22 @@ impl Steps<'_, '_> {
         let result = self.probe.step(rate, measure / 3, measure)?;
         let step = judge(&self.search.objectives, phase, &result);
         let passed = step.passed;
+        if self.search.announce {
+            errln!(
+                "find-max step {}: {} offered {}, achieved {} req/s, p99 {}, errors {:.2}%{}",
+                self.done.len() + 1,
+                phase.name(),
+                rate.map_or("unpaced".to_owned(), |rate| format!("{} req/s", grouped(rate))),
+                grouped(step.achieved_rps),
+                crate::cli::units::format_micros(step.p99_us as f64),
+                step.errors_pct,
+                match passed {
+                    Some(true) => ": pass",
+                    Some(false) => ": fail",
+                    None => "",
+                }
+            );
+        }
         self.done.push(step);
         self.interrupted = result.interrupted;
         Ok(match result.interrupted {
@@ -370,6 +436,7 @@ mod tests {
                 .collect(),
             step: Duration::from_secs(3),
             precision,
+            announce: false,
         }
     }
 

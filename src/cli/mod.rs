@@ -388,7 +388,7 @@ pub struct LoadArgs {
 
     /// Search each cell for the highest constant rate that keeps every --slo, on warm
     /// connections (a coarse ramp, then a bisection); -c and -m cap the concurrency.
-    #[arg(long = "find-max", conflicts_with_all = ["requests", "duration", "rate", "rps"])]
+    #[arg(long = "find-max", conflicts_with_all = ["requests", "duration", "rate", "rps", "stages"])]
     pub find_max: bool,
 
     /// An objective --find-max must keep, in the --fail-if grammar with < or <= (repeatable)

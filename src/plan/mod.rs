@@ -532,6 +532,13 @@ impl TimelineInterval {
 
 /// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.
 fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
+    if args.find_max {
+        // The search's steps end the run; the report gives the search's real length.
+        return Ok(StopRule::Duration {
+            warm_up: Duration::ZERO,
+            measure: args.step_duration,
+        });
+    }
     let scale = args.scale.unwrap_or(1.0);
     if !args.stages.is_empty() {
         // The stages are the measured period; a ramp from 0 is its own warm-up.

@@ -49,6 +49,18 @@ pub enum Phase {
     Load,
 }
 
+impl Phase {
+    /// The phase as the report and the JSON name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ceiling => "ceiling",
+            Phase::Ramp => "ramp",
+            Phase::Bisect => "bisect",
+            Phase::Load => "load",
+        }
+    }
+}
+
 /// One step of the search, over its measured part.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CapacityStep {
@@ -134,7 +146,7 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
             out,
             "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>7.2}%  {}",
             index + 1,
-            format!("{:?}", step.phase).to_lowercase(),
+            step.phase.name(),
             step.offered_rps.map_or("unpaced".to_owned(), grouped),
             grouped(step.achieved_rps),
             format_micros(step.p50_us as f64),
