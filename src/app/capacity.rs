@@ -11,7 +11,10 @@
 //!    `--step-duration` steps, until `(failing - passing) / passing ≤ --precision`. A rate only a
 //!    short step passed is then confirmed by a full step; if the confirmation fails, that rate
 //!    becomes the failing bound and the bisection resumes from the next lower short-step pass.
-//!    So the capacity reported is always a rate that held for a full step.
+//!    A failing bound only a short step set is repeated with a full step too (a short step is
+//!    noisier: a backlog left by the step before, a slow second); if it passes, the failing
+//!    bound becomes the next ramp share, untried, and the bisection goes on. So the capacity
+//!    reported held for a full step, and the failing rate failed one.
 //! 4. **Load points**: full steps at 50% and 80% of the capacity; with the step that
 //!    established it (100%), they give the latency below the knee.
 //!
@@ -129,7 +132,7 @@ impl Search {
         let mut found = Found::default();
         if ceiling > 0.0 {
             self.ramp(&mut steps, ceiling, short, &mut found)?;
-            self.bisect(&mut steps, &mut found)?;
+            self.bisect(&mut steps, ceiling, &mut found)?;
         }
         let mut latency_at = Vec::new();
         if let Some((capacity, step)) = found.confirmed {
@@ -194,24 +197,26 @@ impl Search {
         Ok(())
     }
 
-    /// Bisects with full steps until the bounds are within the precision, then makes sure the
-    /// passing bound held for a full step (confirming a short step's pass, or bisecting below
-    /// it when the confirmation fails).
-    fn bisect(&self, steps: &mut Steps, found: &mut Found) -> Result<()> {
+    /// Bisects with full steps until the bounds are within the precision, then makes sure both
+    /// bounds held for a full step: a short step's pass is confirmed (when the confirmation
+    /// fails, the bisection resumes below it); a short step's failure is repeated (when the
+    /// full step passes, the failing bound moves a ramp share up, or away above the ceiling).
+    fn bisect(&self, steps: &mut Steps, ceiling: f64, found: &mut Found) -> Result<()> {
         let mut bisections = 0;
         while let Some(passing) = found.passing() {
             let wide = bisections < MAX_BISECTIONS
                 && found
                     .failing
                     .is_some_and(|failing| (failing - passing) / passing > self.precision);
-            let rate = match (wide, found.failing) {
+            let (rate, retrying_failure) = match (wide, found.failing) {
                 (true, Some(failing)) => {
                     bisections += 1;
-                    (passing + failing) / 2.0
+                    ((passing + failing) / 2.0, false)
                 }
-                _ => match found.unconfirmed.pop() {
-                    Some(candidate) => candidate,
-                    None => break,
+                (_, failing) => match (found.unconfirmed.pop(), failing) {
+                    (Some(candidate), _) => (candidate, false),
+                    (None, Some(failing)) if !found.failing_full => (failing, true),
+                    (None, _) => break,
                 },
             };
             match steps.take(Phase::Bisect, Some(rate), self.step)? {
@@ -219,8 +224,15 @@ impl Search {
                 Some(true) => {
                     found.confirmed = Some((rate, steps.done.len() - 1));
                     found.unconfirmed.clear();
+                    if retrying_failure {
+                        let next = rate + RAMP[0] * ceiling;
+                        found.failing = (next <= ceiling * (1.0 + 1e-9)).then_some(next);
+                    }
                 }
-                Some(false) => found.failing = Some(rate),
+                Some(false) => {
+                    found.failing = Some(rate);
+                    found.failing_full = true;
+                }
             }
         }
         Ok(())
@@ -235,8 +247,11 @@ struct Found {
     confirmed: Option<(f64, usize)>,
     /// Rates short steps passed, above `confirmed`, increasing.
     unconfirmed: Vec<f64>,
-    /// The lowest rate that failed.
+    /// The lowest rate that failed (or, after a short step's failure did not repeat, the next
+    /// rate of the ramp, untried).
     failing: Option<f64>,
+    /// Whether `failing` failed a full step.
+    failing_full: bool,
 }
 
 impl Found {
@@ -272,7 +287,10 @@ impl Steps<'_, '_> {
                 "find-max step {}: {} offered {}, achieved {} req/s, p99 {}, errors {:.2}%{}",
                 self.done.len() + 1,
                 phase.name(),
-                rate.map_or("unpaced".to_owned(), |rate| format!("{} req/s", grouped(rate))),
+                rate.map_or("unpaced".to_owned(), |rate| format!(
+                    "{} req/s",
+                    grouped(rate)
+                )),
                 grouped(step.achieved_rps),
                 crate::cli::units::format_micros(step.p99_us as f64),
                 step.errors_pct,
@@ -359,6 +377,9 @@ mod tests {
         taken: Vec<(Option<f64>, Duration, Duration)>,
         /// Interrupt the step with this index.
         interrupt_at: Option<usize>,
+        /// Short steps offering more than this deliver only 90% of it (a backlog, a slow
+        /// second): spurious failures a full step does not repeat.
+        flaky_short_above: f64,
     }
 
     impl FakeTarget {
@@ -371,6 +392,7 @@ mod tests {
                 seed,
                 taken: Vec::new(),
                 interrupt_at: None,
+                flaky_short_above: f64::INFINITY,
             }
         }
 
@@ -394,7 +416,8 @@ mod tests {
             let offered = rate.unwrap_or(self.ceiling).min(self.ceiling);
             let over = offered > self.capacity;
             // ±1% measurement noise on the rate.
-            let achieved = offered * (0.99 + 0.02 * self.uniform());
+            let flaky = measure < Duration::from_secs(3) && offered > self.flaky_short_above;
+            let achieved = offered * (0.99 + 0.02 * self.uniform()) * if flaky { 0.9 } else { 1.0 };
             let seconds = measure.as_secs_f64();
             let done = (achieved * seconds) as u64;
             let mut latency = hdr::new_histogram();
@@ -441,8 +464,9 @@ mod tests {
     }
 
     /// Steps a search may take: the ceiling, the ramp and its halvings, the bisection, one
-    /// confirmation per short-step pass, the two load points.
-    const MOST_STEPS: usize = 1 + RAMP.len() + HALVINGS + MAX_BISECTIONS + RAMP.len() + 2;
+    /// confirmation per short-step pass, a repeat per ramp share of a short-step failure, the
+    /// two load points.
+    const MOST_STEPS: usize = 1 + RAMP.len() + HALVINGS + MAX_BISECTIONS + 2 * RAMP.len() + 2;
 
     #[test]
     fn finds_the_capacity_within_the_precision() {
@@ -496,6 +520,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_failure_only_a_short_step_saw_is_repeated_with_a_full_step() {
+        // Ceiling 2C; short steps fail spuriously above 0.3C, so the ramp fails at 50% (= C)
+        // and the halving passes at 25%: without repeating the failure, the answer would be C/2.
+        let mut target = FakeTarget::new(5000.0, 10_000.0, 13);
+        target.flaky_short_above = 1500.0;
+        let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
+        let error = (found.capacity_rps - 5000.0) / 5000.0;
+        assert!(error.abs() <= 0.05, "{} req/s", found.capacity_rps);
+        assert!(
+            found.steps.len() <= MOST_STEPS,
+            "{} steps",
+            found.steps.len()
+        );
+        let failing = found.failing_rps.unwrap();
+        let failed_full = found.steps.iter().any(|step| {
+            step.offered_rps == Some(failing)
+                && step.measured_s == 3.0
+                && step.passed == Some(false)
+        });
+        assert!(failed_full, "the failing rate failed a full step");
     }
 
     #[test]

@@ -149,10 +149,8 @@ impl<'a> Sweep<'a> {
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);
         // The trace and the bar would share stderr: the trace wins; a search prints its steps.
-        let show_progress = !args.quiet
-            && trace.is_none()
-            && search.is_none()
-            && std::io::stderr().is_terminal();
+        let show_progress =
+            !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
         let live = show_progress.then(|| Arc::new(Live::new(plan.threads)));
         let display = live
             .clone()
@@ -163,9 +161,15 @@ impl<'a> Sweep<'a> {
         });
         let sinks = runner::Sinks { log, live, trace };
         let measured = match &search {
-            Some(search) => capacity::measure(search, plan.clone(), sinks)
-                .map(|searched| (Cow::Owned(searched.plan), searched.outcome, Some(searched.capacity))),
-            None => runner::run(plan.clone(), sinks).map(|outcome| (Cow::Borrowed(&**plan), outcome, None)),
+            Some(search) => capacity::measure(search, plan.clone(), sinks).map(|searched| {
+                (
+                    Cow::Owned(searched.plan),
+                    searched.outcome,
+                    Some(searched.capacity),
+                )
+            }),
+            None => runner::run(plan.clone(), sinks)
+                .map(|outcome| (Cow::Borrowed(&**plan), outcome, None)),
         };
         if let Some(display) = display {
             display.finish();
