@@ -12,5 +12,6 @@ mod load;
 mod peers;
 mod rate;
 mod scale;
+mod steer;
 mod sweep;
 mod testbed;
