@@ -66,7 +66,7 @@ pub(crate) struct Searched {
 /// Runs `search` on a steered run of `plan`, then ends the run (also when the search failed,
 /// so the threads stop before the error is returned).
 pub(crate) fn measure(search: &Search, plan: Arc<RunPlan>, sinks: Sinks) -> Result<Searched> {
-    let mut steered = runner::steer::steer(plan.clone(), sinks)?;
+    let mut steered = runner::steer(plan.clone(), sinks)?;
     let found = search.run(&mut steered);
     let outcome = steered.finish()?;
     let capacity = found?;

@@ -35,8 +35,8 @@ use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
 use net::TappedIo;
-pub use steer::{steer, Steered};
 use signals::Signal;
+pub use steer::{steer, Steered};
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.

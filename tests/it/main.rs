@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod bytes;
+mod capacity;
 mod cli;
 mod common;
 mod docs;
