@@ -100,6 +100,9 @@ pub(crate) struct Search {
 impl Search {
     /// The search `--find-max` asks for, `None` without it.
     pub fn from_args(args: &LoadArgs) -> Option<Search> {
+        if !args.find_max {
+            return None;
+        }
         let objectives = match args.slo.is_empty() {
             true => DEFAULT_OBJECTIVES
                 .iter()
@@ -107,7 +110,7 @@ impl Search {
                 .collect(),
             false => args.slo.clone(),
         };
-        args.find_max.then(|| Search {
+        Some(Search {
             objectives,
             step: args.step_duration,
             precision: args.precision,

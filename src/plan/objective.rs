@@ -7,7 +7,6 @@
 use std::fmt;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 /// What an objective measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,7 +177,7 @@ pub fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
 }
 
 /// One objective checked against a run: the expression, the measured value and the outcome.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Checked {
     /// The expression, canonically spelled (`p99>50ms`).
     pub expr: String,
