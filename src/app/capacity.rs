@@ -12,9 +12,9 @@
 //!    short step passed is then confirmed by a full step; if the confirmation fails, that rate
 //!    becomes the failing bound and the bisection resumes from the next lower short-step pass.
 //!    A failing bound only a short step set is repeated with a full step too (a short step is
-//!    noisier: a backlog left by the step before, a slow second); if it passes, the failing
-//!    bound becomes the next ramp share, untried, and the bisection goes on. So the capacity
-//!    reported held for a full step, and the failing rate failed one.
+//!    noisier: a backlog left by the step before, a slow second); if it passes, the ramp climbs
+//!    on from there and the bisection resumes. So the capacity reported held for a full step,
+//!    and the failing rate failed one.
 //! 4. **Load points**: full steps at 50% and 80% of the capacity; with the step that
 //!    established it (100%), they give the latency below the knee.
 //!
@@ -135,7 +135,7 @@ impl Search {
         let mut found = Found::default();
         if ceiling > 0.0 {
             self.ramp(&mut steps, ceiling, short, &mut found)?;
-            self.bisect(&mut steps, ceiling, &mut found)?;
+            self.bisect(&mut steps, ceiling, short, &mut found)?;
         }
         let mut latency_at = Vec::new();
         if let Some((capacity, step)) = found.confirmed {
@@ -172,16 +172,8 @@ impl Search {
         short: Duration,
         found: &mut Found,
     ) -> Result<()> {
-        for share in RAMP {
-            let rate = share * ceiling;
-            match steps.take(Phase::Ramp, Some(rate), short)? {
-                None => return Ok(()),
-                Some(true) => found.unconfirmed.push(rate),
-                Some(false) => {
-                    found.failing = Some(rate);
-                    break;
-                }
-            }
+        if !self.climb(steps, short, RAMP.map(|share| share * ceiling), found)? {
+            return Ok(());
         }
         if found.unconfirmed.is_empty() {
             let mut rate = RAMP[0] * ceiling;
@@ -200,11 +192,40 @@ impl Search {
         Ok(())
     }
 
+    /// Short steps at `rates`, increasing, up to the first that fails (which becomes the
+    /// failing bound); `false` if a signal ended the search.
+    fn climb(
+        &self,
+        steps: &mut Steps,
+        short: Duration,
+        rates: impl IntoIterator<Item = f64>,
+        found: &mut Found,
+    ) -> Result<bool> {
+        for rate in rates {
+            match steps.take(Phase::Ramp, Some(rate), short)? {
+                None => return Ok(false),
+                Some(true) => found.unconfirmed.push(rate),
+                Some(false) => {
+                    found.failing = Some(rate);
+                    found.failing_full = false;
+                    break;
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Bisects with full steps until the bounds are within the precision, then makes sure both
     /// bounds held for a full step: a short step's pass is confirmed (when the confirmation
     /// fails, the bisection resumes below it); a short step's failure is repeated (when the
-    /// full step passes, the failing bound moves a ramp share up, or away above the ceiling).
-    fn bisect(&self, steps: &mut Steps, ceiling: f64, found: &mut Found) -> Result<()> {
+    /// full step passes, the ramp climbs on from there with short steps).
+    fn bisect(
+        &self,
+        steps: &mut Steps,
+        ceiling: f64,
+        short: Duration,
+        found: &mut Found,
+    ) -> Result<()> {
         let mut bisections = 0;
         while let Some(passing) = found.passing() {
             let wide = bisections < MAX_BISECTIONS
@@ -228,8 +249,14 @@ impl Search {
                     found.confirmed = Some((rate, steps.done.len() - 1));
                     found.unconfirmed.clear();
                     if retrying_failure {
-                        let next = rate + RAMP[0] * ceiling;
-                        found.failing = (next <= ceiling * (1.0 + 1e-9)).then_some(next);
+                        found.failing = None;
+                        let above = RAMP
+                            .map(|share| share * ceiling)
+                            .into_iter()
+                            .filter(|higher| *higher > rate * (1.0 + 1e-9));
+                        if !self.climb(steps, short, above, found)? {
+                            break;
+                        }
                     }
                 }
                 Some(false) => {
@@ -250,8 +277,7 @@ struct Found {
     confirmed: Option<(f64, usize)>,
     /// Rates short steps passed, above `confirmed`, increasing.
     unconfirmed: Vec<f64>,
-    /// The lowest rate that failed (or, after a short step's failure did not repeat, the next
-    /// rate of the ramp, untried).
+    /// The lowest rate that failed.
     failing: Option<f64>,
     /// Whether `failing` failed a full step.
     failing_full: bool,
