@@ -184,7 +184,12 @@ impl Pacer {
 
     /// Whether a request may be sent at `now`, and with which intended start.
     pub(super) fn due(&self, now: Instant) -> Due {
-        if self.ends.is_some_and(|ends| now >= ends) {
+        // A send time before the end is still due after it (a late wake-up): the budget, which
+        // a timed run's deadline stops, decides whether it goes.
+        if self
+            .ends
+            .is_some_and(|ends| now >= ends && self.next.get() >= ends)
+        {
             return Due::Ended;
         }
         if let Source::Steered(steering) = &self.source {
