@@ -169,7 +169,9 @@ impl Pacer {
     pub fn with_source(source: Source, start: Instant, ends: Option<Instant>) -> Self {
         let first = match &source {
             Source::Stages(share) => start + share.send_time(0),
-            Source::Constant(_) | Source::Steered(_) => start,
+            Source::Constant(_) => start,
+            // Paused until the controller sets the first rate.
+            Source::Steered(_) => start + MAX_DURATION,
         };
         Pacer {
             source,

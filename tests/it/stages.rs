@@ -53,6 +53,8 @@ fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve()
     let done = run.int("requests/done") as f64;
     assert!((done - 2400.0).abs() <= 72.0, "{done} requests");
     assert_eq!(run.int("requests/failed"), 0);
+    // Judged against the ramp's mean rate, 2400 / 4 s.
+    assert_eq!(run.num("rate/requested_per_s"), 600.0);
     let measured = run.num("settings/duration_s");
     assert_eq!(measured, 4.0, "the stages are the measured period");
     // The timeline shows the ramp: from about 20/s to about 1900/s (200 ms intervals).
