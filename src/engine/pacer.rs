@@ -130,7 +130,12 @@ pub enum Due {
     Wait,
     /// Never: the schedule has ended.
     Ended,
+    /// Nothing is offered (a steered run between steps): ask again at this time.
+    Recheck(Instant),
 }
+
+/// How often a connection of a paused steered run looks at the throttle again.
+const RECHECK_PAUSED: Duration = Duration::from_millis(50);
 
 /// A thread's share of the schedule: the send times its connections take, in turn.
 ///
@@ -169,9 +174,7 @@ impl Pacer {
     pub fn with_source(source: Source, start: Instant, ends: Option<Instant>) -> Self {
         let first = match &source {
             Source::Stages(share) => start + share.send_time(0),
-            Source::Constant(_) => start,
-            // Paused until the controller sets the first rate.
-            Source::Steered(_) => start + MAX_DURATION,
+            Source::Constant(_) | Source::Steered(_) => start,
         };
         Pacer {
             source,
@@ -206,7 +209,10 @@ impl Pacer {
             match steering.offered.get() {
                 Offered::Unpaced => return Due::Now(now),
                 Offered::Stopped => return Due::Ended,
-                Offered::Paced(_) | Offered::Paused => {}
+                // A change wakes the waiters, but one that lands between a connection's look at
+                // the throttle and its wait would be missed: it looks again soon all the same.
+                Offered::Paused => return Due::Recheck(now + RECHECK_PAUSED),
+                Offered::Paced(_) => {}
             }
         }
         let next = self.next.get();
