@@ -57,9 +57,23 @@ fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve()
     assert_eq!(run.num("rate/requested_per_s"), 600.0);
     let measured = run.num("settings/duration_s");
     assert_eq!(measured, 4.0, "the stages are the measured period");
-    // The timeline shows the ramp: from about 20/s to about 1900/s (200 ms intervals).
+    // The timeline shows the ramp: from about 10/s to about 1900/s (200 ms intervals), and the
+    // first stage's intervals hold its area, 200 (±3%).
     let (first, last) = first_and_last_full_interval_rates(&run, 0);
     assert!(last >= 3.0 * first, "first {first}/s, last {last}/s");
+    let intervals = run.json["cells"][0]["timeline"]["intervals"]
+        .as_array()
+        .unwrap();
+    let length = run.num("timeline/interval_s");
+    let first_stage: u64 = intervals
+        .iter()
+        .filter(|interval| (int(&interval["index"]) as f64 + 0.5) * length < 2.0)
+        .map(|interval| int(&interval["completed"]))
+        .sum();
+    assert!(
+        first_stage.abs_diff(200) <= 6,
+        "{first_stage} in the first stage"
+    );
 }
 
 #[test]
