@@ -195,6 +195,7 @@ impl<'a> Ledger<'a> {
             Some(pacer) => match pacer.due(now) {
                 Due::Now(intended) => intended,
                 Due::Wait => return Slot::At(pacer.come_back_at(&self.conn.come_back_at)),
+                Due::Recheck(at) => return Slot::At(at),
                 Due::Ended => {
                     pacer.over.notify_waiters();
                     return Slot::Done;

@@ -130,7 +130,12 @@ pub enum Due {
     Wait,
     /// Never: the schedule has ended.
     Ended,
+    /// Nothing is offered (a steered run between steps): ask again at this time.
+    Recheck(Instant),
 }
+
+/// How often a connection of a paused steered run looks at the throttle again.
+const RECHECK_PAUSED: Duration = Duration::from_millis(50);
 
 /// A thread's share of the schedule: the send times its connections take, in turn.
 ///
@@ -184,7 +189,12 @@ impl Pacer {
 
     /// Whether a request may be sent at `now`, and with which intended start.
     pub(super) fn due(&self, now: Instant) -> Due {
-        if self.ends.is_some_and(|ends| now >= ends) {
+        // A send time before the end is still due after it (a late wake-up): the budget, which
+        // a timed run's deadline stops, decides whether it goes.
+        if self
+            .ends
+            .is_some_and(|ends| now >= ends && self.next.get() >= ends)
+        {
             return Due::Ended;
         }
         if let Source::Steered(steering) = &self.source {
@@ -199,7 +209,10 @@ impl Pacer {
             match steering.offered.get() {
                 Offered::Unpaced => return Due::Now(now),
                 Offered::Stopped => return Due::Ended,
-                Offered::Paced(_) | Offered::Paused => {}
+                // A change wakes the waiters, but one that lands between a connection's look at
+                // the throttle and its wait would be missed: it looks again soon all the same.
+                Offered::Paused => return Due::Recheck(now + RECHECK_PAUSED),
+                Offered::Paced(_) => {}
             }
         }
         let next = self.next.get();

@@ -542,7 +542,7 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
     let scale = args.scale.unwrap_or(1.0);
     if !args.stages.is_empty() {
         // The stages are the measured period; a ramp from 0 is its own warm-up.
-        let measure = args.stages.iter().map(|stage| stage.duration).sum();
+        let measure = scaled_stages(args).iter().map(|stage| stage.duration).sum();
         return Ok(StopRule::Duration {
             warm_up: Duration::ZERO,
             measure,
@@ -596,10 +596,23 @@ fn stages_plan(args: &LoadArgs, cell: &CellSpec) -> Result<Option<Stages>> {
     if args.rate.len() > 1 {
         usage_bail!("--rate with --stages is the ramp's starting rate: give one rate, not a list");
     }
-    match Stages::new(cell.rate.unwrap_or(0.0), args.stages.clone()) {
+    match Stages::new(cell.rate.unwrap_or(0.0), scaled_stages(args)) {
         Ok(stages) => Ok(Some(stages)),
         Err(problem) => usage_bail!("{problem}"),
     }
+}
+
+/// `--stages` with each stage's length multiplied by `--scale` (the rates stay: a scaled-down
+/// ramp is a shorter one, not a gentler one).
+fn scaled_stages(args: &LoadArgs) -> Vec<stages::Stage> {
+    let scale = args.scale.unwrap_or(1.0);
+    args.stages
+        .iter()
+        .map(|stage| stages::Stage {
+            duration: stage.duration.mul_f64(scale),
+            ..*stage
+        })
+        .collect()
 }
 
 /// `--rps` × connections, within the rate limit.

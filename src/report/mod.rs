@@ -124,6 +124,16 @@ impl InFlight {
     }
 }
 
+/// The rate a paced cell asked for: `--rate`, or a ramp's mean (the requests it offers over its
+/// length), against which the achieved rate and the start delays are judged.
+fn requested_rate(plan: &RunPlan) -> Option<f64> {
+    plan.rate.or_else(|| {
+        plan.stages
+            .as_ref()
+            .map(|stages| stages.total() / stages.duration().as_secs_f64())
+    })
+}
+
 impl RateReport {
     fn new(
         requested: f64,
@@ -882,7 +892,7 @@ impl Summary {
                 outcome.measure_start_wall,
                 outcome.elapsed,
             ),
-            rate: plan.rate.map(|requested| {
+            rate: requested_rate(plan).map(|requested| {
                 let per_connection = recorder
                     .effective_concurrency
                     .unwrap_or(plan.max_concurrent)

@@ -221,7 +221,15 @@ impl Launched {
             controller,
         } = self;
         let (threads, interrupted) = controller.block_on(control(
-            results, &budget, &abandon, deadline, drain, stop_now,
+            results,
+            &budget,
+            &abandon,
+            deadline,
+            drain,
+            stop_now,
+            // A ramp's schedule ends itself at the deadline, and a send time due before it
+            // still goes when its connection wakes a little late: the counts stay exact.
+            plan.stages.is_some(),
         ));
 
         let mut merged = Recorder::new(measure_start, 0, plan.interval, paced);
@@ -250,7 +258,9 @@ impl Launched {
 }
 
 /// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
-/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once.
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once. `stop_now`
+/// stops the run at once (a steered run's end); with `schedule_ends` the deadline only starts the
+/// drain period, the workers' schedule ending by itself.
 async fn control(
     results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
     budget: &Budget,
@@ -258,6 +268,7 @@ async fn control(
     deadline: Option<Instant>,
     drain: Duration,
     stop_now: bool,
+    schedule_ends: bool,
 ) -> (Vec<Result<ThreadResult>>, bool) {
     let workers = join_all(results);
     tokio::pin!(workers);
@@ -278,7 +289,9 @@ async fn control(
                 return (results, interrupted);
             }
             _ = sleep_until_some(deadline), if abandon_at.is_none() => {
-                budget.stop();
+                if !schedule_ends {
+                    budget.stop();
+                }
                 abandon_at = Some(Instant::now() + drain);
             }
             count = signals::more_than(signals_seen) => {

@@ -13,6 +13,7 @@ mod load;
 mod peers;
 mod rate;
 mod scale;
+mod stages;
 mod steer;
 mod sweep;
 mod testbed;
