@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::cli::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
 use crate::cli::LoadArgs;
 use crate::plan::objective::{Measured, Objective};
 use crate::plan::{RunPlan, StopRule};
@@ -112,7 +113,11 @@ impl Search {
         };
         Some(Search {
             objectives,
-            step: args.step_duration,
+            // --scale shortens the steps like every duration, never below the shortest step.
+            step: args
+                .step_duration
+                .mul_f64(args.scale.unwrap_or(1.0))
+                .clamp(MIN_STEP, MAX_STEP),
             precision: args.precision,
             announce: !args.quiet,
         })
@@ -139,7 +144,10 @@ impl Search {
         }
         let mut latency_at = Vec::new();
         if let Some((capacity, step)) = found.confirmed {
-            for share in LOAD_POINTS {
+            for share in LOAD_POINTS
+                .into_iter()
+                .filter(|share| share * capacity >= MIN_RATE)
+            {
                 if steps
                     .take(Phase::Load, Some(share * capacity), self.step)?
                     .is_some()
@@ -179,6 +187,9 @@ impl Search {
             let mut rate = RAMP[0] * ceiling;
             for _ in 0..HALVINGS {
                 rate /= 2.0;
+                if rate < MIN_RATE {
+                    break;
+                }
                 match steps.take(Phase::Ramp, Some(rate), short)? {
                     None => break,
                     Some(true) => {
@@ -647,6 +658,43 @@ mod tests {
         assert_eq!(found.steps.len(), 3);
         // Only short steps passed: nothing was established for a full step.
         assert_eq!(found.capacity_rps, 0.0);
+    }
+
+    #[test]
+    fn flags_make_the_search() {
+        use clap::Parser;
+        let search = |argv: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from([&["h2load-rs"], argv].concat()).unwrap();
+            Search::from_args(&cli.load)
+        };
+        assert!(search(&[]).is_none());
+        let default = search(&["--find-max"]).unwrap();
+        let objectives: Vec<String> = default.objectives.iter().map(|o| o.to_string()).collect();
+        assert_eq!(objectives, ["p99<100ms", "errors<1%"]);
+        assert_eq!(
+            (default.step, default.precision),
+            (Duration::from_secs(3), 0.05)
+        );
+        let given = search(&[
+            "--find-max",
+            "--slo",
+            "p90 < 5ms",
+            "--step-duration",
+            "10s",
+            "--precision",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(given.objectives[0].to_string(), "p90<5ms");
+        assert_eq!(
+            (given.step, given.precision),
+            (Duration::from_secs(10), 0.02)
+        );
+        // --scale shortens the steps, down to the shortest allowed.
+        let scaled = search(&["--find-max", "--scale", "0.5"]).unwrap();
+        assert_eq!(scaled.step, Duration::from_millis(1500));
+        let floor = search(&["--find-max", "--scale", "0.01"]).unwrap();
+        assert_eq!(floor.step, MIN_STEP);
     }
 
     #[test]
