@@ -19,7 +19,7 @@ pub struct Threshold {
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
 /// come from, h2load's done and failed, and the measured period's rate.
-pub fn measured(summary: &Summary) -> Measured<'_> {
+fn measured(summary: &Summary) -> Measured<'_> {
     Measured {
         latency: &summary.histograms.request,
         done: summary.requests.counters.done,
