@@ -2,10 +2,13 @@
 //!
 //! Exit status, in order of precedence: 2 for a usage error (found before anything is sent);
 //! 128 + the signal's number when SIGHUP, SIGINT or SIGTERM stopped the run (129, 130, 143);
-//! 1 when something failed (a runtime error, a panic in any thread, an export that could not be
-//! written, or no request that succeeded); 3 when a threshold was breached (`diff
-//! --fail-if-regressed`); 0 otherwise.
+//! 1 when something failed at run time (an error, a panic in any thread, an export that could
+//! not be written); 3 when a threshold was breached (`--fail-if`, each breach on its own line,
+//! or `diff --fail-if-regressed`); 1 when no request succeeded; 0 otherwise. A breach outranks
+//! "no request succeeded" because a threshold such as `errors>1%` is how a CI job says that a
+//! run of failures is what it fears.
 
+mod capacity;
 pub mod sweep;
 pub mod target;
 
@@ -29,7 +32,7 @@ use crate::{error, report, server, usage_bail};
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
 
-/// A threshold was breached (`diff --fail-if-regressed`).
+/// A threshold was breached (`--fail-if`, `diff --fail-if-regressed`).
 const BREACHED: u8 = 3;
 
 /// Runs h2load-rs with these arguments and returns the process exit status. Never panics: a panic
@@ -208,6 +211,8 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
         signal.exit_code()
     } else if finished.exports_failed {
         FAILURE
+    } else if breached(document, args) {
+        BREACHED
     } else if total(document, |cell| cell.requests.counters.succeeded) == 0 {
         if let Some(reason) = no_success_reason(document) {
             errln!("h2load-rs: {reason}");
@@ -216,6 +221,15 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
     } else {
         0
     })
+}
+
+/// Prints every breached `--fail-if` threshold, one line each; whether there was one.
+fn breached(document: &Document, args: &LoadArgs) -> bool {
+    let breaches = report::thresholds::breaches(&document.cells, &args.fail_if);
+    for breach in &breaches {
+        errln!("{breach}");
+    }
+    !breaches.is_empty()
 }
 
 /// A count summed over every cell of the run.

@@ -3,12 +3,14 @@
 //! sent; [`Sweep::run`] runs the cells and rewrites every export after each one with all cells so
 //! far, so a failure or a signal in cell 5 keeps cells 1 to 4.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::Result;
 
+use crate::app::capacity;
 use crate::app::target::BuiltIn;
 use crate::cli::LoadArgs;
 use crate::observe::live::Live;
@@ -142,6 +144,9 @@ impl<'a> Sweep<'a> {
                 paint(&report::text::comparison(&document), self.color())
             );
         }
+        for line in report::capacity::sweep_lines(&document.cells) {
+            outln!("{line}");
+        }
         outputs::report_failures(&failures);
         Ok(Finished {
             document,
@@ -165,8 +170,10 @@ impl<'a> Sweep<'a> {
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
-        // The trace and the bar would share stderr: the trace wins.
-        let show_progress = !args.quiet && trace.is_none() && std::io::stderr().is_terminal();
+        let search = capacity::Search::from_args(args);
+        // The trace and the bar would share stderr: the trace wins; a search prints its steps.
+        let show_progress =
+            !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
         let metrics = self.metrics.as_ref().map(|(_, board)| board);
         let live = (show_progress || metrics.is_some()).then(|| Arc::new(Live::new(plan.threads)));
         let series = metrics.zip(live.clone()).map(|(board, live)| {
@@ -180,11 +187,22 @@ impl<'a> Sweep<'a> {
             file: file.clone(),
             cell: index + 1,
         });
-        let outcome = runner::run(plan.clone(), runner::Sinks { log, live, trace });
+        let sinks = runner::Sinks { log, live, trace };
+        let measured = match &search {
+            Some(search) => capacity::measure(search, plan.clone(), sinks).map(|searched| {
+                (
+                    Cow::Owned(searched.plan),
+                    searched.outcome,
+                    Some(searched.capacity),
+                )
+            }),
+            None => runner::run(plan.clone(), sinks)
+                .map(|outcome| (Cow::Borrowed(&**plan), outcome, None)),
+        };
         if let Some(display) = display {
             display.finish();
         }
-        let outcome = outcome?;
+        let (reported, outcome, capacity) = measured?;
         let generator_cpu = cpu_before
             .zip(watch::cpu_time(None))
             .map_or(0.0, |(before, after)| {
@@ -196,10 +214,12 @@ impl<'a> Sweep<'a> {
             generator_cpu_percent: generator_cpu,
             watched: watch.finish(),
         };
-        let summary = Summary::new(plan, &outcome, context);
+        let mut summary = Summary::new(&reported, &outcome, context);
         if let Some((board, series)) = metrics.zip(series) {
             board.finish_cell(series, summary.requests_per_s);
         }
+        summary.thresholds = report::thresholds::check(&summary, &args.fail_if);
+        summary.capacity = capacity;
         self.print_summary(&summary);
         Ok(summary)
     }
@@ -233,6 +253,9 @@ impl<'a> Sweep<'a> {
             outln!("{}", report::text::one_line(summary));
         } else {
             out!("{}", paint(&report::text::render(summary), self.color()));
+            if let Some(capacity) = &summary.capacity {
+                out!("{}", report::capacity::render(capacity));
+            }
         }
         for warning in &summary.warnings {
             errln!("h2load-rs: warning: {warning}");

@@ -47,3 +47,9 @@ pub const MAX_PEM_FILE: u64 = 16 << 20;
 
 /// `merge FILE...`: each JSON report (a day at 1 s intervals is well under 100 MiB).
 pub const MAX_REPORT_FILE: u64 = 256 << 20;
+
+/// `--step-duration`: the shortest step that still settles and measures something, and the
+/// longest that lets a search of about fifteen steps end the same day.
+pub const MIN_STEP: Duration = Duration::from_millis(300);
+/// The longest `--step-duration`.
+pub const MAX_STEP: Duration = Duration::from_secs(600);

@@ -11,8 +11,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::limits::{
-    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STREAMS, MAX_THREADS, MIN_INTERVAL,
-    MIN_RATE, MIN_SCALE,
+    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
+    MIN_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
@@ -182,6 +182,14 @@ pub struct LoadArgs {
     /// cell per rate.
     #[arg(long = "rate", value_name = "R[,R...]", value_delimiter = ',', value_parser = parse_rate, conflicts_with = "rps")]
     pub rate: Vec<f64>,
+
+    /// Ramp the rate (k6's stages): each DURATION:RATE moves it linearly from the previous stage's
+    /// rate (0 at the start, or a single --rate) to RATE over DURATION (0s: a step), on the same
+    /// connections, as one cell measured over the stages' total length (-c/-m stay the concurrency
+    /// cap; latency counts from each request's scheduled time). Not with -n, -D or --warm-up-time.
+    #[arg(long = "stages", value_name = "D:R[,D:R...]", value_delimiter = ',', value_parser = parse_stage,
+          conflicts_with_all = ["requests", "duration", "warm_up_time", "rps"])]
+    pub stages: Vec<crate::plan::stages::Stage>,
 
     /// h2load's per-client rate: each connection's share of --rate is this many requests per second
     /// (0.001 or more; times the connections, at most 100000000).
@@ -386,6 +394,35 @@ pub struct LoadArgs {
           requires = "target_stall_every")]
     pub target_stall_for: Option<Duration>,
 
+    /// Fail the run (exit status 3) when this holds for a cell, e.g. 'p99>50ms', 'errors>1%',
+    /// 'rps<5000' (repeatable): METRIC OP VALUE with p50, p90, p99, p99.9, max (durations in us,
+    /// ms, s), errors (a percentage of the finished requests) or rps; OP is <, >, <= or >=.
+    #[arg(long = "fail-if", value_name = "EXPR", value_parser = crate::plan::objective::parse)]
+    pub fail_if: Vec<crate::plan::objective::Objective>,
+
+    /// Search each cell for the highest constant rate that keeps every --slo, on warm
+    /// connections (a coarse ramp, then a bisection); -c and -m cap the concurrency.
+    #[arg(long = "find-max", conflicts_with_all = ["requests", "duration", "rate", "rps", "stages"])]
+    pub find_max: bool,
+
+    /// An objective --find-max must keep, in the --fail-if grammar with < or <= (repeatable)
+    /// [default: p99<100ms and errors<1%].
+    #[arg(long = "slo", value_name = "EXPR", requires = "find_max",
+          value_parser = crate::plan::objective::parse)]
+    pub slo: Vec<crate::plan::objective::Objective>,
+
+    /// Length of each full step of --find-max; the shorter ramp steps take a third of it, and
+    /// every step settles for a third of its length before it measures.
+    #[arg(long = "step-duration", value_name = "DURATION", default_value = "3s",
+          value_parser = parse_step_duration, requires = "find_max")]
+    pub step_duration: Duration,
+
+    /// --find-max stops when the passing and failing rates are this close: (fail - pass) / pass,
+    /// in percent, 0.1%..=50%.
+    #[arg(long = "precision", value_name = "PCT", default_value = "5%",
+          value_parser = parse_precision, requires = "find_max")]
+    pub precision: f64,
+
     /// Files to write the results to.
     #[command(flatten)]
     pub outputs: OutputArgs,
@@ -440,8 +477,34 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     parse_bounded(text, (MIN_RATE, MAX_RATE), "a rate in requests per second")
 }
 
+fn parse_stage(text: &str) -> Result<crate::plan::stages::Stage, String> {
+    crate::plan::stages::Stage::parse(text)
+}
+
 fn parse_scale(text: &str) -> Result<f64, String> {
     parse_bounded(text, (MIN_SCALE, MAX_SCALE), "a factor (example: 0.01)")
+}
+
+/// A `--step-duration`: long enough to measure something, short enough for a search to end.
+fn parse_step_duration(text: &str) -> Result<Duration, String> {
+    let step = parse_duration(text)?;
+    if !(MIN_STEP..=MAX_STEP).contains(&step) {
+        return Err(format!(
+            "'{text}' is not a step length between 300ms and 10m"
+        ));
+    }
+    Ok(step)
+}
+
+/// A `--precision` in percent (`5%` or `5`), as a fraction.
+fn parse_precision(text: &str) -> Result<f64, String> {
+    let percent = parse_bounded(
+        text.strip_suffix('%').unwrap_or(text),
+        (0.1, 50.0),
+        "a precision in percent",
+    )
+    .map_err(|_| format!("'{text}' is not a precision between 0.1% and 50%"))?;
+    Ok(percent / 100.0)
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {

@@ -176,6 +176,44 @@ mod tests {
     }
 
     #[test]
+    fn stages_in_a_file_make_the_plan_the_flag_makes() {
+        let loaded = scenario(
+            "stages = [\"30s:1000\", \"1m:5000\"]\nclients = 8\nh1 = true\n",
+            &["http://127.0.0.1:1/"],
+        )
+        .unwrap();
+        let from_file = Cli::try_parse_from(&loaded.argv).unwrap().load;
+        let from_flag = Cli::try_parse_from([
+            "h2load-rs",
+            "--h1",
+            "-c",
+            "8",
+            "--stages",
+            "30s:1000,1m:5000",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap()
+        .load;
+        let plan = |args: &crate::cli::LoadArgs| {
+            let cells = crate::plan::cells(args);
+            assert_eq!(cells.len(), 1, "a ramp is one cell");
+            crate::plan::build(args, &args.urls, &cells[0], false).unwrap()
+        };
+        let (file_plan, flag_plan) = (plan(&from_file), plan(&from_flag));
+        assert_eq!(file_plan.stages, flag_plan.stages);
+        assert_eq!(file_plan.stop, flag_plan.stop);
+        assert_eq!(file_plan.label(), "h1 c=8 m=1 stages=30s:1000,1m:5000");
+        assert_eq!(
+            file_plan.stop,
+            crate::plan::StopRule::Duration {
+                warm_up: std::time::Duration::ZERO,
+                measure: std::time::Duration::from_secs(90)
+            }
+        );
+        assert_eq!(file_plan.stages.unwrap().total(), 15_000.0 + 180_000.0);
+    }
+
+    #[test]
     fn bad_files_name_the_problem() {
         let message = |toml: &str| format!("{:#}", scenario(toml, &[]).unwrap_err());
         assert!(message("clientz = 3").contains("unknown key 'clientz'"));

@@ -10,6 +10,7 @@ pub(crate) mod driver;
 mod h1;
 mod h2;
 mod outgoing;
+pub(crate) mod pacer;
 pub(crate) mod session;
 pub(crate) mod testing;
 mod upgrade;
@@ -19,14 +20,16 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::runner::budget::Budget;
 use crate::runner::tls::TlsInfo;
+use pacer::Due;
 
+pub use pacer::Pacer;
 pub use session::Templates;
 
 /// How a connection ended, from the runner's point of view.
@@ -79,65 +82,6 @@ pub enum Slot {
     At(Instant),
     /// Never: the budget is spent or the run is stopping.
     Done,
-}
-
-/// A thread's share of `--rate`: the schedule its connections take send times from, in turn.
-///
-/// A connection that must wait is told when to come back: at a send time no other waiting
-/// connection was told, so one connection wakes per scheduled request instead of every idle
-/// one (at `-c 1000` the herd cost a third of a core and pushed the p99 start delay to 40 ms).
-/// Whoever finds a send time due takes it, told or not, so a time whose connection cannot come
-/// (closed, busy) delays only that one request. When the schedule ends (the budget is spent, the
-/// run stops, or a timed run's end comes), the first connection to find out wakes the others at
-/// once through `over`, so none sleeps past the end.
-#[derive(Debug)]
-pub struct Pacer {
-    /// Time between two scheduled requests of this thread.
-    period: Duration,
-    /// The next scheduled send time.
-    next: Cell<Instant>,
-    /// The latest send time a waiting connection was told, once one was.
-    told: Cell<Option<Instant>>,
-    /// The end of a timed run (`-D`): no send time at or after it.
-    ends: Option<Instant>,
-    /// Wakes the connections still waiting once the schedule has ended.
-    over: tokio::sync::Notify,
-}
-
-impl Pacer {
-    /// A schedule of one request every `period`, from `start` (until `ends`, if given).
-    pub fn new(period: Duration, start: Instant, ends: Option<Instant>) -> Self {
-        Pacer {
-            period,
-            next: Cell::new(start),
-            told: Cell::new(None),
-            ends,
-            over: tokio::sync::Notify::new(),
-        }
-    }
-
-    /// Whether a timed run's schedule has ended at `now`.
-    fn ended(&self, now: Instant) -> bool {
-        self.ends.is_some_and(|ends| now >= ends)
-    }
-
-    /// When a connection that must wait should come back: at the time it was told before if
-    /// that one is still untaken, else at the first time not told to another connection; at the
-    /// end of a timed run at the latest, to learn that it is over.
-    fn come_back_at(&self, held: &Cell<Option<Instant>>) -> Instant {
-        let next = self.next.get();
-        if let Some(time) = held.get().filter(|time| *time >= next) {
-            return time;
-        }
-        let time = match self.told.get() {
-            Some(last) if last >= next => last + self.period,
-            _ => next,
-        };
-        self.told.set(Some(time));
-        let time = self.ends.map_or(time, |ends| time.min(ends));
-        held.set(Some(time));
-        time
-    }
 }
 
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
@@ -248,14 +192,15 @@ impl<'a> Ledger<'a> {
             return Slot::Now(start);
         }
         let intended = match &self.shared.pacer {
-            Some(pacer) if pacer.ended(now) => {
-                pacer.over.notify_waiters();
-                return Slot::Done;
-            }
-            Some(pacer) if pacer.next.get() > now => {
-                return Slot::At(pacer.come_back_at(&self.conn.come_back_at))
-            }
-            Some(pacer) => pacer.next.get(),
+            Some(pacer) => match pacer.due(now) {
+                Due::Now(intended) => intended,
+                Due::Wait => return Slot::At(pacer.come_back_at(&self.conn.come_back_at)),
+                Due::Recheck(at) => return Slot::At(at),
+                Due::Ended => {
+                    pacer.over.notify_waiters();
+                    return Slot::Done;
+                }
+            },
             None => now,
         };
         if !self.shared.budget.try_take() {
@@ -265,7 +210,7 @@ impl<'a> Ledger<'a> {
             return Slot::Done;
         }
         if let Some(pacer) = &self.shared.pacer {
-            pacer.next.set(intended + pacer.period);
+            pacer.taken(intended);
         }
         let start = RequestStart::first(intended, now, self.next_sequence());
         let mut recorder = self.shared.recorder.borrow_mut();
@@ -276,11 +221,14 @@ impl<'a> Ledger<'a> {
         Slot::Now(start)
     }
 
-    /// Completes when `--rate`'s schedule has ended (never without `--rate`): a connection
-    /// waiting for its send time then asks again at once and learns it is done.
+    /// Completes when the schedule has ended or a steered run's rate changed (never without a
+    /// schedule): a connection waiting for its send time then asks again at once.
     pub async fn schedule_over(&self) {
         match &self.shared.pacer {
-            Some(pacer) => pacer.over.notified().await,
+            Some(pacer) => tokio::select! {
+                () = pacer.over.notified() => {}
+                () = pacer.rate_changed() => {}
+            },
             None => std::future::pending().await,
         }
     }

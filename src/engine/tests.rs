@@ -1013,3 +1013,96 @@ fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
     assert_eq!(ledger.next_request(), super::Slot::Done);
     assert_eq!(conns[0].requests.get(), 0, "nothing sent");
 }
+
+// ---- --stages and the steered run ----
+
+#[test]
+fn a_ramp_tells_waiting_connections_the_send_times_of_its_curve() {
+    use super::pacer::Source;
+    use crate::plan::stages::{Share, Stage, Stages};
+
+    let mut world = world(&["--h1", "-D", "10s"]);
+    // A step to 1000/s held for 1 s: a request every ms, the first half a period in.
+    let stages = Stages::new(
+        0.0,
+        ["0s:1000", "1s:1000"]
+            .iter()
+            .map(|text| Stage::parse(text).unwrap())
+            .collect(),
+    )
+    .unwrap();
+    let start = Instant::now() + Duration::from_secs(1);
+    let ends = start + Duration::from_secs(1);
+    world.shared.pacer = Some(super::Pacer::with_source(
+        Source::Stages(Share::new(stages, 1.0)),
+        start,
+        Some(ends),
+    ));
+    let conns = [ConnState::default(), ConnState::default()];
+    let told: Vec<_> = conns
+        .iter()
+        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request())
+        .collect();
+    let at = |micros| super::Slot::At(start + Duration::from_micros(micros));
+    assert_eq!(
+        told,
+        [at(500), at(1500)],
+        "one waiter per send time of the curve"
+    );
+}
+
+#[test]
+fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
+    use super::pacer::{Offered, Source, Steering, Throttle};
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    let mut world = world(&["--h1", "-D", "10s"]);
+    let throttle = Arc::new(Throttle::new());
+    world.shared.pacer = Some(super::Pacer::with_source(
+        Source::Steered(Steering::new(throttle.clone(), 1.0)),
+        Instant::now(),
+        None,
+    ));
+    let conn = ConnState::default();
+    let ledger = Ledger::new(&world.shared, &conn, 0);
+    // Paused: the connection waits until the rate changes, looking again every 50 ms (a
+    // change between its look and its wait would not wake it).
+    for _ in 0..2 {
+        let asked = Instant::now();
+        match ledger.next_request() {
+            super::Slot::At(time) => assert!(
+                time >= asked + Duration::from_millis(50)
+                    && time <= Instant::now() + Duration::from_millis(50)
+            ),
+            other => panic!("a paused run sends nothing, got {other:?}"),
+        }
+    }
+    let mut context = Context::from_waker(Waker::noop());
+    let mut waiting = Box::pin(ledger.schedule_over());
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
+    throttle.set(Offered::Paced(1000.0));
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
+    // The new rate starts at once; the time told under the old one no longer holds.
+    let before = Instant::now();
+    let first = match ledger.next_request() {
+        super::Slot::Now(start) => start.intended,
+        other => panic!("the first request of the step goes now, got {other:?}"),
+    };
+    assert!(first >= before);
+    assert_eq!(
+        ledger.next_request(),
+        super::Slot::At(first + Duration::from_millis(1)),
+        "1000/s: the next a millisecond later"
+    );
+    // Unpaced: every request goes at once, intended when sent.
+    throttle.set(Offered::Unpaced);
+    for _ in 0..3 {
+        assert!(
+            matches!(ledger.next_request(), super::Slot::Now(start) if start.intended == start.actual)
+        );
+    }
+    throttle.set(Offered::Stopped);
+    assert_eq!(ledger.next_request(), super::Slot::Done);
+}

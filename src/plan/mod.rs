@@ -1,5 +1,7 @@
 //! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
 
+pub mod objective;
+
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +20,10 @@ use crate::cli::limits::{
 use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::runner::tls;
 use crate::usage_bail;
+
+pub mod stages;
+
+use stages::Stages;
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;
@@ -73,14 +79,25 @@ pub(crate) fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -
 }
 
 impl RunPlan {
-    /// `h2c c=10 m=1`, with ` rate=500` when paced: the settings that tell the cells of a sweep
-    /// apart, for headings, the progress bar, the charts and the exports.
+    /// `h2c c=10 m=1`, with ` rate=500` when paced or ` stages=2s:200,2s:2000` on a ramp: the
+    /// settings that tell the cells of a sweep apart, for headings, the progress bar, the charts
+    /// and the exports.
     pub(crate) fn label(&self) -> String {
+        let stages = self
+            .stages
+            .as_ref()
+            .map_or_else(String::new, |stages| format!(" stages={stages}"));
         format!(
-            "{} {}",
+            "{} {}{stages}",
             self.protocol_label(),
             setting_label(self.clients, self.max_concurrent, self.rate)
         )
+    }
+
+    /// Whether requests follow a schedule (`--rate` or `--stages`): latency then counts from each
+    /// request's intended start.
+    pub fn paced(&self) -> bool {
+        self.rate.is_some() || self.stages.is_some()
     }
 
     /// The cell's protocol as the user names it: `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
@@ -212,6 +229,8 @@ pub struct RunPlan {
     pub h2: H2Settings,
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
     pub rate: Option<f64>,
+    /// `--stages`: a ramp of rates instead (`rate` is then `None`; `--rate` is the ramp's start).
+    pub stages: Option<Stages>,
     /// Length of the timeline's intervals.
     pub interval: TimelineInterval,
     /// Adjustments made to the options, printed before the run.
@@ -349,6 +368,7 @@ pub fn build(
     cell: &CellSpec,
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
+    objective::check_slo(&args.slo)?;
     let parsed = parse_target(urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
@@ -393,7 +413,9 @@ pub fn build(
     let Ok(header_table_size) = u32::try_from(args.header_table_size) else {
         usage_bail!("--header-table-size must be below 4G");
     };
+    let stages = stages_plan(args, cell)?;
     let rate = match (cell.rate, args.rps) {
+        (Some(_), _) if stages.is_some() => None,
         (Some(rate), _) => Some(rate),
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
@@ -427,6 +449,7 @@ pub fn build(
             header_table_size,
         },
         rate,
+        stages,
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,
@@ -509,7 +532,22 @@ impl TimelineInterval {
 
 /// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.
 fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
+    if args.find_max {
+        // The search's steps end the run; the report gives the search's real length.
+        return Ok(StopRule::Duration {
+            warm_up: Duration::ZERO,
+            measure: args.step_duration,
+        });
+    }
     let scale = args.scale.unwrap_or(1.0);
+    if !args.stages.is_empty() {
+        // The stages are the measured period; a ramp from 0 is its own warm-up.
+        let measure = scaled_stages(args).iter().map(|stage| stage.duration).sum();
+        return Ok(StopRule::Duration {
+            warm_up: Duration::ZERO,
+            measure,
+        });
+    }
     if let Some(measure) = args.duration {
         let warm_up = args.warm_up_time.unwrap_or_default().mul_f64(scale);
         let floor = if scale < 1.0 {
@@ -548,6 +586,33 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
             cell.streams
         ),
     }
+}
+
+/// The cell's ramp, if `--stages` is given: from `--rate` (a single one) or 0.
+fn stages_plan(args: &LoadArgs, cell: &CellSpec) -> Result<Option<Stages>> {
+    if args.stages.is_empty() {
+        return Ok(None);
+    }
+    if args.rate.len() > 1 {
+        usage_bail!("--rate with --stages is the ramp's starting rate: give one rate, not a list");
+    }
+    match Stages::new(cell.rate.unwrap_or(0.0), scaled_stages(args)) {
+        Ok(stages) => Ok(Some(stages)),
+        Err(problem) => usage_bail!("{problem}"),
+    }
+}
+
+/// `--stages` with each stage's length multiplied by `--scale` (the rates stay: a scaled-down
+/// ramp is a shorter one, not a gentler one).
+fn scaled_stages(args: &LoadArgs) -> Vec<stages::Stage> {
+    let scale = args.scale.unwrap_or(1.0);
+    args.stages
+        .iter()
+        .map(|stage| stages::Stage {
+            duration: stage.duration.mul_f64(scale),
+            ..*stage
+        })
+        .collect()
 }
 
 /// `--rps` × connections, within the rate limit.

@@ -172,6 +172,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         std::mem::take(&mut merged.requests_per_client_per_s),
     )];
     for part in parts {
+        // A threshold's value and a capacity search belong to one run: they do not add up.
+        merged.thresholds.clear();
+        merged.capacity = None;
         merged.cell.clients += part.cell.clients;
         // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
         merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);

@@ -1,6 +1,7 @@
 //! Reports: a [`Summary`] is computed once from what the runner measured, then rendered as text or
 //! JSON. Nothing here knows about sockets or protocols beyond their names.
 
+pub mod capacity;
 pub mod comparison;
 pub mod diff;
 pub mod export;
@@ -9,6 +10,7 @@ pub mod paint;
 pub mod plain;
 pub mod stats;
 pub mod text;
+pub mod thresholds;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -122,6 +124,16 @@ impl InFlight {
     pub fn saturated(&self) -> bool {
         self.limit > 0 && self.mean >= Self::SATURATED * self.limit as f64
     }
+}
+
+/// The rate a paced cell asked for: `--rate`, or a ramp's mean (the requests it offers over its
+/// length), against which the achieved rate and the start delays are judged.
+fn requested_rate(plan: &RunPlan) -> Option<f64> {
+    plan.rate.or_else(|| {
+        plan.stages
+            .as_ref()
+            .map(|stages| stages.total() / stages.duration().as_secs_f64())
+    })
 }
 
 impl RateReport {
@@ -491,6 +503,12 @@ pub struct Summary {
     pub timeline: Timeline,
     /// Scheduling figures, with `--rate`.
     pub rate: Option<RateReport>,
+    /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<thresholds::Threshold>,
+    /// What `--find-max` found (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
     pub histograms: Histograms,
@@ -533,8 +551,48 @@ pub struct Settings {
     /// `--max-retries` (null with `--no-retry`).
     #[serde(default)]
     pub max_retries: Option<u8>,
+    /// `--stages`: the ramp of rates (null without).
+    #[serde(default)]
+    pub stages: Option<StagesSettings>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
+}
+
+/// A `--stages` ramp, as the JSON report shows it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StagesSettings {
+    /// The rate at the start (`--rate`, else 0), requests per second.
+    pub start_rps: f64,
+    /// Each stage: its length and the rate reached at its end.
+    pub stages: Vec<StageSettings>,
+    /// Requests the ramp offers in all (the area under its curve).
+    pub offered: f64,
+}
+
+/// One stage of a `--stages` ramp.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StageSettings {
+    /// Its length in seconds (0: a step).
+    pub duration_s: f64,
+    /// The rate at its end, requests per second.
+    pub rps: f64,
+}
+
+impl StagesSettings {
+    fn new(stages: &crate::plan::stages::Stages) -> Self {
+        StagesSettings {
+            start_rps: stages.start_rate,
+            stages: stages
+                .stages
+                .iter()
+                .map(|stage| StageSettings {
+                    duration_s: stage.duration.as_secs_f64(),
+                    rps: stage.rate,
+                })
+                .collect(),
+            offered: stages.total(),
+        }
+    }
 }
 
 /// The protocol spoken.
@@ -761,6 +819,7 @@ impl Summary {
                 body_bytes: plan.request.body.len(),
                 timeouts_s,
                 max_retries: plan.max_retries,
+                stages: plan.stages.as_ref().map(StagesSettings::new),
                 h2: plan.h2,
             },
             protocol: ProtocolInfo {
@@ -835,7 +894,7 @@ impl Summary {
                 outcome.measure_start_wall,
                 outcome.elapsed,
             ),
-            rate: plan.rate.map(|requested| {
+            rate: requested_rate(plan).map(|requested| {
                 let per_connection = recorder
                     .effective_concurrency
                     .unwrap_or(plan.max_concurrent)
@@ -850,6 +909,8 @@ impl Summary {
                 };
                 RateReport::new(requested, per_second(counters.done), recorder, in_flight)
             }),
+            thresholds: Vec::new(),
+            capacity: None,
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),

@@ -7,6 +7,7 @@ pub mod control;
 pub mod net;
 pub mod panics;
 pub mod signals;
+pub mod steer;
 pub mod tls;
 
 use std::cell::{Cell, RefCell};
@@ -24,15 +25,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
+use crate::engine::pacer::{Source, Steering, Throttle};
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::{LogFile, RequestLog};
 use crate::observe::trace::Tracer;
+use crate::plan::stages::Share;
 use crate::plan::{RunPlan, StopRule};
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
 use net::TappedIo;
 use signals::Signal;
+pub use steer::{steer, Steered};
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -56,6 +60,9 @@ pub struct RunOutcome {
     /// Wall-clock time at the start of the measured period (to line up runs of several machines).
     pub measure_start_wall: SystemTime,
 }
+
+/// How often a steered run's workers publish their numbers (its steps are measured from them).
+const STEERED_PUBLISH_EVERY: Duration = Duration::from_millis(50);
 
 /// Descriptors kept free for everything but connections (stdio, runtimes, files).
 const RESERVED_FDS: u64 = 64;
@@ -101,99 +108,177 @@ pub struct Sinks {
 
 /// Runs the plan to the end and returns what was measured.
 pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
-    let start = Instant::now();
-    let start_wall = SystemTime::now();
-    let (budget_limit, measure_start, deadline) = match plan.stop {
-        StopRule::Requests(n) => (Some(n), start, None),
-        StopRule::Duration { warm_up, measure } => {
-            (None, start + warm_up, Some(start + warm_up + measure))
-        }
-    };
-    let budget = Arc::new(Budget::new(budget_limit));
-    let abandon = CancellationToken::new();
-    let drain = plan.timeouts.request.unwrap_or(DEFAULT_DRAIN);
+    Launched::start(plan, sinks, None)?.finish(false)
+}
 
-    let mut results = Vec::with_capacity(plan.threads);
-    for index in 0..plan.threads {
-        let slots = plan.clients / plan.threads + usize::from(index < plan.clients % plan.threads);
-        let (sender, receiver) = oneshot::channel();
-        let worker = Worker {
-            plan: plan.clone(),
-            budget: budget.clone(),
-            abandon: abandon.clone(),
-            run_start: start,
+/// A run whose worker threads are going: [`Launched::finish`] waits for them and merges what
+/// they measured.
+struct Launched {
+    plan: Arc<RunPlan>,
+    results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
+    budget: Arc<Budget>,
+    abandon: CancellationToken,
+    start: Instant,
+    start_wall: SystemTime,
+    measure_start: Instant,
+    deadline: Option<Instant>,
+    drain: Duration,
+    /// Whether latency counts from intended starts (a schedule, or a steered run).
+    paced: bool,
+    /// The main thread's runtime: the deadline, the signals, a steered run's steps.
+    controller: tokio::runtime::Runtime,
+}
+
+impl Launched {
+    /// Starts the plan's worker threads; with `throttle`, their schedule is the one it sets (a
+    /// steered run).
+    fn start(plan: Arc<RunPlan>, sinks: Sinks, throttle: Option<Arc<Throttle>>) -> Result<Self> {
+        let controller = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the controller runtime")?;
+        let start = Instant::now();
+        let start_wall = SystemTime::now();
+        let (budget_limit, measure_start, deadline) = match plan.stop {
+            // A steered run's steps end it, not a deadline.
+            _ if throttle.is_some() => (None, start, None),
+            StopRule::Requests(n) => (Some(n), start, None),
+            StopRule::Duration { warm_up, measure } => {
+                (None, start + warm_up, Some(start + warm_up + measure))
+            }
+        };
+        let budget = Arc::new(Budget::new(budget_limit));
+        let abandon = CancellationToken::new();
+        let drain = plan.timeouts.request.unwrap_or(DEFAULT_DRAIN);
+
+        let mut results = Vec::with_capacity(plan.threads);
+        for index in 0..plan.threads {
+            let slots =
+                plan.clients / plan.threads + usize::from(index < plan.clients % plan.threads);
+            let (sender, receiver) = oneshot::channel();
+            let worker = Worker {
+                plan: plan.clone(),
+                budget: budget.clone(),
+                abandon: abandon.clone(),
+                run_start: start,
+                measure_start,
+                deadline,
+                slots,
+                index,
+                sinks: sinks.clone(),
+                throttle: throttle.clone(),
+            };
+            std::thread::Builder::new()
+                .name(format!("h2load-rs-{index}"))
+                .spawn(move || {
+                    // A panic becomes this thread's error, so the run fails with its message.
+                    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        panics::inject("worker");
+                        worker.run()
+                    }))
+                    .unwrap_or_else(|payload| {
+                        Err(anyhow!(
+                            "worker thread {index} panicked: {}",
+                            panics::message(payload.as_ref())
+                        ))
+                    });
+                    // The receiver only disappears if the controller itself failed.
+                    let _ = sender.send(result);
+                })
+                .context("cannot start a worker thread")?;
+            results.push(receiver);
+        }
+        let paced = plan.paced() || throttle.is_some();
+        Ok(Launched {
+            plan,
+            results,
+            budget,
+            abandon,
+            start,
+            start_wall,
             measure_start,
             deadline,
-            slots,
-            index,
-            sinks: sinks.clone(),
-        };
-        std::thread::Builder::new()
-            .name(format!("h2load-rs-{index}"))
-            .spawn(move || {
-                // A panic becomes this thread's error, so the run fails with its message.
-                let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    panics::inject("worker");
-                    worker.run()
-                }))
-                .unwrap_or_else(|payload| {
-                    Err(anyhow!(
-                        "worker thread {index} panicked: {}",
-                        panics::message(payload.as_ref())
-                    ))
-                });
-                // The receiver only disappears if the controller itself failed.
-                let _ = sender.send(result);
-            })
-            .context("cannot start a worker thread")?;
-        results.push(receiver);
+            drain,
+            paced,
+            controller,
+        })
     }
 
-    let controller = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the controller runtime")?;
-    let (threads, interrupted) =
-        controller.block_on(control(results, &budget, &abandon, deadline, drain));
+    /// Waits for the workers (after stopping them, with `stop_now`: requests in flight then
+    /// have the drain period to finish) and merges what they measured.
+    fn finish(self, stop_now: bool) -> Result<RunOutcome> {
+        let Launched {
+            plan,
+            results,
+            budget,
+            abandon,
+            start,
+            start_wall,
+            measure_start,
+            deadline,
+            drain,
+            paced,
+            controller,
+        } = self;
+        let (threads, interrupted) = controller.block_on(control(
+            results,
+            &budget,
+            &abandon,
+            deadline,
+            drain,
+            stop_now,
+            // A ramp's schedule ends itself at the deadline, and a send time due before it
+            // still goes when its connection wakes a little late: the counts stay exact.
+            plan.stages.is_some(),
+        ));
 
-    let mut merged = Recorder::new(measure_start, 0, plan.interval, plan.rate.is_some());
-    let mut wire = WireTotals::default();
-    let mut last_end = measure_start;
-    for thread in threads {
-        let thread = thread?;
-        merged.merge(thread.recorder);
-        wire.add(thread.wire);
-        last_end = last_end.max(thread.ended);
+        let mut merged = Recorder::new(measure_start, 0, plan.interval, paced);
+        let mut wire = WireTotals::default();
+        let mut last_end = measure_start;
+        for thread in threads {
+            let thread = thread?;
+            merged.merge(thread.recorder);
+            wire.add(thread.wire);
+            last_end = last_end.max(thread.ended);
+        }
+        let never_sent = if interrupted { 0 } else { budget.untaken() };
+        merged.counters.failed += never_sent;
+        merged.counters.errored += never_sent;
+        let in_flight_at_stop = merged.counters.started - merged.counters.done;
+        Ok(RunOutcome {
+            recorder: merged,
+            wire,
+            elapsed: last_end.saturating_duration_since(measure_start),
+            never_sent,
+            in_flight_at_stop,
+            interrupted,
+            measure_start_wall: start_wall + (measure_start - start),
+        })
     }
-    let never_sent = if interrupted { 0 } else { budget.untaken() };
-    merged.counters.failed += never_sent;
-    merged.counters.errored += never_sent;
-    let in_flight_at_stop = merged.counters.started - merged.counters.done;
-    Ok(RunOutcome {
-        recorder: merged,
-        wire,
-        elapsed: last_end.saturating_duration_since(measure_start),
-        never_sent,
-        in_flight_at_stop,
-        interrupted,
-        measure_start_wall: start_wall + (measure_start - start),
-    })
 }
 
 /// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
-/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once.
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once. `stop_now`
+/// stops the run at once (a steered run's end); with `schedule_ends` the deadline only starts the
+/// drain period, the workers' schedule ending by itself.
 async fn control(
     results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
     budget: &Budget,
     abandon: &CancellationToken,
     deadline: Option<Instant>,
     drain: Duration,
+    stop_now: bool,
+    schedule_ends: bool,
 ) -> (Vec<Result<ThreadResult>>, bool) {
     let workers = join_all(results);
     tokio::pin!(workers);
     let mut interrupted = false;
     let mut signals_seen = 0;
     let mut abandon_at: Option<Instant> = None;
+    if stop_now {
+        budget.stop();
+        abandon_at = Some(Instant::now() + drain);
+    }
     loop {
         tokio::select! {
             results = &mut workers => {
@@ -204,7 +289,9 @@ async fn control(
                 return (results, interrupted);
             }
             _ = sleep_until_some(deadline), if abandon_at.is_none() => {
-                budget.stop();
+                if !schedule_ends {
+                    budget.stop();
+                }
                 abandon_at = Some(Instant::now() + drain);
             }
             count = signals::more_than(signals_seen) => {
@@ -269,9 +356,25 @@ struct Worker {
     slots: usize,
     index: usize,
     sinks: Sinks,
+    /// A steered run's rate, which replaces the plan's schedule.
+    throttle: Option<Arc<Throttle>>,
 }
 
 impl Worker {
+    /// This thread's share of the schedule, in proportion to its connections, if there is one.
+    fn pacer(&self) -> Option<Pacer> {
+        let fraction = self.slots as f64 / self.plan.clients as f64;
+        let source = match (&self.throttle, &self.plan.stages, self.plan.rate) {
+            (Some(throttle), _, _) => Source::Steered(Steering::new(throttle.clone(), fraction)),
+            (None, Some(stages), _) => Source::Stages(Share::new(stages.clone(), fraction)),
+            (None, None, Some(rate)) => Source::Constant(Duration::from_secs_f64(
+                self.plan.clients as f64 / (rate * self.slots as f64),
+            )),
+            (None, None, None) => return None,
+        };
+        Some(Pacer::with_source(source, self.run_start, self.deadline))
+    }
+
     fn run(self) -> Result<ThreadResult> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -281,6 +384,7 @@ impl Worker {
             let _runtime = runtime.enter();
             PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
         });
+        let pacer = self.pacer();
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
@@ -288,17 +392,10 @@ impl Worker {
                 self.measure_start,
                 self.slots,
                 self.plan.interval,
-                self.plan.rate.is_some(),
+                self.plan.paced() || self.throttle.is_some(),
             )),
             wire: Rc::new(WireMeter::default()),
-            // This thread's share of the rate, in proportion to its connections.
-            pacer: self.plan.rate.map(|rate| {
-                Pacer::new(
-                    Duration::from_secs_f64(self.plan.clients as f64 / (rate * self.slots as f64)),
-                    self.run_start,
-                    self.deadline,
-                )
-            }),
+            pacer,
             request_log: self
                 .sinks
                 .log
@@ -323,7 +420,19 @@ impl Worker {
                     });
                 }
                 if let Some(live) = self.sinks.live {
-                    tokio::task::spawn_local(publish_progress(shared.clone(), live, self.index));
+                    // A steered run's steps are measured from these: publish often enough that a
+                    // step of a few seconds is measured to within a fraction of a percent.
+                    let every = if self.throttle.is_some() {
+                        STEERED_PUBLISH_EVERY
+                    } else {
+                        PUBLISH_EVERY
+                    };
+                    tokio::task::spawn_local(publish_progress(
+                        shared.clone(),
+                        live,
+                        self.index,
+                        every,
+                    ));
                 }
                 let slots = (0..self.slots).map(|slot| {
                     let trace = self.sinks.trace.clone();
@@ -367,8 +476,13 @@ impl Worker {
 }
 
 /// Publishes this thread's numbers for the progress display until the thread's work ends.
-async fn publish_progress(shared: Rc<ThreadShared>, live: Arc<Live>, thread: usize) {
-    let mut ticks = tokio::time::interval(PUBLISH_EVERY);
+async fn publish_progress(
+    shared: Rc<ThreadShared>,
+    live: Arc<Live>,
+    thread: usize,
+    every: Duration,
+) {
+    let mut ticks = tokio::time::interval(every);
     loop {
         ticks.tick().await;
         live.publish(thread, &shared.recorder.borrow());

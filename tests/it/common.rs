@@ -40,6 +40,12 @@ pub struct Output {
 
 /// Runs a command to completion, failing the test if it outlives [`COMMAND_LIMIT`].
 pub fn run_command(program: &str, args: &[&str]) -> Output {
+    run_command_within(program, args, COMMAND_LIMIT)
+}
+
+/// Runs a command to completion, failing the test if it outlives `limit` (for the few commands,
+/// such as a capacity search, that are meant to take longer than [`COMMAND_LIMIT`]).
+pub fn run_command_within(program: &str, args: &[&str], limit: Duration) -> Output {
     let started = Instant::now();
     let child = Command::new(program)
         .args(args)
@@ -53,11 +59,11 @@ pub fn run_command(program: &str, args: &[&str]) -> Output {
     std::thread::spawn(move || {
         let _ = sender.send(child.wait_with_output());
     });
-    let output = match receiver.recv_timeout(COMMAND_LIMIT) {
+    let output = match receiver.recv_timeout(limit) {
         Ok(output) => output.expect("waiting for the child works"),
         Err(_) => {
             let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            panic!("{program} {args:?} did not finish within {COMMAND_LIMIT:?}");
+            panic!("{program} {args:?} did not finish within {limit:?}");
         }
     };
     Output {

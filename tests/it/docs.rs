@@ -105,16 +105,24 @@ fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut BTreeSet<Strin
     }
 }
 
-#[test]
-fn the_json_example_is_a_real_report() {
+/// The first ```json block of docs/json.md after `heading` (the start of the file: "").
+fn json_example(heading: &str) -> serde_json::Value {
     let doc = repository_file("docs/json.md");
-    let example = doc
+    let section = doc
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("docs/json.md has '{heading}'"))
+        .1;
+    let example = section
         .split_once("```json\n")
         .and_then(|(_, rest)| rest.split_once("\n```"))
         .map(|(json, _)| json)
         .expect("docs/json.md has a ```json block");
-    let example: serde_json::Value =
-        serde_json::from_str(example).expect("the example in docs/json.md parses");
+    serde_json::from_str(example).expect("the example in docs/json.md parses")
+}
+
+#[test]
+fn the_json_example_is_a_real_report() {
+    let example = json_example("");
     // The command docs/json.md says produced it.
     let run = h2load_rs(&["-c", "2", "-m", "2", "-n", "20000", "-q"]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
@@ -127,4 +135,36 @@ fn the_json_example_is_a_real_report() {
     );
     assert_eq!(example["schema_version"], run.json["schema_version"]);
     assert_eq!(run.int("requests/succeeded"), 20000);
+}
+
+#[test]
+fn the_find_max_example_is_a_real_report() {
+    let example = json_example("## With `--find-max` and `--fail-if`");
+    // The command docs/json.md says produced it.
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "2",
+        "--find-max",
+        "--step-duration",
+        "300ms",
+        "--slo",
+        "p99<10ms",
+        "--fail-if",
+        "errors>1%",
+        "-q",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    let real = serde_json::json!({
+        "thresholds": cell["thresholds"],
+        "capacity": cell["capacity"],
+    });
+    let (mut documented, mut found) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(&example, "", &mut documented);
+    key_paths(&real, "", &mut found);
+    assert_eq!(
+        documented, found,
+        "docs/json.md's --find-max example and a real report differ in their keys"
+    );
 }

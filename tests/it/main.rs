@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod bytes;
+mod capacity;
 mod cli;
 mod common;
 mod diff;
@@ -14,5 +15,8 @@ mod metrics;
 mod peers;
 mod rate;
 mod scale;
+mod stages;
+mod steer;
 mod sweep;
 mod testbed;
+mod thresholds;

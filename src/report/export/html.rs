@@ -1,12 +1,14 @@
 //! `--html`: one self-contained page (inline CSS and SVG, no scripts, no network) with the comparison
 //! table and three charts: throughput vs concurrency per protocol, latency percentile curves on a
-//! log 1/(1-p) axis per cell, and requests completed per second per cell.
+//! log 1/(1-p) axis per cell, and requests completed per second per cell; with `--find-max`, the
+//! knee plots too: achieved rate and p50/p99 against the offered rate, per cell.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::report::capacity::{Capacity, CapacityStep};
 use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
@@ -230,6 +232,79 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A search's paced steps by offered rate; of steps at the same rate, the last (a full step
+/// confirming a short one) stands for it.
+fn paced_steps(capacity: &Capacity) -> Vec<(f64, &CapacityStep)> {
+    let mut steps: Vec<(f64, &CapacityStep)> = capacity
+        .steps
+        .iter()
+        .filter_map(|step| Some((step.offered_rps?, step)))
+        .collect();
+    steps.reverse();
+    // Stable: among equal rates the last step taken comes first, and is the one kept.
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    steps.dedup_by(|later, earlier| later.0 == earlier.0);
+    steps
+}
+
+/// The knee plots of the cells that searched their capacity (empty without `--find-max`):
+/// achieved against offered rate (with the line where they are equal), and p50/p99 against it.
+fn knee_charts(document: &Document) -> String {
+    let searched: Vec<(&str, Vec<(f64, &CapacityStep)>)> = document
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            Some((
+                cell.cell.label.as_str(),
+                paced_steps(cell.capacity.as_ref()?),
+            ))
+        })
+        .collect();
+    if searched.is_empty() {
+        return String::new();
+    }
+    let most = searched
+        .iter()
+        .flat_map(|(_, steps)| steps.iter().map(|(offered, _)| *offered))
+        .fold(0.0, f64::max);
+    let mut rates = vec![Series {
+        name: "achieved = offered".to_owned(),
+        points: vec![(0.0, 0.0), (most, most)],
+    }];
+    let mut latency = Vec::new();
+    for (label, steps) in &searched {
+        let series = |name: String, value: fn(&CapacityStep) -> f64| Series {
+            name,
+            points: steps
+                .iter()
+                .map(|(offered, step)| (*offered, value(step)))
+                .collect(),
+        };
+        rates.push(series(label.to_string(), |step| step.achieved_rps));
+        latency.push(series(format!("{label} p50"), |step| {
+            step.p50_us as f64 / 1000.0
+        }));
+        latency.push(series(format!("{label} p99"), |step| {
+            step.p99_us as f64 / 1000.0
+        }));
+    }
+    chart(
+        "knee-rate",
+        "Capacity search: achieved vs offered rate",
+        "offered requests/s",
+        "achieved requests/s",
+        &rates,
+        (false, false),
+    ) + &chart(
+        "knee-latency",
+        "Capacity search: latency vs offered rate",
+        "offered requests/s",
+        "latency (ms)",
+        &latency,
+        (false, true),
+    )
+}
+
 /// The whole page.
 pub fn render(document: &Document) -> String {
     // One throughput line per protocol, and per rate when the cells ran at different rates (a
@@ -360,7 +435,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 <h1>h2load-rs {version}</h1>
 <p>{cells} against {target}</p>
 {table}
-{throughput}{latency}{timeline}</body></html>
+{throughput}{latency}{timeline}{knee}</body></html>
 "#,
         version = escape(&document.tool.version),
         cells = crate::report::counted(document.cells.len() as u64, "cell"),
@@ -390,6 +465,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
             &timeline,
             (false, false)
         ),
+        knee = knee_charts(document),
     )
 }
 
@@ -429,5 +505,56 @@ mod tests {
         let svg = chart("x", "t", "x", "y", &series, (true, false));
         assert_eq!(svg.matches(r#"class="series""#).count(), 2);
         assert!(svg.contains("h2c &lt;fast&gt;"));
+    }
+
+    fn step(offered: Option<f64>, achieved: f64, measured_s: f64) -> CapacityStep {
+        CapacityStep {
+            phase: crate::report::capacity::Phase::Ramp,
+            offered_rps: offered,
+            achieved_rps: achieved,
+            measured_s,
+            done: 0,
+            failed: 0,
+            errors_pct: 0.0,
+            p50_us: 0,
+            p90_us: 0,
+            p99_us: 0,
+            p99_9_us: 0,
+            max_us: 0,
+            passed: None,
+        }
+    }
+
+    #[test]
+    fn the_knee_takes_paced_steps_by_rate_and_the_last_of_equal_rates() {
+        let capacity = Capacity {
+            capacity_rps: 750.0,
+            failing_rps: Some(875.0),
+            objectives: vec!["p99<30ms".into()],
+            precision_pct: 5.0,
+            step_duration_s: 3.0,
+            ceiling_rps: 1000.0,
+            limited_by_client: false,
+            latency_at: Vec::new(),
+            steps: vec![
+                step(None, 1000.0, 1.0),
+                step(Some(750.0), 749.0, 1.0),
+                step(Some(1000.0), 900.0, 1.0),
+                step(Some(875.0), 870.0, 3.0),
+                step(Some(750.0), 751.0, 3.0),
+            ],
+        };
+        let knee: Vec<(f64, f64, f64)> = paced_steps(&capacity)
+            .iter()
+            .map(|(offered, step)| (*offered, step.achieved_rps, step.measured_s))
+            .collect();
+        assert_eq!(
+            knee,
+            [
+                (750.0, 751.0, 3.0),
+                (875.0, 870.0, 3.0),
+                (1000.0, 900.0, 1.0)
+            ]
+        );
     }
 }

@@ -1,0 +1,259 @@
+//! What a `--find-max` search found in a cell: the capacity, the steps tried, the latency below
+//! it; and its text, one block per cell and one line per concurrency level after the sweep.
+
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::units::format_micros;
+use crate::report::Summary;
+
+/// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
+/// first).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Capacity {
+    /// The highest constant rate that kept every objective for a full step, requests per
+    /// second; 0 when no rate tried did.
+    pub capacity_rps: f64,
+    /// The lowest rate found to break an objective, when one was (`null`: none tried did).
+    pub failing_rps: Option<f64>,
+    /// The objectives, canonically spelled (`p99<100ms`).
+    pub objectives: Vec<String>,
+    /// The precision asked for: the search stops when `(failing - capacity) / capacity` is at
+    /// most this, in percent.
+    pub precision_pct: f64,
+    /// Length of a full step's measured part, seconds.
+    pub step_duration_s: f64,
+    /// What the unpaced step achieved with this cell's `-c`/`-m`: the most the client can offer.
+    pub ceiling_rps: f64,
+    /// Every rate up to the ceiling passed: the capacity is the client's (raise `-c`/`-m`),
+    /// not the server's.
+    pub limited_by_client: bool,
+    /// Latency at 50%, 80% and 100% of the capacity (100%: the step that established it).
+    pub latency_at: Vec<LoadPoint>,
+    /// Every step, in the order tried.
+    pub steps: Vec<CapacityStep>,
+}
+
+/// Why a step was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Unpaced: how fast the client can go.
+    Ceiling,
+    /// A short step of the coarse ramp (shares of the ceiling).
+    Ramp,
+    /// A full step of the bisection, or the full step confirming a rate a short step passed.
+    Bisect,
+    /// A full step below the capacity, for the latency there.
+    Load,
+}
+
+impl Phase {
+    /// The phase as the report and the JSON name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ceiling => "ceiling",
+            Phase::Ramp => "ramp",
+            Phase::Bisect => "bisect",
+            Phase::Load => "load",
+        }
+    }
+}
+
+/// One step of the search, over its measured part.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapacityStep {
+    /// Why it was run.
+    pub phase: Phase,
+    /// The rate offered (`null`: unpaced).
+    pub offered_rps: Option<f64>,
+    /// The rate achieved.
+    pub achieved_rps: f64,
+    /// Length of the measured part, seconds.
+    pub measured_s: f64,
+    /// Requests finished in it.
+    pub done: u64,
+    /// Of them, failed.
+    pub failed: u64,
+    /// `failed / done`, percent.
+    pub errors_pct: f64,
+    /// Request latency percentiles, µs, from each request's scheduled start.
+    pub p50_us: u64,
+    /// 90th percentile.
+    pub p90_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// 99.9th percentile.
+    pub p99_9_us: u64,
+    /// Largest.
+    pub max_us: u64,
+    /// Every objective held and at least 97% of the offered rate was achieved (`null` for the
+    /// unpaced step, which offers no rate).
+    pub passed: Option<bool>,
+}
+
+/// The latency at a share of the capacity.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadPoint {
+    /// Share of the capacity, percent (50, 80, 100).
+    pub share_pct: f64,
+    /// The rate offered.
+    pub offered_rps: f64,
+    /// The rate achieved.
+    pub achieved_rps: f64,
+    /// Median latency, µs.
+    pub p50_us: u64,
+    /// 99th percentile, µs.
+    pub p99_us: u64,
+}
+
+/// `8,450`: a rate rounded to a whole request per second, with thousands separators.
+pub(crate) fn grouped(rate: f64) -> String {
+    let digits = format!("{:.0}", rate.max(0.0));
+    let mut out = String::new();
+    for (position, digit) in digits.chars().enumerate() {
+        if position > 0 && (digits.len() - position) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// The cell's search as text: the steps tried, the capacity, the latency below it.
+pub fn render(capacity: &Capacity) -> String {
+    let mut out = String::new();
+    write(&mut out, capacity).expect("writing to a String cannot fail");
+    out
+}
+
+fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
+    writeln!(
+        out,
+        "\ncapacity search: {}; steps of {:.1}s, precision {}%",
+        capacity.objectives.join(", "),
+        capacity.step_duration_s,
+        capacity.precision_pct
+    )?;
+    writeln!(
+        out,
+        "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>8}  result",
+        "step", "phase", "offered", "achieved", "p50", "p99", "errors"
+    )?;
+    for (index, step) in capacity.steps.iter().enumerate() {
+        writeln!(
+            out,
+            "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>7.2}%  {}",
+            index + 1,
+            step.phase.name(),
+            step.offered_rps.map_or("unpaced".to_owned(), grouped),
+            grouped(step.achieved_rps),
+            format_micros(step.p50_us as f64),
+            format_micros(step.p99_us as f64),
+            step.errors_pct,
+            match step.passed {
+                Some(true) => "pass",
+                Some(false) => "fail",
+                None => "-",
+            }
+        )?;
+    }
+    let bound = match capacity.failing_rps {
+        Some(failing) => format!("{} req/s failed", grouped(failing)),
+        None if capacity.limited_by_client => format!(
+            "every rate up to the client's ceiling of {} req/s passed: raise -c or -m to find the server's",
+            grouped(capacity.ceiling_rps)
+        ),
+        None => "no failing rate found".to_owned(),
+    };
+    writeln!(
+        out,
+        "capacity: {} req/s ({bound})",
+        grouped(capacity.capacity_rps)
+    )?;
+    if !capacity.latency_at.is_empty() {
+        let points: Vec<String> = capacity
+            .latency_at
+            .iter()
+            .map(|point| {
+                format!(
+                    "{:.0}% ({} req/s) p50 {} p99 {}",
+                    point.share_pct,
+                    grouped(point.offered_rps),
+                    format_micros(point.p50_us as f64),
+                    format_micros(point.p99_us as f64)
+                )
+            })
+            .collect();
+        writeln!(out, "latency at {}", points.join("; "))?;
+    }
+    Ok(())
+}
+
+/// After a sweep, one line per concurrency level that searched:
+/// `capacity: h1 8,450 req/s at p99<20ms; h2c 7,900 req/s (h2c/h1 = 0.93)`: the objectives once,
+/// each protocol's ratio to the level's first. The level's `c=… m=…` is named when the sweep
+/// has several levels.
+pub fn sweep_lines(cells: &[Summary]) -> Vec<String> {
+    let searched: Vec<(&Summary, &Capacity)> = cells
+        .iter()
+        .filter_map(|cell| Some((cell, cell.capacity.as_ref()?)))
+        .collect();
+    let levels = {
+        let mut levels: Vec<usize> = searched.iter().map(|(cell, _)| cell.cell.level).collect();
+        levels.dedup();
+        levels
+    };
+    levels
+        .iter()
+        .map(|&level| {
+            let at_level: Vec<_> = searched
+                .iter()
+                .filter(|(cell, _)| cell.cell.level == level)
+                .collect();
+            let (first, first_capacity) = at_level[0];
+            let setting = match levels.len() {
+                1 => String::new(),
+                _ => format!(" c={} m={}", first.cell.clients, first.cell.streams),
+            };
+            let parts: Vec<String> = at_level
+                .iter()
+                .enumerate()
+                .map(|(position, (cell, capacity))| {
+                    let rate = format!(
+                        "{} {} req/s",
+                        cell.cell.protocol,
+                        grouped(capacity.capacity_rps)
+                    );
+                    if position == 0 {
+                        format!("{rate} at {}", capacity.objectives.join(", "))
+                    } else if first_capacity.capacity_rps > 0.0 {
+                        format!(
+                            "{rate} ({}/{} = {:.2})",
+                            cell.cell.protocol,
+                            first.cell.protocol,
+                            capacity.capacity_rps / first_capacity.capacity_rps
+                        )
+                    } else {
+                        rate
+                    }
+                })
+                .collect();
+            format!("capacity{setting}: {}", parts.join("; "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_grouped_by_thousands() {
+        assert_eq!(grouped(0.4), "0");
+        assert_eq!(grouped(999.6), "1,000");
+        assert_eq!(grouped(8450.0), "8,450");
+        assert_eq!(grouped(1_234_567.0), "1,234,567");
+    }
+}

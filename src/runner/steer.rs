@@ -1,0 +1,130 @@
+//! A steered run: the capacity search's [`Probe`]. The connections open once when it starts and
+//! stay; each step sets the offered rate on every thread (through a [`Throttle`], one atomic load
+//! per request) and measures its part from the workers' published numbers ([`Live`]), taken at
+//! the measured part's start and end and subtracted.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::control::{Probe, StepResult};
+use super::{signals, Launched, RunOutcome, Sinks};
+use crate::cli::limits::{MAX_RATE, MIN_RATE};
+use crate::engine::pacer::{Offered, Throttle};
+use crate::observe::live::{Live, Snapshot};
+use crate::plan::RunPlan;
+
+/// The timeline's interval when none was asked for: a search lasts minutes, its steps seconds.
+const STEERED_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A run whose rate is set step by step; see [`Probe`]. [`Steered::finish`] ends it.
+pub struct Steered {
+    launched: Launched,
+    throttle: Arc<Throttle>,
+    live: Arc<Live>,
+    /// Signals seen so far, so a step notices a new one.
+    signals_seen: u32,
+}
+
+/// Starts a steered run of `plan` (its stop rule and rate are replaced by the steps): its
+/// connections open now and idle until the first [`Probe::step`].
+pub fn steer(plan: Arc<RunPlan>, sinks: Sinks) -> Result<Steered> {
+    let mut plan = RunPlan::clone(&plan);
+    plan.rate = None;
+    plan.stages = None;
+    if plan.interval.auto {
+        plan.interval.length = STEERED_INTERVAL;
+    }
+    let mut sinks = sinks;
+    let live = sinks
+        .live
+        .get_or_insert_with(|| Arc::new(Live::new(plan.threads)))
+        .clone();
+    let throttle = Arc::new(Throttle::new());
+    let launched = Launched::start(Arc::new(plan), sinks, Some(throttle.clone()))?;
+    Ok(Steered {
+        launched,
+        throttle,
+        live,
+        signals_seen: 0,
+    })
+}
+
+impl Steered {
+    /// Ends the run: no more requests are sent, those in flight finish (within the drain
+    /// period, as at a timed run's end), and everything measured over all steps is returned.
+    pub fn finish(self) -> Result<RunOutcome> {
+        self.throttle.set(Offered::Stopped);
+        self.launched.finish(true)
+    }
+
+    /// Waits `duration`; `true` if a signal came first.
+    fn wait(&mut self, duration: Duration) -> bool {
+        let seen = self.signals_seen;
+        let signalled = self.launched.controller.block_on(async {
+            tokio::select! {
+                () = tokio::time::sleep(duration) => None,
+                count = signals::more_than(seen) => Some(count),
+            }
+        });
+        if let Some(count) = signalled {
+            self.signals_seen = count;
+        }
+        signalled.is_some()
+    }
+}
+
+impl Probe for Steered {
+    fn step(
+        &mut self,
+        rate: Option<f64>,
+        settle: Duration,
+        measure: Duration,
+    ) -> Result<StepResult> {
+        let offered = match rate {
+            None => Offered::Unpaced,
+            Some(rate) if (MIN_RATE..=MAX_RATE).contains(&rate) => Offered::Paced(rate),
+            Some(rate) => {
+                bail!("a step's rate must be between {MIN_RATE} and {MAX_RATE}, not {rate}")
+            }
+        };
+        self.throttle.set(offered);
+        let interrupted = self.wait(settle);
+        let before = self.live.snapshot();
+        let began = Instant::now();
+        let interrupted = interrupted || self.wait(measure);
+        let after = self.live.snapshot();
+        let measured = began.elapsed();
+        step_result(rate, &before, after, measured, interrupted)
+    }
+}
+
+/// What was finished between the snapshots `before` and `after`, `measured` apart.
+fn step_result(
+    offered_rps: Option<f64>,
+    before: &Snapshot,
+    after: Snapshot,
+    measured: Duration,
+    interrupted: bool,
+) -> Result<StepResult> {
+    let mut latency = after.request;
+    latency
+        .subtract(&before.request)
+        .context("a later snapshot of the latency histogram holds fewer requests")?;
+    let done = after.done - before.done;
+    let seconds = measured.as_secs_f64();
+    Ok(StepResult {
+        offered_rps,
+        achieved_rps: if seconds > 0.0 {
+            done as f64 / seconds
+        } else {
+            0.0
+        },
+        done,
+        failed: after.failed - before.failed,
+        latency,
+        measured,
+        interrupted,
+    })
+}
