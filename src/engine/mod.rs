@@ -225,10 +225,7 @@ impl<'a> Ledger<'a> {
     /// schedule): a connection waiting for its send time then asks again at once.
     pub async fn schedule_over(&self) {
         match &self.shared.pacer {
-            Some(pacer) => tokio::select! {
-                () = pacer.over.notified() => {}
-                () = pacer.rate_changed() => {}
-            },
+            Some(pacer) => pacer.over_or_changed().await,
             None => std::future::pending().await,
         }
     }

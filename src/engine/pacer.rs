@@ -266,11 +266,16 @@ impl Pacer {
         time
     }
 
-    /// Completes when a steered run's rate changes (never for other schedules).
-    pub(super) async fn rate_changed(&self) {
+    /// Completes when the schedule has ended (`over`) or a steered run's rate changed; only a
+    /// steered run pays for waiting on both.
+    pub(super) async fn over_or_changed(&self) {
         match &self.source {
-            Source::Steered(steering) => steering.throttle.changed.notified().await,
-            Source::Constant(_) | Source::Stages(_) => std::future::pending().await,
+            Source::Steered(steering) => tokio::select! {
+                biased;
+                () = self.over.notified() => {}
+                () = steering.throttle.changed.notified() => {}
+            },
+            Source::Constant(_) | Source::Stages(_) => self.over.notified().await,
         }
     }
 }
