@@ -15,7 +15,7 @@ use crate::app::target::BuiltIn;
 use crate::cli::LoadArgs;
 use crate::observe::live::Live;
 use crate::observe::metrics::endpoint::Endpoint;
-use crate::observe::metrics::Board;
+use crate::observe::metrics::{Board, Requested};
 use crate::observe::progress;
 use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
@@ -176,8 +176,14 @@ impl<'a> Sweep<'a> {
             !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
         let metrics = self.metrics.as_ref().map(|(_, board)| board);
         let live = (show_progress || metrics.is_some()).then(|| Arc::new(Live::new(plan.threads)));
+        let requested = match (&search, &plan.stages, plan.rate) {
+            (Some(_), _, _) => Requested::Steered,
+            (None, Some(stages), _) => Requested::Ramp(stages.clone()),
+            (None, None, Some(rate)) => Requested::Constant(rate),
+            (None, None, None) => Requested::Nothing,
+        };
         let series = metrics.zip(live.clone()).map(|(board, live)| {
-            board.add_cell(plan.label(), plan.protocol_label(), plan.rate, live)
+            board.add_cell(plan.label(), plan.protocol_label(), requested, live)
         });
         let display = live
             .clone()

@@ -3,6 +3,7 @@
 //! a few times a second, and once more with its final numbers when it ends, so the hot path never
 //! shares anything with the readers.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -78,6 +79,9 @@ impl Tallies {
 #[derive(Debug)]
 pub struct Live {
     threads: Vec<Mutex<Published>>,
+    /// The rate a steered run offers now, as f64 bits; NaN when it offers none (unpaced or
+    /// paused). Set by the run's controller, read by the live metrics.
+    offered: AtomicU64,
 }
 
 /// The whole run so far.
@@ -105,7 +109,19 @@ impl Live {
         };
         Live {
             threads: (0..threads).map(|_| published()).collect(),
+            offered: AtomicU64::new(f64::NAN.to_bits()),
         }
+    }
+
+    /// A steered run now offers `rate` requests per second (`None`: unpaced).
+    pub fn set_offered(&self, rate: Option<f64>) {
+        let bits = rate.unwrap_or(f64::NAN).to_bits();
+        self.offered.store(bits, Ordering::Relaxed);
+    }
+
+    /// The rate a steered run offers now, if it offers one.
+    pub fn offered(&self) -> Option<f64> {
+        Some(f64::from_bits(self.offered.load(Ordering::Relaxed))).filter(|rate| !rate.is_nan())
     }
 
     /// Worker `thread` publishes what its recorder holds.

@@ -145,6 +145,25 @@ impl Stages {
             .map_or(0.0, |last| last.before + last.area())
     }
 
+    /// The rate offered at `at` from the start (the last stage's rate after the end).
+    pub fn rate_at(&self, at: Duration) -> f64 {
+        let at = at.as_secs_f64();
+        let index = self
+            .segments
+            .partition_point(|segment| segment.begins + segment.length <= at);
+        match self.segments.get(index) {
+            Some(segment) if segment.length > 0.0 => {
+                let into = ((at - segment.begins) / segment.length).clamp(0.0, 1.0);
+                segment.from + (segment.to - segment.from) * into
+            }
+            Some(segment) => segment.to,
+            None => self
+                .stages
+                .last()
+                .map_or(self.start_rate, |stage| stage.rate),
+        }
+    }
+
     /// When (from the start) the cumulative count N(t) reaches `count`; the end of the stages
     /// when it never does. Monotonic in `count`.
     pub fn time_of(&self, count: f64) -> Duration {
@@ -248,6 +267,19 @@ mod tests {
         }
         assert_eq!(stages(0.0, "2s:200,2s:2000").to_string(), "2s:200,2s:2000");
         assert_eq!(stages(100.0, "2s:200").to_string(), "100,2s:200");
+    }
+
+    #[test]
+    fn the_rate_at_a_time_follows_the_curve() {
+        let ramp = stages(100.0, "2s:200,0s:1000,1s:0");
+        let at = |seconds: f64| ramp.rate_at(Duration::from_secs_f64(seconds));
+        assert_eq!(at(0.0), 100.0);
+        assert!((at(1.0) - 150.0).abs() < 1e-9);
+        // The step at 2 s: its new rate from that instant on.
+        assert!((at(2.0) - 1000.0).abs() < 1e-9);
+        assert!((at(2.5) - 500.0).abs() < 1e-9);
+        assert_eq!(at(3.0), 0.0);
+        assert_eq!(at(60.0), 0.0);
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl Probe for Steered {
             }
         };
         self.throttle.set(offered);
+        self.live.set_offered(rate);
         let interrupted = self.wait(settle);
         let before = self.live.snapshot();
         let began = Instant::now();

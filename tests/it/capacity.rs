@@ -252,3 +252,41 @@ fn the_search_sets_rates_and_lengths_itself() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_search_reports_the_steps_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let child = std::process::Command::new(BIN)
+        .args(["--h1", "-c", "2", "--find-max", "--step-duration", "3s"])
+        .args(["--target-delay", "1ms", "--json", json.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The ceiling step (1 s settling, 3 s measured) is under way.
+    std::thread::sleep(Duration::from_millis(2500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(130), "{stdout}");
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cell = &document["cells"][0];
+    assert_eq!(cell["interrupted"], true);
+    assert_eq!(cell["connections"]["opened"], 2);
+    // The search ended at the signal (the ceiling step took 1.33 s, ramp steps as long) and the
+    // steps it took are kept: the ceiling of 2 connections on a 1 ms handler is about 1500 req/s
+    // (more than 500 whatever the machine's load, at most 2000).
+    let steps = cell["capacity"]["steps"].as_array().unwrap();
+    assert!((1..=2).contains(&steps.len()), "{steps:?}");
+    assert_eq!(steps[0]["phase"], "ceiling");
+    let ceiling = steps[0]["achieved_rps"].as_f64().unwrap();
+    assert!((500.0..=2000.0).contains(&ceiling), "{ceiling}");
+    assert!(stdout.contains("capacity"), "{stdout}");
+}

@@ -354,6 +354,70 @@ fn sweep_cells_stay_exposed_with_their_rates() {
 }
 
 #[test]
+fn ramps_and_searches_expose_the_rate_they_offer_now() {
+    // A ramp from 0 to 300/s over 3 s: two scrapes 1 s apart see the requested rate rise, and
+    // after the end it is the last stage's.
+    let mut run = Running::start(&[
+        "--h1",
+        "-c",
+        "2",
+        "--stages",
+        "3s:300",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
+        "-q",
+        &url("/ping"),
+    ]);
+    let addr = run.metrics_addr().to_string();
+    let requested = |addr: &str| {
+        let (_, _, text) = get(addr, "/metrics", None);
+        total(&text, "h2load_rs_requested_rps")
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let early = requested(&addr);
+    std::thread::sleep(Duration::from_secs(1));
+    let later = requested(&addr);
+    assert!(
+        0.0 < early && early + 50.0 < later && later < 300.0,
+        "{early} then {later}"
+    );
+    run.wait_for("metrics: serving the final values");
+    assert_eq!(requested(&addr), 300.0);
+    drop(run);
+
+    // A capacity search: after it, the requested rate is its last step's offered rate.
+    let mut run = Running::start(&[
+        "--h1",
+        "-c",
+        "2",
+        "--find-max",
+        "--step-duration",
+        "300ms",
+        "--slo",
+        "p99<1s",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
+        "-q",
+        &url("/ping"),
+    ]);
+    let addr = run.metrics_addr().to_string();
+    run.wait_for("metrics: serving the final values");
+    let exposed = requested(&addr);
+    let json = run.json();
+    let steps = json["cells"][0]["capacity"]["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    let offered = last["offered_rps"].as_f64().unwrap();
+    assert!(
+        (exposed - offered).abs() < 1e-6 * offered,
+        "exposed {exposed}, last step {last}"
+    );
+}
+
+#[test]
 fn requests_without_a_response_count_under_their_error_kind() {
     // The built-in target resets every 4th stream: 25 of 100 get no response.
     let mut run = Running::start(&[

@@ -260,6 +260,7 @@ mod tests {
 
     use super::*;
     use crate::observe::live::Live;
+    use crate::observe::metrics::Requested;
     use crate::plan::{StopRule, TimelineInterval};
     use crate::recorder::hdr::new_histogram;
     use crate::recorder::{Recorder, RequestStart, ResponseSample};
@@ -304,7 +305,12 @@ mod tests {
         let board = Arc::new(Board::default());
         let live = Arc::new(Live::new(1));
         live.publish_final(0, &recorder(&[200, 200, 204, 503], 2));
-        let index = board.add_cell("h1 c=1 m=1 r=50".to_owned(), "h1", Some(50.0), live);
+        let index = board.add_cell(
+            "h1 c=1 m=1 r=50".to_owned(),
+            "h1",
+            Requested::Constant(50.0),
+            live,
+        );
         board.finish_cell(index, 42.5);
         let text = render(&registry(board), false);
         let labels = r#"{cell="h1 c=1 m=1 r=50",protocol="h1""#;
@@ -356,7 +362,7 @@ mod tests {
         board.add_cell(
             "h2c c=1 m=1".to_owned(),
             "h2c",
-            None,
+            Requested::Nothing,
             Arc::new(Live::new(1)),
         );
         let text = render(&registry(board), true);

@@ -9,6 +9,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::observe::live::{Live, Snapshot};
+use crate::plan::stages::Stages;
+
+/// Where a cell's requested rate comes from.
+#[derive(Debug, Clone)]
+pub enum Requested {
+    /// No pacing: no requested rate.
+    Nothing,
+    /// `--rate`.
+    Constant(f64),
+    /// `--stages`: the rate the ramp offers at the time of the scrape.
+    Ramp(Stages),
+    /// `--find-max`: the rate of the step under way ([`Live::offered`]).
+    Steered,
+}
 
 /// The cells exposed so far: a cell's series stay after it ends, with its final values.
 #[derive(Debug, Default)]
@@ -23,8 +37,8 @@ struct CellSeries {
     cell: String,
     /// The `protocol` label: `h1`, `h2c`, …
     protocol: &'static str,
-    /// `--rate`, in requests per second.
-    requested_rps: Option<f64>,
+    /// Where its requested rate comes from.
+    requested: Requested,
     live: Arc<Live>,
     started: Instant,
     /// The report's requests per second, once the cell has ended.
@@ -49,14 +63,14 @@ impl Board {
         &self,
         cell: String,
         protocol: &'static str,
-        requested_rps: Option<f64>,
+        requested: Requested,
         live: Arc<Live>,
     ) -> usize {
         let mut cells = self.lock();
         cells.push(CellSeries {
             cell,
             protocol,
-            requested_rps,
+            requested,
             live,
             started: Instant::now(),
             achieved_rps: None,
@@ -88,7 +102,12 @@ impl Board {
                 Reading {
                     cell: cell.cell.clone(),
                     protocol: cell.protocol,
-                    requested_rps: cell.requested_rps,
+                    requested_rps: match &cell.requested {
+                        Requested::Nothing => None,
+                        Requested::Constant(rate) => Some(*rate),
+                        Requested::Ramp(stages) => Some(stages.rate_at(cell.started.elapsed())),
+                        Requested::Steered => cell.live.offered(),
+                    },
                     achieved_rps,
                     snapshot,
                 }
