@@ -18,8 +18,9 @@
 //! 4. **Load points**: full steps at 50% and 80% of the capacity; with the step that
 //!    established it (100%), they give the latency below the knee.
 //!
-//! A step passes when every objective holds and the achieved rate is at least 97% of the offered
-//! one: a rate the client could not deliver is not capacity. Every step settles for a third of
+//! A step passes when every objective holds and the rate of successful responses is at least 97%
+//! of the offered one: a rate the client could not deliver, or that the server answered with
+//! errors (a fast 503 is no capacity), is not capacity; the ceiling counts successes too. Every step settles for a third of
 //! its measured length before measuring, so the queue a failed step left behind drains (at a
 //! passing rate it drains at the spare capacity, which a third of the step leaves room for) and
 //! a new rate's queue builds up before it is judged. With the default 3 s steps, a search takes
@@ -133,8 +134,9 @@ impl Search {
             interrupted: false,
         };
         let short = self.step / 3;
+        // Failed responses (a server shedding load with fast 503s) are no capacity.
         let ceiling = match steps.take(Phase::Ceiling, None, short)? {
-            Some(_) => steps.done[0].achieved_rps,
+            Some(_) => delivered_rps(&steps.done[0]),
             None => 0.0,
         };
         let mut found = Found::default();
@@ -165,7 +167,9 @@ impl Search {
             precision_pct: 100.0 * self.precision,
             step_duration_s: self.step.as_secs_f64(),
             ceiling_rps: ceiling,
-            limited_by_client: found.failing.is_none() && capacity_rps > 0.0,
+            // Only a climb that went through the ceiling shows the client's limit.
+            limited_by_client: found.failing.is_none() && capacity_rps > 0.0 && !steps.interrupted,
+            interrupted: steps.interrupted,
             latency_at,
             steps: steps.done,
         })
@@ -334,10 +338,11 @@ impl Steps<'_, '_> {
                 grouped(step.achieved_rps),
                 crate::cli::units::format_micros(step.p99_us as f64),
                 step.errors_pct,
-                match passed {
-                    Some(true) => ": pass",
-                    Some(false) => ": fail",
-                    None => "",
+                match (passed, result.interrupted) {
+                    (_, true) => ": interrupted",
+                    (Some(true), false) => ": pass",
+                    (Some(false), false) => ": fail",
+                    (None, false) => "",
                 }
             );
         }
@@ -359,13 +364,7 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         achieved_rps: result.achieved_rps,
     };
     let at = |quantile: f64| result.latency.value_at_quantile(quantile);
-    let passed = result.offered_rps.map(|offered| {
-        result.achieved_rps >= DELIVERED * offered
-            && objectives
-                .iter()
-                .all(|objective| objective.check(&measured).holds)
-    });
-    CapacityStep {
+    let mut step = CapacityStep {
         phase,
         offered_rps: result.offered_rps,
         achieved_rps: result.achieved_rps,
@@ -381,7 +380,26 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         p99_us: at(0.99),
         p99_9_us: at(0.999),
         max_us: result.latency.max(),
-        passed,
+        passed: None,
+    };
+    // An interrupted step's part-measurement judges nothing; failed responses are not delivered.
+    step.passed = result
+        .offered_rps
+        .filter(|_| !result.interrupted)
+        .map(|offered| {
+            delivered_rps(&step) >= DELIVERED * offered
+                && objectives
+                    .iter()
+                    .all(|objective| objective.check(&measured).holds)
+        });
+    step
+}
+
+/// The rate of successful responses a step achieved.
+fn delivered_rps(step: &CapacityStep) -> f64 {
+    match step.done {
+        0 => 0.0,
+        done => step.achieved_rps * (done - step.failed.min(done)) as f64 / done as f64,
     }
 }
 
@@ -489,6 +507,54 @@ mod tests {
                 interrupted: self.interrupt_at == Some(self.taken.len() - 1),
             })
         }
+    }
+
+    /// A target that sheds load: it answers everything within 1 ms, but what it cannot serve
+    /// above `capacity` gets a fast error status.
+    struct SheddingTarget {
+        capacity: f64,
+        ceiling: f64,
+    }
+
+    impl Probe for SheddingTarget {
+        fn step(
+            &mut self,
+            rate: Option<f64>,
+            _settle: Duration,
+            measure: Duration,
+        ) -> Result<StepResult> {
+            let offered = rate.unwrap_or(self.ceiling).min(self.ceiling);
+            let done = (offered * measure.as_secs_f64()) as u64;
+            let served = (self.capacity * measure.as_secs_f64()) as u64;
+            let mut latency = hdr::new_histogram();
+            latency.record_n(800, done).expect("in range");
+            Ok(StepResult {
+                offered_rps: rate,
+                achieved_rps: offered,
+                done,
+                failed: done.saturating_sub(served),
+                latency,
+                measured: measure,
+                interrupted: false,
+            })
+        }
+    }
+
+    #[test]
+    fn fast_errors_are_no_capacity_even_without_an_errors_objective() {
+        let mut target = SheddingTarget {
+            capacity: 2000.0,
+            ceiling: 20_000.0,
+        };
+        let found = search(&["p99<30ms"], 0.05).run(&mut target).unwrap();
+        // A step passes while 97% of what it offers succeeds: up to 2000 / 0.97 = 2062.
+        assert!(
+            (2000.0..=2062.0 * 1.05).contains(&found.capacity_rps),
+            "{} req/s",
+            found.capacity_rps
+        );
+        assert_eq!(found.ceiling_rps, 2000.0, "the ceiling counts successes");
+        assert!(!found.limited_by_client || found.failing_rps.is_none());
     }
 
     fn search(slo: &[&str], precision: f64) -> Search {

@@ -137,6 +137,11 @@ pub enum Due {
 /// How often a connection of a paused steered run looks at the throttle again.
 const RECHECK_PAUSED: Duration = Duration::from_millis(50);
 
+/// How long after the end of a timed schedule a send time due before the end may still go: a
+/// connection's wake-up can be a little late, but a backlog an overloaded server left is not
+/// sent after the end (a ramp's deadline does not stop the budget, its schedule does).
+const LATE_AT_END: Duration = Duration::from_millis(5);
+
 /// A thread's share of the schedule: the send times its connections take, in turn.
 ///
 /// A connection that must wait is told when to come back: at a send time no other waiting
@@ -189,12 +194,10 @@ impl Pacer {
 
     /// Whether a request may be sent at `now`, and with which intended start.
     pub(super) fn due(&self, now: Instant) -> Due {
-        // A send time before the end is still due after it (a late wake-up): the budget, which
-        // a timed run's deadline stops, decides whether it goes.
-        if self
-            .ends
-            .is_some_and(|ends| now >= ends && self.next.get() >= ends)
-        {
+        // A send time before the end is still due just after it (a late wake-up), not later.
+        if self.ends.is_some_and(|ends| {
+            now >= ends && (self.next.get() >= ends || now >= ends + LATE_AT_END)
+        }) {
             return Due::Ended;
         }
         if let Source::Steered(steering) = &self.source {

@@ -1014,6 +1014,33 @@ fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
     assert_eq!(conns[0].requests.get(), 0, "nothing sent");
 }
 
+#[test]
+fn a_send_time_due_before_the_end_goes_just_after_it_but_a_backlog_does_not() {
+    let mut world = world(&["--h1", "-D", "10s"]);
+    let conn = ConnState::default();
+    let now = Instant::now();
+    // Due 1 ms before an end that passed 1 ms ago: a late wake-up, it still goes.
+    let ends = now - Duration::from_millis(1);
+    let late = super::Pacer::new(
+        Duration::from_secs(1),
+        ends - Duration::from_millis(1),
+        Some(ends),
+    );
+    world.shared.pacer = Some(late);
+    let ledger = Ledger::new(&world.shared, &conn, 0);
+    assert!(matches!(ledger.next_request(), super::Slot::Now(_)));
+    // Due 1 s before an end that passed 50 ms ago (an overloaded server's backlog): over.
+    let ends = now - Duration::from_millis(50);
+    let backlog = super::Pacer::new(
+        Duration::from_millis(1),
+        ends - Duration::from_secs(1),
+        Some(ends),
+    );
+    world.shared.pacer = Some(backlog);
+    let ledger = Ledger::new(&world.shared, &conn, 0);
+    assert_eq!(ledger.next_request(), super::Slot::Done);
+}
+
 // ---- --stages and the steered run ----
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
@@ -18,6 +18,10 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 /// One worker's latest numbers.
 #[derive(Debug)]
 struct Published {
+    /// When it was published (`None`: not yet).
+    at: Option<Instant>,
+    /// Whether it was the worker's last publication.
+    ended: bool,
     done: u64,
     failed: u64,
     errored: u64,
@@ -79,6 +83,9 @@ impl Tallies {
 #[derive(Debug)]
 pub struct Live {
     threads: Vec<Mutex<Published>>,
+    /// Asks each worker to publish now (a steered run's step edges): one per worker, as
+    /// `notify_one` keeps the request for a worker busy publishing when it comes.
+    ask: Vec<tokio::sync::Notify>,
     /// The rate a steered run offers now, as f64 bits; NaN when it offers none (unpaced or
     /// paused). Set by the run's controller, read by the live metrics.
     offered: AtomicU64,
@@ -100,6 +107,8 @@ impl Live {
     pub fn new(threads: usize) -> Self {
         let published = || {
             Mutex::new(Published {
+                at: None,
+                ended: false,
                 done: 0,
                 failed: 0,
                 errored: 0,
@@ -109,8 +118,44 @@ impl Live {
         };
         Live {
             threads: (0..threads).map(|_| published()).collect(),
+            ask: (0..threads).map(|_| tokio::sync::Notify::new()).collect(),
             offered: AtomicU64::new(f64::NAN.to_bits()),
         }
+    }
+
+    /// Whether every worker has published its final numbers.
+    pub fn all_ended(&self) -> bool {
+        self.threads.iter().all(|thread| {
+            thread
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .ended
+        })
+    }
+
+    /// Completes when the controller asks worker `thread` to publish ([`Live::fresh_snapshot`]).
+    pub async fn asked(&self, thread: usize) {
+        self.ask[thread].notified().await;
+    }
+
+    /// Asks every worker to publish now and waits (at most `patience`) until each has, or has
+    /// ended; then [`Live::snapshot`]. A step measured between two of these counts what was
+    /// finished between its edges, not up to a publishing period off at each.
+    pub fn fresh_snapshot(&self, patience: Duration) -> Snapshot {
+        let asked = Instant::now();
+        for ask in &self.ask {
+            ask.notify_one();
+        }
+        let fresh = |thread: &Mutex<Published>| {
+            let published = thread
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            published.ended || published.at.is_some_and(|at| at >= asked)
+        };
+        while !self.threads.iter().all(fresh) && asked.elapsed() < patience {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.snapshot()
     }
 
     /// A steered run now offers `rate` requests per second (`None`: unpaced).
@@ -138,6 +183,8 @@ impl Live {
         let mut published = self.threads[thread]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        published.at = Some(Instant::now());
+        published.ended = ended;
         published.done = recorder.counters.done;
         published.failed = recorder.counters.failed;
         published.errored = recorder.counters.errored;
@@ -155,11 +202,16 @@ impl Live {
             errored: 0,
             request: new_histogram(),
             tallies: Tallies::default(),
+            threads: Vec::with_capacity(self.threads.len()),
         };
         for thread in &self.threads {
             let published = thread
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            snapshot.threads.push(Mark {
+                at: published.at,
+                done: published.done,
+            });
             snapshot.done += published.done;
             snapshot.failed += published.failed;
             snapshot.errored += published.errored;
@@ -196,6 +248,41 @@ pub struct Snapshot {
     pub request: Histogram<u64>,
     /// Requests by outcome, connections, requests in flight.
     pub tallies: Tallies,
+    /// Each worker's count and when it published it: a rate between two snapshots is exact
+    /// only over each worker's own publishing times.
+    pub threads: Vec<Mark>,
+}
+
+/// One worker's finished requests as of its last publishing.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    /// When the worker published (`None`: not yet).
+    pub at: Option<Instant>,
+    /// Requests finished by then.
+    pub done: u64,
+}
+
+impl Snapshot {
+    /// Requests finished per second between `before` and this snapshot: each worker's count
+    /// over its own publishing times (workers publish on their own clocks, up to a publishing
+    /// period apart), `measured` for a worker that did not publish twice in between.
+    pub fn rate_since(&self, before: &Snapshot, measured: Duration) -> f64 {
+        self.threads
+            .iter()
+            .zip(&before.threads)
+            .map(|(after, before)| {
+                let done = after.done.saturating_sub(before.done) as f64;
+                let span = match (before.at, after.at) {
+                    (Some(from), Some(to)) if to > from => to - from,
+                    _ => measured,
+                };
+                match span.as_secs_f64() {
+                    seconds if seconds > 0.0 => done / seconds,
+                    _ => 0.0,
+                }
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]
@@ -281,5 +368,51 @@ mod tests {
             assert_eq!(tallies.connections_opened, 2 * threads);
             assert_eq!((tallies.connections_active, tallies.in_flight), (0, 0));
         }
+    }
+
+    #[test]
+    fn a_rate_between_snapshots_counts_each_worker_over_its_own_publishing_times() {
+        let t0 = Instant::now();
+        let at = |millis| Some(t0 + Duration::from_millis(millis));
+        let snapshot = |marks: Vec<Mark>| Snapshot {
+            done: marks.iter().map(|mark| mark.done).sum(),
+            failed: 0,
+            errored: 0,
+            request: new_histogram(),
+            tallies: Tallies::default(),
+            threads: marks,
+        };
+        // Worker 0 published 40 ms into the window and 10 ms before its end: 900 requests in
+        // 950 ms; worker 1 at both edges: 1000 in 1 s. Over the nominal second they would be
+        // 1900/s; they are 947.4 + 1000.
+        let before = snapshot(vec![
+            Mark {
+                at: at(40),
+                done: 100,
+            },
+            Mark { at: at(0), done: 0 },
+        ]);
+        let after = snapshot(vec![
+            Mark {
+                at: at(990),
+                done: 1000,
+            },
+            Mark {
+                at: at(1000),
+                done: 1000,
+            },
+        ]);
+        let rate = after.rate_since(&before, Duration::from_secs(1));
+        assert!((rate - (900.0 / 0.95 + 1000.0)).abs() < 1e-6, "{rate}");
+        // A worker that has not published twice counts over the nominal length.
+        let unpublished = snapshot(vec![Mark { at: None, done: 0 }]);
+        let later = snapshot(vec![Mark {
+            at: at(5),
+            done: 50,
+        }]);
+        assert_eq!(
+            later.rate_since(&unpublished, Duration::from_millis(500)),
+            100.0
+        );
     }
 }

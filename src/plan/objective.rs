@@ -95,9 +95,9 @@ impl fmt::Display for Objective {
 pub struct Measured<'a> {
     /// Request latency, µs.
     pub latency: &'a Histogram<u64>,
-    /// Requests finished.
+    /// Requests accounted for: finished, or never sent (`-n` requests no connection carried).
     pub done: u64,
-    /// Of them, the ones that failed.
+    /// Of them, the ones that did not succeed (error statuses, errors, never sent).
     pub failed: u64,
     /// Requests finished per second.
     pub achieved_rps: f64,
@@ -105,12 +105,13 @@ pub struct Measured<'a> {
 
 impl Objective {
     /// The metric's value in `measured`, in the metric's unit. An empty latency histogram reads
-    /// 0 (no request finished: `errors` and `rps` say so), as in the report's percentiles.
+    /// 0, as in the report's percentiles; with no request at all, `errors` reads 100%: nothing
+    /// succeeded, and a threshold on errors must see a dead server.
     pub fn value(&self, measured: &Measured) -> f64 {
         match self.metric {
             Metric::Latency(_, quantile) if quantile >= 1.0 => measured.latency.max() as f64,
             Metric::Latency(_, quantile) => measured.latency.value_at_quantile(quantile) as f64,
-            Metric::Errors if measured.done == 0 => 0.0,
+            Metric::Errors if measured.done == 0 => 100.0,
             Metric::Errors => 100.0 * measured.failed as f64 / measured.done as f64,
             Metric::Rps => measured.achieved_rps,
         }
@@ -361,7 +362,8 @@ mod tests {
             failed: 0,
             achieved_rps: 0.0,
         };
-        assert_eq!(objective("errors<1%").value(&nothing), 0.0);
+        // Nothing at all succeeded: a dead server breaches an errors threshold.
+        assert_eq!(objective("errors<1%").value(&nothing), 100.0);
         assert_eq!(objective("p99<1ms").value(&nothing), 0.0);
     }
 

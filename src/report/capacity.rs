@@ -29,6 +29,8 @@ pub struct Capacity {
     /// Every rate up to the ceiling passed: the capacity is the client's (raise `-c`/`-m`),
     /// not the server's.
     pub limited_by_client: bool,
+    /// A signal ended the search early: the capacity is what it had found by then.
+    pub interrupted: bool,
     /// Latency at 50%, 80% and 100% of the capacity (100%: the step that established it).
     pub latency_at: Vec<LoadPoint>,
     /// Every step, in the order tried.
@@ -167,6 +169,10 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
         ),
         None => "no failing rate found".to_owned(),
     };
+    let bound = match capacity.interrupted {
+        true => format!("{bound}; the search was interrupted"),
+        false => bound,
+    };
     writeln!(
         out,
         "capacity: {} req/s ({bound})",
@@ -217,18 +223,34 @@ pub fn sweep_lines(cells: &[Summary]) -> Vec<String> {
                 1 => String::new(),
                 _ => format!(" c={} m={}", first.cell.clients, first.cell.streams),
             };
+            // A ratio only between two capacities of the same kind: both the server's, or both
+            // the client's ceilings (closed-loop throughputs); never with nothing found or an
+            // interrupted search.
+            let kind = |capacity: &Capacity| {
+                (capacity.capacity_rps > 0.0 && !capacity.interrupted)
+                    .then_some(capacity.limited_by_client)
+            };
             let parts: Vec<String> = at_level
                 .iter()
                 .enumerate()
                 .map(|(position, (cell, capacity))| {
+                    let caveat = if capacity.interrupted {
+                        " (interrupted)"
+                    } else if capacity.capacity_rps <= 0.0 {
+                        " (no rate passed)"
+                    } else if capacity.limited_by_client {
+                        " (the client's ceiling: raise -c or -m)"
+                    } else {
+                        ""
+                    };
                     let rate = format!(
-                        "{} {} req/s",
+                        "{} {} req/s{caveat}",
                         cell.cell.protocol,
                         grouped(capacity.capacity_rps)
                     );
                     if position == 0 {
                         format!("{rate} at {}", capacity.objectives.join(", "))
-                    } else if first_capacity.capacity_rps > 0.0 {
+                    } else if kind(capacity).is_some() && kind(capacity) == kind(first_capacity) {
                         format!(
                             "{rate} ({}/{} = {:.2})",
                             cell.cell.protocol,

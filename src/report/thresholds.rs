@@ -18,11 +18,12 @@ pub struct Threshold {
 }
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
-/// come from, h2load's done and failed, and the measured period's rate.
+/// come from, h2load's failed over done plus never sent (failed counts those too), and the
+/// measured period's rate.
 fn measured(summary: &Summary) -> Measured<'_> {
     Measured {
         latency: &summary.histograms.request,
-        done: summary.requests.counters.done,
+        done: summary.requests.counters.done + summary.requests.never_sent,
         failed: summary.requests.counters.failed,
         achieved_rps: summary.requests_per_s,
     }

@@ -484,7 +484,11 @@ async fn publish_progress(
 ) {
     let mut ticks = tokio::time::interval(every);
     loop {
-        ticks.tick().await;
+        // A steered run's controller asks for a publication at each step's edges.
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = live.asked(thread) => {}
+        }
         live.publish(thread, &shared.recorder.borrow());
     }
 }

@@ -13,10 +13,17 @@ use super::{signals, Launched, RunOutcome, Sinks};
 use crate::cli::limits::{MAX_RATE, MIN_RATE};
 use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};
-use crate::plan::RunPlan;
+use crate::plan::{RunPlan, DEFAULT_CONNECT_TIMEOUT};
 
 /// The timeline's interval when none was asked for: a search lasts minutes, its steps seconds.
 const STEERED_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often the start looks whether every connection is open.
+const CONNECTING_POLL: Duration = Duration::from_millis(10);
+
+/// How long a step's edge waits for every worker to publish when asked: a worker that missed
+/// the request (it was publishing) publishes on its own within 50 ms anyway.
+const PUBLISH_PATIENCE: Duration = Duration::from_millis(100);
 
 /// A run whose rate is set step by step; see [`Probe`]. [`Steered::finish`] ends it.
 pub struct Steered {
@@ -42,13 +49,17 @@ pub fn steer(plan: Arc<RunPlan>, sinks: Sinks) -> Result<Steered> {
         .get_or_insert_with(|| Arc::new(Live::new(plan.threads)))
         .clone();
     let throttle = Arc::new(Throttle::new());
+    let clients = plan.clients as u64;
+    let connecting = plan.timeouts.connect.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let launched = Launched::start(Arc::new(plan), sinks, Some(throttle.clone()))?;
-    Ok(Steered {
+    let steered = Steered {
         launched,
         throttle,
         live,
         signals_seen: 0,
-    })
+    };
+    steered.wait_for_connections(clients, connecting);
+    Ok(steered)
 }
 
 impl Steered {
@@ -57,6 +68,21 @@ impl Steered {
     pub fn finish(self) -> Result<RunOutcome> {
         self.throttle.set(Offered::Stopped);
         self.launched.finish(true)
+    }
+
+    /// Waits until `clients` connections are open (the first step, which measures the ceiling,
+    /// must not pay for connecting), at most `limit`, or until a signal or the end of every
+    /// worker (none could connect: the first step says so).
+    fn wait_for_connections(&self, clients: u64, limit: Duration) {
+        let began = Instant::now();
+        // A signal is left for the first step to notice (it ends the search there).
+        while self.live.snapshot().tallies.connections_opened < clients
+            && !self.live.all_ended()
+            && signals::received().is_none()
+            && began.elapsed() < limit
+        {
+            std::thread::sleep(CONNECTING_POLL);
+        }
     }
 
     /// Waits `duration`; `true` if a signal came first.
@@ -92,10 +118,10 @@ impl Probe for Steered {
         self.throttle.set(offered);
         self.live.set_offered(rate);
         let interrupted = self.wait(settle);
-        let before = self.live.snapshot();
+        let before = self.live.fresh_snapshot(PUBLISH_PATIENCE);
         let began = Instant::now();
         let interrupted = interrupted || self.wait(measure);
-        let after = self.live.snapshot();
+        let after = self.live.fresh_snapshot(PUBLISH_PATIENCE);
         let measured = began.elapsed();
         step_result(rate, &before, after, measured, interrupted)
     }
@@ -109,19 +135,15 @@ fn step_result(
     measured: Duration,
     interrupted: bool,
 ) -> Result<StepResult> {
+    let achieved_rps = after.rate_since(before, measured);
     let mut latency = after.request;
     latency
         .subtract(&before.request)
         .context("a later snapshot of the latency histogram holds fewer requests")?;
     let done = after.done - before.done;
-    let seconds = measured.as_secs_f64();
     Ok(StepResult {
         offered_rps,
-        achieved_rps: if seconds > 0.0 {
-            done as f64 / seconds
-        } else {
-            0.0
-        },
+        achieved_rps,
         done,
         failed: after.failed - before.failed,
         latency,

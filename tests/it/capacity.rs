@@ -109,7 +109,8 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
         assert_eq!(capacity["objectives"], serde_json::json!(["p99<50ms"]));
         let found = capacity["capacity_rps"].as_f64().unwrap();
         assert!(found > 0.0, "{capacity}");
-        capacities.push((cell["cell"]["protocol"].as_str().unwrap().to_owned(), found));
+        let client_bound = capacity["limited_by_client"].as_bool().unwrap();
+        capacities.push((found, client_bound));
         let steps = capacity["steps"].as_array().unwrap();
         assert_eq!(steps[0]["phase"], "ceiling");
         assert_eq!(steps[0]["achieved_rps"], capacity["ceiling_rps"]);
@@ -119,14 +120,18 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
             let Some(offered) = step["offered_rps"].as_f64() else {
                 continue;
             };
-            // The rule: every objective held and at least 97% of the offered rate arrived.
+            // The rule: every objective held and at least 97% of the offered rate succeeded.
             let achieved = step["achieved_rps"].as_f64().unwrap();
-            let keeps = step["p99_us"].as_u64().unwrap() < 50_000 && achieved >= 0.97 * offered;
+            let done = step["done"].as_f64().unwrap();
+            let succeeded = achieved * (done - step["failed"].as_f64().unwrap()) / done.max(1.0);
+            let keeps = step["p99_us"].as_u64().unwrap() < 50_000 && succeeded >= 0.97 * offered;
             assert_eq!(step["passed"], keeps, "{step}");
-            // The achieved rate is what the step counted over what it measured.
+            // The achieved rate is what the step counted over what it measured (each worker
+            // over its own publications at the step's edges, which it makes when asked: within
+            // 2% of the step's own length even for 100 ms ramp steps).
             let counted = step["done"].as_f64().unwrap() / step["measured_s"].as_f64().unwrap();
             assert!(
-                (counted - achieved).abs() < 1e-6 * achieved.max(1.0),
+                (counted - achieved).abs() <= 0.02 * achieved.max(50.0),
                 "{step}"
             );
         }
@@ -147,8 +152,11 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
             .collect();
         assert_eq!(shares, [50.0, 80.0, 100.0]);
     }
-    // After the sweep: one line, the objectives once, the ratio to the first protocol.
-    let (h1, h2c) = (capacities[0].1, capacities[1].1);
+    // After the sweep: one line, the objectives once; a capacity that is the client's ceiling
+    // says so, and the ratio to the first protocol is there only between two of a kind.
+    let [(h1, h1_client), (h2c, h2c_client)] = capacities[..] else {
+        panic!("{capacities:?}")
+    };
     let line = output
         .stdout
         .lines()
@@ -165,13 +173,22 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
         }
         out
     };
+    let caveat = |client: bool| match client {
+        true => " (the client's ceiling: raise -c or -m)",
+        false => "",
+    };
+    let ratio = match h1_client == h2c_client {
+        true => format!(" (h2c/h1 = {:.2})", h2c / h1),
+        false => String::new(),
+    };
     assert_eq!(
         line,
         format!(
-            "capacity: h1 {} req/s at p99<50ms; h2c {} req/s (h2c/h1 = {:.2})",
+            "capacity: h1 {} req/s{} at p99<50ms; h2c {} req/s{}{ratio}",
             grouped(h1),
+            caveat(h1_client),
             grouped(h2c),
-            h2c / h1
+            caveat(h2c_client),
         )
     );
     // The knee plots: achieved and p50/p99 against offered, one series per cell.

@@ -326,6 +326,24 @@ fn reports_without_a_cell_in_common_are_a_usage_error() {
 }
 
 #[test]
+fn a_ramp_is_not_the_same_experiment_as_a_closed_loop_or_another_ramp() {
+    // Same protocol, -c and -m, no --rate: only the ramp tells them apart.
+    let ramp = report("ramp", &["--h1", "-c", "1", "--stages", "500ms:100"]);
+    let other_ramp = report("other-ramp", &["--h1", "-c", "1", "--stages", "500ms:200"]);
+    for other in [short("1ms"), other_ramp] {
+        let output = diff(&ramp, &other, &[]);
+        assert_eq!(output.code, 2, "{}", output.stdout);
+        assert!(
+            output.stderr.contains("no cell in common"),
+            "{}",
+            output.stderr
+        );
+    }
+    let output = diff(&ramp, &ramp, &[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+}
+
+#[test]
 fn bad_input_is_one_line_and_status_2() {
     let base = short("1ms");
     let dir = tempfile::tempdir().unwrap();

@@ -104,6 +104,44 @@ fn an_errors_threshold_reads_failed_over_done() {
 }
 
 #[test]
+fn errors_count_resets_and_requests_never_sent() {
+    // Every 4th stream reset by the built-in target: 25 of 100 requests fail, 25.00% exactly.
+    let reset = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "1",
+        "-n",
+        "100",
+        "-q",
+        "--target-fault",
+        "rst-stream-every=4",
+        "--no-retry",
+        "--fail-if",
+        "errors>25%",
+        "--fail-if",
+        "errors>=25%",
+    ]);
+    assert_eq!(reset.output.code, 3, "{}", reset.output.stderr);
+    let thresholds = &reset.cell()["thresholds"];
+    assert_eq!(thresholds[0]["value"].as_f64(), Some(25.0));
+    assert_eq!(thresholds[0]["breached"], false);
+    assert_eq!(thresholds[1]["breached"], true);
+    // No connection: the 10 requests were never sent, all failed (100%, not 0 of 0).
+    let dead = h2load_rs(&[
+        "--h1",
+        "-n",
+        "10",
+        "-q",
+        "--fail-if",
+        "errors>1%",
+        "http://127.0.0.1:1/",
+    ]);
+    assert_eq!(dead.output.code, 3, "{}", dead.output.stderr);
+    assert_eq!(dead.cell()["thresholds"][0]["value"].as_f64(), Some(100.0));
+}
+
+#[test]
 fn a_scenario_file_sets_thresholds() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ci.toml");

@@ -213,13 +213,28 @@ impl Diff {
     }
 }
 
-/// What makes two cells the same experiment: protocol, connections, streams and rate.
-fn key(cell: &Summary) -> (&str, usize, usize, Option<u64>) {
+/// What makes two cells the same experiment: protocol, connections, streams, rate, the ramp of
+/// `--stages` (start and every stage, as bits) and whether it was a capacity search; not the URL
+/// (the built-in target's port changes from run to run).
+type Key<'a> = (&'a str, usize, usize, Option<u64>, Option<Vec<u64>>, bool);
+
+fn key(cell: &Summary) -> Key<'_> {
+    let ramp = cell.settings.stages.as_ref().map(|ramp| {
+        std::iter::once(ramp.start_rps.to_bits())
+            .chain(
+                ramp.stages
+                    .iter()
+                    .flat_map(|stage| [stage.duration_s.to_bits(), stage.rps.to_bits()]),
+            )
+            .collect()
+    });
     (
         &cell.cell.protocol,
         cell.cell.clients,
         cell.cell.streams,
         cell.cell.rate.map(f64::to_bits),
+        ramp,
+        cell.capacity.is_some(),
     )
 }
 

@@ -535,6 +535,7 @@ mod tests {
             step_duration_s: 3.0,
             ceiling_rps: 1000.0,
             limited_by_client: false,
+            interrupted: false,
             latency_at: Vec::new(),
             steps: vec![
                 step(None, 1000.0, 1.0),
