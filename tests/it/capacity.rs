@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{h2load_rs, run_command, run_command_within, url, Output};
+use crate::common::{assert_usage_error, h2load_rs, run_command, run_command_within, url, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -249,10 +249,7 @@ fn the_search_sets_rates_and_lengths_itself() {
         let mut args = vec!["--find-max"];
         args.extend(extra);
         args.push(&target);
-        let run = run_command(BIN, &args);
-        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
-        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
-        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+        assert_usage_error(&args, says);
     }
     // The search's flags mean nothing without it.
     for flag in [

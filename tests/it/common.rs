@@ -74,6 +74,21 @@ pub fn run_command_within(program: &str, args: &[&str], limit: Duration) -> Outp
     }
 }
 
+/// Runs h2load-rs with `args` and checks that it is a usage error: status 2 and one line on
+/// stderr that contains `says` (an empty `says` checks only the line count); returns the output.
+pub fn assert_usage_error(args: &[&str], says: &str) -> Output {
+    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), args);
+    assert_eq!(output.code, 2, "{args:?}: {}", output.stderr);
+    assert_eq!(
+        output.stderr.lines().count(),
+        1,
+        "{args:?}: {}",
+        output.stderr
+    );
+    assert!(output.stderr.contains(says), "{args:?}: {}", output.stderr);
+    output
+}
+
 /// A run of h2load-rs with its JSON report.
 #[derive(Debug)]
 pub struct Run {

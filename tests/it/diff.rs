@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::common::{run_command, Output};
+use crate::common::{assert_usage_error, run_command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -376,19 +376,7 @@ fn bad_input_is_one_line_and_status_2() {
         ),
     ];
     for (args, message) in cases {
-        let output = run_command(BIN, &args);
-        assert_eq!(output.code, 2, "{args:?}: {}", output.stderr);
-        assert_eq!(
-            output.stderr.lines().count(),
-            1,
-            "{args:?}: {}",
-            output.stderr
-        );
-        assert!(
-            output.stderr.contains(message),
-            "{args:?}: {}",
-            output.stderr
-        );
+        let output = assert_usage_error(&args, message);
         assert!(output.stdout.is_empty(), "{args:?}: {}", output.stdout);
     }
 }

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use crate::common::{run_command, url};
+use crate::common::{assert_usage_error, run_command, url};
 
 /// The port the test bed's Prometheus scrapes (tests/testbed.sh), and Prometheus's own.
 const SCRAPED: &str = "127.0.0.1:19464";
@@ -513,14 +513,7 @@ fn bad_metrics_flags_are_one_line_and_a_busy_port_fails_before_any_load() {
         let mut full = vec!["-n", "1"];
         full.extend(args);
         full.push("http://127.0.0.1:1/");
-        let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &full);
-        assert_eq!(output.code, 2, "{args:?}: {}", output.stderr);
-        assert_eq!(
-            output.stderr.lines().count(),
-            1,
-            "{args:?}: {}",
-            output.stderr
-        );
+        assert_usage_error(&full, "");
     }
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap().to_string();

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::{h2load_rs, run_command, url, Run};
+use crate::common::{assert_usage_error, h2load_rs, run_command, url, Run};
 
 /// Requests completed per second in the first and the last full-length interval of cell `cell`.
 fn first_and_last_full_interval_rates(run: &Run, cell: usize) -> (f64, f64) {
@@ -148,19 +148,7 @@ fn bad_stages_are_one_line_usage_errors() {
     for (args, needle) in cases {
         let mut full = args.to_vec();
         full.push(&good);
-        let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &full);
-        assert_eq!(output.code, 2, "{args:?}: {}", output.stderr);
-        assert_eq!(
-            output.stderr.lines().count(),
-            1,
-            "{args:?}: {}",
-            output.stderr
-        );
-        assert!(
-            output.stderr.contains(needle),
-            "{args:?}: {}",
-            output.stderr
-        );
+        assert_usage_error(&full, needle);
     }
     let nothing = run_command(
         env!("CARGO_BIN_EXE_h2load-rs"),

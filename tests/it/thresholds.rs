@@ -1,7 +1,7 @@
 //! `--fail-if`: breached thresholds are printed one per line and make the exit status 3; the
 //! values checked are the report's own numbers.
 
-use crate::common::{h2load_rs, run_command, url};
+use crate::common::{assert_usage_error, h2load_rs, run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -167,9 +167,6 @@ fn a_scenario_file_sets_thresholds() {
 #[test]
 fn a_bad_expression_is_one_usage_line() {
     for bad in ["p98<1ms", "p99<5", "errors<2ms", "rps>1s"] {
-        let run = run_command(BIN, &["-n", "1", "--fail-if", bad, &url("/ping")]);
-        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
-        assert_eq!(run.stderr.lines().count(), 1, "{bad}: {}", run.stderr);
-        assert!(run.stderr.contains(bad), "{bad}: {}", run.stderr);
+        assert_usage_error(&["-n", "1", "--fail-if", bad, &url("/ping")], bad);
     }
 }
