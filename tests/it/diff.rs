@@ -94,7 +94,8 @@ fn row(stdout: &str, figure: &str) -> Row {
         base: words[1].to_owned(),
         new: words[2].to_owned(),
         change: words[3].trim_end_matches('%').parse().expect("a change"),
-        p: words[4].parse().ok(),
+        // `<0.0001` is printed for the smallest p-values: read as its bound.
+        p: words[4].trim_start_matches('<').parse().ok(),
         mark: words.get(5).copied().unwrap_or("").to_owned(),
     }
 }
