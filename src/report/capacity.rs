@@ -162,6 +162,18 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
         )?;
     }
     let bound = match capacity.failing_rps {
+        // The bisection has a step limit: say when it stopped short of the precision.
+        Some(failing)
+            if capacity.capacity_rps > 0.0
+                && (failing - capacity.capacity_rps) / capacity.capacity_rps
+                    > capacity.precision_pct / 100.0 + 1e-9 =>
+        {
+            format!(
+                "{} req/s failed; the precision of {}% was not reached",
+                grouped(failing),
+                capacity.precision_pct
+            )
+        }
         Some(failing) => format!("{} req/s failed", grouped(failing)),
         None if capacity.limited_by_client => format!(
             "every rate up to the client's ceiling of {} req/s passed: raise -c or -m to find the server's",
@@ -277,5 +289,25 @@ mod tests {
         assert_eq!(grouped(999.6), "1,000");
         assert_eq!(grouped(8450.0), "8,450");
         assert_eq!(grouped(1_234_567.0), "1,234,567");
+    }
+
+    #[test]
+    fn a_search_that_stopped_short_of_its_precision_says_so() {
+        let capacity = |failing: f64| Capacity {
+            capacity_rps: 1000.0,
+            failing_rps: Some(failing),
+            objectives: vec!["p99<10ms".into()],
+            precision_pct: 5.0,
+            step_duration_s: 3.0,
+            ceiling_rps: 2000.0,
+            limited_by_client: false,
+            interrupted: false,
+            latency_at: Vec::new(),
+            steps: Vec::new(),
+        };
+        assert!(render(&capacity(1050.0)).contains("capacity: 1,000 req/s (1,050 req/s failed)\n"));
+        assert!(render(&capacity(1200.0)).contains(
+            "capacity: 1,000 req/s (1,200 req/s failed; the precision of 5% was not reached)\n"
+        ));
     }
 }
