@@ -498,13 +498,10 @@ fn parse_step_duration(text: &str) -> Result<Duration, String> {
 
 /// A `--precision` in percent (`5%` or `5`), as a fraction.
 fn parse_precision(text: &str) -> Result<f64, String> {
-    let percent = parse_bounded(
-        text.strip_suffix('%').unwrap_or(text),
-        (0.1, 50.0),
-        "a precision in percent",
-    )
-    .map_err(|_| format!("'{text}' is not a precision between 0.1% and 50%"))?;
-    Ok(percent / 100.0)
+    match parse_percent(text) {
+        Ok(percent) if (0.1..=50.0).contains(&percent) => Ok(percent / 100.0),
+        _ => Err(format!("'{text}' is not a precision between 0.1% and 50%")),
+    }
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {

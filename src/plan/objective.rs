@@ -8,6 +8,8 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 
+use crate::cli::units::parse_duration;
+
 /// What an objective measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Metric {
@@ -251,17 +253,17 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
         _ => Err(format!("'{text}' is not a number followed by its unit")),
     };
     match metric {
+        // The project's duration syntax, but the unit is required: `p99<5` is a typo.
         Metric::Latency(name, _) => {
-            let units = [("us", 1.0), ("ms", 1e3), ("s", 1e6)];
-            match units
-                .iter()
-                .find_map(|(unit, scale)| Some((text.strip_suffix(unit)?, scale)))
-            {
-                Some((digits, scale)) => Ok(number(digits)? * scale),
-                None => Err(format!(
+            let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            if digits.len() == text.len() {
+                return Err(format!(
                     "{name} takes a duration with its unit: us, ms or s (e.g. {name}<50ms)"
-                )),
+                ));
             }
+            number(digits)?;
+            let duration = parse_duration(text)?;
+            Ok(duration.as_nanos() as f64 / 1e3)
         }
         Metric::Errors => match text.strip_suffix('%') {
             Some(digits) => match number(digits)? {
