@@ -312,5 +312,31 @@ fn an_interrupted_search_reports_the_steps_it_took() {
     assert_eq!(steps[0]["phase"], "ceiling");
     let ceiling = steps[0]["achieved_rps"].as_f64().unwrap();
     assert!((500.0..=2000.0).contains(&ceiling), "{ceiling}");
-    assert!(stdout.contains("capacity"), "{stdout}");
+    // The capacity found so far is marked as cut short, in the cell's block, the sweep's line
+    // and the JSON.
+    assert_eq!(cell["capacity"]["interrupted"], true);
+    assert!(stdout.contains("the search was interrupted)\n"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.starts_with("capacity: h1 ") && line.contains(" (interrupted) at ")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_search_where_no_rate_passes_says_so_without_a_ratio() {
+    // No response comes back within 1 µs: the ramp's first step and every halving fail.
+    let (output, json) = quick_search(&["--slo", "p99<1us"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    for cell in json["cells"].as_array().unwrap() {
+        assert_eq!(cell["capacity"]["capacity_rps"], 0.0);
+        assert_eq!(cell["capacity"]["limited_by_client"], false);
+    }
+    assert!(
+        output.stdout.lines().any(|line| line
+            == "capacity: h1 0 req/s (no rate passed) at p99<1us; h2c 0 req/s (no rate passed)"),
+        "{}",
+        output.stdout
+    );
 }
