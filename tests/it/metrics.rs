@@ -418,6 +418,43 @@ fn ramps_and_searches_expose_the_rate_they_offer_now() {
 }
 
 #[test]
+fn idle_scrape_connections_are_capped_and_do_not_block_a_scrape_once_gone() {
+    let mut run = Running::start(&[
+        "--h1",
+        "-n",
+        "10",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
+        "-q",
+        &url("/ping"),
+    ]);
+    let addr = run.metrics_addr().to_string();
+    run.wait_for("metrics: serving the final values");
+    // 16 connections that never send a request hold every place.
+    let idle: Vec<TcpStream> = (0..16)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // The 17th is closed without an answer.
+    let mut refused = TcpStream::connect(&addr).unwrap();
+    refused
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = write!(refused, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = refused.read_to_end(&mut answer);
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    // Once they go, a scrape gets the totals.
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, _, text) = get(&addr, "/metrics", None);
+    assert_eq!(code, 200);
+    assert_eq!(total(&text, "h2load_rs_requests_total"), 10.0);
+}
+
+#[test]
 fn requests_without_a_response_count_under_their_error_kind() {
     // The built-in target resets every 4th stream: 25 of 100 get no response.
     let mut run = Running::start(&[

@@ -18,6 +18,14 @@ use prometheus_client::registry::Registry;
 use tokio::sync::oneshot;
 
 use super::exposition::{self, CLASSIC, OPENMETRICS};
+
+/// Scrape connections served at once: a few scrapers need a handful; more is a client leaking
+/// connections, which must not take the descriptors the load's connections need.
+const MAX_SCRAPERS: usize = 16;
+
+/// How long one scrape connection may stay open: a client that never sends its request (or
+/// never reads the answer) is dropped.
+const SCRAPE_CONNECTION_LIMIT: Duration = Duration::from_secs(30);
 use super::Board;
 use crate::runner;
 
@@ -98,6 +106,7 @@ fn serve(
         .context("cannot start the metrics runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        let scrapers = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPERS));
         loop {
             let stream = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -110,16 +119,21 @@ fn serve(
                 },
                 _ = &mut stopped => return Ok(()),
             };
+            // Over the limit, the connection is closed at once.
+            let Ok(permit) = scrapers.clone().try_acquire_owned() else {
+                continue;
+            };
             let registry = registry.clone();
             tokio::spawn(async move {
+                let _permit = permit;
                 let service = service_fn(move |request| {
                     let response = respond(&registry, &request);
                     async move { Ok::<_, Infallible>(response) }
                 });
                 // A scraper that goes away mid-response is not worth reporting.
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(SCRAPE_CONNECTION_LIMIT, connection).await;
             });
         }
     })
