@@ -137,6 +137,8 @@ pub enum ProtoArg {
     H2cUpgrade,
     /// Over TLS: whatever ALPN selects (h2 or http/1.1).
     Auto,
+    /// HTTP/3 over QUIC (UDP, the URL's port); https:// URLs only.
+    H3,
 }
 
 /// Values of h2load's `-p/--no-tls-proto`.

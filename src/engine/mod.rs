@@ -50,6 +50,7 @@ pub fn pick_protocol(
     match negotiation {
         Negotiation::Direct(protocol) => Ok(Some(protocol)),
         Negotiation::H2cUpgrade => Ok(None),
+        Negotiation::Quic => Ok(Some(Protocol::H3)),
         Negotiation::Alpn { require } => {
             let alpn = tls.and_then(|info| info.alpn.as_deref());
             let selected = if alpn == Some("h2") {

@@ -98,7 +98,7 @@ pub(crate) fn converse(
     // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its
     // own, so the client has opened its streams before their responses arrive.
     let first_frame = match protocol {
-        Some(Protocol::Http1) | None => 0,
+        Some(Protocol::Http1 | Protocol::H3) | None => 0,
         Some(Protocol::H2c | Protocol::H2) => server
             .first_chunk::<{ frame::HEADER_LEN }>()
             .map_or(server.len(), |head| {

@@ -40,11 +40,14 @@ pub enum Protocol {
     /// HTTP/2 over TLS.
     #[serde(rename = "h2")]
     H2,
+    /// HTTP/3 over QUIC.
+    #[serde(rename = "h3")]
+    H3,
 }
 
 impl Protocol {
     /// Every protocol, in report order.
-    pub const ALL: [Protocol; 3] = [Protocol::Http1, Protocol::H2c, Protocol::H2];
+    pub const ALL: [Protocol; 4] = [Protocol::Http1, Protocol::H2c, Protocol::H2, Protocol::H3];
 
     /// The protocol's identifier, as h2load prints it.
     pub fn id(self) -> &'static str {
@@ -52,6 +55,7 @@ impl Protocol {
             Protocol::Http1 => "http/1.1",
             Protocol::H2c => "h2c",
             Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
         }
     }
 }
@@ -68,6 +72,8 @@ pub enum Negotiation {
         /// The protocol the user insisted on, if any.
         require: Option<Protocol>,
     },
+    /// QUIC (TLS 1.3 inside, ALPN `h3`): HTTP/3.
+    Quic,
 }
 
 /// `c=10 m=1`, with ` rate=500` when paced: a cell's concurrency and pacing, as labels show them.
@@ -111,6 +117,7 @@ impl RunPlan {
             } => "h1-tls",
             Negotiation::Alpn { require: Some(_) } => "h2",
             Negotiation::Alpn { require: None } => "auto",
+            Negotiation::Quic => "h3",
         }
     }
 }
@@ -258,7 +265,7 @@ impl CellSpec {
     /// Whether this cell needs a TLS target (`https://`); `target_tls` asks it of HTTP/1.1 cells too.
     pub fn needs_tls(&self, target_tls: bool) -> bool {
         match self.proto {
-            Some(ProtoArg::H2 | ProtoArg::Auto) => true,
+            Some(ProtoArg::H2 | ProtoArg::Auto | ProtoArg::H3) => true,
             Some(ProtoArg::H1) | None => target_tls,
             Some(ProtoArg::H2c | ProtoArg::H2cUpgrade) => false,
         }
@@ -314,7 +321,8 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
 fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
     match proto {
         Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade) => true,
-        Some(ProtoArg::H1 | ProtoArg::Auto) => false,
+        // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
+        Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
         None => {
             let https = match args.urls.first() {
                 Some(url) => url.starts_with("https://"),
@@ -804,6 +812,10 @@ fn choose_negotiation(
         (Scheme::Http, Some(ProtoArg::H2)) => usage_bail!(
             "--proto h2 is HTTP/2 over TLS and needs an https:// URL; use --proto h2c for cleartext HTTP/2"
         ),
+        (Scheme::Http, Some(ProtoArg::H3)) => {
+            usage_bail!("--proto h3 is HTTP/3 over QUIC, always encrypted, and needs an https:// URL")
+        }
+        (Scheme::Https, Some(ProtoArg::H3)) => Negotiation::Quic,
         (Scheme::Http, Some(ProtoArg::Auto)) => usage_bail!(
             "--proto auto lets TLS ALPN choose and needs an https:// URL; for http:// use h1, h2c or h2c-upgrade"
         ),
