@@ -13,7 +13,7 @@
 #                                                              19545 nginx TLS: self-signed certificate
 #                                                              19546 nginx TLS: client certificate required
 #   19280 nghttpd h2c (prior knowledge only)                   19643 nghttpd TLS: h2
-#   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1
+#   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1, h3 on UDP
 #   19380 Apache HTTP/1.1 + h2c (prior knowledge and Upgrade)  19943 Apache TLS: h2 + http/1.1
 # Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
 #   19490 Prometheus (HTTP API), scraping 127.0.0.1:19464/metrics every second: the port the live
@@ -114,10 +114,11 @@ CONF
   admin off
   storage file_system $state/caddy
   servers {
-    protocols h1 h2
+    protocols h1 h2 h3
   }
 }
-https://localhost:19843 {
+# Both names: a request whose SNI or authority matches no site gets an empty 200 from Caddy.
+https://localhost:19843, https://127.0.0.1:19843 {
   bind 127.0.0.1
   tls $certs/server.crt $certs/server.key
   root * $state/www
