@@ -61,6 +61,12 @@ impl Tracer {
         }
     }
 
+    /// Prints a line about the run rather than one connection (a thread's QUIC socket).
+    pub fn note(&self, line: &str) {
+        let stamp = self.start.elapsed().as_secs_f64();
+        errln!("[{stamp:8.3}] {line}");
+    }
+
     /// Reports an established connection; returns its tap if it is among the traced ones.
     pub fn connected(
         self: &Arc<Self>,
