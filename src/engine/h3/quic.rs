@@ -172,9 +172,11 @@ impl QuicContext {
                 )
             })?;
         let handshake = async {
-            connecting
-                .await
-                .map_err(|error| handshake_failure(&error, addr))
+            tokio::select! {
+                biased;
+                done = connecting => done.map_err(|error| handshake_failure(&error, addr)),
+                refused = probe(addr) => Err(refused),
+            }
         };
         match limit {
             Some(limit) => tokio::time::timeout(limit, handshake).await.unwrap_or_else(|_| {
@@ -188,6 +190,47 @@ impl QuicContext {
             }),
             None => handshake.await,
         }
+    }
+}
+
+/// How long a handshake may go unanswered before [`probe`] looks for a closed port.
+const PROBE_AFTER: Duration = Duration::from_millis(250);
+
+/// Completes only if nothing listens on `addr`'s UDP port, as far as ICMP tells. quinn's
+/// socket is unconnected and ignores ICMP errors, so a handshake to a closed port would wait
+/// for the whole connect timeout; a connected socket sees "port unreachable" as ECONNREFUSED.
+/// The probe is one byte, which a QUIC server drops (RFC 9000 §14.1).
+async fn probe(addr: SocketAddr) -> Failure {
+    tokio::time::sleep(PROBE_AFTER).await;
+    let refused = async {
+        let local: SocketAddr = if addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = tokio::net::UdpSocket::bind(local).await.ok()?;
+        socket.connect(addr).await.ok()?;
+        socket.send(&[0]).await.ok()?;
+        let mut buffer = [0u8; 64];
+        loop {
+            match socket.recv(&mut buffer).await {
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return Some(())
+                }
+                Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    };
+    match refused.await {
+        Some(()) => Failure::new(
+            ErrorKind::Connect,
+            format!(
+                "cannot connect to {addr} over QUIC: CONNECTION_REFUSED (ICMP port unreachable: nothing listens on UDP port {})",
+                addr.port()
+            ),
+        ),
+        None => std::future::pending().await,
     }
 }
 
@@ -210,9 +253,14 @@ fn handshake_failure(error: &ConnectionError, addr: SocketAddr) -> Failure {
             ),
         ),
         ConnectionError::ConnectionClosed(close) if is_crypto(u64::from(close.error_code)) => {
+            let alert = rustls::AlertDescription::from((u64::from(close.error_code) - 0x100) as u8);
+            let reason = String::from_utf8_lossy(&close.reason);
             Failure::new(
                 ErrorKind::Tls,
-                format!("TLS handshake with {addr} (QUIC) failed: the server sent {close}"),
+                format!(
+                    "TLS handshake with {addr} (QUIC) failed: the server sent TLS alert {alert:?}{}",
+                    if reason.is_empty() { String::new() } else { format!(" ({reason})") }
+                ),
             )
         }
         other => {
