@@ -647,7 +647,7 @@ async fn run_quic_slot(
                 return;
             }
         };
-        let (conn, _trace) = on_connected(
+        let (conn, trace) = on_connected(
             &shared,
             tracer.as_ref(),
             slot,
@@ -662,6 +662,7 @@ async fn run_quic_slot(
             ledger,
             conn_limits(&plan, began),
             &*timer,
+            trace,
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
