@@ -455,6 +455,7 @@ async fn lane(
         match outcome {
             Outcome::Complete(sample) => ledger.complete(sample),
             Outcome::Unprocessed(kind) => {
+                cancel(&mut send, &mut recv);
                 if !ledger.retry(start, kind) {
                     ledger.fail(start, kind);
                 }
