@@ -16,10 +16,11 @@ mod quic;
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::future::try_join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
 use http::Method;
@@ -222,21 +223,7 @@ pub(crate) async fn drive(
     let control = open_control(&shared).await;
     let failure = match control {
         Err(failure) => Some(failure),
-        Ok(_control) => {
-            let lanes = try_join_all(
-                first
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, opened)| lane(&shared, index, opened, timer)),
-            );
-            tokio::select! {
-                biased;
-                done = lanes => done.err(),
-                failure = server_streams(&shared) => Some(failure),
-                error = conn.closed() => Some(quic::connection_failure(&error)),
-                failure = watchdog(&shared, limits, timer) => Some(failure),
-            }
-        }
+        Ok(_control) => run_tasks(&shared, first, limits, timer).await,
     };
     ledger.wire().add_total(conn.stats().udp_rx.bytes);
     let end = match failure {
@@ -257,6 +244,41 @@ pub(crate) async fn drive(
     };
     conn.close(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"), b"");
     end
+}
+
+/// A connection's concurrent work: its lanes, and the watchers that end it.
+type Task<'a> = Pin<Box<dyn Future<Output = Result<(), Failure>> + 'a>>;
+
+/// Runs the lanes (one per entry of `opened`) beside the server's streams, the connection's
+/// close and its `-T`/`-N` limits, until every lane is done (`None`) or something fails. Each
+/// is polled only when woken: a wake-up costs the lanes that have something to do, not all.
+async fn run_tasks<'a>(
+    shared: &'a Shared<'a>,
+    opened: Vec<Option<(SendStream, RecvStream)>>,
+    limits: ConnLimits,
+    timer: &'a impl Timer,
+) -> Option<Failure> {
+    let mut lanes = opened.len();
+    let mut tasks: FuturesUnordered<Task<'a>> = opened
+        .into_iter()
+        .enumerate()
+        .map(|(index, opened)| Box::pin(lane(shared, index, opened, timer)) as Task<'a>)
+        .collect();
+    tasks.push(Box::pin(async { Err(server_streams(shared).await) }));
+    tasks.push(Box::pin(async {
+        Err(quic::connection_failure(&shared.conn.closed().await))
+    }));
+    tasks.push(Box::pin(async move {
+        Err(watchdog(shared, limits, timer).await)
+    }));
+    while let Some(done) = tasks.next().await {
+        match done {
+            Ok(()) if lanes > 1 => lanes -= 1,
+            Ok(()) => return None,
+            Err(failure) => return Some(failure),
+        }
+    }
+    None
 }
 
 /// Opens the client's control stream with the client's SETTINGS.
