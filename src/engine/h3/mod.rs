@@ -225,7 +225,9 @@ pub(crate) async fn drive(
         Err(failure) => Some(failure),
         Ok(_control) => run_tasks(&shared, first, limits, timer).await,
     };
-    ledger.wire().add_total(conn.stats().udp_rx.bytes);
+    let stats = conn.stats();
+    ledger.wire().add_total(stats.udp_rx.bytes);
+    shared.trace_line(|| describe_end(&stats));
     let end = match failure {
         Some(failure) => {
             lose(&shared, failure);
@@ -656,6 +658,30 @@ fn describe_handshake(conn: &Connection, template: &H3Template, lanes_open: usiz
         "QUIC v1 handshake done: TLSv1.3, ALPN {alpn}; RTT {}, path MTU {} bytes, congestion window {} bytes; {streams}",
         format_micros(path.rtt.as_micros() as f64),
         path.current_mtu,
+        path.cwnd
+    )
+}
+
+/// The trace's line for a connection's end: what quinn counted, to tell a stall's cause (lost
+/// datagrams, a small congestion window, stream credit that came late, ACK traffic).
+fn describe_end(stats: &quinn::ConnectionStats) -> String {
+    let path = &stats.path;
+    format!(
+        "QUIC connection done: sent {} datagrams in {} sends ({} bytes), received {} in {} receives ({} bytes); ACK frames sent {}, received {}; MAX_STREAMS received {}, STREAMS_BLOCKED sent {}; lost packets {}, congestion events {}; RTT {} (min {}), congestion window {} bytes",
+        stats.udp_tx.datagrams,
+        stats.udp_tx.ios,
+        stats.udp_tx.bytes,
+        stats.udp_rx.datagrams,
+        stats.udp_rx.ios,
+        stats.udp_rx.bytes,
+        stats.frame_tx.acks,
+        stats.frame_rx.acks,
+        stats.frame_rx.max_streams_bidi,
+        stats.frame_tx.streams_blocked_bidi,
+        path.lost_packets,
+        path.congestion_events,
+        format_micros(path.rtt.as_micros() as f64),
+        format_micros(path.min_rtt.as_micros() as f64),
         path.cwnd
     )
 }
