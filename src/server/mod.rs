@@ -299,3 +299,49 @@ pub fn spawn_background(workers: usize, options: ServeOptions) -> Result<SocketA
 
 /// The response type of every route.
 type TargetResponse = Response<TargetBody>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn port_zero_binds_udp_on_the_tcp_port() {
+        let runtime = runtime();
+        let _guard = runtime.enter();
+        for _ in 0..20 {
+            let sockets = bind(SocketAddr::from(([127, 0, 0, 1], 0)), true).unwrap();
+            assert_eq!(
+                sockets.h3_port(),
+                Some(sockets.local_addr().unwrap().port())
+            );
+        }
+        let tcp_only = bind(SocketAddr::from(([127, 0, 0, 1], 0)), false).unwrap();
+        assert_eq!(tcp_only.h3_port(), None);
+    }
+
+    #[test]
+    fn a_fixed_port_whose_udp_side_is_taken_fails_naming_udp() {
+        let runtime = runtime();
+        let _guard = runtime.enter();
+        // Find a port free on both sides, then hold its UDP side.
+        let free = bind(SocketAddr::from(([127, 0, 0, 1], 0)), true).unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let _udp = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+        let error = bind(SocketAddr::from(([127, 0, 0, 1], port)), true).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("UDP port {port} for HTTP/3: ")),
+            "{error}"
+        );
+    }
+}
