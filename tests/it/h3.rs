@@ -211,10 +211,22 @@ fn an_untrusted_certificate_is_a_tls_error_unless_k() {
 }
 
 #[test]
-fn h3_with_an_http_url_is_a_usage_error() {
+fn h3_with_an_http_url_or_a_faulty_built_in_target_is_a_usage_error() {
     assert_usage_error(
         &["--proto", "h3", "-n", "10", "http://127.0.0.1:19843/ping"],
         "needs an https:// URL",
+    );
+    // The faults are a raw TCP server's: no HTTP/3 to measure.
+    assert_usage_error(
+        &[
+            "--proto",
+            "h1,h3",
+            "--target-fault",
+            "close-after=1",
+            "-n",
+            "10",
+        ],
+        "drop h3 from --proto",
     );
 }
 
