@@ -895,3 +895,470 @@ impl UniStreamParser {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn varint(value: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_varint(&mut out, value);
+        out
+    }
+
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_frame_head(&mut out, kind, payload.len() as u64);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// A field section: no dynamic table, then the given field lines.
+    fn section(lines: &[u8]) -> Vec<u8> {
+        let mut out = vec![0, 0];
+        out.extend_from_slice(lines);
+        out
+    }
+
+    #[test]
+    fn varints_follow_rfc_9000() {
+        // RFC 9000 §A.1's examples, and the shortest form for each length.
+        for (bytes, value) in [
+            (&[0x25][..], 37),
+            (&[0x40, 0x25][..], 37),
+            (&[0x7b, 0xbd][..], 15_293),
+            (&[0x9d, 0x7f, 0x3e, 0x7d][..], 494_878_333),
+            (
+                &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c][..],
+                151_288_809_941_952_652,
+            ),
+        ] {
+            assert_eq!(read_varint(bytes), Some((value, bytes.len())));
+            assert_eq!(read_varint(&bytes[..bytes.len() - 1]), None);
+        }
+        for value in [
+            0,
+            63,
+            64,
+            16_383,
+            16_384,
+            (1 << 30) - 1,
+            1 << 30,
+            MAX_VARINT,
+        ] {
+            let bytes = varint(value);
+            let expected_len = match value {
+                0..=63 => 1,
+                64..=16_383 => 2,
+                16_384..=0x3fff_ffff => 4,
+                _ => 8,
+            };
+            assert_eq!(bytes.len(), expected_len, "{value}");
+            assert_eq!(read_varint(&bytes), Some((value, expected_len)));
+        }
+    }
+
+    #[test]
+    fn request_sections_use_the_static_table_and_literals() {
+        // RFC 9204 §B.1: `:path /index.html` as a literal with a static name reference.
+        assert_eq!(
+            encode_field_section(&[(":path", b"/index.html")]),
+            [&[0x00, 0x00, 0x51, 0x0b][..], b"/index.html"].concat()
+        );
+        let encoded = encode_field_section(&[
+            (":method", b"GET"),    // exact: index 17
+            (":scheme", b"https"),  // exact: index 23
+            ("user-agent", b"x/1"), // name: index 95
+            ("x-custom", b"v"),     // literal name
+        ]);
+        let expected = [
+            &[0x00, 0x00, 0xc0 | 17, 0xc0 | 23][..],
+            &[0x5f, 95 - 15, 0x03],
+            b"x/1",
+            &[0x20 | 7, 0x01],
+            b"x-custom",
+            &[0x01],
+            b"v",
+        ]
+        .concat();
+        assert_eq!(encoded, expected);
+        // Decoding what was encoded counts every name and value.
+        let decoded = decode_field_section(&encoded).unwrap();
+        assert_eq!(decoded.status, None);
+        assert_eq!(
+            decoded.uncompressed,
+            (7 + 3 + 7 + 5 + 10 + 3 + 8 + 1) as u64
+        );
+    }
+
+    #[test]
+    fn statuses_decode_from_every_representation() {
+        // Indexed static entry 25 is `:status 200`.
+        let indexed = decode_field_section(&section(&[0xc0 | 25])).unwrap();
+        assert_eq!(indexed.status, Some(200));
+        assert_eq!(indexed.uncompressed, 10);
+        // Name reference to entry 24 (`:status`), value "201".
+        let named =
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'0', b'1'])).unwrap();
+        assert_eq!(named.status, Some(201));
+        // The same with a Huffman-coded value: "302" is 0x64 0x02 (RFC 7541 §C.4).
+        let huffman = decode_field_section(&section(&[0x5f, 24 - 15, 0x82, 0x64, 0x02])).unwrap();
+        assert_eq!(huffman.status, Some(302));
+        assert_eq!(huffman.uncompressed, 10);
+        // A literal name: length 7 fills the 3-bit prefix, so a continuation byte of 0 follows.
+        let literal = decode_field_section(
+            &[&section(&[0x27, 0x00])[..], b":status", &[0x03], b"404"].concat(),
+        )
+        .unwrap();
+        assert_eq!(literal.status, Some(404));
+        // A non-numeric status is no status.
+        let bad = decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'x', b'1'])).unwrap();
+        assert_eq!(bad.status, None);
+    }
+
+    #[test]
+    fn dynamic_references_fail_decompression() {
+        for block in [
+            &[0x01, 0x00][..],               // Required Insert Count 1
+            &section(&[0x80 | 1])[..],       // indexed, dynamic
+            &section(&[0x40 | 1, 0x00])[..], // name reference, dynamic
+            &section(&[0x10])[..],           // indexed post-base
+            &section(&[0x00, 0x00])[..],     // literal with post-base name reference
+        ] {
+            let error = decode_field_section(block).unwrap_err();
+            assert_eq!(error.code, QPACK_DECOMPRESSION_FAILED, "{block:02x?}");
+        }
+        let out_of_range = decode_field_section(&section(&[0xff, 0x30])).unwrap_err();
+        assert_eq!(out_of_range.code, QPACK_DECOMPRESSION_FAILED);
+        let truncated = decode_field_section(&section(&[0x5f])).unwrap_err();
+        assert_eq!(truncated.code, QPACK_DECOMPRESSION_FAILED);
+    }
+
+    /// What a whole response stream yields: header sections, body bytes, and its final status.
+    #[derive(Debug, Default, Clone, PartialEq)]
+    struct Seen {
+        sections: Vec<(Section, u64, u64)>,
+        data: u64,
+    }
+
+    fn parse_in_pieces(stream: &[u8], cuts: &[usize]) -> Result<(Seen, u16), H3Error> {
+        let mut parser = ResponseParser::default();
+        let mut seen = Seen::default();
+        let mut from = 0;
+        for &to in cuts.iter().chain([stream.len()].iter()) {
+            parser.feed(&stream[from..to], |event| match event {
+                ResponseEvent::Headers {
+                    section,
+                    wire_len,
+                    uncompressed,
+                } => seen.sections.push((section, wire_len, uncompressed)),
+                ResponseEvent::Data(length) => seen.data += length as u64,
+            })?;
+            from = to;
+        }
+        let status = parser.finish()?;
+        Ok((seen, status))
+    }
+
+    /// A 103 interim response, a 200 with content-type, a GREASE frame, 5 + 6 body bytes in two
+    /// DATA frames (one empty between them) and trailers.
+    fn full_response() -> (Vec<u8>, Seen) {
+        let interim = section(&[0xc0 | 24]);
+        let head = section(&[0xc0 | 25, 0xc0 | 53]);
+        // `etag: x`, a literal with a reference to static name 7.
+        let trailers = section(&[0x50 | 7, 0x01, b'x']);
+        let stream = [
+            frame(HEADERS, &interim),
+            frame(HEADERS, &head),
+            frame(0x21, b"grease!"),
+            frame(DATA, b"hello"),
+            frame(DATA, b""),
+            frame(DATA, b"world!"),
+            frame(HEADERS, &trailers),
+        ]
+        .concat();
+        let seen = Seen {
+            sections: vec![
+                (Section::Interim(103), interim.len() as u64, 10),
+                (Section::Final(200), head.len() as u64, 10 + 12 + 10),
+                (Section::Trailers, trailers.len() as u64, 5),
+            ],
+            data: 11,
+        };
+        (stream, seen)
+    }
+
+    #[test]
+    fn a_response_parses_the_same_split_anywhere() {
+        let (stream, expected) = full_response();
+        assert_eq!(
+            parse_in_pieces(&stream, &[]).unwrap(),
+            (expected.clone(), 200)
+        );
+        for cut in 0..=stream.len() {
+            assert_eq!(
+                parse_in_pieces(&stream, &[cut]).unwrap(),
+                (expected.clone(), 200),
+                "cut at {cut}"
+            );
+        }
+        for first in 0..stream.len() {
+            for second in first..stream.len() {
+                let (seen, status) = parse_in_pieces(&stream, &[first, second]).unwrap();
+                assert_eq!((seen.sections.len(), seen.data, status), (3, 11, 200));
+            }
+        }
+        let every_byte: Vec<usize> = (1..stream.len()).collect();
+        assert_eq!(
+            parse_in_pieces(&stream, &every_byte).unwrap(),
+            (expected, 200)
+        );
+    }
+
+    #[test]
+    fn a_parser_is_reused_after_reset() {
+        let (stream, _) = full_response();
+        let mut parser = ResponseParser::default();
+        parser.feed(&stream[..4], |_| {}).unwrap();
+        parser.reset();
+        let mut data = 0;
+        parser
+            .feed(&stream, |event| {
+                if let ResponseEvent::Data(length) = event {
+                    data += length;
+                }
+            })
+            .unwrap();
+        assert_eq!((parser.finish(), data), (Ok(200), 11));
+    }
+
+    #[test]
+    fn malformed_responses_are_named() {
+        let ok = frame(HEADERS, &section(&[0xc0 | 25]));
+        let cases: [(Vec<u8>, u64); 12] = [
+            (frame(DATA, b"x"), H3_FRAME_UNEXPECTED),
+            (
+                [ok.clone(), frame(SETTINGS, b"")].concat(),
+                H3_FRAME_UNEXPECTED,
+            ),
+            (
+                [ok.clone(), frame(GOAWAY, &[0])].concat(),
+                H3_FRAME_UNEXPECTED,
+            ),
+            ([ok.clone(), frame(0x02, b"")].concat(), H3_FRAME_UNEXPECTED),
+            (frame(PUSH_PROMISE, &[0]), H3_ID_ERROR),
+            (
+                [ok.clone(), frame(HEADERS, &section(&[])), frame(DATA, b"")].concat(),
+                H3_FRAME_UNEXPECTED,
+            ),
+            (
+                frame(HEADERS, &section(&[0x50 | 2, 0x01, b'1'])),
+                H3_MESSAGE_ERROR,
+            ),
+            (
+                frame(HEADERS, &section(&[0x5f, 9, 0x03, b'6', b'0', b'0'])),
+                H3_MESSAGE_ERROR,
+            ),
+            (
+                frame(HEADERS, &section(&[0x5f, 9, 0x03, b'1', b'0', b'1'])),
+                H3_MESSAGE_ERROR,
+            ),
+            (frame(HEADERS, &[0x80]), QPACK_DECOMPRESSION_FAILED),
+            (
+                {
+                    let mut head = Vec::new();
+                    write_frame_head(&mut head, HEADERS, MAX_HEADER_BLOCK + 1);
+                    head
+                },
+                H3_EXCESSIVE_LOAD,
+            ),
+            (
+                frame(HEADERS, &section(&[0xc0 | 24])).repeat(17),
+                H3_EXCESSIVE_LOAD,
+            ),
+        ];
+        for (stream, code) in cases {
+            let error = parse_in_pieces(&stream, &[]).unwrap_err();
+            assert_eq!(
+                error_code_name(error.code),
+                error_code_name(code),
+                "{stream:02x?}: {error}"
+            );
+        }
+        // Sixteen interim responses are allowed.
+        let sixteen = [
+            frame(HEADERS, &section(&[0xc0 | 24])).repeat(16),
+            ok.clone(),
+        ]
+        .concat();
+        assert_eq!(parse_in_pieces(&sixteen, &[]).unwrap().1, 200);
+    }
+
+    #[test]
+    fn a_stream_ending_early_is_named() {
+        let ok = frame(HEADERS, &section(&[0xc0 | 25]));
+        let mut parser = ResponseParser::default();
+        assert_eq!(parser.finish().unwrap_err().code, H3_MESSAGE_ERROR);
+        parser.feed(&ok[..ok.len() - 1], |_| {}).unwrap();
+        assert_eq!(parser.finish().unwrap_err().code, H3_FRAME_ERROR);
+        parser.feed(&ok[ok.len() - 1..], |_| {}).unwrap();
+        assert_eq!(parser.status(), Some(200));
+        // Half a frame head.
+        parser.feed(&[0x40], |_| {}).unwrap();
+        assert_eq!(parser.finish().unwrap_err().code, H3_FRAME_ERROR);
+        // An interim response only.
+        let mut interim = ResponseParser::default();
+        interim
+            .feed(&frame(HEADERS, &section(&[0xc0 | 24])), |_| {})
+            .unwrap();
+        assert_eq!(interim.finish().unwrap_err().code, H3_MESSAGE_ERROR);
+    }
+
+    fn control(frames: &[Vec<u8>]) -> Vec<u8> {
+        [varint(STREAM_CONTROL), frames.concat()].concat()
+    }
+
+    fn settings(pairs: &[(u64, u64)]) -> Vec<u8> {
+        let payload: Vec<u8> = pairs
+            .iter()
+            .flat_map(|(id, value)| [varint(*id), varint(*value)].concat())
+            .collect();
+        frame(SETTINGS, &payload)
+    }
+
+    fn control_events(stream: &[u8], cut: usize) -> Result<Vec<ControlEvent>, H3Error> {
+        let mut parser = UniStreamParser::default();
+        let mut events = Vec::new();
+        parser.feed(&stream[..cut], |event| events.push(event))?;
+        parser.feed(&stream[cut..], |event| events.push(event))?;
+        Ok(events)
+    }
+
+    #[test]
+    fn the_control_stream_parses_split_anywhere() {
+        let stream = control(&[
+            settings(&[
+                (SETTINGS_QPACK_MAX_TABLE_CAPACITY, 4096),
+                (0x1f * 3 + 0x21, 7),
+            ]),
+            frame(0x21, b"ignored"),
+            frame(CANCEL_PUSH, &[0]),
+            frame(GOAWAY, &varint(400)),
+            frame(GOAWAY, &varint(8)),
+        ]);
+        let expected = vec![
+            ControlEvent::Setting {
+                id: SETTINGS_QPACK_MAX_TABLE_CAPACITY,
+                value: 4096,
+            },
+            ControlEvent::Setting {
+                id: 0x1f * 3 + 0x21,
+                value: 7,
+            },
+            ControlEvent::SettingsDone,
+            ControlEvent::Goaway(400),
+            ControlEvent::Goaway(8),
+        ];
+        for cut in 0..=stream.len() {
+            assert_eq!(
+                control_events(&stream, cut).unwrap(),
+                expected,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_clients_control_stream_says_no_dynamic_table() {
+        let events = control_events(&client_control_stream(), 0).unwrap();
+        assert_eq!(
+            events,
+            [
+                ControlEvent::Setting {
+                    id: SETTINGS_QPACK_MAX_TABLE_CAPACITY,
+                    value: 0
+                },
+                ControlEvent::Setting {
+                    id: SETTINGS_QPACK_BLOCKED_STREAMS,
+                    value: 0
+                },
+                ControlEvent::Setting {
+                    id: SETTINGS_MAX_FIELD_SECTION_SIZE,
+                    value: MAX_HEADER_LIST
+                },
+                ControlEvent::SettingsDone,
+            ]
+        );
+    }
+
+    #[test]
+    fn control_stream_violations_are_named() {
+        let cases = [
+            (control(&[frame(GOAWAY, &[0])]), H3_MISSING_SETTINGS),
+            (
+                control(&[settings(&[]), settings(&[])]),
+                H3_FRAME_UNEXPECTED,
+            ),
+            (control(&[settings(&[(0x02, 1)])]), H3_SETTINGS_ERROR),
+            (
+                control(&[settings(&[(0x06, 1), (0x06, 2)])]),
+                H3_SETTINGS_ERROR,
+            ),
+            (control(&[frame(SETTINGS, &[0x06])]), H3_FRAME_ERROR),
+            (
+                control(&[settings(&[]), frame(DATA, b"")]),
+                H3_FRAME_UNEXPECTED,
+            ),
+            (
+                control(&[settings(&[]), frame(0x08, b"")]),
+                H3_FRAME_UNEXPECTED,
+            ),
+            (
+                control(&[settings(&[]), frame(GOAWAY, &varint(5))]),
+                H3_ID_ERROR,
+            ),
+            (
+                control(&[
+                    settings(&[]),
+                    frame(GOAWAY, &varint(4)),
+                    frame(GOAWAY, &varint(8)),
+                ]),
+                H3_ID_ERROR,
+            ),
+            (
+                control(&[settings(&[]), frame(GOAWAY, &[0, 0])]),
+                H3_FRAME_ERROR,
+            ),
+            (varint(STREAM_PUSH), H3_ID_ERROR),
+        ];
+        for (stream, code) in cases {
+            let error = control_events(&stream, 0).unwrap_err();
+            assert_eq!(
+                error_code_name(error.code),
+                error_code_name(code),
+                "{stream:02x?}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_streams_are_drained() {
+        for kind in [STREAM_QPACK_ENCODER, STREAM_QPACK_DECODER, 0x21] {
+            let mut parser = UniStreamParser::default();
+            let stream = [varint(kind), vec![0x3f, 0xe1, 0x1f, 0x00]].concat();
+            let mut events = 0;
+            parser.feed(&stream, |_| events += 1).unwrap();
+            assert_eq!((parser.kind(), events), (Some(kind), 0));
+        }
+    }
+
+    #[test]
+    fn error_codes_have_names() {
+        assert_eq!(error_code_name(H3_NO_ERROR), "H3_NO_ERROR");
+        assert_eq!(error_code_name(H3_REQUEST_REJECTED), "H3_REQUEST_REJECTED");
+        assert_eq!(error_code_name(0x202), "QPACK_DECODER_STREAM_ERROR");
+        assert_eq!(error_code_name(0x21), "HTTP/3 error 0x21");
+        let error = H3Error::new(H3_FRAME_ERROR, "cut");
+        assert_eq!(error.to_string(), "cut (H3_FRAME_ERROR)");
+    }
+}

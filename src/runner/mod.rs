@@ -415,6 +415,14 @@ impl Worker {
             }
             _ => None,
         };
+        if let Some(quic) = &quic {
+            if let Some(warning) = &quic.warning {
+                shared.recorder.borrow_mut().warn(warning.clone());
+            }
+            if let Some(tracer) = &self.sinks.trace {
+                tracer.note(&format!("thread {}: {}", self.index, quic.socket));
+            }
+        }
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let live = self.sinks.live.clone();
         let local = LocalSet::new();
@@ -462,13 +470,15 @@ impl Worker {
                     // Returns only if the timerfd fails: the connections' deadlines would never come.
                     Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
+                let ended = Instant::now();
                 if let Some(quic) = &quic {
-                    // Let the connections' CONNECTION_CLOSE frames leave, briefly: a server
-                    // that never hears them holds their state until its idle timeout.
+                    // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
+                    // the run's time): a server that never hears them holds their state until
+                    // its idle timeout.
                     quic.endpoint.close(VarInt::from_u32(0x100), b"");
                     let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
                 }
-                Ok(Instant::now())
+                Ok(ended)
             }
         })?;
         drop(local);
@@ -637,7 +647,7 @@ async fn run_quic_slot(
                 return;
             }
         };
-        let (conn, _trace) = on_connected(
+        let (conn, trace) = on_connected(
             &shared,
             tracer.as_ref(),
             slot,
@@ -652,6 +662,7 @@ async fn run_quic_slot(
             ledger,
             conn_limits(&plan, began),
             &*timer,
+            trace,
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();

@@ -15,6 +15,7 @@
 mod quic;
 
 use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -30,15 +31,21 @@ use super::driver::ConnLimits;
 use super::h1::earliest;
 use super::h2::CONNECTION_SPECIFIC;
 use super::{ConnEnd, Ledger, PathCycle, Slot};
+use crate::cli::units::format_micros;
+use crate::observe::trace::ConnTrace;
 use crate::plan::RunPlan;
 use crate::proto::h3::{
-    client_control_stream, encode_field_section, headers_frame, write_frame_head, ControlEvent,
-    H3Error, ResponseEvent, ResponseParser, Section, UniStreamParser, DATA,
+    client_control_stream, encode_field_section, headers_frame, read_varint, write_frame_head,
+    ControlEvent, H3Error, ResponseEvent, ResponseParser, Section, UniStreamParser, DATA,
     H3_CLOSED_CRITICAL_STREAM, H3_MESSAGE_ERROR, H3_NO_ERROR, H3_REQUEST_CANCELLED,
-    H3_REQUEST_REJECTED, STREAM_CONTROL, STREAM_QPACK_DECODER, STREAM_QPACK_ENCODER,
+    H3_REQUEST_REJECTED, MAX_HEADER_LIST, STREAM_CONTROL, STREAM_QPACK_DECODER,
+    STREAM_QPACK_ENCODER,
 };
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 pub(crate) use quic::QuicContext;
+
+#[cfg(test)]
+mod tests;
 
 /// Requests prepared once per thread: one HEADERS frame per path, the body's DATA frame, the
 /// opening of the client's control stream.
@@ -111,6 +118,12 @@ struct Shared<'c> {
     goaway_seen: Notify,
     /// When something last arrived (`-N`).
     last_read: Cell<Instant>,
+    /// Requests taken for this connection.
+    taken: Cell<u64>,
+    /// The `-v` trace, if this connection is traced.
+    trace: Option<RefCell<ConnTrace>>,
+    /// The server's SETTINGS as the trace shows them, gathered until they end.
+    settings_seen: RefCell<String>,
 }
 
 impl Shared<'_> {
@@ -119,6 +132,37 @@ impl Shared<'_> {
         if let ControlEvent::Goaway(id) = event {
             self.goaway.set(Some(id));
             self.goaway_seen.notify_waiters();
+        }
+        let Some(trace) = &self.trace else {
+            return;
+        };
+        let mut seen = self.settings_seen.borrow_mut();
+        match event {
+            ControlEvent::Setting { id, value } => {
+                let separator = if seen.is_empty() { "" } else { ", " };
+                let _ = write!(seen, "{separator}{}={value}", setting_name(id));
+            }
+            ControlEvent::SettingsDone => {
+                let settings = std::mem::take(&mut *seen);
+                trace.borrow().h3_line(format!(
+                    "recv SETTINGS <{}> on the control stream",
+                    if settings.is_empty() {
+                        "none"
+                    } else {
+                        &settings
+                    }
+                ));
+            }
+            ControlEvent::Goaway(id) => trace
+                .borrow()
+                .h3_line(format!("recv GOAWAY <stream_id={id}>")),
+        }
+    }
+
+    /// Shows a line of the `-v` trace, if this connection is traced.
+    fn trace_line(&self, line: impl FnOnce() -> String) {
+        if let Some(trace) = &self.trace {
+            trace.borrow().h3_line(line());
         }
     }
 
@@ -145,6 +189,7 @@ pub(crate) async fn drive(
     ledger: Ledger<'_>,
     limits: ConnLimits,
     timer: &impl Timer,
+    trace: Option<ConnTrace>,
 ) -> ConnEnd {
     // The streams the server's transport parameters allow at once are known from the
     // handshake: opening them now tells the effective concurrency, min(-m,
@@ -156,7 +201,8 @@ pub(crate) async fn drive(
             _ => break,
         }
     }
-    ledger.note_effective_concurrency(first.len());
+    let lanes_open = first.len();
+    ledger.note_effective_concurrency(lanes_open);
     first.resize_with(template.lanes, || None);
     let shared = Shared {
         conn: &conn,
@@ -167,7 +213,11 @@ pub(crate) async fn drive(
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
+        taken: Cell::new(0),
+        trace: trace.map(RefCell::new),
+        settings_seen: RefCell::default(),
     };
+    shared.trace_line(|| describe_handshake(&conn, template, lanes_open));
     // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM.
     let control = open_control(&shared).await;
     let failure = match control {
@@ -194,7 +244,15 @@ pub(crate) async fn drive(
             lose(&shared, failure);
             ConnEnd::Lost
         }
-        None if shared.goaway.get().is_some() => ConnEnd::Lost,
+        None if shared.goaway.get().is_some() => {
+            if shared.taken.get() == 0 {
+                ledger.connection_failed(Failure::new(
+                    ErrorKind::Goaway,
+                    "the server sent GOAWAY before the first request",
+                ));
+            }
+            ConnEnd::Lost
+        }
         None => ConnEnd::Finished,
     };
     conn.close(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"), b"");
@@ -206,7 +264,15 @@ async fn open_control(shared: &Shared<'_>) -> Result<SendStream, Failure> {
     let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
     let mut control = shared.conn.open_uni().await.map_err(lost)?;
     match control.write_chunk(shared.template.control.clone()).await {
-        Ok(()) => Ok(control),
+        Ok(()) => {
+            shared.trace_line(|| {
+                format!(
+                    "send SETTINGS <QPACK_MAX_TABLE_CAPACITY=0, QPACK_BLOCKED_STREAMS=0, MAX_FIELD_SECTION_SIZE={MAX_HEADER_LIST}> on control stream {}",
+                    VarInt::from(control.id())
+                )
+            });
+            Ok(control)
+        }
         Err(WriteError::ConnectionLost(error)) => Err(lost(error)),
         Err(error) => Err(Failure::protocol(format!(
             "the server refused the client's control stream: {error}"
@@ -300,9 +366,21 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
             Ok(None) | Err(_) => return Ok(()),
         };
         shared.last_read.set(Instant::now());
+        let known = parser.kind();
         parser
             .feed(&chunk.bytes, |event| shared.on_control(event))
             .map_err(|error| shared.violation(error))?;
+        // The control stream shows in its SETTINGS line.
+        if let (None, Some(kind)) = (known, parser.kind().filter(|kind| *kind != STREAM_CONTROL)) {
+            shared.trace_line(|| {
+                let name = match kind {
+                    STREAM_QPACK_ENCODER => "QPACK encoder".to_owned(),
+                    STREAM_QPACK_DECODER => "QPACK decoder".to_owned(),
+                    other => format!("unknown type 0x{other:x}, not read"),
+                };
+                format!("recv stream {}: {name}", VarInt::from(stream.id()))
+            });
+        }
     }
 }
 
@@ -328,7 +406,7 @@ async fn lane(
     let ledger = shared.ledger;
     let mut parser = ResponseParser::default();
     loop {
-        if shared.goaway.get().is_some() {
+        if shared.goaway.get().is_some() || !ledger.may_have_more() {
             if let Some((send, recv)) = opened.as_mut() {
                 cancel(send, recv);
             }
@@ -354,6 +432,7 @@ async fn lane(
                 }
             }
         };
+        shared.taken.set(shared.taken.get() + 1);
         let path = shared
             .paths
             .borrow_mut()
@@ -424,6 +503,11 @@ async fn exchange(
         match send.write_all_chunks(&mut frames[..count]).await {
             Ok(()) => {
                 let _ = send.finish();
+                if let Some(trace) = &shared.trace {
+                    let frame = &template.headers[path];
+                    let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
+                    trace.borrow_mut().h3_headers(id, length, None);
+                }
             }
             Err(WriteError::Stopped(code)) if code.into_inner() == H3_REQUEST_REJECTED => {
                 return Ok(Outcome::Unprocessed(ErrorKind::Refused))
@@ -456,11 +540,28 @@ async fn exchange(
                             uncompressed,
                         } => {
                             wire.add_headers(wire_len, uncompressed);
-                            if let Section::Final(_) = section {
-                                first_byte = Some(at);
+                            let status = match section {
+                                Section::Final(status) => {
+                                    first_byte = Some(at);
+                                    Some(status)
+                                }
+                                Section::Interim(status) => Some(status),
+                                Section::Trailers => None,
+                            };
+                            if let Some(trace) = &shared.trace {
+                                trace.borrow_mut().h3_headers(
+                                    id,
+                                    wire_len,
+                                    Some((status, uncompressed)),
+                                );
                             }
                         }
-                        ResponseEvent::Data(length) => wire.add_data(length as u64),
+                        ResponseEvent::Data(length) => {
+                            wire.add_data(length as u64);
+                            if let Some(trace) = &shared.trace {
+                                trace.borrow().h3_data(id, length);
+                            }
+                        }
                     });
                     match fed {
                         Ok(()) => {}
@@ -507,5 +608,43 @@ async fn exchange(
             () = timer.sleep_until(start.actual + limit) => Ok(Outcome::Failed(ErrorKind::Timeout)),
         },
         None => work.await,
+    }
+}
+
+/// The trace's line for a connection's handshake: what QUIC settled on and what quinn tells of
+/// the path and the server's transport parameters.
+fn describe_handshake(conn: &Connection, template: &H3Template, lanes_open: usize) -> String {
+    let alpn = conn
+        .handshake_data()
+        .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|data| data.protocol)
+        .map_or("none".to_owned(), |id| {
+            String::from_utf8_lossy(&id).into_owned()
+        });
+    let path = conn.stats().path;
+    let streams = if lanes_open < template.lanes {
+        format!(
+            "the server allows {lanes_open} concurrent request streams (initial_max_streams_bidi)"
+        )
+    } else {
+        format!("the server allows at least the {lanes_open} request streams asked for")
+    };
+    format!(
+        "QUIC v1 handshake done: TLSv1.3, ALPN {alpn}; RTT {}, path MTU {} bytes, congestion window {} bytes; {streams}",
+        format_micros(path.rtt.as_micros() as f64),
+        path.current_mtu,
+        path.cwnd
+    )
+}
+
+/// A setting's name in the trace (RFC 9114 §7.2.4.1, RFC 9204 §5, RFC 9220, RFC 9297).
+fn setting_name(id: u64) -> String {
+    match id {
+        0x01 => "QPACK_MAX_TABLE_CAPACITY".to_owned(),
+        0x06 => "MAX_FIELD_SECTION_SIZE".to_owned(),
+        0x07 => "QPACK_BLOCKED_STREAMS".to_owned(),
+        0x08 => "ENABLE_CONNECT_PROTOCOL".to_owned(),
+        0x33 => "H3_DATAGRAM".to_owned(),
+        other => format!("0x{other:x}"),
     }
 }

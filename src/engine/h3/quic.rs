@@ -34,6 +34,82 @@ pub(crate) struct QuicContext {
     addr: SocketAddr,
     /// The prepared requests.
     pub(crate) template: H3Template,
+    /// What the kernel gave the socket.
+    pub(crate) socket: SocketInfo,
+    /// Why the socket got less buffer than asked, if it did.
+    pub(crate) warning: Option<String>,
+}
+
+/// The thread's UDP socket as the kernel set it up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SocketInfo {
+    /// Receive buffer, bytes (as the kernel reports it: twice what it accounts as payload).
+    pub(crate) recv_buffer: usize,
+    /// Send buffer, bytes.
+    pub(crate) send_buffer: usize,
+    /// Datagrams one send may carry (UDP GSO; 1 without it).
+    pub(crate) gso_segments: usize,
+    /// Datagrams one receive may return (UDP GRO; 1 without it).
+    pub(crate) gro_segments: usize,
+}
+
+impl std::fmt::Display for SocketInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = |segments: usize| if segments > 1 { "on" } else { "off" };
+        write!(
+            f,
+            "UDP socket: receive buffer {} KiB, send buffer {} KiB; GSO {} ({} segments per send), GRO {} ({} per receive)",
+            self.recv_buffer / 1024,
+            self.send_buffer / 1024,
+            state(self.gso_segments),
+            self.gso_segments,
+            state(self.gro_segments),
+            self.gro_segments
+        )
+    }
+}
+
+/// The receive buffer a thread's socket asks for per connection: a burst of a connection's
+/// worth of in-flight datagrams should not overflow it (a dropped datagram costs a
+/// retransmission and halves the congestion window), up to [`MAX_RECV_BUFFER`] in all.
+const RECV_BUFFER_PER_CONNECTION: usize = 2 << 20;
+/// The most a socket's receive buffer is asked for.
+const MAX_RECV_BUFFER: usize = 64 << 20;
+/// The send buffer: requests are small, but a burst of them on every connection goes at once.
+const SEND_BUFFER: usize = 4 << 20;
+
+/// Sizes the socket's buffers for `connections` connections with receive windows of `window`
+/// bytes; returns what the kernel gave (with GSO/GRO as quinn-udp finds them), and a warning
+/// when `net.core.rmem_max` capped the receive buffer.
+fn size_buffers(
+    socket: &UdpSocket,
+    connections: usize,
+    window: u32,
+) -> (SocketInfo, Option<String>) {
+    let wanted = (connections * RECV_BUFFER_PER_CONNECTION.min(window as usize))
+        .clamp(RECV_BUFFER_PER_CONNECTION, MAX_RECV_BUFFER);
+    let sock = socket2::SockRef::from(socket);
+    // Best effort: a socket with the default buffers still works, only less well.
+    let _ = sock.set_recv_buffer_size(wanted);
+    let _ = sock.set_send_buffer_size(SEND_BUFFER);
+    let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
+    let send_buffer = sock.send_buffer_size().unwrap_or(0);
+    let state = quinn::udp::UdpSocketState::new(socket.into()).ok();
+    let info = SocketInfo {
+        recv_buffer,
+        send_buffer,
+        gso_segments: state.as_ref().map_or(1, |state| state.max_gso_segments()),
+        gro_segments: state.as_ref().map_or(1, |state| state.gro_segments()),
+    };
+    // Linux reports twice the size it was given, for its bookkeeping.
+    let warning = (recv_buffer < wanted).then(|| {
+        format!(
+            "the UDP receive buffer is {} KiB, not the {} KiB asked for: net.core.rmem_max caps it, and bursts of QUIC datagrams may be dropped (raise it: sysctl -w net.core.rmem_max={wanted})",
+            recv_buffer / 2 / 1024,
+            wanted / 1024
+        )
+    });
+    (info, warning)
 }
 
 impl QuicContext {
@@ -47,6 +123,8 @@ impl QuicContext {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
         let socket = UdpSocket::bind(local).context("cannot open a UDP socket for QUIC")?;
+        let connections = plan.clients.div_ceil(plan.threads).max(1);
+        let (socket_info, warning) = size_buffers(&socket, connections, plan.h2.connection_window);
         let endpoint = Endpoint::new(
             EndpointConfig::default(),
             None,
@@ -76,6 +154,8 @@ impl QuicContext {
             server_name: tls.server_name.to_str().into_owned(),
             addr,
             template: H3Template::new(plan),
+            socket: socket_info,
+            warning,
         })
     }
 
@@ -92,9 +172,11 @@ impl QuicContext {
                 )
             })?;
         let handshake = async {
-            connecting
-                .await
-                .map_err(|error| handshake_failure(&error, addr))
+            tokio::select! {
+                biased;
+                done = connecting => done.map_err(|error| handshake_failure(&error, addr)),
+                refused = probe(addr) => Err(refused),
+            }
         };
         match limit {
             Some(limit) => tokio::time::timeout(limit, handshake).await.unwrap_or_else(|_| {
@@ -108,6 +190,47 @@ impl QuicContext {
             }),
             None => handshake.await,
         }
+    }
+}
+
+/// How long a handshake may go unanswered before [`probe`] looks for a closed port.
+const PROBE_AFTER: Duration = Duration::from_millis(250);
+
+/// Completes only if nothing listens on `addr`'s UDP port, as far as ICMP tells. quinn's
+/// socket is unconnected and ignores ICMP errors, so a handshake to a closed port would wait
+/// for the whole connect timeout; a connected socket sees "port unreachable" as ECONNREFUSED.
+/// The probe is one byte, which a QUIC server drops (RFC 9000 §14.1).
+async fn probe(addr: SocketAddr) -> Failure {
+    tokio::time::sleep(PROBE_AFTER).await;
+    let refused = async {
+        let local: SocketAddr = if addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = tokio::net::UdpSocket::bind(local).await.ok()?;
+        socket.connect(addr).await.ok()?;
+        socket.send(&[0]).await.ok()?;
+        let mut buffer = [0u8; 64];
+        loop {
+            match socket.recv(&mut buffer).await {
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return Some(())
+                }
+                Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    };
+    match refused.await {
+        Some(()) => Failure::new(
+            ErrorKind::Connect,
+            format!(
+                "cannot connect to {addr} over QUIC: CONNECTION_REFUSED (ICMP port unreachable: nothing listens on UDP port {})",
+                addr.port()
+            ),
+        ),
+        None => std::future::pending().await,
     }
 }
 
@@ -130,9 +253,14 @@ fn handshake_failure(error: &ConnectionError, addr: SocketAddr) -> Failure {
             ),
         ),
         ConnectionError::ConnectionClosed(close) if is_crypto(u64::from(close.error_code)) => {
+            let alert = rustls::AlertDescription::from((u64::from(close.error_code) - 0x100) as u8);
+            let reason = String::from_utf8_lossy(&close.reason);
             Failure::new(
                 ErrorKind::Tls,
-                format!("TLS handshake with {addr} (QUIC) failed: the server sent {close}"),
+                format!(
+                    "TLS handshake with {addr} (QUIC) failed: the server sent TLS alert {alert:?}{}",
+                    if reason.is_empty() { String::new() } else { format!(" ({reason})") }
+                ),
             )
         }
         other => {
