@@ -159,6 +159,28 @@ fn without_a_url_h1_h2_and_h3_are_measured_side_by_side() {
 }
 
 #[test]
+fn the_built_in_child_delays_h3_responses_as_asked() {
+    // --target-delay reaches the TLS child's HTTP/3 side too (routes::decide sleeps for both).
+    let run = h2load_rs(&[
+        "--proto",
+        "h3",
+        "--target-delay",
+        "20ms",
+        "-c",
+        "2",
+        "-m",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_all_succeeded(&run, "delayed", 20);
+    let min = run.int("latency/request/min");
+    let max = run.int("latency/request/max");
+    assert!(min >= 20_000, "min {min} µs");
+    assert!(max < 200_000, "max {max} µs");
+}
+
+#[test]
 fn nothing_listening_on_the_udp_port_is_a_bounded_connect_error() {
     // A port free now. The kernel answers QUIC's Initial with ICMP port unreachable, which the
     // engine sees (CONNECTION_REFUSED) well before --connect-timeout; either way the run is short.
