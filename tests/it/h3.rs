@@ -9,6 +9,7 @@ use h2load_rs::runner::tls;
 use h2load_rs::server::{spawn_background, ServeOptions};
 
 use crate::common::{assert_usage_error, h2load_rs, Run};
+use crate::testbed::testbed_running;
 
 const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
 
@@ -57,19 +58,6 @@ fn assert_all_succeeded(run: &Run, name: &str, n: u64) {
         );
     }
     assert_eq!(run.cell()["protocol"]["negotiated"], "h3", "{name}");
-}
-
-/// Whether the test bed is up (the rule of tests/it/testbed.rs: in CI it must be).
-fn testbed_running() -> bool {
-    if std::env::var_os("H2LOAD_RS_TESTBED").is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "CI must run these tests through tests/run.sh, which starts the test bed"
-    );
-    eprintln!("test bed not running: start it with tests/run.sh (or tests/testbed.sh start)");
-    false
 }
 
 #[test]
