@@ -119,8 +119,6 @@ struct Shared<'c> {
     goaway_seen: Notify,
     /// When something last arrived (`-N`).
     last_read: Cell<Instant>,
-    /// Requests taken for this connection.
-    taken: Cell<u64>,
     /// The `-v` trace, if this connection is traced.
     trace: Option<RefCell<ConnTrace>>,
     /// The server's SETTINGS as the trace shows them, gathered until they end.
@@ -214,7 +212,6 @@ pub(crate) async fn drive(
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
-        taken: Cell::new(0),
         trace: trace.map(RefCell::new),
         settings_seen: RefCell::default(),
     };
@@ -234,7 +231,7 @@ pub(crate) async fn drive(
             ConnEnd::Lost
         }
         None if shared.goaway.get().is_some() => {
-            if shared.taken.get() == 0 {
+            if ledger.requests_taken() == 0 {
                 ledger.connection_failed(Failure::new(
                     ErrorKind::Goaway,
                     "the server sent GOAWAY before the first request",
@@ -456,7 +453,6 @@ async fn lane(
                 }
             }
         };
-        shared.taken.set(shared.taken.get() + 1);
         let path = shared
             .paths
             .borrow_mut()
