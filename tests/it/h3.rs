@@ -397,3 +397,30 @@ fn head_over_h3_to_caddy_gets_no_body() {
     assert_eq!(run.int("traffic/data_bytes"), 0);
     assert!(run.int("traffic/header_bytes") > 0);
 }
+
+#[test]
+fn an_h3_upload_larger_than_every_window_is_echoed_while_it_is_sent() {
+    // The target's /echo sends each chunk back as it reads it. 20 MB is more than its 16 MiB
+    // stream window and the client's 64 KiB one (-w 16): a client that wrote the whole body
+    // before reading would wait on the server, which waits on the client.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'e'; 20_000_000]).unwrap();
+    let run = h3(&[
+        "-c",
+        "1",
+        "-m",
+        "1",
+        "-n",
+        "1",
+        "-w",
+        "16",
+        "--request-timeout",
+        "30s",
+        "-d",
+        body.to_str().unwrap(),
+        &url("/echo"),
+    ]);
+    assert_all_succeeded(&run, "echo 20 MB", 1);
+    assert_eq!(run.int("traffic/data_bytes"), 20_000_000);
+}
