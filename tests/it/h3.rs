@@ -97,7 +97,8 @@ fn h3_error_statuses_delays_and_uploads() {
     let min = run.int("latency/request/min");
     let p50 = run.int("latency/request/percentiles/p50");
     assert!(min >= 50_000, "min {min} µs");
-    assert!((50_000..=70_000).contains(&p50), "p50 {p50} µs");
+    // Once, not twice (a doubled delay would be 100 ms), with room for a loaded CI machine.
+    assert!((50_000..100_000).contains(&p50), "p50 {p50} µs");
 
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body.bin");
