@@ -5,8 +5,9 @@
 //!
 //! A connection keeps `-m` request lanes. Each lane opens a bidirectional stream (quinn waits
 //! for the server's stream credit, so `initial_max_streams_bidi` is honoured), takes a request
-//! from the ledger, writes the HEADERS frame prepared once per run (and the body's DATA frame),
-//! finishes its side and feeds the response to a [`ResponseParser`] as quinn hands over chunks.
+//! from the ledger, writes the HEADERS frame prepared once per run (and the body's DATA frame)
+//! and finishes its side while it feeds the response to a [`ResponseParser`] as quinn hands
+//! over chunks. Every chunk read, on any stream, counts in the traffic total as it arrives.
 //! Nothing is allocated per request on this side: the frames are shared [`Bytes`], the parser
 //! and its buffer are the lane's. The server's unidirectional streams are read beside the lanes:
 //! its control stream (SETTINGS, GOAWAY) and the QPACK streams, which carry nothing the client
@@ -772,10 +773,15 @@ async fn exchange(
         },
         None => work.await,
     };
-    if !written.get() && matches!(outcome, Ok(Outcome::Complete(_))) {
-        // The server answered before reading the whole body: the rest is not sent
-        // (RFC 9114 §4.1), and the stream is not left half-written.
-        let _ = send.reset(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"));
+    if !written.get() {
+        // The exchange ended before the whole request was written: the rest is not sent, and
+        // the stream is reset rather than left to finish half-written. A server that answered
+        // before reading it all (RFC 9114 §4.1) gets H3_NO_ERROR.
+        let code = match outcome {
+            Ok(Outcome::Complete(_)) => H3_NO_ERROR,
+            _ => H3_REQUEST_CANCELLED,
+        };
+        let _ = send.reset(VarInt::from_u64(code).expect("a valid varint"));
     }
     outcome
 }
