@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{anyhow, bail, Context, Result};
 use futures_util::future::join_all;
 use tokio::sync::oneshot;
-use tokio::task::LocalSet;
+use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::PreciseTimer;
@@ -407,11 +407,14 @@ impl Worker {
             retries: RefCell::default(),
         });
         let templates = Rc::new(Templates::new(&self.plan));
-        // HTTP/3: one endpoint, one UDP socket, for all of this thread's connections.
+        let local = LocalSet::new();
+        // HTTP/3: one endpoint, one UDP socket, for all of this thread's connections; quinn's
+        // drivers run on the LocalSet, beside the connections' tasks.
         let quic = match (&self.plan.negotiation, &self.plan.tls) {
             (Negotiation::Quic, Some(tls)) => {
-                let _runtime = runtime.enter();
-                Some(Rc::new(QuicContext::new(&self.plan, tls)?))
+                Some(Rc::new(local.block_on(&runtime, async {
+                    QuicContext::new(&self.plan, tls)
+                })?))
             }
             _ => None,
         };
@@ -425,7 +428,6 @@ impl Worker {
         }
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let live = self.sinks.live.clone();
-        let local = LocalSet::new();
         let ended = local.block_on(&runtime, {
             let shared = shared.clone();
             let timer = timer.clone();
@@ -454,7 +456,7 @@ impl Worker {
                         every,
                     ));
                 }
-                let slots = (0..self.slots).map(|slot| {
+                let mut slots: Vec<_> = (0..self.slots).map(|slot| {
                     let trace = self.sinks.trace.clone();
                     tokio::task::spawn_local(run_slot(
                         shared.clone(),
@@ -464,28 +466,29 @@ impl Worker {
                         slot,
                         trace,
                     ))
-                });
+                }).collect();
                 tokio::select! {
-                    _ = join_all(slots) => {}
+                    _ = join_all(slots.iter_mut()) => {}
                     _ = self.abandon.cancelled() => {}
                     // Returns only if the timerfd fails: the connections' deadlines would never come.
                     Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
-                Ok(Instant::now())
+                let ended = Instant::now();
+                if let Some(quic) = quic {
+                    // The connections' tasks go first, never to be polled again: requests still
+                    // in flight (an abandoned drain) stay unfinished, as with TCP, instead of
+                    // failing when the endpoint closes under them.
+                    slots.iter().for_each(JoinHandle::abort);
+                    // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
+                    // the run's time): a server that never hears them holds their state until
+                    // its idle timeout.
+                    quic.endpoint.close(VarInt::from_u32(0x100), b"");
+                    let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
+                }
+                Ok(ended)
             }
         })?;
-        // The connections' tasks go first: requests still in flight (an abandoned drain) stay
-        // unfinished, as with TCP, instead of failing when the endpoint closes under them.
         drop(local);
-        if let Some(quic) = quic {
-            // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of the
-            // run's time): a server that never hears them holds their state until its idle
-            // timeout. quinn's drivers run on the runtime, not the LocalSet.
-            runtime.block_on(async {
-                quic.endpoint.close(VarInt::from_u32(0x100), b"");
-                let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
-            });
-        }
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");

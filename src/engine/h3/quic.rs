@@ -1,14 +1,17 @@
 //! QUIC for the HTTP/3 engine: the thread's endpoint (one UDP socket for all its connections),
 //! the client configuration, connecting, and how QUIC errors are counted and named.
 
+use std::future::Future;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{
-    ClientConfig, Connection, ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt,
+    AsyncTimer, AsyncUdpSocket, ClientConfig, Connection, ConnectionError, Endpoint,
+    EndpointConfig, Runtime, TokioRuntime, TransportConfig, VarInt,
 };
 
 use super::H3Template;
@@ -112,9 +115,35 @@ fn size_buffers(
     (info, warning)
 }
 
+/// quinn's tokio runtime, except that its drivers (the endpoint's and each connection's) are
+/// spawned on the thread's `LocalSet`, beside the lanes they wake. A driver on the runtime that
+/// wakes a lane wakes the runtime's `block_on` future, and tokio then polls its I/O driver once
+/// more (an `epoll_wait` with a zero timeout) before running the lanes: one syscall more for
+/// every batch of datagrams (measured: 2.45 `epoll_wait` per request against Caddy, 1.5 here).
+#[derive(Debug)]
+struct LocalRuntime;
+
+impl Runtime for LocalRuntime {
+    fn new_timer(&self, at: std::time::Instant) -> Pin<Box<dyn AsyncTimer>> {
+        TokioRuntime.new_timer(at)
+    }
+
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        tokio::task::spawn_local(future);
+    }
+
+    fn wrap_udp_socket(&self, socket: UdpSocket) -> std::io::Result<Arc<dyn AsyncUdpSocket>> {
+        TokioRuntime.wrap_udp_socket(socket)
+    }
+
+    fn now(&self) -> std::time::Instant {
+        TokioRuntime.now()
+    }
+}
+
 impl QuicContext {
     /// The thread's endpoint and configuration for `plan` (an https:// plan). Must be called
-    /// inside the thread's runtime: the socket registers with it.
+    /// inside the thread's `LocalSet`, which runs quinn's drivers: they stop with it.
     pub(crate) fn new(plan: &RunPlan, tls: &TlsPlan) -> Result<Self> {
         let addr = plan.destination.addr;
         let local: SocketAddr = if addr.is_ipv4() {
@@ -129,7 +158,7 @@ impl QuicContext {
             EndpointConfig::default(),
             None,
             socket,
-            Arc::new(quinn::TokioRuntime),
+            Arc::new(LocalRuntime),
         )
         .context("cannot start the QUIC endpoint")?;
         let crypto = QuicClientConfig::try_from(tls.config.clone())
