@@ -573,6 +573,11 @@ async fn open_stream<'c>(
     shared: &'c Shared<'c>,
     timer: &impl Timer,
 ) -> Result<Option<Held<'c>>, Failure> {
+    // Mostly the credit is there: take it without setting up the waits for GOAWAY and time.
+    if let Some(opened) = shared.conn.open_bi().now_or_never() {
+        let pair = opened.map_err(|error| quic::connection_failure(&error))?;
+        return Ok(Some(Held::new(pair, &shared.streams_held)));
+    }
     let limit = shared.template.credit_wait;
     let mut since = Instant::now();
     loop {
@@ -661,6 +666,10 @@ async fn exchange(
             result
         };
         tokio::pin!(write);
+        // One wait for GOAWAY for the whole exchange, renewed only when one comes: a new one
+        // per chunk would register and unregister it with the Notify each time.
+        let goaway = shared.goaway_seen.notified();
+        tokio::pin!(goaway);
         let mut writing = true;
         let mut first_byte = None;
         loop {
@@ -682,10 +691,11 @@ async fn exchange(
                     continue;
                 }
                 read = recv.read_chunk(usize::MAX, true) => read,
-                () = shared.goaway_seen.notified() => {
+                () = &mut goaway => {
                     if shared.unprocessed(id) {
                         return Ok(Outcome::Unprocessed(ErrorKind::Goaway));
                     }
+                    goaway.set(shared.goaway_seen.notified());
                     continue;
                 }
             };
