@@ -225,6 +225,10 @@ measure() {
       local elapsed
       elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
       done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
+      # A client that lingers after its run (e.g. waiting for connections to close) costs the
+      # user that time although "finished in" leaves it out: say so under the row.
+      awk -v t="$tool" -v e="$elapsed" -v a="$started" -v b="$ended" 'BEGIN {
+        if (b - a - e > 1) printf "> %s exited %.1f s after its measured %.2f s: a wait at exit.\n", t, b - a - e, e }' >>"$work/notes"
       if [[ $kind == bytes:* ]]; then
         rate=$(awk -v b="${kind#bytes:}" -v n="$done_requests" -v t="$elapsed" 'BEGIN { print (n > 0) ? b / t : 0 }')
       else
@@ -412,11 +416,11 @@ h3_section() {
   caddy_version=$(caddy version | awk '{ print $1 }')
   {
     printf '\n%s\n\n### HTTP/3: how measured\n\n' "$h3_begin"
-    echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC') with $rounds interleaved rounds per row, medians shown, ratios as above."
+    echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds interleaved round(s) per row, medians shown, ratios as above."
     echo "Servers on CPU $server_cpu: Caddy $caddy_version (\`protocols h1 h2 h3\`, one port: TLS over TCP and QUIC over UDP;"
     echo "Go follows the pinning, GOMAXPROCS 1) and the built-in target (\`serve --tls --threads 1\`, h3 on the"
     echo "UDP side of its TLS port); clients on CPU $client_cpu, all trusting certs/ca.crt (\`--cacert\`)."
-    echo "The HTTP/3 peer is oha $oha_version built with \`--features http3\` (quinn + h3, like h2load-rs);"
+    echo "The HTTP/3 peer is oha $oha_version built with \`--features http3\` (quinn and the h3 crate);"
     echo "Debian's h2load and curl have no HTTP/3. Request rows run ${d} s each (\`-D\`, oha \`-z\`), so a"
     echo "stalled client still finishes; -c 10 -m 10 is oha's -c 10 -p 10. h2 rows on the same servers"
     echo "show what the same server does over TCP."
