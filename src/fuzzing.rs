@@ -113,3 +113,47 @@ fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) {
         assert!(!failure.message.is_empty(), "every failure is explained");
     }
 }
+
+/// What a server sends on an HTTP/3 response stream and on a unidirectional stream, in pieces
+/// of `piece` bytes: the parsers never panic, count no more body and header bytes than they
+/// were given, and parse the same whole as in pieces.
+pub fn h3_response(bytes: &[u8], piece: usize) {
+    use crate::proto::h3::{ResponseEvent, ResponseParser, UniStreamParser};
+
+    let parse = |piece: usize| {
+        let mut parser = ResponseParser::default();
+        let mut counted = 0u64;
+        let mut events = 0usize;
+        let mut result = Ok(());
+        for chunk in bytes.chunks(piece) {
+            result = parser.feed(chunk, |event| {
+                events += 1;
+                counted += match event {
+                    ResponseEvent::Headers { wire_len, .. } => wire_len,
+                    ResponseEvent::Data(length) => length as u64,
+                };
+            });
+            if result.is_err() {
+                break;
+            }
+        }
+        let end = result.and_then(|()| parser.finish());
+        assert!(
+            counted <= bytes.len() as u64,
+            "counted {counted} of {}",
+            bytes.len()
+        );
+        (end, counted, events)
+    };
+    let whole = parse(bytes.len().max(1));
+    let pieces = parse(piece.max(1));
+    // Data events split with the input, so only the outcome and byte counts must agree.
+    assert_eq!((whole.0, whole.1), (pieces.0, pieces.1));
+
+    let mut uni = UniStreamParser::default();
+    for chunk in bytes.chunks(piece.max(1)) {
+        if uni.feed(chunk, |_| {}).is_err() {
+            break;
+        }
+    }
+}

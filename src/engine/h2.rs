@@ -31,7 +31,7 @@ use crate::proto::hpack;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 
 /// Header fields HTTP/2 forbids (RFC 9113 §8.2.2); h2load drops them too.
-const CONNECTION_SPECIFIC: [&str; 6] = [
+pub(crate) const CONNECTION_SPECIFIC: [&str; 6] = [
     "connection",
     "keep-alive",
     "proxy-connection",

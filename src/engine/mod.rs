@@ -9,6 +9,7 @@ pub(crate) mod clock;
 pub(crate) mod driver;
 mod h1;
 mod h2;
+pub(crate) mod h3;
 mod outgoing;
 pub(crate) mod pacer;
 pub(crate) mod session;

@@ -72,7 +72,9 @@ impl<'t> AnySession<'t> {
             Some(Protocol::H2c | Protocol::H2) => {
                 AnySession::H2(Box::new(H2Session::new(&templates.h2, None, ready_by, out)))
             }
-            Some(Protocol::H3) => unreachable!("HTTP/3 runs on QUIC streams, not a byte-stream session"),
+            Some(Protocol::H3) => {
+                unreachable!("HTTP/3 runs on QUIC streams, not a byte-stream session")
+            }
             None => AnySession::Upgrade(UpgradeSession::new(
                 templates
                     .upgrade

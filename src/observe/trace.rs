@@ -61,6 +61,12 @@ impl Tracer {
         }
     }
 
+    /// Prints a line about the run rather than one connection (a thread's QUIC socket).
+    pub fn note(&self, line: &str) {
+        let stamp = self.start.elapsed().as_secs_f64();
+        errln!("[{stamp:8.3}] {line}");
+    }
+
     /// Reports an established connection; returns its tap if it is among the traced ones.
     pub fn connected(
         self: &Arc<Self>,
@@ -178,6 +184,53 @@ impl ConnTrace {
     pub fn on_received(&mut self, bytes: &[u8]) {
         let lines = self.feed(Direction::Recv, bytes);
         self.print(&lines);
+    }
+
+    /// HTTP/3, whose engine reports what it sends and receives (quinn owns the bytes): a line
+    /// about the connection (its handshake, transport, SETTINGS).
+    pub fn h3_line(&self, line: String) {
+        self.print(&[line]);
+    }
+
+    /// HTTP/3: a HEADERS frame of `length` bytes on `stream`, sent, or received with its
+    /// `:status` and decoded size. Fields shown as for HTTP/2's first header blocks.
+    pub fn h3_headers(&mut self, stream: u64, length: u64, received: Option<(Option<u16>, u64)>) {
+        let direction = if received.is_some() {
+            Direction::Recv
+        } else {
+            Direction::Send
+        };
+        let every_frame = self.tracer.every_frame;
+        let tap = self.tap(direction);
+        let shown = every_frame || tap.header_blocks < HEADER_BLOCKS_SHOWN;
+        tap.header_blocks += 1;
+        if !shown {
+            return;
+        }
+        let mut lines = vec![format!(
+            "{} HEADERS frame <length={length}, stream_id={stream}>",
+            direction.word()
+        )];
+        match received {
+            None => lines.extend(
+                self.tracer
+                    .request_fields
+                    .iter()
+                    .map(|field| format!("  {field}")),
+            ),
+            Some((status, uncompressed)) => lines.push(format!(
+                "  :status: {} ({uncompressed} bytes of header fields)",
+                status.map_or("none".to_owned(), |status| status.to_string())
+            )),
+        }
+        self.print(&lines);
+    }
+
+    /// HTTP/3: `length` response body bytes arrived on `stream` (shown with `-vv`).
+    pub fn h3_data(&self, stream: u64, length: usize) {
+        if self.tracer.every_frame {
+            self.print(&[format!("recv DATA <length={length}, stream_id={stream}>")]);
+        }
     }
 
     fn print(&self, lines: &[String]) {

@@ -846,8 +846,12 @@ fn tls_plan(
                 require: Some(Protocol::Http1),
             },
         ) => vec![b"http/1.1".to_vec()],
+        (None, Negotiation::Quic) => vec![b"h3".to_vec()],
         (None, _) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
     };
+    if negotiation == Negotiation::Quic && !alpn.iter().any(|id| id == b"h3") {
+        usage_bail!("--proto h3 needs h3 in --alpn-list");
+    }
     if negotiation
         == (Negotiation::Alpn {
             require: Some(Protocol::H2),
@@ -862,6 +866,8 @@ fn tls_plan(
         ca_file: args.cacert.as_deref(),
         trust_test_ca,
         client_identity: args.cert.as_deref().zip(args.key.as_deref()),
+        // QUIC carries TLS 1.3 only (RFC 9001 §4.2).
+        tls13_only: negotiation == Negotiation::Quic,
     })?;
     Ok(TlsPlan {
         config,

@@ -240,14 +240,20 @@ impl Decoder {
 }
 
 /// A decoded string's length and first bytes (enough to recognise `:status` and read its digits).
-struct StringInfo {
-    len: usize,
-    head: [u8; 8],
+pub(crate) struct StringInfo {
+    pub(crate) len: usize,
+    pub(crate) head: [u8; 8],
 }
 
 fn read_string(rest: &mut &[u8]) -> Result<StringInfo, HpackError> {
-    let huffman_coded = rest.first().ok_or(HpackError("truncated string"))? & 0x80 != 0;
-    let length = read_integer(rest, 7)?;
+    read_prefixed_string(rest, 7)
+}
+
+/// Reads a string literal whose length has a `prefix`-bit integer prefix and whose Huffman flag
+/// is the bit above it (7 for HPACK; QPACK also packs 5- and 3-bit prefixes, RFC 9204 §4.1.2).
+pub(crate) fn read_prefixed_string(rest: &mut &[u8], prefix: u8) -> Result<StringInfo, HpackError> {
+    let huffman_coded = rest.first().ok_or(HpackError("truncated string"))? & (1 << prefix) != 0;
+    let length = read_integer(rest, prefix)?;
     if length > rest.len() {
         return Err(HpackError("string longer than the block"));
     }
@@ -274,7 +280,7 @@ fn read_string(rest: &mut &[u8]) -> Result<StringInfo, HpackError> {
 }
 
 /// Reads an integer with an N-bit prefix (RFC 7541 §5.1), advancing `rest`.
-fn read_integer(rest: &mut &[u8], prefix: u8) -> Result<usize, HpackError> {
+pub(crate) fn read_integer(rest: &mut &[u8], prefix: u8) -> Result<usize, HpackError> {
     let max_prefix = (1usize << prefix) - 1;
     let (&first, mut tail) = rest.split_first().ok_or(HpackError("truncated integer"))?;
     let mut value = usize::from(first) & max_prefix;

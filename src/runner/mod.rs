@@ -25,18 +25,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
+use crate::engine::h3::{self, QuicContext};
 use crate::engine::pacer::{Source, Steering, Throttle};
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::{LogFile, RequestLog};
-use crate::observe::trace::Tracer;
+use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
-use crate::plan::{RunPlan, StopRule};
+use crate::plan::{Negotiation, Protocol, RunPlan, StopRule};
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
 use net::TappedIo;
+use quinn::VarInt;
 use signals::Signal;
 pub use steer::{steer, Steered};
+use tls::TlsInfo;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -404,6 +407,22 @@ impl Worker {
             retries: RefCell::default(),
         });
         let templates = Rc::new(Templates::new(&self.plan));
+        // HTTP/3: one endpoint, one UDP socket, for all of this thread's connections.
+        let quic = match (&self.plan.negotiation, &self.plan.tls) {
+            (Negotiation::Quic, Some(tls)) => {
+                let _runtime = runtime.enter();
+                Some(Rc::new(QuicContext::new(&self.plan, tls)?))
+            }
+            _ => None,
+        };
+        if let Some(quic) = &quic {
+            if let Some(warning) = &quic.warning {
+                shared.recorder.borrow_mut().warn(warning.clone());
+            }
+            if let Some(tracer) = &self.sinks.trace {
+                tracer.note(&format!("thread {}: {}", self.index, quic.socket));
+            }
+        }
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let live = self.sinks.live.clone();
         let local = LocalSet::new();
@@ -439,6 +458,7 @@ impl Worker {
                     tokio::task::spawn_local(run_slot(
                         shared.clone(),
                         templates.clone(),
+                        quic.clone(),
                         timer.clone(),
                         slot,
                         trace,
@@ -450,7 +470,15 @@ impl Worker {
                     // Returns only if the timerfd fails: the connections' deadlines would never come.
                     Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
-                Ok(Instant::now())
+                let ended = Instant::now();
+                if let Some(quic) = &quic {
+                    // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
+                    // the run's time): a server that never hears them holds their state until
+                    // its idle timeout.
+                    quic.endpoint.close(VarInt::from_u32(0x100), b"");
+                    let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
+                }
+                Ok(ended)
             }
         })?;
         drop(local);
@@ -498,10 +526,14 @@ async fn publish_progress(
 async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
+    quic: Option<Rc<QuicContext>>,
     timer: Rc<PreciseTimer>,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
 ) {
+    if let Some(quic) = quic {
+        return run_quic_slot(shared, &quic, timer, slot, tracer).await;
+    }
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     while shared.budget.has_more() || shared.has_retries() {
@@ -522,32 +554,16 @@ async fn run_slot(
                 return;
             }
         };
-        let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
-        let connected = Instant::now();
-        let trace = tracer.as_ref().and_then(|tracer| {
-            tracer.connected(id, connected - began, established.tls.as_ref(), protocol)
-        });
-        {
-            let mut recorder = shared.recorder.borrow_mut();
-            recorder.connected(slot, began, connected);
-            if let Some(info) = established.tls {
-                recorder.note_tls(info);
-            }
-            if let Some(protocol) = protocol {
-                recorder.note_protocol(protocol);
-            }
-        }
-        let conn = ConnState {
-            id,
-            protocol: Cell::new(protocol),
-            ..ConnState::default()
-        };
+        let (conn, trace) = on_connected(
+            &shared,
+            tracer.as_ref(),
+            slot,
+            began,
+            established.tls,
+            protocol,
+        );
         let io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
-        let limits = ConnLimits {
-            active_until: timeouts.connection_active.map(|limit| began + limit),
-            inactivity: timeouts.connection_inactivity,
-            ready_by: timeouts.connect.map(|limit| began + limit),
-        };
+        let limits = conn_limits(&plan, began);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = driver::drive(
             io,
@@ -557,6 +573,96 @@ async fn run_slot(
             limits,
             &shared.read_buffer,
             &*timer,
+        )
+        .await;
+        shared.recorder.borrow_mut().connection_ended();
+        // A connection that was lost before carrying a single request would be lost again: give up.
+        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
+            return;
+        }
+    }
+}
+
+/// Records an established connection (connect time, TLS, protocol) and starts its state and
+/// its `-v` trace, if it is among the traced ones.
+fn on_connected(
+    shared: &ThreadShared,
+    tracer: Option<&Arc<Tracer>>,
+    slot: usize,
+    began: Instant,
+    tls: Option<TlsInfo>,
+    protocol: Option<Protocol>,
+) -> (ConnState, Option<ConnTrace>) {
+    let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+    let connected = Instant::now();
+    let trace =
+        tracer.and_then(|tracer| tracer.connected(id, connected - began, tls.as_ref(), protocol));
+    let mut recorder = shared.recorder.borrow_mut();
+    recorder.connected(slot, began, connected);
+    if let Some(info) = tls {
+        recorder.note_tls(info);
+    }
+    if let Some(protocol) = protocol {
+        recorder.note_protocol(protocol);
+    }
+    let conn = ConnState {
+        id,
+        protocol: Cell::new(protocol),
+        ..ConnState::default()
+    };
+    (conn, trace)
+}
+
+/// A connection's `-T`, `-N` and handshake limits, for a connection begun at `began`.
+fn conn_limits(plan: &RunPlan, began: Instant) -> ConnLimits {
+    let timeouts = plan.timeouts;
+    ConnLimits {
+        active_until: timeouts.connection_active.map(|limit| began + limit),
+        inactivity: timeouts.connection_inactivity,
+        ready_by: timeouts.connect.map(|limit| began + limit),
+    }
+}
+
+/// How long a thread waits for its QUIC connections' closes to leave at the end.
+const QUIC_CLOSE_WAIT: Duration = Duration::from_millis(100);
+
+/// [`run_slot`] for HTTP/3: QUIC connections on the thread's endpoint.
+async fn run_quic_slot(
+    shared: Rc<ThreadShared>,
+    quic: &QuicContext,
+    timer: Rc<PreciseTimer>,
+    slot: usize,
+    tracer: Option<Arc<Tracer>>,
+) {
+    let plan = shared.plan.clone();
+    while shared.budget.has_more() || shared.has_retries() {
+        let began = Instant::now();
+        let connection = match quic.connect(plan.timeouts.connect).await {
+            Ok(connection) => connection,
+            Err(failure) => {
+                shared
+                    .recorder
+                    .borrow_mut()
+                    .connect_failed(failure.kind, failure.message);
+                return;
+            }
+        };
+        let (conn, trace) = on_connected(
+            &shared,
+            tracer.as_ref(),
+            slot,
+            began,
+            None,
+            Some(Protocol::H3),
+        );
+        let ledger = Ledger::new(&shared, &conn, slot);
+        let end = h3::drive(
+            connection,
+            &quic.template,
+            ledger,
+            conn_limits(&plan, began),
+            &*timer,
+            trace,
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();

@@ -39,6 +39,8 @@ pub struct ClientTlsOptions<'a> {
     pub client_identity: Option<(&'a Path, &'a Path)>,
     /// Also trust the built-in test CA (the built-in target's certificate).
     pub trust_test_ca: bool,
+    /// Offer TLS 1.3 only (QUIC).
+    pub tls13_only: bool,
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -67,9 +69,14 @@ pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>
             }
         }
     }
+    let versions: &[&rustls::SupportedProtocolVersion] = if options.tls13_only {
+        &[&rustls::version::TLS13]
+    } else {
+        rustls::DEFAULT_VERSIONS
+    };
     let builder = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .expect("the ring provider supports the default versions")
+        .with_protocol_versions(versions)
+        .expect("the ring provider supports TLS 1.2 and 1.3")
         .with_root_certificates(roots);
     let mut config = match options.client_identity {
         Some((cert, key)) => {

@@ -1,0 +1,635 @@
+//! The HTTP/3 engine (RFC 9114) on quinn's QUIC streams. Unlike the byte-stream sessions it
+//! cannot hand quinn a socket: quinn owns the thread's UDP socket, its timers and loss recovery,
+//! so this engine drives quinn's streams directly while sharing the run's ledger, failures,
+//! limits and recorder events with the other protocols.
+//!
+//! A connection keeps `-m` request lanes. Each lane opens a bidirectional stream (quinn waits
+//! for the server's stream credit, so `initial_max_streams_bidi` is honoured), takes a request
+//! from the ledger, writes the HEADERS frame prepared once per run (and the body's DATA frame),
+//! finishes its side and feeds the response to a [`ResponseParser`] as quinn hands over chunks.
+//! Nothing is allocated per request on this side: the frames are shared [`Bytes`], the parser
+//! and its buffer are the lane's. The server's unidirectional streams are read beside the lanes:
+//! its control stream (SETTINGS, GOAWAY) and the QPACK streams, which carry nothing the client
+//! needs as it allows no dynamic table (see [`crate::proto::h3`]).
+
+mod quic;
+
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::future::try_join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
+use http::Method;
+use quinn::{Connection, ReadError, RecvStream, SendStream, VarInt, WriteError};
+use tokio::sync::Notify;
+
+use super::clock::Timer;
+use super::driver::ConnLimits;
+use super::h1::earliest;
+use super::h2::CONNECTION_SPECIFIC;
+use super::{ConnEnd, Ledger, PathCycle, Slot};
+use crate::cli::units::format_micros;
+use crate::observe::trace::ConnTrace;
+use crate::plan::RunPlan;
+use crate::proto::h3::{
+    client_control_stream, encode_field_section, headers_frame, read_varint, write_frame_head,
+    ControlEvent, H3Error, ResponseEvent, ResponseParser, Section, UniStreamParser, DATA,
+    H3_CLOSED_CRITICAL_STREAM, H3_MESSAGE_ERROR, H3_NO_ERROR, H3_REQUEST_CANCELLED,
+    H3_REQUEST_REJECTED, MAX_HEADER_LIST, STREAM_CONTROL, STREAM_QPACK_DECODER,
+    STREAM_QPACK_ENCODER,
+};
+use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
+pub(crate) use quic::QuicContext;
+
+/// Requests prepared once per thread: one HEADERS frame per path, the body's DATA frame, the
+/// opening of the client's control stream.
+pub(crate) struct H3Template {
+    headers: Vec<Bytes>,
+    /// The DATA frame's type and length for the body (empty without a body).
+    body_head: Bytes,
+    body: Bytes,
+    control: Bytes,
+    lanes: usize,
+    request_timeout: Option<Duration>,
+}
+
+impl H3Template {
+    pub(crate) fn new(plan: &RunPlan) -> Self {
+        let template = &plan.request;
+        let mut rest: Vec<(&str, Vec<u8>)> = Vec::new();
+        for (name, value) in &template.headers {
+            if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
+                rest.push((name.as_str(), value.as_bytes().to_vec()));
+            }
+        }
+        if let Some(length) = template.content_length() {
+            rest.push(("content-length", length.to_string().into_bytes()));
+        }
+        let headers = template
+            .paths
+            .iter()
+            .map(|path| {
+                let mut fields: Vec<(&str, &[u8])> = vec![
+                    (":method", template.method.as_str().as_bytes()),
+                    (":scheme", b"https"),
+                    (":authority", template.authority.as_bytes()),
+                    (":path", path.as_bytes()),
+                ];
+                fields.extend(rest.iter().map(|(name, value)| (*name, value.as_slice())));
+                Bytes::from(headers_frame(&encode_field_section(&fields)))
+            })
+            .collect();
+        let body = if template.method == Method::HEAD {
+            Bytes::new()
+        } else {
+            template.body.clone()
+        };
+        let mut body_head = Vec::new();
+        if !body.is_empty() {
+            write_frame_head(&mut body_head, DATA, body.len() as u64);
+        }
+        H3Template {
+            headers,
+            body_head: body_head.into(),
+            body,
+            control: client_control_stream().into(),
+            lanes: plan.max_concurrent,
+            request_timeout: plan.timeouts.request,
+        }
+    }
+}
+
+/// What the lanes of one connection share.
+struct Shared<'c> {
+    conn: &'c Connection,
+    template: &'c H3Template,
+    ledger: Ledger<'c>,
+    /// Each lane's request in flight and its stream id: what fails if the connection is lost.
+    in_flight: RefCell<Vec<Option<(RequestStart, u64)>>>,
+    paths: RefCell<PathCycle>,
+    /// The stream id of the server's GOAWAY: requests on streams from it on were not processed.
+    goaway: Cell<Option<u64>>,
+    goaway_seen: Notify,
+    /// When something last arrived (`-N`).
+    last_read: Cell<Instant>,
+    /// The `-v` trace, if this connection is traced.
+    trace: Option<RefCell<ConnTrace>>,
+    /// The server's SETTINGS as the trace shows them, gathered until they end.
+    settings_seen: RefCell<String>,
+}
+
+impl Shared<'_> {
+    /// The server's control stream said something.
+    fn on_control(&self, event: ControlEvent) {
+        if let ControlEvent::Goaway(id) = event {
+            self.goaway.set(Some(id));
+            self.goaway_seen.notify_waiters();
+        }
+        let Some(trace) = &self.trace else {
+            return;
+        };
+        let mut seen = self.settings_seen.borrow_mut();
+        match event {
+            ControlEvent::Setting { id, value } => {
+                let separator = if seen.is_empty() { "" } else { ", " };
+                let _ = write!(seen, "{separator}{}={value}", setting_name(id));
+            }
+            ControlEvent::SettingsDone => {
+                let settings = std::mem::take(&mut *seen);
+                trace.borrow().h3_line(format!(
+                    "recv SETTINGS <{}> on the control stream",
+                    if settings.is_empty() {
+                        "none"
+                    } else {
+                        &settings
+                    }
+                ));
+            }
+            ControlEvent::Goaway(id) => trace
+                .borrow()
+                .h3_line(format!("recv GOAWAY <stream_id={id}>")),
+        }
+    }
+
+    /// Shows a line of the `-v` trace, if this connection is traced.
+    fn trace_line(&self, line: impl FnOnce() -> String) {
+        if let Some(trace) = &self.trace {
+            trace.borrow().h3_line(line());
+        }
+    }
+
+    /// Whether a GOAWAY says the request on stream `id` was not processed.
+    fn unprocessed(&self, id: u64) -> bool {
+        self.goaway.get().is_some_and(|last| id >= last)
+    }
+
+    /// A protocol violation by the server: close the connection with its code.
+    fn violation(&self, error: H3Error) -> Failure {
+        self.conn.close(
+            VarInt::from_u64(error.code).unwrap_or(VarInt::MAX),
+            error.reason.as_bytes(),
+        );
+        Failure::protocol(format!("the server broke HTTP/3: {error}"))
+    }
+}
+
+/// Drives one established HTTP/3 connection until the budget is spent, the server ends it, or
+/// it fails. Its deadlines wait on `timer`.
+pub(crate) async fn drive(
+    conn: Connection,
+    template: &H3Template,
+    ledger: Ledger<'_>,
+    limits: ConnLimits,
+    timer: &impl Timer,
+    trace: Option<ConnTrace>,
+) -> ConnEnd {
+    // The streams the server's transport parameters allow at once are known from the
+    // handshake: opening them now tells the effective concurrency, min(-m,
+    // initial_max_streams_bidi), as SETTINGS_MAX_CONCURRENT_STREAMS tells it for h2.
+    let mut first = Vec::with_capacity(template.lanes);
+    while first.len() < template.lanes {
+        match conn.open_bi().now_or_never() {
+            Some(Ok(pair)) => first.push(Some(pair)),
+            _ => break,
+        }
+    }
+    let lanes_open = first.len();
+    ledger.note_effective_concurrency(lanes_open);
+    first.resize_with(template.lanes, || None);
+    let shared = Shared {
+        conn: &conn,
+        template,
+        ledger,
+        in_flight: RefCell::new(vec![None; template.lanes]),
+        paths: RefCell::new(PathCycle::default()),
+        goaway: Cell::new(None),
+        goaway_seen: Notify::new(),
+        last_read: Cell::new(Instant::now()),
+        trace: trace.map(RefCell::new),
+        settings_seen: RefCell::default(),
+    };
+    shared.trace_line(|| describe_handshake(&conn, template, lanes_open));
+    // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM.
+    let control = open_control(&shared).await;
+    let failure = match control {
+        Err(failure) => Some(failure),
+        Ok(_control) => {
+            let lanes = try_join_all(
+                first
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, opened)| lane(&shared, index, opened, timer)),
+            );
+            tokio::select! {
+                biased;
+                done = lanes => done.err(),
+                failure = server_streams(&shared) => Some(failure),
+                error = conn.closed() => Some(quic::connection_failure(&error)),
+                failure = watchdog(&shared, limits, timer) => Some(failure),
+            }
+        }
+    };
+    ledger.wire().add_total(conn.stats().udp_rx.bytes);
+    let end = match failure {
+        Some(failure) => {
+            lose(&shared, failure);
+            ConnEnd::Lost
+        }
+        None if shared.goaway.get().is_some() => ConnEnd::Lost,
+        None => ConnEnd::Finished,
+    };
+    conn.close(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"), b"");
+    end
+}
+
+/// Opens the client's control stream with the client's SETTINGS.
+async fn open_control(shared: &Shared<'_>) -> Result<SendStream, Failure> {
+    let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
+    let mut control = shared.conn.open_uni().await.map_err(lost)?;
+    match control.write_chunk(shared.template.control.clone()).await {
+        Ok(()) => {
+            shared.trace_line(|| {
+                format!(
+                    "send SETTINGS <QPACK_MAX_TABLE_CAPACITY=0, QPACK_BLOCKED_STREAMS=0, MAX_FIELD_SECTION_SIZE={MAX_HEADER_LIST}> on control stream {}",
+                    VarInt::from(control.id())
+                )
+            });
+            Ok(control)
+        }
+        Err(WriteError::ConnectionLost(error)) => Err(lost(error)),
+        Err(error) => Err(Failure::protocol(format!(
+            "the server refused the client's control stream: {error}"
+        ))),
+    }
+}
+
+/// The connection cannot go on: the requests in flight fail with the failure's kind, except
+/// those a GOAWAY said were not processed, which go again.
+fn lose(shared: &Shared<'_>, failure: Failure) {
+    let ledger = &shared.ledger;
+    if failure.kind == ErrorKind::Timeout {
+        ledger.closed_by_client();
+    }
+    let mut failed = 0;
+    for (start, id) in shared
+        .in_flight
+        .borrow_mut()
+        .iter_mut()
+        .filter_map(Option::take)
+    {
+        if shared.unprocessed(id) && ledger.retry(start, ErrorKind::Goaway) {
+            continue;
+        }
+        ledger.fail(start, failure.kind);
+        failed += 1;
+    }
+    if failed > 0 {
+        ledger.note_error(|| failure.message);
+    } else if matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway) {
+        ledger.connection_failed(failure);
+    }
+}
+
+/// `-T` and `-N`: the connection's own limits.
+async fn watchdog(shared: &Shared<'_>, limits: ConnLimits, timer: &impl Timer) -> Failure {
+    loop {
+        let silent_until = limits
+            .inactivity
+            .map(|limit| shared.last_read.get() + limit);
+        let Some(wake) = earliest(limits.active_until, silent_until) else {
+            return std::future::pending().await;
+        };
+        if Instant::now() >= wake {
+            return Failure::new(
+                ErrorKind::Timeout,
+                "a connection reached its -T/-N limit and the client closed it",
+            );
+        }
+        timer.sleep_until(wake).await;
+    }
+}
+
+/// Accepts and reads the server's unidirectional streams; returns when one breaks the protocol
+/// or the connection is lost.
+async fn server_streams(shared: &Shared<'_>) -> Failure {
+    let mut readers = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            accepted = shared.conn.accept_uni() => match accepted {
+                Ok(stream) => readers.push(read_server_stream(shared, stream)),
+                Err(error) => return quic::connection_failure(&error),
+            },
+            Some(Err(failure)) = readers.next(), if !readers.is_empty() => return failure,
+        }
+    }
+}
+
+/// Reads one of the server's unidirectional streams to its end.
+async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Result<(), Failure> {
+    let mut parser = UniStreamParser::default();
+    loop {
+        let critical = matches!(
+            parser.kind(),
+            Some(STREAM_CONTROL | STREAM_QPACK_ENCODER | STREAM_QPACK_DECODER)
+        );
+        if parser.kind().is_some() && !critical {
+            // An unknown (reserved) stream type: not read (RFC 9114 §6.2.3).
+            let _ = stream.stop(VarInt::from_u32(0x103));
+            return Ok(());
+        }
+        let chunk = match stream.read_chunk(usize::MAX, true).await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) | Err(ReadError::Reset(_)) if critical => {
+                return Err(shared.violation(H3Error {
+                    code: H3_CLOSED_CRITICAL_STREAM,
+                    reason: "the server closed its control or a QPACK stream",
+                }))
+            }
+            Err(ReadError::ConnectionLost(error)) => return Err(quic::connection_failure(&error)),
+            Ok(None) | Err(_) => return Ok(()),
+        };
+        shared.last_read.set(Instant::now());
+        let known = parser.kind();
+        parser
+            .feed(&chunk.bytes, |event| shared.on_control(event))
+            .map_err(|error| shared.violation(error))?;
+        // The control stream shows in its SETTINGS line.
+        if let (None, Some(kind)) = (known, parser.kind().filter(|kind| *kind != STREAM_CONTROL)) {
+            shared.trace_line(|| {
+                let name = match kind {
+                    STREAM_QPACK_ENCODER => "QPACK encoder".to_owned(),
+                    STREAM_QPACK_DECODER => "QPACK decoder".to_owned(),
+                    other => format!("unknown type 0x{other:x}, not read"),
+                };
+                format!("recv stream {}: {name}", VarInt::from(stream.id()))
+            });
+        }
+    }
+}
+
+/// How one request ended.
+enum Outcome {
+    Complete(ResponseSample),
+    /// The server rejected it unprocessed (H3_REQUEST_REJECTED) or a GOAWAY says it was not
+    /// processed: it may go again.
+    Unprocessed(ErrorKind),
+    /// The server reset the response stream with this code.
+    Reset(u64),
+    /// It failed on its own; the connection goes on.
+    Failed(ErrorKind),
+}
+
+/// One request lane: a stream at a time, a request on each, until the ledger says done.
+async fn lane(
+    shared: &Shared<'_>,
+    index: usize,
+    mut opened: Option<(SendStream, RecvStream)>,
+    timer: &impl Timer,
+) -> Result<(), Failure> {
+    let ledger = shared.ledger;
+    let mut parser = ResponseParser::default();
+    loop {
+        if shared.goaway.get().is_some() {
+            if let Some((send, recv)) = opened.as_mut() {
+                cancel(send, recv);
+            }
+            return Ok(());
+        }
+        let (mut send, mut recv) = match opened.take() {
+            Some(pair) => pair,
+            None => tokio::select! {
+                opened = shared.conn.open_bi() => opened.map_err(|error| quic::connection_failure(&error))?,
+                () = shared.goaway_seen.notified() => continue,
+            },
+        };
+        let mut start = loop {
+            match ledger.next_request() {
+                Slot::Now(start) => break start,
+                Slot::At(at) => tokio::select! {
+                    () = timer.sleep_until(at) => {}
+                    () = ledger.schedule_over() => {}
+                },
+                Slot::Done => {
+                    cancel(&mut send, &mut recv);
+                    return Ok(());
+                }
+            }
+        };
+        let path = shared
+            .paths
+            .borrow_mut()
+            .pick(&mut start, shared.template.headers.len());
+        let id = VarInt::from(send.id()).into_inner();
+        shared.in_flight.borrow_mut()[index] = Some((start, id));
+        parser.reset();
+        let outcome = exchange(
+            shared,
+            &mut send,
+            &mut recv,
+            path,
+            start,
+            id,
+            &mut parser,
+            timer,
+        )
+        .await?;
+        shared.in_flight.borrow_mut()[index] = None;
+        match outcome {
+            Outcome::Complete(sample) => ledger.complete(sample),
+            Outcome::Unprocessed(kind) => {
+                if !ledger.retry(start, kind) {
+                    ledger.fail(start, kind);
+                }
+            }
+            Outcome::Reset(code) => {
+                ledger.fail_stream_reset(start, u32::try_from(code).unwrap_or(u32::MAX));
+            }
+            Outcome::Failed(kind) => {
+                cancel(&mut send, &mut recv);
+                ledger.fail(start, kind);
+            }
+        }
+    }
+}
+
+/// Abandons a stream in both directions (H3_REQUEST_CANCELLED).
+fn cancel(send: &mut SendStream, recv: &mut RecvStream) {
+    let code = VarInt::from_u64(H3_REQUEST_CANCELLED).expect("a valid varint");
+    let _ = send.reset(code);
+    let _ = recv.stop(code);
+}
+
+/// Sends one request on its stream and reads the response, within `--request-timeout`. `Err`:
+/// the connection is lost (or the server broke the protocol) and the request is still in flight.
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    shared: &Shared<'_>,
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+    path: usize,
+    start: RequestStart,
+    id: u64,
+    parser: &mut ResponseParser,
+    timer: &impl Timer,
+) -> Result<Outcome, Failure> {
+    let template = shared.template;
+    let wire = shared.ledger.wire();
+    let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
+    let work = async {
+        let mut frames = [
+            template.headers[path].clone(),
+            template.body_head.clone(),
+            template.body.clone(),
+        ];
+        let count = if template.body.is_empty() { 1 } else { 3 };
+        match send.write_all_chunks(&mut frames[..count]).await {
+            Ok(()) => {
+                let _ = send.finish();
+                if let Some(trace) = &shared.trace {
+                    let frame = &template.headers[path];
+                    let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
+                    trace.borrow_mut().h3_headers(id, length, None);
+                }
+            }
+            Err(WriteError::Stopped(code)) if code.into_inner() == H3_REQUEST_REJECTED => {
+                return Ok(Outcome::Unprocessed(ErrorKind::Refused))
+            }
+            // The server may stop reading once it has what it needs; the response still comes.
+            Err(WriteError::Stopped(_)) => {}
+            Err(WriteError::ConnectionLost(error)) => return Err(lost(error)),
+            Err(_) => return Ok(Outcome::Failed(ErrorKind::Closed)),
+        }
+        let mut first_byte = None;
+        loop {
+            let read = tokio::select! {
+                biased;
+                read = recv.read_chunk(usize::MAX, true) => read,
+                () = shared.goaway_seen.notified() => {
+                    if shared.unprocessed(id) {
+                        return Ok(Outcome::Unprocessed(ErrorKind::Goaway));
+                    }
+                    continue;
+                }
+            };
+            let at = Instant::now();
+            match read {
+                Ok(Some(chunk)) => {
+                    shared.last_read.set(at);
+                    let fed = parser.feed(&chunk.bytes, |event| match event {
+                        ResponseEvent::Headers {
+                            section,
+                            wire_len,
+                            uncompressed,
+                        } => {
+                            wire.add_headers(wire_len, uncompressed);
+                            let status = match section {
+                                Section::Final(status) => {
+                                    first_byte = Some(at);
+                                    Some(status)
+                                }
+                                Section::Interim(status) => Some(status),
+                                Section::Trailers => None,
+                            };
+                            if let Some(trace) = &shared.trace {
+                                trace.borrow_mut().h3_headers(
+                                    id,
+                                    wire_len,
+                                    Some((status, uncompressed)),
+                                );
+                            }
+                        }
+                        ResponseEvent::Data(length) => {
+                            wire.add_data(length as u64);
+                            if let Some(trace) = &shared.trace {
+                                trace.borrow().h3_data(id, length);
+                            }
+                        }
+                    });
+                    match fed {
+                        Ok(()) => {}
+                        // A malformed message spoils this request only (RFC 9114 §4.1.2).
+                        Err(error) if error.code == H3_MESSAGE_ERROR => {
+                            shared
+                                .ledger
+                                .note_error(|| format!("the server broke HTTP/3: {error}"));
+                            return Ok(Outcome::Failed(ErrorKind::Protocol));
+                        }
+                        Err(error) => return Err(shared.violation(error)),
+                    }
+                }
+                Ok(None) => {
+                    return match parser.finish() {
+                        Ok(status) => Ok(Outcome::Complete(ResponseSample {
+                            start,
+                            first_byte: first_byte.unwrap_or(at),
+                            end: at,
+                            status,
+                        })),
+                        Err(error) if error.code == H3_MESSAGE_ERROR => {
+                            shared
+                                .ledger
+                                .note_error(|| format!("the server broke HTTP/3: {error}"));
+                            Ok(Outcome::Failed(ErrorKind::Protocol))
+                        }
+                        Err(error) => Err(shared.violation(error)),
+                    }
+                }
+                Err(ReadError::Reset(code)) if code.into_inner() == H3_REQUEST_REJECTED => {
+                    return Ok(Outcome::Unprocessed(ErrorKind::Refused))
+                }
+                Err(ReadError::Reset(code)) => return Ok(Outcome::Reset(code.into_inner())),
+                Err(ReadError::ConnectionLost(error)) => return Err(lost(error)),
+                Err(_) => return Ok(Outcome::Failed(ErrorKind::Closed)),
+            }
+        }
+    };
+    match template.request_timeout {
+        Some(limit) => tokio::select! {
+            biased;
+            outcome = work => outcome,
+            () = timer.sleep_until(start.actual + limit) => Ok(Outcome::Failed(ErrorKind::Timeout)),
+        },
+        None => work.await,
+    }
+}
+
+/// The trace's line for a connection's handshake: what QUIC settled on and what quinn tells of
+/// the path and the server's transport parameters.
+fn describe_handshake(conn: &Connection, template: &H3Template, lanes_open: usize) -> String {
+    let alpn = conn
+        .handshake_data()
+        .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|data| data.protocol)
+        .map_or("none".to_owned(), |id| {
+            String::from_utf8_lossy(&id).into_owned()
+        });
+    let path = conn.stats().path;
+    let streams = if lanes_open < template.lanes {
+        format!(
+            "the server allows {lanes_open} concurrent request streams (initial_max_streams_bidi)"
+        )
+    } else {
+        format!("the server allows at least the {lanes_open} request streams asked for")
+    };
+    format!(
+        "QUIC v1 handshake done: TLSv1.3, ALPN {alpn}; RTT {}, path MTU {} bytes, congestion window {} bytes; {streams}",
+        format_micros(path.rtt.as_micros() as f64),
+        path.current_mtu,
+        path.cwnd
+    )
+}
+
+/// A setting's name in the trace (RFC 9114 §7.2.4.1, RFC 9204 §5, RFC 9220, RFC 9297).
+fn setting_name(id: u64) -> String {
+    match id {
+        0x01 => "QPACK_MAX_TABLE_CAPACITY".to_owned(),
+        0x06 => "MAX_FIELD_SECTION_SIZE".to_owned(),
+        0x07 => "QPACK_BLOCKED_STREAMS".to_owned(),
+        0x08 => "ENABLE_CONNECT_PROTOCOL".to_owned(),
+        0x33 => "H3_DATAGRAM".to_owned(),
+        other => format!("0x{other:x}"),
+    }
+}

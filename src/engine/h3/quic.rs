@@ -1,0 +1,353 @@
+//! QUIC for the HTTP/3 engine: the thread's endpoint (one UDP socket for all its connections),
+//! the client configuration, connecting, and how QUIC errors are counted and named.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use quinn::crypto::rustls::QuicClientConfig;
+use quinn::{
+    ClientConfig, Connection, ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt,
+};
+
+use super::H3Template;
+use crate::plan::{RunPlan, TlsPlan};
+use crate::proto::h3::error_code_name;
+use crate::recorder::{ErrorKind, Failure};
+
+/// How long a QUIC connection may hear nothing before quinn gives it up (RFC 9000 §10.1):
+/// long enough for any response a load test waits for, short enough that a vanished server
+/// ends the run (`-N` and `--request-timeout` act sooner when given).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Unidirectional streams the server may have open at once: it needs three (control, QPACK
+/// encoder and decoder); more are unknown types, read and dropped.
+const SERVER_UNI_STREAMS: u32 = 16;
+
+/// What one runner thread's HTTP/3 connections share: the endpoint (one UDP socket), the client
+/// configuration and the prepared requests.
+pub(crate) struct QuicContext {
+    /// The thread's endpoint: its socket and quinn's driver for every connection on it.
+    pub(crate) endpoint: Endpoint,
+    config: ClientConfig,
+    server_name: String,
+    addr: SocketAddr,
+    /// The prepared requests.
+    pub(crate) template: H3Template,
+    /// What the kernel gave the socket.
+    pub(crate) socket: SocketInfo,
+    /// Why the socket got less buffer than asked, if it did.
+    pub(crate) warning: Option<String>,
+}
+
+/// The thread's UDP socket as the kernel set it up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SocketInfo {
+    /// Receive buffer, bytes (as the kernel reports it: twice what it accounts as payload).
+    pub(crate) recv_buffer: usize,
+    /// Send buffer, bytes.
+    pub(crate) send_buffer: usize,
+    /// Datagrams one send may carry (UDP GSO; 1 without it).
+    pub(crate) gso_segments: usize,
+    /// Datagrams one receive may return (UDP GRO; 1 without it).
+    pub(crate) gro_segments: usize,
+}
+
+impl std::fmt::Display for SocketInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = |segments: usize| if segments > 1 { "on" } else { "off" };
+        write!(
+            f,
+            "UDP socket: receive buffer {} KiB, send buffer {} KiB; GSO {} ({} segments per send), GRO {} ({} per receive)",
+            self.recv_buffer / 1024,
+            self.send_buffer / 1024,
+            state(self.gso_segments),
+            self.gso_segments,
+            state(self.gro_segments),
+            self.gro_segments
+        )
+    }
+}
+
+/// The receive buffer a thread's socket asks for per connection: a burst of a connection's
+/// worth of in-flight datagrams should not overflow it (a dropped datagram costs a
+/// retransmission and halves the congestion window), up to [`MAX_RECV_BUFFER`] in all.
+const RECV_BUFFER_PER_CONNECTION: usize = 2 << 20;
+/// The most a socket's receive buffer is asked for.
+const MAX_RECV_BUFFER: usize = 64 << 20;
+/// The send buffer: requests are small, but a burst of them on every connection goes at once.
+const SEND_BUFFER: usize = 4 << 20;
+
+/// Sizes the socket's buffers for `connections` connections with receive windows of `window`
+/// bytes; returns what the kernel gave (with GSO/GRO as quinn-udp finds them), and a warning
+/// when `net.core.rmem_max` capped the receive buffer.
+fn size_buffers(
+    socket: &UdpSocket,
+    connections: usize,
+    window: u32,
+) -> (SocketInfo, Option<String>) {
+    let wanted = (connections * RECV_BUFFER_PER_CONNECTION.min(window as usize))
+        .clamp(RECV_BUFFER_PER_CONNECTION, MAX_RECV_BUFFER);
+    let sock = socket2::SockRef::from(socket);
+    // Best effort: a socket with the default buffers still works, only less well.
+    let _ = sock.set_recv_buffer_size(wanted);
+    let _ = sock.set_send_buffer_size(SEND_BUFFER);
+    let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
+    let send_buffer = sock.send_buffer_size().unwrap_or(0);
+    let state = quinn::udp::UdpSocketState::new(socket.into()).ok();
+    let info = SocketInfo {
+        recv_buffer,
+        send_buffer,
+        gso_segments: state.as_ref().map_or(1, |state| state.max_gso_segments()),
+        gro_segments: state.as_ref().map_or(1, |state| state.gro_segments()),
+    };
+    // Linux reports twice the size it was given, for its bookkeeping.
+    let warning = (recv_buffer < wanted).then(|| {
+        format!(
+            "the UDP receive buffer is {} KiB, not the {} KiB asked for: net.core.rmem_max caps it, and bursts of QUIC datagrams may be dropped (raise it: sysctl -w net.core.rmem_max={wanted})",
+            recv_buffer / 2 / 1024,
+            wanted / 1024
+        )
+    });
+    (info, warning)
+}
+
+impl QuicContext {
+    /// The thread's endpoint and configuration for `plan` (an https:// plan). Must be called
+    /// inside the thread's runtime: the socket registers with it.
+    pub(crate) fn new(plan: &RunPlan, tls: &TlsPlan) -> Result<Self> {
+        let addr = plan.destination.addr;
+        let local: SocketAddr = if addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = UdpSocket::bind(local).context("cannot open a UDP socket for QUIC")?;
+        let connections = plan.clients.div_ceil(plan.threads).max(1);
+        let (socket_info, warning) = size_buffers(&socket, connections, plan.h2.connection_window);
+        let endpoint = Endpoint::new(
+            EndpointConfig::default(),
+            None,
+            socket,
+            Arc::new(quinn::TokioRuntime),
+        )
+        .context("cannot start the QUIC endpoint")?;
+        let crypto = QuicClientConfig::try_from(tls.config.clone())
+            .context("the TLS configuration cannot carry QUIC (it needs TLS 1.3)")?;
+        let mut transport = TransportConfig::default();
+        transport
+            .stream_receive_window(VarInt::from_u32(plan.h2.stream_window))
+            .receive_window(VarInt::from_u32(plan.h2.connection_window))
+            .max_idle_timeout(Some(
+                IDLE_TIMEOUT
+                    .try_into()
+                    .expect("30 s is a valid idle timeout"),
+            ))
+            // The server opens no request streams towards a client.
+            .max_concurrent_bidi_streams(VarInt::from_u32(0))
+            .max_concurrent_uni_streams(VarInt::from_u32(SERVER_UNI_STREAMS));
+        let mut config = ClientConfig::new(Arc::new(crypto));
+        config.transport_config(Arc::new(transport));
+        Ok(QuicContext {
+            endpoint,
+            config,
+            server_name: tls.server_name.to_str().into_owned(),
+            addr,
+            template: H3Template::new(plan),
+            socket: socket_info,
+            warning,
+        })
+    }
+
+    /// Connects and completes the QUIC handshake (1-RTT) within `limit`.
+    pub(crate) async fn connect(&self, limit: Option<Duration>) -> Result<Connection, Failure> {
+        let addr = self.addr;
+        let connecting = self
+            .endpoint
+            .connect_with(self.config.clone(), addr, &self.server_name)
+            .map_err(|error| {
+                Failure::new(
+                    ErrorKind::Connect,
+                    format!("cannot connect to {addr} over QUIC: {error}"),
+                )
+            })?;
+        let handshake = async {
+            tokio::select! {
+                biased;
+                done = connecting => done.map_err(|error| handshake_failure(&error, addr)),
+                refused = probe(addr) => Err(refused),
+            }
+        };
+        match limit {
+            Some(limit) => tokio::time::timeout(limit, handshake).await.unwrap_or_else(|_| {
+                Err(Failure::new(
+                    ErrorKind::ConnectTimeout,
+                    format!(
+                        "the QUIC handshake with {addr} timed out after {limit:?} (CONNECTION_REFUSED? nothing may be listening on UDP port {})",
+                        addr.port()
+                    ),
+                ))
+            }),
+            None => handshake.await,
+        }
+    }
+}
+
+/// How long a handshake may go unanswered before [`probe`] looks for a closed port.
+const PROBE_AFTER: Duration = Duration::from_millis(250);
+
+/// Completes only if nothing listens on `addr`'s UDP port, as far as ICMP tells. quinn's
+/// socket is unconnected and ignores ICMP errors, so a handshake to a closed port would wait
+/// for the whole connect timeout; a connected socket sees "port unreachable" as ECONNREFUSED.
+/// The probe is one byte, which a QUIC server drops (RFC 9000 §14.1).
+async fn probe(addr: SocketAddr) -> Failure {
+    tokio::time::sleep(PROBE_AFTER).await;
+    let refused = async {
+        let local: SocketAddr = if addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = tokio::net::UdpSocket::bind(local).await.ok()?;
+        socket.connect(addr).await.ok()?;
+        socket.send(&[0]).await.ok()?;
+        let mut buffer = [0u8; 64];
+        loop {
+            match socket.recv(&mut buffer).await {
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return Some(())
+                }
+                Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    };
+    match refused.await {
+        Some(()) => Failure::new(
+            ErrorKind::Connect,
+            format!(
+                "cannot connect to {addr} over QUIC: CONNECTION_REFUSED (ICMP port unreachable: nothing listens on UDP port {})",
+                addr.port()
+            ),
+        ),
+        None => std::future::pending().await,
+    }
+}
+
+/// Why a QUIC handshake failed, counted as TLS over TCP's failures are where it is TLS's doing.
+fn handshake_failure(error: &ConnectionError, addr: SocketAddr) -> Failure {
+    match error {
+        ConnectionError::TimedOut => Failure::new(
+            ErrorKind::ConnectTimeout,
+            format!(
+                "no answer to the QUIC handshake from {addr} (CONNECTION_REFUSED? nothing may be listening on UDP port {})",
+                addr.port()
+            ),
+        ),
+        ConnectionError::TransportError(error) if is_crypto(u64::from(error.code)) => Failure::new(
+            ErrorKind::Tls,
+            format!(
+                "TLS handshake with {addr} (QUIC) failed: {}{}",
+                error.reason,
+                certificate_hint(&error.reason)
+            ),
+        ),
+        ConnectionError::ConnectionClosed(close) if is_crypto(u64::from(close.error_code)) => {
+            let alert = rustls::AlertDescription::from((u64::from(close.error_code) - 0x100) as u8);
+            let reason = String::from_utf8_lossy(&close.reason);
+            Failure::new(
+                ErrorKind::Tls,
+                format!(
+                    "TLS handshake with {addr} (QUIC) failed: the server sent TLS alert {alert:?}{}",
+                    if reason.is_empty() { String::new() } else { format!(" ({reason})") }
+                ),
+            )
+        }
+        other => {
+            let failure = connection_failure(other);
+            let kind = match failure.kind {
+                ErrorKind::Protocol | ErrorKind::Closed | ErrorKind::Reset => ErrorKind::Connect,
+                kind => kind,
+            };
+            Failure::new(kind, format!("cannot connect to {addr} over QUIC: {}", failure.message))
+        }
+    }
+}
+
+/// QUIC transport error codes 0x100-0x1ff carry a TLS alert (RFC 9001 §4.8).
+fn is_crypto(code: u64) -> bool {
+    (0x100..0x200).contains(&code)
+}
+
+/// The advice TLS over TCP gives for a certificate rustls rejected, from quinn's reason text.
+fn certificate_hint(reason: &str) -> &'static str {
+    if !reason.contains("certificate") {
+        ""
+    } else if reason.contains("NotValidForName") {
+        " (check the URL's host or --sni, or skip verification with -k)"
+    } else if reason.contains("Expired") || reason.contains("NotValidYet") {
+        " (check the server's certificate dates, or skip verification with -k)"
+    } else {
+        " (trust its CA with --cacert FILE, or skip verification with -k)"
+    }
+}
+
+/// How a lost QUIC connection is counted, with the codes named.
+pub(crate) fn connection_failure(error: &ConnectionError) -> Failure {
+    match error {
+        ConnectionError::VersionMismatch => Failure::new(
+            ErrorKind::Connect,
+            "QUIC version negotiation failed: the server speaks no QUIC version the client does",
+        ),
+        ConnectionError::TransportError(error) => Failure::new(
+            ErrorKind::Protocol,
+            format!("the client ended the QUIC connection: {error}"),
+        ),
+        ConnectionError::ConnectionClosed(close) => Failure::new(
+            if u64::from(close.error_code) == 0 {
+                ErrorKind::Closed
+            } else {
+                ErrorKind::Protocol
+            },
+            format!("the server closed the QUIC connection: {close}"),
+        ),
+        ConnectionError::ApplicationClosed(close) => {
+            let code = close.error_code.into_inner();
+            let reason = String::from_utf8_lossy(&close.reason);
+            let reason = if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            };
+            Failure::new(
+                if code == crate::proto::h3::H3_NO_ERROR {
+                    ErrorKind::Closed
+                } else {
+                    ErrorKind::Protocol
+                },
+                format!(
+                    "the server closed the HTTP/3 connection with {}{reason}",
+                    error_code_name(code)
+                ),
+            )
+        }
+        ConnectionError::Reset => Failure::new(
+            ErrorKind::Reset,
+            "the server reset the QUIC connection (stateless reset: it lost the connection's state)",
+        ),
+        ConnectionError::TimedOut => Failure::new(
+            ErrorKind::Timeout,
+            format!(
+                "the QUIC idle timeout ({} s) expired: the server went silent",
+                IDLE_TIMEOUT.as_secs()
+            ),
+        ),
+        ConnectionError::LocallyClosed => {
+            Failure::new(ErrorKind::Closed, "the client closed the QUIC connection")
+        }
+        ConnectionError::CidsExhausted => Failure::new(
+            ErrorKind::Connect,
+            "no QUIC connection id left for a new connection",
+        ),
+    }
+}
