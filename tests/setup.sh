@@ -11,6 +11,8 @@ command -v nghttpd >/dev/null || need+=(nghttp2-server)
 command -v nghttpx >/dev/null || need+=(nghttp2-proxy)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v caddy >/dev/null || need+=(caddy)
+# ngtcp2's example HTTP/3 server (gtlsserver), a second real HTTP/3 peer besides Caddy.
+command -v gtlsserver >/dev/null || need+=(ngtcp2-server)
 # apache2 lives in /usr/sbin, which a user's PATH may lack; mod_http2 and mod_ssl come with it.
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
 command -v curl >/dev/null || need+=(curl)

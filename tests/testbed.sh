@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy and Apache httpd on loopback
+# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy, Apache httpd and ngtcp2's
+# HTTP/3 example server on loopback
 # ports with the certificates in certs/, and Prometheus, or stops them. Install them first with
 # tests/setup.sh.
 #
@@ -15,6 +16,7 @@
 #   19280 nghttpd h2c (prior knowledge only)                   19643 nghttpd TLS: h2
 #   19743 nghttpx TLS frontend (h2 + http/1.1) → nginx 19180   19843 Caddy TLS: h2 + http/1.1, h3 on UDP
 #   19380 Apache HTTP/1.1 + h2c (prior knowledge and Upgrade)  19943 Apache TLS: h2 + http/1.1
+#                                                              19844 gtlsserver (ngtcp2) UDP: h3 only
 # Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
 #   19490 Prometheus (HTTP API), scraping 127.0.0.1:19464/metrics every second: the port the live
 #         metrics test gives --metrics-listen (nothing listens there between tests)
@@ -24,6 +26,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/target/testbed"
 certs="$root/certs"
 ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490)
+# UDP ports (HTTP/3): Caddy's QUIC side of 19843 and gtlsserver.
+udp_ports=(19843 19844)
 
 stop() {
   [ -d "$state/pids" ] || return 0
@@ -46,6 +50,22 @@ wait_for_ports() {
       sleep 0.1
     done
   done
+  for port in "${udp_ports[@]}"; do
+    until udp_bound "$port"; do
+      if [ $SECONDS -ge $deadline ]; then
+        echo "testbed: nothing is bound to UDP 127.0.0.1:$port after 60 s; logs in $state/logs:" >&2
+        tail -n 5 "$state"/logs/* >&2 || true
+        exit 1
+      fi
+      sleep 0.1
+    done
+  done
+}
+
+# Whether a UDP socket is bound to 127.0.0.1:PORT (QUIC has nothing to connect to before a
+# handshake, so the kernel's socket table is asked).
+udp_bound() {
+  grep -q "^ *[0-9]*: 0100007F:$(printf %04X "$1") " /proc/net/udp
 }
 
 # Runs a server in the background, remembering its pid.
@@ -127,6 +147,9 @@ https://localhost:19843, https://127.0.0.1:19843 {
 CONF
   XDG_CONFIG_HOME="$state/caddy" XDG_DATA_HOME="$state/caddy" \
     launch caddy caddy run --config "$state/Caddyfile" --adapter caddyfile
+
+  # ngtcp2's example server (GnuTLS build): HTTP/3 only, files from the same www directory.
+  launch gtlsserver gtlsserver -q -d "$state/www" 127.0.0.1 19844 "$certs/server.key" "$certs/server.crt"
 
   # Apache httpd 2.4 (mod_http2, mpm_event) in the foreground, its whole configuration here: no
   # Debian site files, no apache2ctl. Started as root it serves as www-data (it refuses to serve

@@ -302,18 +302,27 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         .build()
         .context("cannot start the server runtime")?;
     runtime.block_on(async {
-        let listener = server::listen(std::net::SocketAddr::new(args.host, args.port))
+        // HTTP/3 needs TLS; the faults are TCP misbehaviour, so a faulty target has no HTTP/3.
+        let h3 = tls.is_some() && args.fault.is_none();
+        let sockets = server::bind(std::net::SocketAddr::new(args.host, args.port), h3)
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
-        let addr = listener.local_addr()?;
-        if tls.is_some() {
-            outln!("h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN)");
-        } else {
-            outln!("h2load-rs target listening on http://{addr} (HTTP/1.1, h2c by prior knowledge and by Upgrade)");
+        let addr = sockets.local_addr()?;
+        match (tls.is_some(), sockets.h3_port()) {
+            (true, Some(port)) => outln!(
+                "h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN; HTTP/3 on UDP port {port})"
+            ),
+            (true, None) => {
+                outln!("h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN)")
+            }
+            (false, _) => outln!(
+                "h2load-rs target listening on http://{addr} (HTTP/1.1, h2c by prior knowledge and by Upgrade)"
+            ),
         }
         let _ = std::io::stdout().flush();
         let options = server::ServeOptions {
             max_concurrent_streams: args.max_concurrent_streams,
             tls,
+            h3,
             fault: args.fault,
             sent: None,
             behaviour: server::Behaviour {
@@ -326,7 +335,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             },
         };
         tokio::select! {
-            result = server::serve(listener, options) => result.context("the server stopped"),
+            result = server::serve(sockets, options) => result.context("the server stopped"),
             _ = tokio::signal::ctrl_c() => Ok(()),
         }
     })?;

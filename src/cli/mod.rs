@@ -52,7 +52,8 @@ pub enum Command {
     /// Compare two JSON reports cell by cell: the changes in throughput and latency, and whether
     /// they stand out from the noise.
     Diff(DiffArgs),
-    /// Serve the built-in target (HTTP/1.1 and h2c on one port) until interrupted.
+    /// Serve the built-in target (HTTP/1.1 and h2c on one port; with --tls h2, http/1.1 and HTTP/3)
+    /// until interrupted.
     Serve(ServeArgs),
     /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
     Completions {
@@ -91,7 +92,8 @@ pub struct ServeArgs {
     /// Worker threads of the server runtime, 1..=4096 (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
     pub threads: Option<u16>,
-    /// Serve over TLS (h2 and http/1.1 by ALPN) with the built-in test certificate, or --tls-cert/--tls-key.
+    /// Serve over TLS (h2 and http/1.1 by ALPN, and HTTP/3 on the UDP port of the same number) with
+    /// the built-in test certificate, or --tls-cert/--tls-key.
     #[arg(long)]
     pub tls: bool,
     /// Server certificate chain (PEM) for --tls [default: the built-in test certificate for localhost].
@@ -117,7 +119,8 @@ pub struct ServeArgs {
     /// Length of each stall.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_every")]
     pub stall_for: Option<Duration>,
-    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients.
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients, and the concurrent request
+    /// streams allowed to each HTTP/3 connection.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
 }

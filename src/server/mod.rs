@@ -1,5 +1,6 @@
 //! The built-in target: one port serving HTTP/1.1 (keep-alive, pipelining), h2c by prior knowledge
-//! and by `Upgrade: h2c`, or, with TLS, h2 and HTTP/1.1 chosen by ALPN.
+//! and by `Upgrade: h2c`, or, with TLS, h2 and HTTP/1.1 chosen by ALPN, and HTTP/3 on the UDP port
+//! of the same number (announced by `Alt-Svc` on the TLS responses).
 //!
 //! Routes: `/` and `/ping` → `pong`; `/bytes/N` → N bytes, streamed; `/delay/MS` → `pong` after MS
 //! milliseconds (decimals allowed, precise to microseconds; the `x-delay-applied-us` header says
@@ -7,17 +8,19 @@
 
 mod faults;
 mod h2c_upgrade;
+mod h3;
 mod routes;
 mod sent;
 
 use std::convert::Infallible;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use http::{Request, Response};
+use http::header::ALT_SVC;
+use http::{HeaderValue, Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -31,22 +34,26 @@ use routes::TargetBody;
 pub use routes::{Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 
-/// HTTP/2 receive windows of the target: large, so uploads to `/echo` are not throttled.
+/// HTTP/2 and QUIC receive windows of the target: large, so uploads to `/echo` are not throttled.
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = (1 << 30) - 1;
 
 /// How the target behaves.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to h2 clients.
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to h2 clients, and the concurrent bidirectional
+    /// streams allowed to HTTP/3 clients.
     pub max_concurrent_streams: u32,
     /// Serve TLS with this configuration instead of cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// With `tls`, also serve HTTP/3 on the UDP port of the TLS listener (see [`bind`]).
+    pub h3: bool,
     /// Delays and stalls.
     pub behaviour: Behaviour,
     /// Misbehave this way instead of serving the routes.
     pub fault: Option<Fault>,
-    /// Count every byte written into this (tests compare it with the client's `traffic:` line).
+    /// Count every byte written over TCP into this (tests compare it with the client's `traffic:`
+    /// line); HTTP/3's UDP traffic is not counted.
     pub sent: Option<Arc<SentBytes>>,
 }
 
@@ -55,6 +62,7 @@ impl Default for ServeOptions {
         ServeOptions {
             max_concurrent_streams: 1000,
             tls: None,
+            h3: false,
             behaviour: Behaviour::default(),
             fault: None,
             sent: None,
@@ -62,8 +70,81 @@ impl Default for ServeOptions {
     }
 }
 
-/// Accepts connections on `listener` and serves them until the runtime shuts down.
-pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<()> {
+/// The target's sockets: a TCP listener and, for HTTP/3, a UDP socket on the same port number.
+#[derive(Debug)]
+pub struct Sockets {
+    tcp: TcpListener,
+    udp: Option<UdpSocket>,
+}
+
+impl Sockets {
+    /// The TCP listener's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+
+    /// The UDP port HTTP/3 is served on, if it is.
+    pub fn h3_port(&self) -> Option<u16> {
+        self.udp
+            .as_ref()
+            .and_then(|udp| udp.local_addr().ok())
+            .map(|addr| addr.port())
+    }
+}
+
+/// How often [`bind`] with port 0 tries another TCP port when the UDP port of the same number is
+/// taken (rare: the kernel picks ephemeral TCP and UDP ports independently).
+const UDP_TWIN_ATTEMPTS: usize = 8;
+
+/// Binds the target's sockets on `addr`: TCP (see [`listen`]) and, when `udp`, UDP on the same
+/// port number. With port 0 a free TCP port whose UDP twin is taken is given up for another.
+/// Must be called within a tokio runtime.
+pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
+    let mut attempts = 0;
+    loop {
+        let tcp = listen(addr)?;
+        if !udp {
+            return Ok(Sockets { tcp, udp: None });
+        }
+        let port = tcp.local_addr()?.port();
+        match UdpSocket::bind(SocketAddr::new(addr.ip(), port)) {
+            Ok(udp) => {
+                return Ok(Sockets {
+                    tcp,
+                    udp: Some(udp),
+                })
+            }
+            Err(_) if addr.port() == 0 && attempts + 1 < UDP_TWIN_ATTEMPTS => attempts += 1,
+            Err(error) => {
+                return Err(io::Error::new(
+                    error.kind(),
+                    format!("UDP port {port} for HTTP/3: {error}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Serves connections on `sockets` until the runtime shuts down: HTTP/3 on the UDP socket, if
+/// any, when `options` have TLS and no fault.
+pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
+    let Sockets { tcp, udp } = sockets;
+    let mut alt_svc = None;
+    if let (Some(udp), Some(tls), None) = (udp, &options.tls, options.fault) {
+        let port = udp.local_addr()?.port();
+        let endpoint = h3::endpoint(udp, tls, options.max_concurrent_streams)?;
+        alt_svc = Some(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).expect("ASCII"));
+        tokio::spawn(h3::serve(endpoint, options.behaviour));
+    }
+    serve_tcp(tcp, options, alt_svc).await
+}
+
+/// Accepts TCP connections on `listener` and serves them; `alt_svc` is added to every response.
+async fn serve_tcp(
+    listener: TcpListener,
+    options: ServeOptions,
+    alt_svc: Option<HeaderValue>,
+) -> io::Result<()> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).keep_alive(true);
     builder
@@ -92,20 +173,31 @@ pub async fn serve(listener: TcpListener, options: ServeOptions) -> io::Result<(
         let builder = builder.clone();
         let acceptor = acceptor.clone();
         let max_streams = options.max_concurrent_streams;
-        let behaviour = options.behaviour;
+        let front = Front {
+            behaviour: options.behaviour,
+            alt_svc: alt_svc.clone(),
+        };
         let sent = options.sent.clone();
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        serve_counted(&builder, stream, None, behaviour, sent).await;
+                        serve_counted(&builder, stream, None, front, sent).await;
                     }
                 }
-                None => serve_counted(&builder, stream, Some(max_streams), behaviour, sent).await,
+                None => serve_counted(&builder, stream, Some(max_streams), front, sent).await,
             }
         });
     }
+}
+
+/// What every response of a TCP connection gets: the target's behaviour and the `Alt-Svc` header
+/// announcing HTTP/3, if it is served.
+#[derive(Clone)]
+struct Front {
+    behaviour: Behaviour,
+    alt_svc: Option<HeaderValue>,
 }
 
 /// Serves one connection, counting what it writes when `sent` is given (after TLS, as the
@@ -114,7 +206,7 @@ async fn serve_counted<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
-    behaviour: Behaviour,
+    front: Front,
     sent: Option<Arc<SentBytes>>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -122,9 +214,9 @@ async fn serve_counted<I>(
     match sent {
         Some(sent) => {
             let io = sent::CountingIo::new(io, sent);
-            serve_connection(builder, io, upgrade_streams, behaviour).await;
+            serve_connection(builder, io, upgrade_streams, front).await;
         }
-        None => serve_connection(builder, io, upgrade_streams, behaviour).await,
+        None => serve_connection(builder, io, upgrade_streams, front).await,
     }
 }
 
@@ -133,16 +225,25 @@ async fn serve_connection<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
-    behaviour: Behaviour,
+    front: Front,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |request: Request<Incoming>| async move {
-        match upgrade_streams {
-            Some(max_streams) if h2c_upgrade::is_requested(&request) => {
-                Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, behaviour))
+    let service = service_fn(move |request: Request<Incoming>| {
+        let front = front.clone();
+        async move {
+            match upgrade_streams {
+                Some(max_streams) if h2c_upgrade::is_requested(&request) => {
+                    Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, front.behaviour))
+                }
+                _ => {
+                    let mut response = routes::route(request, front.behaviour).await?;
+                    if let Some(alt_svc) = front.alt_svc {
+                        response.headers_mut().insert(ALT_SVC, alt_svc);
+                    }
+                    Ok(response)
+                }
             }
-            _ => routes::route(request, behaviour).await,
         }
     });
     let _ = builder
@@ -184,16 +285,63 @@ pub fn spawn_background(workers: usize, options: ServeOptions) -> Result<SocketA
         .enable_all()
         .build()
         .context("cannot start the built-in target's runtime")?;
-    let listener = runtime
-        .block_on(async { listen(SocketAddr::from(([127, 0, 0, 1], 0))) })
+    let udp = options.h3 && options.tls.is_some();
+    let sockets = runtime
+        .block_on(async { bind(SocketAddr::from(([127, 0, 0, 1], 0)), udp) })
         .context("cannot listen for the built-in target")?;
-    let addr = listener.local_addr()?;
+    let addr = sockets.local_addr()?;
     std::thread::Builder::new()
         .name("h2load-rs-target".to_owned())
-        .spawn(move || runtime.block_on(serve(listener, options)))
+        .spawn(move || runtime.block_on(serve(sockets, options)))
         .context("cannot start the built-in target's thread")?;
     Ok(addr)
 }
 
 /// The response type of every route.
 type TargetResponse = Response<TargetBody>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn port_zero_binds_udp_on_the_tcp_port() {
+        let runtime = runtime();
+        let _guard = runtime.enter();
+        for _ in 0..20 {
+            let sockets = bind(SocketAddr::from(([127, 0, 0, 1], 0)), true).unwrap();
+            assert_eq!(
+                sockets.h3_port(),
+                Some(sockets.local_addr().unwrap().port())
+            );
+        }
+        let tcp_only = bind(SocketAddr::from(([127, 0, 0, 1], 0)), false).unwrap();
+        assert_eq!(tcp_only.h3_port(), None);
+    }
+
+    #[test]
+    fn a_fixed_port_whose_udp_side_is_taken_fails_naming_udp() {
+        let runtime = runtime();
+        let _guard = runtime.enter();
+        // Find a port free on both sides, then hold its UDP side.
+        let free = bind(SocketAddr::from(([127, 0, 0, 1], 0)), true).unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let _udp = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+        let error = bind(SocketAddr::from(([127, 0, 0, 1], port)), true).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("UDP port {port} for HTTP/3: ")),
+            "{error}"
+        );
+    }
+}

@@ -51,11 +51,70 @@ impl Stall {
     }
 }
 
-/// Answers one request, after the target's delay and any stall in progress.
+/// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in progress.
 pub async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
 ) -> Result<Response<TargetBody>, Infallible> {
+    let Answer { head, reply } = decide(request.method(), request.uri().path(), behaviour).await;
+    let body = match reply {
+        Reply::Static(bytes) => TargetBody::Static(bytes),
+        Reply::Filler(left) => TargetBody::Filler { left },
+        Reply::Echo => TargetBody::Echo(request.into_body()),
+    };
+    Ok(head.response(body))
+}
+
+/// What the target answers to a request, decided once for every front end (hyper for HTTP/1.1
+/// and HTTP/2, h3 for HTTP/3), which then send the body their own way.
+pub(super) struct Answer {
+    /// The status and headers.
+    pub(super) head: Head,
+    /// The body to send.
+    pub(super) reply: Reply,
+}
+
+/// The status and headers of an [`Answer`].
+pub(super) struct Head {
+    status: StatusCode,
+    /// The delay applied (`--delay` and `/delay/MS`), for the `x-delay-applied-us` header.
+    applied: Option<Duration>,
+}
+
+/// The body of an [`Answer`].
+pub(super) enum Reply {
+    /// A fixed body (or none).
+    Static(Option<Bytes>),
+    /// This many filler bytes ([`filler_chunk`]).
+    Filler(u64),
+    /// The request's own body.
+    Echo,
+}
+
+impl Head {
+    /// The response with `body`: the status and the `x-delay-applied-us` header.
+    pub(super) fn response<B>(&self, body: B) -> Response<B> {
+        let mut response = Response::new(body);
+        *response.status_mut() = self.status;
+        if let Some(applied) = self.applied {
+            let micros = u64::try_from(applied.as_micros()).unwrap_or(u64::MAX);
+            response
+                .headers_mut()
+                .insert(DELAY_APPLIED, HeaderValue::from(micros));
+        }
+        response
+    }
+}
+
+/// The next slice of a filler body with `left` bytes to go (at most 64 KiB, never copied).
+pub(super) fn filler_chunk(left: u64) -> Bytes {
+    let take = left.min(FILLER.len() as u64) as usize;
+    Bytes::from_static(&FILLER[..take])
+}
+
+/// Decides the answer to `method` on `path`, after the target's delay and any stall in progress
+/// (both slept here, so every front end behaves alike).
+pub(super) async fn decide(method: &Method, path: &str, behaviour: Behaviour) -> Answer {
     let applied = match behaviour.delay {
         Some(delay) => Some(sleep_precisely(delay).await),
         None => None,
@@ -66,20 +125,16 @@ pub async fn route(
     {
         tokio::time::sleep(left).await;
     }
-    answer(request, applied).await
+    answer(method, path, applied).await
 }
 
-/// The route's response; `applied` is the delay already slept for `--delay`.
-async fn answer(
-    request: Request<Incoming>,
-    mut applied: Option<Duration>,
-) -> Result<Response<TargetBody>, Infallible> {
-    let path = request.uri().path();
+/// The route's answer; `applied` is the delay already slept for `--delay`.
+async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> Answer {
     let mut segments = path.trim_start_matches('/').splitn(2, '/');
-    let mut response = match (request.method(), segments.next(), segments.next()) {
+    let (status, reply) = match (method, segments.next(), segments.next()) {
         (_, Some("" | "ping"), None) => text(StatusCode::OK, "pong"),
         (_, Some("bytes"), Some(count)) => match count.parse::<u64>() {
-            Ok(count) => Response::new(TargetBody::Filler { left: count }),
+            Ok(count) => (StatusCode::OK, Reply::Filler(count)),
             Err(_) => text(StatusCode::BAD_REQUEST, "/bytes/N takes a byte count"),
         },
         (_, Some("delay"), Some(millis)) => match parse_millis(millis) {
@@ -98,27 +153,23 @@ async fn answer(
             .ok()
             .filter(|code| (200..600).contains(code))
         {
-            Some(code) => {
-                let mut response = Response::new(TargetBody::Static(None));
-                *response.status_mut() = StatusCode::from_u16(code).expect("range checked");
-                response
-            }
+            Some(code) => (
+                StatusCode::from_u16(code).expect("range checked"),
+                Reply::Static(None),
+            ),
             None => text(
                 StatusCode::BAD_REQUEST,
                 "/status/CODE takes a status from 200 to 599",
             ),
         },
-        (&Method::POST, Some("echo"), None) => Response::new(TargetBody::Echo(request.into_body())),
+        (&Method::POST, Some("echo"), None) => (StatusCode::OK, Reply::Echo),
         (_, Some("echo"), None) => text(StatusCode::METHOD_NOT_ALLOWED, "POST a body to /echo"),
         _ => text(StatusCode::NOT_FOUND, "not found"),
     };
-    if let Some(applied) = applied {
-        let micros = u64::try_from(applied.as_micros()).unwrap_or(u64::MAX);
-        response
-            .headers_mut()
-            .insert(DELAY_APPLIED, HeaderValue::from(micros));
+    Answer {
+        head: Head { status, applied },
+        reply,
     }
-    Ok(response)
 }
 
 /// A `/delay/MS` argument: milliseconds, decimals allowed (sub-millisecond delays are precise).
@@ -127,12 +178,11 @@ fn parse_millis(text: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(millis / 1000.0).ok()
 }
 
-fn text(status: StatusCode, body: &'static str) -> Response<TargetBody> {
-    let mut response = Response::new(TargetBody::Static(Some(Bytes::from_static(
-        body.as_bytes(),
-    ))));
-    *response.status_mut() = status;
-    response
+fn text(status: StatusCode, body: &'static str) -> (StatusCode, Reply) {
+    (
+        status,
+        Reply::Static(Some(Bytes::from_static(body.as_bytes()))),
+    )
 }
 
 /// Response bodies of the target, without boxing.
@@ -161,9 +211,9 @@ impl Body for TargetBody {
                 if *left == 0 {
                     return Poll::Ready(None);
                 }
-                let take = (*left).min(FILLER.len() as u64) as usize;
-                *left -= take as u64;
-                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&FILLER[..take])))))
+                let chunk = filler_chunk(*left);
+                *left -= chunk.len() as u64;
+                Poll::Ready(Some(Ok(Frame::data(chunk))))
             }
             TargetBody::Echo(incoming) => Pin::new(incoming).poll_frame(cx),
         }

@@ -9,6 +9,7 @@ mod common;
 mod diff;
 mod docs;
 mod faults;
+mod h3;
 mod hostile;
 mod load;
 mod metrics;

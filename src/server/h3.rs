@@ -1,0 +1,332 @@
+//! The target's HTTP/3 front end: a quinn endpoint on the UDP port of the TLS listener, answering
+//! with the same routes, delays and stalls as HTTP/1.1 and HTTP/2 ([`routes::decide`]).
+
+use std::io;
+use std::net::UdpSocket;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use http::header::CONTENT_LENGTH;
+use http::{HeaderValue, Request};
+use quinn::crypto::rustls::QuicServerConfig;
+
+use super::routes::{self, Answer, Behaviour, Reply};
+use super::{CONNECTION_WINDOW, STREAM_WINDOW};
+
+type RequestStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// The QUIC endpoint of the target on `socket`, with the certificate of `tls` (TLS 1.3, ALPN `h3`)
+/// and room for `max_streams` requests at once per connection. Must be called within a tokio
+/// runtime.
+pub(super) fn endpoint(
+    socket: UdpSocket,
+    tls: &rustls::ServerConfig,
+    max_streams: u32,
+) -> io::Result<quinn::Endpoint> {
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let mut transport = quinn::TransportConfig::default();
+    // Load generators open many streams at once and upload to /echo: neither the stream count
+    // nor the receive windows may be what limits them.
+    transport
+        .max_concurrent_bidi_streams(max_streams.into())
+        .stream_receive_window(STREAM_WINDOW.into())
+        .receive_window(CONNECTION_WINDOW.into())
+        .send_window(u64::from(STREAM_WINDOW) * 8);
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport));
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(config),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+/// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down.
+pub(super) async fn serve(endpoint: quinn::Endpoint, behaviour: Behaviour) {
+    while let Some(incoming) = endpoint.accept().await {
+        tokio::spawn(serve_connection(incoming, behaviour));
+    }
+}
+
+/// Serves one connection. A client that goes away is normal under load: nothing is reported.
+async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour) {
+    let Ok(connection) = incoming.await else {
+        return;
+    };
+    // No grease: every byte the target sends is then one a test can predict.
+    let built = h3::server::builder()
+        .send_grease(false)
+        .build::<_, Bytes>(h3_quinn::Connection::new(connection))
+        .await;
+    let Ok(mut connection) = built else {
+        return;
+    };
+    while let Ok(Some(resolver)) = connection.accept().await {
+        tokio::spawn(async move {
+            if let Ok((request, stream)) = resolver.resolve_request().await {
+                let _ = serve_request(request, stream, behaviour).await;
+            }
+        });
+    }
+}
+
+/// Answers one request on its stream.
+async fn serve_request(
+    request: Request<()>,
+    mut stream: RequestStream,
+    behaviour: Behaviour,
+) -> Result<(), h3::error::StreamError> {
+    let Answer { head, reply } =
+        routes::decide(request.method(), request.uri().path(), behaviour).await;
+    // hyper says how long h1/h2 bodies are from their size; the same here when it is known.
+    let length = match &reply {
+        Reply::Static(bytes) => Some(HeaderValue::from(bytes.as_ref().map_or(0, Bytes::len))),
+        Reply::Filler(count) => Some(HeaderValue::from(*count)),
+        Reply::Echo => request.headers().get(CONTENT_LENGTH).cloned(),
+    };
+    let mut response = head.response(());
+    if let Some(length) = length {
+        response.headers_mut().insert(CONTENT_LENGTH, length);
+    }
+    stream.send_response(response).await?;
+    match reply {
+        Reply::Static(Some(bytes)) => stream.send_data(bytes).await?,
+        Reply::Static(None) => {}
+        Reply::Filler(mut left) => {
+            while left > 0 {
+                let chunk = routes::filler_chunk(left);
+                left -= chunk.len() as u64;
+                stream.send_data(chunk).await?;
+            }
+        }
+        Reply::Echo => {
+            while let Some(mut chunk) = stream.recv_data().await? {
+                let chunk = chunk.copy_to_bytes(chunk.remaining());
+                stream.send_data(chunk).await?;
+            }
+            return stream.finish().await;
+        }
+    }
+    stream.finish().await?;
+    // Read what a request to another route uploaded (nothing, for a GET), so the client's upload
+    // completes instead of being stopped.
+    while stream.recv_data().await?.is_some() {}
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use bytes::{Buf, Bytes};
+    use http::{HeaderMap, Method, Request, StatusCode};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::runner::tls;
+    use crate::server::{spawn_background, ServeOptions};
+
+    type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+    /// The built-in target with TLS and HTTP/3, on a free loopback port.
+    fn target() -> SocketAddr {
+        let tls = tls::server_config(
+            tls::test_pki::SERVER_CERT.as_bytes(),
+            tls::test_pki::SERVER_KEY.as_bytes(),
+        )
+        .expect("the test certificate loads");
+        let options = ServeOptions {
+            tls: Some(tls),
+            h3: true,
+            ..ServeOptions::default()
+        };
+        spawn_background(1, options).expect("the target starts")
+    }
+
+    /// Runs a client on a runtime of its own (the target has another, in its thread).
+    fn client<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("client runtime")
+            .block_on(future)
+    }
+
+    /// An HTTP/3 connection to `addr` (QUIC on its UDP port), trusting the test CA.
+    async fn connect(addr: SocketAddr) -> SendRequest {
+        let crypto = tls::client_config(&tls::ClientTlsOptions {
+            alpn: vec![b"h3".to_vec()],
+            trust_test_ca: true,
+            ..Default::default()
+        })
+        .expect("client TLS configuration");
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto)
+            .expect("TLS 1.3 is available");
+        let mut endpoint = quinn::Endpoint::client(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("client UDP socket");
+        endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(crypto)));
+        let connection = endpoint
+            .connect(addr, "localhost")
+            .expect("connection starts")
+            .await
+            .expect("QUIC handshake with the target");
+        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(connection))
+            .await
+            .expect("HTTP/3 connection");
+        tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+        send
+    }
+
+    /// Sends `method path` with `body`; returns the response's status, headers and body.
+    async fn fetch(
+        send: &mut SendRequest,
+        method: Method,
+        path: &str,
+        body: &[u8],
+    ) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("https://localhost{path}"))
+            .body(())
+            .expect("valid request");
+        let mut stream = send.send_request(request).await.expect("request sent");
+        for chunk in body.chunks(50_000) {
+            stream
+                .send_data(Bytes::copy_from_slice(chunk))
+                .await
+                .expect("body sent");
+        }
+        stream.finish().await.expect("request finished");
+        let response = stream.recv_response().await.expect("response head");
+        let mut received = Vec::new();
+        while let Some(mut chunk) = stream.recv_data().await.expect("response body") {
+            while chunk.has_remaining() {
+                let slice = chunk.chunk();
+                received.extend_from_slice(slice);
+                let read = slice.len();
+                chunk.advance(read);
+            }
+        }
+        (response.status(), response.headers().clone(), received)
+    }
+
+    #[test]
+    fn every_route_answers_over_http3() {
+        let addr = target();
+        client(every_route(addr));
+    }
+
+    async fn every_route(addr: SocketAddr) {
+        let mut send = connect(addr).await;
+
+        let (status, headers, body) = fetch(&mut send, Method::GET, "/ping", b"").await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"pong"[..]));
+        assert_eq!(headers["content-length"], "4");
+
+        // Several 64 KiB slices and a partial one.
+        let (status, headers, body) = fetch(&mut send, Method::GET, "/bytes/200001", b"").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["content-length"], "200001");
+        assert_eq!(body.len(), 200_001);
+        assert!(body.iter().all(|&byte| byte == b'x'));
+
+        let (status, _, body) = fetch(&mut send, Method::GET, "/status/503", b"").await;
+        assert_eq!((status, body.len()), (StatusCode::SERVICE_UNAVAILABLE, 0));
+
+        let (status, headers, body) = fetch(&mut send, Method::GET, "/delay/20", b"").await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"pong"[..]));
+        let applied: u64 = headers["x-delay-applied-us"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((20_000..200_000).contains(&applied), "{applied} µs");
+
+        let upload: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (status, _, body) = fetch(&mut send, Method::POST, "/echo", &upload).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            body == upload,
+            "echoed {} of {} bytes",
+            body.len(),
+            upload.len()
+        );
+
+        // A body sent to a route that ignores it is read, not refused.
+        let (status, _, body) = fetch(&mut send, Method::POST, "/ping", &upload).await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"pong"[..]));
+
+        let (status, _, _) = fetch(&mut send, Method::GET, "/echo", b"").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        let (status, _, _) = fetch(&mut send, Method::GET, "/nowhere", b"").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn hundreds_of_requests_are_open_at_once_on_one_connection() {
+        let addr = target();
+        client(open_at_once(addr));
+    }
+
+    /// Opens 300 uploads to `/echo` and keeps them all open before finishing any: past quinn's
+    /// default of 100 concurrent streams, opening would wait forever (the timeout fails it).
+    async fn open_at_once(addr: SocketAddr) {
+        let mut send = connect(addr).await;
+        let open = async {
+            let mut streams = Vec::new();
+            for _ in 0..300 {
+                let request = Request::post("https://localhost/echo").body(()).unwrap();
+                let mut stream = send.send_request(request).await.expect("stream opens");
+                stream.send_data(Bytes::from_static(b"x")).await.unwrap();
+                streams.push(stream);
+            }
+            streams
+        };
+        let streams = tokio::time::timeout(Duration::from_secs(30), open)
+            .await
+            .expect("300 streams open at once");
+        for mut stream in streams {
+            stream.finish().await.unwrap();
+            assert_eq!(
+                stream.recv_response().await.unwrap().status(),
+                StatusCode::OK
+            );
+            let mut echoed = 0;
+            while let Some(chunk) = stream.recv_data().await.unwrap() {
+                echoed += chunk.remaining();
+            }
+            assert_eq!(echoed, 1);
+        }
+    }
+
+    #[test]
+    fn tls_responses_announce_http3() {
+        let addr = target();
+        client(alt_svc(addr));
+    }
+
+    async fn alt_svc(addr: SocketAddr) {
+        let config = tls::client_config(&tls::ClientTlsOptions {
+            alpn: vec![b"http/1.1".to_vec()],
+            trust_test_ca: true,
+            ..Default::default()
+        })
+        .unwrap();
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut stream = tokio_rustls::TlsConnector::from(config)
+            .connect(tls::server_name("localhost").unwrap(), tcp)
+            .await
+            .unwrap();
+        stream
+            .write_all(b"GET /ping HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response).await;
+        let expected = format!("alt-svc: h3=\":{}\"; ma=86400\r\n", addr.port());
+        assert!(response.contains(&expected), "{response}");
+    }
+}

@@ -1,0 +1,266 @@
+//! HTTP/3 (`--proto h3`) end to end: against the built-in target's QUIC side (in this process, and
+//! as the child a run without a URL starts), against Caddy and ngtcp2's gtlsserver in the test bed,
+//! and the errors a user meets first (nothing on the UDP port, a certificate not trusted, http://).
+
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+use h2load_rs::runner::tls;
+use h2load_rs::server::{spawn_background, ServeOptions};
+
+use crate::common::{assert_usage_error, h2load_rs, Run};
+
+const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
+
+/// The built-in target with TLS and HTTP/3 on `cert`/`key` (PEM), on a free loopback port.
+fn h3_target(cert: &str, key: &str) -> SocketAddr {
+    let tls = tls::server_config(cert.as_bytes(), key.as_bytes()).expect("the certificate loads");
+    let options = ServeOptions {
+        tls: Some(tls),
+        h3: true,
+        ..ServeOptions::default()
+    };
+    spawn_background(2, options).expect("the HTTP/3 target starts")
+}
+
+/// An https:// URL on this binary's HTTP/3 target (the test certificate, signed by certs/ca.crt).
+fn url(path: &str) -> String {
+    static TARGET: OnceLock<SocketAddr> = OnceLock::new();
+    let addr =
+        TARGET.get_or_init(|| h3_target(tls::test_pki::SERVER_CERT, tls::test_pki::SERVER_KEY));
+    format!("https://{addr}{path}")
+}
+
+/// Runs `--proto h3 --cacert certs/ca.crt` with `args`.
+fn h3(args: &[&str]) -> Run {
+    let mut full = vec!["--proto", "h3", "--cacert", CA];
+    full.extend(args);
+    h2load_rs(&full)
+}
+
+/// Checks a run that sent `n` requests, all answered 2xx over HTTP/3.
+fn assert_all_succeeded(run: &Run, name: &str, n: u64) {
+    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+    for (field, expected) in [
+        ("requests/total", n),
+        ("requests/done", n),
+        ("requests/succeeded", n),
+        ("requests/failed", 0),
+        ("requests/errored", 0),
+        ("status_codes/2xx", n),
+    ] {
+        assert_eq!(
+            run.int(field),
+            expected,
+            "{name}: {field}\n{}",
+            run.output.stdout
+        );
+    }
+    assert_eq!(run.cell()["protocol"]["negotiated"], "h3", "{name}");
+}
+
+/// Whether the test bed is up (the rule of tests/it/testbed.rs: in CI it must be).
+fn testbed_running() -> bool {
+    if std::env::var_os("H2LOAD_RS_TESTBED").is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "CI must run these tests through tests/run.sh, which starts the test bed"
+    );
+    eprintln!("test bed not running: start it with tests/run.sh (or tests/testbed.sh start)");
+    false
+}
+
+#[test]
+fn h3_to_the_built_in_target_gets_exact_counts_and_bytes() {
+    let run = h3(&["-c", "4", "-m", "10", "-n", "2000", &url("/ping")]);
+    assert_all_succeeded(&run, "ping", 2000);
+    assert_eq!(run.int("traffic/data_bytes"), 2000 * 4);
+    // Each response head is QPACK's 2-byte prefix, `:status: 200` from the static table (1 byte)
+    // and `content-length: 4` as a literal with a static name (3 bytes).
+    assert_eq!(run.int("traffic/header_bytes"), 2000 * 6);
+    assert_eq!(run.int("connections/opened"), 4);
+    assert_eq!(run.int("latency/request/count"), 2000);
+
+    // Bodies larger than one 64 KiB slice of the target, on many streams at once.
+    let run = h3(&["-c", "2", "-m", "8", "-n", "200", &url("/bytes/100000")]);
+    assert_all_succeeded(&run, "bytes", 200);
+    assert_eq!(run.int("traffic/data_bytes"), 200 * 100_000);
+}
+
+#[test]
+fn h3_error_statuses_delays_and_uploads() {
+    let run = h3(&["-c", "2", "-m", "4", "-n", "100", &url("/status/503")]);
+    assert_eq!(run.output.code, 1, "no request succeeded");
+    for (field, expected) in [
+        ("requests/done", 100),
+        ("requests/succeeded", 0),
+        ("requests/failed", 100),
+        ("requests/errored", 0),
+        ("status_codes/5xx", 100),
+        ("traffic/data_bytes", 0),
+    ] {
+        assert_eq!(run.int(field), expected, "503: {field}");
+    }
+
+    let run = h3(&["-c", "2", "-m", "4", "-n", "40", &url("/delay/50")]);
+    assert_all_succeeded(&run, "delay", 40);
+    let min = run.int("latency/request/min");
+    let p50 = run.int("latency/request/percentiles/p50");
+    assert!(min >= 50_000, "min {min} µs");
+    assert!((50_000..=70_000).contains(&p50), "p50 {p50} µs");
+
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'b'; 150_000]).unwrap();
+    let run = h3(&[
+        "-c",
+        "2",
+        "-m",
+        "4",
+        "-n",
+        "60",
+        "-d",
+        body.to_str().unwrap(),
+        &url("/echo"),
+    ]);
+    assert_all_succeeded(&run, "echo", 60);
+    assert_eq!(run.cell()["settings"]["method"], "POST");
+    assert_eq!(run.int("traffic/data_bytes"), 60 * 150_000);
+}
+
+#[test]
+fn without_a_url_h1_h2_and_h3_are_measured_side_by_side() {
+    let run = h2load_rs(&["--proto", "h1,h2,h3", "-c", "4", "-m", "4", "-n", "4000"]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cells = run.json["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3);
+    for (cell, negotiated) in cells.iter().zip(["http/1.1", "h2", "h3"]) {
+        assert_eq!(cell["protocol"]["negotiated"], negotiated);
+        assert_eq!(cell["requests"]["succeeded"], 4000, "{negotiated}");
+        assert_eq!(cell["status_codes"]["2xx"], 4000, "{negotiated}");
+        assert_eq!(cell["traffic"]["data_bytes"], 4000 * 4, "{negotiated}");
+    }
+    let ratios: Vec<&str> = run.json["comparison"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["ratio"][0].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(ratios, ["-", "h2/h1", "h3/h1"]);
+    let stdout = &run.output.stdout;
+    let table = stdout
+        .split("comparison of 3 cells")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no comparison table:\n{stdout}"));
+    assert!(table.contains("h2/h1 = "), "{table}");
+    assert!(table.contains("h3/h1 = "), "{table}");
+}
+
+#[test]
+fn nothing_listening_on_the_udp_port_is_a_bounded_connect_error() {
+    // A port free now: QUIC gets no answer there (the kernel's ICMP reply does not reach quinn),
+    // so the handshake gives up at --connect-timeout.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("https://127.0.0.1:{port}/ping");
+    let run = h3(&["--connect-timeout", "1s", "-n", "10", &url]);
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    assert!(
+        run.output.wall < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.output.wall
+    );
+    assert_eq!(run.int("requests/succeeded"), 0);
+    assert_eq!(run.int("requests/errored"), 10);
+    assert_eq!(run.int("errors/connect_timeout"), 1);
+    assert_eq!(run.int("connections/opened"), 0);
+    assert!(
+        run.output
+            .stderr
+            .contains(&format!("nothing may be listening on UDP port {port}")),
+        "{}",
+        run.output.stderr
+    );
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_tls_error_unless_k() {
+    let addr = h3_target(
+        include_str!("../../certs/selfsigned.crt"),
+        include_str!("../../certs/selfsigned.key"),
+    );
+    let url = format!("https://{addr}/ping");
+    let refused = h2load_rs(&["--proto", "h3", "-n", "10", &url]);
+    assert_eq!(refused.output.code, 1, "{}", refused.output.stderr);
+    assert_eq!(refused.int("requests/succeeded"), 0);
+    assert_eq!(refused.int("errors/tls"), 1);
+    let stderr = &refused.output.stderr;
+    assert!(stderr.contains("invalid peer certificate"), "{stderr}");
+    assert!(
+        stderr.contains("-k"),
+        "the message says how to proceed: {stderr}"
+    );
+
+    let accepted = h2load_rs(&["--proto", "h3", "-k", "-n", "10", &url]);
+    assert_all_succeeded(&accepted, "-k", 10);
+}
+
+#[test]
+fn h3_with_an_http_url_is_a_usage_error() {
+    assert_usage_error(
+        &["--proto", "h3", "-n", "10", "http://127.0.0.1:19843/ping"],
+        "needs an https:// URL",
+    );
+}
+
+#[test]
+fn caddy_over_h3_gets_exact_counts_and_bytes() {
+    if !testbed_running() {
+        return;
+    }
+    let run = h2load_rs(&[
+        "--proto",
+        "h3",
+        "-k",
+        "-c",
+        "4",
+        "-m",
+        "10",
+        "-n",
+        "5000",
+        "https://localhost:19843/ping",
+    ]);
+    assert_all_succeeded(&run, "caddy ping", 5000);
+    assert_eq!(run.int("traffic/data_bytes"), 5000 * 4);
+
+    let run = h3(&[
+        "-c",
+        "4",
+        "-m",
+        "10",
+        "-n",
+        "1000",
+        "https://localhost:19843/bytes/1000",
+    ]);
+    assert_all_succeeded(&run, "caddy bytes", 1000);
+    assert_eq!(run.int("traffic/data_bytes"), 1000 * 1000);
+}
+
+#[test]
+fn gtlsserver_over_h3_gets_exact_counts_and_bytes() {
+    if !testbed_running() {
+        return;
+    }
+    for (path, size) in [("/ping", 4), ("/bytes/1000", 1000)] {
+        let url = format!("https://127.0.0.1:19844{path}");
+        let run = h3(&["-c", "4", "-m", "10", "-n", "500", &url]);
+        assert_all_succeeded(&run, path, 500);
+        assert_eq!(run.int("traffic/data_bytes"), 500 * size, "{path}");
+        assert_eq!(run.int("connections/opened"), 4, "{path}");
+    }
+}
