@@ -263,6 +263,13 @@ measure() {
       done_requests=1
       ;;
   esac
+  # A run with nothing to show says why under the row (oha's first error, or the run's last line).
+  if [ "${done_requests:-0}" = 0 ]; then
+    local why
+    why=$(awk '/^Error distribution:/ { getline; sub(/^ +/, ""); print; exit }' "$out")
+    [ -n "$why" ] || why=$(grep -v '^ *$' "$out" | tail -n 1)
+    printf '> %s: no successful request in one round: %s\n' "$tool" "$why" >>"$work/notes"
+  fi
   local hz
   hz=$(getconf CLK_TCK)
   awk -v r="$rate" -v u="$user" -v s="$sys" -v n="$done_requests" -v m="$rss" \
