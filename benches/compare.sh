@@ -39,8 +39,8 @@ caddy_port=$((h1_port + 300))
 tls_target_port=$((h1_port + 400))
 # Kept across runs: building oha with its http3 feature takes about 10 minutes.
 oha_h3_root="$HOME/.cache/h2load-rs/oha-h3"
-# Length of each HTTP/3-section request run: a duration, not a count, because oha's HTTP/3 runs
-# at a few hundred requests per second where h2load-rs runs at tens of thousands.
+# Length of each HTTP/3-section request run: a duration, not a count, because oha's HTTP/3 run
+# ends with a ~30 s wait for its connections to close, which its -z window leaves out.
 h3_seconds=${H3_SECONDS:-10}
 # The HTTP/3 section of RESULTS.md lies between these (invisible in rendered Markdown).
 h3_begin="<!-- HTTP/3 section: benches/compare.sh h3 replaces it -->"
