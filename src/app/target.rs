@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::LoadArgs;
+use crate::cli::{LoadArgs, ProtoArg};
+use crate::usage_bail;
 
 /// A running `h2load-rs serve`, stopped when dropped.
 pub struct ChildTarget {
@@ -80,6 +81,10 @@ pub struct BuiltIn {
 impl BuiltIn {
     /// Starts the target(s) with the `--target-*` options of `args`.
     pub fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
+        if args.target_fault.is_some() && args.proto.contains(&ProtoArg::H3) {
+            // A faulty target is a raw TCP server: h3 cells would only time out connecting.
+            usage_bail!("--target-fault makes the built-in target misbehave over TCP, where h3 is not spoken; drop h3 from --proto");
+        }
         let flags = serve_flags(args);
         let cleartext = ChildTarget::start(false, &flags)?;
         let tls = if with_tls {

@@ -223,6 +223,12 @@ impl<'a> Ledger<'a> {
         Slot::Now(start)
     }
 
+    /// Whether a request may still come: the budget is not spent or a request waits to be sent
+    /// again (the HTTP/3 engine opens no stream for a request that cannot come).
+    pub fn may_have_more(&self) -> bool {
+        self.shared.budget.has_more() || self.shared.has_retries()
+    }
+
     /// Completes when the schedule has ended or a steered run's rate changed (never without a
     /// schedule): a connection waiting for its send time then asks again at once.
     pub async fn schedule_over(&self) {

@@ -7,3 +7,13 @@ pub mod h2;
 pub mod h3;
 pub mod hpack;
 mod huffman;
+
+/// The name of the code a server reset a request's stream with: HTTP/2's codes are below 0x100,
+/// HTTP/3's from 0x100 on (RFC 9114 §8.1), so one table serves every run.
+pub fn stream_error_name(code: u32) -> String {
+    if code < 0x100 {
+        h2::error_code_name(code)
+    } else {
+        h3::error_code_name(u64::from(code))
+    }
+}

@@ -107,7 +107,7 @@ pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
             return Ok(Sockets { tcp, udp: None });
         }
         let port = tcp.local_addr()?.port();
-        match UdpSocket::bind(SocketAddr::new(addr.ip(), port)) {
+        match h3::udp_socket(SocketAddr::new(addr.ip(), port)) {
             Ok(udp) => {
                 return Ok(Sockets {
                     tcp,

@@ -9,6 +9,7 @@ use h2load_rs::runner::tls;
 use h2load_rs::server::{spawn_background, ServeOptions};
 
 use crate::common::{assert_usage_error, h2load_rs, Run};
+use crate::testbed::testbed_running;
 
 const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
 
@@ -57,19 +58,6 @@ fn assert_all_succeeded(run: &Run, name: &str, n: u64) {
         );
     }
     assert_eq!(run.cell()["protocol"]["negotiated"], "h3", "{name}");
-}
-
-/// Whether the test bed is up (the rule of tests/it/testbed.rs: in CI it must be).
-fn testbed_running() -> bool {
-    if std::env::var_os("H2LOAD_RS_TESTBED").is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "CI must run these tests through tests/run.sh, which starts the test bed"
-    );
-    eprintln!("test bed not running: start it with tests/run.sh (or tests/testbed.sh start)");
-    false
 }
 
 #[test]
@@ -159,9 +147,31 @@ fn without_a_url_h1_h2_and_h3_are_measured_side_by_side() {
 }
 
 #[test]
+fn the_built_in_child_delays_h3_responses_as_asked() {
+    // --target-delay reaches the TLS child's HTTP/3 side too (routes::decide sleeps for both).
+    let run = h2load_rs(&[
+        "--proto",
+        "h3",
+        "--target-delay",
+        "20ms",
+        "-c",
+        "2",
+        "-m",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_all_succeeded(&run, "delayed", 20);
+    let min = run.int("latency/request/min");
+    let max = run.int("latency/request/max");
+    assert!(min >= 20_000, "min {min} µs");
+    assert!(max < 200_000, "max {max} µs");
+}
+
+#[test]
 fn nothing_listening_on_the_udp_port_is_a_bounded_connect_error() {
-    // A port free now: QUIC gets no answer there (the kernel's ICMP reply does not reach quinn),
-    // so the handshake gives up at --connect-timeout.
+    // A port free now. The kernel answers QUIC's Initial with ICMP port unreachable, which the
+    // engine sees (CONNECTION_REFUSED) well before --connect-timeout; either way the run is short.
     let port = std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -177,14 +187,14 @@ fn nothing_listening_on_the_udp_port_is_a_bounded_connect_error() {
     );
     assert_eq!(run.int("requests/succeeded"), 0);
     assert_eq!(run.int("requests/errored"), 10);
-    assert_eq!(run.int("errors/connect_timeout"), 1);
+    assert_eq!(run.int("errors/connect"), 1);
     assert_eq!(run.int("connections/opened"), 0);
+    assert_eq!(run.int("connections/failed"), 1);
+    let stderr = &run.output.stderr;
+    assert!(stderr.contains("CONNECTION_REFUSED"), "{stderr}");
     assert!(
-        run.output
-            .stderr
-            .contains(&format!("nothing may be listening on UDP port {port}")),
-        "{}",
-        run.output.stderr
+        stderr.contains(&format!("nothing listens on UDP port {port}")),
+        "{stderr}"
     );
 }
 
@@ -211,10 +221,22 @@ fn an_untrusted_certificate_is_a_tls_error_unless_k() {
 }
 
 #[test]
-fn h3_with_an_http_url_is_a_usage_error() {
+fn h3_with_an_http_url_or_a_faulty_built_in_target_is_a_usage_error() {
     assert_usage_error(
         &["--proto", "h3", "-n", "10", "http://127.0.0.1:19843/ping"],
         "needs an https:// URL",
+    );
+    // The faults are a raw TCP server's: no HTTP/3 to measure.
+    assert_usage_error(
+        &[
+            "--proto",
+            "h1,h3",
+            "--target-fault",
+            "close-after=1",
+            "-n",
+            "10",
+        ],
+        "drop h3 from --proto",
     );
 }
 

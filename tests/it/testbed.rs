@@ -9,7 +9,7 @@ const BODY: u64 = 1000;
 
 /// Whether the test bed is up. Outside `tests/run.sh` these tests have nothing to run against;
 /// in CI a missing test bed is a failure, never a skip.
-fn testbed_running() -> bool {
+pub(crate) fn testbed_running() -> bool {
     if std::env::var_os("H2LOAD_RS_TESTBED").is_some() {
         return true;
     }

@@ -44,6 +44,9 @@ use crate::proto::h3::{
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 pub(crate) use quic::QuicContext;
 
+#[cfg(test)]
+mod tests;
+
 /// Requests prepared once per thread: one HEADERS frame per path, the body's DATA frame, the
 /// opening of the client's control stream.
 pub(crate) struct H3Template {
@@ -115,6 +118,8 @@ struct Shared<'c> {
     goaway_seen: Notify,
     /// When something last arrived (`-N`).
     last_read: Cell<Instant>,
+    /// Requests taken for this connection.
+    taken: Cell<u64>,
     /// The `-v` trace, if this connection is traced.
     trace: Option<RefCell<ConnTrace>>,
     /// The server's SETTINGS as the trace shows them, gathered until they end.
@@ -208,6 +213,7 @@ pub(crate) async fn drive(
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
+        taken: Cell::new(0),
         trace: trace.map(RefCell::new),
         settings_seen: RefCell::default(),
     };
@@ -238,7 +244,15 @@ pub(crate) async fn drive(
             lose(&shared, failure);
             ConnEnd::Lost
         }
-        None if shared.goaway.get().is_some() => ConnEnd::Lost,
+        None if shared.goaway.get().is_some() => {
+            if shared.taken.get() == 0 {
+                ledger.connection_failed(Failure::new(
+                    ErrorKind::Goaway,
+                    "the server sent GOAWAY before the first request",
+                ));
+            }
+            ConnEnd::Lost
+        }
         None => ConnEnd::Finished,
     };
     conn.close(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"), b"");
@@ -392,7 +406,7 @@ async fn lane(
     let ledger = shared.ledger;
     let mut parser = ResponseParser::default();
     loop {
-        if shared.goaway.get().is_some() {
+        if shared.goaway.get().is_some() || !ledger.may_have_more() {
             if let Some((send, recv)) = opened.as_mut() {
                 cancel(send, recv);
             }
@@ -418,6 +432,7 @@ async fn lane(
                 }
             }
         };
+        shared.taken.set(shared.taken.get() + 1);
         let path = shared
             .paths
             .borrow_mut()
