@@ -431,7 +431,8 @@ h3_section() {
     echo "Debian's h2load and curl have no HTTP/3. Request rows run ${d} s each (\`-D\`, oha \`-z\`), so a"
     echo "stalled client still finishes; -c 10 -m 10 is oha's -c 10 -p 10. h2 rows on the same servers"
     echo "show what the same server does over TCP. Load average at the start: $(cut -d' ' -f1 /proc/loadavg)"
-    echo "(other work on the machine shows as a server core busier than the server's own share, below)."
+    echo "(other work on the machine shows below as a server core busier than the server's own share; that"
+    echo "column covers each tool's whole run, for oha's h3 rows its 30 s wait at exit too)."
   } >>"$work/report"
   : >"$work/summary"
   server_pids=$caddy_pid
