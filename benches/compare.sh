@@ -181,10 +181,13 @@ server_ticks() {
   echo $total
 }
 
-# Busy and total clock ticks of the servers' core so far, all processes: when the server's own
-# share stays under 90 % but its core is full, something else on the machine took the rest.
+# Busy and total clock ticks so far of the servers' core, then the clients' core, all processes:
+# when the server's own share stays under 90 % but a core is full, the machine's other work (or
+# the client) took the rest.
 core_ticks() {
-  awk -v c="cpu$server_cpu" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat
+  awk -v s="cpu$server_cpu" -v c="cpu$client_cpu" '$1 == s || $1 == c {
+      line[$1] = ($2 + $3 + $4 + $7 + $8 + $9) " " ($2 + $3 + $4 + $5 + $6 + $7 + $8 + $9) }
+    END { print line[s], line[c] }' /proc/stat
 }
 
 # Seconds in one of oha's summary lines ("  Slowest:	6.2206 ms"; units ns us ms sec min hr,
@@ -198,8 +201,9 @@ oha_seconds() {
 }
 
 # Runs one measurement: TOOL KIND CMD...; KIND is "requests" or "bytes:N".
-# Prints "rate cpu_us_per_request rss_kb server_cpu_percent server_us_per_request core_busy_percent"
-# (rate in requests/s, or bytes/s for downloads; the last: the servers' core, all processes).
+# Prints "rate cpu_us_per_request rss_kb server_cpu_percent server_us_per_request
+# server_core_busy_percent client_core_busy_percent" (rate in requests/s, or bytes/s for
+# downloads; the last two: all processes on the servers' and the clients' core).
 measure() {
   local tool=$1 kind=$2
   shift 2
@@ -278,7 +282,8 @@ measure() {
     'BEGIN {
       n = (n > 0 ? n : 1); w = (w > 0 ? w : 1); split(c0, b, " "); split(c1, e, " ")
       core = (e[2] > b[2]) ? (e[1] - b[1]) * 100 / (e[2] - b[2]) : 0
-      printf "%.0f %.3f %d %.0f %.3f %.0f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n, core }'
+      client_core = (e[4] > b[4]) ? (e[3] - b[3]) * 100 / (e[4] - b[4]) : 0
+      printf "%.0f %.3f %d %.0f %.3f %.0f %.0f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n, core, client_core }'
 }
 
 # A note for a peer whose median out-ran h2load-rs: was the server, not the client, the limit?
@@ -315,7 +320,7 @@ row() {
   local ours_rate ours_cpu ours_rss ours_server ours_max
   for entry in "${entries[@]}"; do
     local tool=${entry%%|*}
-    local rate cpu rss server server_cost core low high
+    local rate cpu rss server server_cost core client_core low high
     rate=$(awk '{ print $1 }' "$work/row.$tool" | median)
     low=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | head -1)
     high=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | tail -1)
@@ -324,10 +329,11 @@ row() {
     server=$(awk '{ print $4 }' "$work/row.$tool" | median)
     server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
     core=$(awk '{ print $6 }' "$work/row.$tool" | median)
+    client_core=$(awk '{ print $7 }' "$work/row.$tool" | median)
     if [ "$tool" = h2load-rs ]; then
       ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server ours_max=$high
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$tool" "$rate" "$cpu" "$server" "$core" >>"$work/summary"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$tool" "$rate" "$cpu" "$server" "$core" "$client_core" >>"$work/summary"
     awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
       -v lo="$low" -v hi="$high" -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
       d = (k ~ /^bytes/) ? 1048576 : 1
@@ -433,8 +439,8 @@ h3_section() {
     echo "Total add a 30 s wait at exit, see the end of this section); its 1 GiB download is timed by the"
     echo "request itself for the same reason. -c 10 -m 10 is oha's -c 10 -p 10. h2 rows on the same servers"
     echo "show what the same server does over TCP. Load average at the start: $(cut -d' ' -f1 /proc/loadavg)"
-    echo "(other work on the machine shows below as a server core busier than the server's own share; that"
-    echo "column covers each tool's whole run, for oha's h3 rows its 30 s wait at exit too)."
+    echo "(other work on the machine shows below as a server core busier than the server's own share; the"
+    echo "core columns cover each tool's whole run, for oha's h3 rows its 30 s wait at exit too)."
   } >>"$work/report"
   : >"$work/summary"
   server_pids=$caddy_pid
@@ -476,12 +482,12 @@ h3_section() {
 
   {
     printf '\n### HTTP/3: who sets the pace (-c 10 -m 10, server pinned to one core)\n\n'
-    printf '| row | client | req/s | server CPU %% | CPU %d busy, all processes %% | verdict |\n|---|---|---|---|---|---|\n' "$server_cpu"
+    printf '| row | client | req/s | server CPU %% | CPU %d (server) busy, all processes %% | CPU %d (client) busy, all processes %% | verdict |\n|---|---|---|---|---|---|---|\n' "$server_cpu" "$client_cpu"
     local name
     for name in "$caddy_h3" "$caddy_h2" "$target_h3" "$target_h2"; do
       awk -F'\t' -v n="$name" '$1 == n {
-        verdict = ($5 >= 90) ? "the server sets the pace" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : "the server waits: the client or the protocol sets the pace"
-        printf "| %s | %s | %.0f | %d | %d | %s |\n", n, $2, $3, $5, $6, verdict }' "$work/summary"
+        verdict = ($5 >= 90) ? "the server sets the pace" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : ($7 >= 90) ? "the client'"'"'s core was full" : "the server waits: the client or the protocol sets the pace"
+        printf "| %s | %s | %.0f | %d | %d | %d | %s |\n", n, $2, $3, $5, $6, $7, verdict }' "$work/summary"
     done
     echo
     for name in "$caddy_h3" "$target_h3"; do
