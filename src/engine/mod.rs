@@ -229,6 +229,11 @@ impl<'a> Ledger<'a> {
         self.shared.budget.has_more() || self.shared.has_retries()
     }
 
+    /// Requests this connection has taken so far.
+    pub fn requests_taken(&self) -> u64 {
+        self.conn.requests.get()
+    }
+
     /// Completes when the schedule has ended or a steered run's rate changed (never without a
     /// schedule): a connection waiting for its send time then asks again at once.
     pub async fn schedule_over(&self) {

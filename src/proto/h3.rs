@@ -1353,6 +1353,17 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_entry_point_agrees_with_itself() {
+        let (stream, _) = full_response();
+        let garbage: Vec<u8> = (0..=255u8).rev().collect();
+        for input in [&stream[..], &stream[..stream.len() / 2], &garbage, &[]] {
+            for piece in [0, 1, 2, 7, 100] {
+                crate::fuzzing::h3_response(input, piece);
+            }
+        }
+    }
+
+    #[test]
     fn error_codes_have_names() {
         assert_eq!(error_code_name(H3_NO_ERROR), "H3_NO_ERROR");
         assert_eq!(error_code_name(H3_REQUEST_REJECTED), "H3_REQUEST_REJECTED");

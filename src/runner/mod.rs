@@ -430,6 +430,7 @@ impl Worker {
             let shared = shared.clone();
             let timer = timer.clone();
             let warm_up_bytes = warm_up_bytes.clone();
+            let quic = quic.clone();
             async move {
                 if self.measure_start > Instant::now() {
                     let wire = shared.wire.clone();
@@ -470,18 +471,21 @@ impl Worker {
                     // Returns only if the timerfd fails: the connections' deadlines would never come.
                     Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
-                let ended = Instant::now();
-                if let Some(quic) = &quic {
-                    // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
-                    // the run's time): a server that never hears them holds their state until
-                    // its idle timeout.
-                    quic.endpoint.close(VarInt::from_u32(0x100), b"");
-                    let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
-                }
-                Ok(ended)
+                Ok(Instant::now())
             }
         })?;
+        // The connections' tasks go first: requests still in flight (an abandoned drain) stay
+        // unfinished, as with TCP, instead of failing when the endpoint closes under them.
         drop(local);
+        if let Some(quic) = quic {
+            // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of the
+            // run's time): a server that never hears them holds their state until its idle
+            // timeout. quinn's drivers run on the runtime, not the LocalSet.
+            runtime.block_on(async {
+                quic.endpoint.close(VarInt::from_u32(0x100), b"");
+                let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
+            });
+        }
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");

@@ -16,10 +16,11 @@ mod quic;
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::future::try_join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
 use http::Method;
@@ -118,8 +119,6 @@ struct Shared<'c> {
     goaway_seen: Notify,
     /// When something last arrived (`-N`).
     last_read: Cell<Instant>,
-    /// Requests taken for this connection.
-    taken: Cell<u64>,
     /// The `-v` trace, if this connection is traced.
     trace: Option<RefCell<ConnTrace>>,
     /// The server's SETTINGS as the trace shows them, gathered until they end.
@@ -213,7 +212,6 @@ pub(crate) async fn drive(
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
-        taken: Cell::new(0),
         trace: trace.map(RefCell::new),
         settings_seen: RefCell::default(),
     };
@@ -222,30 +220,18 @@ pub(crate) async fn drive(
     let control = open_control(&shared).await;
     let failure = match control {
         Err(failure) => Some(failure),
-        Ok(_control) => {
-            let lanes = try_join_all(
-                first
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, opened)| lane(&shared, index, opened, timer)),
-            );
-            tokio::select! {
-                biased;
-                done = lanes => done.err(),
-                failure = server_streams(&shared) => Some(failure),
-                error = conn.closed() => Some(quic::connection_failure(&error)),
-                failure = watchdog(&shared, limits, timer) => Some(failure),
-            }
-        }
+        Ok(_control) => run_tasks(&shared, first, limits, timer).await,
     };
-    ledger.wire().add_total(conn.stats().udp_rx.bytes);
+    let stats = conn.stats();
+    ledger.wire().add_total(stats.udp_rx.bytes);
+    shared.trace_line(|| describe_end(&stats));
     let end = match failure {
         Some(failure) => {
             lose(&shared, failure);
             ConnEnd::Lost
         }
         None if shared.goaway.get().is_some() => {
-            if shared.taken.get() == 0 {
+            if ledger.requests_taken() == 0 {
                 ledger.connection_failed(Failure::new(
                     ErrorKind::Goaway,
                     "the server sent GOAWAY before the first request",
@@ -257,6 +243,41 @@ pub(crate) async fn drive(
     };
     conn.close(VarInt::from_u64(H3_NO_ERROR).expect("a valid varint"), b"");
     end
+}
+
+/// A connection's concurrent work: its lanes, and the watchers that end it.
+type Task<'a> = Pin<Box<dyn Future<Output = Result<(), Failure>> + 'a>>;
+
+/// Runs the lanes (one per entry of `opened`) beside the server's streams, the connection's
+/// close and its `-T`/`-N` limits, until every lane is done (`None`) or something fails. Each
+/// is polled only when woken: a wake-up costs the lanes that have something to do, not all.
+async fn run_tasks<'a>(
+    shared: &'a Shared<'a>,
+    opened: Vec<Option<(SendStream, RecvStream)>>,
+    limits: ConnLimits,
+    timer: &'a impl Timer,
+) -> Option<Failure> {
+    let mut lanes = opened.len();
+    let mut tasks: FuturesUnordered<Task<'a>> = opened
+        .into_iter()
+        .enumerate()
+        .map(|(index, opened)| Box::pin(lane(shared, index, opened, timer)) as Task<'a>)
+        .collect();
+    tasks.push(Box::pin(async { Err(server_streams(shared).await) }));
+    tasks.push(Box::pin(async {
+        Err(quic::connection_failure(&shared.conn.closed().await))
+    }));
+    tasks.push(Box::pin(async move {
+        Err(watchdog(shared, limits, timer).await)
+    }));
+    while let Some(done) = tasks.next().await {
+        match done {
+            Ok(()) if lanes > 1 => lanes -= 1,
+            Ok(()) => return None,
+            Err(failure) => return Some(failure),
+        }
+    }
+    None
 }
 
 /// Opens the client's control stream with the client's SETTINGS.
@@ -432,7 +453,6 @@ async fn lane(
                 }
             }
         };
-        shared.taken.set(shared.taken.get() + 1);
         let path = shared
             .paths
             .borrow_mut()
@@ -455,6 +475,7 @@ async fn lane(
         match outcome {
             Outcome::Complete(sample) => ledger.complete(sample),
             Outcome::Unprocessed(kind) => {
+                cancel(&mut send, &mut recv);
                 if !ledger.retry(start, kind) {
                     ledger.fail(start, kind);
                 }
@@ -633,6 +654,30 @@ fn describe_handshake(conn: &Connection, template: &H3Template, lanes_open: usiz
         "QUIC v1 handshake done: TLSv1.3, ALPN {alpn}; RTT {}, path MTU {} bytes, congestion window {} bytes; {streams}",
         format_micros(path.rtt.as_micros() as f64),
         path.current_mtu,
+        path.cwnd
+    )
+}
+
+/// The trace's line for a connection's end: what quinn counted, to tell a stall's cause (lost
+/// datagrams, a small congestion window, stream credit that came late, ACK traffic).
+fn describe_end(stats: &quinn::ConnectionStats) -> String {
+    let path = &stats.path;
+    format!(
+        "QUIC connection done: sent {} datagrams in {} sends ({} bytes), received {} in {} receives ({} bytes); ACK frames sent {}, received {}; MAX_STREAMS received {}, STREAMS_BLOCKED sent {}; lost packets {}, congestion events {}; RTT {} (min {}), congestion window {} bytes",
+        stats.udp_tx.datagrams,
+        stats.udp_tx.ios,
+        stats.udp_tx.bytes,
+        stats.udp_rx.datagrams,
+        stats.udp_rx.ios,
+        stats.udp_rx.bytes,
+        stats.frame_tx.acks,
+        stats.frame_rx.acks,
+        stats.frame_rx.max_streams_bidi,
+        stats.frame_tx.streams_blocked_bidi,
+        path.lost_packets,
+        path.congestion_events,
+        format_micros(path.rtt.as_micros() as f64),
+        format_micros(path.min_rtt.as_micros() as f64),
         path.cwnd
     )
 }

@@ -43,7 +43,7 @@ pub(crate) struct QuicContext {
 /// The thread's UDP socket as the kernel set it up.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SocketInfo {
-    /// Receive buffer, bytes (as the kernel reports it: twice what it accounts as payload).
+    /// Receive buffer, bytes (as set: Linux reports twice that, for its bookkeeping).
     pub(crate) recv_buffer: usize,
     /// Send buffer, bytes.
     pub(crate) send_buffer: usize,
@@ -69,10 +69,14 @@ impl std::fmt::Display for SocketInfo {
     }
 }
 
-/// The receive buffer a thread's socket asks for per connection: a burst of a connection's
-/// worth of in-flight datagrams should not overflow it (a dropped datagram costs a
-/// retransmission and halves the congestion window), up to [`MAX_RECV_BUFFER`] in all.
-const RECV_BUFFER_PER_CONNECTION: usize = 2 << 20;
+/// The receive buffer a thread's socket asks for per connection (at most its receive window):
+/// a burst of every connection's datagrams should not overflow it (a dropped datagram costs a
+/// retransmission and halves the congestion window), between [`MIN_RECV_BUFFER`] and
+/// [`MAX_RECV_BUFFER`] in all.
+const RECV_BUFFER_PER_CONNECTION: usize = 1 << 20;
+/// The least a socket's receive buffer is asked for: what quic-go asks for (7 MiB) is of this
+/// order; Linux's default (208 KiB) overflows at a few thousand small responses at once.
+const MIN_RECV_BUFFER: usize = 4 << 20;
 /// The most a socket's receive buffer is asked for.
 const MAX_RECV_BUFFER: usize = 64 << 20;
 /// The send buffer: requests are small, but a burst of them on every connection goes at once.
@@ -87,13 +91,14 @@ fn size_buffers(
     window: u32,
 ) -> (SocketInfo, Option<String>) {
     let wanted = (connections * RECV_BUFFER_PER_CONNECTION.min(window as usize))
-        .clamp(RECV_BUFFER_PER_CONNECTION, MAX_RECV_BUFFER);
+        .clamp(MIN_RECV_BUFFER, MAX_RECV_BUFFER);
     let sock = socket2::SockRef::from(socket);
     // Best effort: a socket with the default buffers still works, only less well.
     let _ = sock.set_recv_buffer_size(wanted);
     let _ = sock.set_send_buffer_size(SEND_BUFFER);
-    let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
-    let send_buffer = sock.send_buffer_size().unwrap_or(0);
+    // Linux reports twice the size it was given, for its bookkeeping.
+    let recv_buffer = sock.recv_buffer_size().unwrap_or(0) / 2;
+    let send_buffer = sock.send_buffer_size().unwrap_or(0) / 2;
     let state = quinn::udp::UdpSocketState::new(socket.into()).ok();
     let info = SocketInfo {
         recv_buffer,
@@ -101,11 +106,10 @@ fn size_buffers(
         gso_segments: state.as_ref().map_or(1, |state| state.max_gso_segments()),
         gro_segments: state.as_ref().map_or(1, |state| state.gro_segments()),
     };
-    // Linux reports twice the size it was given, for its bookkeeping.
     let warning = (recv_buffer < wanted).then(|| {
         format!(
             "the UDP receive buffer is {} KiB, not the {} KiB asked for: net.core.rmem_max caps it, and bursts of QUIC datagrams may be dropped (raise it: sysctl -w net.core.rmem_max={wanted})",
-            recv_buffer / 2 / 1024,
+            recv_buffer / 1024,
             wanted / 1024
         )
     });
@@ -349,5 +353,39 @@ pub(crate) fn connection_failure(error: &ConnectionError) -> Failure {
             ErrorKind::Connect,
             "no QUIC connection id left for a new connection",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_read_back_and_a_cap_is_reported() {
+        let Ok(rmem_max) = std::fs::read_to_string("/proc/sys/net/core/rmem_max") else {
+            return; // Not Linux: nothing to compare with.
+        };
+        let rmem_max: usize = rmem_max.trim().parse().unwrap();
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // 1000 connections ask for the most, 64 MiB.
+        let (info, warning) = size_buffers(&socket, 1000, u32::MAX);
+        assert!(info.gso_segments >= 1 && info.gro_segments >= 1);
+        if rmem_max < MAX_RECV_BUFFER {
+            assert_eq!(info.recv_buffer, rmem_max);
+            let warning = warning.expect("a capped buffer is reported");
+            assert!(warning.contains("net.core.rmem_max"), "{warning}");
+            assert!(
+                warning.contains(&format!("{} KiB", rmem_max / 1024)),
+                "{warning}"
+            );
+        } else {
+            assert_eq!((info.recv_buffer, warning), (MAX_RECV_BUFFER, None));
+        }
+        // Few connections with small windows ask for the least.
+        let small = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (info, warning) = size_buffers(&small, 3, 64 * 1024);
+        if rmem_max >= MIN_RECV_BUFFER {
+            assert_eq!((info.recv_buffer, warning), (MIN_RECV_BUFFER, None));
+        }
     }
 }

@@ -34,6 +34,8 @@ enum Script {
     ResetInternal,
     /// Reads requests and never answers.
     Silent,
+    /// Sends GOAWAY(0) with its SETTINGS: it processes nothing.
+    GoawayAtOnce,
 }
 
 /// `:status 200` (static entry 25), no dynamic table.
@@ -96,6 +98,9 @@ async fn connection(
     control
         .write_all(&[vec![0x00], frame(SETTINGS, &[])].concat())
         .await?;
+    if script == Script::GoawayAtOnce {
+        control.write_all(&frame(GOAWAY, &[0])).await?;
+    }
     let mut answered = 0;
     let mut held = Vec::new();
     loop {
@@ -138,6 +143,7 @@ async fn connection(
                 send.reset(varint(0x102))?;
             }
             Script::Silent => held.push((send, recv)),
+            Script::GoawayAtOnce => reject(&mut send, &mut recv),
         }
     }
 }
@@ -297,4 +303,21 @@ fn nothing_listening_is_connection_refused() {
     assert_eq!(outcome.recorder.connections_failed, 1);
     assert_eq!(errors(&outcome), [(ErrorKind::Connect, 1)]);
     assert!(began.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_server_that_processes_nothing_ends_the_run_with_named_errors() {
+    let addr = serve(Script::GoawayAtOnce, 100);
+    let began = Instant::now();
+    let outcome = run(addr, &["-n", "6", "-c", "2", "-m", "2"]);
+    let counters = outcome.recorder.counters;
+    assert_eq!(counters.succeeded, 0);
+    // Every request fails as not processed (GOAWAY or H3_REQUEST_REJECTED), after its retries.
+    let failed: u64 = errors(&outcome)
+        .iter()
+        .filter(|(kind, _)| matches!(kind, ErrorKind::Goaway | ErrorKind::Refused))
+        .map(|(_, count)| count)
+        .sum();
+    assert_eq!(failed, 6, "{:?}", errors(&outcome));
+    assert!(began.elapsed() < Duration::from_secs(10));
 }
