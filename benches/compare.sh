@@ -311,6 +311,11 @@ row() {
       local tool=${entry%%|*} command=${entry#*|}
       # shellcheck disable=SC2086 # the command is a word list on purpose
       measure "$tool" "$kind" $command >>"$work/row.$tool"
+      # Every round's figures and output, kept to check a median afterwards (rows overwrite row.*).
+      {
+        printf '=== %s | %s | round %s: %s\n' "$name" "$tool" "$round" "$(tail -n 1 "$work/row.$tool")"
+        cat "$work/out"
+      } >>"$work/rounds.log"
     done
   done
   local unit="req/s, median (min–max)" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
@@ -543,6 +548,7 @@ main() {
   install
   mkdir -p "$work"
   : >"$work/report"
+  : >"$work/rounds.log"
   pids=()
   trap stop_servers EXIT
   start_servers
