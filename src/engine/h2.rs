@@ -777,7 +777,7 @@ impl<'t> H2Session<'t> {
                         ledger.note_error(|| {
                             format!("the server reset a stream ({})", error_code_name(code))
                         });
-                        ledger.fail_stream_reset(stream.start, code);
+                        ledger.fail_stream_reset(stream.start, crate::proto::ResetCode::H2(code));
                     }
                 }
                 Ok(())

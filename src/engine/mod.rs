@@ -315,8 +315,8 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    /// Records a request whose HTTP/2 stream the server reset with `code`.
-    pub fn fail_stream_reset(&self, start: RequestStart, code: u32) {
+    /// Records a request whose stream the server reset with `code`.
+    pub fn fail_stream_reset(&self, start: RequestStart, code: crate::proto::ResetCode) {
         self.fail(start, ErrorKind::StreamReset);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {

@@ -456,7 +456,9 @@ fn h2_stream_reset_is_counted_with_its_code() {
     assert_eq!(outcome.errors, [(ErrorKind::StreamReset, 1)]);
     let recorder = world.shared.recorder.borrow();
     assert_eq!(
-        recorder.stream_reset_codes.get(&frame::REFUSED_STREAM),
+        recorder
+            .stream_reset_codes
+            .get(&crate::proto::ResetCode::H2(frame::REFUSED_STREAM)),
         Some(&1)
     );
 }

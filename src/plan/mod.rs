@@ -190,7 +190,15 @@ pub struct Timeouts {
     pub connection_active: Option<Duration>,
     /// Limit on a connection's silence.
     pub connection_inactivity: Option<Duration>,
+    /// HTTP/3: how long a QUIC connection may hear nothing (keep-alive PINGs included) before it
+    /// is given up. Not a flag: [`QUIC_IDLE_TIMEOUT`], which tests shorten.
+    pub quic_idle: Duration,
 }
+
+/// How long a QUIC connection may hear nothing before it is given up (RFC 9000 §10.1). The
+/// client sends keep-alive PINGs at a third of it, so only a vanished server reaches it; a
+/// response may take any time (`--request-timeout` bounds it).
+pub const QUIC_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long connecting may take (TCP, TLS and the server's HTTP/2 SETTINGS) when
 /// `--connect-timeout` is not given: a server that never completes a handshake ends the run.
@@ -448,6 +456,7 @@ pub fn build(
             request: args.request_timeout,
             connection_active: args.connection_active_timeout,
             connection_inactivity: args.connection_inactivity_timeout,
+            quic_idle: QUIC_IDLE_TIMEOUT,
         },
         max_retries: (!args.no_retry).then_some(args.max_retries),
         h2: H2Settings {

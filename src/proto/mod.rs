@@ -8,12 +8,23 @@ pub mod h3;
 pub mod hpack;
 mod huffman;
 
-/// The name of the code a server reset a request's stream with: HTTP/2's codes are below 0x100,
-/// HTTP/3's from 0x100 on (RFC 9114 §8.1), so one table serves every run.
-pub fn stream_error_name(code: u32) -> String {
-    if code < 0x100 {
-        h2::error_code_name(code)
-    } else {
-        h3::error_code_name(u64::from(code))
+/// A code a server reset a request's stream with, kept whole with the protocol whose table
+/// names it: HTTP/2's codes are 32-bit, HTTP/3's are 62-bit varints (reserved GREASE codes
+/// included), and the two tables overlap (0x8 is HTTP/2's CANCEL, no HTTP/3 code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResetCode {
+    /// An HTTP/2 RST_STREAM error code.
+    H2(u32),
+    /// An HTTP/3 application error code (RESET_STREAM).
+    H3(u64),
+}
+
+impl ResetCode {
+    /// The code's name in its protocol's table, or its number when the table has none.
+    pub fn name(self) -> String {
+        match self {
+            ResetCode::H2(code) => h2::error_code_name(code),
+            ResetCode::H3(code) => h3::error_code_name(code),
+        }
     }
 }

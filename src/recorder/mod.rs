@@ -307,8 +307,8 @@ pub struct Recorder {
     pub start_delay: Option<Histogram<u64>>,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
-    /// HTTP/2 stream resets by error code.
-    pub stream_reset_codes: std::collections::BTreeMap<u32, u64>,
+    /// Stream resets (HTTP/2 and HTTP/3) by error code.
+    pub stream_reset_codes: std::collections::BTreeMap<crate::proto::ResetCode, u64>,
     /// Measured requests in flight over time.
     pub(crate) in_flight: InFlightMeter,
 }

@@ -855,7 +855,7 @@ impl Summary {
             stream_reset_codes: recorder
                 .stream_reset_codes
                 .iter()
-                .map(|(code, count)| (crate::proto::stream_error_name(*code), *count))
+                .map(|(code, count)| (code.name(), *count))
                 .collect(),
             errors: recorder
                 .errors()

@@ -651,12 +651,13 @@ async fn run_quic_slot(
                 return;
             }
         };
+        let tls = h3::tls_info(&connection);
         let (conn, trace) = on_connected(
             &shared,
             tracer.as_ref(),
             slot,
             began,
-            None,
+            Some(tls),
             Some(Protocol::H3),
         );
         let ledger = Ledger::new(&shared, &conn, slot);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use http::header::CONTENT_LENGTH;
-use http::{HeaderValue, Request};
+use http::{HeaderValue, Method, Request};
 use quinn::crypto::rustls::QuicServerConfig;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -104,10 +104,18 @@ async fn serve_request(
         Reply::Echo => request.headers().get(CONTENT_LENGTH).cloned(),
     };
     let mut response = head.response(());
-    if let Some(length) = length {
+    // As hyper does for h1/h2: no length on a response that cannot have a body.
+    let bodiless = matches!(response.status().as_u16(), 204 | 304);
+    if let Some(length) = length.filter(|_| !bodiless) {
         response.headers_mut().insert(CONTENT_LENGTH, length);
     }
     stream.send_response(response).await?;
+    // A HEAD response says how long the body would be and sends none (RFC 9110 §9.3.2).
+    let reply = if request.method() == Method::HEAD {
+        Reply::Static(None)
+    } else {
+        reply
+    };
     match reply {
         Reply::Static(Some(bytes)) => stream.send_data(bytes).await?,
         Reply::Static(None) => {}
@@ -248,6 +256,14 @@ mod tests {
         assert_eq!(headers["content-length"], "200001");
         assert_eq!(body.len(), 200_001);
         assert!(body.iter().all(|&byte| byte == b'x'));
+
+        // HEAD: the length the body would have, no body; 204: neither (as hyper answers h1/h2).
+        let (status, headers, body) = fetch(&mut send, Method::HEAD, "/ping", b"").await;
+        assert_eq!((status, body.len()), (StatusCode::OK, 0));
+        assert_eq!(headers["content-length"], "4");
+        let (status, headers, body) = fetch(&mut send, Method::GET, "/status/204", b"").await;
+        assert_eq!((status, body.len()), (StatusCode::NO_CONTENT, 0));
+        assert!(!headers.contains_key("content-length"));
 
         let (status, _, body) = fetch(&mut send, Method::GET, "/status/503", b"").await;
         assert_eq!((status, body.len()), (StatusCode::SERVICE_UNAVAILABLE, 0));

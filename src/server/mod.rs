@@ -330,18 +330,23 @@ mod tests {
     fn a_fixed_port_whose_udp_side_is_taken_fails_naming_udp() {
         let runtime = runtime();
         let _guard = runtime.enter();
-        // Find a port free on both sides, then hold its UDP side.
-        let free = bind(SocketAddr::from(([127, 0, 0, 1], 0)), true).unwrap();
-        let port = free.local_addr().unwrap().port();
-        drop(free);
-        let _udp = UdpSocket::bind(("127.0.0.1", port)).unwrap();
-        let error = bind(SocketAddr::from(([127, 0, 0, 1], port)), true).unwrap_err();
-        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
-        assert!(
-            error
-                .to_string()
-                .starts_with(&format!("UDP port {port} for HTTP/3: ")),
-            "{error}"
-        );
+        // Hold a free UDP port first (no window for another test to take it); its TCP twin is
+        // almost always free too, and another port is tried when it is not.
+        for _ in 0..20 {
+            let udp = UdpSocket::bind(("127.0.0.1", 0)).unwrap();
+            let port = udp.local_addr().unwrap().port();
+            let error = bind(SocketAddr::from(([127, 0, 0, 1], port)), true).unwrap_err();
+            let message = error.to_string();
+            if !message.starts_with("UDP port") && error.kind() == io::ErrorKind::AddrInUse {
+                continue; // the TCP side of this port was taken
+            }
+            assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+            assert!(
+                message.starts_with(&format!("UDP port {port} for HTTP/3: ")),
+                "{error}"
+            );
+            return;
+        }
+        panic!("no free TCP port beside 20 free UDP ports");
     }
 }

@@ -97,7 +97,8 @@ fn h3_error_statuses_delays_and_uploads() {
     let min = run.int("latency/request/min");
     let p50 = run.int("latency/request/percentiles/p50");
     assert!(min >= 50_000, "min {min} µs");
-    assert!((50_000..=70_000).contains(&p50), "p50 {p50} µs");
+    // Once, not twice (a doubled delay would be 100 ms), with room for a loaded CI machine.
+    assert!((50_000..100_000).contains(&p50), "p50 {p50} µs");
 
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body.bin");
@@ -285,4 +286,142 @@ fn gtlsserver_over_h3_gets_exact_counts_and_bytes() {
         assert_eq!(run.int("traffic/data_bytes"), 500 * size, "{path}");
         assert_eq!(run.int("connections/opened"), 4, "{path}");
     }
+}
+
+#[test]
+fn h3_traffic_total_is_the_measured_periods_http3_bytes() {
+    // Warm-up bytes are left out and every byte counts as it is read: with 10 kB bodies the
+    // total is the data plus a few bytes of frames per response (and each connection's control
+    // and QPACK streams), not the UDP payload since the connection began.
+    let run = h3(&[
+        "-c",
+        "2",
+        "-m",
+        "4",
+        "-D",
+        "2s",
+        "--warm-up-time",
+        "1s",
+        &url("/bytes/10000"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let data = run.int("traffic/data_bytes");
+    let headers = run.int("traffic/header_bytes");
+    let total = run.int("traffic/total_bytes");
+    let succeeded = run.int("requests/succeeded");
+    assert!(succeeded > 0);
+    assert_eq!(data, succeeded * 10_000);
+    assert!(total >= data + headers, "{total} < {data} + {headers}");
+    // HEADERS and DATA frame heads: well under 1% of a 10 kB response.
+    assert!(total <= data + data / 100, "total {total}, data {data}");
+}
+
+#[test]
+fn an_interrupted_h3_run_keeps_its_counts_and_bytes() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let log = dir.path().join("requests.tsv");
+    let target = url("/delay/10");
+    let child = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
+        .args([
+            "--proto",
+            "h3",
+            "--cacert",
+            CA,
+            "-c",
+            "2",
+            "-m",
+            "2",
+            "-D",
+            "10s",
+            "--json",
+            report.to_str().unwrap(),
+            "--log-file",
+            log.to_str().unwrap(),
+            &target,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let signalled = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(signalled.elapsed() < std::time::Duration::from_secs(3));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let cell = &json["cells"][0];
+    assert_eq!(cell["interrupted"], true);
+    let count = |field: &str| cell["requests"][field].as_u64().unwrap();
+    let done = count("done");
+    // 4 streams, each a request per ~10 ms, for 1.5 s (a debug build on a shared machine: ≥ 50).
+    assert!(done >= 50, "done {done}");
+    // What was in flight at the stop stays unfinished: not an error.
+    assert_eq!((count("succeeded"), count("errored")), (done, 0));
+    assert!(count("started") - done <= 4);
+    let lines = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+    assert_eq!(lines, done);
+    // Bytes are counted as they are read, so connections cut short count theirs too.
+    let traffic = &cell["traffic"];
+    let total = traffic["total_bytes"].as_u64().unwrap();
+    let headers = traffic["header_bytes"].as_u64().unwrap();
+    assert!(headers >= done * 3, "headers {headers}");
+    assert!(total >= headers, "total {total}, headers {headers}");
+}
+
+#[test]
+fn head_over_h3_to_caddy_gets_no_body() {
+    if !testbed_running() {
+        return;
+    }
+    let run = h3(&[
+        "--method",
+        "HEAD",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        "-n",
+        "100",
+        "https://localhost:19843/bytes/1000",
+    ]);
+    assert_all_succeeded(&run, "caddy HEAD", 100);
+    assert_eq!(run.cell()["settings"]["method"], "HEAD");
+    assert_eq!(run.int("traffic/data_bytes"), 0);
+    assert!(run.int("traffic/header_bytes") > 0);
+}
+
+#[test]
+fn an_h3_upload_larger_than_every_window_is_echoed_while_it_is_sent() {
+    // The target's /echo sends each chunk back as it reads it. 20 MB is more than its 16 MiB
+    // stream window and the client's 64 KiB one (-w 16): a client that wrote the whole body
+    // before reading would wait on the server, which waits on the client.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'e'; 20_000_000]).unwrap();
+    let run = h3(&[
+        "-c",
+        "1",
+        "-m",
+        "1",
+        "-n",
+        "1",
+        "-w",
+        "16",
+        "--request-timeout",
+        "30s",
+        "-d",
+        body.to_str().unwrap(),
+        &url("/echo"),
+    ]);
+    assert_all_succeeded(&run, "echo 20 MB", 1);
+    assert_eq!(run.int("traffic/data_bytes"), 20_000_000);
 }

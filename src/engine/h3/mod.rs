@@ -5,8 +5,9 @@
 //!
 //! A connection keeps `-m` request lanes. Each lane opens a bidirectional stream (quinn waits
 //! for the server's stream credit, so `initial_max_streams_bidi` is honoured), takes a request
-//! from the ledger, writes the HEADERS frame prepared once per run (and the body's DATA frame),
-//! finishes its side and feeds the response to a [`ResponseParser`] as quinn hands over chunks.
+//! from the ledger, writes the HEADERS frame prepared once per run (and the body's DATA frame)
+//! and finishes its side while it feeds the response to a [`ResponseParser`] as quinn hands
+//! over chunks. Every chunk read, on any stream, counts in the traffic total as it arrives.
 //! Nothing is allocated per request on this side: the frames are shared [`Bytes`], the parser
 //! and its buffer are the lane's. The server's unidirectional streams are read beside the lanes:
 //! its control stream (SETTINGS, GOAWAY) and the QPACK streams, which carry nothing the client
@@ -42,7 +43,9 @@ use crate::proto::h3::{
     H3_REQUEST_REJECTED, MAX_HEADER_LIST, STREAM_CONTROL, STREAM_QPACK_DECODER,
     STREAM_QPACK_ENCODER,
 };
+use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
+use crate::runner::tls::TlsInfo;
 pub(crate) use quic::QuicContext;
 
 #[cfg(test)]
@@ -58,6 +61,9 @@ pub(crate) struct H3Template {
     control: Bytes,
     lanes: usize,
     request_timeout: Option<Duration>,
+    /// How long a lane may wait for stream credit while the connection holds no stream:
+    /// `--request-timeout`, else the QUIC idle timeout.
+    credit_wait: Duration,
 }
 
 impl H3Template {
@@ -102,6 +108,7 @@ impl H3Template {
             control: client_control_stream().into(),
             lanes: plan.max_concurrent,
             request_timeout: plan.timeouts.request,
+            credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
         }
     }
 }
@@ -111,8 +118,10 @@ struct Shared<'c> {
     conn: &'c Connection,
     template: &'c H3Template,
     ledger: Ledger<'c>,
-    /// Each lane's request in flight and its stream id: what fails if the connection is lost.
-    in_flight: RefCell<Vec<Option<(RequestStart, u64)>>>,
+    /// Each lane's request in flight: what fails if the connection is lost.
+    in_flight: RefCell<Vec<Option<InFlight>>>,
+    /// Request streams the lanes hold now.
+    streams_held: Cell<usize>,
     paths: RefCell<PathCycle>,
     /// The stream id of the server's GOAWAY: requests on streams from it on were not processed.
     goaway: Cell<Option<u64>>,
@@ -125,7 +134,56 @@ struct Shared<'c> {
     settings_seen: RefCell<String>,
 }
 
+/// A lane's request in flight.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    start: RequestStart,
+    /// Its stream's id.
+    id: u64,
+    /// Its response's header bytes so far (as received, and decoded): counted once its fate is
+    /// known, and not at all if it goes again, so a retried request's headers count once.
+    headers: (u64, u64),
+}
+
+/// A request stream a lane holds, counted while held: a lane waiting for stream credit tells
+/// a server that allows none from one whose streams are all busy.
+struct Held<'c> {
+    send: SendStream,
+    recv: RecvStream,
+    held: &'c Cell<usize>,
+}
+
+impl<'c> Held<'c> {
+    fn new((send, recv): (SendStream, RecvStream), held: &'c Cell<usize>) -> Self {
+        held.set(held.get() + 1);
+        Held { send, recv, held }
+    }
+
+    fn id(&self) -> u64 {
+        VarInt::from(self.send.id()).into_inner()
+    }
+
+    /// Abandons the stream in both directions (H3_REQUEST_CANCELLED).
+    fn cancel(&mut self) {
+        let code = VarInt::from_u64(H3_REQUEST_CANCELLED).expect("a valid varint");
+        let _ = self.send.reset(code);
+        let _ = self.recv.stop(code);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.held.set(self.held.get() - 1);
+    }
+}
+
 impl Shared<'_> {
+    /// Counts a request's response headers, once its fate is known.
+    fn count_headers(&self, request: &InFlight) {
+        let (wire, uncompressed) = request.headers;
+        self.ledger.wire().add_headers(wire, uncompressed);
+    }
+
     /// The server's control stream said something.
     fn on_control(&self, event: ControlEvent) {
         if let ControlEvent::Goaway(id) = event {
@@ -208,6 +266,7 @@ pub(crate) async fn drive(
         template,
         ledger,
         in_flight: RefCell::new(vec![None; template.lanes]),
+        streams_held: Cell::new(0),
         paths: RefCell::new(PathCycle::default()),
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
@@ -216,15 +275,18 @@ pub(crate) async fn drive(
         settings_seen: RefCell::default(),
     };
     shared.trace_line(|| describe_handshake(&conn, template, lanes_open));
-    // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM.
-    let control = open_control(&shared).await;
+    // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM. Opening
+    // it waits for the server's credit, so -T/-N bound it too.
+    let control = tokio::select! {
+        biased;
+        control = open_control(&shared, timer) => control,
+        failure = watchdog(&shared, limits, timer) => Err(failure),
+    };
     let failure = match control {
         Err(failure) => Some(failure),
         Ok(_control) => run_tasks(&shared, first, limits, timer).await,
     };
-    let stats = conn.stats();
-    ledger.wire().add_total(stats.udp_rx.bytes);
-    shared.trace_line(|| describe_end(&stats));
+    shared.trace_line(|| describe_end(&conn.stats()));
     let end = match failure {
         Some(failure) => {
             lose(&shared, failure);
@@ -280,10 +342,23 @@ async fn run_tasks<'a>(
     None
 }
 
-/// Opens the client's control stream with the client's SETTINGS.
-async fn open_control(shared: &Shared<'_>) -> Result<SendStream, Failure> {
+/// Opens the client's control stream with the client's SETTINGS, within the credit wait.
+async fn open_control(shared: &Shared<'_>, timer: &impl Timer) -> Result<SendStream, Failure> {
     let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
-    let mut control = shared.conn.open_uni().await.map_err(lost)?;
+    let limit = shared.template.credit_wait;
+    let mut control = tokio::select! {
+        opened = shared.conn.open_uni() => opened.map_err(lost)?,
+        () = timer.sleep_until(Instant::now() + limit) => {
+            shared.ledger.closed_by_client();
+            return Err(Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the server allows no unidirectional stream (initial_max_streams_uni 0): the client's HTTP/3 control stream waited {} for one",
+                    format_micros(limit.as_micros() as f64)
+                ),
+            ));
+        }
+    };
     match control.write_chunk(shared.template.control.clone()).await {
         Ok(()) => {
             shared.trace_line(|| {
@@ -305,25 +380,27 @@ async fn open_control(shared: &Shared<'_>) -> Result<SendStream, Failure> {
 /// those a GOAWAY said were not processed, which go again.
 fn lose(shared: &Shared<'_>, failure: Failure) {
     let ledger = &shared.ledger;
-    if failure.kind == ErrorKind::Timeout {
-        ledger.closed_by_client();
-    }
     let mut failed = 0;
-    for (start, id) in shared
+    for request in shared
         .in_flight
         .borrow_mut()
         .iter_mut()
         .filter_map(Option::take)
     {
-        if shared.unprocessed(id) && ledger.retry(start, ErrorKind::Goaway) {
+        if shared.unprocessed(request.id) && ledger.retry(request.start, ErrorKind::Goaway) {
             continue;
         }
-        ledger.fail(start, failure.kind);
+        shared.count_headers(&request);
+        ledger.fail(request.start, failure.kind);
         failed += 1;
     }
     if failed > 0 {
         ledger.note_error(|| failure.message);
-    } else if matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway) {
+    } else if matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway)
+        || ledger.requests_taken() == 0
+    {
+        // Nothing to blame it on: a failed connection, its kind named (a connection lost
+        // before its first request would otherwise leave no trace but a concurrency of 0).
         ledger.connection_failed(failure);
     }
 }
@@ -338,6 +415,7 @@ async fn watchdog(shared: &Shared<'_>, limits: ConnLimits, timer: &impl Timer) -
             return std::future::pending().await;
         };
         if Instant::now() >= wake {
+            shared.ledger.closed_by_client();
             return Failure::new(
                 ErrorKind::Timeout,
                 "a connection reached its -T/-N limit and the client closed it",
@@ -387,6 +465,7 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
             Ok(None) | Err(_) => return Ok(()),
         };
         shared.last_read.set(Instant::now());
+        shared.ledger.wire().add_total(chunk.bytes.len() as u64);
         let known = parser.kind();
         parser
             .feed(&chunk.bytes, |event| shared.on_control(event))
@@ -421,99 +500,146 @@ enum Outcome {
 async fn lane(
     shared: &Shared<'_>,
     index: usize,
-    mut opened: Option<(SendStream, RecvStream)>,
+    opened: Option<(SendStream, RecvStream)>,
     timer: &impl Timer,
 ) -> Result<(), Failure> {
     let ledger = shared.ledger;
     let mut parser = ResponseParser::default();
+    let mut opened = opened.map(|pair| Held::new(pair, &shared.streams_held));
     loop {
         if shared.goaway.get().is_some() || !ledger.may_have_more() {
-            if let Some((send, recv)) = opened.as_mut() {
-                cancel(send, recv);
+            if let Some(stream) = opened.as_mut() {
+                stream.cancel();
             }
             return Ok(());
         }
-        let (mut send, mut recv) = match opened.take() {
-            Some(pair) => pair,
-            None => tokio::select! {
-                opened = shared.conn.open_bi() => opened.map_err(|error| quic::connection_failure(&error))?,
-                () = shared.goaway_seen.notified() => continue,
+        let mut stream = match opened.take() {
+            Some(stream) => stream,
+            None => match open_stream(shared, timer).await? {
+                Some(stream) => stream,
+                None => continue,
             },
         };
-        let mut start = loop {
-            match ledger.next_request() {
-                Slot::Now(start) => break start,
-                Slot::At(at) => tokio::select! {
-                    () = timer.sleep_until(at) => {}
-                    () = ledger.schedule_over() => {}
-                },
-                Slot::Done => {
-                    cancel(&mut send, &mut recv);
-                    return Ok(());
-                }
-            }
+        let Some(mut start) = take_request(shared, timer).await else {
+            stream.cancel();
+            return Ok(());
         };
         let path = shared
             .paths
             .borrow_mut()
             .pick(&mut start, shared.template.headers.len());
-        let id = VarInt::from(send.id()).into_inner();
-        shared.in_flight.borrow_mut()[index] = Some((start, id));
-        parser.reset();
-        let outcome = exchange(
-            shared,
-            &mut send,
-            &mut recv,
-            path,
+        let id = stream.id();
+        shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
             id,
-            &mut parser,
-            timer,
-        )
-        .await?;
-        shared.in_flight.borrow_mut()[index] = None;
+            headers: (0, 0),
+        });
+        parser.reset();
+        let outcome = exchange(shared, index, &mut stream, path, start, &mut parser, timer).await?;
+        let request = shared.in_flight.borrow_mut()[index]
+            .take()
+            .expect("the lane's request is in flight");
         match outcome {
-            Outcome::Complete(sample) => ledger.complete(sample),
+            Outcome::Complete(sample) => {
+                shared.count_headers(&request);
+                ledger.complete(sample);
+            }
+            // Not processed: its headers (an interim response at most) are not counted, so
+            // that a request sent again counts its response's once.
             Outcome::Unprocessed(kind) => {
-                cancel(&mut send, &mut recv);
+                stream.cancel();
                 if !ledger.retry(start, kind) {
                     ledger.fail(start, kind);
                 }
             }
             Outcome::Reset(code) => {
-                ledger.fail_stream_reset(start, u32::try_from(code).unwrap_or(u32::MAX));
+                shared.count_headers(&request);
+                ledger.fail_stream_reset(start, ResetCode::H3(code));
             }
             Outcome::Failed(kind) => {
-                cancel(&mut send, &mut recv);
+                shared.count_headers(&request);
+                stream.cancel();
                 ledger.fail(start, kind);
             }
         }
     }
 }
 
-/// Abandons a stream in both directions (H3_REQUEST_CANCELLED).
-fn cancel(send: &mut SendStream, recv: &mut RecvStream) {
-    let code = VarInt::from_u64(H3_REQUEST_CANCELLED).expect("a valid varint");
-    let _ = send.reset(code);
-    let _ = recv.stop(code);
+/// Waits for the server's credit for a request stream; `None` when a GOAWAY came meanwhile.
+/// A server may hold its credit while the connection's other streams are busy, but one that
+/// allows no stream at all while none is open (`initial_max_streams_bidi` 0, no MAX_STREAMS)
+/// fails the connection after the credit wait, as h2 does with SETTINGS_MAX_CONCURRENT_STREAMS 0.
+async fn open_stream<'c>(
+    shared: &'c Shared<'c>,
+    timer: &impl Timer,
+) -> Result<Option<Held<'c>>, Failure> {
+    let limit = shared.template.credit_wait;
+    let mut since = Instant::now();
+    loop {
+        tokio::select! {
+            opened = shared.conn.open_bi() => {
+                let pair = opened.map_err(|error| quic::connection_failure(&error))?;
+                return Ok(Some(Held::new(pair, &shared.streams_held)));
+            }
+            () = shared.goaway_seen.notified() => return Ok(None),
+            () = timer.sleep_until(since + limit) => {
+                if shared.streams_held.get() > 0 {
+                    since = Instant::now();
+                    continue;
+                }
+                shared.ledger.closed_by_client();
+                let waited = match shared.template.request_timeout {
+                    Some(_) => "ran past --request-timeout".to_owned(),
+                    None => format!("waited {}", format_micros(limit.as_micros() as f64)),
+                };
+                return Err(Failure::new(
+                    ErrorKind::Timeout,
+                    format!("the server allows no concurrent request streams (initial_max_streams_bidi 0, no MAX_STREAMS): requests {waited} waiting for one"),
+                ));
+            }
+        }
+    }
 }
 
-/// Sends one request on its stream and reads the response, within `--request-timeout`. `Err`:
-/// the connection is lost (or the server broke the protocol) and the request is still in flight.
-#[allow(clippy::too_many_arguments)]
+/// The lane's next request, or `None` when none will come on this connection: the budget is
+/// spent, or a GOAWAY came, also while the lane waited for `--rate`'s send time (a request
+/// must not go out past a GOAWAY, nor a retry bounce between the closing connection's lanes).
+async fn take_request(shared: &Shared<'_>, timer: &impl Timer) -> Option<RequestStart> {
+    loop {
+        if shared.goaway.get().is_some() {
+            return None;
+        }
+        match shared.ledger.next_request() {
+            Slot::Now(start) => return Some(start),
+            Slot::At(at) => tokio::select! {
+                () = timer.sleep_until(at) => {}
+                () = shared.ledger.schedule_over() => {}
+                () = shared.goaway_seen.notified() => {}
+            },
+            Slot::Done => return None,
+        }
+    }
+}
+
+/// Sends one request on its stream and reads the response, within `--request-timeout`. The
+/// request is written while the response is read: a server may answer (and stream an upload
+/// back) before it has read the whole body. `Err`: the connection is lost (or the server broke
+/// the protocol) and the request is still in flight.
 async fn exchange(
     shared: &Shared<'_>,
-    send: &mut SendStream,
-    recv: &mut RecvStream,
+    index: usize,
+    stream: &mut Held<'_>,
     path: usize,
     start: RequestStart,
-    id: u64,
     parser: &mut ResponseParser,
     timer: &impl Timer,
 ) -> Result<Outcome, Failure> {
     let template = shared.template;
     let wire = shared.ledger.wire();
+    let id = stream.id();
     let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
+    let written = Cell::new(false);
+    let Held { send, recv, .. } = stream;
     let work = async {
         let mut frames = [
             template.headers[path].clone(),
@@ -521,27 +647,40 @@ async fn exchange(
             template.body.clone(),
         ];
         let count = if template.body.is_empty() { 1 } else { 3 };
-        match send.write_all_chunks(&mut frames[..count]).await {
-            Ok(()) => {
+        let write = async {
+            let result = send.write_all_chunks(&mut frames[..count]).await;
+            if result.is_ok() {
                 let _ = send.finish();
+                written.set(true);
                 if let Some(trace) = &shared.trace {
                     let frame = &template.headers[path];
                     let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
                     trace.borrow_mut().h3_headers(id, length, None);
                 }
             }
-            Err(WriteError::Stopped(code)) if code.into_inner() == H3_REQUEST_REJECTED => {
-                return Ok(Outcome::Unprocessed(ErrorKind::Refused))
-            }
-            // The server may stop reading once it has what it needs; the response still comes.
-            Err(WriteError::Stopped(_)) => {}
-            Err(WriteError::ConnectionLost(error)) => return Err(lost(error)),
-            Err(_) => return Ok(Outcome::Failed(ErrorKind::Closed)),
-        }
+            result
+        };
+        tokio::pin!(write);
+        let mut writing = true;
         let mut first_byte = None;
         loop {
             let read = tokio::select! {
                 biased;
+                result = &mut write, if writing => {
+                    writing = false;
+                    match result {
+                        Ok(()) => {}
+                        Err(WriteError::Stopped(code)) if code.into_inner() == H3_REQUEST_REJECTED => {
+                            return Ok(Outcome::Unprocessed(ErrorKind::Refused))
+                        }
+                        // The server may stop reading once it has what it needs; the response
+                        // still comes.
+                        Err(WriteError::Stopped(_)) => {}
+                        Err(WriteError::ConnectionLost(error)) => return Err(lost(error)),
+                        Err(_) => return Ok(Outcome::Failed(ErrorKind::Closed)),
+                    }
+                    continue;
+                }
                 read = recv.read_chunk(usize::MAX, true) => read,
                 () = shared.goaway_seen.notified() => {
                     if shared.unprocessed(id) {
@@ -554,13 +693,17 @@ async fn exchange(
             match read {
                 Ok(Some(chunk)) => {
                     shared.last_read.set(at);
+                    wire.add_total(chunk.bytes.len() as u64);
                     let fed = parser.feed(&chunk.bytes, |event| match event {
                         ResponseEvent::Headers {
                             section,
                             wire_len,
                             uncompressed,
                         } => {
-                            wire.add_headers(wire_len, uncompressed);
+                            if let Some(request) = shared.in_flight.borrow_mut()[index].as_mut() {
+                                request.headers.0 += wire_len;
+                                request.headers.1 += uncompressed;
+                            }
                             let status = match section {
                                 Section::Final(status) => {
                                     first_byte = Some(at);
@@ -622,26 +765,53 @@ async fn exchange(
             }
         }
     };
-    match template.request_timeout {
+    let outcome = match template.request_timeout {
         Some(limit) => tokio::select! {
             biased;
             outcome = work => outcome,
             () = timer.sleep_until(start.actual + limit) => Ok(Outcome::Failed(ErrorKind::Timeout)),
         },
         None => work.await,
+    };
+    if !written.get() {
+        // The exchange ended before the whole request was written: the rest is not sent, and
+        // the stream is reset rather than left to finish half-written. A server that answered
+        // before reading it all (RFC 9114 §4.1) gets H3_NO_ERROR.
+        let code = match outcome {
+            Ok(Outcome::Complete(_)) => H3_NO_ERROR,
+            _ => H3_REQUEST_CANCELLED,
+        };
+        let _ = send.reset(VarInt::from_u64(code).expect("a valid varint"));
     }
+    outcome
+}
+
+/// What is known of an HTTP/3 connection's TLS: QUIC always runs TLS 1.3 and the ALPN is
+/// quinn's to tell; quinn keeps rustls's session to itself, so the cipher suite and the key
+/// exchange group are `unknown` (docs/json.md says so).
+pub(crate) fn tls_info(conn: &Connection) -> TlsInfo {
+    TlsInfo {
+        version: "TLSv1.3".to_owned(),
+        cipher: "unknown".to_owned(),
+        key_exchange: "unknown".to_owned(),
+        alpn: Some(alpn(conn)),
+    }
+}
+
+/// The protocol ALPN settled on.
+fn alpn(conn: &Connection) -> String {
+    conn.handshake_data()
+        .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|data| data.protocol)
+        .map_or("none".to_owned(), |id| {
+            String::from_utf8_lossy(&id).into_owned()
+        })
 }
 
 /// The trace's line for a connection's handshake: what QUIC settled on and what quinn tells of
 /// the path and the server's transport parameters.
 fn describe_handshake(conn: &Connection, template: &H3Template, lanes_open: usize) -> String {
-    let alpn = conn
-        .handshake_data()
-        .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
-        .and_then(|data| data.protocol)
-        .map_or("none".to_owned(), |id| {
-            String::from_utf8_lossy(&id).into_owned()
-        });
+    let alpn = alpn(conn);
     let path = conn.stats().path;
     let streams = if lanes_open < template.lanes {
         format!(

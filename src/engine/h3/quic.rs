@@ -16,10 +16,6 @@ use crate::plan::{RunPlan, TlsPlan};
 use crate::proto::h3::error_code_name;
 use crate::recorder::{ErrorKind, Failure};
 
-/// How long a QUIC connection may hear nothing before quinn gives it up (RFC 9000 §10.1):
-/// long enough for any response a load test waits for, short enough that a vanished server
-/// ends the run (`-N` and `--request-timeout` act sooner when given).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Unidirectional streams the server may have open at once: it needs three (control, QPACK
 /// encoder and decoder); more are unknown types, read and dropped.
 const SERVER_UNI_STREAMS: u32 = 16;
@@ -138,15 +134,19 @@ impl QuicContext {
         .context("cannot start the QUIC endpoint")?;
         let crypto = QuicClientConfig::try_from(tls.config.clone())
             .context("the TLS configuration cannot carry QUIC (it needs TLS 1.3)")?;
+        let idle = plan.timeouts.quic_idle;
         let mut transport = TransportConfig::default();
         transport
             .stream_receive_window(VarInt::from_u32(plan.h2.stream_window))
             .receive_window(VarInt::from_u32(plan.h2.connection_window))
             .max_idle_timeout(Some(
-                IDLE_TIMEOUT
-                    .try_into()
-                    .expect("30 s is a valid idle timeout"),
+                idle.try_into()
+                    .context("the QUIC idle timeout is out of range")?,
             ))
+            // A response that takes longer than the idle timeout (a slow route with a long
+            // --request-timeout) must not end the connection: PINGs keep it alive while the
+            // server is there, so only a vanished server reaches the idle timeout.
+            .keep_alive_interval(Some(idle / 3))
             // The server opens no request streams towards a client.
             .max_concurrent_bidi_streams(VarInt::from_u32(0))
             .max_concurrent_uni_streams(VarInt::from_u32(SERVER_UNI_STREAMS));
@@ -341,10 +341,7 @@ pub(crate) fn connection_failure(error: &ConnectionError) -> Failure {
         ),
         ConnectionError::TimedOut => Failure::new(
             ErrorKind::Timeout,
-            format!(
-                "the QUIC idle timeout ({} s) expired: the server went silent",
-                IDLE_TIMEOUT.as_secs()
-            ),
+            "the QUIC idle timeout expired: the server stopped answering, keep-alive PINGs included",
         ),
         ConnectionError::LocallyClosed => {
             Failure::new(ErrorKind::Closed, "the client closed the QUIC connection")
