@@ -244,7 +244,8 @@ measure() {
       done_requests=$(awk '/requests in/ { print $1 }' "$out")
       ;;
     oha)
-      done_requests=$(awk '/\[200\]/ { print $2 }' "$out")
+      # The status line only: a latency histogram bucket may also read "[200]".
+      done_requests=$(awk '/^ *\[200\] [0-9]+ responses/ { print $2 }' "$out")
       # oha's HTTP/3 connections wait for the server's idle timeout (30 s for Caddy) before it
       # exits (h3's graceful shutdown: GOAWAY, then until the server closes), and its Total and
       # printed rate count that wait. So a download is timed by its one request, and a -z run's
