@@ -181,3 +181,24 @@ pub fn text_counts(report: &str) -> HashMap<String, u64> {
     }
     counts
 }
+
+/// Checks a run that sent `n` requests, every one started, done and answered 2xx.
+pub fn assert_clean(run: &Run, name: &str, n: u64) {
+    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+    for (field, expected) in [
+        ("requests/total", n),
+        ("requests/started", n),
+        ("requests/done", n),
+        ("requests/succeeded", n),
+        ("requests/failed", 0),
+        ("requests/errored", 0),
+        ("status_codes/2xx", n),
+    ] {
+        assert_eq!(
+            run.int(field),
+            expected,
+            "{name}: {field}\n{}",
+            run.output.stdout
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use h2load_rs::runner::tls;
 use h2load_rs::server::{spawn_background, ServeOptions};
 
-use crate::common::{assert_usage_error, h2load_rs, Run};
+use crate::common::{assert_clean, assert_usage_error, h2load_rs, Run};
 use crate::testbed::testbed_running;
 
 const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
@@ -41,22 +41,7 @@ fn h3(args: &[&str]) -> Run {
 
 /// Checks a run that sent `n` requests, all answered 2xx over HTTP/3.
 fn assert_all_succeeded(run: &Run, name: &str, n: u64) {
-    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
-    for (field, expected) in [
-        ("requests/total", n),
-        ("requests/done", n),
-        ("requests/succeeded", n),
-        ("requests/failed", 0),
-        ("requests/errored", 0),
-        ("status_codes/2xx", n),
-    ] {
-        assert_eq!(
-            run.int(field),
-            expected,
-            "{name}: {field}\n{}",
-            run.output.stdout
-        );
-    }
+    assert_clean(run, name, n);
     assert_eq!(run.cell()["protocol"]["negotiated"], "h3", "{name}");
 }
 
@@ -310,7 +295,13 @@ fn h3_traffic_total_is_the_measured_periods_http3_bytes() {
     let total = run.int("traffic/total_bytes");
     let succeeded = run.int("requests/succeeded");
     assert!(succeeded > 0);
-    assert_eq!(data, succeeded * 10_000);
+    // Bytes count when read, responses when done: the up to 8 responses in flight at each edge
+    // of the measured period (warm-up end, deadline) may be in one figure and not the other.
+    let edges = 2 * 8 * 10_000;
+    assert!(
+        data.abs_diff(succeeded * 10_000) <= edges,
+        "data {data}, {succeeded} responses of 10 kB"
+    );
     assert!(total >= data + headers, "{total} < {data} + {headers}");
     // HEADERS and DATA frame heads: well under 1% of a 10 kB response.
     assert!(total <= data + data / 100, "total {total}, data {data}");

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{h2load_rs, text_counts, url, Run};
+use crate::common::{assert_clean, h2load_rs, text_counts, url, Run};
 
 /// The three engines, as the flags that select them.
 const ENGINES: [(&str, &[&str]); 3] = [
@@ -14,26 +14,6 @@ const ENGINES: [(&str, &[&str]); 3] = [
 fn run_engine(engine: &[&str], extra: &[&str]) -> Run {
     let args: Vec<&str> = engine.iter().chain(extra).copied().collect();
     h2load_rs(&args)
-}
-
-fn assert_clean(run: &Run, name: &str, n: u64) {
-    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
-    for (field, expected) in [
-        ("requests/total", n),
-        ("requests/started", n),
-        ("requests/done", n),
-        ("requests/succeeded", n),
-        ("requests/failed", 0),
-        ("requests/errored", 0),
-        ("status_codes/2xx", n),
-    ] {
-        assert_eq!(
-            run.int(field),
-            expected,
-            "{name}: {field}\n{}",
-            run.output.stdout
-        );
-    }
 }
 
 #[test]
