@@ -5,28 +5,46 @@
 #   benches/compare.sh pacing [ROUNDS]   (only the --rate pacing rows; replaces that section of
 #                                         RESULTS.md; PACING_BASELINE=/path/to/h2load-rs adds the
 #                                         same rows measured with another build, e.g. main's)
+#   benches/compare.sh h3 [ROUNDS]       (only the HTTP/3 section: h3 and h2 against Caddy and the
+#                                         built-in TLS target, 1 GiB downloads, who sets the pace;
+#                                         replaces that section of RESULTS.md)
 #
-# Installs what it needs (Debian packages, oha with cargo), starts nginx (1 worker) and nghttpd
-# (1 thread) pinned to CPU 0, pins every client to CPU 1, runs each row's tools interleaved
+# Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
+# ~/.cache/h2load-rs/oha-h3, about 10 minutes), starts nginx (1 worker), nghttpd (1 thread), Caddy
+# (GOMAXPROCS follows the pinning: 1) and the built-in target (1 thread, plain and TLS)
+# pinned to CPU 0, pins every client to CPU 1, runs each row's tools interleaved
 # (A B C A B C ...) and reports medians. Ratios are arranged so that >= 1.0 means h2load-rs is at
 # least as good: throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
-if [ "${1:-}" = pacing ]; then
-  only=pacing
-  shift
-fi
+case "${1:-}" in
+  pacing | h3)
+    only=$1
+    shift
+    ;;
+esac
 rounds=${1:-3}
 work="$root/target/compare"
 results="$root/benches/RESULTS.md"
 server_cpu=0
 client_cpu=1
-# COMPARE_PORT=P moves the servers to P, P+100 and P+200 (tests/testbed.sh uses the defaults too).
+# COMPARE_PORT=P moves the servers to P, P+100, ..., P+400 (tests/testbed.sh uses the first three
+# defaults too).
 h1_port=${COMPARE_PORT:-19180}
 h2c_port=$((h1_port + 100))
 target_port=$((h1_port + 200))
+caddy_port=$((h1_port + 300))
+tls_target_port=$((h1_port + 400))
+# Kept across runs: building oha with its http3 feature takes about 10 minutes.
+oha_h3_root="$HOME/.cache/h2load-rs/oha-h3"
+# Length of each HTTP/3-section request run: a duration, not a count, because oha's HTTP/3 run
+# ends with a ~30 s wait for its connections to close, which its -z window leaves out.
+h3_seconds=${H3_SECONDS:-10}
+# The HTTP/3 section of RESULTS.md lies between these (invisible in rendered Markdown).
+h3_begin="<!-- HTTP/3 section: benches/compare.sh h3 replaces it -->"
+h3_end="<!-- end of the HTTP/3 section -->"
 
 install() {
   local need=()
@@ -36,6 +54,7 @@ install() {
   command -v wrk >/dev/null || need+=(wrk)
   command -v ab >/dev/null || need+=(apache2-utils)
   command -v curl >/dev/null || need+=(curl)
+  command -v caddy >/dev/null || need+=(caddy)
   [ -x /usr/bin/time ] || need+=(time)
   if [ ${#need[@]} -gt 0 ]; then
     local sudo=""
@@ -45,6 +64,11 @@ install() {
   fi
   command -v oha >/dev/null || [ -x "$HOME/.cargo/bin/oha" ] || cargo install --locked oha >/dev/null
   oha=$(command -v oha || echo "$HOME/.cargo/bin/oha")
+  oha_h3="$oha_h3_root/bin/oha"
+  if [ "$only" != pacing ] && [ ! -x "$oha_h3" ]; then
+    echo "building oha with HTTP/3 into $oha_h3_root (about 10 minutes, once)" >&2
+    cargo install --locked --features http3 --root "$oha_h3_root" oha >/dev/null
+  fi
   (cd "$root" && cargo build --release --locked -q)
   ours="$root/target/release/h2load-rs"
 }
@@ -56,6 +80,22 @@ start_servers() {
   # Into the page cache first: otherwise the first download of a round (always h2load-rs's) pays
   # for filling it (10x the server's CPU, seen as 0.11 of h2load's throughput in a 1-round run).
   cat "$work/www/1g" >/dev/null
+  if [ "$only" != h3 ]; then
+    start_tcp_servers
+  fi
+  if [ "$only" != pacing ]; then
+    start_h3_servers
+  fi
+}
+
+wait_for_tcp() {
+  local port
+  for port in "$@"; do
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
+  done
+}
+
+start_tcp_servers() {
   cat >"$work/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -82,10 +122,41 @@ CONF
   nghttpd_pid=$!
   taskset -c $server_cpu "$ours" serve --port $target_port --threads 1 >/dev/null &
   pids+=($!)
-  for port in $h1_port $h2c_port $target_port; do
-    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
-  done
+  wait_for_tcp $h1_port $h2c_port $target_port
   nginx_pids="$nginx_master $(pgrep -P "$nginx_master" | tr '\n' ' ')"
+}
+
+# Caddy (h1, h2 and h3 on one port: TCP and its UDP side) and the built-in target over TLS (h2,
+# and h3 on its UDP side), both on CPU 0, with the test bed's certificate (clients use --cacert).
+start_h3_servers() {
+  mkdir -p "$work/caddy"
+  # auto_https off: no HTTP->HTTPS redirect listener on port 80 (the test bed's Caddy holds it).
+  # Both names, as in the test bed: a request for a site Caddy does not know gets an empty 200.
+  cat >"$work/Caddyfile" <<CONF
+{
+  admin off
+  auto_https off
+  storage file_system $work/caddy
+  servers {
+    protocols h1 h2 h3
+  }
+}
+https://localhost:$caddy_port, https://127.0.0.1:$caddy_port {
+  bind 127.0.0.1
+  tls $root/certs/server.crt $root/certs/server.key
+  root * $work/www
+  file_server
+}
+CONF
+  XDG_CONFIG_HOME="$work/caddy" XDG_DATA_HOME="$work/caddy" \
+    taskset -c $server_cpu caddy run --config "$work/Caddyfile" --adapter caddyfile >"$work/caddy.log" 2>&1 &
+  pids+=($!)
+  caddy_pid=$!
+  taskset -c $server_cpu "$ours" serve --tls --tls-cert "$root/certs/server.crt" --tls-key "$root/certs/server.key" \
+    --port $tls_target_port --threads 1 >/dev/null &
+  pids+=($!)
+  tls_target_pid=$!
+  wait_for_tcp $caddy_port $tls_target_port
 }
 
 stop_servers() {
@@ -110,29 +181,60 @@ server_ticks() {
   echo $total
 }
 
+# Busy and total clock ticks so far of the servers' core, then the clients' core, all processes:
+# when the server's own share stays under 90 % but a core is full, the machine's other work (or
+# the client) took the rest.
+core_ticks() {
+  awk -v s="cpu$server_cpu" -v c="cpu$client_cpu" '$1 == s || $1 == c {
+      line[$1] = ($2 + $3 + $4 + $7 + $8 + $9) " " ($2 + $3 + $4 + $5 + $6 + $7 + $8 + $9) }
+    END { print line[s], line[c] }' /proc/stat
+}
+
+# Seconds in one of oha's summary lines ("  Slowest:	6.2206 ms"; units ns us ms sec min hr,
+# and "10 sec" / "10 min" for its ten-fold scales).
+oha_seconds() {
+  awk -v label="$1:" '$1 == label {
+    v = $2; u = $3; k = 1
+    if (u ~ /^[0-9]+$/) { k = u; u = $4 }
+    print v * k * ((u == "ns") ? 1e-9 : (u == "us") ? 1e-6 : (u == "ms") ? 1e-3 : (u == "min") ? 60 : (u == "hr") ? 3600 : 1)
+    exit }' "$2"
+}
+
 # Runs one measurement: TOOL KIND CMD...; KIND is "requests" or "bytes:N".
-# Prints "rate cpu_us_per_request rss_kb server_cpu_percent server_us_per_request"
-# (rate in requests/s, or bytes/s for downloads).
+# Prints "rate cpu_us_per_request rss_kb server_cpu_percent server_us_per_request
+# server_core_busy_percent client_core_busy_percent" (rate in requests/s, or bytes/s for
+# downloads; the last two: all processes on the servers' and the clients' core).
 measure() {
   local tool=$1 kind=$2
   shift 2
   local out="$work/out" timing="$work/time"
-  local ticks_before started ticks_after ended
+  local ticks_before started ticks_after ended core_before core_after
   ticks_before=$(server_ticks)
+  core_before=$(core_ticks)
   started=$(date +%s.%N)
-  /usr/bin/time -f "%U %S %M" -o "$timing" taskset -c $client_cpu "$@" >"$out" 2>&1
+  # A failed run is reported and counts as 0, visible in the table, instead of ending the whole run.
+  /usr/bin/time -f "%U %S %M" -o "$timing" taskset -c $client_cpu "$@" >"$out" 2>&1 ||
+    echo "$tool failed (exit status $?): $*" >&2
   ended=$(date +%s.%N)
   ticks_after=$(server_ticks)
+  core_after=$(core_ticks)
   local user sys rss
-  read -r user sys rss <"$timing"
-  local rate done_requests
+  # The last line: time puts "Command exited with non-zero status N" before it on a failure.
+  read -r user sys rss < <(tail -n 1 "$timing")
+  # done_requests: the successful ones (a download that failed moved no bytes); window: seconds
+  # the load ran, when the tool's wall time holds more than that.
+  local rate done_requests window=""
   case "$tool" in
     h2load-rs | h2load)
       local elapsed
       elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
-      done_requests=$(sed -n 's/^requests: .* \([0-9]*\) done,.*/\1/p' "$out")
+      done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
+      # A client that lingers after its run (e.g. waiting for connections to close) costs the
+      # user that time although "finished in" leaves it out: say so under the row.
+      awk -v t="$tool" -v e="$elapsed" -v a="$started" -v b="$ended" 'BEGIN {
+        if (b - a - e > 1) printf "> %s exited %.1f s after its measured %.2f s: a wait at exit.\n", t, b - a - e, e }' >>"$work/notes"
       if [[ $kind == bytes:* ]]; then
-        rate=$(awk -v b="${kind#bytes:}" -v t="$elapsed" 'BEGIN { print b / t }')
+        rate=$(awk -v b="${kind#bytes:}" -v n="$done_requests" -v t="$elapsed" 'BEGIN { print (n > 0) ? b / t : 0 }')
       else
         rate=$(awk -v n="$done_requests" -v t="$elapsed" 'BEGIN { print n / t }')
       fi
@@ -142,19 +244,47 @@ measure() {
       done_requests=$(awk '/requests in/ { print $1 }' "$out")
       ;;
     oha)
-      rate=$(awk '/Requests\/sec:/ { print $2 }' "$out")
-      done_requests=$(awk '/\[200\]/ { print $2 }' "$out")
+      # The status line only: a latency histogram bucket may also read "[200]".
+      done_requests=$(awk '/^ *\[200\] [0-9]+ responses/ { print $2 }' "$out")
+      # oha's HTTP/3 connections wait for the server's idle timeout (30 s for Caddy) before it
+      # exits (h3's graceful shutdown: GOAWAY, then until the server closes), and its Total and
+      # printed rate count that wait. So a download is timed by its one request, and a -z run's
+      # rate and server CPU % are over the -z duration.
+      if [[ $kind == bytes:* ]]; then
+        window=$(oha_seconds Slowest "$out")
+        rate=$(awk -v b="${kind#bytes:}" -v n="$done_requests" -v t="$window" 'BEGIN { print (n > 0) ? b / t : 0 }')
+      else
+        rate=$(awk '/Requests\/sec:/ { print $2 }' "$out")
+        local arg previous=""
+        for arg in "$@"; do
+          [ "$previous" = -z ] && window=$(seconds "$arg")
+          previous=$arg
+        done
+        [ -n "$window" ] && rate=$(awk -v n="$done_requests" -v t="$window" 'BEGIN { print n / t }')
+      fi
       ;;
     curl)
       rate=$(cat "$out")
       done_requests=1
       ;;
   esac
+  # A run with nothing to show says why under the row (oha's first error, or the run's last line).
+  if [ "${done_requests:-0}" = 0 ]; then
+    local why
+    why=$(awk '/^Error distribution:/ { getline; sub(/^ +/, ""); print; exit }' "$out")
+    [ -n "$why" ] || why=$(grep -v '^ *$' "$out" | tail -n 1)
+    printf '> %s: no successful request in one round: %s\n' "$tool" "$why" >>"$work/notes"
+  fi
   local hz
   hz=$(getconf CLK_TCK)
   awk -v r="$rate" -v u="$user" -v s="$sys" -v n="$done_requests" -v m="$rss" \
-    -v t="$((ticks_after - ticks_before))" -v hz="$hz" -v w="$(awk -v a="$started" -v b="$ended" 'BEGIN { print b - a }')" \
-    'BEGIN { n = (n > 0 ? n : 1); printf "%.0f %.3f %d %.0f %.3f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n }'
+    -v t="$((ticks_after - ticks_before))" -v hz="$hz" -v w="${window:-$(awk -v a="$started" -v b="$ended" 'BEGIN { print b - a }')}" \
+    -v c0="$core_before" -v c1="$core_after" \
+    'BEGIN {
+      n = (n > 0 ? n : 1); w = (w > 0 ? w : 1); split(c0, b, " "); split(c1, e, " ")
+      core = (e[2] > b[2]) ? (e[1] - b[1]) * 100 / (e[2] - b[2]) : 0
+      client_core = (e[4] > b[4]) ? (e[3] - b[3]) * 100 / (e[4] - b[4]) : 0
+      printf "%.0f %.3f %d %.0f %.3f %.0f %.0f\n", r, (u + s) * 1e6 / n, m, t / hz * 100 / w, t / hz * 1e6 / n, core, client_core }'
 }
 
 # A note for a peer whose median out-ran h2load-rs: was the server, not the client, the limit?
@@ -182,6 +312,11 @@ row() {
       local tool=${entry%%|*} command=${entry#*|}
       # shellcheck disable=SC2086 # the command is a word list on purpose
       measure "$tool" "$kind" $command >>"$work/row.$tool"
+      # Every round's figures and output, kept to check a median afterwards (rows overwrite row.*).
+      {
+        printf '=== %s | %s | round %s: %s\n' "$name" "$tool" "$round" "$(tail -n 1 "$work/row.$tool")"
+        cat "$work/out"
+      } >>"$work/rounds.log"
     done
   done
   local unit="req/s, median (min–max)" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
@@ -191,7 +326,7 @@ row() {
   local ours_rate ours_cpu ours_rss ours_server ours_max
   for entry in "${entries[@]}"; do
     local tool=${entry%%|*}
-    local rate cpu rss server server_cost low high
+    local rate cpu rss server server_cost core client_core low high
     rate=$(awk '{ print $1 }' "$work/row.$tool" | median)
     low=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | head -1)
     high=$(awk '{ print $1 }' "$work/row.$tool" | sort -g | tail -1)
@@ -199,9 +334,12 @@ row() {
     rss=$(awk '{ print $3 }' "$work/row.$tool" | median)
     server=$(awk '{ print $4 }' "$work/row.$tool" | median)
     server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
+    core=$(awk '{ print $6 }' "$work/row.$tool" | median)
+    client_core=$(awk '{ print $7 }' "$work/row.$tool" | median)
     if [ "$tool" = h2load-rs ]; then
       ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server ours_max=$high
     fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$tool" "$rate" "$cpu" "$server" "$core" "$client_core" >>"$work/summary"
     awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
       -v lo="$low" -v hi="$high" -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
       d = (k ~ /^bytes/) ? 1048576 : 1
@@ -209,7 +347,7 @@ row() {
       if (t == "h2load-rs")
         printf "| **%s** | %s | %.2f | %d | %d | %.2f | | | |\n", t, shown, c, m, sc, sv
       else
-        printf "| %s | %s | %.2f | %d | %d | %.2f | %.2f | %.2f | %.2f |\n", t, shown, c, m, sc, sv, or / r, c / oc, m / om }' >>"$work/report"
+        printf "| %s | %s | %.2f | %d | %d | %.2f | %s | %.2f | %.2f |\n", t, shown, c, m, sc, sv, (r > 0) ? sprintf("%.2f", or / r) : "–", (oc > 0) ? c / oc : 0, m / om }' >>"$work/report"
     if [ "$tool" != h2load-rs ]; then
       explain "$tool" "$rate" "$server" "$cpu" "$ours_rate" "$ours_server" "$ours_cpu" "$low" "$ours_max" \
         "$server_cost" "$(awk '{ print $5 }' "$work/row.h2load-rs" | median)" >>"$work/notes"
@@ -285,10 +423,133 @@ open(path, "w").write(text)
 PY
 }
 
+# The HTTP/3 section: 1 GiB downloads over h3 beside h2 on the same servers, h2load-rs's h3
+# against oha's (the only HTTP/3 peer: Debian's h2load and curl have none) on Caddy and on the
+# built-in target with h2 beside it, and who set the pace. Between markers, so that
+# `compare.sh h3` can replace it alone.
+h3_section() {
+  local ca="$root/certs/ca.crt" gib=$((1 << 30)) d=$h3_seconds
+  local caddy="https://127.0.0.1:$caddy_port" target="https://127.0.0.1:$tls_target_port"
+  local oha_version caddy_version
+  oha_version=$("$oha_h3" --version | awk '{ print $2 }')
+  caddy_version=$(caddy version | awk '{ print $1 }')
+  {
+    printf '\n%s\n\n### HTTP/3: how measured\n\n' "$h3_begin"
+    echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds interleaved round(s) per row, medians shown, ratios as above."
+    echo "Servers on CPU $server_cpu: Caddy $caddy_version (\`protocols h1 h2 h3\`, one port: TLS over TCP and QUIC over UDP;"
+    echo "Go follows the pinning, GOMAXPROCS 1) and the built-in target (\`serve --tls --threads 1\`, h3 on the"
+    echo "UDP side of its TLS port); clients on CPU $client_cpu, all trusting certs/ca.crt (\`--cacert\`)."
+    echo "The HTTP/3 peer is oha $oha_version built with \`--features http3\` (quinn and the h3 crate);"
+    echo "Debian's h2load and curl have no HTTP/3. Request rows run ${d} s each (\`-D\`, oha \`-z\`), so a"
+    echo "stalled client still finishes, and oha's rate is its responses over that window (its printed rate and"
+    echo "Total add a 30 s wait at exit, see the end of this section); its 1 GiB download is timed by the"
+    echo "request itself for the same reason. -c 10 -m 10 is oha's -c 10 -p 10. h2 rows on the same servers"
+    echo "show what the same server does over TCP. Load average at the start: $(cut -d' ' -f1 /proc/loadavg)"
+    echo "(other work on the machine shows below as a server core busier than the server's own share; the"
+    echo "core columns cover each tool's whole run, for oha's h3 rows its 30 s wait at exit too)."
+  } >>"$work/report"
+  : >"$work/summary"
+  server_pids=$caddy_pid
+  row "one 1 GiB download over h3 (Caddy)" "bytes:$gib" \
+    "h2load-rs|$ours --proto h3 --cacert $ca -n 1 $caddy/1g" \
+    "oha|$oha_h3 --no-tui --http-version 3 --cacert $ca -c 1 -n 1 $caddy/1g"
+  row "one 1 GiB download over h2 (Caddy, TLS)" "bytes:$gib" \
+    "h2load-rs|$ours --cacert $ca -n 1 $caddy/1g" \
+    "h2load|h2load -n 1 $caddy/1g" \
+    "curl|curl -s -o /dev/null -w %{speed_download} --http2 --cacert $ca $caddy/1g"
+  server_pids=$tls_target_pid
+  row "one 1 GiB download over h3 (built-in target)" "bytes:$gib" \
+    "h2load-rs|$ours --proto h3 --cacert $ca -n 1 $target/bytes/$gib" \
+    "oha|$oha_h3 --no-tui --http-version 3 --cacert $ca -c 1 -n 1 $target/bytes/$gib"
+  row "one 1 GiB download over h2 (built-in target, TLS)" "bytes:$gib" \
+    "h2load-rs|$ours --cacert $ca -n 1 $target/bytes/$gib" \
+    "h2load|h2load -n 1 $target/bytes/$gib" \
+    "curl|curl -s -o /dev/null -w %{speed_download} --http2 --cacert $ca $target/bytes/$gib"
+
+  local caddy_h3="h3, -c 10 -m 10, Caddy /ping, $d s" caddy_h2="h2, -c 10 -m 10, Caddy /ping, $d s"
+  local target_h3="h3, -c 10 -m 10, built-in target /ping, $d s"
+  local target_h2="h2, -c 10 -m 10, built-in target (TLS) /ping, $d s"
+  server_pids=$caddy_pid
+  row "$caddy_h3" requests \
+    "h2load-rs|$ours --proto h3 --cacert $ca -c 10 -m 10 -D ${d}s $caddy/ping" \
+    "oha|$oha_h3 --no-tui --http-version 3 --cacert $ca -c 10 -p 10 -z ${d}s $caddy/ping"
+  row "$caddy_h2" requests \
+    "h2load-rs|$ours --cacert $ca -c 10 -m 10 -D ${d}s $caddy/ping" \
+    "h2load|h2load -c 10 -m 10 -D $d $caddy/ping" \
+    "oha|$oha --no-tui --http2 --cacert $ca -c 10 -p 10 -z ${d}s $caddy/ping"
+  server_pids=$tls_target_pid
+  row "$target_h3" requests \
+    "h2load-rs|$ours --proto h3 --cacert $ca -c 10 -m 10 -D ${d}s $target/ping" \
+    "oha|$oha_h3 --no-tui --http-version 3 --cacert $ca -c 10 -p 10 -z ${d}s $target/ping"
+  row "$target_h2" requests \
+    "h2load-rs|$ours --cacert $ca -c 10 -m 10 -D ${d}s $target/ping" \
+    "h2load|h2load -c 10 -m 10 -D $d $target/ping" \
+    "oha|$oha --no-tui --http2 --cacert $ca -c 10 -p 10 -z ${d}s $target/ping"
+
+  {
+    printf '\n### HTTP/3: who sets the pace (-c 10 -m 10, server pinned to one core)\n\n'
+    printf '| row | client | req/s | server CPU %% | CPU %d (server) busy, all processes %% | CPU %d (client) busy, all processes %% | verdict |\n|---|---|---|---|---|---|---|\n' "$server_cpu" "$client_cpu"
+    local name
+    for name in "$caddy_h3" "$caddy_h2" "$target_h3" "$target_h2"; do
+      awk -F'\t' -v n="$name" '$1 == n {
+        verdict = ($5 >= 90) ? "the server sets the pace" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : ($7 >= 90) ? "the client'"'"'s core was full" : "the server waits: the client or the protocol sets the pace"
+        printf "| %s | %s | %.0f | %d | %d | %d | %s |\n", n, $2, $3, $5, $6, $7, verdict }' "$work/summary"
+    done
+    echo
+    for name in "$caddy_h3" "$target_h3"; do
+      awk -F'\t' -v n="$name" '$1 == n && $2 == "h2load-rs" { r = $3; c = $4 }
+        $1 == n && $2 == "oha" { pr = $3; pc = $4 }
+        END {
+          tr = (pr > 0) ? r / pr : 0; cr = (pc > 0) ? c / pc : 0
+          printf "> Goal vs oha, %s: throughput ratio %.2f (goal >= 1.0), client CPU per request %.2fx oha'"'"'s (goal <= 0.5): %s.\n",
+            n, tr, cr, (tr >= 1.0 && cr > 0 && cr <= 0.5) ? "met" : "**not met**" }' "$work/summary"
+    done
+  } >>"$work/report"
+  # The issue's figure for oha (326 req/s, Caddy 2 % busy), run as it was: a request count.
+  server_pids=$caddy_pid
+  local repro
+  repro=$(measure oha requests "$oha_h3" --no-tui --http-version 3 --cacert "$ca" -c 10 -p 10 -n 10000 "$caddy/ping")
+  awk -v m="$repro" -v total="$(oha_seconds Total "$work/out")" -v slowest="$(oha_seconds Slowest "$work/out")" \
+    -v average="$(oha_seconds Average "$work/out")" 'BEGIN {
+      split(m, f, " ")
+      if (total <= 0 || average <= 0) { printf "\n> oha'"'"'s HTTP/3 reproduction run (-n 10000) failed.\n"; exit }
+      active = 10000 * average / 100
+      printf "\n> oha'"'"'s HTTP/3 stall, reproduced: `oha --http-version 3 -c 10 -p 10 -n 10000` on Caddy printed %.0f req/s", f[1]
+      printf " over %.1f s with Caddy %d%% busy and oha using %.1f µs of CPU per request. Its slowest request took %.1f ms", total, f[4], f[2], slowest * 1000
+      printf " and the average %.1f ms at 100 in flight, so the 10,000 responses came in about %.2f s (~%.0f req/s);", average * 1000, active, 10000 / active
+      if (total - active > 5) {
+        printf " the other %.1f s oha waits to close its connections: h3'"'"'s graceful shutdown sends GOAWAY and then waits", total - active
+        printf " for the server to close, which Caddy leaves to its 30 s idle timeout. A tail at exit, not a per-request stall;"
+        printf " the rows above take oha'"'"'s rate and the server'"'"'s CPU %% over the -z window.\n"
+      } else
+        printf " no tail at exit this time (%.1f s in all).\n", total }' >>"$work/report"
+  printf '\n%s\n' "$h3_end" >>"$work/report"
+  sed -n "/^### HTTP\/3: who sets the pace/,\$p" "$work/report"
+}
+
+# Replaces the HTTP/3 section of RESULTS.md (between its markers) with this run's; a file without
+# one gets it before the memory section.
+splice_h3() {
+  python3 - "$results" "$work/report" "$h3_begin" "$h3_end" <<'PY'
+import sys
+path, report, begin, end = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3], sys.argv[4]
+text = open(path).read()
+if begin in text and end in text:
+    text = text[: text.index(begin)] + report + text[text.index(end) + len(end) :]
+elif "\n### Memory" in text:
+    at = text.index("\n### Memory")
+    text = text[:at] + "\n" + report + "\n" + text[at:]
+else:
+    text = text.rstrip("\n") + "\n\n" + report + "\n"
+open(path, "w").write(text)
+PY
+}
+
 main() {
   install
   mkdir -p "$work"
   : >"$work/report"
+  : >"$work/rounds.log"
   pids=()
   trap stop_servers EXIT
   start_servers
@@ -297,6 +558,13 @@ main() {
     splice_pacing
     echo
     echo "updated the pacing section of $results"
+    return
+  fi
+  if [ "$only" = h3 ]; then
+    h3_section
+    splice_h3
+    echo
+    echo "updated the HTTP/3 section of $results"
     return
   fi
   local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
@@ -329,6 +597,7 @@ main() {
     "h2load-rs|$ours --h1 -n 1 $h1/1g" \
     "h2load|h2load --h1 -n 1 $h1/1g" \
     "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
+  h3_section
 
   server_pids=$nghttpd_pid
   memory "$h2c"
@@ -339,8 +608,9 @@ main() {
     echo
     echo "Generated by \`benches/compare.sh $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'); do not edit by hand."
     echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r)."
-    echo "Servers pinned to CPU $server_cpu (nginx 1 worker, nghttpd 1 thread), clients to CPU $client_cpu;"
-    echo "$rounds interleaved rounds per row, medians shown. Ratios: >= 1.0 means h2load-rs is at least as"
+    echo "Servers pinned to CPU $server_cpu (nginx 1 worker, nghttpd 1 thread, Caddy, the built-in target"
+    echo "1 thread), clients to CPU $client_cpu; $rounds interleaved rounds per row, medians shown."
+    echo "Ratios: >= 1.0 means h2load-rs is at least as"
     echo "good (throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours). Server CPU % is"
     echo "the server's share of its core during the run: near 100 % the server, not the client, sets"
     echo "the throughput; server CPU µs/request shows what each client's traffic costs the server."
