@@ -65,34 +65,43 @@ fn ten_millisecond_handlers_measure_ten_milliseconds() {
 
 #[test]
 fn fifty_millisecond_handlers_measure_fifty_milliseconds() {
-    fixed_delay(50, "50");
+    // 100, not fewer: with fewer samples p99 is the maximum, and one wake-up preempted for a
+    // time slice would decide it.
+    fixed_delay(50, "100");
 }
 
 #[test]
 fn the_target_applies_sub_millisecond_delays_and_says_so() {
     let _machine = exclusive();
     for (path, wanted) in [("/delay/0.25", 250), ("/delay/1.5", 1500)] {
-        let mut stream = TcpStream::connect(target()).unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let applied: u64 = response
-            .lines()
-            .find_map(|line| line.strip_prefix("x-delay-applied-us: "))
-            .unwrap_or_else(|| panic!("no x-delay-applied-us in {response}"))
-            .trim()
-            .parse()
-            .unwrap();
+        // The best of three: one wake-up of a virtual machine can be late by a time slice, which
+        // says nothing of the timer; three late ones in a row do.
+        let applied = (0..3).map(|_| applied_delay(path)).min().unwrap();
         // Never short; late only by the wake-up (200 µs allows for a busy CI machine).
         assert!(
             (wanted..wanted + 200).contains(&applied),
             "{path}: applied {applied} µs"
         );
     }
+}
+
+/// The delay the target says it applied (`x-delay-applied-us`) to one request for `path`.
+fn applied_delay(path: &str) -> u64 {
+    let mut stream = TcpStream::connect(target()).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .lines()
+        .find_map(|line| line.strip_prefix("x-delay-applied-us: "))
+        .unwrap_or_else(|| panic!("no x-delay-applied-us in {response}"))
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 #[test]
