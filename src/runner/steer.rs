@@ -67,7 +67,12 @@ impl Steered {
     /// period, as at a timed run's end), and everything measured over all steps is returned.
     pub fn finish(self) -> Result<RunOutcome> {
         self.throttle.set(Offered::Stopped);
-        self.launched.finish(true)
+        // A step's wait took the signal that ended the search; the workers' end can then race it
+        // in the controller and the run would read as not interrupted.
+        let signalled = self.signals_seen > 0;
+        let mut outcome = self.launched.finish(true)?;
+        outcome.interrupted |= signalled;
+        Ok(outcome)
     }
 
     /// Waits until `clients` connections are open (the first step, which measures the ceiling,
