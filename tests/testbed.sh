@@ -18,6 +18,7 @@
 #   19380 Apache HTTP/1.1 + h2c (prior knowledge and Upgrade)  19943 Apache TLS: h2 + http/1.1
 #                                                              19844 gtlsserver (ngtcp2) UDP: h3 only
 # Every server serves /ping ("pong") and /bytes/1000 (1000 bytes).
+#   19888 tinyproxy: HTTP proxy (CONNECT to any port), for --proxy
 #   19490 Prometheus (HTTP API), scraping 127.0.0.1:19464/metrics every second: the port the live
 #         metrics test gives --metrics-listen (nothing listens there between tests)
 set -euo pipefail
@@ -25,7 +26,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/target/testbed"
 certs="$root/certs"
-ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490)
+ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490 19888)
 # UDP ports (HTTP/3): Caddy's QUIC side of 19843 and gtlsserver.
 udp_ports=(19843 19844)
 
@@ -194,6 +195,27 @@ Listen 127.0.0.1:19943
 </VirtualHost>
 CONF
   launch apache /usr/sbin/apache2 -f "$state/apache.conf" -DFOREGROUND
+
+  # tinyproxy for --proxy: CONNECT to every port (no ConnectPort line: Debian's own configuration
+  # allows only 443 and 563), loopback clients only, in the foreground. As root it must be told
+  # whom to run as; its log and pid stay in the state directory, which that user can write.
+  local proxy_user=""
+  if [ "$(id -u)" -eq 0 ]; then
+    proxy_user=$'User nobody\nGroup nogroup'
+    chmod 0777 "$state/logs"
+  fi
+  cat >"$state/tinyproxy.conf" <<CONF
+$proxy_user
+Port 19888
+Listen 127.0.0.1
+Timeout 60
+MaxClients 200
+Allow 127.0.0.1
+LogLevel Warning
+LogFile "$state/logs/tinyproxy.log"
+DisableViaHeader Yes
+CONF
+  launch tinyproxy tinyproxy -d -c "$state/tinyproxy.conf"
 
   # Prometheus with a fresh database each time, so no series of an earlier bed is seen.
   rm -rf "$state/prometheus"

@@ -272,6 +272,18 @@ fn no_success_reason(document: &Document) -> Option<String> {
     })
 }
 
+/// Runs `serving` until it fails, or until SIGINT or SIGTERM asks the target to stop.
+async fn until_signal(serving: impl std::future::Future<Output = std::io::Result<()>>) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        result = serving => result.context("the server stopped"),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = terminate.recv() => Ok(()),
+    }
+}
+
 fn serve(args: &ServeArgs) -> Result<u8> {
     if args.stop_with_parent {
         std::thread::spawn(|| {
@@ -301,13 +313,40 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the server runtime")?;
+    let options = server::ServeOptions {
+        max_concurrent_streams: args.max_concurrent_streams,
+        // HTTP/3 needs TLS and UDP; the faults are TCP misbehaviour, so a faulty target has none.
+        h3: tls.is_some() && args.fault.is_none() && args.unix.is_none(),
+        tls,
+        fault: args.fault,
+        sent: None,
+        behaviour: server::Behaviour {
+            delay: args.delay,
+            stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {
+                every,
+                length,
+                epoch: std::time::Instant::now(),
+            }),
+        },
+    };
     runtime.block_on(async {
-        // HTTP/3 needs TLS; the faults are TCP misbehaviour, so a faulty target has no HTTP/3.
-        let h3 = tls.is_some() && args.fault.is_none();
-        let sockets = server::bind(std::net::SocketAddr::new(args.host, args.port), h3)
+        let secure = options.tls.is_some();
+        if let Some(path) = &args.unix {
+            // The socket file goes when this block ends: at a signal, or when serving fails.
+            let (listener, _file) = server::listen_unix(path)
+                .with_context(|| format!("cannot listen on unix socket {}", path.display()))?;
+            let path = path.display();
+            match secure {
+                true => outln!("h2load-rs target listening on unix socket {path} (TLS: h2 and http/1.1 by ALPN)"),
+                false => outln!("h2load-rs target listening on unix socket {path} (HTTP/1.1, h2c by prior knowledge and by Upgrade)"),
+            }
+            let _ = std::io::stdout().flush();
+            return until_signal(server::serve_unix(listener, options)).await;
+        }
+        let sockets = server::bind(std::net::SocketAddr::new(args.host, args.port), options.h3)
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
         let addr = sockets.local_addr()?;
-        match (tls.is_some(), sockets.h3_port()) {
+        match (secure, sockets.h3_port()) {
             (true, Some(port)) => outln!(
                 "h2load-rs target listening on https://{addr} (h2 and http/1.1 by ALPN; HTTP/3 on UDP port {port})"
             ),
@@ -319,25 +358,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             ),
         }
         let _ = std::io::stdout().flush();
-        let options = server::ServeOptions {
-            max_concurrent_streams: args.max_concurrent_streams,
-            tls,
-            h3,
-            fault: args.fault,
-            sent: None,
-            behaviour: server::Behaviour {
-                delay: args.delay,
-                stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {
-                    every,
-                    length,
-                    epoch: std::time::Instant::now(),
-                }),
-            },
-        };
-        tokio::select! {
-            result = server::serve(sockets, options) => result.context("the server stopped"),
-            _ = tokio::signal::ctrl_c() => Ok(()),
-        }
+        until_signal(server::serve(sockets, options)).await
     })?;
     Ok(0)
 }

@@ -85,6 +85,13 @@ impl BuiltIn {
             // A faulty target is a raw TCP server: h3 cells would only time out connecting.
             usage_bail!("--target-fault makes the built-in target misbehave over TCP, where h3 is not spoken; drop h3 from --proto");
         }
+        if let Some(path) = &args.unix_socket {
+            // The URL gives the scheme, Host and SNI of whatever listens there.
+            usage_bail!(
+                "--unix-socket needs a URL naming the server, e.g. h2load-rs --unix-socket {} http://localhost/",
+                path.display()
+            );
+        }
         let flags = serve_flags(args);
         let cleartext = ChildTarget::start(false, &flags)?;
         let tls = if with_tls {

@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
+    /// Listen on this unix socket instead of TCP (HTTP/1.1 and h2c, or with --tls h2 and
+    /// http/1.1 by ALPN; no HTTP/3). A stale socket file there is replaced; the file is removed at exit.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["host", "port", "fault"])]
+    pub unix: Option<PathBuf>,
     /// Worker threads of the server runtime, 1..=4096 (default: one per core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
     pub threads: Option<u16>,
@@ -326,6 +330,16 @@ pub struct LoadArgs {
     /// Connect to HOST:PORT instead of the URL's host and port (Host, SNI and certificate checks keep the URL's).
     #[arg(long = "connect-to", value_name = "HOST:PORT")]
     pub connect_to: Option<String>,
+
+    /// Connect every connection to this unix socket instead of TCP: HTTP/1.1, h2c and h2 over TLS
+    /// (the URL still gives Host / :authority and the TLS server name). Needs a URL.
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
+    /// Tunnel every connection through this HTTP proxy with CONNECT: http://[USER:PASS@]HOST:PORT
+    /// (credentials go as Proxy-Authorization Basic). Not for h3.
+    #[arg(long = "proxy", value_name = "URL")]
+    pub proxy: Option<String>,
 
     /// Trace the protocol of the first connections on stderr, like `nghttp -v`: handshake, HTTP/1.1
     /// heads, HTTP/2 SETTINGS, WINDOW_UPDATE, RST_STREAM, GOAWAY and the first header blocks;

@@ -1,6 +1,7 @@
 //! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
 
 pub mod objective;
+pub mod route;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::usage_bail;
 
 pub mod stages;
 
+use route::Route;
 use stages::Stages;
 
 /// Requests sent when neither `-n` nor `-D` is given.
@@ -150,8 +152,8 @@ pub enum StopRule {
 pub struct Destination {
     /// The URLs as given, for the report.
     pub urls: Vec<String>,
-    /// The resolved address every connection connects to (`--connect-to`, else the URL's).
-    pub addr: SocketAddr,
+    /// How every connection reaches the server.
+    pub route: Route,
     /// `host[:port]` as written in the first URL; the default Host / `:authority`.
     pub authority: String,
 }
@@ -388,11 +390,12 @@ pub fn build(
     let parsed = parse_target(urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
-    // With --connect-to the URL's host only names the server (Host, SNI): it need not resolve.
-    let addr = match &args.connect_to {
-        Some(connect_to) => resolve_connect_to(connect_to)?,
-        None => resolve(&parsed.host, parsed.port)?,
-    };
+    // With --connect-to, --unix-socket or --proxy the URL's host only names the server (Host,
+    // SNI; the proxy resolves it): it need not resolve here.
+    let route = route::route(args, &parsed.host, parsed.port, resolve, resolve_connect_to)?;
+    if negotiation == Negotiation::Quic && !matches!(route, Route::Direct(_)) {
+        usage_bail!("--proto h3 runs over UDP: it cannot go through --unix-socket or --proxy (CONNECT-UDP is not supported)");
+    }
     let tls = match parsed.scheme {
         Scheme::Https => Some(tls_plan(args, negotiation, &parsed.host, trust_test_ca)?),
         Scheme::Http => None,
@@ -438,7 +441,7 @@ pub fn build(
     };
     let destination = Destination {
         urls: parsed.urls,
-        addr,
+        route,
         authority: parsed.authority,
     };
 
@@ -993,7 +996,9 @@ mod tests {
     #[test]
     fn first_url_gives_the_target_and_every_url_a_path() {
         let plan = plan(&["http://127.0.0.1:8080/ping?x=1", "http://other/b", "/c"]).unwrap();
-        assert_eq!(plan.destination.addr, "127.0.0.1:8080".parse().unwrap());
+        assert!(
+            matches!(plan.destination.route, Route::Direct(addr) if addr == "127.0.0.1:8080".parse().unwrap())
+        );
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
         assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
         assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
@@ -1214,7 +1219,9 @@ mod tests {
             "http://no-such-host.invalid/",
         ])
         .unwrap();
-        assert_eq!(plan.destination.addr, "127.0.0.1:9".parse().unwrap());
+        assert!(
+            matches!(plan.destination.route, Route::Direct(addr) if addr == "127.0.0.1:9".parse().unwrap())
+        );
         assert_eq!(plan.request.authority, "no-such-host.invalid");
     }
 

@@ -49,14 +49,17 @@ pub enum ErrorKind {
     StreamReset,
     /// The generator ran out of file descriptors (EMFILE/ENFILE).
     TooManyOpenFiles,
+    /// The `--proxy` refused the tunnel (a non-2xx answer to `CONNECT`) or answered badly.
+    Proxy,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
+        ErrorKind::Proxy,
         ErrorKind::Tls,
         ErrorKind::Timeout,
         ErrorKind::Closed,
@@ -81,6 +84,7 @@ impl ErrorKind {
             ErrorKind::Refused => "refused",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
+            ErrorKind::Proxy => "proxy",
         }
     }
 
@@ -270,6 +274,9 @@ pub struct Recorder {
     pub request: Histogram<u64>,
     /// Connection setup time.
     pub connect: Histogram<u64>,
+    /// With `--proxy`: the part of the setup until the proxy answered `CONNECT` (created by the
+    /// first tunnel, so `None` without a proxy).
+    pub proxy: Option<Histogram<u64>>,
     /// Time to first byte of each response.
     pub ttfb: Histogram<u64>,
     /// Request counters.
@@ -326,6 +333,7 @@ impl Recorder {
             measure_start,
             request: new_histogram(),
             connect: new_histogram(),
+            proxy: None,
             ttfb: new_histogram(),
             counters: RequestCounters::default(),
             retried: Retried::default(),
@@ -360,6 +368,13 @@ impl Recorder {
         self.connections_opened += 1;
         self.connect.saturating_record(micros(end - start));
         self.clients[slot].began.get_or_insert(start);
+    }
+
+    /// A connection's tunnel through the proxy was open `took` after it began.
+    pub fn proxy_connected(&mut self, took: Duration) {
+        self.proxy
+            .get_or_insert_with(new_histogram)
+            .saturating_record(micros(took));
     }
 
     /// A connection settled on `protocol`.
@@ -521,6 +536,12 @@ impl Recorder {
             if let (Some(mine), Some(theirs)) = (mine, theirs) {
                 mine.add(theirs).expect("histograms share bounds");
             }
+        }
+        if let Some(theirs) = &other.proxy {
+            self.proxy
+                .get_or_insert_with(new_histogram)
+                .add(theirs)
+                .expect("histograms share bounds");
         }
         self.request
             .add(&other.request)

@@ -105,6 +105,20 @@ fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
     sum
 }
 
+/// The proxy connect times of every part that went through a proxy, added; `None` if none did.
+fn merge_proxy_times(parts: &[Summary]) -> Result<Option<super::LatencySummary>> {
+    let mut times = parts.iter().filter_map(|part| part.latency.proxy.as_ref());
+    let Some(first) = times.next() else {
+        return Ok(None);
+    };
+    let mut sum = hdr::from_base64(&first.hdr)?;
+    for summary in times {
+        sum.add(hdr::from_base64(&summary.hdr)?)
+            .expect("histograms share bounds");
+    }
+    Ok(Some(latency_summary(&sum)))
+}
+
 /// One cell from the same cell of every run.
 fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     let start_ms = parts
@@ -137,6 +151,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                     .filter_map(|part| part.histograms.service.clone()),
             )
         });
+    let proxy = merge_proxy_times(&parts)?;
     let timeline = merge_timelines(&parts)?;
     let rate = match parts
         .iter()
@@ -249,6 +264,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     merged.latency.connect = latency_summary(&connect);
     merged.latency.ttfb = latency_summary(&ttfb);
     merged.latency.service = service.as_ref().map(latency_summary);
+    merged.latency.proxy = proxy;
     merged.timeline = timeline;
     merged.rate = rate;
     merged.histograms = Histograms {

@@ -683,6 +683,10 @@ pub struct Latencies {
     pub service: Option<LatencySummary>,
     /// Connection setup.
     pub connect: LatencySummary,
+    /// With `--proxy`: from the start of connecting until the proxy answered `CONNECT` (a part
+    /// of `connect`).
+    #[serde(default)]
+    pub proxy: Option<LatencySummary>,
     /// Request sent to first response byte.
     pub ttfb: LatencySummary,
 }
@@ -882,6 +886,7 @@ impl Summary {
                 request: latency_summary(&recorder.request),
                 service: recorder.service.as_ref().map(latency_summary),
                 connect: latency_summary(&recorder.connect),
+                proxy: recorder.proxy.as_ref().map(latency_summary),
                 ttfb: latency_summary(&recorder.ttfb),
             },
             requests_per_client_per_s: spread_of(&recorder.client_rates()),

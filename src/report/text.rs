@@ -212,6 +212,9 @@ fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
         rows.push(("service time     :", service));
     }
     rows.push(("time for connect:", &latency.connect));
+    if let Some(proxy) = &latency.proxy {
+        rows.push(("time for proxy  :", proxy));
+    }
     rows.push(("time to 1st byte:", &latency.ttfb));
     rows
 }

@@ -6,6 +6,7 @@ pub mod budget;
 pub mod control;
 pub mod net;
 pub mod panics;
+mod proxy;
 pub mod signals;
 pub mod steer;
 pub mod tls;
@@ -545,7 +546,7 @@ async fn run_slot(
     let timeouts = plan.timeouts;
     while shared.budget.has_more() || shared.has_retries() {
         let began = Instant::now();
-        let connected = net::establish(plan.destination.addr, plan.tls.as_ref(), timeouts.connect)
+        let connected = net::establish(&plan.destination.route, plan.tls.as_ref(), timeouts.connect)
             .await
             .and_then(|established| {
                 let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
@@ -561,6 +562,9 @@ async fn run_slot(
                 return;
             }
         };
+        if let Some(took) = established.proxy_time {
+            shared.recorder.borrow_mut().proxy_connected(took);
+        }
         let (conn, trace) = on_connected(
             &shared,
             tracer.as_ref(),

@@ -1,28 +1,35 @@
-//! Sockets: connecting, and the tap that counts received bytes (and HTTP/2 header frames) on the way in.
+//! Sockets: connecting (TCP, unix sockets, proxy tunnels), and the tap that counts received bytes (and HTTP/2 header frames) on the way in.
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::observe::trace::ConnTrace;
+use crate::plan::route::Route;
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, Failure, WireMeter};
+use crate::runner::proxy;
 use crate::runner::tls::TlsInfo;
 
-/// An established connection: plain TCP, or TLS over TCP.
+/// An established connection: plain or TLS, over TCP (maybe through a proxy's tunnel) or a unix
+/// socket.
 pub enum Transport {
     /// Cleartext.
     Tcp(TcpStream),
     /// TLS (boxed: the session state is large).
     Tls(Box<TlsStream<TcpStream>>),
+    /// Cleartext on a unix socket.
+    Unix(UnixStream),
+    /// TLS on a unix socket.
+    UnixTls(Box<TlsStream<UnixStream>>),
 }
 
 /// A connection ready for an engine, with what its TLS handshake negotiated.
@@ -31,48 +38,52 @@ pub struct Established {
     pub transport: Transport,
     /// The TLS session's parameters (None for cleartext).
     pub tls: Option<TlsInfo>,
+    /// Through a proxy: how long the TCP connection to it and its answer to `CONNECT` took.
+    pub proxy_time: Option<Duration>,
 }
 
-/// Connects to `addr` (and completes the TLS handshake when `tls` is given), all within `timeout`.
+/// Connects by `route` (and completes the TLS handshake when `tls` is given), all within `timeout`.
 pub async fn establish(
-    addr: SocketAddr,
+    route: &Route,
     tls: Option<&TlsPlan>,
     timeout: Option<Duration>,
 ) -> Result<Established, Failure> {
     let attempt = async {
-        let stream = TcpStream::connect(addr).await.map_err(|error| match error.raw_os_error() {
-            // EMFILE / ENFILE: this process (or the system) is out of file descriptors.
-            Some(23 | 24) => Failure::new(
-                ErrorKind::TooManyOpenFiles,
-                format!("cannot connect to {addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
-            ),
-            _ => Failure::new(ErrorKind::Connect, format!("cannot connect to {addr}: {error}")),
-        })?;
-        // Best effort: a socket that refuses NODELAY still carries requests.
-        let _ = stream.set_nodelay(true);
-        let Some(tls) = tls else {
-            return Ok(Established {
-                transport: Transport::Tcp(stream),
-                tls: None,
-            });
-        };
-        let connector = TlsConnector::from(tls.config.clone());
-        let stream = connector
-            .connect(tls.server_name.clone(), stream)
-            .await
-            .map_err(|error| {
-                Failure::new(
-                    ErrorKind::Tls,
-                    format!(
-                        "TLS handshake with {addr} failed: {}",
-                        explain_tls_error(&error)
-                    ),
-                )
-            })?;
-        Ok(Established {
-            tls: Some(TlsInfo::of(stream.get_ref().1)),
-            transport: Transport::Tls(Box::new(stream)),
-        })
+        match route {
+            Route::Direct(addr) => {
+                let stream = connect_tcp(*addr, "").await?;
+                over_tcp(stream, tls, route, None).await
+            }
+            Route::Unix(path) => {
+                let stream = UnixStream::connect(path).await.map_err(|error| {
+                    Failure::new(
+                        ErrorKind::Connect,
+                        format!("cannot connect to unix socket {}: {error}", path.display()),
+                    )
+                })?;
+                Ok(match tls {
+                    None => Established {
+                        transport: Transport::Unix(stream),
+                        tls: None,
+                        proxy_time: None,
+                    },
+                    Some(tls) => {
+                        let stream = handshake(stream, tls, route).await?;
+                        Established {
+                            tls: Some(TlsInfo::of(stream.get_ref().1)),
+                            transport: Transport::UnixTls(Box::new(stream)),
+                            proxy_time: None,
+                        }
+                    }
+                })
+            }
+            Route::Proxy(proxy) => {
+                let began = Instant::now();
+                let mut stream = connect_tcp(proxy.addr, "proxy ").await?;
+                proxy::tunnel(&mut stream, proxy).await?;
+                over_tcp(stream, tls, route, Some(began.elapsed())).await
+            }
+        }
     };
     match timeout {
         Some(limit) => tokio::time::timeout(limit, attempt)
@@ -80,11 +91,68 @@ pub async fn establish(
             .unwrap_or_else(|_| {
                 Err(Failure::new(
                     ErrorKind::ConnectTimeout,
-                    format!("connecting to {addr} timed out after {limit:?}"),
+                    format!("connecting to {route} timed out after {limit:?}"),
                 ))
             }),
         None => attempt.await,
     }
+}
+
+/// Opens a TCP connection to `addr` (a `what` such as "proxy " names it in errors).
+async fn connect_tcp(addr: SocketAddr, what: &str) -> Result<TcpStream, Failure> {
+    let stream = TcpStream::connect(addr).await.map_err(|error| match error.raw_os_error() {
+        // EMFILE / ENFILE: this process (or the system) is out of file descriptors.
+        Some(23 | 24) => Failure::new(
+            ErrorKind::TooManyOpenFiles,
+            format!("cannot connect to {what}{addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
+        ),
+        _ => Failure::new(ErrorKind::Connect, format!("cannot connect to {what}{addr}: {error}")),
+    })?;
+    // Best effort: a socket that refuses NODELAY still carries requests.
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// Completes a TCP connection: TLS when `tls` is given.
+async fn over_tcp(
+    stream: TcpStream,
+    tls: Option<&TlsPlan>,
+    route: &Route,
+    proxy_time: Option<Duration>,
+) -> Result<Established, Failure> {
+    let Some(tls) = tls else {
+        return Ok(Established {
+            transport: Transport::Tcp(stream),
+            tls: None,
+            proxy_time,
+        });
+    };
+    let stream = handshake(stream, tls, route).await?;
+    Ok(Established {
+        tls: Some(TlsInfo::of(stream.get_ref().1)),
+        transport: Transport::Tls(Box::new(stream)),
+        proxy_time,
+    })
+}
+
+/// The TLS handshake over `stream`, whose `route` names the server in errors.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    tls: &TlsPlan,
+    route: &Route,
+) -> Result<TlsStream<S>, Failure> {
+    TlsConnector::from(tls.config.clone())
+        .connect(tls.server_name.clone(), stream)
+        .await
+        .map_err(|error| {
+            Failure::new(
+                ErrorKind::Tls,
+                format!(
+                    "TLS handshake with {route} failed: {}",
+                    explain_tls_error(&error)
+                ),
+            )
+        })
 }
 
 fn explain_tls_error(error: &io::Error) -> String {
@@ -116,6 +184,8 @@ macro_rules! delegate {
         match $self.get_mut() {
             Transport::Tcp($stream) => $call,
             Transport::Tls($stream) => $call,
+            Transport::Unix($stream) => $call,
+            Transport::UnixTls($stream) => $call,
         }
     };
 }
@@ -151,6 +221,8 @@ impl AsyncWrite for Transport {
         match self {
             Transport::Tcp(stream) => stream.is_write_vectored(),
             Transport::Tls(stream) => stream.is_write_vectored(),
+            Transport::Unix(stream) => stream.is_write_vectored(),
+            Transport::UnixTls(stream) => stream.is_write_vectored(),
         }
     }
 

@@ -2,6 +2,8 @@
 //! and by `Upgrade: h2c`, or, with TLS, h2 and HTTP/1.1 chosen by ALPN, and HTTP/3 on the UDP port
 //! of the same number (announced by `Alt-Svc` on the TLS responses).
 //!
+//! `h2load-rs serve --unix PATH` serves the same on a unix socket (no HTTP/3).
+//!
 //! Routes: `/` and `/ping` → `pong`; `/bytes/N` → N bytes, streamed; `/delay/MS` → `pong` after MS
 //! milliseconds (decimals allowed, precise to microseconds; the `x-delay-applied-us` header says
 //! how long it was); `/status/CODE` → that status, empty body; `POST /echo` → the request body.
@@ -11,6 +13,7 @@ mod h2c_upgrade;
 mod h3;
 mod routes;
 mod sent;
+mod unix;
 
 use std::convert::Infallible;
 use std::io;
@@ -26,13 +29,14 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
 pub use faults::Fault;
 use routes::TargetBody;
 pub use routes::{Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
+pub use unix::{listen_unix, SocketFile};
 
 /// HTTP/2 and QUIC receive windows of the target: large, so uploads to `/echo` are not throttled.
 const STREAM_WINDOW: u32 = 16 << 20;
@@ -145,23 +149,12 @@ async fn serve_tcp(
     options: ServeOptions,
     alt_svc: Option<HeaderValue>,
 ) -> io::Result<()> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(options.max_concurrent_streams)
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW);
-    let builder = Arc::new(builder);
-    let acceptor = options.tls.clone().map(TlsAcceptor::from);
+    let server = Server::new(&options, alt_svc);
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
-                // Out of descriptors and similar: wait for connections to close instead of spinning.
-                errln!("h2load-rs serve: accept failed: {error}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                accept_failed(error).await;
                 continue;
             }
         };
@@ -170,14 +163,70 @@ async fn serve_tcp(
             tokio::spawn(faults::serve(stream, fault));
             continue;
         }
-        let builder = builder.clone();
-        let acceptor = acceptor.clone();
-        let max_streams = options.max_concurrent_streams;
-        let front = Front {
-            behaviour: options.behaviour,
-            alt_svc: alt_svc.clone(),
-        };
-        let sent = options.sent.clone();
+        server.spawn(stream);
+    }
+}
+
+/// Serves the routes on a unix socket until the runtime shuts down: HTTP/1.1 and h2c, or with
+/// TLS h2 and HTTP/1.1 by ALPN (no HTTP/3, no faults: those need UDP and TCP).
+pub async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
+    let server = Server::new(&options, None);
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => server.spawn(stream),
+            Err(error) => accept_failed(error).await,
+        }
+    }
+}
+
+/// Out of descriptors and similar: waits for connections to close instead of spinning.
+async fn accept_failed(error: io::Error) {
+    errln!("h2load-rs serve: accept failed: {error}");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+/// What serving a connection needs, whatever socket it came on.
+struct Server {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    acceptor: Option<TlsAcceptor>,
+    max_streams: u32,
+    front: Front,
+    sent: Option<Arc<SentBytes>>,
+}
+
+impl Server {
+    /// The server `options` describe; `alt_svc` is added to every response.
+    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>) -> Server {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder.http1().timer(TokioTimer::new()).keep_alive(true);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(options.max_concurrent_streams)
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW);
+        Server {
+            builder: Arc::new(builder),
+            acceptor: options.tls.clone().map(TlsAcceptor::from),
+            max_streams: options.max_concurrent_streams,
+            front: Front {
+                behaviour: options.behaviour,
+                alt_svc,
+            },
+            sent: options.sent.clone(),
+        }
+    }
+
+    /// Serves `stream` in a task of its own: TLS first when configured.
+    fn spawn<S>(&self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let builder = self.builder.clone();
+        let acceptor = self.acceptor.clone();
+        let max_streams = self.max_streams;
+        let front = self.front.clone();
+        let sent = self.sent.clone();
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {

@@ -145,7 +145,9 @@ impl QuicContext {
     /// The thread's endpoint and configuration for `plan` (an https:// plan). Must be called
     /// inside the thread's `LocalSet`, which runs quinn's drivers: they stop with it.
     pub(crate) fn new(plan: &RunPlan, tls: &TlsPlan) -> Result<Self> {
-        let addr = plan.destination.addr;
+        let crate::plan::route::Route::Direct(addr) = plan.destination.route else {
+            anyhow::bail!("HTTP/3 goes over UDP straight to the server: no unix socket, no proxy");
+        };
         let local: SocketAddr = if addr.is_ipv4() {
             (Ipv4Addr::UNSPECIFIED, 0).into()
         } else {

@@ -1,0 +1,225 @@
+//! How connections reach the server: TCP to an address, a unix socket (`--unix-socket`), or a
+//! tunnel through an HTTP proxy (`--proxy`, `CONNECT`).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use base64::Engine as _;
+use http::Uri;
+
+use crate::cli::LoadArgs;
+use crate::usage_bail;
+
+/// Where every connection of a run goes first.
+#[derive(Debug, Clone)]
+pub enum Route {
+    /// TCP (UDP for HTTP/3) to this address: `--connect-to`'s, else the URL's, resolved once.
+    Direct(SocketAddr),
+    /// `--unix-socket`: the URL names the server (Host, SNI) but is not resolved.
+    Unix(PathBuf),
+    /// `--proxy`: TCP to the proxy, then `CONNECT`; the proxy resolves the URL's host.
+    Proxy(ProxyPlan),
+}
+
+/// An HTTP proxy and the `CONNECT` request every connection sends it.
+#[derive(Debug, Clone)]
+pub struct ProxyPlan {
+    /// The proxy's address, resolved once.
+    pub addr: SocketAddr,
+    /// `host:port` the tunnel is asked for (`--connect-to`'s, else the URL's).
+    pub target: String,
+    /// The whole request head: `CONNECT`, `Host` and, with credentials, `Proxy-Authorization`.
+    pub request: Vec<u8>,
+}
+
+impl fmt::Display for Route {
+    /// The route as error messages name it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Route::Direct(addr) => write!(f, "{addr}"),
+            Route::Unix(path) => write!(f, "unix socket {}", path.display()),
+            Route::Proxy(proxy) => write!(f, "{} through proxy {}", proxy.target, proxy.addr),
+        }
+    }
+}
+
+/// The route `args` ask for to the URL's `host` and `port`; `resolve` turns a host and port into
+/// an address (once for the run), `connect_to` parses `--connect-to`.
+pub(crate) fn route(
+    args: &LoadArgs,
+    host: &str,
+    port: u16,
+    resolve: impl Fn(&str, u16) -> Result<SocketAddr>,
+    connect_to: impl Fn(&str) -> Result<SocketAddr>,
+) -> Result<Route> {
+    if let Some(path) = &args.unix_socket {
+        if args.connect_to.is_some() || args.proxy.is_some() {
+            usage_bail!("--unix-socket cannot be combined with --connect-to or --proxy: it is where every connection goes");
+        }
+        if path.as_os_str().is_empty() {
+            usage_bail!("--unix-socket needs a path");
+        }
+        return Ok(Route::Unix(path.clone()));
+    }
+    let Some(proxy) = &args.proxy else {
+        return Ok(Route::Direct(match &args.connect_to {
+            Some(given) => connect_to(given)?,
+            None => resolve(host, port)?,
+        }));
+    };
+    let target = match &args.connect_to {
+        Some(given) => given.clone(),
+        None if host.contains(':') => format!("[{host}]:{port}"),
+        None => format!("{host}:{port}"),
+    };
+    let parsed = parse_proxy_url(proxy)?;
+    Ok(Route::Proxy(ProxyPlan {
+        addr: resolve(&parsed.host, parsed.port)?,
+        request: connect_request(&target, parsed.credentials.as_deref()),
+        target,
+    }))
+}
+
+/// What a `--proxy` URL says.
+#[derive(Debug, PartialEq)]
+struct ProxyUrl {
+    host: String,
+    port: u16,
+    /// `user:password`, percent-decoded.
+    credentials: Option<String>,
+}
+
+fn parse_proxy_url(url: &str) -> Result<ProxyUrl> {
+    let uri = match url.parse::<Uri>() {
+        Ok(uri) => uri,
+        Err(error) => usage_bail!("--proxy '{url}' is not a valid URL: {error}"),
+    };
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(_) | None => usage_bail!(
+            "--proxy '{url}': only http:// proxies are supported (http://[USER:PASS@]HOST:PORT; the tunnel carries TLS itself for https:// URLs)"
+        ),
+    }
+    if !matches!(uri.path_and_query().map(|pq| pq.as_str()), None | Some("/")) {
+        usage_bail!("--proxy '{url}': expected http://[USER:PASS@]HOST:PORT, without a path");
+    }
+    let Some(authority) = uri.authority() else {
+        usage_bail!("--proxy '{url}' has no host");
+    };
+    let Some(port) = authority.port_u16().filter(|port| *port != 0) else {
+        usage_bail!("--proxy '{url}': give the proxy's port (http://HOST:PORT)");
+    };
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if host.is_empty() {
+        usage_bail!("--proxy '{url}' has no host");
+    }
+    let credentials = match authority.as_str().rsplit_once('@') {
+        Some((userinfo, _)) => match percent_decode(userinfo) {
+            Some(decoded) => Some(decoded),
+            None => usage_bail!("--proxy: the user name or password has a broken %-escape"),
+        },
+        None => None,
+    };
+    Ok(ProxyUrl {
+        host: host.to_owned(),
+        port,
+        credentials,
+    })
+}
+
+/// Decodes the `%XX` escapes of a URL's user information; `None` for a broken escape or a result
+/// that is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(after.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &after[2..];
+        } else {
+            bytes.push(byte);
+            rest = after;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The `CONNECT` request head for `target`, with Basic credentials when given (RFC 9110 §9.3.6,
+/// §11.7.1).
+fn connect_request(target: &str, credentials: Option<&str>) -> Vec<u8> {
+    let mut head = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(credentials) = credentials {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+        head.push_str(&format!("Proxy-Authorization: Basic {encoded}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(url: &str) -> std::result::Result<ProxyUrl, String> {
+        parse_proxy_url(url).map_err(|error| {
+            assert!(crate::error::is_usage(&error), "{error}");
+            error.to_string()
+        })
+    }
+
+    #[test]
+    fn proxy_urls_give_host_port_and_decoded_credentials() {
+        assert_eq!(
+            parsed("http://127.0.0.1:3128").unwrap(),
+            ProxyUrl {
+                host: "127.0.0.1".into(),
+                port: 3128,
+                credentials: None
+            }
+        );
+        assert_eq!(
+            parsed("http://al%40ice:p%3Ass@[::1]:8080/").unwrap(),
+            ProxyUrl {
+                host: "::1".into(),
+                port: 8080,
+                credentials: Some("al@ice:p:ss".into())
+            }
+        );
+    }
+
+    #[test]
+    fn other_proxies_are_usage_errors_that_say_why() {
+        for (url, says) in [
+            ("https://127.0.0.1:3128", "only http:// proxies"),
+            ("socks5://127.0.0.1:1080", "only http:// proxies"),
+            ("127.0.0.1:3128", "only http:// proxies"),
+            ("http://127.0.0.1", "give the proxy's port"),
+            ("http://127.0.0.1:0", "give the proxy's port"),
+            ("http://127.0.0.1:3128/path", "without a path"),
+            ("http://u:%zz@127.0.0.1:3128", "broken %-escape"),
+        ] {
+            let message = parsed(url).unwrap_err();
+            assert!(message.contains(says), "{url}: {message}");
+        }
+    }
+
+    #[test]
+    fn connect_requests_name_the_target_and_carry_basic_credentials() {
+        assert_eq!(
+            connect_request("localhost:443", None),
+            b"CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n"
+        );
+        // RFC 7617 §2's example.
+        assert_eq!(
+            String::from_utf8(connect_request("[::1]:80", Some("Aladdin:open sesame"))).unwrap(),
+            "CONNECT [::1]:80 HTTP/1.1\r\nHost: [::1]:80\r\n\
+             Proxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n"
+        );
+    }
+}
