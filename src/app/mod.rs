@@ -273,10 +273,11 @@ fn no_success_reason(document: &Document) -> Option<String> {
 }
 
 /// Runs `serving` until it fails, or until SIGINT or SIGTERM asks the target to stop.
-async fn until_signal(serving: impl std::future::Future<Output = std::io::Result<()>>) -> Result<()> {
+async fn until_signal(
+    serving: impl std::future::Future<Output = std::io::Result<()>>,
+) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate =
-        signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     tokio::select! {
         result = serving => result.context("the server stopped"),
         _ = tokio::signal::ctrl_c() => Ok(()),
@@ -322,11 +323,14 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         sent: None,
         behaviour: server::Behaviour {
             delay: args.delay,
-            stall: args.stall_every.zip(args.stall_for).map(|(every, length)| server::Stall {
-                every,
-                length,
-                epoch: std::time::Instant::now(),
-            }),
+            stall: args
+                .stall_every
+                .zip(args.stall_for)
+                .map(|(every, length)| server::Stall {
+                    every,
+                    length,
+                    epoch: std::time::Instant::now(),
+                }),
         },
     };
     runtime.block_on(async {

@@ -1226,6 +1226,91 @@ mod tests {
     }
 
     #[test]
+    fn unix_sockets_and_proxies_leave_the_host_unresolved() {
+        let built = plan(&[
+            "--unix-socket",
+            "/run/app.sock",
+            "https://no-such-host.invalid/",
+        ])
+        .unwrap();
+        assert!(
+            matches!(&built.destination.route, Route::Unix(path) if path.to_str() == Some("/run/app.sock"))
+        );
+        assert_eq!(built.request.authority, "no-such-host.invalid");
+        let built = plan(&[
+            "--proxy",
+            "http://u:p@127.0.0.1:3128",
+            "http://no-such-host.invalid:8080/",
+        ])
+        .unwrap();
+        let Route::Proxy(proxy) = &built.destination.route else {
+            panic!("{:?}", built.destination.route);
+        };
+        assert_eq!(proxy.addr, "127.0.0.1:3128".parse().unwrap());
+        assert_eq!(proxy.target, "no-such-host.invalid:8080");
+        assert_eq!(
+            proxy.request,
+            b"CONNECT no-such-host.invalid:8080 HTTP/1.1\r\nHost: no-such-host.invalid:8080\r\n\
+              Proxy-Authorization: Basic dTpw\r\n\r\n"
+        );
+        let built = plan(&[
+            "--proxy",
+            "http://127.0.0.1:3128",
+            "--connect-to",
+            "10.0.0.1:443",
+            "https://[::1]/",
+        ])
+        .unwrap();
+        assert_eq!(
+            built.destination.route.to_string(),
+            "10.0.0.1:443 through proxy 127.0.0.1:3128"
+        );
+    }
+
+    #[test]
+    fn unix_sockets_and_proxies_refuse_h3_and_each_other() {
+        for (argv, says) in [
+            (
+                &["--unix-socket", "/s", "--proto", "h3", "https://localhost/"][..],
+                "--proto h3 runs over UDP",
+            ),
+            (
+                &[
+                    "--proxy",
+                    "http://127.0.0.1:1",
+                    "--proto",
+                    "h3",
+                    "https://localhost/",
+                ],
+                "CONNECT-UDP is not supported",
+            ),
+            (
+                &[
+                    "--unix-socket",
+                    "/s",
+                    "--connect-to",
+                    "127.0.0.1:1",
+                    "http://localhost/",
+                ],
+                "--unix-socket cannot be combined",
+            ),
+            (
+                &[
+                    "--unix-socket",
+                    "/s",
+                    "--proxy",
+                    "http://127.0.0.1:1",
+                    "http://localhost/",
+                ],
+                "--unix-socket cannot be combined",
+            ),
+        ] {
+            let message = usage_message(argv);
+            assert!(message.contains(says), "{argv:?}: {message}");
+        }
+    }
+
+    #[test]
     fn h2_multiplex_applies_to_the_default_protocol_of_http_urls() {
         let shape = |argv: &[&str]| {
             let cli = crate::cli::Cli::try_parse_from(

@@ -546,12 +546,13 @@ async fn run_slot(
     let timeouts = plan.timeouts;
     while shared.budget.has_more() || shared.has_retries() {
         let began = Instant::now();
-        let connected = net::establish(&plan.destination.route, plan.tls.as_ref(), timeouts.connect)
-            .await
-            .and_then(|established| {
-                let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
-                Ok((established, protocol))
-            });
+        let connected =
+            net::establish(&plan.destination.route, plan.tls.as_ref(), timeouts.connect)
+                .await
+                .and_then(|established| {
+                    let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
+                    Ok((established, protocol))
+                });
         let (established, protocol) = match connected {
             Ok(connected) => connected,
             Err(failure) => {
