@@ -20,6 +20,8 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)
 # Prometheus and promtool: the live metrics (--metrics-listen) are scraped by the real thing.
 command -v promtool >/dev/null || need+=(prometheus)
+# tinyproxy: the real HTTP proxy --proxy tunnels through (CONNECT).
+command -v tinyproxy >/dev/null || need+=(tinyproxy)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
@@ -37,3 +39,8 @@ fi
 trap '[ -n "$created_policy" ] && $sudo rm -f "$policy"' EXIT
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# The policy above keeps the services from starting; tinyproxy's package also enables its unit for
+# the next boot, where it would hold port 8888: the test bed starts its own instance on 19888.
+if [[ " ${need[*]} " == *" tinyproxy "* ]] && command -v systemctl >/dev/null; then
+  $sudo systemctl disable --now tinyproxy >/dev/null 2>&1 || true
+fi

@@ -197,13 +197,11 @@ CONF
   launch apache /usr/sbin/apache2 -f "$state/apache.conf" -DFOREGROUND
 
   # tinyproxy for --proxy: CONNECT to every port (no ConnectPort line: Debian's own configuration
-  # allows only 443 and 563), loopback clients only, in the foreground. As root it must be told
-  # whom to run as; its log and pid stay in the state directory, which that user can write.
+  # allows only 443 and 563), loopback clients only, in the foreground (-d), logging to stderr, so
+  # its log and pid file are launch's, in the state directory. As root it must be told whom to
+  # run as.
   local proxy_user=""
-  if [ "$(id -u)" -eq 0 ]; then
-    proxy_user=$'User nobody\nGroup nogroup'
-    chmod 0777 "$state/logs"
-  fi
+  if [ "$(id -u)" -eq 0 ]; then proxy_user=$'User nobody\nGroup nogroup'; fi
   cat >"$state/tinyproxy.conf" <<CONF
 $proxy_user
 Port 19888
@@ -212,7 +210,6 @@ Timeout 60
 MaxClients 200
 Allow 127.0.0.1
 LogLevel Warning
-LogFile "$state/logs/tinyproxy.log"
 DisableViaHeader Yes
 CONF
   launch tinyproxy tinyproxy -d -c "$state/tinyproxy.conf"
