@@ -326,6 +326,7 @@ fn proxy_tunnels_with_credentials_count_only_the_http_traffic() {
                 proxied.int("traffic/total_bytes"),
                 direct.int("traffic/total_bytes")
             );
+            assert_merged_proxy_times(&[&proxied, &direct]);
         }
     }
     let heads = proxy.heads.lock().unwrap();
@@ -340,6 +341,40 @@ fn proxy_tunnels_with_credentials_count_only_the_http_traffic() {
             )
         );
     }
+}
+
+/// `merge` of a run through a proxy and one without: the proxy times are the first run's (the
+/// second has none), and two proxied runs add up.
+fn assert_merged_proxy_times(runs: &[&Run]) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<String> = (0..runs.len())
+        .map(|index| {
+            dir.path()
+                .join(format!("{index}.json"))
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for (run, path) in runs.iter().zip(&paths) {
+        std::fs::write(path, serde_json::to_vec(&run.json).unwrap()).unwrap();
+    }
+    let merged = |inputs: &[&str]| -> serde_json::Value {
+        let out = dir.path().join("merged.json");
+        let mut args = vec!["merge"];
+        args.extend(inputs);
+        args.extend(["--json", out.to_str().unwrap()]);
+        let output = run_command(BIN, &args);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+    };
+    let proxied = &runs[0].cell()["latency"]["proxy"];
+    let one = merged(&[&paths[1], &paths[0]]);
+    assert_eq!(one["cells"][0]["latency"]["proxy"], *proxied);
+    let two = merged(&[&paths[0], &paths[0]]);
+    let proxy = &two["cells"][0]["latency"]["proxy"];
+    assert_eq!(proxy["count"], proxied["count"].as_u64().unwrap() * 2);
+    assert_eq!(proxy["max"], proxied["max"]);
 }
 
 #[test]
