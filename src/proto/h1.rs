@@ -1,6 +1,9 @@
 //! HTTP/1.1 on the wire (RFC 9112): the request head a client sends and an incremental response
 //! parser that counts header and body bytes and keeps no body. No I/O: callers feed it bytes.
 
+use std::sync::Arc;
+
+use super::check::{Checks, ResponseCheck};
 use crate::plan::RequestTemplate;
 
 /// The largest response head accepted (status line and header fields).
@@ -79,6 +82,9 @@ pub struct ResponseReader {
     close: bool,
     /// Bytes of the current trailer section, bounded like a head.
     trailers: usize,
+    /// The run's response checks, if any, and what the current response has shown of them.
+    checks: Option<Arc<Checks>>,
+    check: ResponseCheck,
 }
 
 impl ResponseReader {
@@ -90,6 +96,28 @@ impl ResponseReader {
             status: 0,
             close: false,
             trailers: 0,
+            checks: None,
+            check: ResponseCheck::default(),
+        }
+    }
+
+    /// A reader that also follows the response checks (`--expect-*`), when there are any.
+    pub fn checking(bodyless: bool, checks: Option<&Arc<Checks>>) -> Self {
+        ResponseReader {
+            checks: checks.cloned(),
+            ..ResponseReader::new(bodyless)
+        }
+    }
+
+    /// What the last final response's head and body have shown of the checks.
+    pub fn check(&self) -> &ResponseCheck {
+        &self.check
+    }
+
+    /// Searches body bytes for `--expect-body-contains`.
+    fn scan(&mut self, body: &[u8]) {
+        if let Some(checks) = &self.checks {
+            checks.scan_body(&mut self.check.body, body);
         }
     }
 
@@ -141,10 +169,17 @@ impl ResponseReader {
                     }
                     self.status = status;
                     self.part = self.body_kind(&response)?;
+                    if let Some(checks) = &self.checks {
+                        self.check = ResponseCheck::default();
+                        for header in response.headers.iter() {
+                            self.check.headers |= checks.field(header.name.as_bytes(), header.value);
+                        }
+                    }
                 }
                 Part::Fixed(left) => {
                     let take = left.min(rest.len() as u64);
                     counts.body += take;
+                    self.scan(&rest[..take as usize]);
                     used += take as usize;
                     self.part = Part::Fixed(left - take);
                     if left == take {
@@ -171,6 +206,7 @@ impl ResponseReader {
                 Part::ChunkData(left) => {
                     let take = left.min(rest.len() as u64);
                     counts.body += take;
+                    self.scan(&rest[..take as usize]);
                     used += take as usize;
                     if left != take {
                         self.part = Part::ChunkData(left - take);
@@ -206,6 +242,7 @@ impl ResponseReader {
                 }
                 Part::UntilClose => {
                     counts.body += rest.len() as u64;
+                    self.scan(rest);
                     return Ok((bytes.len(), Event::NeedMore));
                 }
             }
