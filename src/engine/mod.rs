@@ -307,9 +307,8 @@ impl<'a> Ledger<'a> {
                     Verdict::Passed => recorder.response_passed(self.slot, sample),
                     Verdict::ErrorStatus => recorder.response(self.slot, sample),
                     Verdict::Failed(mismatch) => {
-                        recorder.response_failed_check(self.slot, sample, || {
-                            checks.describe(mismatch)
-                        })
+                        recorder
+                            .response_failed_check(self.slot, sample, || checks.describe(mismatch))
                     }
                 },
             }

@@ -40,7 +40,11 @@ struct StatusSet {
 
 impl StatusSet {
     fn contains(&self, status: u16) -> bool {
-        let Some(bit) = status.checked_sub(100).map(usize::from).filter(|bit| *bit < 500) else {
+        let Some(bit) = status
+            .checked_sub(100)
+            .map(usize::from)
+            .filter(|bit| *bit < 500)
+        else {
             return false;
         };
         self.bits[bit / 64] & (1 << (bit % 64)) != 0
@@ -135,7 +139,12 @@ impl Checks {
             .collect::<Result<Vec<_>, _>>()?;
         let longest = headers
             .iter()
-            .map(|header| header.name.len().max(header.value.as_ref().map_or(0, Vec::len)))
+            .map(|header| {
+                header
+                    .name
+                    .len()
+                    .max(header.value.as_ref().map_or(0, Vec::len))
+            })
             .max()
             .unwrap_or(0);
         let body = body.map(parse_needle).transpose()?;
@@ -242,7 +251,10 @@ impl Checks {
                 }
             }
             Mismatch::Body { scanned } => {
-                let needle = self.body.as_ref().map_or(&[][..], |body| body.finder.needle());
+                let needle = self
+                    .body
+                    .as_ref()
+                    .map_or(&[][..], |body| body.finder.needle());
                 format!(
                     "the body does not contain \"{}\" (searched {scanned} bytes)",
                     String::from_utf8_lossy(needle).escape_debug()
@@ -410,7 +422,12 @@ mod tests {
     use super::*;
 
     fn checks(statuses: &[&str], headers: &[&str], body: Option<&str>) -> Checks {
-        let owned = |items: &[&str]| items.iter().map(|item| item.to_string()).collect::<Vec<_>>();
+        let owned = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| item.to_string())
+                .collect::<Vec<_>>()
+        };
         Checks::parse(&owned(statuses), &owned(headers), body)
             .expect("valid checks")
             .expect("some check")
@@ -432,7 +449,7 @@ mod tests {
         for needle in ["pong", "aab", "abab", "x", "aaaa"] {
             let checks = checks(&[], &[], Some(needle));
             for body in [
-                format!("{needle}"),
+                needle.to_owned(),
                 format!("zz{needle}zz"),
                 format!("aabaabaab{needle}"),
                 format!("abaababa{needle}a"),
@@ -440,7 +457,10 @@ mod tests {
                 let body = body.as_bytes();
                 // Every single cut, and every pair of cuts.
                 for first in 0..=body.len() {
-                    assert!(found(&checks, body, &[first]), "{needle} in {body:?} cut at {first}");
+                    assert!(
+                        found(&checks, body, &[first]),
+                        "{needle} in {body:?} cut at {first}"
+                    );
                     for second in first..=body.len() {
                         assert!(
                             found(&checks, body, &[first, second]),
@@ -458,7 +478,7 @@ mod tests {
     #[test]
     fn near_misses_split_anywhere_are_not_matches() {
         let checks = checks(&[], &[], Some("abab"));
-        for body in [&b"abaabba"[..], b"aba", b"ab ab", b"bababa", b"ABAB", b""] {
+        for body in [&b"abaabba"[..], b"aba", b"ab ab", b"babbab", b"ABAB", b""] {
             for first in 0..=body.len() {
                 for second in first..=body.len() {
                     assert!(
@@ -473,20 +493,44 @@ mod tests {
     #[test]
     fn only_the_first_64_kib_of_a_body_are_searched() {
         let checks = checks(&[], &[], Some("needle"));
-        for start in [BODY_WINDOW - 6, BODY_WINDOW - 5, BODY_WINDOW, BODY_WINDOW + 10] {
+        for start in [
+            BODY_WINDOW - 6,
+            BODY_WINDOW - 5,
+            BODY_WINDOW,
+            BODY_WINDOW + 10,
+        ] {
             let mut body = vec![b'x'; start];
             body.extend_from_slice(b"needle");
             body.resize(BODY_WINDOW + 100, b'x');
             let expected = start + 6 <= BODY_WINDOW;
-            for cuts in [&[][..], &[start + 3], &[1000, 40_000, start + 1], &[BODY_WINDOW]] {
-                let cuts: Vec<usize> = cuts.iter().copied().filter(|cut| *cut <= body.len()).collect();
-                assert_eq!(found(&checks, &body, &cuts), expected, "match at {start}, cuts {cuts:?}");
+            for cuts in [
+                &[][..],
+                &[start + 3],
+                &[1000, 40_000, start + 1],
+                &[BODY_WINDOW],
+            ] {
+                let cuts: Vec<usize> = cuts
+                    .iter()
+                    .copied()
+                    .filter(|cut| *cut <= body.len())
+                    .collect();
+                assert_eq!(
+                    found(&checks, &body, &cuts),
+                    expected,
+                    "match at {start}, cuts {cuts:?}"
+                );
             }
         }
         let mut scan = BodyScan::default();
         checks.scan_body(&mut scan, &vec![b'x'; 100_000]);
         assert_eq!(
-            checks.judge(200, &ResponseCheck { headers: 0, body: scan }),
+            checks.judge(
+                200,
+                &ResponseCheck {
+                    headers: 0,
+                    body: scan
+                }
+            ),
             Verdict::Failed(Mismatch::Body { scanned: 65_536 })
         );
         assert_eq!(
@@ -503,7 +547,11 @@ mod tests {
             assert_eq!(judge(status), Verdict::Passed, "{status}");
         }
         for status in [201, 204, 299, 400, 405, 500, 100] {
-            assert_eq!(judge(status), Verdict::Failed(Mismatch::Status(status)), "{status}");
+            assert_eq!(
+                judge(status),
+                Verdict::Failed(Mismatch::Status(status)),
+                "{status}"
+            );
         }
         assert_eq!(
             checks.describe(Mismatch::Status(204)),
@@ -525,10 +573,17 @@ mod tests {
 
     #[test]
     fn header_checks_compare_names_case_insensitively_and_trimmed_values_exactly() {
-        let checks = checks(&[], &["Content-Type: text/plain", "server", "x-empty:"], None);
+        let checks = checks(
+            &[],
+            &["Content-Type: text/plain", "server", "x-empty:"],
+            None,
+        );
         assert_eq!(checks.field(b"content-type", b"text/plain"), 0b001);
         assert_eq!(checks.field(b"CONTENT-TYPE", b"  text/plain \t"), 0b001);
-        assert_eq!(checks.field(b"content-type", b"text/plain; charset=utf-8"), 0);
+        assert_eq!(
+            checks.field(b"content-type", b"text/plain; charset=utf-8"),
+            0
+        );
         assert_eq!(checks.field(b"content-type", b"TEXT/PLAIN"), 0);
         assert_eq!(checks.field(b"server", b"anything"), 0b010);
         assert_eq!(checks.field(b"x-empty", b""), 0b100);

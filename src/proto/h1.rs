@@ -172,7 +172,8 @@ impl ResponseReader {
                     if let Some(checks) = &self.checks {
                         self.check = ResponseCheck::default();
                         for header in response.headers.iter() {
-                            self.check.headers |= checks.field(header.name.as_bytes(), header.value);
+                            self.check.headers |=
+                                checks.field(header.name.as_bytes(), header.value);
                         }
                     }
                 }
@@ -388,6 +389,58 @@ mod tests {
             assert_eq!(counts.body, 5 + 3 + 16 + 2, "piece {piece}");
             assert_eq!(counts.head, 38 + 25 + 54 + 27 + 57, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn checks_follow_final_heads_and_bodies_split_anywhere() {
+        use crate::proto::check::{Mismatch, Verdict};
+        let headers = ["x-kind: final", "server"].map(String::from);
+        let checks = Arc::new(Checks::parse(&[], &headers, Some("abcd")).unwrap().unwrap());
+        let mut wire = Vec::new();
+        // The interim response's fields are not the response's.
+        wire.extend_from_slice(b"HTTP/1.1 100 Continue\r\nserver: interim\r\n\r\n");
+        wire.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\nX-Kind:  final \r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        wire.extend_from_slice(b"2\r\nab\r\n3\r\ncdx\r\n0\r\n\r\n");
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 4\r\n\r\nabdc");
+        for cut in 0..=wire.len() {
+            let mut reader = ResponseReader::checking(false, Some(&checks));
+            let mut counts = ByteCounts::default();
+            let mut verdicts = Vec::new();
+            let mut buffer = Vec::new();
+            for piece in [&wire[..cut], &wire[cut..]] {
+                buffer.extend_from_slice(piece);
+                loop {
+                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
+                    buffer.drain(..used);
+                    match event {
+                        Event::NeedMore => break,
+                        Event::Interim => {}
+                        Event::Complete { status, .. } => {
+                            verdicts.push(checks.judge(status, reader.check()));
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                verdicts,
+                [
+                    Verdict::Failed(Mismatch::Header(1)),
+                    Verdict::Failed(Mismatch::Header(0))
+                ],
+                "cut at {cut}"
+            );
+        }
+        let body_only = Arc::new(Checks::parse(&[], &[], Some("abcd")).unwrap().unwrap());
+        let (mut reader, mut counts) = (
+            ResponseReader::checking(false, Some(&body_only)),
+            ByteCounts::default(),
+        );
+        let head =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n2\r\ncd\r\n0\r\n\r\n";
+        assert_eq!(reader.step(head, &mut counts).unwrap().0, head.len());
+        assert_eq!(body_only.judge(200, reader.check()), Verdict::Passed);
     }
 
     #[test]

@@ -393,12 +393,16 @@ pub(crate) fn decode_field_section(
             }
             let index = read_integer(&mut rest, 4).map_err(failed)?;
             let (name, _) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
-            let names = matcher.as_deref().map_or(0, |matcher| matcher.known(name, "").0);
+            let names = matcher
+                .as_deref()
+                .map_or(0, |matcher| matcher.known(name, "").0);
             let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
             (name.len(), name.as_bytes() == STATUS, names, value)
         } else if first & 0x20 != 0 {
             let name = read_prefixed_string(&mut rest, 3).map_err(failed)?;
-            let names = matcher.as_deref_mut().map_or(0, |matcher| matcher.names(&name));
+            let names = matcher
+                .as_deref_mut()
+                .map_or(0, |matcher| matcher.names(&name));
             let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
             let is_status = name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS;
             (name.len, is_status, names, value)
@@ -938,6 +942,7 @@ impl UniStreamParser {
 
 #[cfg(test)]
 mod tests {
+    use super::super::check::{Mismatch, Verdict};
     use super::*;
 
     fn varint(value: u64) -> Vec<u8> {
@@ -1042,7 +1047,8 @@ mod tests {
             decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'0', b'1']), None).unwrap();
         assert_eq!(named.status, Some(201));
         // The same with a Huffman-coded value: "302" is 0x64 0x02 (RFC 7541 §C.4).
-        let huffman = decode_field_section(&section(&[0x5f, 24 - 15, 0x82, 0x64, 0x02]), None).unwrap();
+        let huffman =
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x82, 0x64, 0x02]), None).unwrap();
         assert_eq!(huffman.status, Some(302));
         assert_eq!(huffman.uncompressed, 10);
         // A literal name: length 7 fills the 3-bit prefix, so a continuation byte of 0 follows.
@@ -1053,7 +1059,8 @@ mod tests {
         .unwrap();
         assert_eq!(literal.status, Some(404));
         // A non-numeric status is no status.
-        let bad = decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'x', b'1']), None).unwrap();
+        let bad =
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'x', b'1']), None).unwrap();
         assert_eq!(bad.status, None);
     }
 
@@ -1127,6 +1134,89 @@ mod tests {
             data: 11,
         };
         (stream, seen)
+    }
+
+    #[test]
+    fn checks_see_the_final_headers_and_the_body_split_anywhere() {
+        let owned = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| item.to_string())
+                .collect::<Vec<_>>()
+        };
+        // content-type from the static table, custom-key (a literal name, Huffman-coded like its
+        // value, RFC 7541 C.4.3), etag (only in the trailers: not the response's headers), and
+        // a body string that spans the two non-empty DATA frames.
+        let checks = Arc::new(
+            Checks::parse(
+                &[],
+                &owned(&[
+                    "content-type: text/plain",
+                    "Custom-Key: custom-value",
+                    "etag",
+                ]),
+                Some("lowo"),
+            )
+            .unwrap()
+            .unwrap(),
+        );
+        let (plain, _) = full_response();
+        let custom = [
+            &[
+                0x20 | 0x08 | 0x07,
+                0x01,
+                0x25,
+                0xa8,
+                0x49,
+                0xe9,
+                0x5b,
+                0xa9,
+                0x7d,
+                0x7f,
+            ][..],
+            &[
+                0x80 | 9,
+                0x25,
+                0xa8,
+                0x49,
+                0xe9,
+                0x5b,
+                0xb8,
+                0xe8,
+                0xb4,
+                0xbf,
+            ],
+        ]
+        .concat();
+        let head = [section(&[0xc0 | 25, 0xc0 | 53]), custom].concat();
+        let stream = [
+            frame(HEADERS, &head),
+            frame(DATA, b"hello"),
+            frame(DATA, b""),
+            frame(DATA, b"world!"),
+            frame(HEADERS, &section(&[0x50 | 7, 0x01, b'x'])),
+        ]
+        .concat();
+        for cut in 0..=stream.len() {
+            let mut parser = ResponseParser::checking(Some(&checks));
+            parser.feed(&stream[..cut], |_| {}).unwrap();
+            parser.feed(&stream[cut..], |_| {}).unwrap();
+            let status = parser.finish().unwrap();
+            assert_eq!(parser.check().headers, 0b011, "cut at {cut}");
+            assert_eq!(
+                checks.judge(status, parser.check()),
+                Verdict::Failed(Mismatch::Header(2)),
+                "cut at {cut}"
+            );
+            // The same parser, reset, follows the next response afresh.
+            parser.reset();
+            parser.feed(&plain, |_| {}).unwrap();
+            assert_eq!(parser.check().headers, 0b001, "cut at {cut}");
+        }
+        let body_only = Arc::new(Checks::parse(&[], &[], Some("lowo")).unwrap().unwrap());
+        let mut parser = ResponseParser::checking(Some(&body_only));
+        parser.feed(&stream, |_| {}).unwrap();
+        assert_eq!(body_only.judge(200, parser.check()), Verdict::Passed);
     }
 
     #[test]

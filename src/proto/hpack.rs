@@ -250,7 +250,10 @@ impl Decoder {
         let name_index = read_integer(rest, prefix)?;
         let (name_len, is_status_name, names) = if name_index == 0 {
             let name = read_string(rest)?;
-            let names = self.matcher.as_mut().map_or(0, |matcher| matcher.names(&name));
+            let names = self
+                .matcher
+                .as_mut()
+                .map_or(0, |matcher| matcher.names(&name));
             (
                 name.len,
                 name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS,
@@ -579,6 +582,58 @@ mod tests {
         assert_eq!(third.status, Some(200));
         assert_eq!(decoder.size, 215);
         assert_eq!(decoder.entries.len(), 3);
+    }
+
+    #[test]
+    fn header_checks_follow_huffman_literals_and_the_dynamic_table() {
+        let owned = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| item.to_string())
+                .collect::<Vec<_>>()
+        };
+        let checks = Arc::new(
+            Checks::parse(
+                &[],
+                &owned(&[
+                    "location: https://www.example.com",
+                    "Cache-Control: private",
+                    "content-encoding",
+                    "date: Mon, 21 Oct 2013 20:13:21 GMT",
+                ]),
+                None,
+            )
+            .unwrap()
+            .unwrap(),
+        );
+        // RFC 7541 C.6: Huffman-coded literals indexed in a 256-byte table, then referenced
+        // (the second response), then evicted and replaced (the third has a new date).
+        let mut decoder = Decoder::new(256);
+        decoder.check_headers(&checks);
+        let first = decoder
+            .decode(&hex(
+                "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            ))
+            .unwrap();
+        assert_eq!(first.matched, 0b1011);
+        let second = decoder.decode(&hex("4883 640e ff c1 c0 bf")).unwrap();
+        assert_eq!(second.matched, 0b1011, "from the dynamic table");
+        let third = decoder
+            .decode(&hex(
+                "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab
+                 77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f
+                 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+            ))
+            .unwrap();
+        assert_eq!(third.matched, 0b0111, "a new date, and content-encoding");
+        // Without checks nothing is compared.
+        let mut plain = Decoder::new(256);
+        let block = hex(
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+        );
+        assert_eq!(plain.decode(&block).unwrap().matched, 0);
     }
 
     #[test]

@@ -199,7 +199,10 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
             *merged.stream_reset_codes.entry(code).or_default() += count;
         }
         if let Some(theirs) = part.checks {
-            merged.checks.get_or_insert_with(Default::default).add(theirs);
+            merged
+                .checks
+                .get_or_insert_with(Default::default)
+                .add(theirs);
         }
         let (mine, theirs) = (&mut merged.traffic, &part.traffic);
         mine.total_bytes += theirs.total_bytes;

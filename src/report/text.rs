@@ -114,11 +114,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     }
     if let Some(checks) = &s.checks {
         if let Some(mismatch) = &checks.first_mismatch {
-            writeln!(
-                out,
-                "check failed: {mismatch} (first of {})",
-                checks.failed
-            )?;
+            writeln!(out, "check failed: {mismatch} (first of {})", checks.failed)?;
         }
     }
     writeln!(
