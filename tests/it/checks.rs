@@ -202,6 +202,42 @@ fn caddy_over_h2_passes_a_header_check_through_hpack() {
 }
 
 #[test]
+fn the_json_example_of_checks_is_a_real_report() {
+    use crate::docs::{json_example, key_paths};
+    let example = json_example("## With response checks");
+    // The command docs/json.md says produced it.
+    let run = h2load_rs(&[
+        "--h1",
+        "-n",
+        "1000",
+        "--target-path",
+        "/status/204",
+        "--expect-status",
+        "200",
+    ]);
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    let cell = run.cell();
+    let real = serde_json::json!({
+        "requests": cell["requests"],
+        "status_codes": cell["status_codes"],
+        "errors": cell["errors"],
+        "checks": cell["checks"],
+    });
+    let (mut documented, mut found) = (Default::default(), Default::default());
+    key_paths(&example, "", &mut documented);
+    key_paths(&real, "", &mut found);
+    assert_eq!(documented, found);
+    assert_eq!(example["checks"], real["checks"], "the counts are exact");
+    // A --fail-if on errors counts the failed checks: a breach outranks "no request succeeded".
+    let run = checked(
+        "h1",
+        &url("/status/204"),
+        &["--expect-status", "200", "--fail-if", "errors>1%"],
+    );
+    assert_eq!(run.output.code, 3, "{}", run.output.stderr);
+}
+
+#[test]
 fn bad_checks_are_usage_errors() {
     for (args, says) in [
         (&["--expect-status", "2000"][..], "--expect-status '2000'"),
