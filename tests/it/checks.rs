@@ -238,6 +238,25 @@ fn the_json_example_of_checks_is_a_real_report() {
 }
 
 #[test]
+fn a_scenario_file_sets_the_checks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("checks.toml");
+    let text = format!(
+        "urls = [\"{}\"]\nh1 = true\nrequests = {N}\nexpect-status = [204, \"3xx\"]\n\
+         expect-header = [\"content-length\"]\nexpect-body-contains = \"pong\"\n",
+        url("/ping")
+    );
+    std::fs::write(&scenario, text).expect("the scenario is written");
+    let run = h2load_rs(&["run", scenario.to_str().expect("a utf-8 path")]);
+    assert_all_failed_checks(
+        &run,
+        "scenario",
+        "status 200, expected 204,3xx",
+        "status_codes/2xx",
+    );
+}
+
+#[test]
 fn bad_checks_are_usage_errors() {
     for (args, says) in [
         (&["--expect-status", "2000"][..], "--expect-status '2000'"),
