@@ -101,10 +101,23 @@ fn engines(c: &mut Criterion) {
     const REQUESTS: u64 = 5_000;
     let target = Target::start();
     let ping = format!("{}/ping", target.url);
-    let cases: [(&str, &[&str]); 3] = [
+    // The same runs with every kind of response check: they must allocate nothing more.
+    const CHECKS: [&str; 6] = [
+        "--expect-status",
+        "200",
+        "--expect-header",
+        "content-length: 4",
+        "--expect-body-contains",
+        "pong",
+    ];
+    let h1_checked = [&["--h1", "-c", "4", "-m", "8"][..], &CHECKS].concat();
+    let h2_checked = [&["--proto", "h2c", "-c", "4", "-m", "16"][..], &CHECKS].concat();
+    let cases: [(&str, &[&str]); 5] = [
         ("h1 keep-alive -c 4", &["--h1", "-c", "4"]),
         ("h1 pipelined -c 4 -m 8", &["--h1", "-c", "4", "-m", "8"]),
         ("h2c -c 4 -m 16", &["--proto", "h2c", "-c", "4", "-m", "16"]),
+        ("h1 pipelined -c 4 -m 8, checks", &h1_checked),
+        ("h2c -c 4 -m 16, checks", &h2_checked),
     ];
     let mut group = c.benchmark_group("engines");
     group.throughput(Throughput::Elements(REQUESTS));

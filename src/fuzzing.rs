@@ -2,12 +2,14 @@
 //! world sends, reachable without a network. Not part of the supported API.
 
 use std::ffi::OsString;
+use std::sync::Arc;
 
 use clap::Parser;
 
 use crate::cli::Cli;
 use crate::engine::testing;
 use crate::plan::Protocol;
+use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, ResponseReader};
 use crate::proto::hpack::Decoder;
 
@@ -67,11 +69,28 @@ pub fn http1_responses(bytes: &[u8], split: usize) {
     }
 }
 
-/// A response header block, decoded twice in a row (the second sees the first's dynamic table).
+/// Response checks for the fuzz targets: two header checks and a body string.
+fn fuzz_checks() -> Arc<Checks> {
+    let headers = ["server: x".to_owned(), "content-type".to_owned()];
+    Arc::new(
+        Checks::parse(&[], &headers, Some("ab"))
+            .expect("valid checks")
+            .expect("some checks"),
+    )
+}
+
+/// A response header block, decoded twice in a row (the second sees the first's dynamic table),
+/// with and without header checks: comparing fields changes nothing else the decoder says.
 pub fn hpack_block(bytes: &[u8]) {
-    let mut decoder = Decoder::new(4096);
-    let _ = decoder.decode(bytes);
-    let _ = decoder.decode(bytes);
+    let decode = |checks: Option<&Arc<Checks>>| {
+        let mut decoder = Decoder::new(4096);
+        if let Some(checks) = checks {
+            decoder.check_headers(checks);
+        }
+        [decoder.decode(bytes), decoder.decode(bytes)]
+            .map(|decoded| decoded.map(|block| (block.status, block.uncompressed)))
+    };
+    assert_eq!(decode(None), decode(Some(&fuzz_checks())));
 }
 
 /// Bytes from a server, delivered `piece` bytes at a time, through an HTTP/1.1 session with
@@ -120,8 +139,9 @@ fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) {
 pub fn h3_response(bytes: &[u8], piece: usize) {
     use crate::proto::h3::{ResponseEvent, ResponseParser, UniStreamParser};
 
-    let parse = |piece: usize| {
-        let mut parser = ResponseParser::default();
+    let checks = fuzz_checks();
+    let parse = |piece: usize, checks: Option<&Arc<Checks>>| {
+        let mut parser = ResponseParser::checking(checks);
         let mut counted = 0u64;
         let mut events = 0usize;
         let mut result = Ok(());
@@ -145,8 +165,9 @@ pub fn h3_response(bytes: &[u8], piece: usize) {
         );
         (end, counted, events)
     };
-    let whole = parse(bytes.len().max(1));
-    let pieces = parse(piece.max(1));
+    // In pieces, the parser also follows the checks, which changes nothing it says.
+    let whole = parse(bytes.len().max(1), None);
+    let pieces = parse(piece.max(1), Some(&checks));
     // Data events split with the input, so only the outcome and byte counts must agree.
     assert_eq!((whole.0, whole.1), (pieces.0, pieces.1));
 

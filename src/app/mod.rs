@@ -244,13 +244,19 @@ fn no_success_reason(document: &Document) -> Option<String> {
         return None;
     }
     let never_sent = total(document, |cell| cell.requests.never_sent);
+    fn checks_failed(cell: &report::Summary) -> u64 {
+        cell.checks.as_ref().map_or(0, |checks| checks.failed)
+    }
     let outcomes = [
         (
+            // Complete responses that failed, less those a check failed: 4xx/5xx statuses.
             total(document, |cell| {
-                cell.status_codes.client_error + cell.status_codes.server_error
+                let counters = &cell.requests.counters;
+                counters.failed - counters.errored - checks_failed(cell)
             }),
             "got a 4xx/5xx status",
         ),
+        (total(document, checks_failed), "failed a response check"),
         (
             total(document, |cell| cell.requests.counters.errored) - never_sent,
             "got no complete response",

@@ -446,6 +446,10 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub outputs: OutputArgs,
 
+    /// What every response must show to count as a success.
+    #[command(flatten)]
+    pub checks: CheckArgs,
+
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
     #[arg(long = "start-at", value_name = "TIME", value_parser = crate::cli::units::parse_rfc3339)]
@@ -563,6 +567,24 @@ pub struct OutputArgs {
     /// Write a self-contained HTML page with charts to FILE.
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
+}
+
+/// Response checks: a response that fails one counts as failed, with error kind `check`.
+#[derive(Debug, Args, Default)]
+pub struct CheckArgs {
+    /// Statuses that count as success instead of 2xx/3xx: codes and classes, comma-separated
+    /// (200,204 or 2xx); any other status fails the check (repeatable).
+    #[arg(long = "expect-status", value_name = "CODE[,CODE...]")]
+    pub expect_status: Vec<String>,
+
+    /// A response header field that must be present: 'Name: value' (name case-insensitive, value
+    /// exact once trimmed) or 'Name' for any value (repeatable, at most 64).
+    #[arg(long = "expect-header", value_name = "HEADER")]
+    pub expect_header: Vec<String>,
+
+    /// A string the first 64 KiB of every response body must contain (case-sensitive).
+    #[arg(long = "expect-body-contains", value_name = "STRING")]
+    pub expect_body_contains: Option<String>,
 }
 
 /// Arguments of `h2load-rs merge`.

@@ -5,6 +5,7 @@
 //! and costs several times the CPU per request).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,6 +15,7 @@ use super::outgoing::Outgoing;
 use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::RunPlan;
+use crate::proto::check::Checks;
 use crate::proto::h1::{request_head, ByteCounts, Event, ResponseReader};
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 
@@ -30,6 +32,7 @@ pub(crate) struct H1Template {
     /// §9.2.2), as browsers do: GET, HEAD, PUT, DELETE, OPTIONS.
     pub(crate) idempotent: bool,
     request_timeout: Option<Duration>,
+    checks: Option<Arc<Checks>>,
 }
 
 impl H1Template {
@@ -53,6 +56,7 @@ impl H1Template {
             ]
             .contains(&template.method),
             request_timeout: plan.timeouts.request,
+            checks: plan.checks.clone(),
         }
     }
 }
@@ -79,7 +83,7 @@ impl<'t> H1Session<'t> {
             template,
             paths: PathCycle::default(),
             in_flight: VecDeque::new(),
-            reader: ResponseReader::new(template.bodyless_responses),
+            reader: ResponseReader::checking(template.bodyless_responses, template.checks.as_ref()),
             counts: ByteCounts::default(),
             first_byte: None,
             interim: 0,
@@ -191,12 +195,15 @@ impl<'t> H1Session<'t> {
             .pop_front()
             .expect("parse checks a request is in flight");
         self.interim = 0;
-        ledger.complete(ResponseSample {
-            start,
-            first_byte: self.first_byte.take().unwrap_or(at),
-            end: at,
-            status,
-        });
+        ledger.complete(
+            ResponseSample {
+                start,
+                first_byte: self.first_byte.take().unwrap_or(at),
+                end: at,
+                status,
+            },
+            self.reader.check(),
+        );
     }
 
     pub(crate) fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {

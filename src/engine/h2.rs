@@ -16,6 +16,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -26,6 +27,7 @@ use super::outgoing::Outgoing;
 use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::{H2Settings, RunPlan};
+use crate::proto::check::{Checks, ResponseCheck};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
 use crate::proto::hpack;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
@@ -56,6 +58,7 @@ pub(crate) struct H2Template {
     lanes: usize,
     settings: H2Settings,
     request_timeout: Option<Duration>,
+    checks: Option<Arc<Checks>>,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -100,6 +103,7 @@ impl H2Template {
             lanes: plan.max_concurrent,
             settings: plan.h2,
             request_timeout: plan.timeouts.request,
+            checks: plan.checks.clone(),
         }
     }
 
@@ -162,6 +166,8 @@ struct Stream {
     send_window: i64,
     /// Request body bytes not sent yet.
     body_left: usize,
+    /// What the response has shown of the response checks.
+    check: ResponseCheck,
 }
 
 /// A DATA frame whose payload is still arriving.
@@ -268,6 +274,9 @@ impl<'t> H2Session<'t> {
             budget_spent: false,
             wake: None,
         };
+        if let Some(checks) = &template.checks {
+            session.decoder.check_headers(checks);
+        }
         let bytes = out.bytes();
         bytes.extend_from_slice(frame::PREFACE);
         write_frame(bytes, frame::SETTINGS, 0, 0, &settings_payload(&settings));
@@ -294,6 +303,7 @@ impl<'t> H2Session<'t> {
             recv_window: self.stream_recv_window(),
             send_window: self.initial_send_window,
             body_left,
+            check: ResponseCheck::default(),
         }
     }
 
@@ -700,8 +710,13 @@ impl<'t> H2Session<'t> {
         }
         let take = data.left.min(input.len());
         let body_bytes = take.min(data.left.saturating_sub(data.padding));
-        if body_bytes > 0 && self.streams.contains_key(&data.stream) {
-            ledger.wire().add_data(body_bytes as u64);
+        if body_bytes > 0 {
+            if let Some(stream) = self.streams.get_mut(&data.stream) {
+                ledger.wire().add_data(body_bytes as u64);
+                if let Some(checks) = &self.template.checks {
+                    checks.scan_body(&mut stream.check.body, &input[..body_bytes]);
+                }
+            }
         }
         data.left -= take;
         used += take;
@@ -945,6 +960,7 @@ impl<'t> H2Session<'t> {
             Some(status) if stream.status.is_none() => {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
+                stream.check.headers = decoded.matched;
             }
             None if stream.status.is_none() => {
                 return Err(Failure::protocol("a response without a valid :status"))
@@ -1064,12 +1080,15 @@ impl<'t> H2Session<'t> {
             ledger.fail(stream.start, ErrorKind::Protocol);
             return;
         };
-        ledger.complete(ResponseSample {
-            start: stream.start,
-            first_byte: stream.first_byte.unwrap_or(at),
-            end: at,
-            status,
-        });
+        ledger.complete(
+            ResponseSample {
+                start: stream.start,
+                first_byte: stream.first_byte.unwrap_or(at),
+                end: at,
+                status,
+            },
+            &stream.check,
+        );
     }
 }
 
@@ -1103,9 +1122,67 @@ mod tests {
 
     use super::super::driver::feed;
     use super::super::session::AnySession;
-    use super::super::testing::{open, world};
+    use super::super::testing::{converse, open, world};
     use super::*;
     use crate::plan::Protocol;
+
+    #[test]
+    fn checks_read_decoded_headers_and_unpadded_data_split_anywhere() {
+        let mut server = Vec::new();
+        write_frame(&mut server, frame::SETTINGS, 0, 0, &[]);
+        write_frame(&mut server, frame::SETTINGS, frame::ACK, 0, &[]);
+        // Stream 1: `x-a: 1` inserted in the dynamic table; a body of "bo" and "xx" whose
+        // padding ("dy") would complete "body" if it were searched.
+        let head = [0x88, 0x40, 0x03, b'x', b'-', b'a', 0x01, b'1'];
+        write_frame(&mut server, frame::HEADERS, frame::END_HEADERS, 1, &head);
+        write_frame(
+            &mut server,
+            frame::DATA,
+            frame::PADDED,
+            1,
+            &[2, b'b', b'o', b'd', b'y'],
+        );
+        write_frame(&mut server, frame::DATA, frame::END_STREAM, 1, b"xx");
+        // Stream 3: the field by its dynamic table index; "body" over two DATA frames.
+        write_frame(
+            &mut server,
+            frame::HEADERS,
+            frame::END_HEADERS,
+            3,
+            &[0x88, 0xbe],
+        );
+        write_frame(&mut server, frame::DATA, 0, 3, b"bo");
+        write_frame(&mut server, frame::DATA, frame::END_STREAM, 3, b"dy");
+        for piece in [1, 2, 3, 5, 7, server.len()] {
+            let world = world(&[
+                "--proto",
+                "h2c",
+                "-m",
+                "2",
+                "-n",
+                "2",
+                "--expect-header",
+                "X-A: 1",
+                "--expect-body-contains",
+                "body",
+            ]);
+            let outcome = converse(&world, Protocol::H2c, &server, piece);
+            assert_eq!(outcome.failure, None, "piece {piece}");
+            let counters = outcome.counters;
+            assert_eq!(
+                (counters.succeeded, counters.failed),
+                (1, 1),
+                "piece {piece}"
+            );
+            assert_eq!(outcome.errors, [(ErrorKind::Check, 1)], "piece {piece}");
+            let recorder = world.shared.recorder.borrow();
+            assert_eq!(
+                recorder.checks.first_mismatch.as_deref(),
+                Some("the body does not contain \"body\" (searched 4 bytes)"),
+                "piece {piece}"
+            );
+        }
+    }
 
     #[test]
     fn the_timeout_queue_holds_only_streams_in_flight() {

@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::{Negotiation, Protocol, RunPlan};
+use crate::proto::check::{ResponseCheck, Verdict};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::runner::budget::Budget;
 use crate::runner::tls::TlsInfo;
@@ -293,13 +294,24 @@ impl<'a> Ledger<'a> {
         true
     }
 
-    /// Records a completed response.
-    pub fn complete(&self, sample: ResponseSample) {
+    /// Records a completed response, judged by the response checks if the run has any (`check`
+    /// is what its headers and body showed of them).
+    pub fn complete(&self, sample: ResponseSample, check: &ResponseCheck) {
         self.conn.completed.set(self.conn.completed.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(sample.start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
-            recorder.response(self.slot, sample);
+            match &self.shared.plan.checks {
+                None => recorder.response(self.slot, sample),
+                Some(checks) => match checks.judge(sample.status, check) {
+                    Verdict::Passed => recorder.response_passed(self.slot, sample),
+                    Verdict::ErrorStatus => recorder.response(self.slot, sample),
+                    Verdict::Failed(mismatch) => {
+                        recorder
+                            .response_failed_check(self.slot, sample, || checks.describe(mismatch))
+                    }
+                },
+            }
             let response = Some((sample.first_byte, sample.status));
             self.log(sample.start, response, sample.end);
         }

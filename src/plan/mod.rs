@@ -19,6 +19,7 @@ use crate::cli::limits::{
     MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
 };
 use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
+use crate::proto::check::Checks;
 use crate::runner::tls;
 use crate::usage_bail;
 
@@ -254,6 +255,8 @@ pub struct RunPlan {
     pub notes: Vec<String>,
     /// Input that was ignored for safety, printed before the run even with `--quiet`.
     pub warnings: Vec<String>,
+    /// The response checks (`--expect-*`), if any: without them nothing is compared or searched.
+    pub checks: Option<Arc<Checks>>,
 }
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
@@ -473,7 +476,21 @@ pub fn build(
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,
+        checks: checks(args)?,
     })
+}
+
+/// The response checks the `--expect-*` flags ask for.
+fn checks(args: &LoadArgs) -> Result<Option<Arc<Checks>>> {
+    let given = &args.checks;
+    match Checks::parse(
+        &given.expect_status,
+        &given.expect_header,
+        given.expect_body_contains.as_deref(),
+    ) {
+        Ok(checks) => Ok(checks.map(Arc::new)),
+        Err(problem) => usage_bail!("{problem}"),
+    }
 }
 
 /// The flags' limits still hold for the cell once `--scale` and `--h2-multiplex` have been applied.

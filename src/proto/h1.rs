@@ -1,6 +1,9 @@
 //! HTTP/1.1 on the wire (RFC 9112): the request head a client sends and an incremental response
 //! parser that counts header and body bytes and keeps no body. No I/O: callers feed it bytes.
 
+use std::sync::Arc;
+
+use super::check::{Checks, ResponseCheck};
 use crate::plan::RequestTemplate;
 
 /// The largest response head accepted (status line and header fields).
@@ -79,6 +82,9 @@ pub struct ResponseReader {
     close: bool,
     /// Bytes of the current trailer section, bounded like a head.
     trailers: usize,
+    /// The run's response checks, if any, and what the current response has shown of them.
+    checks: Option<Arc<Checks>>,
+    check: ResponseCheck,
 }
 
 impl ResponseReader {
@@ -90,6 +96,28 @@ impl ResponseReader {
             status: 0,
             close: false,
             trailers: 0,
+            checks: None,
+            check: ResponseCheck::default(),
+        }
+    }
+
+    /// A reader that also follows the response checks (`--expect-*`), when there are any.
+    pub fn checking(bodyless: bool, checks: Option<&Arc<Checks>>) -> Self {
+        ResponseReader {
+            checks: checks.cloned(),
+            ..ResponseReader::new(bodyless)
+        }
+    }
+
+    /// What the last final response's head and body have shown of the checks.
+    pub fn check(&self) -> &ResponseCheck {
+        &self.check
+    }
+
+    /// Searches body bytes for `--expect-body-contains`.
+    fn scan(&mut self, body: &[u8]) {
+        if let Some(checks) = &self.checks {
+            checks.scan_body(&mut self.check.body, body);
         }
     }
 
@@ -141,10 +169,18 @@ impl ResponseReader {
                     }
                     self.status = status;
                     self.part = self.body_kind(&response)?;
+                    if let Some(checks) = &self.checks {
+                        self.check = ResponseCheck::default();
+                        for header in response.headers.iter() {
+                            self.check.headers |=
+                                checks.field(header.name.as_bytes(), header.value);
+                        }
+                    }
                 }
                 Part::Fixed(left) => {
                     let take = left.min(rest.len() as u64);
                     counts.body += take;
+                    self.scan(&rest[..take as usize]);
                     used += take as usize;
                     self.part = Part::Fixed(left - take);
                     if left == take {
@@ -171,6 +207,7 @@ impl ResponseReader {
                 Part::ChunkData(left) => {
                     let take = left.min(rest.len() as u64);
                     counts.body += take;
+                    self.scan(&rest[..take as usize]);
                     used += take as usize;
                     if left != take {
                         self.part = Part::ChunkData(left - take);
@@ -206,6 +243,7 @@ impl ResponseReader {
                 }
                 Part::UntilClose => {
                     counts.body += rest.len() as u64;
+                    self.scan(rest);
                     return Ok((bytes.len(), Event::NeedMore));
                 }
             }
@@ -351,6 +389,58 @@ mod tests {
             assert_eq!(counts.body, 5 + 3 + 16 + 2, "piece {piece}");
             assert_eq!(counts.head, 38 + 25 + 54 + 27 + 57, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn checks_follow_final_heads_and_bodies_split_anywhere() {
+        use crate::proto::check::{Mismatch, Verdict};
+        let headers = ["x-kind: final", "server"].map(String::from);
+        let checks = Arc::new(Checks::parse(&[], &headers, Some("abcd")).unwrap().unwrap());
+        let mut wire = Vec::new();
+        // The interim response's fields are not the response's.
+        wire.extend_from_slice(b"HTTP/1.1 100 Continue\r\nserver: interim\r\n\r\n");
+        wire.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\nX-Kind:  final \r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        wire.extend_from_slice(b"2\r\nab\r\n3\r\ncdx\r\n0\r\n\r\n");
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 4\r\n\r\nabdc");
+        for cut in 0..=wire.len() {
+            let mut reader = ResponseReader::checking(false, Some(&checks));
+            let mut counts = ByteCounts::default();
+            let mut verdicts = Vec::new();
+            let mut buffer = Vec::new();
+            for piece in [&wire[..cut], &wire[cut..]] {
+                buffer.extend_from_slice(piece);
+                loop {
+                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
+                    buffer.drain(..used);
+                    match event {
+                        Event::NeedMore => break,
+                        Event::Interim => {}
+                        Event::Complete { status, .. } => {
+                            verdicts.push(checks.judge(status, reader.check()));
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                verdicts,
+                [
+                    Verdict::Failed(Mismatch::Header(1)),
+                    Verdict::Failed(Mismatch::Header(0))
+                ],
+                "cut at {cut}"
+            );
+        }
+        let body_only = Arc::new(Checks::parse(&[], &[], Some("abcd")).unwrap().unwrap());
+        let (mut reader, mut counts) = (
+            ResponseReader::checking(false, Some(&body_only)),
+            ByteCounts::default(),
+        );
+        let head =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n2\r\ncd\r\n0\r\n\r\n";
+        assert_eq!(reader.step(head, &mut counts).unwrap().0, head.len());
+        assert_eq!(body_only.judge(200, reader.check()), Verdict::Passed);
     }
 
     #[test]

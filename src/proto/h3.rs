@@ -10,7 +10,10 @@
 
 use std::fmt;
 
-use super::hpack::{read_integer, read_prefixed_string, write_integer, DecodedBlock};
+use std::sync::Arc;
+
+use super::check::{Checks, ResponseCheck};
+use super::hpack::{read_integer, read_prefixed_string, write_integer, DecodedBlock, FieldMatcher};
 
 /// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
 pub const STREAM_CONTROL: u64 = 0x00;
@@ -345,10 +348,13 @@ pub fn headers_frame(section: &[u8]) -> Vec<u8> {
 
 const STATUS: &[u8] = b":status";
 
-/// Decodes a response field section for its `:status` and size. Only the static table and
-/// literals are accepted: the client disabled the dynamic table, so any reference to it is
-/// QPACK_DECOMPRESSION_FAILED.
-pub fn decode_field_section(block: &[u8]) -> Result<DecodedBlock, H3Error> {
+/// Decodes a response field section for its `:status` and size, and with a `matcher` the
+/// `--expect-header` checks its fields meet. Only the static table and literals are accepted: the
+/// client disabled the dynamic table, so any reference to it is QPACK_DECOMPRESSION_FAILED.
+pub(crate) fn decode_field_section(
+    block: &[u8],
+    mut matcher: Option<&mut FieldMatcher>,
+) -> Result<DecodedBlock, H3Error> {
     const DYNAMIC: H3Error = H3Error::new(
         QPACK_DECOMPRESSION_FAILED,
         "a reference to the QPACK dynamic table, which the client set to 0 bytes",
@@ -367,13 +373,16 @@ pub fn decode_field_section(block: &[u8]) -> Result<DecodedBlock, H3Error> {
     read_integer(&mut rest, 7).map_err(failed)?;
     let mut decoded = DecodedBlock::default();
     while let Some(&first) = rest.first() {
-        let (name_len, is_status, value) = if first & 0x80 != 0 {
+        let (name_len, is_status, names, value) = if first & 0x80 != 0 {
             if first & 0x40 == 0 {
                 return Err(DYNAMIC);
             }
             let index = read_integer(&mut rest, 6).map_err(failed)?;
             let (name, value) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
             decoded.uncompressed += (name.len() + value.len()) as u64;
+            if let Some(matcher) = matcher.as_deref() {
+                decoded.matched |= matcher.known(name, value).1;
+            }
             if name.as_bytes() == STATUS {
                 decoded.status = value.parse().ok();
             }
@@ -384,17 +393,26 @@ pub fn decode_field_section(block: &[u8]) -> Result<DecodedBlock, H3Error> {
             }
             let index = read_integer(&mut rest, 4).map_err(failed)?;
             let (name, _) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
+            let names = matcher
+                .as_deref()
+                .map_or(0, |matcher| matcher.known(name, "").0);
             let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
-            (name.len(), name.as_bytes() == STATUS, value)
+            (name.len(), name.as_bytes() == STATUS, names, value)
         } else if first & 0x20 != 0 {
             let name = read_prefixed_string(&mut rest, 3).map_err(failed)?;
+            let names = matcher
+                .as_deref_mut()
+                .map_or(0, |matcher| matcher.names(&name));
             let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
             let is_status = name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS;
-            (name.len, is_status, value)
+            (name.len, is_status, names, value)
         } else {
             // Post-base references (0001xxxx, 0000xxxx) always name dynamic entries.
             return Err(DYNAMIC);
         };
+        if let Some(matcher) = matcher.as_deref_mut() {
+            decoded.matched |= matcher.matches(names, &value);
+        }
         decoded.uncompressed += (name_len + value.len) as u64;
         if is_status {
             decoded.status = (value.len == 3)
@@ -520,6 +538,10 @@ pub struct ResponseParser {
     phase: Phase,
     interim: u32,
     block: Vec<u8>,
+    /// The run's response checks, if any, and what this response has shown of them.
+    checks: Option<Arc<Checks>>,
+    matcher: Option<FieldMatcher>,
+    check: ResponseCheck,
 }
 
 impl Default for ResponseParser {
@@ -530,11 +552,28 @@ impl Default for ResponseParser {
             phase: Phase::AwaitingStatus,
             interim: 0,
             block: Vec::new(),
+            checks: None,
+            matcher: None,
+            check: ResponseCheck::default(),
         }
     }
 }
 
 impl ResponseParser {
+    /// A parser that also follows the response checks (`--expect-*`), when there are any.
+    pub fn checking(checks: Option<&Arc<Checks>>) -> Self {
+        ResponseParser {
+            checks: checks.cloned(),
+            matcher: checks.and_then(FieldMatcher::new),
+            ..ResponseParser::default()
+        }
+    }
+
+    /// What the response so far has shown of the checks.
+    pub fn check(&self) -> &ResponseCheck {
+        &self.check
+    }
+
     /// Ready for a new response (the header buffer's capacity is kept).
     pub fn reset(&mut self) {
         self.head = Varints::default();
@@ -542,6 +581,7 @@ impl ResponseParser {
         self.phase = Phase::AwaitingStatus;
         self.interim = 0;
         self.block.clear();
+        self.check = ResponseCheck::default();
     }
 
     /// Parses the next bytes of the stream, handing what they complete to `on`.
@@ -565,6 +605,9 @@ impl ResponseParser {
                 Frame::Data { left } => {
                     let take = left.min(input.len() as u64) as usize;
                     if take > 0 {
+                        if let Some(checks) = &self.checks {
+                            checks.scan_body(&mut self.check.body, &input[..take]);
+                        }
                         on(ResponseEvent::Data(take));
                     }
                     input = &input[take..];
@@ -673,7 +716,7 @@ impl ResponseParser {
     }
 
     fn on_headers(&mut self, wire_len: u64) -> Result<ResponseEvent, H3Error> {
-        let decoded = decode_field_section(&self.block)?;
+        let decoded = decode_field_section(&self.block, self.matcher.as_mut())?;
         if decoded.uncompressed > MAX_HEADER_LIST {
             return Err(H3Error::new(
                 H3_EXCESSIVE_LOAD,
@@ -707,6 +750,7 @@ impl ResponseParser {
             }
             (Phase::AwaitingStatus, Some(status)) => {
                 self.phase = Phase::Body(status);
+                self.check.headers = decoded.matched;
                 Section::Final(status)
             }
             (Phase::Body(status) | Phase::Trailed(status), _) => {
@@ -898,6 +942,7 @@ impl UniStreamParser {
 
 #[cfg(test)]
 mod tests {
+    use super::super::check::{Mismatch, Verdict};
     use super::*;
 
     fn varint(value: u64) -> Vec<u8> {
@@ -983,7 +1028,7 @@ mod tests {
         .concat();
         assert_eq!(encoded, expected);
         // Decoding what was encoded counts every name and value.
-        let decoded = decode_field_section(&encoded).unwrap();
+        let decoded = decode_field_section(&encoded, None).unwrap();
         assert_eq!(decoded.status, None);
         assert_eq!(
             decoded.uncompressed,
@@ -994,25 +1039,28 @@ mod tests {
     #[test]
     fn statuses_decode_from_every_representation() {
         // Indexed static entry 25 is `:status 200`.
-        let indexed = decode_field_section(&section(&[0xc0 | 25])).unwrap();
+        let indexed = decode_field_section(&section(&[0xc0 | 25]), None).unwrap();
         assert_eq!(indexed.status, Some(200));
         assert_eq!(indexed.uncompressed, 10);
         // Name reference to entry 24 (`:status`), value "201".
         let named =
-            decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'0', b'1'])).unwrap();
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'0', b'1']), None).unwrap();
         assert_eq!(named.status, Some(201));
         // The same with a Huffman-coded value: "302" is 0x64 0x02 (RFC 7541 §C.4).
-        let huffman = decode_field_section(&section(&[0x5f, 24 - 15, 0x82, 0x64, 0x02])).unwrap();
+        let huffman =
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x82, 0x64, 0x02]), None).unwrap();
         assert_eq!(huffman.status, Some(302));
         assert_eq!(huffman.uncompressed, 10);
         // A literal name: length 7 fills the 3-bit prefix, so a continuation byte of 0 follows.
         let literal = decode_field_section(
             &[&section(&[0x27, 0x00])[..], b":status", &[0x03], b"404"].concat(),
+            None,
         )
         .unwrap();
         assert_eq!(literal.status, Some(404));
         // A non-numeric status is no status.
-        let bad = decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'x', b'1'])).unwrap();
+        let bad =
+            decode_field_section(&section(&[0x5f, 24 - 15, 0x03, b'2', b'x', b'1']), None).unwrap();
         assert_eq!(bad.status, None);
     }
 
@@ -1025,12 +1073,12 @@ mod tests {
             &section(&[0x10])[..],           // indexed post-base
             &section(&[0x00, 0x00])[..],     // literal with post-base name reference
         ] {
-            let error = decode_field_section(block).unwrap_err();
+            let error = decode_field_section(block, None).unwrap_err();
             assert_eq!(error.code, QPACK_DECOMPRESSION_FAILED, "{block:02x?}");
         }
-        let out_of_range = decode_field_section(&section(&[0xff, 0x30])).unwrap_err();
+        let out_of_range = decode_field_section(&section(&[0xff, 0x30]), None).unwrap_err();
         assert_eq!(out_of_range.code, QPACK_DECOMPRESSION_FAILED);
-        let truncated = decode_field_section(&section(&[0x5f])).unwrap_err();
+        let truncated = decode_field_section(&section(&[0x5f]), None).unwrap_err();
         assert_eq!(truncated.code, QPACK_DECOMPRESSION_FAILED);
     }
 
@@ -1086,6 +1134,89 @@ mod tests {
             data: 11,
         };
         (stream, seen)
+    }
+
+    #[test]
+    fn checks_see_the_final_headers_and_the_body_split_anywhere() {
+        let owned = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| item.to_string())
+                .collect::<Vec<_>>()
+        };
+        // content-type from the static table, custom-key (a literal name, Huffman-coded like its
+        // value, RFC 7541 C.4.3), etag (only in the trailers: not the response's headers), and
+        // a body string that spans the two non-empty DATA frames.
+        let checks = Arc::new(
+            Checks::parse(
+                &[],
+                &owned(&[
+                    "content-type: text/plain",
+                    "Custom-Key: custom-value",
+                    "etag",
+                ]),
+                Some("lowo"),
+            )
+            .unwrap()
+            .unwrap(),
+        );
+        let (plain, _) = full_response();
+        let custom = [
+            &[
+                0x20 | 0x08 | 0x07,
+                0x01,
+                0x25,
+                0xa8,
+                0x49,
+                0xe9,
+                0x5b,
+                0xa9,
+                0x7d,
+                0x7f,
+            ][..],
+            &[
+                0x80 | 9,
+                0x25,
+                0xa8,
+                0x49,
+                0xe9,
+                0x5b,
+                0xb8,
+                0xe8,
+                0xb4,
+                0xbf,
+            ],
+        ]
+        .concat();
+        let head = [section(&[0xc0 | 25, 0xc0 | 53]), custom].concat();
+        let stream = [
+            frame(HEADERS, &head),
+            frame(DATA, b"hello"),
+            frame(DATA, b""),
+            frame(DATA, b"world!"),
+            frame(HEADERS, &section(&[0x50 | 7, 0x01, b'x'])),
+        ]
+        .concat();
+        for cut in 0..=stream.len() {
+            let mut parser = ResponseParser::checking(Some(&checks));
+            parser.feed(&stream[..cut], |_| {}).unwrap();
+            parser.feed(&stream[cut..], |_| {}).unwrap();
+            let status = parser.finish().unwrap();
+            assert_eq!(parser.check().headers, 0b011, "cut at {cut}");
+            assert_eq!(
+                checks.judge(status, parser.check()),
+                Verdict::Failed(Mismatch::Header(2)),
+                "cut at {cut}"
+            );
+            // The same parser, reset, follows the next response afresh.
+            parser.reset();
+            parser.feed(&plain, |_| {}).unwrap();
+            assert_eq!(parser.check().headers, 0b001, "cut at {cut}");
+        }
+        let body_only = Arc::new(Checks::parse(&[], &[], Some("lowo")).unwrap().unwrap());
+        let mut parser = ResponseParser::checking(Some(&body_only));
+        parser.feed(&stream, |_| {}).unwrap();
+        assert_eq!(body_only.judge(200, parser.check()), Verdict::Passed);
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! HPACK (RFC 7541) as a load generator needs it. Responses are decoded for their `:status` and
-//! sizes only: the dynamic table keeps entry sizes, never strings. Requests are encoded from
+//! sizes only: the dynamic table keeps entry sizes, never strings (with `--expect-header`, each
+//! entry also keeps which checks it meets, see [`super::check`]). Requests are encoded from
 //! prebuilt fields, indexing each in the server's dynamic table on first use so that later
 //! requests are a few bytes of indices, with no allocation per request.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use super::check::Checks;
 use super::huffman;
 
 /// The static table (RFC 7541 Appendix A), 1-based in the protocol.
@@ -89,6 +92,8 @@ pub struct DecodedBlock {
     pub status: Option<u16>,
     /// Sum of name and value lengths of every field (h2load's "uncompressed" header size).
     pub uncompressed: u64,
+    /// Which `--expect-header` checks the block's fields met (bit i: check i); 0 without them.
+    pub matched: u64,
 }
 
 /// A dynamic table entry, reduced to what later references need.
@@ -99,6 +104,9 @@ struct Entry {
     /// For `:status` entries, the status; marks the name as `:status` too.
     status: Option<u16>,
     is_status_name: bool,
+    /// The `--expect-header` checks naming its field, and those its value meets too.
+    names: u64,
+    matches: u64,
 }
 
 impl Entry {
@@ -115,6 +123,71 @@ pub struct Decoder {
     max_size: usize,
     /// The most the server may set `max_size` to: our SETTINGS_HEADER_TABLE_SIZE.
     limit: usize,
+    /// With `--expect-header`: the checks fields are compared with.
+    matcher: Option<FieldMatcher>,
+}
+
+/// Compares decoded header fields with the `--expect-header` checks.
+#[derive(Debug)]
+pub(crate) struct FieldMatcher {
+    checks: Arc<Checks>,
+    /// Where a Huffman-coded name or value is decoded to be compared.
+    scratch: Vec<u8>,
+}
+
+impl FieldMatcher {
+    /// A matcher for `checks`; `None` when they have no header check (fields are then only sized).
+    pub(crate) fn new(checks: &Arc<Checks>) -> Option<Self> {
+        checks.has_headers().then(|| FieldMatcher {
+            checks: Arc::clone(checks),
+            scratch: checks.scratch(),
+        })
+    }
+
+    /// The text of a string literal: its bytes, or for a Huffman-coded one its decoding, up to the
+    /// scratch buffer's capacity; `None` when longer (no expected text is that long).
+    fn text<'a>(scratch: &'a mut Vec<u8>, string: &StringInfo<'a>) -> Option<&'a [u8]> {
+        if !string.huffman {
+            return Some(string.raw);
+        }
+        scratch.clear();
+        let room = scratch.capacity();
+        let mut overflow = false;
+        // The literal decoded once already; it cannot fail now.
+        let _ = huffman::decode(string.raw, |byte| {
+            if scratch.len() < room {
+                scratch.push(byte);
+            } else {
+                overflow = true;
+            }
+        });
+        (!overflow).then_some(scratch.as_slice())
+    }
+
+    /// The checks naming a field whose name is the literal `name`.
+    pub(crate) fn names(&mut self, name: &StringInfo<'_>) -> u64 {
+        match Self::text(&mut self.scratch, name) {
+            Some(text) => self.checks.names(text),
+            None => 0,
+        }
+    }
+
+    /// Of the checks in `names`, those the literal `value` meets.
+    pub(crate) fn matches(&mut self, names: u64, value: &StringInfo<'_>) -> u64 {
+        if names == 0 {
+            return 0;
+        }
+        match Self::text(&mut self.scratch, value) {
+            Some(text) => self.checks.fields(names, text),
+            None => 0,
+        }
+    }
+
+    /// The checks naming `name` and those `name: value` meets, for a static table entry.
+    pub(crate) fn known(&self, name: &str, value: &str) -> (u64, u64) {
+        let names = self.checks.names(name.as_bytes());
+        (names, self.checks.fields(names, value.as_bytes()))
+    }
 }
 
 impl Decoder {
@@ -125,7 +198,14 @@ impl Decoder {
             size: 0,
             max_size: limit,
             limit,
+            matcher: None,
         }
+    }
+
+    /// Compares every decoded field with the `--expect-header` checks (if `checks` has any),
+    /// reporting those met in [`DecodedBlock::matched`].
+    pub(crate) fn check_headers(&mut self, checks: &Arc<Checks>) {
+        self.matcher = FieldMatcher::new(checks);
     }
 
     /// Decodes one complete header block.
@@ -137,6 +217,7 @@ impl Decoder {
                 let index = read_integer(&mut rest, 7)?;
                 let entry = self.lookup(index)?;
                 decoded.uncompressed += (entry.name_len + entry.value_len) as u64;
+                decoded.matched |= entry.matches;
                 if entry.status.is_some() {
                     decoded.status = entry.status;
                 }
@@ -161,23 +242,33 @@ impl Decoder {
 
     /// Reads a literal field (its prefix decides indexing; the caller inserts it if needed).
     fn literal(
-        &self,
+        &mut self,
         rest: &mut &[u8],
         prefix: u8,
         decoded: &mut DecodedBlock,
     ) -> Result<Entry, HpackError> {
         let name_index = read_integer(rest, prefix)?;
-        let (name_len, is_status_name) = if name_index == 0 {
+        let (name_len, is_status_name, names) = if name_index == 0 {
             let name = read_string(rest)?;
+            let names = self
+                .matcher
+                .as_mut()
+                .map_or(0, |matcher| matcher.names(&name));
             (
                 name.len,
                 name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS,
+                names,
             )
         } else {
             let named = self.lookup(name_index)?;
-            (named.name_len, named.is_status_name)
+            (named.name_len, named.is_status_name, named.names)
         };
         let value = read_string(rest)?;
+        let matches = match &mut self.matcher {
+            Some(matcher) => matcher.matches(names, &value),
+            None => 0,
+        };
+        decoded.matched |= matches;
         let status = (is_status_name && value.len == 3)
             .then(|| std::str::from_utf8(&value.head[..3]).ok()?.parse().ok())
             .flatten();
@@ -190,6 +281,8 @@ impl Decoder {
             value_len: value.len,
             status,
             is_status_name,
+            names,
+            matches,
         })
     }
 
@@ -199,6 +292,10 @@ impl Decoder {
             1..=61 => {
                 let (name, value) = STATIC_TABLE[index - 1];
                 let is_status_name = name.as_bytes() == STATUS;
+                let (names, matches) = self
+                    .matcher
+                    .as_ref()
+                    .map_or((0, 0), |matcher| matcher.known(name, value));
                 Ok(Entry {
                     name_len: name.len(),
                     value_len: value.len(),
@@ -208,6 +305,8 @@ impl Decoder {
                         None
                     },
                     is_status_name,
+                    names,
+                    matches,
                 })
             }
             _ => self
@@ -239,19 +338,25 @@ impl Decoder {
     }
 }
 
-/// A decoded string's length and first bytes (enough to recognise `:status` and read its digits).
-pub(crate) struct StringInfo {
+/// A decoded string's length and first bytes (enough to recognise `:status` and read its digits),
+/// and the literal as it arrived, for header checks to decode and compare.
+pub(crate) struct StringInfo<'a> {
     pub(crate) len: usize,
     pub(crate) head: [u8; 8],
+    raw: &'a [u8],
+    huffman: bool,
 }
 
-fn read_string(rest: &mut &[u8]) -> Result<StringInfo, HpackError> {
+fn read_string<'a>(rest: &mut &'a [u8]) -> Result<StringInfo<'a>, HpackError> {
     read_prefixed_string(rest, 7)
 }
 
 /// Reads a string literal whose length has a `prefix`-bit integer prefix and whose Huffman flag
 /// is the bit above it (7 for HPACK; QPACK also packs 5- and 3-bit prefixes, RFC 9204 §4.1.2).
-pub(crate) fn read_prefixed_string(rest: &mut &[u8], prefix: u8) -> Result<StringInfo, HpackError> {
+pub(crate) fn read_prefixed_string<'a>(
+    rest: &mut &'a [u8],
+    prefix: u8,
+) -> Result<StringInfo<'a>, HpackError> {
     let huffman_coded = rest.first().ok_or(HpackError("truncated string"))? & (1 << prefix) != 0;
     let length = read_integer(rest, prefix)?;
     if length > rest.len() {
@@ -262,6 +367,8 @@ pub(crate) fn read_prefixed_string(rest: &mut &[u8], prefix: u8) -> Result<Strin
     let mut info = StringInfo {
         len: 0,
         head: [0; 8],
+        raw: bytes,
+        huffman: huffman_coded,
     };
     if huffman_coded {
         info.len = huffman::decode(bytes, |byte| {
@@ -475,6 +582,61 @@ mod tests {
         assert_eq!(third.status, Some(200));
         assert_eq!(decoder.size, 215);
         assert_eq!(decoder.entries.len(), 3);
+    }
+
+    #[test]
+    fn header_checks_follow_huffman_literals_and_the_dynamic_table() {
+        let owned = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| item.to_string())
+                .collect::<Vec<_>>()
+        };
+        let checks = Arc::new(
+            Checks::parse(
+                &[],
+                &owned(&[
+                    "location: https://www.example.com",
+                    "Cache-Control: private",
+                    "content-encoding",
+                    "date: Mon, 21 Oct 2013 20:13:21 GMT",
+                ]),
+                None,
+            )
+            .unwrap()
+            .unwrap(),
+        );
+        // RFC 7541 C.6: Huffman-coded literals indexed in a 256-byte table, then referenced
+        // (the second response), then evicted and replaced (the third has a new date).
+        let mut decoder = Decoder::new(256);
+        decoder.check_headers(&checks);
+        let first = decoder
+            .decode(&hex(
+                "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            ))
+            .unwrap();
+        assert_eq!(first.matched, 0b1011);
+        let second = decoder.decode(&hex("4883 640e ff c1 c0 bf")).unwrap();
+        assert_eq!(second.matched, 0b1011, "from the dynamic table");
+        let third = decoder
+            .decode(&hex(
+                "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab
+                 77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f
+                 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+            ))
+            .unwrap();
+        assert_eq!(third.matched, 0b0111, "a new date, and content-encoding");
+        // Without checks nothing is compared.
+        let mut plain = Decoder::new(256);
+        let block = hex(
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+        );
+        assert_eq!(plain.decode(&block).unwrap().matched, 0);
+        // The fuzz target's property: checks change nothing else the decoder says.
+        crate::fuzzing::hpack_block(&block);
+        crate::fuzzing::hpack_block(&hex("4883 640e ff c1 c0 bf"));
     }
 
     #[test]

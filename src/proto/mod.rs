@@ -2,6 +2,7 @@
 //! HTTP/2 frames, HPACK and its Huffman code, HTTP/3 frames and QPACK. Used by the protocol sessions, the `-v` trace and
 //! the fuzz targets alike.
 
+pub mod check;
 pub mod h1;
 pub mod h2;
 pub mod h3;

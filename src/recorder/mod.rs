@@ -51,11 +51,14 @@ pub enum ErrorKind {
     TooManyOpenFiles,
     /// The `--proxy` refused the tunnel (a non-2xx answer to `CONNECT`) or answered badly.
     Proxy,
+    /// A complete response failed a response check (`--expect-status`, `--expect-header`,
+    /// `--expect-body-contains`).
+    Check,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -68,6 +71,7 @@ impl ErrorKind {
         ErrorKind::Refused,
         ErrorKind::StreamReset,
         ErrorKind::Protocol,
+        ErrorKind::Check,
     ];
 
     /// The kind's name in reports and JSON.
@@ -85,6 +89,7 @@ impl ErrorKind {
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
             ErrorKind::Proxy => "proxy",
+            ErrorKind::Check => "check",
         }
     }
 
@@ -228,6 +233,25 @@ pub struct ResponseSample {
     pub status: u16,
 }
 
+/// Responses that failed a response check (`--expect-*`); JSON `checks`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CheckTally {
+    /// How many (each also counts in `failed` and as an error of kind `check`).
+    pub failed: u64,
+    /// The first one's mismatch, in words (`status 204, expected 200`).
+    pub first_mismatch: Option<String>,
+}
+
+impl CheckTally {
+    /// Adds another thread's (or machine's) tally: the counts add, the earlier first stays.
+    pub fn add(&mut self, other: CheckTally) {
+        self.failed += other.failed;
+        if self.first_mismatch.is_none() {
+            self.first_mismatch = other.first_mismatch;
+        }
+    }
+}
+
 /// What one client slot (a connection and its reconnections) achieved, for h2load's req/s per client.
 #[derive(Debug, Clone, Copy, Default)]
 struct ClientSlot {
@@ -287,8 +311,11 @@ pub struct Recorder {
     pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
     errors: [u64; ErrorKind::ALL.len()],
-    /// Of `errors`, the requests (not the connection attempts), indexed the same way.
+    /// Of `errors`, the requests without a response (not the connection attempts, nor the
+    /// responses that failed a check), indexed the same way.
     request_errors: [u64; ErrorKind::ALL.len()],
+    /// Responses that failed a check.
+    pub checks: CheckTally,
     /// Connections established.
     pub connections_opened: u64,
     /// Connection attempts that failed.
@@ -340,6 +367,7 @@ impl Recorder {
             status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
             request_errors: [0; ErrorKind::ALL.len()],
+            checks: CheckTally::default(),
             connections_opened: 0,
             connections_failed: 0,
             connections_ended: 0,
@@ -433,8 +461,36 @@ impl Recorder {
         self.retried.count(kind);
     }
 
-    /// A response completed on `slot`.
+    /// A response completed on `slot`: it succeeded if its status is 2xx or 3xx.
     pub fn response(&mut self, slot: usize, sample: ResponseSample) {
+        self.count_response(slot, sample, (200..400).contains(&sample.status));
+    }
+
+    /// A response completed on `slot` and met every response check: it succeeded, whatever its
+    /// status (`--expect-status` said which succeed).
+    pub fn response_passed(&mut self, slot: usize, sample: ResponseSample) {
+        self.count_response(slot, sample, true);
+    }
+
+    /// A response completed on `slot` and failed a response check, which `mismatch` puts in
+    /// words (asked only for the first): it failed, as an error of kind `check`. Its status
+    /// and times count as any response's.
+    pub fn response_failed_check(
+        &mut self,
+        slot: usize,
+        sample: ResponseSample,
+        mismatch: impl FnOnce() -> String,
+    ) {
+        if !self.is_measured(sample.start.intended) {
+            return;
+        }
+        self.count_response(slot, sample, false);
+        self.errors[ErrorKind::Check.index()] += 1;
+        self.checks.failed += 1;
+        self.checks.first_mismatch.get_or_insert_with(mismatch);
+    }
+
+    fn count_response(&mut self, slot: usize, sample: ResponseSample, succeeded: bool) {
         let start = sample.start;
         if !self.is_measured(start.intended) {
             return;
@@ -445,7 +501,7 @@ impl Recorder {
         if (100..600).contains(&sample.status) {
             self.status_classes[usize::from(sample.status / 100) - 1] += 1;
         }
-        if (200..400).contains(&sample.status) {
+        if succeeded {
             counters.succeeded += 1;
         } else {
             counters.failed += 1;
@@ -561,6 +617,7 @@ impl Recorder {
         for (mine, theirs) in self.request_errors.iter_mut().zip(other.request_errors) {
             *mine += theirs;
         }
+        self.checks.add(other.checks);
         self.connections_opened += other.connections_opened;
         self.connections_failed += other.connections_failed;
         self.connections_ended += other.connections_ended;

@@ -213,6 +213,12 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         for (code, count) in part.stream_reset_codes {
             *merged.stream_reset_codes.entry(code).or_default() += count;
         }
+        if let Some(theirs) = part.checks {
+            merged
+                .checks
+                .get_or_insert_with(Default::default)
+                .add(theirs);
+        }
         let (mine, theirs) = (&mut merged.traffic, &part.traffic);
         mine.total_bytes += theirs.total_bytes;
         mine.header_bytes += theirs.header_bytes;

@@ -483,6 +483,9 @@ pub struct Summary {
     pub errors: BTreeMap<String, u64>,
     /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
     pub stream_reset_codes: BTreeMap<String, u64>,
+    /// The response checks' failures (absent without `--expect-*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::recorder::CheckTally>,
     /// Bytes received.
     pub traffic: Traffic,
     /// Connection counters.
@@ -866,6 +869,7 @@ impl Summary {
                 .filter(|(_, count)| *count > 0)
                 .map(|(kind, count)| (kind.name().to_owned(), count))
                 .collect(),
+            checks: plan.checks.as_ref().map(|_| recorder.checks.clone()),
             traffic: Traffic {
                 total_bytes: wire.total,
                 header_bytes: wire.headers,

@@ -44,7 +44,7 @@ pub fn paint(report: &str, enabled: bool) -> String {
     }
     let mut painted = String::with_capacity(report.len() + 256);
     for line in report.split_inclusive('\n') {
-        let style = if line.starts_with("errors:") {
+        let style = if line.starts_with("errors:") || line.starts_with("check failed:") {
             Some(RED)
         } else if line.starts_with("interrupted:") {
             Some(YELLOW)

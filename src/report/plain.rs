@@ -3,6 +3,7 @@
 
 use super::comparison::Row;
 use super::{counted, Summary};
+use crate::recorder::ErrorKind;
 
 /// Sentences about one cell, most telling first; empty when there is nothing to add.
 pub fn cell(summary: &Summary) -> Vec<String> {
@@ -72,6 +73,8 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         let (kind, count) = summary
             .errors
             .iter()
+            // A failed check had a complete response.
+            .filter(|(kind, _)| *kind != ErrorKind::Check.name())
             .max_by_key(|(_, count)| **count)
             .map_or(("unknown", 0), |(kind, count)| (kind.as_str(), *count));
         sentences.push(format!(
@@ -79,6 +82,18 @@ pub fn cell(summary: &Summary) -> Vec<String> {
             counters.errored,
             counted(summary.requests.total, "request"),
             percent(counters.errored, summary.requests.total)
+        ));
+    }
+    if let Some(checks) = summary.checks.as_ref().filter(|checks| checks.failed > 0) {
+        sentences.push(format!(
+            "{} of {} ({:.1}%) failed a response check (the first: {})",
+            checks.failed,
+            counted(summary.requests.total, "request"),
+            percent(checks.failed, summary.requests.total),
+            checks
+                .first_mismatch
+                .as_deref()
+                .unwrap_or("an unknown mismatch")
         ));
     }
     let error_statuses = summary.status_codes.client_error + summary.status_codes.server_error;

@@ -112,6 +112,11 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
         writeln!(out, "errors: {line}")?;
     }
+    if let Some(checks) = &s.checks {
+        if let Some(mismatch) = &checks.first_mismatch {
+            writeln!(out, "check failed: {mismatch} (first of {})", checks.failed)?;
+        }
+    }
     writeln!(
         out,
         "connections: {} opened, {} failed",

@@ -87,7 +87,7 @@ fn the_reference_names_every_flag_and_no_other() {
 }
 
 /// Every key path of a JSON value: objects by key, array elements as `[]`.
-fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut BTreeSet<String>) {
+pub(crate) fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut BTreeSet<String>) {
     match value {
         serde_json::Value::Object(map) => {
             for (key, child) in map {
@@ -106,7 +106,7 @@ fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut BTreeSet<Strin
 }
 
 /// The first ```json block of docs/json.md after `heading` (the start of the file: "").
-fn json_example(heading: &str) -> serde_json::Value {
+pub(crate) fn json_example(heading: &str) -> serde_json::Value {
     let doc = repository_file("docs/json.md");
     let section = doc
         .split_once(heading)

@@ -11,7 +11,7 @@ use h2load_rs::server::{spawn_background, ServeOptions};
 use crate::common::{assert_clean, assert_usage_error, h2load_rs, Run};
 use crate::testbed::testbed_running;
 
-const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
+pub(crate) const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
 
 /// The built-in target with TLS and HTTP/3 on `cert`/`key` (PEM), on a free loopback port.
 fn h3_target(cert: &str, key: &str) -> SocketAddr {
@@ -25,7 +25,7 @@ fn h3_target(cert: &str, key: &str) -> SocketAddr {
 }
 
 /// An https:// URL on this binary's HTTP/3 target (the test certificate, signed by certs/ca.crt).
-fn url(path: &str) -> String {
+pub(crate) fn url(path: &str) -> String {
     static TARGET: OnceLock<SocketAddr> = OnceLock::new();
     let addr =
         TARGET.get_or_init(|| h3_target(tls::test_pki::SERVER_CERT, tls::test_pki::SERVER_KEY));

@@ -19,6 +19,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -36,6 +37,7 @@ use super::{ConnEnd, Ledger, PathCycle, Slot};
 use crate::cli::units::format_micros;
 use crate::observe::trace::ConnTrace;
 use crate::plan::RunPlan;
+use crate::proto::check::Checks;
 use crate::proto::h3::{
     client_control_stream, encode_field_section, headers_frame, read_varint, write_frame_head,
     ControlEvent, H3Error, ResponseEvent, ResponseParser, Section, UniStreamParser, DATA,
@@ -64,6 +66,7 @@ pub(crate) struct H3Template {
     /// How long a lane may wait for stream credit while the connection holds no stream:
     /// `--request-timeout`, else the QUIC idle timeout.
     credit_wait: Duration,
+    checks: Option<Arc<Checks>>,
 }
 
 impl H3Template {
@@ -109,6 +112,7 @@ impl H3Template {
             lanes: plan.max_concurrent,
             request_timeout: plan.timeouts.request,
             credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
+            checks: plan.checks.clone(),
         }
     }
 }
@@ -504,7 +508,7 @@ async fn lane(
     timer: &impl Timer,
 ) -> Result<(), Failure> {
     let ledger = shared.ledger;
-    let mut parser = ResponseParser::default();
+    let mut parser = ResponseParser::checking(shared.template.checks.as_ref());
     let mut opened = opened.map(|pair| Held::new(pair, &shared.streams_held));
     loop {
         if shared.goaway.get().is_some() || !ledger.may_have_more() {
@@ -542,7 +546,7 @@ async fn lane(
         match outcome {
             Outcome::Complete(sample) => {
                 shared.count_headers(&request);
-                ledger.complete(sample);
+                ledger.complete(sample, parser.check());
             }
             // Not processed: its headers (an interim response at most) are not counted, so
             // that a request sent again counts its response's once.
