@@ -110,7 +110,7 @@ impl<'t> H1Session<'t> {
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
                 Slot::Now(mut start) => {
-                    let path = self.paths.pick(&mut start, self.template.heads.len());
+                    let path = self.paths.pick(&mut start, self.template.heads.len(), ledger);
                     out.bytes().extend_from_slice(&self.template.heads[path]);
                     if !self.template.body.is_empty() {
                         out.push_body(&self.template.body);

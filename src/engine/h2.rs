@@ -374,7 +374,7 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            let path = self.paths.pick(&mut start, self.template.paths.len());
+            let path = self.paths.pick(&mut start, self.template.paths.len(), ledger);
             self.write_headers(id, path, out.bytes());
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
+use crate::plan::template::{Draw, Rng};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::runner::budget::Budget;
@@ -104,6 +105,10 @@ pub struct ThreadShared {
     pub read_buffer: RefCell<Vec<u8>>,
     /// Requests the server never processed, waiting for a connection to send them again.
     pub retries: RefCell<VecDeque<Retry>>,
+    /// The run-wide number of this thread's first client slot (`{conn}` counts from it).
+    pub first_slot: u64,
+    /// Each slot's random generator, when requests draw random numbers (else empty).
+    pub rngs: Vec<Cell<Rng>>,
 }
 
 /// A request the server never processed, to be sent again.
@@ -116,6 +121,17 @@ pub struct Retry {
 }
 
 impl ThreadShared {
+    /// The generators of `slots` client slots from `first_slot` on, when `plan` draws random
+    /// numbers (`--urls-random`, `{rand:N}`, `{uuid}`); none otherwise.
+    pub fn slot_rngs(plan: &RunPlan, first_slot: u64, slots: usize) -> Vec<Cell<Rng>> {
+        if !plan.request.draws_random() {
+            return Vec::new();
+        }
+        (first_slot..first_slot + slots as u64)
+            .map(|slot| Cell::new(Rng::for_slot(plan.seed, slot)))
+            .collect()
+    }
+
     /// Whether requests are waiting to be sent again: a slot must connect for them even when
     /// the budget is spent.
     pub fn has_retries(&self) -> bool {
@@ -214,7 +230,10 @@ impl<'a> Ledger<'a> {
         if let Some(pacer) = &self.shared.pacer {
             pacer.taken(intended);
         }
-        let start = RequestStart::first(intended, now, self.next_sequence());
+        let mut start = RequestStart::first(intended, now, self.next_sequence());
+        if self.shared.plan.request.templated.as_ref().is_some_and(|t| t.seq) {
+            start.number = self.shared.budget.next_number();
+        }
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);
@@ -227,6 +246,36 @@ impl<'a> Ledger<'a> {
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
     pub fn may_have_more(&self) -> bool {
         self.shared.budget.has_more() || self.shared.has_retries()
+    }
+
+    /// Renders `template` for the request `start` into `out`: `{seq}` is the request's,
+    /// `{conn}` this slot's run-wide number, random numbers come from this slot's generator.
+    pub(crate) fn render(
+        &self,
+        template: &crate::plan::template::Template,
+        start: &RequestStart,
+        out: &mut Vec<u8>,
+    ) {
+        let cell = &self.shared.rngs[self.slot];
+        let mut rng = cell.get();
+        template.render(
+            out,
+            &mut Draw {
+                seq: start.number,
+                conn: self.shared.first_slot + self.slot as u64,
+                rng: &mut rng,
+            },
+        );
+        cell.set(rng);
+    }
+
+    /// A number below `count` from this slot's generator (`--urls-random`).
+    fn random_below(&self, count: usize) -> usize {
+        let cell = &self.shared.rngs[self.slot];
+        let mut rng = cell.get();
+        let value = rng.below(count as u64) as usize;
+        cell.set(rng);
+        value
     }
 
     /// Requests this connection has taken so far.
@@ -410,10 +459,16 @@ impl PathCycle {
     }
 
     /// The path of a request about to be sent, among `count`: a request sent again keeps its
-    /// own, a new one takes the next in turn (and remembers it, should it be sent again).
-    fn pick(&mut self, start: &mut RequestStart, count: usize) -> usize {
+    /// own, a new one takes the next in turn, or a random one with `--urls-random` (and
+    /// remembers it, should it be sent again).
+    fn pick(&mut self, start: &mut RequestStart, count: usize, ledger: &Ledger<'_>) -> usize {
         if !start.resent {
-            start.path = u32::try_from(self.next(count)).expect("paths are counted in u32");
+            let index = if ledger.shared.plan.request.random_paths {
+                ledger.random_below(count)
+            } else {
+                self.next(count)
+            };
+            start.path = u32::try_from(index).expect("paths are counted in u32");
         }
         start.path as usize
     }

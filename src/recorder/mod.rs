@@ -144,6 +144,9 @@ pub struct RequestStart {
     pub sequence: u32,
     /// Which of the plan's paths it asks for.
     pub path: u32,
+    /// Its `{seq}`: the request's number over the whole run (0 when no template uses it). A
+    /// request sent again keeps it.
+    pub number: u64,
     /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
     pub retries: u8,
     /// Whether it was sent before and the server did not process it: it keeps its path.
@@ -159,6 +162,7 @@ impl RequestStart {
             actual,
             sequence,
             path: 0,
+            number: 0,
             retries: 0,
             resent: false,
         }

@@ -378,6 +378,16 @@ impl Worker {
         Some(Pacer::with_source(source, self.run_start, self.deadline))
     }
 
+    /// The run-wide number of this thread's first client slot: threads before it hold
+    /// `clients / threads` slots each, and the first `clients % threads` of them one more.
+    fn first_slot(&self) -> u64 {
+        let (even, extra) = (
+            self.plan.clients / self.plan.threads,
+            self.plan.clients % self.plan.threads,
+        );
+        (self.index * even + self.index.min(extra)) as u64
+    }
+
     fn run(self) -> Result<ThreadResult> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -388,6 +398,7 @@ impl Worker {
             PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
         });
         let pacer = self.pacer();
+        let first_slot = self.first_slot();
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
@@ -405,6 +416,8 @@ impl Worker {
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
+            first_slot,
+            rngs: ThreadShared::slot_rngs(&self.plan, first_slot, self.slots),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();

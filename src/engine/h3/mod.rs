@@ -527,7 +527,7 @@ async fn lane(
         let path = shared
             .paths
             .borrow_mut()
-            .pick(&mut start, shared.template.headers.len());
+            .pick(&mut start, shared.template.headers.len(), &ledger);
         let id = stream.id();
         shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
