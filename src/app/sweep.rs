@@ -179,6 +179,9 @@ impl<'a> Sweep<'a> {
         let watch = Watch::start(&self.watched_pids(spec));
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
+        if args.verbose > 0 && plan.request.draws_random() {
+            errln!("seed: {} (--seed {} repeats this cell's draws with the same -c and -t)", plan.seed, plan.seed);
+        }
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);
         // The trace and the bar would share stderr: the trace wins; a search prints its steps.

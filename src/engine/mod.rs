@@ -145,6 +145,7 @@ impl ThreadShared {
         for Retry { start, kind } in self.retries.borrow_mut().drain(..) {
             if recorder.is_measured(start.intended) {
                 recorder.requests_failed(1, kind);
+                recorder.path_failed(start.path);
                 if let Some(log) = &self.request_log {
                     log.borrow_mut().record(LogEntry {
                         start,
@@ -360,6 +361,7 @@ impl<'a> Ledger<'a> {
         if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.requests_failed(1, kind);
+            recorder.path_failed(start.path);
             self.log(start, None, Instant::now());
         }
     }

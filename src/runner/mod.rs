@@ -399,15 +399,17 @@ impl Worker {
         });
         let pacer = self.pacer();
         let first_slot = self.first_slot();
+        let mut recorder = Recorder::new(
+            self.measure_start,
+            self.slots,
+            self.plan.interval,
+            self.plan.paced() || self.throttle.is_some(),
+        );
+        recorder.track_paths(self.plan.request.paths.len());
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
-            recorder: RefCell::new(Recorder::new(
-                self.measure_start,
-                self.slots,
-                self.plan.interval,
-                self.plan.paced() || self.throttle.is_some(),
-            )),
+            recorder: RefCell::new(recorder),
             wire: Rc::new(WireMeter::default()),
             pacer,
             request_log: self
