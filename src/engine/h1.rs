@@ -11,6 +11,7 @@ use bytes::Bytes;
 use http::Method;
 
 use super::outgoing::Outgoing;
+use super::render::Renderer;
 use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::RunPlan;
@@ -30,6 +31,8 @@ pub(crate) struct H1Template {
     /// §9.2.2), as browsers do: GET, HEAD, PUT, DELETE, OPTIONS.
     pub(crate) idempotent: bool,
     request_timeout: Option<Duration>,
+    /// Templated requests are rendered one by one instead of taken from `heads`.
+    pub(crate) renderer: Option<Renderer>,
 }
 
 impl H1Template {
@@ -53,6 +56,7 @@ impl H1Template {
             ]
             .contains(&template.method),
             request_timeout: plan.timeouts.request,
+            renderer: Renderer::new(template),
         }
     }
 }
@@ -111,9 +115,13 @@ impl<'t> H1Session<'t> {
             match ledger.next_request() {
                 Slot::Now(mut start) => {
                     let path = self.paths.pick(&mut start, self.template.heads.len(), ledger);
-                    out.bytes().extend_from_slice(&self.template.heads[path]);
-                    if !self.template.body.is_empty() {
-                        out.push_body(&self.template.body);
+                    if let Some(renderer) = &self.template.renderer {
+                        renderer.h1_request(path, &start, ledger, &[], out);
+                    } else {
+                        out.bytes().extend_from_slice(&self.template.heads[path]);
+                        if !self.template.body.is_empty() {
+                            out.push_body(&self.template.body);
+                        }
                     }
                     self.in_flight.push_back(start);
                 }

@@ -12,6 +12,7 @@ mod h2;
 pub(crate) mod h3;
 mod outgoing;
 pub(crate) mod pacer;
+mod render;
 pub(crate) mod session;
 pub(crate) mod testing;
 mod upgrade;
@@ -257,8 +258,9 @@ impl<'a> Ledger<'a> {
         start: &RequestStart,
         out: &mut Vec<u8>,
     ) {
-        let cell = &self.shared.rngs[self.slot];
-        let mut rng = cell.get();
+        // Templates that draw nothing random have no generator: they never use this one.
+        let cell = self.shared.rngs.get(self.slot);
+        let mut rng = cell.map_or(Rng::for_slot(0, 0), Cell::get);
         template.render(
             out,
             &mut Draw {
@@ -267,7 +269,9 @@ impl<'a> Ledger<'a> {
                 rng: &mut rng,
             },
         );
-        cell.set(rng);
+        if let Some(cell) = cell {
+            cell.set(rng);
+        }
     }
 
     /// A number below `count` from this slot's generator (`--urls-random`).

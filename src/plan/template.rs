@@ -138,7 +138,7 @@ fn placeholder(inner: &str, what: &str) -> Result<Piece> {
 }
 
 /// Appends `value` in decimal.
-fn write_decimal(out: &mut Vec<u8>, mut value: u64) {
+pub(crate) fn write_decimal(out: &mut Vec<u8>, mut value: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
