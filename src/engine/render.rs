@@ -59,6 +59,16 @@ impl Renderer {
         }
     }
 
+    /// Whether path `index` is templated.
+    pub(crate) fn path_templated(&self, index: usize) -> bool {
+        self.templated.paths[index].is_some()
+    }
+
+    /// Whether header `index` of the plan's headers is templated.
+    pub(crate) fn header_templated(&self, index: usize) -> bool {
+        self.templated.headers[index].is_some()
+    }
+
     /// Whether the body is templated (else it is the plan's, sent as it is).
     pub(crate) fn body_templated(&self) -> bool {
         self.templated.body.is_some()

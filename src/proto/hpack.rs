@@ -350,6 +350,16 @@ impl Field {
         }
     }
 
+    /// Appends this field's name with `value` as a literal never added to the table: values
+    /// rendered per request would only evict the ones that repeat.
+    pub fn encode_unindexed(&self, out: &mut Vec<u8>, value: &[u8]) {
+        write_integer(out, self.name_index, 4, 0x00);
+        if self.name_index == 0 {
+            write_string(out, &self.name);
+        }
+        write_string(out, value);
+    }
+
     fn table_size(&self) -> usize {
         self.name.len() + self.value.len() + ENTRY_OVERHEAD
     }
