@@ -553,6 +553,10 @@ pub struct OutputArgs {
     #[arg(long = "csv-timeline", value_name = "FILE")]
     pub csv_timeline: Option<PathBuf>,
 
+    /// Write every cell's per-URL figures (runs of two URLs or more) as CSV to FILE.
+    #[arg(long = "csv-urls", value_name = "FILE")]
+    pub csv_urls: Option<PathBuf>,
+
     /// Write an HdrHistogram interval log (Java-compatible) to FILE.
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,

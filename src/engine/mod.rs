@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
-use crate::plan::template::{Draw, Rng};
+use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::runner::budget::Budget;
@@ -108,8 +108,6 @@ pub struct ThreadShared {
     pub retries: RefCell<VecDeque<Retry>>,
     /// The run-wide number of this thread's first client slot (`{conn}` counts from it).
     pub first_slot: u64,
-    /// Each slot's random generator, when requests draw random numbers (else empty).
-    pub rngs: Vec<Cell<Rng>>,
 }
 
 /// A request the server never processed, to be sent again.
@@ -122,17 +120,6 @@ pub struct Retry {
 }
 
 impl ThreadShared {
-    /// The generators of `slots` client slots from `first_slot` on, when `plan` draws random
-    /// numbers (`--urls-random`, `{rand:N}`, `{uuid}`); none otherwise.
-    pub fn slot_rngs(plan: &RunPlan, first_slot: u64, slots: usize) -> Vec<Cell<Rng>> {
-        if !plan.request.draws_random() {
-            return Vec::new();
-        }
-        (first_slot..first_slot + slots as u64)
-            .map(|slot| Cell::new(Rng::for_slot(plan.seed, slot)))
-            .collect()
-    }
-
     /// Whether requests are waiting to be sent again: a slot must connect for them even when
     /// the budget is spent.
     pub fn has_retries(&self) -> bool {
@@ -233,7 +220,7 @@ impl<'a> Ledger<'a> {
             pacer.taken(intended);
         }
         let mut start = RequestStart::first(intended, now, self.next_sequence());
-        if self.shared.plan.request.templated.as_ref().is_some_and(|t| t.seq) {
+        if self.shared.plan.request.numbered {
             start.number = self.shared.budget.next_number();
         }
         let mut recorder = self.shared.recorder.borrow_mut();
@@ -250,37 +237,23 @@ impl<'a> Ledger<'a> {
         self.shared.budget.has_more() || self.shared.has_retries()
     }
 
-    /// Renders `template` for the request `start` into `out`: `{seq}` is the request's,
-    /// `{conn}` this slot's run-wide number, random numbers come from this slot's generator.
+    /// Renders `template`, `part` of the request `start` (see [`Rng::for_request`]), into
+    /// `out`: `{seq}` is the request's number, `{conn}` this slot's run-wide number.
     pub(crate) fn render(
         &self,
         template: &crate::plan::template::Template,
         start: &RequestStart,
+        part: u64,
         out: &mut Vec<u8>,
     ) {
-        // Templates that draw nothing random have no generator: they never use this one.
-        let cell = self.shared.rngs.get(self.slot);
-        let mut rng = cell.map_or(Rng::for_slot(0, 0), Cell::get);
         template.render(
             out,
             &mut Draw {
                 seq: start.number,
                 conn: self.shared.first_slot + self.slot as u64,
-                rng: &mut rng,
+                rng: Rng::for_request(self.shared.plan.seed, start.number, part),
             },
         );
-        if let Some(cell) = cell {
-            cell.set(rng);
-        }
-    }
-
-    /// A number below `count` from this slot's generator (`--urls-random`).
-    fn random_below(&self, count: usize) -> usize {
-        let cell = &self.shared.rngs[self.slot];
-        let mut rng = cell.get();
-        let value = rng.below(count as u64) as usize;
-        cell.set(rng);
-        value
     }
 
     /// Requests this connection has taken so far.
@@ -469,8 +442,9 @@ impl PathCycle {
     /// remembers it, should it be sent again).
     fn pick(&mut self, start: &mut RequestStart, count: usize, ledger: &Ledger<'_>) -> usize {
         if !start.resent {
-            let index = if ledger.shared.plan.request.random_paths {
-                ledger.random_below(count)
+            let plan = &ledger.shared.plan;
+            let index = if plan.request.random_paths {
+                Rng::for_request(plan.seed, start.number, PATH_CHOICE).below(count as u64) as usize
             } else {
                 self.next(count)
             };

@@ -40,7 +40,7 @@ impl Renderer {
         out: &mut Vec<u8>,
     ) {
         match &self.templated.paths[index] {
-            Some(template) => ledger.render(template, start, out),
+            Some(template) => ledger.render(template, start, 0, out),
             None => out.extend_from_slice(self.request.paths[index].as_bytes()),
         }
     }
@@ -54,7 +54,7 @@ impl Renderer {
         out: &mut Vec<u8>,
     ) {
         match &self.templated.headers[index] {
-            Some(template) => ledger.render(template, start, out),
+            Some(template) => ledger.render(template, start, index as u64 + 1, out),
             None => out.extend_from_slice(self.request.headers[index].1.as_bytes()),
         }
     }
@@ -84,7 +84,8 @@ impl Renderer {
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
         if let Some(template) = &self.templated.body {
-            ledger.render(template, start, &mut scratch);
+            let part = self.request.headers.len() as u64 + 1;
+            ledger.render(template, start, part, &mut scratch);
         }
         use_body(&scratch)
     }

@@ -52,7 +52,6 @@ pub(crate) fn world(argv: &[&str]) -> World {
             read_buffer: read_buffer(),
             retries: RefCell::default(),
             first_slot: 0,
-            rngs: ThreadShared::slot_rngs(&plan, 0, 1),
             plan: Arc::new(plan),
         },
         conn: ConnState::default(),

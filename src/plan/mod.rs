@@ -172,6 +172,9 @@ pub struct RequestTemplate {
     pub random_paths: bool,
     /// The parts with placeholders, if any: engines then render each request.
     pub templated: Option<Arc<Templated>>,
+    /// Whether requests take a number over the whole run (`{seq}`, and what random draws
+    /// derive from): one shared counter, touched only then.
+    pub numbered: bool,
     /// Host header / `:authority`.
     pub authority: String,
     /// Headers besides Host, lower-case names, defaults merged with `-H`.
@@ -240,8 +243,7 @@ impl Templated {
 }
 
 impl RequestTemplate {
-    /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`): each client
-    /// slot then keeps a generator.
+    /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`).
     pub fn draws_random(&self) -> bool {
         self.random_paths || self.templated.as_ref().is_some_and(|t| t.uses_random())
     }
@@ -1047,11 +1049,14 @@ fn request_template(
         paths,
         random_paths: args.urls_random,
         templated: None,
+        numbered: false,
         authority,
         headers,
         body,
     };
     request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
+    request.numbered = request.draws_random()
+        || request.templated.as_ref().is_some_and(|templated| templated.seq);
     Ok(request)
 }
 

@@ -32,13 +32,13 @@ pub struct Template {
 }
 
 /// What a request's placeholders take their values from.
-pub struct Draw<'a> {
+pub struct Draw {
     /// `{seq}`.
     pub seq: u64,
     /// `{conn}`.
     pub conn: u64,
     /// `{rand:N}` and `{uuid}`.
-    pub rng: &'a mut Rng,
+    pub rng: Rng,
 }
 
 impl Template {
@@ -94,7 +94,7 @@ impl Template {
     }
 
     /// Appends the rendered text to `out` (no allocation once `out` has grown).
-    pub fn render(&self, out: &mut Vec<u8>, draw: &mut Draw<'_>) {
+    pub fn render(&self, out: &mut Vec<u8>, draw: &mut Draw) {
         for piece in &self.pieces {
             match piece {
                 Piece::Text(bytes) => out.extend_from_slice(bytes),
@@ -167,17 +167,25 @@ fn write_uuid(out: &mut Vec<u8>, high: u64, low: u64) {
     }
 }
 
-/// wyrand (Wang Yi's generator, public domain): one multiply per number, good enough statistics
-/// for spreading keys, and small enough to keep one per client slot. It runs on the hot path, so
-/// not a cryptographic generator.
+/// wyrand (Wang Yi's generator, public domain): one multiply per number and a state of one word,
+/// so a request starts its own in a few instructions. It runs on the hot path; it is not a
+/// cryptographic generator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rng(u64);
 
+/// The `part` of a request whose generator picks its URL (`--urls-random`), apart from the
+/// parts its placeholders draw from (0: the path, 1..: the headers, then the body).
+pub const PATH_CHOICE: u64 = u64::MAX;
+
 impl Rng {
-    /// The generator of client slot `slot` (over the whole run) for `--seed` `seed`: the same seed,
-    /// `-c` and `-t` give every slot the same numbers again.
-    pub fn for_slot(seed: u64, slot: u64) -> Rng {
-        let mut mixer = Rng(seed ^ slot.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    /// The generator of `part` of request number `number` (its `{seq}`) for `--seed` `seed`: what
+    /// a request draws depends on the seed and its number only, not on the connection or thread
+    /// that sends it, so a run with the same seed and `-n` draws the same values again whatever
+    /// the timing.
+    pub fn for_request(seed: u64, number: u64, part: u64) -> Rng {
+        let mut mixer = Rng(seed
+            ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ part.wrapping_add(1).wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
         Rng(mixer.next_u64())
     }
 
@@ -200,14 +208,13 @@ mod tests {
 
     fn render(text: &str, seq: u64, conn: u64) -> String {
         let template = Template::parse(text.as_bytes(), "test").unwrap().unwrap();
-        let mut rng = Rng::for_slot(7, 0);
         let mut out = Vec::new();
         template.render(
             &mut out,
             &mut Draw {
                 seq,
                 conn,
-                rng: &mut rng,
+                rng: Rng::for_request(7, seq, 0),
             },
         );
         String::from_utf8(out).unwrap()
@@ -253,19 +260,20 @@ mod tests {
     }
 
     #[test]
-    fn slots_draw_repeatable_and_different_numbers() {
-        let draw = |seed, slot| {
-            let mut rng = Rng::for_slot(seed, slot);
+    fn requests_draw_repeatable_and_different_numbers() {
+        let draw = |seed, number, part| {
+            let mut rng = Rng::for_request(seed, number, part);
             (0..4).map(|_| rng.below(1000)).collect::<Vec<_>>()
         };
-        assert_eq!(draw(7, 1), draw(7, 1));
-        assert_ne!(draw(7, 1), draw(7, 2));
-        assert_ne!(draw(7, 1), draw(8, 1));
-        let mut rng = Rng::for_slot(1, 0);
+        assert_eq!(draw(7, 1, 0), draw(7, 1, 0));
+        assert_ne!(draw(7, 1, 0), draw(7, 2, 0));
+        assert_ne!(draw(7, 1, 0), draw(7, 1, 1));
+        assert_ne!(draw(7, 1, 0), draw(8, 1, 0));
+        // One draw per request number, as --urls-random makes: uniform over consecutive numbers.
         let mut seen = [0u32; 10];
-        for _ in 0..10_000 {
-            seen[rng.below(10) as usize] += 1;
+        for number in 1..=10_000 {
+            seen[Rng::for_request(3, number, PATH_CHOICE).below(10) as usize] += 1;
         }
-        assert!(seen.iter().all(|&count| (800..1200).contains(&count)), "{seen:?}");
+        assert!(seen.iter().all(|&count| (850..1150).contains(&count)), "{seen:?}");
     }
 }

@@ -596,8 +596,8 @@ pub struct Settings {
     /// `-i`: the file the other URLs came from (absent without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file: Option<String>,
-    /// `--urls-random`: paths picked at random instead of in turn.
-    #[serde(default)]
+    /// `--urls-random`: paths picked at random instead of in turn (absent without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub urls_random: bool,
     /// The seed of `--urls-random`, `{rand:N}` and `{uuid}` (`--seed`, or drawn), when the run
     /// draws random numbers: give it to `--seed` to repeat the run.

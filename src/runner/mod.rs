@@ -419,7 +419,6 @@ impl Worker {
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
             first_slot,
-            rngs: ThreadShared::slot_rngs(&self.plan, first_slot, self.slots),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();
