@@ -58,7 +58,11 @@ impl<'a> Sweep<'a> {
             Some(path) => plan::urls::read_url_file(path)?,
             None => Vec::new(),
         };
-        if args.urls.is_empty() && file_urls.first().is_some_and(|first| first.starts_with('/')) {
+        if args.urls.is_empty()
+            && file_urls
+                .first()
+                .is_some_and(|first| first.starts_with('/'))
+        {
             crate::usage_bail!(
                 "no URL given and the first line of the -i file '{}' is a path: make it a full URL (http://HOST:PORT/…)",
                 args.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
@@ -180,7 +184,11 @@ impl<'a> Sweep<'a> {
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
         if args.verbose > 0 && plan.request.draws_random() {
-            errln!("seed: {} (--seed {} repeats this cell's draws with the same -c and -t)", plan.seed, plan.seed);
+            errln!(
+                "seed: {} (--seed {} repeats this cell's draws with the same -c and -t)",
+                plan.seed,
+                plan.seed
+            );
         }
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);

@@ -114,7 +114,9 @@ impl<'t> H1Session<'t> {
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
                 Slot::Now(mut start) => {
-                    let path = self.paths.pick(&mut start, self.template.heads.len(), ledger);
+                    let path = self
+                        .paths
+                        .pick(&mut start, self.template.heads.len(), ledger);
                     if let Some(renderer) = &self.template.renderer {
                         renderer.h1_request(path, &start, ledger, &[], out);
                     } else {

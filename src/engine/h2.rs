@@ -23,8 +23,8 @@ use http::Method;
 
 use super::h1::{earliest, MAX_INTERIM};
 use super::outgoing::Outgoing;
-use super::session::Progress;
 use super::render::Renderer;
+use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::{H2Settings, RunPlan};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
@@ -396,7 +396,9 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            let path = self.paths.pick(&mut start, self.template.paths.len(), ledger);
+            let path = self
+                .paths
+                .pick(&mut start, self.template.paths.len(), ledger);
             if let Some(renderer) = &self.template.renderer {
                 self.write_rendered(renderer, id, path, start, ledger, out);
                 continue;
@@ -453,7 +455,15 @@ impl<'t> H2Session<'t> {
             return;
         }
         renderer.with_body(&start, ledger, |body| {
-            self.write_rendered_headers(renderer, id, path, &start, ledger, Some(body.len()), out.bytes());
+            self.write_rendered_headers(
+                renderer,
+                id,
+                path,
+                &start,
+                ledger,
+                Some(body.len()),
+                out.bytes(),
+            );
             let mut stream = self.new_stream(start, body.len());
             let room = self.send_window.min(stream.send_window).max(0) as usize;
             if !body.is_empty() && body.len() <= room.min(self.max_send_frame) {
@@ -520,12 +530,14 @@ impl<'t> H2Session<'t> {
 
     /// Frames the header block written after `head_at` (where a frame head's room was left) as
     /// HEADERS, and CONTINUATION frames if it exceeds the server's frame size.
-    fn frame_header_block(&mut self, id: u32, head_at: usize, end_of_request: bool, out: &mut Vec<u8>) {
-        let end_stream = if end_of_request {
-            frame::END_STREAM
-        } else {
-            0
-        };
+    fn frame_header_block(
+        &mut self,
+        id: u32,
+        head_at: usize,
+        end_of_request: bool,
+        out: &mut Vec<u8>,
+    ) {
+        let end_stream = if end_of_request { frame::END_STREAM } else { 0 };
         let block_len = out.len() - head_at - frame::HEADER_LEN;
         if block_len <= self.max_send_frame {
             let head = FrameHead {

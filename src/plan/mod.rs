@@ -198,7 +198,10 @@ pub struct Templated {
 
 impl Templated {
     /// The templates of `request`, `None` when no part holds a placeholder.
-    fn parse(request: &RequestTemplate, body_file: Option<&std::path::Path>) -> Result<Option<Templated>> {
+    fn parse(
+        request: &RequestTemplate,
+        body_file: Option<&std::path::Path>,
+    ) -> Result<Option<Templated>> {
         let paths = request
             .paths
             .iter()
@@ -218,7 +221,13 @@ impl Templated {
             Some(file) => Template::parse(&request.body, &format!("-d file '{}'", file.display()))?,
             None => None,
         };
-        let parts = || paths.iter().chain(&headers).chain(std::iter::once(&body)).flatten();
+        let parts = || {
+            paths
+                .iter()
+                .chain(&headers)
+                .chain(std::iter::once(&body))
+                .flatten()
+        };
         if parts().next().is_none() {
             return Ok(None);
         }
@@ -1056,7 +1065,10 @@ fn request_template(
     };
     request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
     request.numbered = request.draws_random()
-        || request.templated.as_ref().is_some_and(|templated| templated.seq);
+        || request
+            .templated
+            .as_ref()
+            .is_some_and(|templated| templated.seq);
     Ok(request)
 }
 

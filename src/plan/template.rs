@@ -229,7 +229,11 @@ mod tests {
     #[test]
     fn texts_without_placeholders_are_not_templates() {
         for text in ["/ping", "{\"a\":{\"b\":1}}", "{}", "{{", "}", "{A}", "x{1}"] {
-            assert_eq!(Template::parse(text.as_bytes(), "t").unwrap(), None, "{text}");
+            assert_eq!(
+                Template::parse(text.as_bytes(), "t").unwrap(),
+                None,
+                "{text}"
+            );
         }
     }
 
@@ -274,6 +278,9 @@ mod tests {
         for number in 1..=10_000 {
             seen[Rng::for_request(3, number, PATH_CHOICE).below(10) as usize] += 1;
         }
-        assert!(seen.iter().all(|&count| (850..1150).contains(&count)), "{seen:?}");
+        assert!(
+            seen.iter().all(|&count| (850..1150).contains(&count)),
+            "{seen:?}"
+        );
     }
 }

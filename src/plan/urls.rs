@@ -50,7 +50,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("urls.txt");
         std::fs::write(&path, text).unwrap();
-        read_url_file(&path).map_err(|error| anyhow::anyhow!("{}", error.to_string().replace(&path.display().to_string(), "F")))
+        read_url_file(&path).map_err(|error| {
+            anyhow::anyhow!(
+                "{}",
+                error.to_string().replace(&path.display().to_string(), "F")
+            )
+        })
     }
 
     #[test]
@@ -62,10 +67,16 @@ mod tests {
     #[test]
     fn bad_lines_name_the_file_and_line() {
         let message = read("/a\n\nfoo/bar\n").unwrap_err().to_string();
-        assert!(message.starts_with("F:3: 'foo/bar' is neither"), "{message}");
+        assert!(
+            message.starts_with("F:3: 'foo/bar' is neither"),
+            "{message}"
+        );
         let message = read("/a b\n").unwrap_err().to_string();
         assert!(message.starts_with("F:1:"), "{message}");
-        assert!(read("# nothing\n\n").unwrap_err().to_string().contains("holds no URL"));
+        assert!(read("# nothing\n\n")
+            .unwrap_err()
+            .to_string()
+            .contains("holds no URL"));
     }
 
     #[test]

@@ -96,6 +96,9 @@ mod tests {
         assert_eq!((a.rows[1].succeeded, a.rows[1].failed), (0, 2));
         let last = &a.rows[MAX_PATH_HISTOGRAMS];
         assert_eq!((last.succeeded, last.latency.is_none()), (1, true));
-        assert!(a.rows[2].latency.is_none(), "allocated at the first response only");
+        assert!(
+            a.rows[2].latency.is_none(),
+            "allocated at the first response only"
+        );
     }
 }

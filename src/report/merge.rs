@@ -99,10 +99,10 @@ pub fn merge(documents: Vec<Document>) -> Result<Document> {
 
 /// Adds the per-URL rows of another run of the same cell (same URLs, same order).
 fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<()> {
-    if mine.len() != theirs.len()
-        || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url)
-    {
-        usage_bail!("the reports come from different URL lists, so their per-URL rows cannot be merged");
+    if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url) {
+        usage_bail!(
+            "the reports come from different URL lists, so their per-URL rows cannot be merged"
+        );
     }
     for (row, other) in mine.iter_mut().zip(theirs) {
         row.requests += other.requests;

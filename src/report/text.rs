@@ -200,7 +200,10 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
         row.latency
             .as_ref()
             .filter(|latency| latency.count > 0)
-            .map_or_else(|| "-".to_owned(), |latency| format_micros(pick(&latency.percentiles) as f64))
+            .map_or_else(
+                || "-".to_owned(),
+                |latency| format_micros(pick(&latency.percentiles) as f64),
+            )
     };
     let lines: Vec<Vec<String>> = order
         .iter()
@@ -219,9 +222,23 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
         })
         .collect();
     writeln!(out, "\nper URL (most requested first):")?;
-    let titles = ["url", "requests", "succeeded", "failed", "p50", "p90", "p99", "max"];
+    let titles = [
+        "url",
+        "requests",
+        "succeeded",
+        "failed",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+    ];
     // Left-aligned URLs read better; the aligner right-aligns, so pad them here.
-    let width = lines.iter().map(|line| line[0].chars().count()).max().unwrap_or(3).max(3);
+    let width = lines
+        .iter()
+        .map(|line| line[0].chars().count())
+        .max()
+        .unwrap_or(3)
+        .max(3);
     let lines: Vec<Vec<String>> = lines
         .into_iter()
         .map(|mut line| {

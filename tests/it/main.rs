@@ -21,3 +21,4 @@ mod steer;
 mod sweep;
 mod testbed;
 mod thresholds;
+mod urls;

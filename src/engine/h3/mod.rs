@@ -576,10 +576,11 @@ async fn lane(
             stream.cancel();
             return Ok(());
         };
-        let path = shared
-            .paths
-            .borrow_mut()
-            .pick(&mut start, shared.template.headers.len(), &ledger);
+        let path =
+            shared
+                .paths
+                .borrow_mut()
+                .pick(&mut start, shared.template.headers.len(), &ledger);
         let id = stream.id();
         shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
