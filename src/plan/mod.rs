@@ -1128,6 +1128,44 @@ mod tests {
     }
 
     #[test]
+    fn file_urls_follow_the_command_line_and_templates_are_found() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "--urls-random",
+            "--seed",
+            "9",
+            "-H",
+            "x-id: {uuid}",
+            "http://127.0.0.1:1/a",
+        ])
+        .unwrap();
+        let file = ["/b/{seq}".to_owned(), "http://other:2/c".to_owned()];
+        let built = build(
+            &cli.load,
+            &cli.load.urls,
+            &file,
+            &cells(&cli.load)[0],
+            false,
+        )
+        .unwrap();
+        assert_eq!(built.request.paths, ["/a", "/b/{seq}", "/c"]);
+        assert_eq!(
+            built.destination.urls,
+            ["http://127.0.0.1:1/a"],
+            "the file's stay out"
+        );
+        assert_eq!(built.destination.addr, "127.0.0.1:1".parse().unwrap());
+        assert_eq!(built.seed, 9);
+        assert!(built.request.random_paths && built.request.numbered);
+        let templated = built.request.templated.as_ref().unwrap();
+        let templated_paths: Vec<bool> = templated.paths.iter().map(Option::is_some).collect();
+        assert_eq!(templated_paths, [false, true, false]);
+        assert!(templated.seq && templated.uses_random());
+        let plain = plan(&["http://127.0.0.1:1/a", "/b"]).unwrap();
+        assert!(plain.request.templated.is_none() && !plain.request.numbered);
+    }
+
+    #[test]
     fn h1_spellings_agree() {
         for argv in [["--h1"], ["--proto=h1"], ["-phttp/1.1"]] {
             let plan = plan(&[argv[0], "http://127.0.0.1:1/"]).unwrap();

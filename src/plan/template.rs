@@ -260,7 +260,7 @@ mod tests {
         assert!(error("/{rand:x}").contains("whole number"));
         assert!(error("{seq} }").contains("unmatched '}'"));
         assert!(error("{seq} {").contains("unclosed '{'"));
-        assert!(error("{seq}").starts_with("-d file 'b'"));
+        assert!(error("{nope}").starts_with("-d file 'b'"));
     }
 
     #[test]

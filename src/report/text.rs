@@ -195,7 +195,7 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
         return Ok(());
     }
     let mut order: Vec<&super::UrlRow> = urls.iter().collect();
-    order.sort_by(|a, b| b.requests.cmp(&a.requests));
+    order.sort_by_key(|row| std::cmp::Reverse(row.requests));
     let percentile = |row: &super::UrlRow, pick: fn(&super::Percentiles) -> u64| {
         row.latency
             .as_ref()
