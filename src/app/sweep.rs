@@ -185,8 +185,7 @@ impl<'a> Sweep<'a> {
         let cpu_before = watch::cpu_time(None);
         if args.verbose > 0 && plan.request.draws_random() {
             errln!(
-                "seed: {} (--seed {} repeats this cell's draws with the same -c and -t)",
-                plan.seed,
+                "seed: {0} (--seed {0} with the same -n draws the same URLs and values again)",
                 plan.seed
             );
         }

@@ -364,6 +364,21 @@ fn random_urls_repeat_with_the_same_seed() {
         "whatever the connections and threads"
     );
     assert_ne!(random("8", "3", "2"), first, "another seed draws others");
+    let verbose = h2load_rs(&[
+        "-i",
+        &file,
+        "--urls-random",
+        "--seed",
+        "7",
+        "-n",
+        "10",
+        "-v",
+    ]);
+    assert!(
+        verbose.output.stderr.contains("seed: 7 (--seed 7 "),
+        "{}",
+        verbose.output.stderr
+    );
     // Without --seed, the seed drawn is reported and repeats the run.
     let run = h2load_rs(&["-i", &file, "--urls-random", "-n", "600", "-c", "2"]);
     let seed = run.cell()["settings"]["seed"].as_u64().unwrap().to_string();
