@@ -64,6 +64,8 @@ pub(crate) struct H2Template {
     field_headers: Vec<Option<usize>>,
     /// The content-length field of a templated body, whose value is rendered per request.
     content_length: hpack::Field,
+    /// Whether each request's body is rendered (a templated body, and a method that sends one).
+    renders_body: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -116,6 +118,7 @@ impl H2Template {
             renderer,
             field_headers,
             content_length: hpack::Field::new("content-length", b""),
+            renders_body: body_templated,
         }
     }
 
@@ -399,11 +402,22 @@ impl<'t> H2Session<'t> {
             let path = self
                 .paths
                 .pick(&mut start, self.template.paths.len(), ledger);
-            if let Some(renderer) = &self.template.renderer {
-                self.write_rendered(renderer, id, path, start, ledger, out);
-                continue;
+            match &self.template.renderer {
+                Some(renderer) if self.template.renders_body => {
+                    self.write_rendered(renderer, id, path, start, ledger, out);
+                    continue;
+                }
+                Some(renderer) => self.write_rendered_headers(
+                    renderer,
+                    id,
+                    path,
+                    &start,
+                    ledger,
+                    None,
+                    out.bytes(),
+                ),
+                None => self.write_headers(id, path, out.bytes()),
             }
-            self.write_headers(id, path, out.bytes());
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
             self.track_start(id, start.actual);
@@ -431,9 +445,9 @@ impl<'t> H2Session<'t> {
         self.frame_header_block(id, head_at, template.body.is_empty(), out);
     }
 
-    /// Opens stream `id` for a templated request: HEADERS with the rendered path and header
-    /// values as literals that are never indexed, then the rendered body, at once when the
-    /// windows let it go with the HEADERS (no allocation), else kept with the stream.
+    /// Opens stream `id` for a request with a templated body: its HEADERS (see
+    /// [`H2Session::write_rendered_headers`]), then the rendered body, at once when the windows
+    /// let it go with the HEADERS (no allocation), else kept with the stream.
     fn write_rendered(
         &mut self,
         renderer: &Renderer,
@@ -443,17 +457,6 @@ impl<'t> H2Session<'t> {
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) {
-        let template = self.template;
-        if !renderer.body_templated() || renderer.request().method == Method::HEAD {
-            self.write_rendered_headers(renderer, id, path, &start, ledger, None, out.bytes());
-            let body_left = template.body.len();
-            self.streams.insert(id, self.new_stream(start, body_left));
-            self.track_start(id, start.actual);
-            if body_left > 0 {
-                self.bodies.push_back(id);
-            }
-            return;
-        }
         renderer.with_body(&start, ledger, |body| {
             self.write_rendered_headers(
                 renderer,
@@ -480,8 +483,9 @@ impl<'t> H2Session<'t> {
         });
     }
 
-    /// The HEADERS of a templated request; `body_len` is a rendered body's length (`None`: the
-    /// plan's body, whose content-length is among the prepared fields).
+    /// The HEADERS of a templated request, with the rendered path and header values as literals
+    /// never indexed; `body_len` is a rendered body's length (`None`: the plan's body, whose
+    /// content-length is among the prepared fields).
     #[allow(clippy::too_many_arguments)]
     fn write_rendered_headers(
         &mut self,
