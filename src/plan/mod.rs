@@ -420,7 +420,8 @@ fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
         Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
         None => {
-            let https = match args.urls.first() {
+            let first_in_file = || args.input_file.as_deref().and_then(urls::first_url);
+            let https = match args.urls.first().cloned().or_else(first_in_file) {
                 Some(url) => url.starts_with("https://"),
                 None => args.target_tls,
             };
@@ -1028,6 +1029,13 @@ fn request_template(
             );
         };
         if name == "host" || name == ":authority" {
+            // Connections are made for one authority (and TLS for one name): it is not rendered.
+            if Template::parse(text.as_bytes(), "-H")?.is_some() {
+                usage_bail!(
+                    "-H '{}': placeholders are not rendered in the authority (Host, :authority)",
+                    raw.escape_debug()
+                );
+            }
             authority = text;
             continue;
         }

@@ -42,6 +42,17 @@ pub fn read_url_file(path: &Path) -> Result<Vec<String>> {
     Ok(urls)
 }
 
+/// The first URL of `path` (its first line that is not blank or a comment), reading no further;
+/// `None` when it cannot be read (reading it whole reports why).
+pub fn first_url(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    file.lines()
+        .map_while(Result::ok)
+        .map(|line| line.trim().to_owned())
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +72,10 @@ mod tests {
     #[test]
     fn lines_are_urls_or_paths_and_comments_are_skipped() {
         let urls = read("# list\nhttp://127.0.0.1:1/a\n\n  /b?x=1  \r\n#/c\n/d\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u");
+        std::fs::write(&path, "\n# c\n https://h/x \n/y\n").unwrap();
+        assert_eq!(first_url(&path).as_deref(), Some("https://h/x"));
         assert_eq!(urls, ["http://127.0.0.1:1/a", "/b?x=1", "/d"]);
     }
 

@@ -470,6 +470,10 @@ fn bad_url_files_and_templates_are_usage_errors() {
         &["-H", "x-id: {sequence}", &url("/")],
         "-H 'x-id: {sequence}': unknown placeholder {sequence}",
     );
+    assert_usage_error(
+        &["-H", "Host: {conn}.example", &url("/")],
+        "placeholders are not rendered in the authority",
+    );
     let body = dir.path().join("body");
     std::fs::write(&body, "{seq} }").unwrap();
     assert_usage_error(
@@ -481,4 +485,23 @@ fn bad_url_files_and_templates_are_usage_errors() {
     let run = h2load_rs(&["-n", "10", "-d", body.to_str().unwrap(), &url("/echo")]);
     assert_clean(&run, "json body", 10);
     assert_eq!(run.int("traffic/data_bytes"), 10 * 13);
+}
+
+#[test]
+fn scenario_files_take_the_url_list_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = url_file(dir.path(), &[&url("/bytes/1"), "/bytes/2"]);
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        format!("input-file = {file:?}\nurls-random = true\nseed = 11\nrequests = 100\n"),
+    )
+    .unwrap();
+    let run = h2load_rs(&["run", scenario.to_str().unwrap()]);
+    assert_clean(&run, "scenario", 100);
+    assert_eq!(run.cell()["settings"]["seed"], 11);
+    let split = split(&run);
+    assert_eq!(split.values().sum::<u64>(), 100);
+    let bytes = split["/bytes/1"] + 2 * split["/bytes/2"];
+    assert_eq!(run.int("traffic/data_bytes"), bytes);
 }
