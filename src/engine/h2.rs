@@ -469,8 +469,13 @@ impl<'t> H2Session<'t> {
             );
             let mut stream = self.new_stream(start, body.len());
             let room = self.send_window.min(stream.send_window).max(0) as usize;
-            if !body.is_empty() && body.len() <= room.min(self.max_send_frame) {
-                write_frame(out.bytes(), frame::DATA, frame::END_STREAM, id, body);
+            if !body.is_empty() && body.len() <= room {
+                let mut chunks = body.chunks(self.max_send_frame).peekable();
+                while let Some(chunk) = chunks.next() {
+                    let last = chunks.peek().is_none();
+                    let flags = if last { frame::END_STREAM } else { 0 };
+                    write_frame(out.bytes(), frame::DATA, flags, id, chunk);
+                }
                 self.send_window -= body.len() as i64;
                 stream.send_window -= body.len() as i64;
                 stream.body_left = 0;
