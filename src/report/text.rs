@@ -253,6 +253,13 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
     if urls.len() > TOP_URLS {
         writeln!(out, "… and {} more in JSON", urls.len() - TOP_URLS)?;
     }
+    let limit = crate::recorder::paths::MAX_PATH_HISTOGRAMS;
+    if urls.len() > limit {
+        writeln!(
+            out,
+            "(latency is kept for the first {limit} URLs only, to bound memory; every URL is counted)"
+        )?;
+    }
     Ok(())
 }
 
