@@ -83,7 +83,7 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
         .chain([url]);
     let cli = Cli::try_parse_from(args).expect("bench flags parse");
     let cell = plan::cells(&cli.load)[0];
-    Arc::new(plan::build(&cli.load, &cli.load.urls, &cell, false).expect("bench plan builds"))
+    Arc::new(plan::build(&cli.load, &cli.load.urls, &[], &cell, false).expect("bench plan builds"))
 }
 
 /// Allocations per request beyond a run's fixed setup: the difference between two run sizes.
@@ -112,24 +112,45 @@ fn engines(c: &mut Criterion) {
     ];
     let h1_checked = [&["--h1", "-c", "4", "-m", "8"][..], &CHECKS].concat();
     let h2_checked = [&["--proto", "h2c", "-c", "4", "-m", "16"][..], &CHECKS].concat();
-    let cases: [(&str, &[&str]); 5] = [
-        ("h1 keep-alive -c 4", &["--h1", "-c", "4"]),
-        ("h1 pipelined -c 4 -m 8", &["--h1", "-c", "4", "-m", "8"]),
-        ("h2c -c 4 -m 16", &["--proto", "h2c", "-c", "4", "-m", "16"]),
-        ("h1 pipelined -c 4 -m 8, checks", &h1_checked),
-        ("h2c -c 4 -m 16, checks", &h2_checked),
+    // Templated requests: rendered per request into reused buffers, numbered by a shared counter.
+    let templated = format!("{}/ping?k={{seq}}&r={{rand:1000}}", target.url);
+    let uuid = ["-H", "x-id: {uuid}"];
+    let cases: [(&str, &[&str], &str); 7] = [
+        ("h1 keep-alive -c 4", &["--h1", "-c", "4"], &ping),
+        (
+            "h1 pipelined -c 4 -m 8",
+            &["--h1", "-c", "4", "-m", "8"],
+            &ping,
+        ),
+        (
+            "h2c -c 4 -m 16",
+            &["--proto", "h2c", "-c", "4", "-m", "16"],
+            &ping,
+        ),
+        ("h1 pipelined -c 4 -m 8, checks", &h1_checked, &ping),
+        ("h2c -c 4 -m 16, checks", &h2_checked, &ping),
+        (
+            "h1 templated -c 4",
+            &["--h1", "-c", "4", uuid[0], uuid[1]],
+            &templated,
+        ),
+        (
+            "h2c templated -c 4 -m 16",
+            &["--proto", "h2c", "-c", "4", "-m", "16", uuid[0], uuid[1]],
+            &templated,
+        ),
     ];
     let mut group = c.benchmark_group("engines");
     group.throughput(Throughput::Elements(REQUESTS));
     group.sample_size(10);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    for (name, flags) in cases {
+    for (name, flags, url) in cases {
         println!(
             "{name}: {:.2} allocations per request",
-            allocations_per_request(flags, &ping)
+            allocations_per_request(flags, url)
         );
-        let plan = plan_for(flags, REQUESTS, &ping);
+        let plan = plan_for(flags, REQUESTS, url);
         group.bench_function(name, |b| {
             b.iter_custom(|iterations| {
                 let started = Instant::now();

@@ -54,7 +54,21 @@ impl<'a> Sweep<'a> {
             outputs::check_file(path, "--log-file")?;
         }
         let specs = plan::cells(args);
-        let built_in = match args.urls.is_empty() {
+        let file_urls = match &args.input_file {
+            Some(path) => plan::urls::read_url_file(path)?,
+            None => Vec::new(),
+        };
+        if args.urls.is_empty()
+            && file_urls
+                .first()
+                .is_some_and(|first| first.starts_with('/'))
+        {
+            crate::usage_bail!(
+                "no URL given and the first line of the -i file '{}' is a path: make it a full URL (http://HOST:PORT/…)",
+                args.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
+            );
+        }
+        let built_in = match args.urls.is_empty() && file_urls.is_empty() {
             true => Some(BuiltIn::start(
                 args,
                 specs.iter().any(|cell| cell.needs_tls(args.target_tls)),
@@ -71,7 +85,7 @@ impl<'a> Sweep<'a> {
                 )],
                 None => args.urls.clone(),
             };
-            let plan = plan::build(args, &urls, &spec, built_in.is_some())?;
+            let plan = plan::build(args, &urls, &file_urls, &spec, built_in.is_some())?;
             cells.push((spec, Arc::new(plan)));
         }
         print_notes(args, &cells);
@@ -169,6 +183,12 @@ impl<'a> Sweep<'a> {
         let watch = Watch::start(&self.watched_pids(spec));
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
+        if args.verbose > 0 && plan.request.draws_random() {
+            errln!(
+                "seed: {0} (--seed {0} with the same -n draws the same URLs and values again)",
+                plan.seed
+            );
+        }
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);
         // The trace and the bar would share stderr: the trace wins; a search prints its steps.

@@ -39,6 +39,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// `-d`: the request body file, read into memory once.
 pub const MAX_BODY_FILE: u64 = 1 << 30;
 
+/// `-i FILE`: a list of URLs (100,000 lines of 100 bytes are 10 MB).
+pub const MAX_URL_FILE: u64 = 256 << 20;
+
 /// `run FILE`: a scenario file.
 pub const MAX_SCENARIO_FILE: u64 = 16 << 20;
 

@@ -165,6 +165,21 @@ pub struct LoadArgs {
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
 
+    /// Read more URLs from FILE (h2load's -i): one URL, or path starting with /, a line; blank
+    /// lines and lines starting with # are skipped. They come after the URLs given here; with
+    /// none given, the file's first URL gives scheme, host and port.
+    #[arg(short = 'i', long = "input-file", value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+
+    /// Pick each request's URL at random among them (seeded by --seed) instead of in turn.
+    #[arg(long = "urls-random")]
+    pub urls_random: bool,
+
+    /// Seed of --urls-random, {rand:N} and {uuid}: the same seed, -c and -t draw the same numbers
+    /// again [default: random; -v and the JSON report show it].
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+
     /// Number of requests across all connections, or `Kx`: K per concurrent request of each cell
     /// (connections × streams); at most 10^12 either way [default: 10000].
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", value_parser = parse_requests)]
@@ -555,6 +570,10 @@ pub struct OutputArgs {
     /// Write every cell's timeline (one row per interval) as CSV to FILE.
     #[arg(long = "csv-timeline", value_name = "FILE")]
     pub csv_timeline: Option<PathBuf>,
+
+    /// Write every cell's per-URL figures (runs of two URLs or more) as CSV to FILE.
+    #[arg(long = "csv-urls", value_name = "FILE")]
+    pub csv_urls: Option<PathBuf>,
 
     /// Write an HdrHistogram interval log (Java-compatible) to FILE.
     #[arg(long = "hdr-log", value_name = "FILE")]

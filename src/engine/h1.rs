@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::Method;
 
 use super::outgoing::Outgoing;
+use super::render::Renderer;
 use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::RunPlan;
@@ -33,6 +34,8 @@ pub(crate) struct H1Template {
     pub(crate) idempotent: bool,
     request_timeout: Option<Duration>,
     checks: Option<Arc<Checks>>,
+    /// Templated requests are rendered one by one instead of taken from `heads`.
+    pub(crate) renderer: Option<Renderer>,
 }
 
 impl H1Template {
@@ -57,6 +60,7 @@ impl H1Template {
             .contains(&template.method),
             request_timeout: plan.timeouts.request,
             checks: plan.checks.clone(),
+            renderer: Renderer::new(template),
         }
     }
 }
@@ -114,10 +118,16 @@ impl<'t> H1Session<'t> {
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
                 Slot::Now(mut start) => {
-                    let path = self.paths.pick(&mut start, self.template.heads.len());
-                    out.bytes().extend_from_slice(&self.template.heads[path]);
-                    if !self.template.body.is_empty() {
-                        out.push_body(&self.template.body);
+                    let path = self
+                        .paths
+                        .pick(&mut start, self.template.heads.len(), ledger);
+                    if let Some(renderer) = &self.template.renderer {
+                        renderer.h1_request(path, &start, ledger, &[], out);
+                    } else {
+                        out.bytes().extend_from_slice(&self.template.heads[path]);
+                        if !self.template.body.is_empty() {
+                            out.push_body(&self.template.body);
+                        }
                     }
                     self.in_flight.push_back(start);
                 }

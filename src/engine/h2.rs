@@ -24,6 +24,7 @@ use http::Method;
 
 use super::h1::{earliest, MAX_INTERIM};
 use super::outgoing::Outgoing;
+use super::render::Renderer;
 use super::session::Progress;
 use super::{Ledger, PathCycle, Slot};
 use crate::plan::{H2Settings, RunPlan};
@@ -59,6 +60,15 @@ pub(crate) struct H2Template {
     settings: H2Settings,
     request_timeout: Option<Duration>,
     checks: Option<Arc<Checks>>,
+    /// Templated requests: rendered one by one, their rendered values never indexed.
+    renderer: Option<Renderer>,
+    /// For each of `fields`, the plan header it comes from (`:authority` and content-length
+    /// come from none), to find its template.
+    field_headers: Vec<Option<usize>>,
+    /// The content-length field of a templated body, whose value is rendered per request.
+    content_length: hpack::Field,
+    /// Whether each request's body is rendered (a templated body, and a method that sends one).
+    renders_body: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -77,12 +87,17 @@ impl H2Template {
             hpack::Field::new(":scheme", scheme),
             hpack::Field::new(":authority", template.authority.as_bytes()),
         ];
-        for (name, value) in &template.headers {
+        let mut field_headers = vec![None; fields.len()];
+        for (index, (name, value)) in template.headers.iter().enumerate() {
             if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
                 fields.push(hpack::Field::new(name.as_str(), value.as_bytes()));
+                field_headers.push(Some(index));
             }
         }
-        if let Some(length) = template.content_length() {
+        let renderer = Renderer::new(template);
+        let body_templated = renderer.as_ref().is_some_and(Renderer::body_templated)
+            && template.method != Method::HEAD;
+        if let Some(length) = template.content_length().filter(|_| !body_templated) {
             fields.push(hpack::Field::new(
                 "content-length",
                 length.to_string().as_bytes(),
@@ -104,6 +119,10 @@ impl H2Template {
             settings: plan.h2,
             request_timeout: plan.timeouts.request,
             checks: plan.checks.clone(),
+            renderer,
+            field_headers,
+            content_length: hpack::Field::new("content-length", b""),
+            renders_body: body_templated,
         }
     }
 
@@ -168,6 +187,8 @@ struct Stream {
     body_left: usize,
     /// What the response has shown of the response checks.
     check: ResponseCheck,
+    /// A rendered body that could not go with its HEADERS (flow control), else the plan's.
+    body: Option<Bytes>,
 }
 
 /// A DATA frame whose payload is still arriving.
@@ -230,6 +251,8 @@ pub(crate) struct H2Session<'t> {
     budget_spent: bool,
     /// When the next scheduled request is due (`--rate`), if a stream is free for it.
     wake: Option<Instant>,
+    /// A rendered header value being encoded (templated requests).
+    value: Vec<u8>,
 }
 
 impl<'t> H2Session<'t> {
@@ -273,6 +296,7 @@ impl<'t> H2Session<'t> {
             queued_control: 0,
             budget_spent: false,
             wake: None,
+            value: Vec::new(),
         };
         if let Some(checks) = &template.checks {
             session.decoder.check_headers(checks);
@@ -304,6 +328,7 @@ impl<'t> H2Session<'t> {
             send_window: self.initial_send_window,
             body_left,
             check: ResponseCheck::default(),
+            body: None,
         }
     }
 
@@ -384,8 +409,25 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            let path = self.paths.pick(&mut start, self.template.paths.len());
-            self.write_headers(id, path, out.bytes());
+            let path = self
+                .paths
+                .pick(&mut start, self.template.paths.len(), ledger);
+            match &self.template.renderer {
+                Some(renderer) if self.template.renders_body => {
+                    self.write_rendered(renderer, id, path, start, ledger, out);
+                    continue;
+                }
+                Some(renderer) => self.write_rendered_headers(
+                    renderer,
+                    id,
+                    path,
+                    &start,
+                    ledger,
+                    None,
+                    out.bytes(),
+                ),
+                None => self.write_headers(id, path, out.bytes()),
+            }
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
             self.track_start(id, start.actual);
@@ -410,11 +452,111 @@ impl<'t> H2Session<'t> {
         for (slot, field) in template.fields.iter().enumerate().skip(FIELDS_BEFORE_PATH) {
             self.encoder.encode(out, slot, field);
         }
-        let end_stream = if template.body.is_empty() {
-            frame::END_STREAM
+        self.frame_header_block(id, head_at, template.body.is_empty(), out);
+    }
+
+    /// Opens stream `id` for a request with a templated body: its HEADERS (see
+    /// [`H2Session::write_rendered_headers`]), then the rendered body, at once when the windows
+    /// let it go with the HEADERS (no allocation), else kept with the stream.
+    fn write_rendered(
+        &mut self,
+        renderer: &Renderer,
+        id: u32,
+        path: usize,
+        start: RequestStart,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) {
+        renderer.with_body(&start, ledger, |body| {
+            self.write_rendered_headers(
+                renderer,
+                id,
+                path,
+                &start,
+                ledger,
+                Some(body.len()),
+                out.bytes(),
+            );
+            let mut stream = self.new_stream(start, body.len());
+            let room = self.send_window.min(stream.send_window).max(0) as usize;
+            if !body.is_empty() && body.len() <= room {
+                let mut chunks = body.chunks(self.max_send_frame).peekable();
+                while let Some(chunk) = chunks.next() {
+                    let last = chunks.peek().is_none();
+                    let flags = if last { frame::END_STREAM } else { 0 };
+                    write_frame(out.bytes(), frame::DATA, flags, id, chunk);
+                }
+                self.send_window -= body.len() as i64;
+                stream.send_window -= body.len() as i64;
+                stream.body_left = 0;
+            } else if !body.is_empty() {
+                stream.body = Some(Bytes::copy_from_slice(body));
+                self.bodies.push_back(id);
+            }
+            self.streams.insert(id, stream);
+            self.track_start(id, start.actual);
+        });
+    }
+
+    /// The HEADERS of a templated request, with the rendered path and header values as literals
+    /// never indexed; `body_len` is a rendered body's length (`None`: the plan's body, whose
+    /// content-length is among the prepared fields).
+    #[allow(clippy::too_many_arguments)]
+    fn write_rendered_headers(
+        &mut self,
+        renderer: &Renderer,
+        id: u32,
+        path: usize,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        body_len: Option<usize>,
+        out: &mut Vec<u8>,
+    ) {
+        let template = self.template;
+        let head_at = out.len();
+        out.extend_from_slice(&[0; frame::HEADER_LEN]);
+        self.encoder.begin_block(out);
+        for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
+            self.encoder.encode(out, slot, field);
+        }
+        if renderer.path_templated(path) {
+            self.value.clear();
+            renderer.path(path, start, ledger, &mut self.value);
+            template.paths[path].encode_unindexed(out, &self.value);
         } else {
-            0
-        };
+            self.encoder
+                .encode(out, template.fields.len() + path, &template.paths[path]);
+        }
+        for (slot, field) in template.fields.iter().enumerate().skip(FIELDS_BEFORE_PATH) {
+            match template.field_headers[slot].filter(|&header| renderer.header_templated(header)) {
+                Some(header) => {
+                    self.value.clear();
+                    renderer.header_value(header, start, ledger, &mut self.value);
+                    field.encode_unindexed(out, &self.value);
+                }
+                None => self.encoder.encode(out, slot, field),
+            }
+        }
+        let length = body_len.and_then(|len| renderer.content_length(len));
+        if let Some(length) = length {
+            self.value.clear();
+            crate::plan::template::write_decimal(&mut self.value, length as u64);
+            template.content_length.encode_unindexed(out, &self.value);
+        }
+        let end_stream = body_len.map_or(template.body.is_empty(), |len| len == 0);
+        self.frame_header_block(id, head_at, end_stream, out);
+    }
+
+    /// Frames the header block written after `head_at` (where a frame head's room was left) as
+    /// HEADERS, and CONTINUATION frames if it exceeds the server's frame size.
+    fn frame_header_block(
+        &mut self,
+        id: u32,
+        head_at: usize,
+        end_of_request: bool,
+        out: &mut Vec<u8>,
+    ) {
+        let end_stream = if end_of_request { frame::END_STREAM } else { 0 };
         let block_len = out.len() - head_at - frame::HEADER_LEN;
         if block_len <= self.max_send_frame {
             let head = FrameHead {
@@ -443,7 +585,7 @@ impl<'t> H2Session<'t> {
 
     /// Sends as much pending request body as the server's windows allow.
     fn send_bodies(&mut self, out: &mut Outgoing) {
-        let body = &self.template.body;
+        let template = self.template;
         while let Some(&id) = self.bodies.front() {
             let Some(stream) = self.streams.get_mut(&id) else {
                 self.bodies.pop_front();
@@ -455,7 +597,9 @@ impl<'t> H2Session<'t> {
                 if chunk == 0 {
                     return;
                 }
+                let body = stream.body.as_ref().unwrap_or(&template.body);
                 let from = body.len() - stream.body_left;
+                let data = body.slice(from..from + chunk);
                 stream.body_left -= chunk;
                 stream.send_window -= chunk as i64;
                 self.send_window -= chunk as i64;
@@ -471,7 +615,7 @@ impl<'t> H2Session<'t> {
                     stream: id,
                 };
                 out.bytes().extend_from_slice(&head.encode());
-                out.push_body(&body.slice(from..from + chunk));
+                out.push_body(&data);
             }
             self.bodies.pop_front();
         }

@@ -12,6 +12,7 @@ mod h2;
 pub(crate) mod h3;
 mod outgoing;
 pub(crate) mod pacer;
+mod render;
 pub(crate) mod session;
 pub(crate) mod testing;
 mod upgrade;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
+use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
@@ -105,6 +107,8 @@ pub struct ThreadShared {
     pub read_buffer: RefCell<Vec<u8>>,
     /// Requests the server never processed, waiting for a connection to send them again.
     pub retries: RefCell<VecDeque<Retry>>,
+    /// The run-wide number of this thread's first client slot (`{conn}` counts from it).
+    pub first_slot: u64,
 }
 
 /// A request the server never processed, to be sent again.
@@ -130,6 +134,7 @@ impl ThreadShared {
         for Retry { start, kind } in self.retries.borrow_mut().drain(..) {
             if recorder.is_measured(start.intended) {
                 recorder.requests_failed(1, kind);
+                recorder.path_failed(start.path);
                 if let Some(log) = &self.request_log {
                     log.borrow_mut().record(LogEntry {
                         start,
@@ -215,7 +220,10 @@ impl<'a> Ledger<'a> {
         if let Some(pacer) = &self.shared.pacer {
             pacer.taken(intended);
         }
-        let start = RequestStart::first(intended, now, self.next_sequence());
+        let mut start = RequestStart::first(intended, now, self.next_sequence());
+        if self.shared.plan.request.numbered {
+            start.number = self.shared.budget.next_number();
+        }
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);
@@ -228,6 +236,25 @@ impl<'a> Ledger<'a> {
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
     pub fn may_have_more(&self) -> bool {
         self.shared.budget.has_more() || self.shared.has_retries()
+    }
+
+    /// Renders `template`, `part` of the request `start` (see [`Rng::for_request`]), into
+    /// `out`: `{seq}` is the request's number, `{conn}` this slot's run-wide number.
+    pub(crate) fn render(
+        &self,
+        template: &crate::plan::template::Template,
+        start: &RequestStart,
+        part: u64,
+        out: &mut Vec<u8>,
+    ) {
+        template.render(
+            out,
+            &mut Draw {
+                seq: start.number,
+                conn: self.shared.first_slot + self.slot as u64,
+                rng: Rng::for_request(self.shared.plan.seed, start.number, part),
+            },
+        );
     }
 
     /// Requests this connection has taken so far.
@@ -323,6 +350,7 @@ impl<'a> Ledger<'a> {
         if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.requests_failed(1, kind);
+            recorder.path_failed(start.path);
             self.log(start, None, Instant::now());
         }
     }
@@ -422,10 +450,17 @@ impl PathCycle {
     }
 
     /// The path of a request about to be sent, among `count`: a request sent again keeps its
-    /// own, a new one takes the next in turn (and remembers it, should it be sent again).
-    fn pick(&mut self, start: &mut RequestStart, count: usize) -> usize {
+    /// own, a new one takes the next in turn, or a random one with `--urls-random` (and
+    /// remembers it, should it be sent again).
+    fn pick(&mut self, start: &mut RequestStart, count: usize, ledger: &Ledger<'_>) -> usize {
         if !start.resent {
-            start.path = u32::try_from(self.next(count)).expect("paths are counted in u32");
+            let plan = &ledger.shared.plan;
+            let index = if plan.request.random_paths {
+                Rng::for_request(plan.seed, start.number, PATH_CHOICE).below(count as u64) as usize
+            } else {
+                self.next(count)
+            };
+            start.path = u32::try_from(index).expect("paths are counted in u32");
         }
         start.path as usize
     }

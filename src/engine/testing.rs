@@ -31,7 +31,7 @@ pub(crate) fn world(argv: &[&str]) -> World {
         .chain(["http://127.0.0.1:9/"]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
     let cell = &plan::cells(&cli.load)[0];
-    let plan = plan::build(&cli.load, &cli.load.urls, cell, false).expect("plan builds");
+    let plan = plan::build(&cli.load, &cli.load.urls, &[], cell, false).expect("plan builds");
     let budget = Budget::new(match plan.stop {
         plan::StopRule::Requests(n) => Some(n),
         plan::StopRule::Duration { .. } => None,
@@ -45,13 +45,14 @@ pub(crate) fn world(argv: &[&str]) -> World {
                 plan.interval,
                 false,
             )),
-            plan: Arc::new(plan),
             budget: Arc::new(budget),
             wire: Rc::new(WireMeter::default()),
             pacer: None,
             request_log: None,
             read_buffer: read_buffer(),
             retries: RefCell::default(),
+            first_slot: 0,
+            plan: Arc::new(plan),
         },
         conn: ConnState::default(),
         templates,

@@ -29,6 +29,8 @@ use crate::recorder::{ErrorKind, Failure, RequestStart};
 /// The upgrade request, prepared once per thread.
 pub(crate) struct UpgradeTemplate {
     head: Vec<u8>,
+    /// The upgrade headers, for a templated request rendered by the HTTP/1.1 template's renderer.
+    upgrade_headers: [(&'static str, String); 3],
     body: Bytes,
     request_timeout: Option<Duration>,
 }
@@ -44,6 +46,7 @@ impl UpgradeTemplate {
         ];
         UpgradeTemplate {
             head: request_head(&plan.request, &plan.request.paths[0], &upgrade_headers),
+            upgrade_headers: upgrade_headers.map(|(name, value)| (name, value.to_owned())),
             body: plan.request.body.clone(),
             request_timeout: plan.timeouts.request,
         }
@@ -98,9 +101,18 @@ impl<'t> UpgradeSession<'t> {
             Slot::Now(mut start) => {
                 // The upgrade request asks for the first path, whichever a retried request had.
                 start.path = 0;
-                out.bytes().extend_from_slice(&self.template.head);
-                if !self.template.body.is_empty() {
-                    out.push_body(&self.template.body);
+                if let Some(renderer) = &self.h1.renderer {
+                    let extra = self
+                        .template
+                        .upgrade_headers
+                        .each_ref()
+                        .map(|(name, value)| (*name, value.as_str()));
+                    renderer.h1_request(0, &start, ledger, &extra, out);
+                } else {
+                    out.bytes().extend_from_slice(&self.template.head);
+                    if !self.template.body.is_empty() {
+                        out.push_body(&self.template.body);
+                    }
                 }
                 self.sent = Some(start);
                 Ok(Progress::Continue)

@@ -2,6 +2,8 @@
 
 pub mod objective;
 pub mod route;
+pub mod template;
+pub mod urls;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -27,6 +29,7 @@ pub mod stages;
 
 use route::Route;
 use stages::Stages;
+use template::Template;
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;
@@ -151,10 +154,12 @@ pub enum StopRule {
 /// Where connections go.
 #[derive(Debug, Clone)]
 pub struct Destination {
-    /// The URLs as given, for the report.
+    /// The URLs given on the command line, for the report.
     pub urls: Vec<String>,
     /// How every connection reaches the server.
     pub route: Route,
+    /// `-i`: the file more URLs came from, for the report.
+    pub input_file: Option<String>,
     /// `host[:port]` as written in the first URL; the default Host / `:authority`.
     pub authority: String,
 }
@@ -164,8 +169,15 @@ pub struct Destination {
 pub struct RequestTemplate {
     /// Request method.
     pub method: Method,
-    /// Paths (with query) used in turn.
+    /// Paths (with query) used in turn, or at random with `random_paths`.
     pub paths: Vec<String>,
+    /// `--urls-random`: each request picks its path at random.
+    pub random_paths: bool,
+    /// The parts with placeholders, if any: engines then render each request.
+    pub templated: Option<Arc<Templated>>,
+    /// Whether requests take a number over the whole run (`{seq}`, and what random draws
+    /// derive from): one shared counter, touched only then.
+    pub numbered: bool,
     /// Host header / `:authority`.
     pub authority: String,
     /// Headers besides Host, lower-case names, defaults merged with `-H`.
@@ -174,7 +186,80 @@ pub struct RequestTemplate {
     pub body: Bytes,
 }
 
+/// The parts of a request that hold placeholders (`None`: sent as they are).
+#[derive(Debug)]
+pub struct Templated {
+    /// One per path of [`RequestTemplate::paths`].
+    pub paths: Vec<Option<Template>>,
+    /// One per header of [`RequestTemplate::headers`].
+    pub headers: Vec<Option<Template>>,
+    /// The body's.
+    pub body: Option<Template>,
+    /// Whether a part uses `{seq}`: the run then numbers its requests.
+    pub seq: bool,
+}
+
+impl Templated {
+    /// The templates of `request`, `None` when no part holds a placeholder.
+    fn parse(
+        request: &RequestTemplate,
+        body_file: Option<&std::path::Path>,
+    ) -> Result<Option<Templated>> {
+        let paths = request
+            .paths
+            .iter()
+            .map(|path| Template::parse(path.as_bytes(), &format!("URL path '{path}'")))
+            .collect::<Result<Vec<_>>>()?;
+        let headers = request
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                Template::parse(
+                    value.as_bytes(),
+                    &format!("-H '{name}: {}'", String::from_utf8_lossy(value.as_bytes())),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let body = match body_file {
+            Some(file) => Template::parse(&request.body, &format!("-d file '{}'", file.display()))?,
+            None => None,
+        };
+        let parts = || {
+            paths
+                .iter()
+                .chain(&headers)
+                .chain(std::iter::once(&body))
+                .flatten()
+        };
+        if parts().next().is_none() {
+            return Ok(None);
+        }
+        let seq = parts().any(Template::uses_seq);
+        Ok(Some(Templated {
+            seq,
+            paths,
+            headers,
+            body,
+        }))
+    }
+
+    /// Whether a part draws random numbers.
+    pub fn uses_random(&self) -> bool {
+        self.paths
+            .iter()
+            .chain(&self.headers)
+            .chain(std::iter::once(&self.body))
+            .flatten()
+            .any(Template::uses_random)
+    }
+}
+
 impl RequestTemplate {
+    /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`).
+    pub fn draws_random(&self) -> bool {
+        self.random_paths || self.templated.as_ref().is_some_and(|t| t.uses_random())
+    }
+
     /// The Content-Length the request declares: the body's, when there is one or the method expects one.
     pub fn content_length(&self) -> Option<usize> {
         let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
@@ -257,6 +342,9 @@ pub struct RunPlan {
     pub warnings: Vec<String>,
     /// The response checks (`--expect-*`), if any: without them nothing is compared or searched.
     pub checks: Option<Arc<Checks>>,
+    /// `--seed`, or the one drawn for the run: what `--urls-random`, `{rand:N}` and `{uuid}`
+    /// draw from.
+    pub seed: u64,
 }
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
@@ -337,7 +425,8 @@ fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
         Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
         None => {
-            let https = match args.urls.first() {
+            let first_in_file = || args.input_file.as_deref().and_then(urls::first_url);
+            let https = match args.urls.first().cloned().or_else(first_in_file) {
                 Some(url) => url.starts_with("https://"),
                 None => args.target_tls,
             };
@@ -381,15 +470,36 @@ fn scaled_levels(levels: &[u64], scale: f64) -> Vec<u64> {
 /// scaled cell on a busy machine still measures more than its connection setup.
 const MIN_SCALED_DURATION: Duration = Duration::from_secs(1);
 
+/// The seed of a run without `--seed`: drawn once per process, so every cell of a sweep shares it.
+fn run_seed(given: Option<u64>) -> u64 {
+    static DRAWN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    given.unwrap_or_else(|| {
+        *DRAWN.get_or_init(|| {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        })
+    })
+}
+
 /// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
-/// target, whose CA `trust_test_ca` adds to the trusted roots).
+/// target, whose CA `trust_test_ca` adds to the trusted roots); `file_urls` (`-i`) come after them.
 pub fn build(
     args: &LoadArgs,
     urls: &[String],
+    file_urls: &[String],
     cell: &CellSpec,
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
+    let all_urls: Vec<String>;
+    let urls = if file_urls.is_empty() {
+        urls
+    } else {
+        all_urls = urls.iter().chain(file_urls).cloned().collect();
+        &all_urls
+    };
     let parsed = parse_target(urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
@@ -442,9 +552,15 @@ pub fn build(
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
+    let mut given_urls = parsed.urls;
+    given_urls.truncate(urls.len() - file_urls.len());
     let destination = Destination {
-        urls: parsed.urls,
+        urls: given_urls,
         route,
+        input_file: args
+            .input_file
+            .as_ref()
+            .map(|path| path.display().to_string()),
         authority: parsed.authority,
     };
 
@@ -477,6 +593,7 @@ pub fn build(
         notes,
         warnings: parsed.warnings,
         checks: checks(args)?,
+        seed: run_seed(args.seed),
     })
 }
 
@@ -932,6 +1049,13 @@ fn request_template(
             );
         };
         if name == "host" || name == ":authority" {
+            // Connections are made for one authority (and TLS for one name): it is not rendered.
+            if Template::parse(text.as_bytes(), "-H")?.is_some() {
+                usage_bail!(
+                    "-H '{}': placeholders are not rendered in the authority (Host, :authority)",
+                    raw.escape_debug()
+                );
+            }
             authority = text;
             continue;
         }
@@ -957,13 +1081,23 @@ fn request_template(
         None if args.data.is_some() => Method::POST,
         None => Method::GET,
     };
-    Ok(RequestTemplate {
+    let mut request = RequestTemplate {
         method,
         paths,
+        random_paths: args.urls_random,
+        templated: None,
+        numbered: false,
         authority,
         headers,
         body,
-    })
+    };
+    request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
+    request.numbered = request.draws_random()
+        || request
+            .templated
+            .as_ref()
+            .is_some_and(|templated| templated.seq);
+    Ok(request)
 }
 
 /// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
@@ -998,7 +1132,7 @@ mod tests {
         )
         .expect("arguments parse");
         let cells = cells(&cli.load);
-        build(&cli.load, &cli.load.urls, &cells[0], false)
+        build(&cli.load, &cli.load.urls, &[], &cells[0], false)
     }
 
     fn usage_message(argv: &[&str]) -> String {
@@ -1021,6 +1155,46 @@ mod tests {
         assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
         assert!(plan.tls.is_none());
         assert_eq!(plan.stop, StopRule::Requests(DEFAULT_REQUESTS));
+    }
+
+    #[test]
+    fn file_urls_follow_the_command_line_and_templates_are_found() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "h2load-rs",
+            "--urls-random",
+            "--seed",
+            "9",
+            "-H",
+            "x-id: {uuid}",
+            "http://127.0.0.1:1/a",
+        ])
+        .unwrap();
+        let file = ["/b/{seq}".to_owned(), "http://other:2/c".to_owned()];
+        let built = build(
+            &cli.load,
+            &cli.load.urls,
+            &file,
+            &cells(&cli.load)[0],
+            false,
+        )
+        .unwrap();
+        assert_eq!(built.request.paths, ["/a", "/b/{seq}", "/c"]);
+        assert_eq!(
+            built.destination.urls,
+            ["http://127.0.0.1:1/a"],
+            "the file's stay out"
+        );
+        assert!(
+            matches!(built.destination.route, Route::Direct(addr) if addr == "127.0.0.1:1".parse().unwrap())
+        );
+        assert_eq!(built.seed, 9);
+        assert!(built.request.random_paths && built.request.numbered);
+        let templated = built.request.templated.as_ref().unwrap();
+        let templated_paths: Vec<bool> = templated.paths.iter().map(Option::is_some).collect();
+        assert_eq!(templated_paths, [false, true, false]);
+        assert!(templated.seq && templated.uses_random());
+        let plain = plan(&["http://127.0.0.1:1/a", "/b"]).unwrap();
+        assert!(plain.request.templated.is_none() && !plain.request.numbered);
     }
 
     #[test]
@@ -1111,7 +1285,7 @@ mod tests {
                 (Some(ProtoArg::H2c), 1, 10, 1),
             ]
         );
-        let plan = build(&cli.load, &cli.load.urls, &cells[3], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Requests(20),
@@ -1145,7 +1319,7 @@ mod tests {
         .unwrap();
         let cells = cells(&cli.load);
         assert_eq!(cells[0].clients, 160);
-        let plan = build(&cli.load, &cli.load.urls, &cells[0], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
         let timed = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -1157,7 +1331,7 @@ mod tests {
         ])
         .unwrap();
         let timed_cells = super::cells(&timed.load);
-        let plan = build(&timed.load, &timed.load.urls, &timed_cells[0], false).unwrap();
+        let plan = build(&timed.load, &timed.load.urls, &[], &timed_cells[0], false).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Duration {
@@ -1177,6 +1351,7 @@ mod tests {
         let plan = build(
             &floored.load,
             &floored.load.urls,
+            &[],
             &super::cells(&floored.load)[0],
             false,
         )

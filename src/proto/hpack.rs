@@ -457,6 +457,16 @@ impl Field {
         }
     }
 
+    /// Appends this field's name with `value` as a literal never added to the table: values
+    /// rendered per request would only evict the ones that repeat.
+    pub fn encode_unindexed(&self, out: &mut Vec<u8>, value: &[u8]) {
+        write_integer(out, self.name_index, 4, 0x00);
+        if self.name_index == 0 {
+            write_string(out, &self.name);
+        }
+        write_string(out, value);
+    }
+
     fn table_size(&self) -> usize {
         self.name.len() + self.value.len() + ENTRY_OVERHEAD
     }
@@ -702,6 +712,22 @@ mod tests {
     }
 
     /// A full decoder (names and values), to check what the encoder produces.
+    #[test]
+    fn rendered_values_are_literals_that_leave_the_table_alone() {
+        let path = Field::new(":path", b"/x/{seq}");
+        let custom = Field::new("x-id", b"{uuid}");
+        let mut server = ServerDecoderForTest::new();
+        let mut block = Vec::new();
+        path.encode_unindexed(&mut block, b"/x/1");
+        custom.encode_unindexed(&mut block, b"abc");
+        assert_eq!(
+            block[0], 0x04,
+            ":path's static name, literal without indexing"
+        );
+        assert_eq!(server.fields(&block), [":path /x/1", "x-id abc"]);
+        assert!(server.table.is_empty());
+    }
+
     struct ServerDecoderForTest {
         table: VecDeque<(String, String)>,
     }

@@ -4,6 +4,7 @@
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 
 pub mod hdr;
+pub mod paths;
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -153,6 +154,9 @@ pub struct RequestStart {
     pub sequence: u32,
     /// Which of the plan's paths it asks for.
     pub path: u32,
+    /// Its `{seq}`: the request's number over the whole run (0 when no template uses it). A
+    /// request sent again keeps it.
+    pub number: u64,
     /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
     pub retries: u8,
     /// Whether it was sent before and the server did not process it: it keeps its path.
@@ -168,6 +172,7 @@ impl RequestStart {
             actual,
             sequence,
             path: 0,
+            number: 0,
             retries: 0,
             resent: false,
         }
@@ -345,6 +350,8 @@ pub struct Recorder {
     pub stream_reset_codes: std::collections::BTreeMap<crate::proto::ResetCode, u64>,
     /// Measured requests in flight over time.
     pub(crate) in_flight: InFlightMeter,
+    /// Per-URL counts and latency, when the plan has two paths or more.
+    pub paths: Option<paths::PathStats>,
 }
 
 impl Recorder {
@@ -383,6 +390,20 @@ impl Recorder {
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             stream_reset_codes: std::collections::BTreeMap::new(),
             in_flight: InFlightMeter::new(measure_start),
+            paths: None,
+        }
+    }
+
+    /// Keeps per-URL counts and latency for a plan of `count` paths (two or more).
+    pub fn track_paths(&mut self, count: usize) {
+        self.paths = paths::PathStats::new(count);
+    }
+
+    /// A measured request for path `path` ended without a response (its counters are
+    /// [`Recorder::requests_failed`]'s).
+    pub fn path_failed(&mut self, path: u32) {
+        if let Some(paths) = &mut self.paths {
+            paths.failed(path as usize);
         }
     }
 
@@ -507,6 +528,9 @@ impl Recorder {
             counters.failed += 1;
         }
         let response = micros(sample.end - start.intended);
+        if let Some(paths) = &mut self.paths {
+            paths.completed(start.path as usize, succeeded, response);
+        }
         let ttfb = micros(sample.first_byte.saturating_duration_since(start.actual));
         let service = micros(sample.end - start.actual);
         self.request.saturating_record(response);
@@ -646,6 +670,11 @@ impl Recorder {
         self.in_flight.integral += other.in_flight.integral;
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
+        }
+        match (&mut self.paths, other.paths) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
         }
     }
 }

@@ -97,6 +97,27 @@ pub fn merge(documents: Vec<Document>) -> Result<Document> {
     Ok(Document::new(cells))
 }
 
+/// Adds the per-URL rows of another run of the same cell (same URLs, same order).
+fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<()> {
+    if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url) {
+        usage_bail!(
+            "the reports come from different URL lists, so their per-URL rows cannot be merged"
+        );
+    }
+    for (row, other) in mine.iter_mut().zip(theirs) {
+        row.requests += other.requests;
+        row.succeeded += other.succeeded;
+        row.failed += other.failed;
+        row.latency = match (row.latency.take(), other.latency) {
+            (Some(a), Some(b)) => Some(latency_summary(&add_all(
+                [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
+            ))),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(())
+}
+
 fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
     let mut sum = hdr::new_histogram();
     for histogram in histograms {
@@ -242,6 +263,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 merged.warnings.push(warning);
             }
         }
+        merge_urls(&mut merged.urls, part.urls)?;
         merged.generator_cpu_percent += part.generator_cpu_percent;
         merged.watched.extend(part.watched);
         spreads.push((part.cell.clients, part.requests_per_client_per_s));

@@ -512,9 +512,46 @@ pub struct Summary {
     /// What `--find-max` found (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
+    /// Per-URL figures, one row per path in the order given (absent with a single path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<UrlRow>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
     pub histograms: Histograms,
+}
+
+/// One URL's figures in a cell.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UrlRow {
+    /// The path and query requested, as given (placeholders unrendered).
+    pub url: String,
+    /// Measured requests that finished: `succeeded + failed`.
+    pub requests: u64,
+    /// Complete responses with status 2xx or 3xx.
+    pub succeeded: u64,
+    /// Error responses and requests that ended without a response.
+    pub failed: u64,
+    /// Response latency (null beyond the first 1000 URLs, or without a response).
+    pub latency: Option<LatencySummary>,
+}
+
+/// The per-URL rows of a cell, from its recorder's path counts.
+fn url_rows(plan: &RunPlan, recorder: &crate::recorder::Recorder) -> Vec<UrlRow> {
+    let Some(paths) = &recorder.paths else {
+        return Vec::new();
+    };
+    plan.request
+        .paths
+        .iter()
+        .zip(&paths.rows)
+        .map(|(path, row)| UrlRow {
+            url: path.clone(),
+            requests: row.succeeded + row.failed,
+            succeeded: row.succeeded,
+            failed: row.failed,
+            latency: row.latency.as_ref().map(latency_summary),
+        })
+        .collect()
 }
 
 /// Name and version of the generator.
@@ -559,6 +596,16 @@ pub struct Settings {
     pub stages: Option<StagesSettings>,
     /// HTTP/2 settings announced (h2 runs).
     pub h2: H2Settings,
+    /// `-i`: the file the other URLs came from (absent without).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file: Option<String>,
+    /// `--urls-random`: paths picked at random instead of in turn (absent without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urls_random: bool,
+    /// The seed of `--urls-random`, `{rand:N}` and `{uuid}` (`--seed`, or drawn), when the run
+    /// draws random numbers: give it to `--seed` to repeat the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// A `--stages` ramp, as the JSON report shows it.
@@ -828,6 +875,9 @@ impl Summary {
                 max_retries: plan.max_retries,
                 stages: plan.stages.as_ref().map(StagesSettings::new),
                 h2: plan.h2,
+                input_file: plan.destination.input_file.clone(),
+                urls_random: plan.request.random_paths,
+                seed: plan.request.draws_random().then_some(plan.seed),
             },
             protocol: ProtocolInfo {
                 negotiated: recorder
@@ -920,6 +970,7 @@ impl Summary {
             }),
             thresholds: Vec::new(),
             capacity: None,
+            urls: url_rows(plan, recorder),
             histograms: Histograms {
                 request: recorder.request.clone(),
                 service: recorder.service.clone(),

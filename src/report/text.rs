@@ -187,7 +187,85 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
     }
     writeln!(out)?;
+    write_urls(out, &s.urls)?;
     write_sentences(out, &super::plain::cell(s))
+}
+
+/// URLs shown in the text report's per-URL table; the JSON report has them all.
+const TOP_URLS: usize = 10;
+
+/// The per-URL table (runs of two URLs or more): the most requested first.
+fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
+    if urls.len() < 2 {
+        return Ok(());
+    }
+    let mut order: Vec<&super::UrlRow> = urls.iter().collect();
+    order.sort_by_key(|row| std::cmp::Reverse(row.requests));
+    let percentile = |row: &super::UrlRow, pick: fn(&super::Percentiles) -> u64| {
+        row.latency
+            .as_ref()
+            .filter(|latency| latency.count > 0)
+            .map_or_else(
+                || "-".to_owned(),
+                |latency| format_micros(pick(&latency.percentiles) as f64),
+            )
+    };
+    let lines: Vec<Vec<String>> = order
+        .iter()
+        .take(TOP_URLS)
+        .map(|row| {
+            vec![
+                row.url.clone(),
+                row.requests.to_string(),
+                row.succeeded.to_string(),
+                row.failed.to_string(),
+                percentile(row, |p| p.p50),
+                percentile(row, |p| p.p90),
+                percentile(row, |p| p.p99),
+                percentile(row, |p| p.max),
+            ]
+        })
+        .collect();
+    writeln!(out, "\nper URL (most requested first):")?;
+    let titles = [
+        "url",
+        "requests",
+        "succeeded",
+        "failed",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+    ];
+    // Left-aligned URLs read better; the aligner right-aligns, so pad them here.
+    let width = lines
+        .iter()
+        .map(|line| line[0].chars().count())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let lines: Vec<Vec<String>> = lines
+        .into_iter()
+        .map(|mut line| {
+            line[0] = format!("{:width$}", line[0]);
+            line
+        })
+        .collect();
+    let mut titles: Vec<String> = titles.iter().map(|title| (*title).to_owned()).collect();
+    titles[0] = format!("{:width$}", titles[0]);
+    let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+    out.push_str(&aligned(&titles, &lines));
+    if urls.len() > TOP_URLS {
+        writeln!(out, "… and {} more in JSON", urls.len() - TOP_URLS)?;
+    }
+    let limit = crate::recorder::paths::MAX_PATH_HISTOGRAMS;
+    if urls.len() > limit {
+        writeln!(
+            out,
+            "(latency is kept for the first {limit} URLs only, to bound memory; every URL is counted)"
+        )?;
+    }
+    Ok(())
 }
 
 /// Plain-words sentences as a short list after the numbers.

@@ -9,6 +9,8 @@ pub struct Budget {
     limit: Option<u64>,
     issued: AtomicU64,
     stopped: AtomicBool,
+    /// The last `{seq}` handed out (templates only).
+    numbered: AtomicU64,
 }
 
 impl Budget {
@@ -18,6 +20,7 @@ impl Budget {
             limit,
             issued: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
+            numbered: AtomicU64::new(0),
         }
     }
 
@@ -35,6 +38,12 @@ impl Budget {
                 })
                 .is_ok(),
         }
+    }
+
+    /// The next request number over the whole run, from 1, for `{seq}`: one shared counter, so
+    /// numbers are unique and without gaps across threads (taken only when a template uses it).
+    pub fn next_number(&self) -> u64 {
+        self.numbered.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Returns a request taken with [`Budget::try_take`] that was never sent.

@@ -379,6 +379,16 @@ impl Worker {
         Some(Pacer::with_source(source, self.run_start, self.deadline))
     }
 
+    /// The run-wide number of this thread's first client slot: threads before it hold
+    /// `clients / threads` slots each, and the first `clients % threads` of them one more.
+    fn first_slot(&self) -> u64 {
+        let (even, extra) = (
+            self.plan.clients / self.plan.threads,
+            self.plan.clients % self.plan.threads,
+        );
+        (self.index * even + self.index.min(extra)) as u64
+    }
+
     fn run(self) -> Result<ThreadResult> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -389,15 +399,18 @@ impl Worker {
             PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
         });
         let pacer = self.pacer();
+        let first_slot = self.first_slot();
+        let mut recorder = Recorder::new(
+            self.measure_start,
+            self.slots,
+            self.plan.interval,
+            self.plan.paced() || self.throttle.is_some(),
+        );
+        recorder.track_paths(self.plan.request.paths.len());
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,
-            recorder: RefCell::new(Recorder::new(
-                self.measure_start,
-                self.slots,
-                self.plan.interval,
-                self.plan.paced() || self.throttle.is_some(),
-            )),
+            recorder: RefCell::new(recorder),
             wire: Rc::new(WireMeter::default()),
             pacer,
             request_log: self
@@ -406,6 +419,7 @@ impl Worker {
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
+            first_slot,
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();

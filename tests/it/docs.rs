@@ -168,3 +168,51 @@ fn the_find_max_example_is_a_real_report() {
         "docs/json.md's --find-max example and a real report differ in their keys"
     );
 }
+
+#[test]
+fn the_several_urls_example_is_a_real_report() {
+    let example = json_example("## With several URLs (`-i`, `--urls-random`)");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("urls.txt");
+    let lines = format!("{}\n/bytes/100000\n", crate::common::url("/bytes/10"));
+    std::fs::write(&file, lines).unwrap();
+    let run = h2load_rs(&[
+        "-i",
+        file.to_str().unwrap(),
+        "--urls-random",
+        "--seed",
+        "7",
+        "-H",
+        "x-request-id: {uuid}",
+        "-c",
+        "2",
+        "-n",
+        "1000",
+        "-q",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    let settings = &cell["settings"];
+    let real = serde_json::json!({
+        "settings": {
+            "input_file": settings["input_file"],
+            "urls_random": settings["urls_random"],
+            "seed": settings["seed"],
+        },
+        "urls": cell["urls"],
+    });
+    let (mut documented, mut found) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(&example, "", &mut documented);
+    key_paths(&real, "", &mut found);
+    assert_eq!(
+        documented, found,
+        "docs/json.md's several-URLs example and a real report differ in their keys"
+    );
+    assert!(
+        settings.as_object().unwrap().keys().all(|key| {
+            example["settings"].get(key).is_some()
+                || json_example("")["cells"][0]["settings"].get(key).is_some()
+        }),
+        "every settings key is documented in one of the examples"
+    );
+}

@@ -23,3 +23,4 @@ mod sweep;
 mod testbed;
 mod thresholds;
 mod transport;
+mod urls;

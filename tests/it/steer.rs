@@ -33,7 +33,9 @@ fn plan_of(args: &[&str]) -> Arc<RunPlan> {
         .expect("the arguments parse");
     let cells = plan::cells(&cli.load);
     assert_eq!(cells.len(), 1);
-    Arc::new(plan::build(&cli.load, &cli.load.urls, &cells[0], false).expect("the plan builds"))
+    Arc::new(
+        plan::build(&cli.load, &cli.load.urls, &[], &cells[0], false).expect("the plan builds"),
+    )
 }
 
 fn p50_ms(step: &StepResult) -> f64 {

@@ -33,6 +33,7 @@ use super::clock::Timer;
 use super::driver::ConnLimits;
 use super::h1::earliest;
 use super::h2::CONNECTION_SPECIFIC;
+use super::render::Renderer;
 use super::{ConnEnd, Ledger, PathCycle, Slot};
 use crate::cli::units::format_micros;
 use crate::observe::trace::ConnTrace;
@@ -67,6 +68,8 @@ pub(crate) struct H3Template {
     /// `--request-timeout`, else the QUIC idle timeout.
     credit_wait: Duration,
     checks: Option<Arc<Checks>>,
+    /// Templated requests, rendered one by one.
+    renderer: Option<Renderer>,
 }
 
 impl H3Template {
@@ -113,7 +116,56 @@ impl H3Template {
             request_timeout: plan.timeouts.request,
             credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
             checks: plan.checks.clone(),
+            renderer: Renderer::new(template),
         }
+    }
+
+    /// The frames of request `start` for path `path`: HEADERS, the DATA frame's head and the
+    /// body. A templated request is rendered into new buffers (quinn takes ownership of what it
+    /// sends, so there is no buffer to reuse); literals only, QPACK's dynamic table is off.
+    fn frames(&self, path: usize, start: &RequestStart, ledger: &Ledger<'_>) -> [Bytes; 3] {
+        let Some(renderer) = &self.renderer else {
+            return [
+                self.headers[path].clone(),
+                self.body_head.clone(),
+                self.body.clone(),
+            ];
+        };
+        let request = renderer.request();
+        let mut path_value = Vec::new();
+        renderer.path(path, start, ledger, &mut path_value);
+        let mut rest: Vec<(&str, Vec<u8>)> = Vec::new();
+        for (index, (name, _)) in request.headers.iter().enumerate() {
+            if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
+                let mut value = Vec::new();
+                renderer.header_value(index, start, ledger, &mut value);
+                rest.push((name.as_str(), value));
+            }
+        }
+        let body = if renderer.body_templated() && request.method != Method::HEAD {
+            renderer.with_body(start, ledger, Bytes::copy_from_slice)
+        } else {
+            self.body.clone()
+        };
+        if let Some(length) = renderer.content_length(body.len()) {
+            rest.push(("content-length", length.to_string().into_bytes()));
+        }
+        let mut fields: Vec<(&str, &[u8])> = vec![
+            (":method", request.method.as_str().as_bytes()),
+            (":scheme", b"https"),
+            (":authority", request.authority.as_bytes()),
+            (":path", &path_value),
+        ];
+        fields.extend(rest.iter().map(|(name, value)| (*name, value.as_slice())));
+        let mut body_head = Vec::new();
+        if !body.is_empty() {
+            write_frame_head(&mut body_head, DATA, body.len() as u64);
+        }
+        [
+            Bytes::from(headers_frame(&encode_field_section(&fields))),
+            Bytes::from(body_head),
+            body,
+        ]
     }
 }
 
@@ -528,10 +580,11 @@ async fn lane(
             stream.cancel();
             return Ok(());
         };
-        let path = shared
-            .paths
-            .borrow_mut()
-            .pick(&mut start, shared.template.headers.len());
+        let path =
+            shared
+                .paths
+                .borrow_mut()
+                .pick(&mut start, shared.template.headers.len(), &ledger);
         let id = stream.id();
         shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
@@ -650,19 +703,15 @@ async fn exchange(
     let written = Cell::new(false);
     let Held { send, recv, .. } = stream;
     let work = async {
-        let mut frames = [
-            template.headers[path].clone(),
-            template.body_head.clone(),
-            template.body.clone(),
-        ];
-        let count = if template.body.is_empty() { 1 } else { 3 };
+        let mut frames = template.frames(path, &start, &shared.ledger);
+        let count = if frames[2].is_empty() { 1 } else { 3 };
         let write = async {
             let result = send.write_all_chunks(&mut frames[..count]).await;
             if result.is_ok() {
                 let _ = send.finish();
                 written.set(true);
                 if let Some(trace) = &shared.trace {
-                    let frame = &template.headers[path];
+                    let frame = &frames[0];
                     let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
                     trace.borrow_mut().h3_headers(id, length, None);
                 }

@@ -9,7 +9,8 @@ use crate::report::{comparison, export::outputs::write_atomically, Document, Exp
 /// Writes the comparison as CSV (RFC 4180 quoting).
 pub struct Csv;
 
-fn field(text: &str) -> String {
+/// `text` as one CSV field, quoted when it must be.
+pub(crate) fn field(text: &str) -> String {
     if text.contains([',', '"', '\n']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

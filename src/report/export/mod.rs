@@ -9,3 +9,4 @@ pub mod json;
 pub mod markdown;
 pub mod outputs;
 pub mod timeline_csv;
+pub mod urls_csv;

@@ -24,7 +24,7 @@ pub struct Outputs {
 impl Outputs {
     /// The exports of `args`; a usage error names the first that could not be written.
     pub fn check(args: &OutputArgs) -> Result<Outputs> {
-        let asked: [(&str, &Option<PathBuf>, &'static dyn Exporter); 7] = [
+        let asked: [(&str, &Option<PathBuf>, &'static dyn Exporter); 8] = [
             ("--json", &args.json, &super::json::Json),
             ("--csv", &args.csv, &super::csv::Csv),
             (
@@ -32,6 +32,7 @@ impl Outputs {
                 &args.csv_timeline,
                 &super::timeline_csv::TimelineCsv,
             ),
+            ("--csv-urls", &args.csv_urls, &super::urls_csv::UrlsCsv),
             ("--hdr-log", &args.hdr_log, &super::hdr_log::HdrLog),
             ("--markdown", &args.markdown, &super::markdown::Markdown),
             ("--hgrm", &args.hgrm, &super::hgrm::Hgrm),

@@ -1,0 +1,169 @@
+//! Rendering templated requests (`{seq}`, `{conn}`, `{rand:N}`, `{uuid}`): the parts shared by
+//! the protocols. Built once per thread, only when the plan has a template; rendering writes into
+//! the connection's outgoing bytes or this thread's scratch buffer, both reused, so a request
+//! allocates nothing once they have grown.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use super::outgoing::Outgoing;
+use super::Ledger;
+use crate::plan::template::write_decimal;
+use crate::plan::{RequestTemplate, Templated};
+use crate::recorder::RequestStart;
+
+/// A templated request, ready to render.
+pub(crate) struct Renderer {
+    request: RequestTemplate,
+    templated: Arc<Templated>,
+    /// The rendered body of the request being written (templated bodies only).
+    scratch: RefCell<Vec<u8>>,
+}
+
+impl Renderer {
+    /// A renderer for `request`, `None` when nothing in it is templated.
+    pub(crate) fn new(request: &RequestTemplate) -> Option<Renderer> {
+        let templated = request.templated.clone()?;
+        Some(Renderer {
+            request: request.clone(),
+            templated,
+            scratch: RefCell::default(),
+        })
+    }
+
+    /// Appends path `index` of the request `start`.
+    pub(crate) fn path(
+        &self,
+        index: usize,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        match &self.templated.paths[index] {
+            Some(template) => ledger.render(template, start, 0, out),
+            None => out.extend_from_slice(self.request.paths[index].as_bytes()),
+        }
+    }
+
+    /// Appends the value of header `index` of the plan's headers.
+    pub(crate) fn header_value(
+        &self,
+        index: usize,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        match &self.templated.headers[index] {
+            Some(template) => ledger.render(template, start, index as u64 + 1, out),
+            None => out.extend_from_slice(self.request.headers[index].1.as_bytes()),
+        }
+    }
+
+    /// Whether path `index` is templated.
+    pub(crate) fn path_templated(&self, index: usize) -> bool {
+        self.templated.paths[index].is_some()
+    }
+
+    /// Whether header `index` of the plan's headers is templated.
+    pub(crate) fn header_templated(&self, index: usize) -> bool {
+        self.templated.headers[index].is_some()
+    }
+
+    /// Whether the body is templated (else it is the plan's, sent as it is).
+    pub(crate) fn body_templated(&self) -> bool {
+        self.templated.body.is_some()
+    }
+
+    /// Renders a templated body into the scratch buffer and hands it to `use_body`.
+    pub(crate) fn with_body<R>(
+        &self,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        use_body: impl FnOnce(&[u8]) -> R,
+    ) -> R {
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.clear();
+        if let Some(template) = &self.templated.body {
+            let part = self.request.headers.len() as u64 + 1;
+            ledger.render(template, start, part, &mut scratch);
+        }
+        use_body(&scratch)
+    }
+
+    /// The Content-Length of a request whose body is `body_len` bytes long (see
+    /// [`RequestTemplate::content_length`]).
+    pub(crate) fn content_length(&self, body_len: usize) -> Option<usize> {
+        let expects_body = matches!(
+            self.request.method,
+            http::Method::POST | http::Method::PUT | http::Method::PATCH
+        );
+        (expects_body || body_len > 0).then_some(body_len)
+    }
+
+    /// The plan's request (method, authority, headers, static body).
+    pub(crate) fn request(&self) -> &RequestTemplate {
+        &self.request
+    }
+
+    /// Appends the HTTP/1.1 head of the request `start` for path `path` (`extra` headers after
+    /// the plan's), declaring a body of `body_len` bytes; the same bytes as
+    /// [`crate::proto::h1::request_head`] gives an untemplated request.
+    pub(crate) fn h1_head(
+        &self,
+        path: usize,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        extra: &[(&str, &str)],
+        body_len: usize,
+        out: &mut Vec<u8>,
+    ) {
+        out.extend_from_slice(self.request.method.as_str().as_bytes());
+        out.push(b' ');
+        self.path(path, start, ledger, out);
+        out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        out.extend_from_slice(self.request.authority.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (index, (name, _)) in self.request.headers.iter().enumerate() {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            self.header_value(index, start, ledger, out);
+            out.extend_from_slice(b"\r\n");
+        }
+        for (name, value) in extra {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if let Some(length) = self.content_length(body_len) {
+            out.extend_from_slice(b"content-length: ");
+            write_decimal(out, length as u64);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Appends the whole HTTP/1.1 request `start` for path `path`: head, then body (a rendered
+    /// one copied in, the plan's shared).
+    pub(crate) fn h1_request(
+        &self,
+        path: usize,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        extra: &[(&str, &str)],
+        out: &mut Outgoing,
+    ) {
+        if self.body_templated() {
+            self.with_body(start, ledger, |body| {
+                self.h1_head(path, start, ledger, extra, body.len(), out.bytes());
+                out.bytes().extend_from_slice(body);
+            });
+        } else {
+            let body = &self.request.body;
+            self.h1_head(path, start, ledger, extra, body.len(), out.bytes());
+            if !body.is_empty() {
+                out.push_body(body);
+            }
+        }
+    }
+}

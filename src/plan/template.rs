@@ -1,0 +1,286 @@
+//! Request templates: `{seq}`, `{conn}`, `{rand:N}` and `{uuid}` in paths, header values and the
+//! body file, rendered per request into reusable buffers (see docs/reference.md, "Templates").
+//!
+//! A text is a template only when it holds something shaped like a placeholder (`{` and lower-case
+//! letters, then `}` or `:`): a JSON body or a path without one is sent byte for byte as before,
+//! with no rendering cost. In a template, `{{` and `}}` stand for `{` and `}`; any other brace, or
+//! an unknown placeholder, is a usage error naming it.
+
+use anyhow::Result;
+
+use crate::usage_bail;
+
+/// One part of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Bytes sent as they are (escapes resolved).
+    Text(Vec<u8>),
+    /// The request's number over the whole run, from 1.
+    Seq,
+    /// The connection's number: its client slot over the whole run, from 0.
+    Conn,
+    /// A uniform random number below N.
+    Rand(u64),
+    /// A random version-4 UUID.
+    Uuid,
+}
+
+/// A text with placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pieces: Vec<Piece>,
+}
+
+/// What a request's placeholders take their values from.
+pub struct Draw {
+    /// `{seq}`.
+    pub seq: u64,
+    /// `{conn}`.
+    pub conn: u64,
+    /// `{rand:N}` and `{uuid}`.
+    pub rng: Rng,
+}
+
+impl Template {
+    /// Parses `text` (`what` names it in errors, e.g. "-H 'x-id: {seq}'"); `None` when it holds
+    /// no placeholder and is sent as it is.
+    pub fn parse(text: &[u8], what: &str) -> Result<Option<Template>> {
+        if !looks_templated(text) {
+            return Ok(None);
+        }
+        let mut pieces = Vec::new();
+        let mut literal = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            match (text[at], text.get(at + 1)) {
+                (b'{', Some(b'{')) | (b'}', Some(b'}')) => {
+                    literal.push(text[at]);
+                    at += 2;
+                }
+                (b'{', _) => {
+                    let Some(length) = text[at..].iter().position(|&byte| byte == b'}') else {
+                        usage_bail!("{what}: unclosed '{{' (write {{{{ for a brace)");
+                    };
+                    let inner = String::from_utf8_lossy(&text[at + 1..at + length]);
+                    if !literal.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                    }
+                    pieces.push(placeholder(&inner, what)?);
+                    at += length + 1;
+                }
+                (b'}', _) => usage_bail!("{what}: unmatched '}}' (write }}}} for a brace)"),
+                (byte, _) => {
+                    literal.push(byte);
+                    at += 1;
+                }
+            }
+        }
+        if !literal.is_empty() {
+            pieces.push(Piece::Text(literal));
+        }
+        Ok(Some(Template { pieces }))
+    }
+
+    /// Whether it uses `{seq}` (the run then numbers its requests).
+    pub fn uses_seq(&self) -> bool {
+        self.pieces.contains(&Piece::Seq)
+    }
+
+    /// Whether it draws random numbers.
+    pub fn uses_random(&self) -> bool {
+        self.pieces
+            .iter()
+            .any(|piece| matches!(piece, Piece::Rand(_) | Piece::Uuid))
+    }
+
+    /// Appends the rendered text to `out` (no allocation once `out` has grown).
+    pub fn render(&self, out: &mut Vec<u8>, draw: &mut Draw) {
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(bytes) => out.extend_from_slice(bytes),
+                Piece::Seq => write_decimal(out, draw.seq),
+                Piece::Conn => write_decimal(out, draw.conn),
+                Piece::Rand(below) => write_decimal(out, draw.rng.below(*below)),
+                Piece::Uuid => write_uuid(out, draw.rng.next_u64(), draw.rng.next_u64()),
+            }
+        }
+    }
+}
+
+/// Whether `text` holds `{` + lower-case letters + `}` or `:`: the shape of a placeholder.
+fn looks_templated(text: &[u8]) -> bool {
+    text.iter().enumerate().any(|(at, &byte)| {
+        if byte != b'{' {
+            return false;
+        }
+        let name = text[at + 1..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_lowercase())
+            .count();
+        name > 0 && matches!(text.get(at + 1 + name), Some(b'}' | b':'))
+    })
+}
+
+fn placeholder(inner: &str, what: &str) -> Result<Piece> {
+    Ok(match inner.split_once(':') {
+        None if inner == "seq" => Piece::Seq,
+        None if inner == "conn" => Piece::Conn,
+        None if inner == "uuid" => Piece::Uuid,
+        Some(("rand", bound)) => match bound.parse::<u64>() {
+            Ok(0) => usage_bail!("{what}: {{rand:0}} has no number below 0 (N must be at least 1)"),
+            Ok(bound) => Piece::Rand(bound),
+            Err(_) => usage_bail!("{what}: {{rand:{bound}}}: N must be a whole number from 1"),
+        },
+        _ => usage_bail!(
+            "{what}: unknown placeholder {{{inner}}} (known: {{seq}}, {{conn}}, {{rand:N}}, {{uuid}}; write {{{{ and }}}} for braces)"
+        ),
+    })
+}
+
+/// Appends `value` in decimal.
+pub(crate) fn write_decimal(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends a version-4 UUID (RFC 9562 §5.4) made of two random words.
+fn write_uuid(out: &mut Vec<u8>, high: u64, low: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let high = (high & !0xf000) | 0x4000;
+    let low = (low & !(0b11 << 62)) | (0b10 << 62);
+    let bytes = (u128::from(high) << 64 | u128::from(low)).to_be_bytes();
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.push(HEX[usize::from(byte >> 4)]);
+        out.push(HEX[usize::from(byte & 0xf)]);
+    }
+}
+
+/// wyrand (Wang Yi's generator, public domain): one multiply per number and a state of one word,
+/// so a request starts its own in a few instructions. It runs on the hot path; it is not a
+/// cryptographic generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rng(u64);
+
+/// The `part` of a request whose generator picks its URL (`--urls-random`), apart from the
+/// parts its placeholders draw from (0: the path, 1..: the headers, then the body).
+pub const PATH_CHOICE: u64 = u64::MAX;
+
+impl Rng {
+    /// The generator of `part` of request number `number` (its `{seq}`) for `--seed` `seed`: what
+    /// a request draws depends on the seed and its number only, not on the connection or thread
+    /// that sends it, so a run with the same seed and `-n` draws the same values again whatever
+    /// the timing.
+    pub fn for_request(seed: u64, number: u64, part: u64) -> Rng {
+        let mut mixer = Rng(seed
+            ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ part.wrapping_add(1).wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
+        Rng(mixer.next_u64())
+    }
+
+    /// The next random word.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
+        let product = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
+        (product >> 64) as u64 ^ product as u64
+    }
+
+    /// A number below `bound` (at least 1), by multiply-shift: the bias is below bound / 2^64.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(text: &str, seq: u64, conn: u64) -> String {
+        let template = Template::parse(text.as_bytes(), "test").unwrap().unwrap();
+        let mut out = Vec::new();
+        template.render(
+            &mut out,
+            &mut Draw {
+                seq,
+                conn,
+                rng: Rng::for_request(7, seq, 0),
+            },
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    fn error(text: &str) -> String {
+        Template::parse(text.as_bytes(), "-d file 'b'")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn texts_without_placeholders_are_not_templates() {
+        for text in ["/ping", "{\"a\":{\"b\":1}}", "{}", "{{", "}", "{A}", "x{1}"] {
+            assert_eq!(
+                Template::parse(text.as_bytes(), "t").unwrap(),
+                None,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn placeholders_render_and_braces_escape() {
+        assert_eq!(render("/k/{seq}?c={conn}", 1234, 0), "/k/1234?c=0");
+        assert_eq!(
+            render("{{\"id\":{seq}}}", u64::MAX, 3),
+            "{\"id\":18446744073709551615}"
+        );
+        let value: u64 = render("{rand:10}", 1, 1).parse().unwrap();
+        assert!(value < 10);
+        let uuid = render("{uuid}", 1, 1);
+        assert_eq!(uuid.len(), 36);
+        assert_eq!(&uuid[14..15], "4", "{uuid}");
+        assert!("89ab".contains(&uuid[19..20]), "{uuid}");
+        assert_eq!(uuid.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn bad_templates_are_usage_errors_naming_the_problem() {
+        assert!(error("/{foo}").contains("unknown placeholder {foo}"));
+        assert!(error("/{rand:0}").contains("{rand:0}"));
+        assert!(error("/{rand:x}").contains("whole number"));
+        assert!(error("{seq} }").contains("unmatched '}'"));
+        assert!(error("{seq} {").contains("unclosed '{'"));
+        assert!(error("{nope}").starts_with("-d file 'b'"));
+    }
+
+    #[test]
+    fn requests_draw_repeatable_and_different_numbers() {
+        let draw = |seed, number, part| {
+            let mut rng = Rng::for_request(seed, number, part);
+            (0..4).map(|_| rng.below(1000)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7, 1, 0), draw(7, 1, 0));
+        assert_ne!(draw(7, 1, 0), draw(7, 2, 0));
+        assert_ne!(draw(7, 1, 0), draw(7, 1, 1));
+        assert_ne!(draw(7, 1, 0), draw(8, 1, 0));
+        // One draw per request number, as --urls-random makes: uniform over consecutive numbers.
+        let mut seen = [0u32; 10];
+        for number in 1..=10_000 {
+            seen[Rng::for_request(3, number, PATH_CHOICE).below(10) as usize] += 1;
+        }
+        assert!(
+            seen.iter().all(|&count| (850..1150).contains(&count)),
+            "{seen:?}"
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! `-i FILE`: URLs read from a file, one a line, checked line by line so a mistake is reported
+//! as `FILE:LINE`.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::cli::input;
+use crate::cli::limits::MAX_URL_FILE;
+use crate::usage_bail;
+
+/// The URLs and paths of `path`, in order: blank lines and `#` comments skipped, each line
+/// trimmed. A line must be an absolute URL (`scheme://…`) or a path starting with `/`, with no
+/// space or control character in it.
+pub fn read_url_file(path: &Path) -> Result<Vec<String>> {
+    let text = input::read_text(path, "-i file", MAX_URL_FILE)?;
+    let shown = path.display();
+    let mut urls = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let number = index + 1;
+        if !line.starts_with('/') && !line.contains("://") {
+            usage_bail!(
+                "{shown}:{number}: '{}' is neither a URL (http://…) nor a path starting with /",
+                line.escape_debug()
+            );
+        }
+        if line.bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
+            usage_bail!(
+                "{shown}:{number}: '{}' has a space or control character (write it as %20 …)",
+                line.escape_debug()
+            );
+        }
+        urls.push(line.to_owned());
+    }
+    if urls.is_empty() {
+        usage_bail!("the -i file '{shown}' holds no URL");
+    }
+    Ok(urls)
+}
+
+/// The first URL of `path` (its first line that is not blank or a comment), reading no further;
+/// `None` when it cannot be read (reading it whole reports why).
+pub fn first_url(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    file.lines()
+        .map_while(Result::ok)
+        .map(|line| line.trim().to_owned())
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("urls.txt");
+        std::fs::write(&path, text).unwrap();
+        read_url_file(&path).map_err(|error| {
+            anyhow::anyhow!(
+                "{}",
+                error.to_string().replace(&path.display().to_string(), "F")
+            )
+        })
+    }
+
+    #[test]
+    fn lines_are_urls_or_paths_and_comments_are_skipped() {
+        let urls = read("# list\nhttp://127.0.0.1:1/a\n\n  /b?x=1  \r\n#/c\n/d\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u");
+        std::fs::write(&path, "\n# c\n https://h/x \n/y\n").unwrap();
+        assert_eq!(first_url(&path).as_deref(), Some("https://h/x"));
+        assert_eq!(urls, ["http://127.0.0.1:1/a", "/b?x=1", "/d"]);
+    }
+
+    #[test]
+    fn bad_lines_name_the_file_and_line() {
+        let message = read("/a\n\nfoo/bar\n").unwrap_err().to_string();
+        assert!(
+            message.starts_with("F:3: 'foo/bar' is neither"),
+            "{message}"
+        );
+        let message = read("/a b\n").unwrap_err().to_string();
+        assert!(message.starts_with("F:1:"), "{message}");
+        assert!(read("# nothing\n\n")
+            .unwrap_err()
+            .to_string()
+            .contains("holds no URL"));
+    }
+
+    #[test]
+    fn a_hundred_thousand_lines_load_in_one_go() {
+        let text: String = (0..100_000).map(|i| format!("/item/{i}\n")).collect();
+        let urls = read(&text).unwrap();
+        assert_eq!(urls.len(), 100_000);
+        assert_eq!(urls[99_999], "/item/99999");
+    }
+}

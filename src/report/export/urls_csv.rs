@@ -1,0 +1,47 @@
+//! `--csv-urls FILE`: every cell's per-URL figures, one row per cell and URL (the `urls` of the
+//! JSON report; a cell with a single URL has no row).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::csv::field;
+use crate::report::{export::outputs::write_atomically, Document, Exporter};
+
+/// Writes the per-URL rows as CSV.
+pub struct UrlsCsv;
+
+impl Exporter for UrlsCsv {
+    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+        let mut csv =
+            String::from("cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms\n");
+        for cell in &document.cells {
+            for row in &cell.urls {
+                // Empty latency fields: a URL past the first 1000, or without a response.
+                let latency = row.latency.as_ref().filter(|latency| latency.count > 0);
+                let ms = |pick: fn(&crate::report::Percentiles) -> u64| {
+                    latency.map_or_else(String::new, |latency| {
+                        format!("{:.3}", pick(&latency.percentiles) as f64 / 1000.0)
+                    })
+                };
+                let _ = writeln!(
+                    csv,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    cell.cell.index,
+                    field(&cell.cell.label),
+                    field(&row.url),
+                    row.requests,
+                    row.succeeded,
+                    row.failed,
+                    ms(|p| p.p50),
+                    ms(|p| p.p90),
+                    ms(|p| p.p99),
+                    ms(|p| p.max),
+                );
+            }
+        }
+        write_atomically(path, csv.as_bytes())
+            .with_context(|| format!("cannot write the per-URL CSV to '{}'", path.display()))
+    }
+}
