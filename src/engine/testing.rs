@@ -52,6 +52,7 @@ pub(crate) fn world(argv: &[&str]) -> World {
             request_log: None,
             read_buffer: read_buffer(),
             retries: RefCell::default(),
+            tls: None,
         },
         conn: ConnState::default(),
         templates,

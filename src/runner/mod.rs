@@ -33,9 +33,10 @@ use crate::observe::request_log::{LogFile, RequestLog};
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
 use crate::plan::{Negotiation, Protocol, RunPlan, StopRule};
+use crate::recorder::handshakes::Handshake;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
-use net::TappedIo;
+use net::{TappedIo, Transport};
 use quinn::VarInt;
 use signals::Signal;
 pub use steer::{steer, Steered};
@@ -405,6 +406,7 @@ impl Worker {
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
+            tls: self.plan.tls.as_ref().map(tls::thread_plan),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();
@@ -544,16 +546,33 @@ async fn run_slot(
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     while shared.budget.has_more() || shared.has_retries() {
+        let Some(reserved) = reserve_first(&shared) else {
+            return;
+        };
         let began = Instant::now();
-        let connected = net::establish(plan.destination.addr, plan.tls.as_ref(), timeouts.connect)
-            .await
-            .and_then(|established| {
-                let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
-                Ok((established, protocol))
-            });
+        let connected =
+            net::establish(plan.destination.addr, shared.tls.as_ref(), timeouts.connect)
+                .await
+                .and_then(|established| {
+                    let protocol = match (&established.transport, plan.negotiation) {
+                        // Early data leaves before ALPN answers: in the protocol asked for (the
+                        // plan offers only its ALPN id).
+                        (
+                            Transport::EarlyTls(_),
+                            Negotiation::Alpn {
+                                require: Some(required),
+                            },
+                        ) => Some(required),
+                        _ => pick_protocol(plan.negotiation, established.tls.as_ref())?,
+                    };
+                    Ok((established, protocol))
+                });
         let (established, protocol) = match connected {
             Ok(connected) => connected,
             Err(failure) => {
+                if reserved {
+                    shared.budget.give_back();
+                }
                 shared
                     .recorder
                     .borrow_mut()
@@ -569,11 +588,13 @@ async fn run_slot(
             established.tls,
             protocol,
         );
-        let io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
+        let connected = Instant::now();
+        conn.reserved.set(reserved);
+        let mut io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
         let limits = conn_limits(&plan, began);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = driver::drive(
-            io,
+            &mut io,
             &templates,
             protocol,
             ledger,
@@ -582,12 +603,46 @@ async fn run_slot(
             &*timer,
         )
         .await;
+        if let Some(outcome) = io.get_ref().tls_outcome() {
+            let mut recorder = shared.recorder.borrow_mut();
+            let handshake = Handshake {
+                resumed: outcome.resumed,
+                early_data: outcome.early_data,
+                time: outcome.settled.unwrap_or(connected) - began,
+            };
+            recorder.handshake(began, handshake);
+            if let Some(info) = outcome.late_info {
+                recorder.note_tls(info);
+            }
+        }
         shared.recorder.borrow_mut().connection_ended();
-        // A connection that was lost before carrying a single request would be lost again: give up.
-        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
+        if slot_done(&shared, &conn, end) {
             return;
         }
     }
+}
+
+/// With `--requests-per-connection`, a slot takes its connection's first request from the
+/// budget before connecting, so that no connection opens for nothing at the end of a counted run
+/// (`-n` requests take exactly `-n / N` connections). `None`: nothing is left to connect for;
+/// `Some(reserved)`: connect, with or without a request taken.
+fn reserve_first(shared: &ThreadShared) -> Option<bool> {
+    if shared.plan.requests_per_connection.is_none() {
+        return Some(false);
+    }
+    let reserved = shared.budget.try_take();
+    (reserved || shared.has_retries()).then_some(reserved)
+}
+
+/// Whether a slot whose connection ended with `end` stops: its work is done (a connection
+/// retired by `--requests-per-connection` is replaced while work remains), or the connection was
+/// lost before carrying a single request and would be lost again.
+fn slot_done(shared: &ThreadShared, conn: &ConnState, end: ConnEnd) -> bool {
+    if conn.reserved.get() {
+        shared.budget.give_back();
+    }
+    let retired = conn.retiring(&shared.plan);
+    (end == ConnEnd::Finished && !retired && !shared.has_retries()) || conn.requests.get() == 0
 }
 
 /// Records an established connection (connect time, TLS, protocol) and starts its state and
@@ -643,10 +698,16 @@ async fn run_quic_slot(
 ) {
     let plan = shared.plan.clone();
     while shared.budget.has_more() || shared.has_retries() {
+        let Some(reserved) = reserve_first(&shared) else {
+            return;
+        };
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,
             Err(failure) => {
+                if reserved {
+                    shared.budget.give_back();
+                }
                 shared
                     .recorder
                     .borrow_mut()
@@ -663,6 +724,7 @@ async fn run_quic_slot(
             Some(tls),
             Some(Protocol::H3),
         );
+        conn.reserved.set(reserved);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = h3::drive(
             connection,
@@ -674,8 +736,7 @@ async fn run_quic_slot(
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        // A connection that was lost before carrying a single request would be lost again: give up.
-        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
+        if slot_done(&shared, &conn, end) {
             return;
         }
     }

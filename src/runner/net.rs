@@ -4,8 +4,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -23,13 +23,64 @@ pub enum Transport {
     Tcp(TcpStream),
     /// TLS (boxed: the session state is large).
     Tls(Box<TlsStream<TcpStream>>),
+    /// TLS whose handshake goes on while requests leave as early data (`--tls-early-data`).
+    EarlyTls(Box<EarlyTls>),
+}
+
+/// A TLS stream sending early data: tokio-rustls finishes the handshake (and sends again what
+/// the server rejected) only when flushed, and reads nothing until then, so a read flushes first.
+pub struct EarlyTls {
+    stream: TlsStream<TcpStream>,
+    /// When the handshake ended (`None`: still under way).
+    settled: Option<Instant>,
+}
+
+/// What the TLS handshake of a connection came to, read when the connection is over.
+#[derive(Debug)]
+pub struct TlsOutcome {
+    /// It resumed a session.
+    pub resumed: bool,
+    /// Whether the server accepted the early data sent (`None`: none was sent).
+    pub early_data: Option<bool>,
+    /// When the handshake ended, if after the connection was handed over (early data).
+    pub settled: Option<Instant>,
+    /// What it negotiated, for a connection handed over before the handshake ended.
+    pub late_info: Option<TlsInfo>,
+}
+
+impl Transport {
+    /// What the TLS handshake came to: `None` for cleartext, or when it never ended.
+    pub fn tls_outcome(&self) -> Option<TlsOutcome> {
+        let resumed = |session: &rustls::ClientConnection| {
+            session.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+        };
+        match self {
+            Transport::Tcp(_) => None,
+            Transport::Tls(stream) => Some(TlsOutcome {
+                resumed: resumed(stream.get_ref().1),
+                early_data: None,
+                settled: None,
+                late_info: None,
+            }),
+            Transport::EarlyTls(early) => {
+                let session = early.stream.get_ref().1;
+                early.settled.map(|settled| TlsOutcome {
+                    resumed: resumed(session),
+                    early_data: Some(session.is_early_data_accepted()),
+                    settled: Some(settled),
+                    late_info: Some(TlsInfo::of(session)),
+                })
+            }
+        }
+    }
 }
 
 /// A connection ready for an engine, with what its TLS handshake negotiated.
 pub struct Established {
     /// The byte stream.
     pub transport: Transport,
-    /// The TLS session's parameters (None for cleartext).
+    /// The TLS session's parameters (None for cleartext, and while early data leaves: the
+    /// handshake has not ended).
     pub tls: Option<TlsInfo>,
 }
 
@@ -56,7 +107,7 @@ pub async fn establish(
                 tls: None,
             });
         };
-        let connector = TlsConnector::from(tls.config.clone());
+        let connector = TlsConnector::from(tls.config.clone()).early_data(tls.early_data);
         let stream = connector
             .connect(tls.server_name.clone(), stream)
             .await
@@ -69,6 +120,16 @@ pub async fn establish(
                     ),
                 )
             })?;
+        // Early data: tokio-rustls hands the stream over at once, the handshake still going.
+        if stream.get_ref().1.is_handshaking() {
+            return Ok(Established {
+                tls: None,
+                transport: Transport::EarlyTls(Box::new(EarlyTls {
+                    stream,
+                    settled: None,
+                })),
+            });
+        }
         Ok(Established {
             tls: Some(TlsInfo::of(stream.get_ref().1)),
             transport: Transport::Tls(Box::new(stream)),
@@ -116,6 +177,10 @@ macro_rules! delegate {
         match $self.get_mut() {
             Transport::Tcp($stream) => $call,
             Transport::Tls($stream) => $call,
+            Transport::EarlyTls(early) => {
+                let $stream = &mut early.stream;
+                $call
+            }
         }
     };
 }
@@ -126,7 +191,17 @@ impl AsyncRead for Transport {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        delegate!(self, stream => Pin::new(stream).poll_read(cx, buf))
+        match self.get_mut() {
+            Transport::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::EarlyTls(early) => {
+                if early.settled.is_none() {
+                    ready!(Pin::new(&mut early.stream).poll_flush(cx))?;
+                    early.settled = Some(Instant::now());
+                }
+                Pin::new(&mut early.stream).poll_read(cx, buf)
+            }
+        }
     }
 }
 
@@ -151,6 +226,7 @@ impl AsyncWrite for Transport {
         match self {
             Transport::Tcp(stream) => stream.is_write_vectored(),
             Transport::Tls(stream) => stream.is_write_vectored(),
+            Transport::EarlyTls(early) => early.stream.is_write_vectored(),
         }
     }
 
@@ -172,6 +248,11 @@ pub struct TappedIo<S> {
 }
 
 impl<S> TappedIo<S> {
+    /// The wrapped stream.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
     /// Wraps `inner`.
     pub fn new(inner: S, meter: Rc<WireMeter>) -> Self {
         TappedIo {

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::cli::input;
 use crate::cli::limits::MAX_PEM_FILE;
+use crate::plan::TlsPlan;
 use crate::usage_bail;
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
@@ -48,7 +49,8 @@ fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Builds the client configuration for a run. Every connection makes a full handshake (no session
-/// resumption), so each connect time measures the same work.
+/// resumption), so each connect time measures the same work; `--tls-resume` replaces this per
+/// thread ([`thread_plan`]).
 pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -99,6 +101,26 @@ pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>
     config.alpn_protocols = options.alpn.clone();
     config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
+}
+
+/// Sessions a thread's cache keeps with `--tls-resume` (rustls keeps up to 8 TLS 1.3 tickets per
+/// server within each).
+const SESSION_CACHE: usize = 256;
+
+/// A runner thread's TLS settings: the plan's, but with `--tls-resume` a session cache of the
+/// thread's own (its connections resume from it, with no lock shared between threads) and, with
+/// `--tls-early-data`, early data enabled.
+pub fn thread_plan(plan: &TlsPlan) -> TlsPlan {
+    if !plan.resume {
+        return plan.clone();
+    }
+    let mut config = ClientConfig::clone(&plan.config);
+    config.resumption = rustls::client::Resumption::in_memory_sessions(SESSION_CACHE);
+    config.enable_early_data = plan.early_data;
+    TlsPlan {
+        config: Arc::new(config),
+        ..plan.clone()
+    }
 }
 
 /// Builds the built-in target's server configuration, offering `h2` and `http/1.1` by ALPN.
