@@ -56,6 +56,9 @@ pub(crate) struct H2Template {
     lanes: usize,
     settings: H2Settings,
     request_timeout: Option<Duration>,
+    /// `--tls-early-data`: requests leave with the preface, not after the server's SETTINGS, so
+    /// that they ride in the early data (as after an h2c upgrade).
+    early_requests: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -100,6 +103,7 @@ impl H2Template {
             lanes: plan.max_concurrent,
             settings: plan.h2,
             request_timeout: plan.timeouts.request,
+            early_requests: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
         }
     }
 
@@ -250,7 +254,7 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
-            open_before_settings: upgraded.is_some(),
+            open_before_settings: upgraded.is_some() || template.early_requests,
             settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,

@@ -244,7 +244,7 @@ impl<'a> Ledger<'a> {
     /// Whether a request may still come: the budget is not spent or a request waits to be sent
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
     pub fn may_have_more(&self) -> bool {
-        (self.shared.budget.has_more() || self.shared.has_retries())
+        (self.conn.reserved.get() || self.shared.budget.has_more() || self.shared.has_retries())
             && !self.conn.retiring(&self.shared.plan)
     }
 
