@@ -25,7 +25,7 @@ fn h3_target(cert: &str, key: &str) -> SocketAddr {
 }
 
 /// An https:// URL on this binary's HTTP/3 target (the test certificate, signed by certs/ca.crt).
-fn url(path: &str) -> String {
+pub(crate) fn url(path: &str) -> String {
     static TARGET: OnceLock<SocketAddr> = OnceLock::new();
     let addr =
         TARGET.get_or_init(|| h3_target(tls::test_pki::SERVER_CERT, tls::test_pki::SERVER_KEY));

@@ -84,6 +84,29 @@ fn pipelined_h1_and_h2c_connections_carry_n_requests_each() {
 }
 
 #[test]
+fn h3_connections_carry_n_requests_each() {
+    let target = crate::h3::url("/ping");
+    let run = h2load_rs(&[
+        "--proto",
+        "h3",
+        "--cacert",
+        CA,
+        "-c",
+        "2",
+        "-m",
+        "4",
+        "-n",
+        "200",
+        "--requests-per-connection",
+        "10",
+        &target,
+    ]);
+    assert_churn(&run, "h3", 200, 10, 2);
+    // quinn does not tell resumed handshakes from full ones.
+    assert!(run.cell()["connections"]["full_handshakes"].is_null());
+}
+
+#[test]
 fn paced_and_timed_churn_counts_every_request_once() {
     let target = url("/ping");
     let run = h2load_rs(&[
