@@ -34,9 +34,10 @@ use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
 use crate::plan::{Negotiation, Protocol, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshake;
+use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
-use net::{TappedIo, Transport};
+use net::{Established, TappedIo, Transport};
 use quinn::VarInt;
 use signals::Signal;
 pub use steer::{steer, Steered};
@@ -554,17 +555,7 @@ async fn run_slot(
             net::establish(plan.destination.addr, shared.tls.as_ref(), timeouts.connect)
                 .await
                 .and_then(|established| {
-                    let protocol = match (&established.transport, plan.negotiation) {
-                        // Early data leaves before ALPN answers: in the protocol asked for (the
-                        // plan offers only its ALPN id).
-                        (
-                            Transport::EarlyTls(_),
-                            Negotiation::Alpn {
-                                require: Some(required),
-                            },
-                        ) => Some(required),
-                        _ => pick_protocol(plan.negotiation, established.tls.as_ref())?,
-                    };
+                    let protocol = connection_protocol(&established, plan.negotiation)?;
                     Ok((established, protocol))
                 });
         let (established, protocol) = match connected {
@@ -580,15 +571,15 @@ async fn run_slot(
                 return;
             }
         };
+        let connected = Instant::now();
         let (conn, trace) = on_connected(
             &shared,
             tracer.as_ref(),
             slot,
-            began,
+            began..connected,
             established.tls,
             protocol,
         );
-        let connected = Instant::now();
         conn.reserved.set(reserved);
         let mut io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
         let limits = conn_limits(&plan, began);
@@ -622,6 +613,23 @@ async fn run_slot(
     }
 }
 
+/// The protocol an established connection speaks ([`pick_protocol`]). Early data leaves before
+/// ALPN answers: in the protocol asked for (the plan then offers only its ALPN id).
+fn connection_protocol(
+    established: &Established,
+    negotiation: Negotiation,
+) -> Result<Option<Protocol>, Failure> {
+    match (&established.transport, negotiation) {
+        (
+            Transport::EarlyTls(_),
+            Negotiation::Alpn {
+                require: Some(required),
+            },
+        ) => Ok(Some(required)),
+        _ => pick_protocol(negotiation, established.tls.as_ref()),
+    }
+}
+
 /// With `--requests-per-connection`, a slot takes its connection's first request from the
 /// budget before connecting, so that no connection opens for nothing at the end of a counted run
 /// (`-n` requests take exactly `-n / N` connections). `None`: nothing is left to connect for;
@@ -645,18 +653,21 @@ fn slot_done(shared: &ThreadShared, conn: &ConnState, end: ConnEnd) -> bool {
     (end == ConnEnd::Finished && !retired && !shared.has_retries()) || conn.requests.get() == 0
 }
 
-/// Records an established connection (connect time, TLS, protocol) and starts its state and
+/// Records an established connection (its setup time, TLS, protocol) and starts its state and
 /// its `-v` trace, if it is among the traced ones.
 fn on_connected(
     shared: &ThreadShared,
     tracer: Option<&Arc<Tracer>>,
     slot: usize,
-    began: Instant,
+    setup: std::ops::Range<Instant>,
     tls: Option<TlsInfo>,
     protocol: Option<Protocol>,
 ) -> (ConnState, Option<ConnTrace>) {
     let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
-    let connected = Instant::now();
+    let std::ops::Range {
+        start: began,
+        end: connected,
+    } = setup;
     let trace =
         tracer.and_then(|tracer| tracer.connected(id, connected - began, tls.as_ref(), protocol));
     let mut recorder = shared.recorder.borrow_mut();
@@ -720,7 +731,7 @@ async fn run_quic_slot(
             &shared,
             tracer.as_ref(),
             slot,
-            began,
+            began..Instant::now(),
             Some(tls),
             Some(Protocol::H3),
         );
