@@ -407,7 +407,11 @@ impl Worker {
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
-            tls: self.plan.tls.as_ref().map(tls::thread_plan),
+            tls: self
+                .plan
+                .tls
+                .as_ref()
+                .map(|plan| tls::thread_plan(plan, self.slots)),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();
