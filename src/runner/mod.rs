@@ -642,6 +642,10 @@ fn reserve_first(shared: &ThreadShared) -> Option<bool> {
     if shared.plan.requests_per_connection.is_none() {
         return Some(false);
     }
+    // A ramp's end stops its schedule, not the budget: a connection opened now would carry nothing.
+    if (shared.pacer.as_ref()).is_some_and(|pacer| pacer.past_end(Instant::now())) {
+        return None;
+    }
     let reserved = shared.budget.try_take();
     (reserved || shared.has_retries()).then_some(reserved)
 }
