@@ -8,6 +8,9 @@
 #   benches/compare.sh h3 [ROUNDS]       (only the HTTP/3 section: h3 and h2 against Caddy and the
 #                                         built-in TLS target, 1 GiB downloads, who sets the pace;
 #                                         replaces that section of RESULTS.md)
+#   benches/compare.sh tls [ROUNDS]      (only the TLS-handshake section: new TLS connections per
+#                                         second, one request each, full and resumed, h1 and h2,
+#                                         against nghttpx; replaces that section of RESULTS.md)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
 # ~/.cache/h2load-rs/oha-h3, about 10 minutes), starts nginx (1 worker), nghttpd (1 thread), Caddy
@@ -20,7 +23,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
 case "${1:-}" in
-  pacing | h3)
+  pacing | h3 | tls)
     only=$1
     shift
     ;;
@@ -45,11 +48,20 @@ h3_seconds=${H3_SECONDS:-10}
 # The HTTP/3 section of RESULTS.md lies between these (invisible in rendered Markdown).
 h3_begin="<!-- HTTP/3 section: benches/compare.sh h3 replaces it -->"
 h3_end="<!-- end of the HTTP/3 section -->"
+# The TLS-handshake section: nghttpx (TLS frontend) and its nginx backend, on ports of their own.
+tls_port=${TLS_PORT:-18700}
+tls_backend_port=$((tls_port + 1))
+# Connections (one request each) per run of the TLS-handshake section, and h2load-rs's -c there.
+tls_connections=${TLS_CONNECTIONS:-4000}
+tls_clients=${TLS_CLIENTS:-20}
+tls_begin="<!-- TLS-handshake section: benches/compare.sh tls replaces it -->"
+tls_end="<!-- end of the TLS-handshake section -->"
 
 install() {
   local need=()
   command -v h2load >/dev/null || need+=(nghttp2-client)
   command -v nghttpd >/dev/null || need+=(nghttp2-server)
+  command -v nghttpx >/dev/null || need+=(nghttp2-proxy)
   command -v nginx >/dev/null || need+=(nginx-light)
   command -v wrk >/dev/null || need+=(wrk)
   command -v ab >/dev/null || need+=(apache2-utils)
@@ -65,7 +77,7 @@ install() {
   command -v oha >/dev/null || [ -x "$HOME/.cargo/bin/oha" ] || cargo install --locked oha >/dev/null
   oha=$(command -v oha || echo "$HOME/.cargo/bin/oha")
   oha_h3="$oha_h3_root/bin/oha"
-  if [ "$only" != pacing ] && [ ! -x "$oha_h3" ]; then
+  if [ "$only" != pacing ] && [ "$only" != tls ] && [ ! -x "$oha_h3" ]; then
     echo "building oha with HTTP/3 into $oha_h3_root (about 10 minutes, once)" >&2
     cargo install --locked --features http3 --root "$oha_h3_root" oha >/dev/null
   fi
@@ -80,12 +92,53 @@ start_servers() {
   # Into the page cache first: otherwise the first download of a round (always h2load-rs's) pays
   # for filling it (10x the server's CPU, seen as 0.11 of h2load's throughput in a 1-round run).
   cat "$work/www/1g" >/dev/null
+  if [ "$only" = tls ]; then
+    start_tls_servers
+    return
+  fi
   if [ "$only" != h3 ]; then
     start_tcp_servers
   fi
   if [ "$only" != pacing ]; then
     start_h3_servers
   fi
+  [ -n "$only" ] || start_tls_servers
+}
+
+# nghttpx, one worker, TLS frontend (h2 and http/1.1 by ALPN; session tickets and early data on by
+# default), pinned to the servers' core with its backend: nginx (1 worker) answering /ping from
+# its config. nghttpx keeps its backend connections open, so the backend adds a few µs of
+# cleartext HTTP/1.1 per request against the hundreds a TLS handshake costs, it is the same for
+# every client, and all the server side spends is on one core (the server CPU columns).
+start_tls_servers() {
+  cat >"$work/nginx-tls-backend.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $work/nginx-tls-backend.pid;
+error_log $work/nginx-tls-backend-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $work/temp;
+  server {
+    listen 127.0.0.1:$tls_backend_port backlog=65535;
+    location = /ping { return 200 "pong"; }
+  }
+}
+CONF
+  taskset -c $server_cpu nginx -c "$work/nginx-tls-backend.conf" &
+  pids+=($!)
+  local backend_master=$!
+  taskset -c $server_cpu nghttpx --conf=/dev/null --workers=1 --frontend="127.0.0.1,$tls_port" \
+    --backend="127.0.0.1,$tls_backend_port" --backlog=65535 --no-ocsp \
+    --errorlog-file="$work/nghttpx-error.log" "$root/certs/server.key" "$root/certs/server.crt" &
+  pids+=($!)
+  nghttpx_pid=$!
+  wait_for_tcp $tls_backend_port $tls_port
+  # nghttpx forks its worker: count the master, the worker and the backend's processes.
+  sleep 0.5
+  tls_server_pids="$nghttpx_pid $(pgrep -P "$nghttpx_pid" | tr '\n' ' ') $backend_master $(pgrep -P "$backend_master" | tr '\n' ' ')"
 }
 
 wait_for_tcp() {
@@ -225,7 +278,7 @@ measure() {
   # the load ran, when the tool's wall time holds more than that.
   local rate done_requests window=""
   case "$tool" in
-    h2load-rs | h2load)
+    h2load-rs* | h2load)
       local elapsed
       elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
       done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
@@ -301,11 +354,13 @@ explain() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# A row: NAME KIND then "tool|command" entries; the first tool is h2load-rs.
+# A row: NAME KIND then "tool|command" entries; the first tool is h2load-rs (possibly with a
+# suffix naming its flags, e.g. h2load-rs+resume), the others are compared with it.
 row() {
   local name=$1 kind=$2
   shift 2
   local entries=("$@")
+  local first=${entries[0]%%|*}
   rm -f "$work"/row.* "$work/notes"
   for ((round = 1; round <= rounds; round++)); do
     for entry in "${entries[@]}"; do
@@ -336,21 +391,21 @@ row() {
     server_cost=$(awk '{ print $5 }' "$work/row.$tool" | median)
     core=$(awk '{ print $6 }' "$work/row.$tool" | median)
     client_core=$(awk '{ print $7 }' "$work/row.$tool" | median)
-    if [ "$tool" = h2load-rs ]; then
+    if [ "$tool" = "$first" ]; then
       ours_rate=$rate ours_cpu=$cpu ours_rss=$rss ours_server=$server ours_max=$high
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$tool" "$rate" "$cpu" "$server" "$core" "$client_core" >>"$work/summary"
-    awk -v t="$tool" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
+    awk -v t="$tool" -v f="$first" -v r="$rate" -v c="$cpu" -v m="$rss" -v k="$kind" -v sc="$server" -v sv="$server_cost" \
       -v lo="$low" -v hi="$high" -v or="$ours_rate" -v oc="$ours_cpu" -v om="$ours_rss" 'BEGIN {
       d = (k ~ /^bytes/) ? 1048576 : 1
       shown = sprintf("%.0f (%.0f–%.0f)", r / d, lo / d, hi / d)
-      if (t == "h2load-rs")
+      if (t == f)
         printf "| **%s** | %s | %.2f | %d | %d | %.2f | | | |\n", t, shown, c, m, sc, sv
       else
         printf "| %s | %s | %.2f | %d | %d | %.2f | %s | %.2f | %.2f |\n", t, shown, c, m, sc, sv, (r > 0) ? sprintf("%.2f", or / r) : "–", (oc > 0) ? c / oc : 0, m / om }' >>"$work/report"
-    if [ "$tool" != h2load-rs ]; then
+    if [ "$tool" != "$first" ]; then
       explain "$tool" "$rate" "$server" "$cpu" "$ours_rate" "$ours_server" "$ours_cpu" "$low" "$ours_max" \
-        "$server_cost" "$(awk '{ print $5 }' "$work/row.h2load-rs" | median)" >>"$work/notes"
+        "$server_cost" "$(awk '{ print $5 }' "$work/row.$first" | median)" >>"$work/notes"
     fi
   done
   if [ -s "$work/notes" ]; then
@@ -527,10 +582,61 @@ h3_section() {
   sed -n "/^### HTTP\/3: who sets the pace/,\$p" "$work/report"
 }
 
-# Replaces the HTTP/3 section of RESULTS.md (between its markers) with this run's; a file without
+# The TLS-handshake section: new TLS connections per second, one request per connection, against
+# nghttpx pinned to one core; full handshakes and resumed ones (--tls-resume), h1 and h2, beside
+# h2load's -c N -n N (N connections of one request each; h2load cannot resume sessions, so its
+# rows are full handshakes, and they are the peer of both kinds). Between markers, so that
+# `compare.sh tls` can replace it alone.
+tls_section() {
+  local ca="$root/certs/ca.crt" url="https://127.0.0.1:$tls_port/ping" n=$tls_connections c=$tls_clients
+  # h2load opens all N connections at once: it needs N descriptors.
+  ulimit -n "$(ulimit -Hn)"
+  {
+    printf '\n%s\n\n### TLS handshakes: how measured\n\n' "$tls_begin"
+    echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds interleaved round(s) per row, medians shown, ratios as above."
+    echo "Server on CPU $server_cpu: $(nghttpx --version | head -1) (\`--workers=1\`, TLS frontend offering h2 and"
+    echo "http/1.1, its default session tickets) in front of nginx (1 worker, \`return 200\` for /ping, same core;"
+    echo "nghttpx keeps its backend connections open, so the backend adds a few µs per request). Client on CPU $client_cpu."
+    echo "Every connection carries one request. h2load-rs: \`-c $c -n $n --requests-per-connection 1\` (each of $c"
+    echo "slots connects again after each answer), with \`--tls-resume\` in the resumed rows (per-thread session"
+    echo "cache: TLS 1.3 tickets). h2load: \`-c $n -n $n\`, $n fresh connections of one request each, all opened at"
+    echo "the start; it has no session resumption, so its rows are full handshakes in every row, the"
+    echo "comparison a user of either tool faces. Rate: connections (= requests) per second; client CPU per"
+    echo "request = per handshake. Load average at the start: $(cut -d' ' -f1 /proc/loadavg)."
+  } >>"$work/report"
+  : >"$work/summary"
+  server_pids=$tls_server_pids
+  local proto h2load_flag
+  for proto in h1 h2; do
+    h2load_flag=""
+    [ $proto = h1 ] && h2load_flag="--h1"
+    row "$proto over TLS, full handshakes, one request per connection, $n connections" requests \
+      "h2load-rs|$ours --proto $proto --cacert $ca -c $c -n $n --requests-per-connection 1 $url" \
+      "h2load|h2load $h2load_flag -c $n -n $n $url"
+    row "$proto over TLS, resumed (h2load-rs --tls-resume), one request per connection, $n connections" requests \
+      "h2load-rs+resume|$ours --proto $proto --cacert $ca -c $c -n $n --requests-per-connection 1 --tls-resume $url" \
+      "h2load|h2load $h2load_flag -c $n -n $n $url"
+  done
+  {
+    printf '\n### TLS handshakes: summary\n\n'
+    printf '| row | h2load-rs conn/s | h2load conn/s | ratio throughput (goal >= 1.0) | client CPU µs/handshake, ours | h2load | ratio CPU (goal >= 1.0) |\n|---|---|---|---|---|---|---|\n'
+    awk -F'\t' '$2 ~ /^h2load-rs/ { r[$1] = $3; c[$1] = $4; order[++k] = $1 }
+      $2 == "h2load" { pr[$1] = $3; pc[$1] = $4 }
+      END { for (i = 1; i <= k; i++) { n = order[i]
+        printf "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f |\n", n, r[n], pr[n], (pr[n] > 0) ? r[n] / pr[n] : 0, c[n], pc[n], (c[n] > 0) ? pc[n] / c[n] : 0 } }' "$work/summary"
+    echo
+    # What the resumed runs resumed, from their text reports.
+    awk '/^=== .* \| h2load-rs\+resume \| round/ { row = $0; sub(/^=== /, "", row); sub(/ \|.*/, "", row) }
+      /^TLS handshakes: / && row != "" { printf "> %s: %s\n", row, $0; row = "" }' "$work/rounds.log" | sort -u
+  } >>"$work/report"
+  printf '\n%s\n' "$tls_end" >>"$work/report"
+  sed -n "/^### TLS handshakes: summary/,\$p" "$work/report"
+}
+
+# Replaces the section between markers $3 and $4 of RESULTS.md with this run's; a file without
 # one gets it before the memory section.
-splice_h3() {
-  python3 - "$results" "$work/report" "$h3_begin" "$h3_end" <<'PY'
+splice_section() {
+  python3 - "$results" "$work/report" "$1" "$2" <<'PY'
 import sys
 path, report, begin, end = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3], sys.argv[4]
 text = open(path).read()
@@ -560,9 +666,16 @@ main() {
     echo "updated the pacing section of $results"
     return
   fi
+  if [ "$only" = tls ]; then
+    tls_section
+    splice_section "$tls_begin" "$tls_end"
+    echo
+    echo "updated the TLS-handshake section of $results"
+    return
+  fi
   if [ "$only" = h3 ]; then
     h3_section
-    splice_h3
+    splice_section "$h3_begin" "$h3_end"
     echo
     echo "updated the HTTP/3 section of $results"
     return
@@ -598,6 +711,7 @@ main() {
     "h2load|h2load --h1 -n 1 $h1/1g" \
     "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
   h3_section
+  tls_section
 
   server_pids=$nghttpd_pid
   memory "$h2c"

@@ -274,6 +274,27 @@ pub struct LoadArgs {
     #[arg(long = "no-retry", conflicts_with = "max_retries")]
     pub no_retry: bool,
 
+    /// Close each connection after N requests (their answers in) and connect again: connection
+    /// churn (gcannon's -r). The last connection of a counted run may carry fewer.
+    #[arg(long = "requests-per-connection", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests_per_connection: Option<u64>,
+
+    /// One request per connection (--requests-per-connection 1); HTTP/1.1 requests also carry
+    /// `Connection: close`, so the server closes. With h2 and h3: one request per connection only.
+    #[arg(long = "no-keepalive", conflicts_with = "requests_per_connection")]
+    pub no_keepalive: bool,
+
+    /// Resume TLS sessions (tickets, TLS 1.2 session ids) on new connections, each thread keeping
+    /// its own cache; the report counts resumed and full handshakes. Not with --proto h3.
+    #[arg(long = "tls-resume")]
+    pub tls_resume: bool,
+
+    /// Send requests as TLS 1.3 early data (0-RTT) on resumed connections (implies --tls-resume);
+    /// GET and HEAD only, with --proto h1 or h2. The report counts accepted and rejected early data.
+    #[arg(long = "tls-early-data")]
+    pub tls_early_data: bool,
+
     /// Give up connecting after this long: TCP, TLS and, for HTTP/2, the server's SETTINGS
     /// [default: 10s].
     #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]

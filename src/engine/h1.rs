@@ -41,11 +41,17 @@ pub(crate) struct H1Template {
 impl H1Template {
     pub(crate) fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
+        // --no-keepalive: the server closes after each response (its EOF ends the connection).
+        let extra: &[(&str, &str)] = if plan.no_keepalive {
+            &[("connection", "close")]
+        } else {
+            &[]
+        };
         H1Template {
             heads: template
                 .paths
                 .iter()
-                .map(|path| request_head(template, path, &[]))
+                .map(|path| request_head(template, path, extra))
                 .collect(),
             body: template.body.clone(),
             depth: plan.max_concurrent,

@@ -69,6 +69,9 @@ pub(crate) struct H2Template {
     content_length: hpack::Field,
     /// Whether each request's body is rendered (a templated body, and a method that sends one).
     renders_body: bool,
+    /// `--tls-early-data`: requests leave with the preface, not after the server's SETTINGS, so
+    /// that they ride in the early data (as after an h2c upgrade).
+    early_requests: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -123,6 +126,7 @@ impl H2Template {
             field_headers,
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
+            early_requests: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
         }
     }
 
@@ -279,7 +283,7 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
-            open_before_settings: upgraded.is_some(),
+            open_before_settings: upgraded.is_some() || template.early_requests,
             settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,

@@ -109,6 +109,9 @@ pub struct ThreadShared {
     pub retries: RefCell<VecDeque<Retry>>,
     /// The run-wide number of this thread's first client slot (`{conn}` counts from it).
     pub first_slot: u64,
+    /// This thread's TLS settings (https): the plan's, with a session cache of the thread's own
+    /// under `--tls-resume`.
+    pub tls: Option<crate::plan::TlsPlan>,
 }
 
 /// A request the server never processed, to be sent again.
@@ -164,6 +167,18 @@ pub struct ConnState {
     pub completed: Cell<u64>,
     /// The send time `--rate` told this connection to come back at while it waits ([`Pacer`]).
     pub come_back_at: Cell<Option<Instant>>,
+    /// A request taken from the budget for this connection before it opened
+    /// (`--requests-per-connection`), not sent yet: its first request uses it.
+    pub reserved: Cell<bool>,
+}
+
+impl ConnState {
+    /// Whether the connection has carried its `--requests-per-connection`: it takes no more
+    /// requests and closes once they are answered, and its slot connects again.
+    pub fn retiring(&self, plan: &RunPlan) -> bool {
+        plan.requests_per_connection
+            .is_some_and(|limit| self.requests.get() >= limit)
+    }
 }
 
 /// A session's handle on the world while it drives one connection: it takes requests from the
@@ -186,6 +201,9 @@ impl<'a> Ledger<'a> {
     /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
     /// nothing from the budget or the schedule and was counted as started the first time.
     pub fn next_request(&self) -> Slot {
+        if self.conn.retiring(&self.shared.plan) {
+            return Slot::Done;
+        }
         let now = Instant::now();
         let retry = self.shared.retries.borrow_mut().pop_front();
         if let Some(Retry { start, .. }) = retry {
@@ -211,7 +229,7 @@ impl<'a> Ledger<'a> {
             },
             None => now,
         };
-        if !self.shared.budget.try_take() {
+        if !(self.conn.reserved.replace(false) || self.shared.budget.try_take()) {
             if let Some(pacer) = &self.shared.pacer {
                 pacer.over.notify_waiters();
             }
@@ -235,7 +253,8 @@ impl<'a> Ledger<'a> {
     /// Whether a request may still come: the budget is not spent or a request waits to be sent
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
     pub fn may_have_more(&self) -> bool {
-        self.shared.budget.has_more() || self.shared.has_retries()
+        (self.conn.reserved.get() || self.shared.budget.has_more() || self.shared.has_retries())
+            && !self.conn.retiring(&self.shared.plan)
     }
 
     /// Renders `template`, `part` of the request `start` (see [`Rng::for_request`]), into

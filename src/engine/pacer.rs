@@ -194,10 +194,7 @@ impl Pacer {
 
     /// Whether a request may be sent at `now`, and with which intended start.
     pub(super) fn due(&self, now: Instant) -> Due {
-        // A send time before the end is still due just after it (a late wake-up), not later.
-        if self.ends.is_some_and(|ends| {
-            now >= ends && (self.next.get() >= ends || now >= ends + LATE_AT_END)
-        }) {
+        if self.past_end(now) {
             return Due::Ended;
         }
         if let Source::Steered(steering) = &self.source {
@@ -224,6 +221,14 @@ impl Pacer {
         } else {
             Due::Now(next)
         }
+    }
+
+    /// Whether a timed schedule has ended at `now`: no send time is left before its end. A send
+    /// time before the end is still due just after it (a late wake-up), not later.
+    pub(crate) fn past_end(&self, now: Instant) -> bool {
+        self.ends.is_some_and(|ends| {
+            now >= ends && (self.next.get() >= ends || now >= ends + LATE_AT_END)
+        })
     }
 
     /// The send time `intended` (from [`Self::due`]) was taken: the schedule moves on.

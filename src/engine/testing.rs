@@ -53,6 +53,7 @@ pub(crate) fn world(argv: &[&str]) -> World {
             retries: RefCell::default(),
             first_slot: 0,
             plan: Arc::new(plan),
+            tls: None,
         },
         conn: ConnState::default(),
         templates,

@@ -135,6 +135,10 @@ pub struct TlsPlan {
     pub config: Arc<rustls::ClientConfig>,
     /// The name sent as SNI and verified against the certificate.
     pub server_name: ServerName<'static>,
+    /// `--tls-resume`: each thread keeps a session cache and resumes sessions from it.
+    pub resume: bool,
+    /// `--tls-early-data`: requests leave as TLS 1.3 early data on resumed connections.
+    pub early_data: bool,
 }
 
 /// When the run stops sending.
@@ -328,6 +332,11 @@ pub struct RunPlan {
     pub timeouts: Timeouts,
     /// How often a request the server never processed is sent again (`None`: `--no-retry`).
     pub max_retries: Option<u8>,
+    /// Requests a connection carries before it closes and its slot connects again
+    /// (`--requests-per-connection`; 1 with `--no-keepalive`); `None`: as many as it can.
+    pub requests_per_connection: Option<u64>,
+    /// `--no-keepalive`: HTTP/1.1 requests carry `Connection: close`.
+    pub no_keepalive: bool,
     /// HTTP/2 settings.
     pub h2: H2Settings,
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
@@ -564,8 +573,10 @@ pub fn build(
         authority: parsed.authority,
     };
 
+    let request = request_template(args, parsed.paths, &destination.authority)?;
+    check_tls_reuse(args, negotiation, &request)?;
     Ok(RunPlan {
-        request: request_template(args, parsed.paths, &destination.authority)?,
+        request,
         destination,
         negotiation,
         tls,
@@ -581,6 +592,10 @@ pub fn build(
             quic_idle: QUIC_IDLE_TIMEOUT,
         },
         max_retries: (!args.no_retry).then_some(args.max_retries),
+        requests_per_connection: args
+            .requests_per_connection
+            .or(args.no_keepalive.then_some(1)),
+        no_keepalive: args.no_keepalive,
         h2: H2Settings {
             stream_window: (1u32 << args.window_bits) - 1,
             connection_window: (1u32 << args.connection_window_bits) - 1,
@@ -978,6 +993,43 @@ fn choose_negotiation(
     })
 }
 
+/// `--tls-resume` and `--tls-early-data` need TLS over TCP; early data also needs a protocol known
+/// before the handshake ends (the requests leave before ALPN answers) and a method that is safe
+/// to replay (RFC 8470 §3: a server or an attacker may replay early data).
+fn check_tls_reuse(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    request: &RequestTemplate,
+) -> Result<()> {
+    let flag = match (args.tls_early_data, args.tls_resume) {
+        (true, _) => "--tls-early-data",
+        (false, true) => "--tls-resume",
+        (false, false) => return Ok(()),
+    };
+    match negotiation {
+        Negotiation::Direct(_) | Negotiation::H2cUpgrade => {
+            usage_bail!("{flag} resumes TLS sessions and needs an https:// URL")
+        }
+        Negotiation::Quic => usage_bail!(
+            "{flag} is not supported with --proto h3: quinn does not tell whether a QUIC handshake resumed"
+        ),
+        Negotiation::Alpn { require: None } if args.tls_early_data => usage_bail!(
+            "--tls-early-data needs --proto h1 or --proto h2: requests leave before ALPN settles the protocol"
+        ),
+        Negotiation::Alpn { .. } => {}
+    }
+    if args.tls_early_data && ![Method::GET, Method::HEAD].contains(&request.method) {
+        usage_bail!(
+            "--tls-early-data sends only GET or HEAD requests early (a server may replay early data), not {}",
+            request.method
+        );
+    }
+    if args.tls_early_data && args.unix_socket.is_some() {
+        usage_bail!("--tls-early-data is not supported with --unix-socket (TLS over TCP only)");
+    }
+    Ok(())
+}
+
 fn tls_plan(
     args: &LoadArgs,
     negotiation: Negotiation,
@@ -993,6 +1045,13 @@ fn tls_plan(
             },
         ) => vec![b"http/1.1".to_vec()],
         (None, Negotiation::Quic) => vec![b"h3".to_vec()],
+        // Early data goes out before ALPN answers: offer only the protocol it is written in.
+        (
+            None,
+            Negotiation::Alpn {
+                require: Some(Protocol::H2),
+            },
+        ) if args.tls_early_data => vec![b"h2".to_vec()],
         (None, _) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
     };
     if negotiation == Negotiation::Quic && !alpn.iter().any(|id| id == b"h3") {
@@ -1018,6 +1077,8 @@ fn tls_plan(
     Ok(TlsPlan {
         config,
         server_name: tls::server_name(args.sni.as_deref().unwrap_or(host))?,
+        resume: args.tls_resume || args.tls_early_data,
+        early_data: args.tls_early_data,
     })
 }
 
@@ -1462,6 +1523,17 @@ mod tests {
     #[test]
     fn unix_sockets_and_proxies_refuse_h3_and_each_other() {
         for (argv, says) in [
+            (
+                &[
+                    "--unix-socket",
+                    "/s",
+                    "--proto",
+                    "h2",
+                    "--tls-early-data",
+                    "https://localhost/",
+                ][..],
+                "not supported with --unix-socket",
+            ),
             (
                 &["--unix-socket", "/s", "--proto", "h3", "https://localhost/"][..],
                 "--proto h3 runs over UDP",

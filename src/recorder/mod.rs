@@ -3,6 +3,7 @@
 //! Each runner thread owns one [`Recorder`] and one [`WireMeter`]; nothing here is shared between
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 
+pub mod handshakes;
 pub mod hdr;
 pub mod paths;
 
@@ -14,6 +15,7 @@ use serde::Serialize;
 
 use crate::plan::{Protocol, TimelineInterval};
 use crate::runner::tls::TlsInfo;
+use handshakes::{Handshake, Handshakes};
 use hdr::new_histogram;
 
 /// A request started more than this long after its scheduled time counts as late (rate mode).
@@ -323,6 +325,10 @@ pub struct Recorder {
     pub checks: CheckTally,
     /// Connections established.
     pub connections_opened: u64,
+    /// Of those, the ones begun in the measured period (connections per second counts them).
+    pub connections_measured: u64,
+    /// TLS handshakes of the connections begun in the measured period, by kind (TLS runs).
+    pub handshakes: Option<Box<Handshakes>>,
     /// Connection attempts that failed.
     pub connections_failed: u64,
     /// Established connections that have ended (so `connections_opened` minus this are open).
@@ -376,6 +382,8 @@ impl Recorder {
             request_errors: [0; ErrorKind::ALL.len()],
             checks: CheckTally::default(),
             connections_opened: 0,
+            connections_measured: 0,
+            handshakes: None,
             connections_failed: 0,
             connections_ended: 0,
             connections_closed_by_client: 0,
@@ -415,6 +423,7 @@ impl Recorder {
     /// A connection for `slot` was established; `start..end` is its setup time.
     pub fn connected(&mut self, slot: usize, start: Instant, end: Instant) {
         self.connections_opened += 1;
+        self.connections_measured += u64::from(self.is_measured(start));
         self.connect.saturating_record(micros(end - start));
         self.clients[slot].began.get_or_insert(start);
     }
@@ -424,6 +433,16 @@ impl Recorder {
         self.proxy
             .get_or_insert_with(new_histogram)
             .saturating_record(micros(took));
+    }
+
+    /// The TLS handshake of a connection begun at `start` ended as `handshake` (counted when the
+    /// connection began in the measured period, like connections per second).
+    pub fn handshake(&mut self, start: std::time::Instant, handshake: Handshake) {
+        if self.is_measured(start) {
+            self.handshakes
+                .get_or_insert_with(Box::default)
+                .record(handshake);
+        }
     }
 
     /// A connection settled on `protocol`.
@@ -643,6 +662,12 @@ impl Recorder {
         }
         self.checks.add(other.checks);
         self.connections_opened += other.connections_opened;
+        self.connections_measured += other.connections_measured;
+        if let Some(theirs) = &other.handshakes {
+            self.handshakes
+                .get_or_insert_with(Box::default)
+                .merge(theirs);
+        }
         self.connections_failed += other.connections_failed;
         self.connections_ended += other.connections_ended;
         self.connections_closed_by_client += other.connections_closed_by_client;

@@ -126,18 +126,31 @@ fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
     sum
 }
 
-/// The proxy connect times of every part that went through a proxy, added; `None` if none did.
-fn merge_proxy_times(parts: &[Summary]) -> Result<Option<super::LatencySummary>> {
-    let mut times = parts.iter().filter_map(|part| part.latency.proxy.as_ref());
-    let Some(first) = times.next() else {
-        return Ok(None);
-    };
-    let mut sum = hdr::from_base64(&first.hdr)?;
-    for summary in times {
-        sum.add(hdr::from_base64(&summary.hdr)?)
-            .expect("histograms share bounds");
+/// Adds optional counts: present when any part has them.
+fn add_counts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
     }
-    Ok(Some(latency_summary(&sum)))
+}
+
+/// The parts' times of one optional distribution (a kind of TLS handshake, the proxy's
+/// CONNECT) added up: absent when no part has it.
+fn merge_optional_times(
+    parts: &[Summary],
+    pick: impl Fn(&super::Latencies) -> Option<&super::LatencySummary>,
+) -> Result<Option<super::LatencySummary>> {
+    let mut found = parts
+        .iter()
+        .filter_map(|part| pick(&part.latency))
+        .peekable();
+    if found.peek().is_none() {
+        return Ok(None);
+    }
+    let histograms = found
+        .map(|summary| hdr::from_base64(&summary.hdr))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(latency_summary(&add_all(histograms.into_iter()))))
 }
 
 /// One cell from the same cell of every run.
@@ -162,6 +175,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     let request = add_all(parts.iter().map(|part| part.histograms.request.clone()));
     let connect = add_all(parts.iter().map(|part| part.histograms.connect.clone()));
     let ttfb = add_all(parts.iter().map(|part| part.histograms.ttfb.clone()));
+    let handshake_full = merge_optional_times(&parts, |latency| latency.handshake_full.as_ref())?;
+    let handshake_resumed =
+        merge_optional_times(&parts, |latency| latency.handshake_resumed.as_ref())?;
     let service = parts
         .iter()
         .all(|part| part.histograms.service.is_some())
@@ -172,7 +188,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                     .filter_map(|part| part.histograms.service.clone()),
             )
         });
-    let proxy = merge_proxy_times(&parts)?;
+    let proxy = merge_optional_times(&parts, |latency| latency.proxy.as_ref())?;
     let timeline = merge_timelines(&parts)?;
     let rate = match parts
         .iter()
@@ -248,6 +264,16 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         merged.connections.opened += part.connections.opened;
         merged.connections.failed += part.connections.failed;
         merged.connections.closed_by_client += part.connections.closed_by_client;
+        let (mine, theirs) = (&mut merged.connections, &part.connections);
+        mine.measured += theirs.measured;
+        for (mine, theirs) in [
+            (&mut mine.resumed_handshakes, theirs.resumed_handshakes),
+            (&mut mine.full_handshakes, theirs.full_handshakes),
+            (&mut mine.early_data_accepted, theirs.early_data_accepted),
+            (&mut mine.early_data_rejected, theirs.early_data_rejected),
+        ] {
+            *mine = add_counts(*mine, theirs);
+        }
         for (protocol, count) in part.protocol.connections {
             *merged.protocol.connections.entry(protocol).or_default() += count;
         }
@@ -290,6 +316,9 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
     );
     merged.latency.request = latency_summary(&request);
     merged.latency.connect = latency_summary(&connect);
+    merged.latency.handshake_full = handshake_full;
+    merged.latency.handshake_resumed = handshake_resumed;
+    merged.connections.per_s = per_second(merged.connections.measured);
     merged.latency.ttfb = latency_summary(&ttfb);
     merged.latency.service = service.as_ref().map(latency_summary);
     merged.latency.proxy = proxy;

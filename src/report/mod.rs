@@ -19,7 +19,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
-use crate::plan::{H2Settings, RunPlan, StopRule, TimelineInterval};
+use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
+use crate::recorder::handshakes;
 use crate::recorder::hdr;
 use crate::recorder::{RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
@@ -606,6 +607,19 @@ pub struct Settings {
     /// draws random numbers: give it to `--seed` to repeat the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Requests per connection before it closes and another opens (`--requests-per-connection`,
+    /// 1 with `--no-keepalive`; null: as many as it can carry).
+    #[serde(default)]
+    pub requests_per_connection: Option<u64>,
+    /// `--no-keepalive`: HTTP/1.1 requests carried `Connection: close`.
+    #[serde(default)]
+    pub no_keepalive: bool,
+    /// `--tls-resume` (or `--tls-early-data`): connections resumed TLS sessions.
+    #[serde(default)]
+    pub tls_resume: bool,
+    /// `--tls-early-data`: requests left as TLS 1.3 early data on resumed connections.
+    #[serde(default)]
+    pub tls_early_data: bool,
 }
 
 /// A `--stages` ramp, as the JSON report shows it.
@@ -722,6 +736,25 @@ pub struct Connections {
     /// request timeout), so not the server.
     #[serde(default)]
     pub closed_by_client: u64,
+    /// Connections begun in the measured period (warm-up left out).
+    #[serde(default)]
+    pub measured: u64,
+    /// `measured` per second of the measured period.
+    #[serde(default)]
+    pub per_s: f64,
+    /// Of the measured TLS connections, those that resumed a session (null for cleartext).
+    #[serde(default)]
+    pub resumed_handshakes: Option<u64>,
+    /// Of the measured TLS connections, those with a full handshake (null for cleartext).
+    #[serde(default)]
+    pub full_handshakes: Option<u64>,
+    /// Connections whose early data the server accepted (null without `--tls-early-data`).
+    #[serde(default)]
+    pub early_data_accepted: Option<u64>,
+    /// Connections whose early data the server rejected: their requests went again after the
+    /// handshake, each counted once (null without `--tls-early-data`).
+    #[serde(default)]
+    pub early_data_rejected: Option<u64>,
 }
 
 /// The latency distributions, in microseconds.
@@ -739,6 +772,13 @@ pub struct Latencies {
     pub proxy: Option<LatencySummary>,
     /// Request sent to first response byte.
     pub ttfb: LatencySummary,
+    /// TLS handshake time of full handshakes: TCP connect start to TLS established (null for
+    /// cleartext).
+    #[serde(default)]
+    pub handshake_full: Option<LatencySummary>,
+    /// TLS handshake time of resumed handshakes, measured the same way (null for cleartext).
+    #[serde(default)]
+    pub handshake_resumed: Option<LatencySummary>,
 }
 
 /// Percentiles reported for each distribution.
@@ -833,6 +873,11 @@ impl Summary {
                 Some(warm_up.as_secs_f64()),
             ),
         };
+        // TLS runs count handshakes by kind (none at all when no connection got through).
+        let empty = handshakes::Handshakes::default();
+        let handshakes = (plan.tls.is_some() && plan.negotiation != Negotiation::Quic)
+            .then(|| recorder.handshakes.as_deref().unwrap_or(&empty));
+        let early_data = plan.tls.as_ref().is_some_and(|tls| tls.early_data);
         let timeouts = plan.timeouts;
         let timeouts_s = [
             ("connect", timeouts.connect),
@@ -878,6 +923,10 @@ impl Summary {
                 input_file: plan.destination.input_file.clone(),
                 urls_random: plan.request.random_paths,
                 seed: plan.request.draws_random().then_some(plan.seed),
+                requests_per_connection: plan.requests_per_connection,
+                no_keepalive: plan.no_keepalive,
+                tls_resume: plan.tls.as_ref().is_some_and(|tls| tls.resume),
+                tls_early_data: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
             },
             protocol: ProtocolInfo {
                 negotiated: recorder
@@ -935,6 +984,14 @@ impl Summary {
                 opened: recorder.connections_opened,
                 failed: recorder.connections_failed,
                 closed_by_client: recorder.connections_closed_by_client,
+                measured: recorder.connections_measured,
+                per_s: per_second(recorder.connections_measured),
+                resumed_handshakes: handshakes.map(|h| h.resumed.len()),
+                full_handshakes: handshakes.map(|h| h.full.len()),
+                early_data_accepted: early_data
+                    .then(|| handshakes.map_or(0, |h| h.early_data_accepted)),
+                early_data_rejected: early_data
+                    .then(|| handshakes.map_or(0, |h| h.early_data_rejected)),
             },
             latency: Latencies {
                 request: latency_summary(&recorder.request),
@@ -942,6 +999,8 @@ impl Summary {
                 connect: latency_summary(&recorder.connect),
                 proxy: recorder.proxy.as_ref().map(latency_summary),
                 ttfb: latency_summary(&recorder.ttfb),
+                handshake_full: handshakes.map(|h| latency_summary(&h.full)),
+                handshake_resumed: handshakes.map(|h| latency_summary(&h.resumed)),
             },
             requests_per_client_per_s: spread_of(&recorder.client_rates()),
             first_error: recorder.first_error.clone(),

@@ -57,9 +57,13 @@ pub fn cell(summary: &Summary) -> Vec<String> {
     {
         let by_client = summary.connections.closed_by_client.min(reconnections);
         let by_server = reconnections - by_client;
-        let why = match (by_client, by_server) {
-            (0, _) => "the server closed them or they failed".to_owned(),
-            (_, 0) => "the client closed them itself when one of its timeouts ran out: -T, -N or --request-timeout; not the server".to_owned(),
+        let why = match (summary.settings.requests_per_connection, by_client, by_server) {
+            (Some(limit), _, _) => format!(
+                "each after at most {} by --requests-per-connection, or when the server closed them or they failed",
+                counted(limit, "request")
+            ),
+            (None, 0, _) => "the server closed them or they failed".to_owned(),
+            (None, _, 0) => "the client closed them itself when one of its timeouts ran out: -T, -N or --request-timeout; not the server".to_owned(),
             _ => format!(
                 "{by_client} closed by the client itself on a timeout, {by_server} by the server or a failure"
             ),

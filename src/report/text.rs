@@ -122,6 +122,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         "connections: {} opened, {} failed",
         s.connections.opened, s.connections.failed
     )?;
+    write_lifecycle(out, s)?;
     writeln!(
         out,
         "                     min         max         mean         sd        +/- sd"
@@ -299,7 +300,48 @@ fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
         rows.push(("time for proxy  :", proxy));
     }
     rows.push(("time to 1st byte:", &latency.ttfb));
+    if s.settings.tls_resume {
+        let kinds = [
+            ("full handshake  :", &latency.handshake_full),
+            ("resumption      :", &latency.handshake_resumed),
+        ];
+        rows.extend(
+            kinds
+                .into_iter()
+                .filter_map(|(label, summary)| Some((label, summary.as_ref()?))),
+        );
+    }
     rows
+}
+
+/// With connection churn or TLS resumption: connections per second and how the TLS handshakes
+/// went (the connections begun in the measured period).
+fn write_lifecycle(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let connections = &s.connections;
+    if s.settings.requests_per_connection.is_none() && !s.settings.tls_resume {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "connections per second: {:.2} ({} begun in the measured period)",
+        connections.per_s, connections.measured
+    )?;
+    if let (Some(resumed), Some(full)) =
+        (connections.resumed_handshakes, connections.full_handshakes)
+    {
+        write!(out, "TLS handshakes: {resumed} resumed, {full} full")?;
+        if let (Some(accepted), Some(rejected)) = (
+            connections.early_data_accepted,
+            connections.early_data_rejected,
+        ) {
+            write!(
+                out,
+                "; early data: {accepted} accepted, {rejected} rejected"
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::fmt::Result {

@@ -34,9 +34,11 @@ use crate::observe::request_log::{LogFile, RequestLog};
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
 use crate::plan::{Negotiation, Protocol, RunPlan, StopRule};
+use crate::recorder::handshakes::Handshake;
+use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
-use net::TappedIo;
+use net::{Established, TappedIo, Transport};
 use quinn::VarInt;
 use signals::Signal;
 pub use steer::{steer, Steered};
@@ -420,6 +422,11 @@ impl Worker {
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
             first_slot,
+            tls: self
+                .plan
+                .tls
+                .as_ref()
+                .map(|plan| tls::thread_plan(plan, self.slots)),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();
@@ -559,17 +566,26 @@ async fn run_slot(
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     while shared.budget.has_more() || shared.has_retries() {
+        let Some(reserved) = reserve_first(&shared) else {
+            return;
+        };
         let began = Instant::now();
-        let connected =
-            net::establish(&plan.destination.route, plan.tls.as_ref(), timeouts.connect)
-                .await
-                .and_then(|established| {
-                    let protocol = pick_protocol(plan.negotiation, established.tls.as_ref())?;
-                    Ok((established, protocol))
-                });
+        let connected = net::establish(
+            &plan.destination.route,
+            shared.tls.as_ref(),
+            timeouts.connect,
+        )
+        .await
+        .and_then(|established| {
+            let protocol = connection_protocol(&established, plan.negotiation)?;
+            Ok((established, protocol))
+        });
         let (established, protocol) = match connected {
             Ok(connected) => connected,
             Err(failure) => {
+                if reserved {
+                    shared.budget.give_back();
+                }
                 shared
                     .recorder
                     .borrow_mut()
@@ -577,6 +593,7 @@ async fn run_slot(
                 return;
             }
         };
+        let connected = Instant::now();
         if let Some(took) = established.proxy_time {
             shared.recorder.borrow_mut().proxy_connected(took);
         }
@@ -584,15 +601,16 @@ async fn run_slot(
             &shared,
             tracer.as_ref(),
             slot,
-            began,
+            began..connected,
             established.tls,
             protocol,
         );
-        let io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
+        conn.reserved.set(reserved);
+        let mut io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
         let limits = conn_limits(&plan, began);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = driver::drive(
-            io,
+            &mut io,
             &templates,
             protocol,
             ledger,
@@ -601,26 +619,84 @@ async fn run_slot(
             &*timer,
         )
         .await;
+        if let Some(outcome) = io.get_ref().tls_outcome() {
+            let mut recorder = shared.recorder.borrow_mut();
+            let handshake = Handshake {
+                resumed: outcome.resumed,
+                early_data: outcome.early_data,
+                time: outcome.settled.unwrap_or(connected) - began,
+            };
+            recorder.handshake(began, handshake);
+            if let Some(info) = outcome.late_info {
+                recorder.note_tls(info);
+            }
+        }
         shared.recorder.borrow_mut().connection_ended();
-        // A connection that was lost before carrying a single request would be lost again: give up.
-        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
+        if slot_done(&shared, &conn, end) {
             return;
         }
     }
 }
 
-/// Records an established connection (connect time, TLS, protocol) and starts its state and
+/// The protocol an established connection speaks ([`pick_protocol`]). Early data leaves before
+/// ALPN answers: in the protocol asked for (the plan then offers only its ALPN id).
+fn connection_protocol(
+    established: &Established,
+    negotiation: Negotiation,
+) -> Result<Option<Protocol>, Failure> {
+    match (&established.transport, negotiation) {
+        (
+            Transport::EarlyTls(_),
+            Negotiation::Alpn {
+                require: Some(required),
+            },
+        ) => Ok(Some(required)),
+        _ => pick_protocol(negotiation, established.tls.as_ref()),
+    }
+}
+
+/// With `--requests-per-connection`, a slot takes its connection's first request from the
+/// budget before connecting, so that no connection opens for nothing at the end of a counted run
+/// (`-n` requests take exactly `-n / N` connections). `None`: nothing is left to connect for;
+/// `Some(reserved)`: connect, with or without a request taken.
+fn reserve_first(shared: &ThreadShared) -> Option<bool> {
+    if shared.plan.requests_per_connection.is_none() {
+        return Some(false);
+    }
+    // A ramp's end stops its schedule, not the budget: a connection opened now would carry nothing.
+    if (shared.pacer.as_ref()).is_some_and(|pacer| pacer.past_end(Instant::now())) {
+        return None;
+    }
+    let reserved = shared.budget.try_take();
+    (reserved || shared.has_retries()).then_some(reserved)
+}
+
+/// Whether a slot whose connection ended with `end` stops: its work is done (a connection
+/// retired by `--requests-per-connection` is replaced while work remains), or the connection was
+/// lost before carrying a single request and would be lost again.
+fn slot_done(shared: &ThreadShared, conn: &ConnState, end: ConnEnd) -> bool {
+    if conn.reserved.get() {
+        shared.budget.give_back();
+    }
+    let retired = conn.retiring(&shared.plan);
+    (end == ConnEnd::Finished && !retired && !shared.has_retries()) || conn.requests.get() == 0
+}
+
+/// Records an established connection (its setup time, TLS, protocol) and starts its state and
 /// its `-v` trace, if it is among the traced ones.
 fn on_connected(
     shared: &ThreadShared,
     tracer: Option<&Arc<Tracer>>,
     slot: usize,
-    began: Instant,
+    setup: std::ops::Range<Instant>,
     tls: Option<TlsInfo>,
     protocol: Option<Protocol>,
 ) -> (ConnState, Option<ConnTrace>) {
     let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
-    let connected = Instant::now();
+    let std::ops::Range {
+        start: began,
+        end: connected,
+    } = setup;
     let trace =
         tracer.and_then(|tracer| tracer.connected(id, connected - began, tls.as_ref(), protocol));
     let mut recorder = shared.recorder.borrow_mut();
@@ -662,10 +738,16 @@ async fn run_quic_slot(
 ) {
     let plan = shared.plan.clone();
     while shared.budget.has_more() || shared.has_retries() {
+        let Some(reserved) = reserve_first(&shared) else {
+            return;
+        };
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,
             Err(failure) => {
+                if reserved {
+                    shared.budget.give_back();
+                }
                 shared
                     .recorder
                     .borrow_mut()
@@ -678,10 +760,11 @@ async fn run_quic_slot(
             &shared,
             tracer.as_ref(),
             slot,
-            began,
+            began..Instant::now(),
             Some(tls),
             Some(Protocol::H3),
         );
+        conn.reserved.set(reserved);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = h3::drive(
             connection,
@@ -693,8 +776,7 @@ async fn run_quic_slot(
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        // A connection that was lost before carrying a single request would be lost again: give up.
-        if (end == ConnEnd::Finished && !shared.has_retries()) || conn.requests.get() == 0 {
+        if slot_done(&shared, &conn, end) {
             return;
         }
     }

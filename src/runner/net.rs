@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -30,13 +30,72 @@ pub enum Transport {
     Unix(UnixStream),
     /// TLS on a unix socket.
     UnixTls(Box<TlsStream<UnixStream>>),
+    /// TLS whose handshake goes on while requests leave as early data (`--tls-early-data`).
+    EarlyTls(Box<EarlyTls>),
+}
+
+/// A TLS stream sending early data: tokio-rustls finishes the handshake (and sends again what
+/// the server rejected) only when flushed, and reads nothing until then, so a read flushes first.
+pub struct EarlyTls {
+    stream: TlsStream<TcpStream>,
+    /// When the handshake ended (`None`: still under way).
+    settled: Option<Instant>,
+}
+
+/// What the TLS handshake of a connection came to, read when the connection is over.
+#[derive(Debug)]
+pub struct TlsOutcome {
+    /// It resumed a session.
+    pub resumed: bool,
+    /// Whether the server accepted the early data sent (`None`: none was sent).
+    pub early_data: Option<bool>,
+    /// When the handshake ended, if after the connection was handed over (early data).
+    pub settled: Option<Instant>,
+    /// What it negotiated, for a connection handed over before the handshake ended.
+    pub late_info: Option<TlsInfo>,
+}
+
+impl TlsOutcome {
+    /// The outcome of a handshake that ended before the connection was handed over.
+    fn settled(resumed: bool) -> Self {
+        TlsOutcome {
+            resumed,
+            early_data: None,
+            settled: None,
+            late_info: None,
+        }
+    }
+}
+
+impl Transport {
+    /// What the TLS handshake came to: `None` for cleartext, or when it never ended.
+    pub fn tls_outcome(&self) -> Option<TlsOutcome> {
+        let resumed = |session: &rustls::ClientConnection| {
+            session.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+        };
+        match self {
+            Transport::Tcp(_) | Transport::Unix(_) => None,
+            Transport::Tls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
+            Transport::UnixTls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
+            Transport::EarlyTls(early) => {
+                let session = early.stream.get_ref().1;
+                early.settled.map(|settled| TlsOutcome {
+                    resumed: resumed(session),
+                    early_data: Some(session.is_early_data_accepted()),
+                    settled: Some(settled),
+                    late_info: Some(TlsInfo::of(session)),
+                })
+            }
+        }
+    }
 }
 
 /// A connection ready for an engine, with what its TLS handshake negotiated.
 pub struct Established {
     /// The byte stream.
     pub transport: Transport,
-    /// The TLS session's parameters (None for cleartext).
+    /// The TLS session's parameters (None for cleartext, and while early data leaves: the
+    /// handshake has not ended).
     pub tls: Option<TlsInfo>,
     /// Through a proxy: how long the TCP connection to it and its answer to `CONNECT` took.
     pub proxy_time: Option<Duration>,
@@ -68,7 +127,8 @@ pub async fn establish(
                         proxy_time: None,
                     },
                     Some(tls) => {
-                        let stream = handshake(stream, tls, route).await?;
+                        // No early data on unix sockets (the plan refuses the pair).
+                        let stream = handshake(stream, tls, route, false).await?;
                         Established {
                             tls: Some(TlsInfo::of(stream.get_ref().1)),
                             transport: Transport::UnixTls(Box::new(stream)),
@@ -127,7 +187,18 @@ async fn over_tcp(
             proxy_time,
         });
     };
-    let stream = handshake(stream, tls, route).await?;
+    let stream = handshake(stream, tls, route, tls.early_data).await?;
+    // Early data: tokio-rustls hands the stream over at once, the handshake still going.
+    if stream.get_ref().1.is_handshaking() {
+        return Ok(Established {
+            tls: None,
+            transport: Transport::EarlyTls(Box::new(EarlyTls {
+                stream,
+                settled: None,
+            })),
+            proxy_time,
+        });
+    }
     Ok(Established {
         tls: Some(TlsInfo::of(stream.get_ref().1)),
         transport: Transport::Tls(Box::new(stream)),
@@ -135,13 +206,16 @@ async fn over_tcp(
     })
 }
 
-/// The TLS handshake over `stream`, whose `route` names the server in errors.
+/// The TLS handshake over `stream`, whose `route` names the server in errors. With
+/// `early_data`, a resumed session's stream is handed over before the handshake ends.
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     tls: &TlsPlan,
     route: &Route,
+    early_data: bool,
 ) -> Result<TlsStream<S>, Failure> {
     TlsConnector::from(tls.config.clone())
+        .early_data(early_data)
         .connect(tls.server_name.clone(), stream)
         .await
         .map_err(|error| {
@@ -186,6 +260,10 @@ macro_rules! delegate {
             Transport::Tls($stream) => $call,
             Transport::Unix($stream) => $call,
             Transport::UnixTls($stream) => $call,
+            Transport::EarlyTls(early) => {
+                let $stream = &mut early.stream;
+                $call
+            }
         }
     };
 }
@@ -196,7 +274,19 @@ impl AsyncRead for Transport {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        delegate!(self, stream => Pin::new(stream).poll_read(cx, buf))
+        match self.get_mut() {
+            Transport::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::Unix(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::UnixTls(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::EarlyTls(early) => {
+                if early.settled.is_none() {
+                    ready!(Pin::new(&mut early.stream).poll_flush(cx))?;
+                    early.settled = Some(Instant::now());
+                }
+                Pin::new(&mut early.stream).poll_read(cx, buf)
+            }
+        }
     }
 }
 
@@ -223,6 +313,7 @@ impl AsyncWrite for Transport {
             Transport::Tls(stream) => stream.is_write_vectored(),
             Transport::Unix(stream) => stream.is_write_vectored(),
             Transport::UnixTls(stream) => stream.is_write_vectored(),
+            Transport::EarlyTls(early) => early.stream.is_write_vectored(),
         }
     }
 
@@ -244,6 +335,11 @@ pub struct TappedIo<S> {
 }
 
 impl<S> TappedIo<S> {
+    /// The wrapped stream.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
     /// Wraps `inner`.
     pub fn new(inner: S, meter: Rc<WireMeter>) -> Self {
         TappedIo {

@@ -12,6 +12,7 @@ mod docs;
 mod faults;
 mod h3;
 mod hostile;
+mod lifecycle;
 mod load;
 mod metrics;
 mod peers;

@@ -1,0 +1,312 @@
+//! Connection lifecycle: churn (`--requests-per-connection`, `--no-keepalive`) with exact counts on
+//! every protocol, TLS session resumption (`--tls-resume`) against Caddy and early data
+//! (`--tls-early-data`) against nghttpx, from the test bed.
+
+use crate::common::{assert_clean, assert_usage_error, h2load_rs, url, Run};
+use crate::testbed::testbed_running;
+
+const CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
+
+/// Caddy (TLS 1.3, session tickets that never allow early data), by its certificate's name.
+const CADDY: &str = "https://localhost:19843/ping";
+/// nghttpx (accepts up to 16 KiB of early data by default) in front of nginx.
+const NGHTTPX: &str = "https://localhost:19743/ping";
+
+fn tls(args: &[&str], url: &str, connect_to: &str) -> Run {
+    let mut full = args.to_vec();
+    full.extend(["--cacert", CA, "--connect-to", connect_to, url]);
+    h2load_rs(&full)
+}
+
+#[test]
+fn one_request_per_connection_opens_a_connection_per_request() {
+    let target = url("/ping");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--requests-per-connection",
+        "1",
+        &target,
+    ]);
+    assert_clean(&run, "h1 N=1", 400);
+    assert_eq!(run.int("connections/opened"), 400);
+    assert_eq!(run.int("connections/measured"), 400);
+    assert_eq!(run.int("connections/failed"), 0);
+    assert_eq!(run.int("settings/requests_per_connection"), 1);
+    let per_s = run.num("connections/per_s");
+    let expected = 400.0 / run.num("elapsed_s");
+    assert!(
+        (per_s - expected).abs() < expected * 1e-9,
+        "{per_s} vs {expected}"
+    );
+    // Cleartext: no TLS handshakes to count.
+    assert!(run.cell()["connections"]["resumed_handshakes"].is_null());
+    assert!(run.cell()["latency"]["handshake_full"].is_null());
+    assert!(run.output.stdout.contains("connections per second: "));
+}
+
+/// N > 1: every connection carries N requests but the last of each slot, which may carry fewer.
+fn assert_churn(run: &Run, name: &str, n: u64, per_connection: u64, slots: u64) {
+    assert_clean(run, name, n);
+    let opened = run.int("connections/opened");
+    assert!(
+        (n / per_connection..=n / per_connection + slots).contains(&opened),
+        "{name}: {opened} connections for {n} requests at {per_connection} per connection"
+    );
+}
+
+#[test]
+fn pipelined_h1_and_h2c_connections_carry_n_requests_each() {
+    let target = url("/ping");
+    for (name, proto) in [
+        ("h1 pipelined", "h1"),
+        ("h2c", "h2c"),
+        ("h2c-upgrade", "h2c-upgrade"),
+    ] {
+        let run = h2load_rs(&[
+            "--proto",
+            proto,
+            "-c",
+            "4",
+            "-m",
+            "4",
+            "-n",
+            "400",
+            "--requests-per-connection",
+            "10",
+            &target,
+        ]);
+        assert_churn(&run, name, 400, 10, 4);
+    }
+}
+
+#[test]
+fn h3_connections_carry_n_requests_each() {
+    let target = crate::h3::url("/ping");
+    let run = h2load_rs(&[
+        "--proto",
+        "h3",
+        "--cacert",
+        CA,
+        "-c",
+        "2",
+        "-m",
+        "4",
+        "-n",
+        "200",
+        "--requests-per-connection",
+        "10",
+        &target,
+    ]);
+    assert_churn(&run, "h3", 200, 10, 2);
+    // quinn does not tell resumed handshakes from full ones.
+    assert!(run.cell()["connections"]["full_handshakes"].is_null());
+}
+
+#[test]
+fn paced_and_timed_churn_counts_every_request_once() {
+    let target = url("/ping");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "2",
+        "-D",
+        "1s",
+        "--rate",
+        "300",
+        "--requests-per-connection",
+        "3",
+        &target,
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let started = run.int("requests/started");
+    assert!((250..=350).contains(&started), "{started} requests");
+    assert_eq!(run.int("requests/succeeded"), started);
+    assert_eq!(run.int("requests/errored"), 0);
+    let opened = run.int("connections/opened");
+    assert!(
+        (started.div_ceil(3)..=started.div_ceil(3) + 2).contains(&opened),
+        "{opened} connections for {started} requests"
+    );
+}
+
+#[test]
+fn warm_up_connections_are_not_counted_per_second() {
+    let target = url("/ping");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "2",
+        "-D",
+        "500ms",
+        "--warm-up-time",
+        "300ms",
+        "--no-keepalive",
+        &target,
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let started = run.int("requests/started");
+    let measured = run.int("connections/measured");
+    // One request per connection: a connection begun just before the measured period may carry
+    // one of its requests (one per slot).
+    assert!(
+        measured <= started && measured + 2 >= started,
+        "{measured} measured connections for {started} measured requests"
+    );
+    assert!(run.int("connections/opened") > measured + 10);
+    assert_eq!(run.int("requests/succeeded"), started);
+}
+
+#[test]
+fn no_keepalive_closes_every_http1_connection_at_the_server() {
+    if !testbed_running() {
+        return;
+    }
+    // nginx closes after answering a `Connection: close` request.
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "-n",
+        "200",
+        "--no-keepalive",
+        "http://127.0.0.1:19180/ping",
+    ]);
+    assert_clean(&run, "nginx --no-keepalive", 200);
+    assert_eq!(run.int("connections/opened"), 200);
+    assert!(run.cell()["settings"]["no_keepalive"].as_bool().unwrap());
+    assert!(run.cell()["settings"]["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|header| !header.as_str().unwrap().contains("connection")));
+}
+
+#[test]
+fn tls_resumption_against_caddy_is_counted_and_timed() {
+    if !testbed_running() {
+        return;
+    }
+    let args = [
+        "--proto",
+        "h2",
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "--requests-per-connection",
+        "1",
+    ];
+    let mut resumed_args = args.to_vec();
+    resumed_args.push("--tls-resume");
+    let run = tls(&resumed_args, CADDY, "127.0.0.1:19843");
+    assert_clean(&run, "caddy --tls-resume", 200);
+    let (resumed, full) = (
+        run.int("connections/resumed_handshakes"),
+        run.int("connections/full_handshakes"),
+    );
+    assert!(resumed >= 150, "{resumed} resumed, {full} full");
+    // Caddy's ticket arrives before its response: only each slot's first handshake is full.
+    assert_eq!(full, 2, "{resumed} resumed, {full} full");
+    assert_eq!(resumed + full, run.int("connections/opened"));
+    assert_eq!(run.int("connections/opened"), 200);
+    assert_eq!(run.int("latency/handshake_resumed/count"), resumed);
+    assert_eq!(run.int("latency/handshake_full/count"), full);
+    assert!(run.cell()["connections"]["early_data_accepted"].is_null());
+    assert!(run
+        .output
+        .stdout
+        .contains(&format!("TLS handshakes: {resumed} resumed, {full} full")));
+
+    let run = tls(&args, CADDY, "127.0.0.1:19843");
+    assert_clean(&run, "caddy without --tls-resume", 200);
+    assert_eq!(run.int("connections/resumed_handshakes"), 0);
+    assert_eq!(run.int("connections/full_handshakes"), 200);
+}
+
+#[test]
+fn many_connections_of_a_thread_find_a_ticket_each() {
+    if !testbed_running() {
+        return;
+    }
+    // rustls's own cache keeps 8 TLS 1.3 tickets per server: 20 connections opening at once then
+    // found none now and then (55 full handshakes in 2000 here, not 20).
+    let run = tls(
+        &[
+            "--proto",
+            "h1",
+            "-c",
+            "20",
+            "-n",
+            "1000",
+            "--requests-per-connection",
+            "1",
+            "--tls-resume",
+        ],
+        NGHTTPX,
+        "127.0.0.1:19743",
+    );
+    assert_clean(&run, "nghttpx -c 20 --tls-resume", 1000);
+    assert_eq!(run.int("connections/full_handshakes"), 20);
+    assert_eq!(run.int("connections/resumed_handshakes"), 980);
+}
+
+#[test]
+fn early_data_against_nghttpx_is_accepted_and_counts_stay_exact() {
+    if !testbed_running() {
+        return;
+    }
+    for proto in ["h1", "h2"] {
+        let run = tls(
+            &[
+                "--proto",
+                proto,
+                "-c",
+                "2",
+                "-n",
+                "100",
+                "--requests-per-connection",
+                "1",
+                "--tls-early-data",
+            ],
+            NGHTTPX,
+            "127.0.0.1:19743",
+        );
+        assert_clean(&run, proto, 100);
+        assert_eq!(run.int("connections/opened"), 100);
+        let accepted = run.int("connections/early_data_accepted");
+        let resumed = run.int("connections/resumed_handshakes");
+        assert!(accepted >= 90, "{proto}: {accepted} accepted");
+        assert!(accepted <= resumed, "{proto}: {accepted} > {resumed}");
+        assert_eq!(run.int("connections/early_data_rejected"), 0);
+        assert_eq!(resumed + run.int("connections/full_handshakes"), 100);
+    }
+}
+
+#[test]
+fn session_reuse_needs_tls_over_tcp_and_safe_methods() {
+    let target = url("/ping");
+    assert_usage_error(&["--tls-resume", &target], "needs an https:// URL");
+    assert_usage_error(
+        &["--tls-early-data", "--proto", "h3", "https://127.0.0.1:9/"],
+        "not supported with --proto h3",
+    );
+    assert_usage_error(
+        &["--tls-early-data", "https://127.0.0.1:9/"],
+        "needs --proto h1 or --proto h2",
+    );
+    assert_usage_error(
+        &[
+            "--tls-early-data",
+            "--proto",
+            "h1",
+            "--method",
+            "POST",
+            "https://127.0.0.1:9/",
+        ],
+        "only GET or HEAD",
+    );
+}
