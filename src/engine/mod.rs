@@ -13,6 +13,7 @@ pub(crate) mod h3;
 mod outgoing;
 pub(crate) mod pacer;
 mod render;
+pub(crate) mod reserve;
 pub(crate) mod session;
 pub(crate) mod testing;
 mod upgrade;
@@ -170,6 +171,9 @@ pub struct ConnState {
     /// A request taken from the budget for this connection before it opened
     /// (`--requests-per-connection`), not sent yet: its first request uses it.
     pub reserved: Cell<bool>,
+    /// The send time taken from the schedule for that request before connecting (`--rate` with
+    /// churn, see [`reserve`]): its intended start.
+    pub scheduled: Cell<Option<Instant>>,
 }
 
 impl ConnState {
@@ -217,8 +221,10 @@ impl<'a> Ledger<'a> {
             }
             return Slot::Now(start);
         }
-        let intended = match &self.shared.pacer {
-            Some(pacer) => match pacer.due(now) {
+        let scheduled = self.conn.scheduled.take();
+        let intended = match (scheduled, &self.shared.pacer) {
+            (Some(intended), _) => intended,
+            (None, Some(pacer)) => match pacer.due(now) {
                 Due::Now(intended) => intended,
                 Due::Wait => return Slot::At(pacer.come_back_at(&self.conn.come_back_at)),
                 Due::Recheck(at) => return Slot::At(at),
@@ -227,7 +233,7 @@ impl<'a> Ledger<'a> {
                     return Slot::Done;
                 }
             },
-            None => now,
+            (None, None) => now,
         };
         if !(self.conn.reserved.replace(false) || self.shared.budget.try_take()) {
             if let Some(pacer) = &self.shared.pacer {
@@ -235,7 +241,7 @@ impl<'a> Ledger<'a> {
             }
             return Slot::Done;
         }
-        if let Some(pacer) = &self.shared.pacer {
+        if let Some(pacer) = self.shared.pacer.as_ref().filter(|_| scheduled.is_none()) {
             pacer.taken(intended);
         }
         let mut start = RequestStart::first(intended, now, self.next_sequence());

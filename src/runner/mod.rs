@@ -565,8 +565,9 @@ async fn run_slot(
     }
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
+    let told = Cell::new(None);
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = reserve_first(&shared) else {
+        let Some(reserved) = shared.reserve_first(&*timer, &told).await else {
             return;
         };
         let began = Instant::now();
@@ -583,7 +584,7 @@ async fn run_slot(
         let (established, protocol) = match connected {
             Ok(connected) => connected,
             Err(failure) => {
-                if reserved {
+                if reserved.taken {
                     shared.budget.give_back();
                 }
                 shared
@@ -605,7 +606,8 @@ async fn run_slot(
             established.tls,
             protocol,
         );
-        conn.reserved.set(reserved);
+        conn.reserved.set(reserved.taken);
+        conn.scheduled.set(reserved.scheduled);
         let mut io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
         let limits = conn_limits(&plan, began);
         let ledger = Ledger::new(&shared, &conn, slot);
@@ -653,22 +655,6 @@ fn connection_protocol(
         ) => Ok(Some(required)),
         _ => pick_protocol(negotiation, established.tls.as_ref()),
     }
-}
-
-/// With `--requests-per-connection`, a slot takes its connection's first request from the
-/// budget before connecting, so that no connection opens for nothing at the end of a counted run
-/// (`-n` requests take exactly `-n / N` connections). `None`: nothing is left to connect for;
-/// `Some(reserved)`: connect, with or without a request taken.
-fn reserve_first(shared: &ThreadShared) -> Option<bool> {
-    if shared.plan.requests_per_connection.is_none() {
-        return Some(false);
-    }
-    // A ramp's end stops its schedule, not the budget: a connection opened now would carry nothing.
-    if (shared.pacer.as_ref()).is_some_and(|pacer| pacer.past_end(Instant::now())) {
-        return None;
-    }
-    let reserved = shared.budget.try_take();
-    (reserved || shared.has_retries()).then_some(reserved)
 }
 
 /// Whether a slot whose connection ended with `end` stops: its work is done (a connection
@@ -737,15 +723,16 @@ async fn run_quic_slot(
     tracer: Option<Arc<Tracer>>,
 ) {
     let plan = shared.plan.clone();
+    let told = Cell::new(None);
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = reserve_first(&shared) else {
+        let Some(reserved) = shared.reserve_first(&*timer, &told).await else {
             return;
         };
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,
             Err(failure) => {
-                if reserved {
+                if reserved.taken {
                     shared.budget.give_back();
                 }
                 shared
@@ -764,7 +751,8 @@ async fn run_quic_slot(
             Some(tls),
             Some(Protocol::H3),
         );
-        conn.reserved.set(reserved);
+        conn.reserved.set(reserved.taken);
+        conn.scheduled.set(reserved.scheduled);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = h3::drive(
             connection,

@@ -134,6 +134,49 @@ fn paced_and_timed_churn_counts_every_request_once() {
 }
 
 #[test]
+fn paced_churn_connects_when_each_request_is_due() {
+    // The built-in target over TLS: a full handshake per request. The connection opens at its
+    // request's send time, so the response time (from that time) holds the whole setup.
+    let run = h2load_rs(&[
+        "-k",
+        "--target-tls",
+        "--h1",
+        "-c",
+        "4",
+        "--rate",
+        "100",
+        "-n",
+        "100",
+        "--requests-per-connection",
+        "1",
+    ]);
+    assert_clean(&run, "paced TLS churn", 100);
+    assert_eq!(run.int("connections/opened"), 100);
+    let connect = run.int("latency/connect/percentiles/p50");
+    let response = run.int("latency/request/percentiles/p50");
+    assert!(
+        response >= connect,
+        "response time p50 {response} us < connect p50 {connect} us"
+    );
+    // A timed schedule: no connection opens after the last send time to idle until the end.
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "-D",
+        "1s",
+        "--rate",
+        "200",
+        "--no-keepalive",
+        &url("/ping"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let started = run.int("requests/started");
+    assert!((150..=250).contains(&started), "{started} requests");
+    assert_eq!(run.int("connections/opened"), started);
+}
+
+#[test]
 fn warm_up_connections_are_not_counted_per_second() {
     let target = url("/ping");
     let run = h2load_rs(&[

@@ -1,0 +1,79 @@
+//! A churned slot's first request, taken before its connection opens (`--requests-per-connection`,
+//! `--no-keepalive`): no connection opens for nothing at the end of a counted or scheduled run,
+//! and under a schedule (`--rate`, `--stages`, steering) the slot connects only once that
+//! request's send time has come, as a real client connects when it has something to send. The
+//! connect, proxy and TLS time then fall inside the request's response time, as a new user's
+//! would, instead of the connection opening early and idling until its send time.
+
+use std::cell::Cell;
+use std::time::Instant;
+
+use super::clock::Timer;
+use super::pacer::Due;
+use super::ThreadShared;
+
+/// What a slot took before connecting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reserved {
+    /// A request taken from the budget, to be given back if the connection never sends it.
+    pub taken: bool,
+    /// The send time taken from the schedule for it: its intended start.
+    pub scheduled: Option<Instant>,
+}
+
+impl ThreadShared {
+    /// What a slot about to connect takes first: nothing without `--requests-per-connection`; a
+    /// request from the budget with it, once its send time has come under a schedule (the slot
+    /// waits here, not connected, with `told` its [`super::Pacer::come_back_at`] cell). `None`:
+    /// nothing is left to connect for. Requests waiting to be sent again need no send time: the
+    /// slot connects for them at once.
+    pub async fn reserve_first(
+        &self,
+        timer: &impl Timer,
+        told: &Cell<Option<Instant>>,
+    ) -> Option<Reserved> {
+        if self.plan.requests_per_connection.is_none() {
+            return Some(Reserved::default());
+        }
+        loop {
+            let now = Instant::now();
+            // A ramp's end stops its schedule, not the budget: a connection opened now would
+            // carry nothing.
+            if (self.pacer.as_ref()).is_some_and(|pacer| pacer.past_end(now)) {
+                return None;
+            }
+            let Some(pacer) = self.pacer.as_ref().filter(|_| !self.has_retries()) else {
+                let taken = self.budget.try_take();
+                return (taken || self.has_retries()).then_some(Reserved {
+                    taken,
+                    scheduled: None,
+                });
+            };
+            let wake = match pacer.due(now) {
+                _ if !self.budget.has_more() => None,
+                Due::Now(intended) => {
+                    if self.budget.try_take() {
+                        pacer.taken(intended);
+                        return Some(Reserved {
+                            taken: true,
+                            scheduled: Some(intended),
+                        });
+                    }
+                    None
+                }
+                Due::Wait => Some(pacer.come_back_at(told)),
+                Due::Recheck(at) => Some(at),
+                Due::Ended => None,
+            };
+            let Some(wake) = wake else {
+                // The others waiting learn at once that the schedule is over.
+                pacer.over.notify_waiters();
+                return None;
+            };
+            tokio::select! {
+                () = timer.sleep_until(wake) => {}
+                () = pacer.over_or_changed() => {}
+            }
+        }
+    }
+}
