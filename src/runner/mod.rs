@@ -38,7 +38,7 @@ use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
-use net::{Established, TappedIo, Transport};
+use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
 use signals::Signal;
 pub use steer::{steer, Steered};
@@ -608,7 +608,9 @@ async fn run_slot(
         );
         conn.reserved.set(reserved.taken);
         conn.scheduled.set(reserved.scheduled);
-        let mut io = TappedIo::new(established.transport, shared.wire.clone()).traced(trace);
+        let mut transport = established.transport;
+        transport.on_handshake_settled(record_handshake(&shared, began..connected));
+        let mut io = TappedIo::new(transport, shared.wire.clone()).traced(trace);
         let limits = conn_limits(&plan, began);
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = driver::drive(
@@ -621,21 +623,31 @@ async fn run_slot(
             &*timer,
         )
         .await;
-        if let Some(outcome) = io.get_ref().tls_outcome() {
-            let mut recorder = shared.recorder.borrow_mut();
-            let handshake = Handshake {
-                resumed: outcome.resumed,
-                early_data: outcome.early_data,
-                time: outcome.settled.unwrap_or(connected) - began,
-            };
-            recorder.handshake(began, handshake);
-            if let Some(info) = outcome.late_info {
-                recorder.note_tls(info);
-            }
-        }
         shared.recorder.borrow_mut().connection_ended();
         if slot_done(&shared, &conn, end) {
             return;
+        }
+    }
+}
+
+/// Records the TLS handshake of a connection set up over `setup` when it ends (the end of
+/// `setup`, unless early data left before it), counted with the connection whatever becomes of
+/// the connection afterwards.
+fn record_handshake(
+    shared: &Rc<ThreadShared>,
+    setup: std::ops::Range<Instant>,
+) -> impl FnOnce(TlsOutcome) {
+    let shared = shared.clone();
+    move |outcome: TlsOutcome| {
+        let mut recorder = shared.recorder.borrow_mut();
+        let handshake = Handshake {
+            resumed: outcome.resumed,
+            early_data: outcome.early_data,
+            time: outcome.settled.unwrap_or(setup.end) - setup.start,
+        };
+        recorder.handshake(setup.start, handshake);
+        if let Some(info) = outcome.late_info {
+            recorder.note_tls(info);
         }
     }
 }

@@ -40,9 +40,11 @@ pub struct EarlyTls {
     stream: TlsStream<TcpStream>,
     /// When the handshake ended (`None`: still under way).
     settled: Option<Instant>,
+    /// Told the handshake's outcome when it ends ([`Transport::on_handshake_settled`]).
+    on_settled: Option<Box<dyn FnOnce(TlsOutcome)>>,
 }
 
-/// What the TLS handshake of a connection came to, read when the connection is over.
+/// What the TLS handshake of a connection came to, told when it ends.
 #[derive(Debug)]
 pub struct TlsOutcome {
     /// It resumed a session.
@@ -68,25 +70,44 @@ impl TlsOutcome {
 }
 
 impl Transport {
-    /// What the TLS handshake came to: `None` for cleartext, or when it never ended.
-    pub fn tls_outcome(&self) -> Option<TlsOutcome> {
-        let resumed = |session: &rustls::ClientConnection| {
-            session.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
-        };
+    /// Tells `report` what the TLS handshake came to as soon as it has ended: at once if it has
+    /// (TLS), when the first read finishes it (early data), never for cleartext or a handshake
+    /// that never ends. Not when the connection ends: a connection still open when a run
+    /// abandons its drain never ends, and its handshake still counts.
+    pub fn on_handshake_settled(&mut self, report: impl FnOnce(TlsOutcome) + 'static) {
+        match (self.tls_outcome(), self) {
+            (Some(outcome), _) => report(outcome),
+            (None, Transport::EarlyTls(early)) => early.on_settled = Some(Box::new(report)),
+            (None, _) => {}
+        }
+    }
+
+    /// What the TLS handshake came to: `None` for cleartext, or while it goes on.
+    fn tls_outcome(&self) -> Option<TlsOutcome> {
         match self {
             Transport::Tcp(_) | Transport::Unix(_) => None,
             Transport::Tls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
             Transport::UnixTls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
-            Transport::EarlyTls(early) => {
-                let session = early.stream.get_ref().1;
-                early.settled.map(|settled| TlsOutcome {
-                    resumed: resumed(session),
-                    early_data: Some(session.is_early_data_accepted()),
-                    settled: Some(settled),
-                    late_info: Some(TlsInfo::of(session)),
-                })
-            }
+            Transport::EarlyTls(early) => early.outcome(),
         }
+    }
+}
+
+/// Whether `session`'s handshake resumed a session.
+fn resumed(session: &rustls::ClientConnection) -> bool {
+    session.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+}
+
+impl EarlyTls {
+    /// What the handshake came to, once it has ended.
+    fn outcome(&self) -> Option<TlsOutcome> {
+        let session = self.stream.get_ref().1;
+        self.settled.map(|settled| TlsOutcome {
+            resumed: resumed(session),
+            early_data: Some(session.is_early_data_accepted()),
+            settled: Some(settled),
+            late_info: Some(TlsInfo::of(session)),
+        })
     }
 }
 
@@ -195,6 +216,7 @@ async fn over_tcp(
             transport: Transport::EarlyTls(Box::new(EarlyTls {
                 stream,
                 settled: None,
+                on_settled: None,
             })),
             proxy_time,
         });
@@ -283,6 +305,11 @@ impl AsyncRead for Transport {
                 if early.settled.is_none() {
                     ready!(Pin::new(&mut early.stream).poll_flush(cx))?;
                     early.settled = Some(Instant::now());
+                    if let (Some(report), Some(outcome)) =
+                        (early.on_settled.take(), early.outcome())
+                    {
+                        report(outcome);
+                    }
                 }
                 Pin::new(&mut early.stream).poll_read(cx, buf)
             }

@@ -271,6 +271,33 @@ fn tls_resumption_against_caddy_is_counted_and_timed() {
 }
 
 #[test]
+fn handshakes_count_when_they_end_even_if_the_drain_is_abandoned() {
+    // Every response outlives the run and its drain: the connections never end, their
+    // handshakes did.
+    let run = h2load_rs(&[
+        "-k",
+        "--target-tls",
+        "--proto",
+        "h2",
+        "-c",
+        "3",
+        "-D",
+        "300ms",
+        "--target-delay",
+        "5s",
+        "--tls-resume",
+    ]);
+    assert_eq!(run.int("requests/done"), 0, "{}", run.output.stderr);
+    assert_eq!(run.int("connections/measured"), 3);
+    assert_eq!(run.int("connections/full_handshakes"), 3);
+    assert_eq!(run.int("connections/resumed_handshakes"), 0);
+    assert!(run
+        .output
+        .stdout
+        .contains("TLS handshakes: 0 resumed, 3 full"));
+}
+
+#[test]
 fn many_connections_of_a_thread_find_a_ticket_each() {
     if !testbed_running() {
         return;
