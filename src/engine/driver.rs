@@ -42,6 +42,9 @@ pub(crate) struct ConnLimits {
     pub(crate) inactivity: Option<Duration>,
     /// When the protocol's handshake must be done (part of `--connect-timeout`).
     pub(crate) ready_by: Option<Instant>,
+    /// How many bytes of TLS early data the connection may send (`--tls-early-data` on a
+    /// resumed connection whose ticket allows it), `None` otherwise.
+    pub(crate) early_data: Option<usize>,
 }
 
 /// The buffer a thread's connections read into, one at a time.
@@ -61,7 +64,13 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     timer: &impl Timer,
 ) -> ConnEnd {
     let mut out = Outgoing::default();
-    let mut session = AnySession::new(templates, protocol, limits.ready_by, &mut out);
+    let mut session = AnySession::new(
+        templates,
+        protocol,
+        limits.ready_by,
+        limits.early_data,
+        &mut out,
+    );
     let mut pending: Vec<u8> = Vec::new();
     let mut last_read = Instant::now();
     loop {

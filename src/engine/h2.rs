@@ -69,13 +69,24 @@ pub(crate) struct H2Template {
     content_length: hpack::Field,
     /// Whether each request's body is rendered (a templated body, and a method that sends one).
     renders_body: bool,
-    /// `--tls-early-data`: requests leave with the preface, not after the server's SETTINGS, so
-    /// that they ride in the early data (as after an h2c upgrade).
-    early_requests: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
 const FIELDS_BEFORE_PATH: usize = 2;
+
+/// Streams opened before the server's SETTINGS on an early-data connection, at most: RFC 9113
+/// §6.5.2 advises servers to allow no fewer than 100 concurrent streams, so more would risk
+/// REFUSED_STREAM once the server's limit is known.
+const EARLY_STREAMS: usize = 100;
+
+/// The early data a connection's requests may still ride in before the server's SETTINGS.
+#[derive(Debug, Clone, Copy)]
+struct EarlyRoom {
+    /// Bytes the server's ticket still allows (the preface and SETTINGS come off first).
+    left: usize,
+    /// The size of the last request queued (the next is taken to be as large).
+    request: usize,
+}
 
 impl H2Template {
     pub(crate) fn new(plan: &RunPlan) -> Self {
@@ -126,7 +137,6 @@ impl H2Template {
             field_headers,
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
-            early_requests: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
         }
     }
 
@@ -234,6 +244,9 @@ pub(crate) struct H2Session<'t> {
     settings_received: bool,
     /// Whether streams open before the server's SETTINGS arrive (after an h2c upgrade).
     open_before_settings: bool,
+    /// On a connection sending early data, until the server's SETTINGS arrive: the room its
+    /// requests have to ride in (see [`EarlyRoom`]).
+    early: Option<EarlyRoom>,
     /// Whether the server acknowledged our SETTINGS: until then it may assume default windows.
     settings_acked: bool,
     server_max_streams: usize,
@@ -262,11 +275,14 @@ pub(crate) struct H2Session<'t> {
 impl<'t> H2Session<'t> {
     /// A session that queues the preface and SETTINGS in `out`. After an h2c upgrade, `upgraded`
     /// is the start of the HTTP/1.1 request whose response arrives on stream 1, and the next
-    /// [`H2Session::fill`] queues the other streams behind the preface, for the same write.
+    /// [`H2Session::fill`] queues the other streams behind the preface, for the same write. On a
+    /// connection sending TLS early data, `early_data` is how many bytes it may carry: the
+    /// requests that fit leave with the preface, before the server's SETTINGS.
     pub(crate) fn new(
         template: &'t H2Template,
         upgraded: Option<RequestStart>,
         settings_due: Option<Instant>,
+        early_data: Option<usize>,
         out: &mut Outgoing,
     ) -> Self {
         let settings = template.settings;
@@ -283,7 +299,8 @@ impl<'t> H2Session<'t> {
             next_stream_id: 1,
             settings_due,
             settings_received: false,
-            open_before_settings: upgraded.is_some() || template.early_requests,
+            open_before_settings: upgraded.is_some(),
+            early: None,
             settings_acked: false,
             server_max_streams: usize::MAX,
             blocked_since: None,
@@ -312,6 +329,10 @@ impl<'t> H2Session<'t> {
         if extra_window > 0 {
             window_update(bytes, 0, extra_window);
         }
+        session.early = early_data.map(|room| EarlyRoom {
+            left: room.saturating_sub(bytes.len()),
+            request: 1,
+        });
         if let Some(start) = upgraded {
             // The upgrade request is stream 1, half-closed from our side (RFC 9113 §3.2 of 7540).
             session.streams.insert(1, session.new_stream(start, 0));
@@ -384,16 +405,26 @@ impl<'t> H2Session<'t> {
     /// Opens streams up to the lane count; `Some` ends the connection (stream ids ran out).
     fn open_streams(&mut self, ledger: &Ledger<'_>, out: &mut Outgoing) -> Option<Progress> {
         self.wake = None;
-        if !(self.settings_received || self.open_before_settings) || self.goaway.is_some() {
+        if self.goaway.is_some() {
             return None;
         }
-        let limit = self.template.lanes.min(self.server_max_streams);
+        let mut limit = self.template.lanes.min(self.server_max_streams);
+        if !(self.settings_received || self.open_before_settings) {
+            // Full handshakes wait for the server's limits; early data may not.
+            self.early?;
+            limit = limit.min(EARLY_STREAMS);
+        }
         if limit == 0 && !self.budget_spent {
             self.blocked_since.get_or_insert_with(Instant::now);
             return None;
         }
         self.blocked_since = None;
+        let mut queued = out.bytes().len();
         while !self.budget_spent && self.streams.len() < limit {
+            if self.early_room_spent(out.bytes().len() - queued) {
+                break;
+            }
+            queued = out.bytes().len();
             if self.next_stream_id > frame::MAX_WINDOW as u32 {
                 // Stream ids are spent: finish what is open, then reconnect.
                 return self.streams.is_empty().then_some(Progress::Reconnect);
@@ -439,7 +470,24 @@ impl<'t> H2Session<'t> {
                 self.bodies.push_back(id);
             }
         }
+        self.early_room_spent(out.bytes().len() - queued);
         None
+    }
+
+    /// Before the server's SETTINGS on a connection sending early data: takes the `written`
+    /// bytes of the last request off the room left, and says whether another as large would not
+    /// fit (so it waits for the SETTINGS instead of leaving after the handshake unannounced).
+    fn early_room_spent(&mut self, written: usize) -> bool {
+        match &mut self.early {
+            Some(early) if !self.settings_received => {
+                if written > 0 {
+                    early.left = early.left.saturating_sub(written);
+                    early.request = written;
+                }
+                early.left < early.request
+            }
+            _ => false,
+        }
     }
 
     /// Appends the request's HEADERS (and CONTINUATION, if the block exceeds the server's frame size).

@@ -60,18 +60,24 @@ pub(crate) enum AnySession<'t> {
 }
 
 impl<'t> AnySession<'t> {
-    /// The session for a connection that speaks `protocol` (`None`: an h2c upgrade decides).
+    /// The session for a connection that speaks `protocol` (`None`: an h2c upgrade decides),
+    /// with `early_data` bytes of TLS early data to send its first requests in (h2).
     pub(crate) fn new(
         templates: &'t Templates,
         protocol: Option<Protocol>,
         ready_by: Option<Instant>,
+        early_data: Option<usize>,
         out: &mut Outgoing,
     ) -> Self {
         match protocol {
             Some(Protocol::Http1) => AnySession::H1(H1Session::new(&templates.h1)),
-            Some(Protocol::H2c | Protocol::H2) => {
-                AnySession::H2(Box::new(H2Session::new(&templates.h2, None, ready_by, out)))
-            }
+            Some(Protocol::H2c | Protocol::H2) => AnySession::H2(Box::new(H2Session::new(
+                &templates.h2,
+                None,
+                ready_by,
+                early_data,
+                out,
+            ))),
             Some(Protocol::H3) => {
                 unreachable!("HTTP/3 runs on QUIC streams, not a byte-stream session")
             }

@@ -68,7 +68,7 @@ pub(crate) fn open(
     ready_by: Option<Instant>,
 ) -> (Ledger<'_>, Outgoing, AnySession<'_>) {
     let mut out = Outgoing::default();
-    let session = AnySession::new(&world.templates, protocol.into(), ready_by, &mut out);
+    let session = AnySession::new(&world.templates, protocol.into(), ready_by, None, &mut out);
     (Ledger::new(&world.shared, &world.conn, 0), out, session)
 }
 

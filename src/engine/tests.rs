@@ -850,6 +850,50 @@ fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_set
 }
 
 #[test]
+fn early_data_streams_before_the_server_settings_only_fit_its_room_and_the_default_limit() {
+    // `--tls-early-data -m 300`: the HEADERS streams queued with the preface, before the
+    // server's SETTINGS, on a connection sending `early_data` bytes of early data (`None`: a
+    // full handshake, which waits for the server's limits).
+    let streams_before_settings = |early_data: Option<usize>| {
+        let world = world(&["--proto", "h2c", "-m", "300", "-n", "600"]);
+        let ledger = Ledger::new(&world.shared, &world.conn, 0);
+        let mut out = Outgoing::default();
+        let mut session = AnySession::new(
+            &world.templates,
+            Some(Protocol::H2c),
+            None,
+            early_data,
+            &mut out,
+        );
+        session.fill(&ledger, &mut out).unwrap();
+        let write = drain(&mut out);
+        let after_preface = write.strip_prefix(frame::PREFACE).unwrap().to_vec();
+        let headers = frames(&after_preface)
+            .iter()
+            .filter(|(kind, _)| *kind == frame::HEADERS)
+            .count();
+        assert_eq!(
+            world.shared.recorder.borrow().counters.started,
+            headers as u64
+        );
+        (headers, write.len())
+    };
+    assert_eq!(streams_before_settings(None).0, 0);
+    // nghttpx's 16 KiB: RFC 9113's advised floor of 100 concurrent streams is the limit.
+    assert_eq!(streams_before_settings(Some(16 * 1024)).0, 100);
+    // Less room: only what fits (the preface, SETTINGS and WINDOW_UPDATE, then the requests).
+    let (all, bytes) = streams_before_settings(Some(16 * 1024));
+    let room = bytes - 30;
+    let (fitting, sent) = streams_before_settings(Some(room));
+    assert!(
+        sent <= room,
+        "{sent} bytes sent in {room} bytes of early data"
+    );
+    assert!((all - 3..all).contains(&fitting), "{fitting} streams");
+    assert_eq!(streams_before_settings(Some(0)).0, 0);
+}
+
+#[test]
 fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
     // Three streams left before the SETTINGS announced 2: the server refuses stream 5, which goes
     // again as stream 7 once a stream is free, and never more than 2 are open.

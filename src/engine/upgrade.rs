@@ -174,7 +174,7 @@ impl<'t> UpgradeSession<'t> {
         }
         ledger.note_protocol(Protocol::H2c);
         ledger.wire().add_headers(head_len as u64, head_len as u64);
-        let h2 = H2Session::new(self.h2, Some(start), self.ready_by, out);
+        let h2 = H2Session::new(self.h2, Some(start), self.ready_by, None, out);
         Ok(Upgraded::To(AnySession::H2(Box::new(h2)), head_len))
     }
 

@@ -610,8 +610,12 @@ async fn run_slot(
         conn.scheduled.set(reserved.scheduled);
         let mut transport = established.transport;
         transport.on_handshake_settled(record_handshake(&shared, began..connected));
+        let early_data = transport.early_data_room();
         let mut io = TappedIo::new(transport, shared.wire.clone()).traced(trace);
-        let limits = conn_limits(&plan, began);
+        let limits = ConnLimits {
+            early_data,
+            ..conn_limits(&plan, began)
+        };
         let ledger = Ledger::new(&shared, &conn, slot);
         let end = driver::drive(
             &mut io,
@@ -720,6 +724,7 @@ fn conn_limits(plan: &RunPlan, began: Instant) -> ConnLimits {
         active_until: timeouts.connection_active.map(|limit| began + limit),
         inactivity: timeouts.connection_inactivity,
         ready_by: timeouts.connect.map(|limit| began + limit),
+        early_data: None,
     }
 }
 

@@ -82,6 +82,20 @@ impl Transport {
         }
     }
 
+    /// How many bytes of early data the connection may still send: `None` unless it sends early
+    /// data (a resumed session whose ticket allows it, handed over before the handshake ends).
+    pub fn early_data_room(&mut self) -> Option<usize> {
+        match self {
+            Transport::EarlyTls(early) if early.settled.is_none() => early
+                .stream
+                .get_mut()
+                .1
+                .early_data()
+                .map(|early| early.bytes_left()),
+            _ => None,
+        }
+    }
+
     /// What the TLS handshake came to: `None` for cleartext, or while it goes on.
     fn tls_outcome(&self) -> Option<TlsOutcome> {
         match self {

@@ -357,6 +357,54 @@ fn early_data_against_nghttpx_is_accepted_and_counts_stay_exact() {
 }
 
 #[test]
+fn early_data_h2_streams_keep_to_the_server_stream_limit() {
+    if !testbed_running() {
+        return;
+    }
+    // nghttpx allows 100 streams. A full handshake (the first connection) waits for its
+    // SETTINGS; a resumed one sends at most 100 streams as early data: none come back refused.
+    let run = tls(
+        &[
+            "--proto",
+            "h2",
+            "-c",
+            "1",
+            "-m",
+            "300",
+            "-n",
+            "600",
+            "--tls-early-data",
+        ],
+        NGHTTPX,
+        "127.0.0.1:19743",
+    );
+    assert_clean(&run, "h2 -m 300, one full handshake", 600);
+    assert_eq!(run.int("requests/retried/refused"), 0);
+    let run = tls(
+        &[
+            "--proto",
+            "h2",
+            "-c",
+            "2",
+            "-m",
+            "300",
+            "-n",
+            "3000",
+            "--requests-per-connection",
+            "600",
+            "--tls-early-data",
+        ],
+        NGHTTPX,
+        "127.0.0.1:19743",
+    );
+    assert_clean(&run, "h2 -m 300 churned with early data", 3000);
+    assert_eq!(run.int("requests/retried/refused"), 0);
+    let opened = run.int("connections/opened");
+    assert!((5..=7).contains(&opened), "{opened} connections");
+    assert!(run.int("connections/early_data_accepted") >= 3);
+}
+
+#[test]
 fn session_reuse_needs_tls_over_tcp_and_safe_methods() {
     let target = url("/ping");
     assert_usage_error(&["--tls-resume", &target], "needs an https:// URL");
