@@ -298,6 +298,48 @@ fn handshakes_count_when_they_end_even_if_the_drain_is_abandoned() {
 }
 
 #[test]
+fn warm_up_connections_are_in_connect_and_proxy_times_not_in_handshake_kinds() {
+    if !testbed_running() {
+        return;
+    }
+    // Through tinyproxy to Caddy, churned, with a warm-up: the populations docs/json.md names.
+    let run = h2load_rs(&[
+        "-k",
+        "--h1",
+        "-c",
+        "2",
+        "-D",
+        "600ms",
+        "--warm-up-time",
+        "300ms",
+        "--no-keepalive",
+        "--tls-resume",
+        "--proxy",
+        "http://127.0.0.1:19888",
+        "https://127.0.0.1:19843/ping",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let (opened, measured) = (
+        run.int("connections/opened"),
+        run.int("connections/measured"),
+    );
+    assert!(
+        opened > measured + 10,
+        "{opened} opened, {measured} measured"
+    );
+    assert_eq!(run.int("latency/connect/count"), opened);
+    assert_eq!(run.int("latency/proxy/count"), opened);
+    let (resumed, full) = (
+        run.int("connections/resumed_handshakes"),
+        run.int("connections/full_handshakes"),
+    );
+    assert_eq!(resumed + full, measured);
+    assert_eq!(run.int("latency/handshake_resumed/count"), resumed);
+    let full_row = &run.cell()["latency"]["handshake_full"]["count"];
+    assert_eq!(full_row.as_u64().unwrap_or(0), full);
+}
+
+#[test]
 fn many_connections_of_a_thread_find_a_ticket_each() {
     if !testbed_running() {
         return;
