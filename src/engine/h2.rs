@@ -84,7 +84,8 @@ const EARLY_STREAMS: usize = 100;
 struct EarlyRoom {
     /// Bytes the server's ticket still allows (the preface and SETTINGS come off first).
     left: usize,
-    /// The size of the last request queued (the next is taken to be as large).
+    /// The size of the largest request queued so far (the next is taken to be as large: the
+    /// first carries every header as a literal, later ones mostly indexes).
     request: usize,
 }
 
@@ -475,14 +476,15 @@ impl<'t> H2Session<'t> {
     }
 
     /// Before the server's SETTINGS on a connection sending early data: takes the `written`
-    /// bytes of the last request off the room left, and says whether another as large would not
-    /// fit (so it waits for the SETTINGS instead of leaving after the handshake unannounced).
+    /// bytes of the last request off the room left, and says whether another as large as the
+    /// largest so far might not fit (it then waits for the SETTINGS instead of leaving after the
+    /// handshake, outside the early data, before the server's limits are known).
     fn early_room_spent(&mut self, written: usize) -> bool {
         match &mut self.early {
             Some(early) if !self.settings_received => {
                 if written > 0 {
                     early.left = early.left.saturating_sub(written);
-                    early.request = written;
+                    early.request = early.request.max(written);
                 }
                 early.left < early.request
             }

@@ -889,7 +889,8 @@ fn early_data_streams_before_the_server_settings_only_fit_its_room_and_the_defau
         sent <= room,
         "{sent} bytes sent in {room} bytes of early data"
     );
-    assert!((all - 3..all).contains(&fitting), "{fitting} streams");
+    // Room is kept for one more request as large as the first (all literals), ~10 indexed ones.
+    assert!((all - 10..all).contains(&fitting), "{fitting} streams");
     assert_eq!(streams_before_settings(Some(0)).0, 0);
 }
 
