@@ -26,7 +26,7 @@ use super::h1::{earliest, MAX_INTERIM};
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::Progress;
-use super::{Ledger, PathCycle, Slot};
+use super::{Ledger, Slot};
 use crate::plan::{H2Settings, RunPlan};
 use crate::proto::check::{Checks, ResponseCheck};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
@@ -220,7 +220,6 @@ struct HeaderBlock {
 /// One HTTP/2 connection's state.
 pub(crate) struct H2Session<'t> {
     template: &'t H2Template,
-    paths: PathCycle,
     streams: StreamMap,
     /// Streams in the order they started, for the request timeout. Finished ones are dropped from
     /// the front at each fill, so the front is the oldest live stream and the queue stays as
@@ -273,7 +272,6 @@ impl<'t> H2Session<'t> {
         let connection_window = i64::from(settings.connection_window).max(frame::DEFAULT_WINDOW);
         let mut session = H2Session {
             template,
-            paths: PathCycle::starting_at(usize::from(upgraded.is_some())),
             streams: StreamMap::with_capacity_and_hasher(
                 template.lanes.min(1024) + 1,
                 Default::default(),
@@ -413,9 +411,7 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            let path = self
-                .paths
-                .pick(&mut start, self.template.paths.len(), ledger);
+            let path = ledger.pick_path(&mut start);
             match &self.template.renderer {
                 Some(renderer) if self.template.renders_body => {
                     self.write_rendered(renderer, id, path, start, ledger, out);

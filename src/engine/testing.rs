@@ -2,7 +2,7 @@
 //! a plan from command-line words, a thread's shared state, and a loop that feeds a session the
 //! server's bytes the way the driver does.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,6 +54,8 @@ pub(crate) fn world(argv: &[&str]) -> World {
             first_slot: 0,
             plan: Arc::new(plan),
             tls: None,
+            // Two slots: tests drive slots 0 and 1.
+            path_cursors: vec![Cell::new(0), Cell::new(0)],
         },
         conn: ConnState::default(),
         templates,

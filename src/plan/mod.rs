@@ -266,8 +266,13 @@ impl RequestTemplate {
 
     /// The Content-Length the request declares: the body's, when there is one or the method expects one.
     pub fn content_length(&self) -> Option<usize> {
+        self.content_length_of(self.body.len())
+    }
+
+    /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
+    pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
         let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-        (expects_body || !self.body.is_empty()).then_some(self.body.len())
+        (expects_body || body_len > 0).then_some(body_len)
     }
 }
 

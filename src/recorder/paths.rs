@@ -12,9 +12,10 @@ pub const MAX_PATH_HISTOGRAMS: usize = 1000;
 /// One path's counts and latency.
 #[derive(Debug, Clone, Default)]
 pub struct PathRow {
-    /// Complete responses with status 2xx or 3xx.
+    /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
+    /// checks (`--expect-*`) every check met.
     pub succeeded: u64,
-    /// Error responses and requests that ended without a response.
+    /// The rest: error responses, failed checks and requests that ended without a response.
     pub failed: u64,
     /// Response latency (µs), for the first [`MAX_PATH_HISTOGRAMS`] paths once one responded.
     pub latency: Option<Histogram<u64>>,

@@ -528,9 +528,10 @@ pub struct UrlRow {
     pub url: String,
     /// Measured requests that finished: `succeeded + failed`.
     pub requests: u64,
-    /// Complete responses with status 2xx or 3xx.
+    /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
+    /// checks (`--expect-*`) every check met.
     pub succeeded: u64,
-    /// Error responses and requests that ended without a response.
+    /// The rest: error responses, failed checks and requests that ended without a response.
     pub failed: u64,
     /// Response latency (null beyond the first 1000 URLs, or without a response).
     pub latency: Option<LatencySummary>,

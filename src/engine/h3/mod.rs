@@ -34,7 +34,7 @@ use super::driver::ConnLimits;
 use super::h1::earliest;
 use super::h2::CONNECTION_SPECIFIC;
 use super::render::Renderer;
-use super::{ConnEnd, Ledger, PathCycle, Slot};
+use super::{ConnEnd, Ledger, Slot};
 use crate::cli::units::format_micros;
 use crate::observe::trace::ConnTrace;
 use crate::plan::RunPlan;
@@ -178,7 +178,6 @@ struct Shared<'c> {
     in_flight: RefCell<Vec<Option<InFlight>>>,
     /// Request streams the lanes hold now.
     streams_held: Cell<usize>,
-    paths: RefCell<PathCycle>,
     /// The stream id of the server's GOAWAY: requests on streams from it on were not processed.
     goaway: Cell<Option<u64>>,
     goaway_seen: Notify,
@@ -323,7 +322,6 @@ pub(crate) async fn drive(
         ledger,
         in_flight: RefCell::new(vec![None; template.lanes]),
         streams_held: Cell::new(0),
-        paths: RefCell::new(PathCycle::default()),
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
@@ -580,11 +578,7 @@ async fn lane(
             stream.cancel();
             return Ok(());
         };
-        let path =
-            shared
-                .paths
-                .borrow_mut()
-                .pick(&mut start, shared.template.headers.len(), &ledger);
+        let path = ledger.pick_path(&mut start);
         let id = stream.id();
         shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
