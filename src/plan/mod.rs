@@ -388,8 +388,9 @@ impl CellSpec {
 }
 
 /// Expands `-c`, `-m` and `--proto` lists into cells, in the order they run: for each connection
-/// count, for each stream count, every protocol.
-pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
+/// count, for each stream count, every protocol. `first_file_url` is the first URL of the `-i`
+/// file, which the caller has read and checked (it decides h2c for `--h2-multiplex`).
+pub fn cells(args: &LoadArgs, first_file_url: Option<&str>) -> Vec<CellSpec> {
     let protocols: Vec<Option<ProtoArg>> = if args.proto.is_empty() {
         vec![None]
     } else {
@@ -411,7 +412,7 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
         {
             let level = cells.len() / protocols.len();
             for &proto in &protocols {
-                let multiplexed = args.h2_multiplex && speaks_h2(args, proto);
+                let multiplexed = args.h2_multiplex && speaks_h2(args, proto, first_file_url);
                 let (clients, streams) = if multiplexed {
                     (1, clients * streams)
                 } else {
@@ -433,14 +434,13 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
 /// Whether a cell of `proto` speaks HTTP/2 for sure: `h2`, `h2c`, `h2c-upgrade`, or no `--proto`
 /// where the default is h2c (http://, h2load's default, unless `--h1` or `-p http/1.1`). `auto`
 /// (https:// by default) may end up as HTTP/1.1, so it is never multiplexed.
-fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
+fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>, first_file_url: Option<&str>) -> bool {
     match proto {
         Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade) => true,
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
         Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
         None => {
-            let first_in_file = || args.input_file.as_deref().and_then(urls::first_url);
-            let https = match args.urls.first().cloned().or_else(first_in_file) {
+            let https = match args.urls.first().map(String::as_str).or(first_file_url) {
                 Some(url) => url.starts_with("https://"),
                 None => args.target_tls,
             };
@@ -852,12 +852,8 @@ fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
     let first = &urls[0];
     let uri = parse_absolute_url(first)?;
     let scheme = match uri.scheme_str() {
-        Some("http") => Scheme::Http,
         Some("https") => Scheme::Https,
-        Some(other) => {
-            usage_bail!("URL '{first}': unsupported scheme '{other}' (use http:// or https://)")
-        }
-        None => usage_bail!("URL '{first}' has no scheme (write http://{first})"),
+        _ => Scheme::Http,
     };
     let Some(authority) = uri.authority() else {
         usage_bail!("URL '{first}' has no host");
@@ -881,7 +877,7 @@ fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
     let mut paths = vec![path_of(&uri)];
     for url in &urls[1..] {
         if url.starts_with('/') {
-            paths.push(url.clone());
+            paths.push(bare_path(url)?);
         } else {
             paths.push(path_of(&parse_absolute_url(url)?));
         }
@@ -938,14 +934,29 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
         .unwrap_or(first))
 }
 
-fn parse_absolute_url(url: &str) -> Result<Uri> {
+/// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
+pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     if !url.contains("://") {
         usage_bail!("URL '{url}' has no scheme (write http://{url})");
     }
     match url.parse::<Uri>() {
-        Ok(uri) if uri.scheme().is_some() => Ok(uri),
-        Ok(_) => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+        Ok(uri) => match uri.scheme_str() {
+            Some("http" | "https") => Ok(uri),
+            Some(other) => {
+                usage_bail!("URL '{url}': unsupported scheme '{other}' (use http:// or https://)")
+            }
+            None => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+        },
         Err(error) => usage_bail!("URL '{url}' is not valid: {error}"),
+    }
+}
+
+/// A path given without scheme and host (`/…`), normalised like a URL's: its fragment dropped
+/// (never sent), and refused where a URL's path would be.
+pub(crate) fn bare_path(path: &str) -> Result<String> {
+    match path.parse::<http::uri::PathAndQuery>() {
+        Ok(valid) => Ok(valid.as_str().to_owned()),
+        Err(error) => usage_bail!("path '{path}' is not valid: {error}"),
     }
 }
 
@@ -1197,7 +1208,7 @@ mod tests {
             std::iter::once("h2load-rs").chain(argv.iter().copied()),
         )
         .expect("arguments parse");
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         build(&cli.load, &cli.load.urls, &[], &cells[0], false)
     }
 
@@ -1212,12 +1223,19 @@ mod tests {
 
     #[test]
     fn first_url_gives_the_target_and_every_url_a_path() {
-        let plan = plan(&["http://127.0.0.1:8080/ping?x=1", "http://other/b", "/c"]).unwrap();
+        let plan = plan(&[
+            "http://127.0.0.1:8080/ping?x=1#top",
+            "http://other/b#f",
+            "/c",
+            "/d?q#frag",
+        ])
+        .unwrap();
         assert!(
             matches!(plan.destination.route, Route::Direct(addr) if addr == "127.0.0.1:8080".parse().unwrap())
         );
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
-        assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
+        // Fragments are never sent, whether the URL is full or a bare path.
+        assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c", "/d?q"]);
         assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
         assert!(plan.tls.is_none());
         assert_eq!(plan.stop, StopRule::Requests(DEFAULT_REQUESTS));
@@ -1240,7 +1258,7 @@ mod tests {
             &cli.load,
             &cli.load.urls,
             &file,
-            &cells(&cli.load)[0],
+            &cells(&cli.load, None)[0],
             false,
         )
         .unwrap();
@@ -1337,7 +1355,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         let shape: Vec<_> = cells
             .iter()
             .map(|c| (c.proto, c.clients, c.streams, c.level))
@@ -1383,7 +1401,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         assert_eq!(cells[0].clients, 160);
         let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
@@ -1396,7 +1414,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let timed_cells = super::cells(&timed.load);
+        let timed_cells = super::cells(&timed.load, None);
         let plan = build(&timed.load, &timed.load.urls, &[], &timed_cells[0], false).unwrap();
         assert_eq!(
             plan.stop,
@@ -1418,7 +1436,7 @@ mod tests {
             &floored.load,
             &floored.load.urls,
             &[],
-            &super::cells(&floored.load)[0],
+            &super::cells(&floored.load, None)[0],
             false,
         )
         .unwrap();
@@ -1588,7 +1606,7 @@ mod tests {
                     .chain(argv),
             )
             .unwrap();
-            let cell = cells(&cli.load)[0];
+            let cell = cells(&cli.load, None)[0];
             (cell.clients, cell.streams)
         };
         assert_eq!(shape(&["http://127.0.0.1:1/"]), (1, 8));

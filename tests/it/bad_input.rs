@@ -316,6 +316,15 @@ fn input_files_are_regular_and_bounded_and_never_block() {
             vec!["-d", &big_body, &good],
             "holds 1073741825 bytes, more than the limit of 1.00GB",
         ),
+        // --h2-multiplex looks at the -i file's first URL: only once the file passed its checks.
+        (
+            vec!["-n", "10", "--h2-multiplex", "-i", &fifo],
+            "is not a regular file",
+        ),
+        (
+            vec!["-n", "10", "--h2-multiplex", "-i", "/dev/zero"],
+            "is not a regular file",
+        ),
         (vec!["run", "/dev/zero"], "is not a regular file"),
         (vec!["run", &fifo], "is not a regular file"),
         (vec!["run", &big_scenario], "more than the limit of 16.00MB"),
