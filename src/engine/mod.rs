@@ -78,6 +78,11 @@ pub fn pick_protocol(
     }
 }
 
+/// URLs whose request head or fields are prepared once per thread (HTTP/2 `:path` fields, HTTP/3
+/// HEADERS frames); the ones after them are encoded per request, so that a long `-i` list costs
+/// no memory per URL in every thread and connection.
+const PREPARED_PATHS: usize = 1000;
+
 /// When a connection may send its next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {

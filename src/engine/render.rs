@@ -14,6 +14,8 @@ use crate::recorder::RequestStart;
 
 /// A templated request, ready to render.
 pub(crate) struct Renderer {
+    /// The plan's request without its paths (the ledger has them: a long `-i` list is not copied
+    /// into every thread's renderers).
     request: RequestTemplate,
     templated: Arc<Templated>,
     /// The rendered body of the request being written (templated bodies only).
@@ -24,8 +26,27 @@ impl Renderer {
     /// A renderer for `request`, `None` when nothing in it is templated.
     pub(crate) fn new(request: &RequestTemplate) -> Option<Renderer> {
         let templated = request.templated.clone()?;
+        let RequestTemplate {
+            method,
+            paths: _,
+            random_paths,
+            templated: _,
+            numbered,
+            authority,
+            headers,
+            body,
+        } = request;
         Some(Renderer {
-            request: request.clone(),
+            request: RequestTemplate {
+                method: method.clone(),
+                paths: Vec::new(),
+                random_paths: *random_paths,
+                templated: Some(templated.clone()),
+                numbered: *numbered,
+                authority: authority.clone(),
+                headers: headers.clone(),
+                body: body.clone(),
+            },
             templated,
             scratch: RefCell::default(),
         })
@@ -41,7 +62,7 @@ impl Renderer {
     ) {
         match &self.templated.paths[index] {
             Some(template) => ledger.render(template, start, 0, out),
-            None => out.extend_from_slice(self.request.paths[index].as_bytes()),
+            None => out.extend_from_slice(ledger.path(index).as_bytes()),
         }
     }
 
@@ -96,7 +117,7 @@ impl Renderer {
         self.request.content_length_of(body_len)
     }
 
-    /// The plan's request (method, authority, headers, static body).
+    /// The plan's request (method, authority, headers, static body; no paths).
     pub(crate) fn request(&self) -> &RequestTemplate {
         &self.request
     }

@@ -507,14 +507,7 @@ pub fn build(
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
-    let all_urls: Vec<String>;
-    let urls = if file_urls.is_empty() {
-        urls
-    } else {
-        all_urls = urls.iter().chain(file_urls).cloned().collect();
-        &all_urls
-    };
-    let parsed = parse_target(urls)?;
+    let parsed = parse_target(urls, file_urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
     // With --connect-to, --unix-socket or --proxy the URL's host only names the server (Host,
@@ -566,10 +559,8 @@ pub fn build(
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
-    let mut given_urls = parsed.urls;
-    given_urls.truncate(urls.len() - file_urls.len());
     let destination = Destination {
-        urls: given_urls,
+        urls: parsed.urls,
         route,
         input_file: args
             .input_file
@@ -829,27 +820,28 @@ struct ParsedUrls {
     warnings: Vec<String>,
 }
 
-/// Parses the URLs: the first gives scheme, host and port; every URL gives a path (h2load's rule).
-/// The host is not resolved here (`--connect-to` may make that unnecessary).
-fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
-    if urls.is_empty() {
-        usage_bail!("no URL given");
-    }
+/// Parses the URLs, `given` then `file_urls` (`-i`): the first gives scheme, host and port; every
+/// URL gives a path (h2load's rule). The host is not resolved here (`--connect-to` may make that
+/// unnecessary). Only the paths of the file's URLs are kept: a long list is held once.
+fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
     let mut warnings = Vec::new();
-    let urls: Vec<String> = urls
-        .iter()
-        .map(|url| match without_userinfo(url) {
-            Some(clean) => {
-                warnings.push(format!(
-                    "URL '{clean}': the user name and password in it are neither sent nor logged; \
-                     to authenticate, use -H 'Authorization: Basic …'"
-                ));
-                clean
-            }
-            None => url.clone(),
-        })
-        .collect();
-    let first = &urls[0];
+    let mut clean = |url: &String| match without_userinfo(url) {
+        Some(clean) => {
+            warnings.push(format!(
+                "URL '{clean}': the user name and password in it are neither sent nor logged; \
+                 to authenticate, use -H 'Authorization: Basic …'"
+            ));
+            clean
+        }
+        None => url.clone(),
+    };
+    let urls: Vec<String> = given.iter().map(&mut clean).collect();
+    let file_first = match (urls.is_empty(), file_urls.first()) {
+        (false, _) => None,
+        (true, Some(first)) => Some(clean(first)),
+        (true, None) => usage_bail!("no URL given"),
+    };
+    let first = file_first.as_ref().unwrap_or_else(|| &urls[0]);
     let uri = parse_absolute_url(first)?;
     let scheme = match uri.scheme_str() {
         Some("https") => Scheme::Https,
@@ -874,12 +866,18 @@ fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
         (None, _) if scheme == Scheme::Https => 443,
         (None, _) => 80,
     };
-    let mut paths = vec![path_of(&uri)];
-    for url in &urls[1..] {
+    let mut paths = Vec::with_capacity(given.len() + file_urls.len());
+    paths.push(path_of(&uri));
+    let rest = if file_first.is_some() {
+        &file_urls[1..]
+    } else {
+        file_urls
+    };
+    for url in urls.iter().skip(1).chain(rest) {
         if url.starts_with('/') {
             paths.push(bare_path(url)?);
         } else {
-            paths.push(path_of(&parse_absolute_url(url)?));
+            paths.push(path_of(&parse_absolute_url(&clean(url))?));
         }
     }
     Ok(ParsedUrls {

@@ -574,20 +574,34 @@ fn scenario_files_take_the_url_list_keys() {
 #[test]
 fn urls_past_the_first_thousand_are_counted_without_latency() {
     let dir = tempfile::tempdir().unwrap();
-    let mut lines = vec![url("/bytes/0")];
-    lines.extend((1..1001).map(|i| format!("/bytes/{}", i % 10)));
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let file = url_file(dir.path(), &lines);
-    let run = h2load_rs(&["-i", &file, "--h1", "-c", "1", "-n", "2002"]);
-    assert_clean(&run, "1001 urls", 2002);
-    let rows = run.cell()["urls"].as_array().unwrap();
-    assert_eq!(rows.len(), 1001);
-    assert!(rows.iter().all(|row| row["requests"] == 2));
-    assert!(rows[..1000].iter().all(|row| row["latency"]["count"] == 2));
-    assert!(rows[1000]["latency"].is_null());
-    assert!(run.output.stdout.contains("… and 991 more in JSON"));
-    assert!(run
-        .output
-        .stdout
-        .contains("latency is kept for the first 1000 URLs only"));
+    // Past the first 1000 URLs, HTTP/2 and HTTP/3 encode the path per request: the last URL's
+    // bytes show it was asked for as written.
+    let middle = (1..1000).map(|i| format!("/bytes/{}", i % 10));
+    let bytes = 2 * ((1..1000).map(|i| i % 10).sum::<u64>() + 777);
+    for (proto, first) in [
+        ("h1", url("/bytes/0")),
+        ("h2c", url("/bytes/0")),
+        ("h3", tls_url("/bytes/0")),
+    ] {
+        let mut lines = vec![first];
+        lines.extend(middle.clone());
+        lines.push("/bytes/777".to_owned());
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let file = url_file(dir.path(), &lines);
+        let run = h2load_rs(&[
+            "--cacert", CA, "-i", &file, "--proto", proto, "-c", "1", "-n", "2002",
+        ]);
+        assert_clean(&run, proto, 2002);
+        assert_eq!(run.int("traffic/data_bytes"), bytes, "{proto}");
+        let rows = run.cell()["urls"].as_array().unwrap();
+        assert_eq!(rows.len(), 1001);
+        assert!(rows.iter().all(|row| row["requests"] == 2), "{proto}");
+        assert!(rows[..1000].iter().all(|row| row["latency"]["count"] == 2));
+        assert!(rows[1000]["latency"].is_null());
+        assert!(run.output.stdout.contains("… and 991 more in JSON"));
+        assert!(run
+            .output
+            .stdout
+            .contains("latency is kept for the first 1000 URLs only"));
+    }
 }
