@@ -82,7 +82,7 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
         .chain(flags.iter().copied())
         .chain([url]);
     let cli = Cli::try_parse_from(args).expect("bench flags parse");
-    let cell = plan::cells(&cli.load)[0];
+    let cell = plan::cells(&cli.load, None)[0];
     Arc::new(plan::build(&cli.load, &cli.load.urls, &[], &cell, false).expect("bench plan builds"))
 }
 

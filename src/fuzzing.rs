@@ -17,7 +17,7 @@ use crate::proto::hpack::Decoder;
 pub fn scenario(text: &str) {
     if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {
         if let Ok(cli) = Cli::try_parse_from(&scenario.argv) {
-            let _ = crate::plan::cells(&cli.load);
+            let _ = crate::plan::cells(&cli.load, None);
         }
     }
 }
@@ -30,7 +30,7 @@ pub fn arguments(text: &str) {
         .map(OsString::from)
         .collect();
     if let Ok(cli) = Cli::try_parse_from(&words) {
-        let _ = crate::plan::cells(&cli.load);
+        let _ = crate::plan::cells(&cli.load, None);
     }
     for word in text.split_whitespace() {
         let _ = crate::cli::units::parse_duration(word);

@@ -53,11 +53,11 @@ impl<'a> Sweep<'a> {
         if let Some(path) = &args.log_file {
             outputs::check_file(path, "--log-file")?;
         }
-        let specs = plan::cells(args);
         let file_urls = match &args.input_file {
             Some(path) => plan::urls::read_url_file(path)?,
             None => Vec::new(),
         };
+        let specs = plan::cells(args, file_urls.first().map(String::as_str));
         if args.urls.is_empty()
             && file_urls
                 .first()

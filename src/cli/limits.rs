@@ -39,8 +39,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// `-d`: the request body file, read into memory once.
 pub const MAX_BODY_FILE: u64 = 1 << 30;
 
-/// `-i FILE`: a list of URLs (100,000 lines of 100 bytes are 10 MB).
-pub const MAX_URL_FILE: u64 = 256 << 20;
+/// `-i FILE`: a list of URLs, held in memory at about 150 bytes a URL once, plus 16 bytes a URL
+/// per thread (measured: 6.2 million short URLs, 64 MiB, take 0.94 GB at `-t 1`).
+pub const MAX_URL_FILE: u64 = 64 << 20;
 
 /// `run FILE`: a scenario file.
 pub const MAX_SCENARIO_FILE: u64 = 16 << 20;

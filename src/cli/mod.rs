@@ -161,13 +161,14 @@ pub enum NoTlsProto {
 /// Options of a load test. Flag names and meanings follow h2load.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Target URLs, used in turn by each connection. Scheme, host and port come from the first.
+    /// Target URLs, used in turn by each client across its connections. Scheme, host and port
+    /// come from the first.
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
 
-    /// Read more URLs from FILE (h2load's -i): one URL, or path starting with /, a line; blank
-    /// lines and lines starting with # are skipped. They come after the URLs given here; with
-    /// none given, the file's first URL gives scheme, host and port.
+    /// Read more URLs from FILE: one URL, or path starting with /, a line; blank lines and lines
+    /// starting with # are skipped. They come after the URLs given here (h2load's -i replaces
+    /// them); with none given, the file's first URL gives scheme, host and port.
     #[arg(short = 'i', long = "input-file", value_name = "FILE")]
     pub input_file: Option<PathBuf>,
 

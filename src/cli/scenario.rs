@@ -195,7 +195,7 @@ mod tests {
         .unwrap()
         .load;
         let plan = |args: &crate::cli::LoadArgs| {
-            let cells = crate::plan::cells(args);
+            let cells = crate::plan::cells(args, None);
             assert_eq!(cells.len(), 1, "a ramp is one cell");
             crate::plan::build(args, &args.urls, &[], &cells[0], false).unwrap()
         };

@@ -1,6 +1,6 @@
 //! The HTTP/1.1 session: a keep-alive connection with up to `-m` requests written ahead
-//! (pipelining when `-m > 1`), responses matched in order. Request heads are serialized once per
-//! path; the body is one shared copy; responses are parsed as they arrive and never kept. See
+//! (pipelining when `-m > 1`), responses matched in order. The request head is serialized once,
+//! around the path; the body is one shared copy; responses are parsed as they arrive and never kept. See
 //! docs/internals.md ("Performance") for why this replaced hyper's client (hyper cannot pipeline,
 //! and costs several times the CPU per request).
 
@@ -14,10 +14,10 @@ use http::Method;
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::Progress;
-use super::{Ledger, PathCycle, Slot};
+use super::{Ledger, Slot};
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
-use crate::proto::h1::{request_head, ByteCounts, Event, ResponseReader};
+use crate::proto::h1::{ByteCounts, Event, RequestHead, ResponseReader};
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 
 /// Interim (1xx) responses accepted before one final response; more is a protocol error.
@@ -25,7 +25,9 @@ pub(crate) const MAX_INTERIM: u32 = 16;
 
 /// Requests prepared once per thread.
 pub(crate) struct H1Template {
-    heads: Vec<Vec<u8>>,
+    head: RequestHead,
+    /// Headers after the plan's, in prepared and rendered heads alike.
+    extra: &'static [(&'static str, &'static str)],
     body: Bytes,
     depth: usize,
     bodyless_responses: bool,
@@ -42,17 +44,14 @@ impl H1Template {
     pub(crate) fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
         // --no-keepalive: the server closes after each response (its EOF ends the connection).
-        let extra: &[(&str, &str)] = if plan.no_keepalive {
+        let extra: &'static [(&str, &str)] = if plan.no_keepalive {
             &[("connection", "close")]
         } else {
             &[]
         };
         H1Template {
-            heads: template
-                .paths
-                .iter()
-                .map(|path| request_head(template, path, extra))
-                .collect(),
+            head: RequestHead::new(template, extra),
+            extra,
             body: template.body.clone(),
             depth: plan.max_concurrent,
             bodyless_responses: template.method == Method::HEAD,
@@ -74,7 +73,6 @@ impl H1Template {
 /// One HTTP/1.1 connection's state.
 pub(crate) struct H1Session<'t> {
     template: &'t H1Template,
-    paths: PathCycle,
     in_flight: VecDeque<RequestStart>,
     reader: ResponseReader,
     counts: ByteCounts,
@@ -91,7 +89,6 @@ impl<'t> H1Session<'t> {
     pub(crate) fn new(template: &'t H1Template) -> Self {
         H1Session {
             template,
-            paths: PathCycle::default(),
             in_flight: VecDeque::new(),
             reader: ResponseReader::checking(template.bodyless_responses, template.checks.as_ref()),
             counts: ByteCounts::default(),
@@ -103,11 +100,10 @@ impl<'t> H1Session<'t> {
         }
     }
 
-    /// Carries on a connection whose first request (sent at `start`, for the first path) is
-    /// already in flight: an h2c upgrade the server declined.
+    /// Carries on a connection whose first request (sent at `start`) is already in flight: an
+    /// h2c upgrade the server declined.
     pub(crate) fn continuing(template: &'t H1Template, start: RequestStart) -> Self {
         let mut session = H1Session::new(template);
-        session.paths = PathCycle::starting_at(1);
         session.in_flight.push_back(start);
         session
     }
@@ -124,13 +120,11 @@ impl<'t> H1Session<'t> {
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
                 Slot::Now(mut start) => {
-                    let path = self
-                        .paths
-                        .pick(&mut start, self.template.heads.len(), ledger);
+                    let path = ledger.pick_path(&mut start);
                     if let Some(renderer) = &self.template.renderer {
-                        renderer.h1_request(path, &start, ledger, &[], out);
+                        renderer.h1_request(path, &start, ledger, self.template.extra, out);
                     } else {
-                        out.bytes().extend_from_slice(&self.template.heads[path]);
+                        self.template.head.write(ledger.path(path), out.bytes());
                         if !self.template.body.is_empty() {
                             out.push_body(&self.template.body);
                         }

@@ -26,7 +26,7 @@ use super::h1::{earliest, MAX_INTERIM};
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::Progress;
-use super::{Ledger, PathCycle, Slot};
+use super::{Ledger, Slot, PREPARED_PATHS};
 use crate::plan::{H2Settings, RunPlan};
 use crate::proto::check::{Checks, ResponseCheck};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
@@ -53,8 +53,11 @@ pub(crate) const MAX_QUEUED_CONTROL: usize = 1000;
 pub(crate) struct H2Template {
     /// `:method`, `:scheme`, then `:authority` and the other headers; the path goes in between.
     fields: Vec<hpack::Field>,
-    /// One `:path` field per URL.
+    /// A `:path` field for each of the first [`PREPARED_PATHS`] URLs, which the encoder may add to
+    /// the server's table (4 KiB by default: a few dozen paths at most); the others go as literals.
     paths: Vec<hpack::Field>,
+    /// The `:path` name, for literal paths: rendered ones and those past the prepared ones.
+    path_literal: hpack::Field,
     body: Bytes,
     lanes: usize,
     settings: H2Settings,
@@ -123,8 +126,10 @@ impl H2Template {
             paths: template
                 .paths
                 .iter()
+                .take(PREPARED_PATHS)
                 .map(|path| hpack::Field::new(":path", path.as_bytes()))
                 .collect(),
+            path_literal: hpack::Field::new(":path", b""),
             body: if template.method == Method::HEAD {
                 Bytes::new()
             } else {
@@ -231,7 +236,6 @@ struct HeaderBlock {
 /// One HTTP/2 connection's state.
 pub(crate) struct H2Session<'t> {
     template: &'t H2Template,
-    paths: PathCycle,
     streams: StreamMap,
     /// Streams in the order they started, for the request timeout. Finished ones are dropped from
     /// the front at each fill, so the front is the oldest live stream and the queue stays as
@@ -290,7 +294,6 @@ impl<'t> H2Session<'t> {
         let connection_window = i64::from(settings.connection_window).max(frame::DEFAULT_WINDOW);
         let mut session = H2Session {
             template,
-            paths: PathCycle::starting_at(usize::from(upgraded.is_some())),
             streams: StreamMap::with_capacity_and_hasher(
                 template.lanes.min(1024) + 1,
                 Default::default(),
@@ -445,9 +448,7 @@ impl<'t> H2Session<'t> {
             // --log-file derives stream ids from the request's number on the connection.
             debug_assert_eq!(u64::from(id), 2 * u64::from(start.sequence) - 1);
             self.next_stream_id += 2;
-            let path = self
-                .paths
-                .pick(&mut start, self.template.paths.len(), ledger);
+            let path = ledger.pick_path(&mut start);
             match &self.template.renderer {
                 Some(renderer) if self.template.renders_body => {
                     self.write_rendered(renderer, id, path, start, ledger, out);
@@ -462,7 +463,7 @@ impl<'t> H2Session<'t> {
                     None,
                     out.bytes(),
                 ),
-                None => self.write_headers(id, path, out.bytes()),
+                None => self.write_headers(id, path, ledger, out.bytes()),
             }
             let body_left = self.template.body.len();
             self.streams.insert(id, self.new_stream(start, body_left));
@@ -493,7 +494,7 @@ impl<'t> H2Session<'t> {
     }
 
     /// Appends the request's HEADERS (and CONTINUATION, if the block exceeds the server's frame size).
-    fn write_headers(&mut self, id: u32, path: usize, out: &mut Vec<u8>) {
+    fn write_headers(&mut self, id: u32, path: usize, ledger: &Ledger<'_>, out: &mut Vec<u8>) {
         let template = self.template;
         let head_at = out.len();
         out.extend_from_slice(&[0; frame::HEADER_LEN]);
@@ -501,12 +502,24 @@ impl<'t> H2Session<'t> {
         for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
             self.encoder.encode(out, slot, field);
         }
-        self.encoder
-            .encode(out, template.fields.len() + path, &template.paths[path]);
+        self.write_path(path, ledger, out);
         for (slot, field) in template.fields.iter().enumerate().skip(FIELDS_BEFORE_PATH) {
             self.encoder.encode(out, slot, field);
         }
         self.frame_header_block(id, head_at, template.body.is_empty(), out);
+    }
+
+    /// Appends the `:path` of URL `path`: its prepared field, else a literal.
+    fn write_path(&mut self, path: usize, ledger: &Ledger<'_>, out: &mut Vec<u8>) {
+        let template = self.template;
+        match template.paths.get(path) {
+            Some(field) => self
+                .encoder
+                .encode(out, template.fields.len() + path, field),
+            None => template
+                .path_literal
+                .encode_unindexed(out, ledger.path(path).as_bytes()),
+        }
     }
 
     /// Opens stream `id` for a request with a templated body: its HEADERS (see
@@ -576,10 +589,9 @@ impl<'t> H2Session<'t> {
         if renderer.path_templated(path) {
             self.value.clear();
             renderer.path(path, start, ledger, &mut self.value);
-            template.paths[path].encode_unindexed(out, &self.value);
+            template.path_literal.encode_unindexed(out, &self.value);
         } else {
-            self.encoder
-                .encode(out, template.fields.len() + path, &template.paths[path]);
+            self.write_path(path, ledger, out);
         }
         for (slot, field) in template.fields.iter().enumerate().skip(FIELDS_BEFORE_PATH) {
             match template.field_headers[slot].filter(|&header| renderer.header_templated(header)) {

@@ -79,6 +79,11 @@ pub fn pick_protocol(
     }
 }
 
+/// URLs whose request head or fields are prepared once per thread (HTTP/2 `:path` fields, HTTP/3
+/// HEADERS frames); the ones after them are encoded per request, so that a long `-i` list costs
+/// no memory per URL in every thread and connection.
+const PREPARED_PATHS: usize = 1000;
+
 /// When a connection may send its next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
@@ -113,6 +118,9 @@ pub struct ThreadShared {
     /// This thread's TLS settings (https): the plan's, with a session cache of the thread's own
     /// under `--tls-resume`.
     pub tls: Option<crate::plan::TlsPlan>,
+    /// Per client slot, the index of the next path in turn: it outlives the slot's connections,
+    /// so churn (`--requests-per-connection`, `--no-keepalive`) keeps the keep-alive mix.
+    pub path_cursors: Vec<Cell<usize>>,
 }
 
 /// A request the server never processed, to be sent again.
@@ -280,6 +288,31 @@ impl<'a> Ledger<'a> {
                 rng: Rng::for_request(self.shared.plan.seed, start.number, part),
             },
         );
+    }
+
+    /// The path of a request about to be sent: a request sent again keeps its own, a new one
+    /// takes the slot's next in turn (as h2load does per client, across the slot's connections),
+    /// or a random one with `--urls-random` (and remembers it, should it be sent again).
+    pub(crate) fn pick_path(&self, start: &mut RequestStart) -> usize {
+        if !start.resent {
+            let plan = &self.shared.plan;
+            let count = plan.request.paths.len();
+            let index = if plan.request.random_paths {
+                Rng::for_request(plan.seed, start.number, PATH_CHOICE).below(count as u64) as usize
+            } else {
+                let cursor = &self.shared.path_cursors[self.slot];
+                let index = cursor.get() % count;
+                cursor.set(index + 1);
+                index
+            };
+            start.path = u32::try_from(index).expect("paths are counted in u32");
+        }
+        start.path as usize
+    }
+
+    /// The plan's path at `index` (as given, before any rendering).
+    pub(crate) fn path(&self, index: usize) -> &'a str {
+        &self.shared.plan.request.paths[index]
     }
 
     /// Requests this connection has taken so far.
@@ -459,42 +492,6 @@ pub fn io_error_kind(error: &io::Error) -> ErrorKind {
         | io::ErrorKind::BrokenPipe
         | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
         _ => ErrorKind::Closed,
-    }
-}
-
-/// Cycles through the plan's paths, as h2load does per client.
-#[derive(Debug, Default)]
-struct PathCycle {
-    next: usize,
-}
-
-impl PathCycle {
-    /// A cycle whose first path is the one at `index`.
-    fn starting_at(index: usize) -> Self {
-        PathCycle { next: index }
-    }
-
-    /// The path of a request about to be sent, among `count`: a request sent again keeps its
-    /// own, a new one takes the next in turn, or a random one with `--urls-random` (and
-    /// remembers it, should it be sent again).
-    fn pick(&mut self, start: &mut RequestStart, count: usize, ledger: &Ledger<'_>) -> usize {
-        if !start.resent {
-            let plan = &ledger.shared.plan;
-            let index = if plan.request.random_paths {
-                Rng::for_request(plan.seed, start.number, PATH_CHOICE).below(count as u64) as usize
-            } else {
-                self.next(count)
-            };
-            start.path = u32::try_from(index).expect("paths are counted in u32");
-        }
-        start.path as usize
-    }
-
-    /// The index of the next path among `count`.
-    fn next(&mut self, count: usize) -> usize {
-        let index = self.next % count;
-        self.next = index + 1;
-        index
     }
 }
 

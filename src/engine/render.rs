@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use super::outgoing::Outgoing;
 use super::Ledger;
-use crate::plan::template::write_decimal;
 use crate::plan::{RequestTemplate, Templated};
+use crate::proto::h1::{write_request_head, HeadPart};
 use crate::recorder::RequestStart;
 
 /// A templated request, ready to render.
 pub(crate) struct Renderer {
+    /// The plan's request without its paths (the ledger has them: a long `-i` list is not copied
+    /// into every thread's renderers).
     request: RequestTemplate,
     templated: Arc<Templated>,
     /// The rendered body of the request being written (templated bodies only).
@@ -24,8 +26,27 @@ impl Renderer {
     /// A renderer for `request`, `None` when nothing in it is templated.
     pub(crate) fn new(request: &RequestTemplate) -> Option<Renderer> {
         let templated = request.templated.clone()?;
+        let RequestTemplate {
+            method,
+            paths: _,
+            random_paths,
+            templated: _,
+            numbered,
+            authority,
+            headers,
+            body,
+        } = request;
         Some(Renderer {
-            request: request.clone(),
+            request: RequestTemplate {
+                method: method.clone(),
+                paths: Vec::new(),
+                random_paths: *random_paths,
+                templated: Some(templated.clone()),
+                numbered: *numbered,
+                authority: authority.clone(),
+                headers: headers.clone(),
+                body: body.clone(),
+            },
             templated,
             scratch: RefCell::default(),
         })
@@ -41,7 +62,7 @@ impl Renderer {
     ) {
         match &self.templated.paths[index] {
             Some(template) => ledger.render(template, start, 0, out),
-            None => out.extend_from_slice(self.request.paths[index].as_bytes()),
+            None => out.extend_from_slice(ledger.path(index).as_bytes()),
         }
     }
 
@@ -91,23 +112,18 @@ impl Renderer {
     }
 
     /// The Content-Length of a request whose body is `body_len` bytes long (see
-    /// [`RequestTemplate::content_length`]).
+    /// [`RequestTemplate::content_length_of`]).
     pub(crate) fn content_length(&self, body_len: usize) -> Option<usize> {
-        let expects_body = matches!(
-            self.request.method,
-            http::Method::POST | http::Method::PUT | http::Method::PATCH
-        );
-        (expects_body || body_len > 0).then_some(body_len)
+        self.request.content_length_of(body_len)
     }
 
-    /// The plan's request (method, authority, headers, static body).
+    /// The plan's request (method, authority, headers, static body; no paths).
     pub(crate) fn request(&self) -> &RequestTemplate {
         &self.request
     }
 
     /// Appends the HTTP/1.1 head of the request `start` for path `path` (`extra` headers after
-    /// the plan's), declaring a body of `body_len` bytes; the same bytes as
-    /// [`crate::proto::h1::request_head`] gives an untemplated request.
+    /// the plan's), declaring a body of `body_len` bytes.
     pub(crate) fn h1_head(
         &self,
         path: usize,
@@ -117,30 +133,16 @@ impl Renderer {
         body_len: usize,
         out: &mut Vec<u8>,
     ) {
-        out.extend_from_slice(self.request.method.as_str().as_bytes());
-        out.push(b' ');
-        self.path(path, start, ledger, out);
-        out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
-        out.extend_from_slice(self.request.authority.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for (index, (name, _)) in self.request.headers.iter().enumerate() {
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
-            self.header_value(index, start, ledger, out);
-            out.extend_from_slice(b"\r\n");
-        }
-        for (name, value) in extra {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        if let Some(length) = self.content_length(body_len) {
-            out.extend_from_slice(b"content-length: ");
-            write_decimal(out, length as u64);
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
+        write_request_head(
+            out,
+            &self.request,
+            extra,
+            body_len,
+            |part, out| match part {
+                HeadPart::Path => self.path(path, start, ledger, out),
+                HeadPart::Header(index) => self.header_value(index, start, ledger, out),
+            },
+        );
     }
 
     /// Appends the whole HTTP/1.1 request `start` for path `path`: head, then body (a rendered

@@ -2,7 +2,7 @@
 //! a plan from command-line words, a thread's shared state, and a loop that feeds a session the
 //! server's bytes the way the driver does.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ pub(crate) fn world(argv: &[&str]) -> World {
         .chain(argv.iter().copied())
         .chain(["http://127.0.0.1:9/"]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
-    let cell = &plan::cells(&cli.load)[0];
+    let cell = &plan::cells(&cli.load, None)[0];
     let plan = plan::build(&cli.load, &cli.load.urls, &[], cell, false).expect("plan builds");
     let budget = Budget::new(match plan.stop {
         plan::StopRule::Requests(n) => Some(n),
@@ -54,6 +54,8 @@ pub(crate) fn world(argv: &[&str]) -> World {
             first_slot: 0,
             plan: Arc::new(plan),
             tls: None,
+            // Two slots: tests drive slots 0 and 1.
+            path_cursors: vec![Cell::new(0), Cell::new(0)],
         },
         conn: ConnState::default(),
         templates,

@@ -22,13 +22,13 @@ use super::outgoing::Outgoing;
 use super::session::{AnySession, Progress};
 use super::{Ledger, Slot};
 use crate::plan::{H2Settings, Protocol, RunPlan};
-use crate::proto::h1::{request_head, MAX_HEAD};
+use crate::proto::h1::{RequestHead, MAX_HEAD};
 use crate::proto::h2::{self as frame, FrameHead};
 use crate::recorder::{ErrorKind, Failure, RequestStart};
 
 /// The upgrade request, prepared once per thread.
 pub(crate) struct UpgradeTemplate {
-    head: Vec<u8>,
+    head: RequestHead,
     /// The upgrade headers, for a templated request rendered by the HTTP/1.1 template's renderer.
     upgrade_headers: [(&'static str, String); 3],
     body: Bytes,
@@ -36,7 +36,7 @@ pub(crate) struct UpgradeTemplate {
 }
 
 impl UpgradeTemplate {
-    /// The upgrade request for the first path.
+    /// The upgrade request, for any path.
     pub(crate) fn new(plan: &RunPlan) -> Self {
         let settings = http2_settings(&plan.h2);
         let upgrade_headers = [
@@ -45,7 +45,7 @@ impl UpgradeTemplate {
             ("http2-settings", settings.as_str()),
         ];
         UpgradeTemplate {
-            head: request_head(&plan.request, &plan.request.paths[0], &upgrade_headers),
+            head: RequestHead::new(&plan.request, &upgrade_headers),
             upgrade_headers: upgrade_headers.map(|(name, value)| (name, value.to_owned())),
             body: plan.request.body.clone(),
             request_timeout: plan.timeouts.request,
@@ -99,17 +99,17 @@ impl<'t> UpgradeSession<'t> {
         self.wake = None;
         match ledger.next_request() {
             Slot::Now(mut start) => {
-                // The upgrade request asks for the first path, whichever a retried request had.
-                start.path = 0;
+                // Like any request: the slot's next path, or a retried request's own.
+                let path = ledger.pick_path(&mut start);
                 if let Some(renderer) = &self.h1.renderer {
                     let extra = self
                         .template
                         .upgrade_headers
                         .each_ref()
                         .map(|(name, value)| (*name, value.as_str()));
-                    renderer.h1_request(0, &start, ledger, &extra, out);
+                    renderer.h1_request(path, &start, ledger, &extra, out);
                 } else {
-                    out.bytes().extend_from_slice(&self.template.head);
+                    self.template.head.write(ledger.path(path), out.bytes());
                     if !self.template.body.is_empty() {
                         out.push_body(&self.template.body);
                     }

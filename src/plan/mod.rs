@@ -266,8 +266,13 @@ impl RequestTemplate {
 
     /// The Content-Length the request declares: the body's, when there is one or the method expects one.
     pub fn content_length(&self) -> Option<usize> {
+        self.content_length_of(self.body.len())
+    }
+
+    /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
+    pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
         let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-        (expects_body || !self.body.is_empty()).then_some(self.body.len())
+        (expects_body || body_len > 0).then_some(body_len)
     }
 }
 
@@ -383,8 +388,9 @@ impl CellSpec {
 }
 
 /// Expands `-c`, `-m` and `--proto` lists into cells, in the order they run: for each connection
-/// count, for each stream count, every protocol.
-pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
+/// count, for each stream count, every protocol. `first_file_url` is the first URL of the `-i`
+/// file, which the caller has read and checked (it decides h2c for `--h2-multiplex`).
+pub fn cells(args: &LoadArgs, first_file_url: Option<&str>) -> Vec<CellSpec> {
     let protocols: Vec<Option<ProtoArg>> = if args.proto.is_empty() {
         vec![None]
     } else {
@@ -406,7 +412,7 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
         {
             let level = cells.len() / protocols.len();
             for &proto in &protocols {
-                let multiplexed = args.h2_multiplex && speaks_h2(args, proto);
+                let multiplexed = args.h2_multiplex && speaks_h2(args, proto, first_file_url);
                 let (clients, streams) = if multiplexed {
                     (1, clients * streams)
                 } else {
@@ -428,14 +434,13 @@ pub fn cells(args: &LoadArgs) -> Vec<CellSpec> {
 /// Whether a cell of `proto` speaks HTTP/2 for sure: `h2`, `h2c`, `h2c-upgrade`, or no `--proto`
 /// where the default is h2c (http://, h2load's default, unless `--h1` or `-p http/1.1`). `auto`
 /// (https:// by default) may end up as HTTP/1.1, so it is never multiplexed.
-fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>) -> bool {
+fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>, first_file_url: Option<&str>) -> bool {
     match proto {
         Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade) => true,
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
         Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
         None => {
-            let first_in_file = || args.input_file.as_deref().and_then(urls::first_url);
-            let https = match args.urls.first().cloned().or_else(first_in_file) {
+            let https = match args.urls.first().map(String::as_str).or(first_file_url) {
                 Some(url) => url.starts_with("https://"),
                 None => args.target_tls,
             };
@@ -502,14 +507,7 @@ pub fn build(
     trust_test_ca: bool,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
-    let all_urls: Vec<String>;
-    let urls = if file_urls.is_empty() {
-        urls
-    } else {
-        all_urls = urls.iter().chain(file_urls).cloned().collect();
-        &all_urls
-    };
-    let parsed = parse_target(urls)?;
+    let parsed = parse_target(urls, file_urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
     // With --connect-to, --unix-socket or --proxy the URL's host only names the server (Host,
@@ -561,10 +559,8 @@ pub fn build(
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
-    let mut given_urls = parsed.urls;
-    given_urls.truncate(urls.len() - file_urls.len());
     let destination = Destination {
-        urls: given_urls,
+        urls: parsed.urls,
         route,
         input_file: args
             .input_file
@@ -824,35 +820,32 @@ struct ParsedUrls {
     warnings: Vec<String>,
 }
 
-/// Parses the URLs: the first gives scheme, host and port; every URL gives a path (h2load's rule).
-/// The host is not resolved here (`--connect-to` may make that unnecessary).
-fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
-    if urls.is_empty() {
-        usage_bail!("no URL given");
-    }
+/// Parses the URLs, `given` then `file_urls` (`-i`): the first gives scheme, host and port; every
+/// URL gives a path (h2load's rule). The host is not resolved here (`--connect-to` may make that
+/// unnecessary). Only the paths of the file's URLs are kept: a long list is held once.
+fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
     let mut warnings = Vec::new();
-    let urls: Vec<String> = urls
-        .iter()
-        .map(|url| match without_userinfo(url) {
-            Some(clean) => {
-                warnings.push(format!(
-                    "URL '{clean}': the user name and password in it are neither sent nor logged; \
-                     to authenticate, use -H 'Authorization: Basic …'"
-                ));
-                clean
-            }
-            None => url.clone(),
-        })
-        .collect();
-    let first = &urls[0];
+    let mut clean = |url: &String| match without_userinfo(url) {
+        Some(clean) => {
+            warnings.push(format!(
+                "URL '{clean}': the user name and password in it are neither sent nor logged; \
+                 to authenticate, use -H 'Authorization: Basic …'"
+            ));
+            clean
+        }
+        None => url.clone(),
+    };
+    let urls: Vec<String> = given.iter().map(&mut clean).collect();
+    let file_first = match (urls.is_empty(), file_urls.first()) {
+        (false, _) => None,
+        (true, Some(first)) => Some(clean(first)),
+        (true, None) => usage_bail!("no URL given"),
+    };
+    let first = file_first.as_ref().unwrap_or_else(|| &urls[0]);
     let uri = parse_absolute_url(first)?;
     let scheme = match uri.scheme_str() {
-        Some("http") => Scheme::Http,
         Some("https") => Scheme::Https,
-        Some(other) => {
-            usage_bail!("URL '{first}': unsupported scheme '{other}' (use http:// or https://)")
-        }
-        None => usage_bail!("URL '{first}' has no scheme (write http://{first})"),
+        _ => Scheme::Http,
     };
     let Some(authority) = uri.authority() else {
         usage_bail!("URL '{first}' has no host");
@@ -873,12 +866,18 @@ fn parse_target(urls: &[String]) -> Result<ParsedUrls> {
         (None, _) if scheme == Scheme::Https => 443,
         (None, _) => 80,
     };
-    let mut paths = vec![path_of(&uri)];
-    for url in &urls[1..] {
+    let mut paths = Vec::with_capacity(given.len() + file_urls.len());
+    paths.push(path_of(&uri));
+    let rest = if file_first.is_some() {
+        &file_urls[1..]
+    } else {
+        file_urls
+    };
+    for url in urls.iter().skip(1).chain(rest) {
         if url.starts_with('/') {
-            paths.push(url.clone());
+            paths.push(bare_path(url)?);
         } else {
-            paths.push(path_of(&parse_absolute_url(url)?));
+            paths.push(path_of(&parse_absolute_url(&clean(url))?));
         }
     }
     Ok(ParsedUrls {
@@ -933,14 +932,29 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
         .unwrap_or(first))
 }
 
-fn parse_absolute_url(url: &str) -> Result<Uri> {
+/// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
+pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     if !url.contains("://") {
         usage_bail!("URL '{url}' has no scheme (write http://{url})");
     }
     match url.parse::<Uri>() {
-        Ok(uri) if uri.scheme().is_some() => Ok(uri),
-        Ok(_) => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+        Ok(uri) => match uri.scheme_str() {
+            Some("http" | "https") => Ok(uri),
+            Some(other) => {
+                usage_bail!("URL '{url}': unsupported scheme '{other}' (use http:// or https://)")
+            }
+            None => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+        },
         Err(error) => usage_bail!("URL '{url}' is not valid: {error}"),
+    }
+}
+
+/// A path given without scheme and host (`/…`), normalised like a URL's: its fragment dropped
+/// (never sent), and refused where a URL's path would be.
+pub(crate) fn bare_path(path: &str) -> Result<String> {
+    match path.parse::<http::uri::PathAndQuery>() {
+        Ok(valid) => Ok(valid.as_str().to_owned()),
+        Err(error) => usage_bail!("path '{path}' is not valid: {error}"),
     }
 }
 
@@ -1192,7 +1206,7 @@ mod tests {
             std::iter::once("h2load-rs").chain(argv.iter().copied()),
         )
         .expect("arguments parse");
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         build(&cli.load, &cli.load.urls, &[], &cells[0], false)
     }
 
@@ -1207,12 +1221,19 @@ mod tests {
 
     #[test]
     fn first_url_gives_the_target_and_every_url_a_path() {
-        let plan = plan(&["http://127.0.0.1:8080/ping?x=1", "http://other/b", "/c"]).unwrap();
+        let plan = plan(&[
+            "http://127.0.0.1:8080/ping?x=1#top",
+            "http://other/b#f",
+            "/c",
+            "/d?q#frag",
+        ])
+        .unwrap();
         assert!(
             matches!(plan.destination.route, Route::Direct(addr) if addr == "127.0.0.1:8080".parse().unwrap())
         );
         assert_eq!(plan.request.authority, "127.0.0.1:8080");
-        assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c"]);
+        // Fragments are never sent, whether the URL is full or a bare path.
+        assert_eq!(plan.request.paths, ["/ping?x=1", "/b", "/c", "/d?q"]);
         assert_eq!(plan.negotiation, Negotiation::Direct(Protocol::H2c));
         assert!(plan.tls.is_none());
         assert_eq!(plan.stop, StopRule::Requests(DEFAULT_REQUESTS));
@@ -1235,7 +1256,7 @@ mod tests {
             &cli.load,
             &cli.load.urls,
             &file,
-            &cells(&cli.load)[0],
+            &cells(&cli.load, None)[0],
             false,
         )
         .unwrap();
@@ -1332,7 +1353,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         let shape: Vec<_> = cells
             .iter()
             .map(|c| (c.proto, c.clients, c.streams, c.level))
@@ -1378,7 +1399,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load);
+        let cells = cells(&cli.load, None);
         assert_eq!(cells[0].clients, 160);
         let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
@@ -1391,7 +1412,7 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let timed_cells = super::cells(&timed.load);
+        let timed_cells = super::cells(&timed.load, None);
         let plan = build(&timed.load, &timed.load.urls, &[], &timed_cells[0], false).unwrap();
         assert_eq!(
             plan.stop,
@@ -1413,7 +1434,7 @@ mod tests {
             &floored.load,
             &floored.load.urls,
             &[],
-            &super::cells(&floored.load)[0],
+            &super::cells(&floored.load, None)[0],
             false,
         )
         .unwrap();
@@ -1583,7 +1604,7 @@ mod tests {
                     .chain(argv),
             )
             .unwrap();
-            let cell = cells(&cli.load)[0];
+            let cell = cells(&cli.load, None)[0];
             (cell.clients, cell.streams)
         };
         assert_eq!(shape(&["http://127.0.0.1:1/"]), (1, 8));

@@ -10,8 +10,8 @@ use crate::cli::limits::MAX_URL_FILE;
 use crate::usage_bail;
 
 /// The URLs and paths of `path`, in order: blank lines and `#` comments skipped, each line
-/// trimmed. A line must be an absolute URL (`scheme://…`) or a path starting with `/`, with no
-/// space or control character in it.
+/// trimmed. A line must be an http:// or https:// URL or a path starting with `/`, with no space
+/// or control character in it (a fragment, `#…`, is dropped later, as from any URL).
 pub fn read_url_file(path: &Path) -> Result<Vec<String>> {
     let text = input::read_text(path, "-i file", MAX_URL_FILE)?;
     let shown = path.display();
@@ -34,23 +34,20 @@ pub fn read_url_file(path: &Path) -> Result<Vec<String>> {
                 line.escape_debug()
             );
         }
+        let valid = if line.starts_with('/') {
+            super::bare_path(line).map(drop)
+        } else {
+            super::parse_absolute_url(line).map(drop)
+        };
+        if let Err(error) = valid {
+            usage_bail!("{shown}:{number}: {error}");
+        }
         urls.push(line.to_owned());
     }
     if urls.is_empty() {
         usage_bail!("the -i file '{shown}' holds no URL");
     }
     Ok(urls)
-}
-
-/// The first URL of `path` (its first line that is not blank or a comment), reading no further;
-/// `None` when it cannot be read (reading it whole reports why).
-pub fn first_url(path: &Path) -> Option<String> {
-    use std::io::BufRead;
-    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
-    file.lines()
-        .map_while(Result::ok)
-        .map(|line| line.trim().to_owned())
-        .find(|line| !line.is_empty() && !line.starts_with('#'))
 }
 
 #[cfg(test)]
@@ -72,10 +69,6 @@ mod tests {
     #[test]
     fn lines_are_urls_or_paths_and_comments_are_skipped() {
         let urls = read("# list\nhttp://127.0.0.1:1/a\n\n  /b?x=1  \r\n#/c\n/d\n").unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("u");
-        std::fs::write(&path, "\n# c\n https://h/x \n/y\n").unwrap();
-        assert_eq!(first_url(&path).as_deref(), Some("https://h/x"));
         assert_eq!(urls, ["http://127.0.0.1:1/a", "/b?x=1", "/d"]);
     }
 
@@ -88,6 +81,16 @@ mod tests {
         );
         let message = read("/a b\n").unwrap_err().to_string();
         assert!(message.starts_with("F:1:"), "{message}");
+        let message = read("/a\nftp://h/x\n").unwrap_err().to_string();
+        assert!(
+            message.starts_with("F:2: URL 'ftp://h/x': unsupported scheme 'ftp'"),
+            "{message}"
+        );
+        let message = read("/a\n/b<c\n").unwrap_err().to_string();
+        assert!(
+            message.starts_with("F:2: path '/b<c' is not valid"),
+            "{message}"
+        );
         assert!(read("# nothing\n\n")
             .unwrap_err()
             .to_string()

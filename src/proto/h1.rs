@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
+use crate::plan::template::write_decimal;
 use crate::plan::RequestTemplate;
 
 /// The largest response head accepted (status line and header fields).
@@ -11,30 +12,87 @@ pub const MAX_HEAD: usize = 64 * 1024;
 /// Header fields accepted in one response head.
 pub const MAX_HEADERS: usize = 100;
 
-/// Serializes the head of a request for `path` from the template, with `extra` headers after the
-/// template's. The body (the template's) is sent after it, separately, so it is never copied.
-pub fn request_head(template: &RequestTemplate, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
-    let mut wire = format!(
-        "{} {path} HTTP/1.1\r\nhost: {}\r\n",
-        template.method, template.authority
-    )
-    .into_bytes();
-    let headers = template
-        .headers
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_bytes()))
-        .chain(extra.iter().map(|(name, value)| (*name, value.as_bytes())));
-    for (name, value) in headers {
-        wire.extend_from_slice(name.as_bytes());
-        wire.extend_from_slice(b": ");
-        wire.extend_from_slice(value);
-        wire.extend_from_slice(b"\r\n");
+/// A part of a request head whose bytes the caller of [`write_request_head`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadPart {
+    /// The request target (path and query).
+    Path,
+    /// The value of the template's header at this index.
+    Header(usize),
+}
+
+/// Appends the head of a request from `template` to `out`: `value` writes the path and the
+/// template's header values (as they are, or rendered), `extra` headers follow the template's,
+/// then the Content-Length of a `body_len`-byte body when the request declares one. The one
+/// writer of HTTP/1.1 request heads, prepared ([`RequestHead`]) or rendered per request.
+pub fn write_request_head(
+    out: &mut Vec<u8>,
+    template: &RequestTemplate,
+    extra: &[(&str, &str)],
+    body_len: usize,
+    mut value: impl FnMut(HeadPart, &mut Vec<u8>),
+) {
+    out.extend_from_slice(template.method.as_str().as_bytes());
+    out.push(b' ');
+    value(HeadPart::Path, out);
+    out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+    out.extend_from_slice(template.authority.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (index, (name, _)) in template.headers.iter().enumerate() {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        value(HeadPart::Header(index), out);
+        out.extend_from_slice(b"\r\n");
     }
-    if let Some(length) = template.content_length() {
-        wire.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
+    for (name, header) in extra {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
-    wire.extend_from_slice(b"\r\n");
-    wire
+    if let Some(length) = template.content_length_of(body_len) {
+        out.extend_from_slice(b"content-length: ");
+        write_decimal(out, length as u64);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The head of an untemplated request, prepared once for every path: the bytes before and after
+/// the path, so a request costs three copies and a list of paths costs no memory per path.
+#[derive(Debug, Clone)]
+pub struct RequestHead {
+    bytes: Vec<u8>,
+    path_at: usize,
+}
+
+impl RequestHead {
+    /// The head of `template`'s requests, with `extra` headers after the template's; its body
+    /// (the template's) is sent after it, separately, so it is never copied.
+    pub fn new(template: &RequestTemplate, extra: &[(&str, &str)]) -> Self {
+        let mut bytes = Vec::new();
+        let mut path_at = 0;
+        write_request_head(
+            &mut bytes,
+            template,
+            extra,
+            template.body.len(),
+            |part, out| match part {
+                HeadPart::Path => path_at = out.len(),
+                HeadPart::Header(index) => {
+                    out.extend_from_slice(template.headers[index].1.as_bytes())
+                }
+            },
+        );
+        RequestHead { bytes, path_at }
+    }
+
+    /// Appends the head for `path`.
+    pub fn write(&self, path: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.bytes[..self.path_at]);
+        out.extend_from_slice(path.as_bytes());
+        out.extend_from_slice(&self.bytes[self.path_at..]);
+    }
 }
 
 /// What parsing the received bytes produced.

@@ -1,6 +1,6 @@
-//! Per-URL measurements, kept when a run has two paths or more: counts for every path, and a
-//! latency histogram for the first [`MAX_PATH_HISTOGRAMS`] (each is allocated at its first
-//! response, with 2 significant digits, so a list of 100,000 URLs stays within memory).
+//! Per-URL measurements, kept when a run has two paths or more: two counters for every path
+//! (16 bytes, so a million URLs take 16 MB per thread), and a latency histogram for the first
+//! [`MAX_PATH_HISTOGRAMS`] only (each allocated at its first response, with 2 significant digits).
 
 use hdrhistogram::Histogram;
 
@@ -9,22 +9,25 @@ use super::hdr::MAX_MICROS;
 /// Paths that get a latency histogram; the ones after it are counted only.
 pub const MAX_PATH_HISTOGRAMS: usize = 1000;
 
-/// One path's counts and latency.
-#[derive(Debug, Clone, Default)]
-pub struct PathRow {
-    /// Complete responses with status 2xx or 3xx.
+/// One path's counts and latency, as [`PathStats::row`] gives them.
+#[derive(Debug, Clone, Copy)]
+pub struct PathRow<'a> {
+    /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
+    /// checks (`--expect-*`) every check met.
     pub succeeded: u64,
-    /// Error responses and requests that ended without a response.
+    /// The rest: error responses, failed checks and requests that ended without a response.
     pub failed: u64,
     /// Response latency (µs), for the first [`MAX_PATH_HISTOGRAMS`] paths once one responded.
-    pub latency: Option<Histogram<u64>>,
+    pub latency: Option<&'a Histogram<u64>>,
 }
 
-/// Every path's row, indexed like the plan's paths.
+/// Every path's counts, indexed like the plan's paths, and the first paths' latency.
 #[derive(Debug, Clone)]
 pub struct PathStats {
-    /// One row per path.
-    pub rows: Vec<PathRow>,
+    /// Per path: succeeded, failed.
+    counts: Vec<[u64; 2]>,
+    /// Per path among the first [`MAX_PATH_HISTOGRAMS`]: its latency, once one responded.
+    latency: Vec<Option<Histogram<u64>>>,
 }
 
 fn path_histogram() -> Histogram<u64> {
@@ -35,20 +38,31 @@ impl PathStats {
     /// Rows for `paths` paths; `None` for a single path (the cell's figures are its figures).
     pub fn new(paths: usize) -> Option<PathStats> {
         (paths >= 2).then(|| PathStats {
-            rows: vec![PathRow::default(); paths],
+            counts: vec![[0; 2]; paths],
+            latency: vec![None; paths.min(MAX_PATH_HISTOGRAMS)],
         })
+    }
+
+    /// Path `path`'s row.
+    pub fn row(&self, path: usize) -> PathRow<'_> {
+        let [succeeded, failed] = self.counts[path];
+        PathRow {
+            succeeded,
+            failed,
+            latency: self.latency.get(path).and_then(Option::as_ref),
+        }
+    }
+
+    /// Every path's row, in order.
+    pub fn rows(&self) -> impl Iterator<Item = PathRow<'_>> {
+        (0..self.counts.len()).map(|path| self.row(path))
     }
 
     /// A response for `path` completed after `micros`.
     pub(super) fn completed(&mut self, path: usize, succeeded: bool, micros: u64) {
-        let row = &mut self.rows[path];
-        if succeeded {
-            row.succeeded += 1;
-        } else {
-            row.failed += 1;
-        }
-        if path < MAX_PATH_HISTOGRAMS {
-            row.latency
+        self.counts[path][usize::from(!succeeded)] += 1;
+        if let Some(latency) = self.latency.get_mut(path) {
+            latency
                 .get_or_insert_with(path_histogram)
                 .saturating_record(micros);
         }
@@ -56,15 +70,17 @@ impl PathStats {
 
     /// A request for `path` ended without a response.
     pub(super) fn failed(&mut self, path: usize) {
-        self.rows[path].failed += 1;
+        self.counts[path][1] += 1;
     }
 
     /// Adds another thread's rows (of the same plan).
     pub(super) fn merge(&mut self, other: PathStats) {
-        for (mine, theirs) in self.rows.iter_mut().zip(other.rows) {
-            mine.succeeded += theirs.succeeded;
-            mine.failed += theirs.failed;
-            match (&mut mine.latency, theirs.latency) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            mine[0] += theirs[0];
+            mine[1] += theirs[1];
+        }
+        for (mine, theirs) in self.latency.iter_mut().zip(other.latency) {
+            match (mine, theirs) {
                 (Some(mine), Some(theirs)) => mine.add(theirs).expect("histograms share bounds"),
                 (mine @ None, theirs) => *mine = theirs,
                 (Some(_), None) => {}
@@ -88,16 +104,21 @@ mod tests {
         b.failed(1);
         b.completed(MAX_PATH_HISTOGRAMS, true, 5);
         a.merge(b);
-        let row = &a.rows[0];
+        assert_eq!(
+            a.latency.len(),
+            MAX_PATH_HISTOGRAMS,
+            "no room past the limit"
+        );
+        let row = a.row(0);
         assert_eq!((row.succeeded, row.failed), (2, 0));
-        let latency = row.latency.as_ref().unwrap();
+        let latency = row.latency.unwrap();
         assert_eq!(latency.len(), 2);
         assert_eq!(latency.max(), latency.highest_equivalent(300));
-        assert_eq!((a.rows[1].succeeded, a.rows[1].failed), (0, 2));
-        let last = &a.rows[MAX_PATH_HISTOGRAMS];
+        assert_eq!((a.row(1).succeeded, a.row(1).failed), (0, 2));
+        let last = a.row(MAX_PATH_HISTOGRAMS);
         assert_eq!((last.succeeded, last.latency.is_none()), (1, true));
         assert!(
-            a.rows[2].latency.is_none(),
+            a.row(2).latency.is_none(),
             "allocated at the first response only"
         );
     }

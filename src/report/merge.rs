@@ -109,9 +109,9 @@ fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<
         row.succeeded += other.succeeded;
         row.failed += other.failed;
         row.latency = match (row.latency.take(), other.latency) {
-            (Some(a), Some(b)) => Some(latency_summary(&add_all(
+            (Some(a), Some(b)) => Some(Box::new(latency_summary(&add_all(
                 [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
-            ))),
+            )))),
             (a, b) => a.or(b),
         };
     }

@@ -528,12 +528,13 @@ pub struct UrlRow {
     pub url: String,
     /// Measured requests that finished: `succeeded + failed`.
     pub requests: u64,
-    /// Complete responses with status 2xx or 3xx.
+    /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
+    /// checks (`--expect-*`) every check met.
     pub succeeded: u64,
-    /// Error responses and requests that ended without a response.
+    /// The rest: error responses, failed checks and requests that ended without a response.
     pub failed: u64,
     /// Response latency (null beyond the first 1000 URLs, or without a response).
-    pub latency: Option<LatencySummary>,
+    pub latency: Option<Box<LatencySummary>>,
 }
 
 /// The per-URL rows of a cell, from its recorder's path counts.
@@ -544,13 +545,15 @@ fn url_rows(plan: &RunPlan, recorder: &crate::recorder::Recorder) -> Vec<UrlRow>
     plan.request
         .paths
         .iter()
-        .zip(&paths.rows)
+        .zip(paths.rows())
         .map(|(path, row)| UrlRow {
             url: path.clone(),
             requests: row.succeeded + row.failed,
             succeeded: row.succeeded,
             failed: row.failed,
-            latency: row.latency.as_ref().map(latency_summary),
+            latency: row
+                .latency
+                .map(|latency| Box::new(latency_summary(latency))),
         })
         .collect()
 }

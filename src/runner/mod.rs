@@ -427,6 +427,7 @@ impl Worker {
                 .tls
                 .as_ref()
                 .map(|plan| tls::thread_plan(plan, self.slots)),
+            path_cursors: (0..self.slots).map(|_| Cell::new(0)).collect(),
         });
         let templates = Rc::new(Templates::new(&self.plan));
         let local = LocalSet::new();

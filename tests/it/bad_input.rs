@@ -305,6 +305,7 @@ fn input_files_are_regular_and_bounded_and_never_block() {
     let big_scenario = sparse("scenario.toml", (16 << 20) + 1);
     let big_ca = sparse("ca.pem", (16 << 20) + 1);
     let big_report = sparse("report.json", (256 << 20) + 1);
+    let big_urls = sparse("urls.txt", (64 << 20) + 1);
     let tls_url = "https://127.0.0.1:1/";
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
@@ -315,6 +316,19 @@ fn input_files_are_regular_and_bounded_and_never_block() {
         (
             vec!["-d", &big_body, &good],
             "holds 1073741825 bytes, more than the limit of 1.00GB",
+        ),
+        // --h2-multiplex looks at the -i file's first URL: only once the file passed its checks.
+        (
+            vec!["-n", "10", "--h2-multiplex", "-i", &fifo],
+            "is not a regular file",
+        ),
+        (
+            vec!["-n", "10", "--h2-multiplex", "-i", "/dev/zero"],
+            "is not a regular file",
+        ),
+        (
+            vec!["-n", "10", "-i", &big_urls],
+            "holds 67108865 bytes, more than the limit of 64.00MB",
         ),
         (vec!["run", "/dev/zero"], "is not a regular file"),
         (vec!["run", &fifo], "is not a regular file"),

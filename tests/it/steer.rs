@@ -31,7 +31,7 @@ fn delayed_target() -> SocketAddr {
 fn plan_of(args: &[&str]) -> Arc<RunPlan> {
     let cli = Cli::try_parse_from(std::iter::once("h2load-rs").chain(args.iter().copied()))
         .expect("the arguments parse");
-    let cells = plan::cells(&cli.load);
+    let cells = plan::cells(&cli.load, None);
     assert_eq!(cells.len(), 1);
     Arc::new(
         plan::build(&cli.load, &cli.load.urls, &[], &cells[0], false).expect("the plan builds"),

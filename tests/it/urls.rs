@@ -104,6 +104,38 @@ fn a_url_file_mixes_sizes_and_counts_every_byte() {
     assert_mix(&run, "command line then file", 40, 1);
 }
 
+#[test]
+fn churned_connections_keep_the_url_mix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = url_file(dir.path(), &[&url("/bytes/10"), "/bytes/100000"]);
+    // The slot's turn survives its connections: one request per connection alternates too.
+    for proto in ["h1", "h2c", "h2c-upgrade"] {
+        for churn in [&["--requests-per-connection", "1"][..], &["--no-keepalive"]] {
+            let name = format!("{proto} {churn:?}");
+            let mut args = vec!["-i", &file, "--proto", proto, "-n", "40"];
+            args.extend(churn);
+            let run = h2load_rs(&args);
+            assert_mix(&run, &name, 40, 1);
+            assert_eq!(run.int("connections/opened"), 40, "{name}");
+        }
+    }
+    let file = url_file(dir.path(), &[&tls_url("/bytes/10"), "/bytes/100000"]);
+    let run = h2load_rs(&[
+        "--cacert",
+        CA,
+        "-i",
+        &file,
+        "--proto",
+        "h3",
+        "-n",
+        "40",
+        "--requests-per-connection",
+        "1",
+    ]);
+    assert_mix(&run, "h3", 40, 1);
+    assert_eq!(run.int("connections/opened"), 40, "h3");
+}
+
 /// An https:// URL on an HTTP/3-capable built-in target of this test binary.
 fn tls_url(path: &str) -> String {
     static TARGET: OnceLock<SocketAddr> = OnceLock::new();
@@ -230,7 +262,7 @@ fn a_body_template_sends_exactly_the_rendered_bytes() {
 }
 
 /// A plain HTTP/1.1 server that answers every request with an empty 200 and records the
-/// request targets.
+/// request heads (without the final blank line).
 fn recording_server() -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -254,11 +286,12 @@ fn recording_server() -> (String, Arc<Mutex<Vec<String>>>) {
                     while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                         let head = String::from_utf8_lossy(&pending[..end]).into_owned();
                         pending.drain(..end + 4);
-                        let target = head.split(' ').nth(1).unwrap_or_default().to_owned();
-                        targets.lock().unwrap().push(target);
+                        let close = head.ends_with("\r\nconnection: close");
+                        targets.lock().unwrap().push(head);
                         if stream
                             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
                             .is_err()
+                            || close
                         {
                             return;
                         }
@@ -270,13 +303,40 @@ fn recording_server() -> (String, Arc<Mutex<Vec<String>>>) {
     (format!("http://{addr}"), targets)
 }
 
+/// The request targets of the recorded heads.
+fn request_targets(heads: &Mutex<Vec<String>>) -> Vec<String> {
+    heads
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|head| head.split(' ').nth(1).unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn no_keepalive_asks_the_server_to_close_templated_requests_too() {
+    let (base, heads) = recording_server();
+    for path in ["/plain", "/seq/{seq}"] {
+        let target = format!("{base}{path}");
+        let run = h2load_rs(&["--h1", "-n", "3", "--no-keepalive", &target]);
+        assert_clean(&run, path, 3);
+        assert_eq!(run.int("connections/opened"), 3, "{path}");
+    }
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 6);
+    for head in &heads {
+        assert!(head.ends_with("\r\nconnection: close"), "{head:?}");
+    }
+    assert!(heads[3].starts_with("GET /seq/1 HTTP/1.1\r\n"), "{heads:?}");
+}
+
 #[test]
 fn path_templates_render_every_placeholder() {
-    let (base, targets) = recording_server();
+    let (base, heads) = recording_server();
     let path = format!("{base}/k/{{seq}}/{{conn}}/{{rand:7}}/{{uuid}}?x={{{{y}}}}");
     let run = h2load_rs(&["--h1", "-c", "3", "-t", "2", "-n", "300", &path]);
     assert_clean(&run, "templated path", 300);
-    let targets = targets.lock().unwrap().clone();
+    let targets = request_targets(&heads);
     assert_eq!(targets.len(), 300);
     let (mut seqs, mut conns, mut uuids) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for target in &targets {
@@ -514,20 +574,34 @@ fn scenario_files_take_the_url_list_keys() {
 #[test]
 fn urls_past_the_first_thousand_are_counted_without_latency() {
     let dir = tempfile::tempdir().unwrap();
-    let mut lines = vec![url("/bytes/0")];
-    lines.extend((1..1001).map(|i| format!("/bytes/{}", i % 10)));
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let file = url_file(dir.path(), &lines);
-    let run = h2load_rs(&["-i", &file, "--h1", "-c", "1", "-n", "2002"]);
-    assert_clean(&run, "1001 urls", 2002);
-    let rows = run.cell()["urls"].as_array().unwrap();
-    assert_eq!(rows.len(), 1001);
-    assert!(rows.iter().all(|row| row["requests"] == 2));
-    assert!(rows[..1000].iter().all(|row| row["latency"]["count"] == 2));
-    assert!(rows[1000]["latency"].is_null());
-    assert!(run.output.stdout.contains("… and 991 more in JSON"));
-    assert!(run
-        .output
-        .stdout
-        .contains("latency is kept for the first 1000 URLs only"));
+    // Past the first 1000 URLs, HTTP/2 and HTTP/3 encode the path per request: the last URL's
+    // bytes show it was asked for as written.
+    let middle = (1..1000).map(|i| format!("/bytes/{}", i % 10));
+    let bytes = 2 * ((1..1000).map(|i| i % 10).sum::<u64>() + 777);
+    for (proto, first) in [
+        ("h1", url("/bytes/0")),
+        ("h2c", url("/bytes/0")),
+        ("h3", tls_url("/bytes/0")),
+    ] {
+        let mut lines = vec![first];
+        lines.extend(middle.clone());
+        lines.push("/bytes/777".to_owned());
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let file = url_file(dir.path(), &lines);
+        let run = h2load_rs(&[
+            "--cacert", CA, "-i", &file, "--proto", proto, "-c", "1", "-n", "2002",
+        ]);
+        assert_clean(&run, proto, 2002);
+        assert_eq!(run.int("traffic/data_bytes"), bytes, "{proto}");
+        let rows = run.cell()["urls"].as_array().unwrap();
+        assert_eq!(rows.len(), 1001);
+        assert!(rows.iter().all(|row| row["requests"] == 2), "{proto}");
+        assert!(rows[..1000].iter().all(|row| row["latency"]["count"] == 2));
+        assert!(rows[1000]["latency"].is_null());
+        assert!(run.output.stdout.contains("… and 991 more in JSON"));
+        assert!(run
+            .output
+            .stdout
+            .contains("latency is kept for the first 1000 URLs only"));
+    }
 }

@@ -34,7 +34,7 @@ use super::driver::ConnLimits;
 use super::h1::earliest;
 use super::h2::CONNECTION_SPECIFIC;
 use super::render::Renderer;
-use super::{ConnEnd, Ledger, PathCycle, Slot};
+use super::{ConnEnd, Ledger, Slot, PREPARED_PATHS};
 use crate::cli::units::format_micros;
 use crate::observe::trace::ConnTrace;
 use crate::plan::RunPlan;
@@ -54,10 +54,13 @@ pub(crate) use quic::QuicContext;
 #[cfg(test)]
 mod tests;
 
-/// Requests prepared once per thread: one HEADERS frame per path, the body's DATA frame, the
-/// opening of the client's control stream.
+/// Requests prepared once per thread: a HEADERS frame for each of the first [`PREPARED_PATHS`]
+/// paths, the body's DATA frame, the opening of the client's control stream.
 pub(crate) struct H3Template {
     headers: Vec<Bytes>,
+    /// The fields of an untemplated request, with an empty `:path` at [`PATH_FIELD`], for the
+    /// paths past the prepared ones.
+    fields: Vec<(String, Vec<u8>)>,
     /// The DATA frame's type and length for the body (empty without a body).
     body_head: Bytes,
     body: Bytes,
@@ -75,28 +78,25 @@ pub(crate) struct H3Template {
 impl H3Template {
     pub(crate) fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
-        let mut rest: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut fields: Vec<(String, Vec<u8>)> = vec![
+            (":method".into(), template.method.as_str().into()),
+            (":scheme".into(), b"https".to_vec()),
+            (":authority".into(), template.authority.as_bytes().to_vec()),
+            (":path".into(), Vec::new()),
+        ];
         for (name, value) in &template.headers {
             if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
-                rest.push((name.as_str(), value.as_bytes().to_vec()));
+                fields.push((name.as_str().into(), value.as_bytes().to_vec()));
             }
         }
         if let Some(length) = template.content_length() {
-            rest.push(("content-length", length.to_string().into_bytes()));
+            fields.push(("content-length".into(), length.to_string().into_bytes()));
         }
         let headers = template
             .paths
             .iter()
-            .map(|path| {
-                let mut fields: Vec<(&str, &[u8])> = vec![
-                    (":method", template.method.as_str().as_bytes()),
-                    (":scheme", b"https"),
-                    (":authority", template.authority.as_bytes()),
-                    (":path", path.as_bytes()),
-                ];
-                fields.extend(rest.iter().map(|(name, value)| (*name, value.as_slice())));
-                Bytes::from(headers_frame(&encode_field_section(&fields)))
-            })
+            .take(PREPARED_PATHS)
+            .map(|path| headers_for(&fields, path.as_bytes()))
             .collect();
         let body = if template.method == Method::HEAD {
             Bytes::new()
@@ -109,6 +109,7 @@ impl H3Template {
         }
         H3Template {
             headers,
+            fields,
             body_head: body_head.into(),
             body,
             control: client_control_stream().into(),
@@ -125,11 +126,11 @@ impl H3Template {
     /// sends, so there is no buffer to reuse); literals only, QPACK's dynamic table is off.
     fn frames(&self, path: usize, start: &RequestStart, ledger: &Ledger<'_>) -> [Bytes; 3] {
         let Some(renderer) = &self.renderer else {
-            return [
-                self.headers[path].clone(),
-                self.body_head.clone(),
-                self.body.clone(),
-            ];
+            let headers = match self.headers.get(path) {
+                Some(prepared) => prepared.clone(),
+                None => headers_for(&self.fields, ledger.path(path).as_bytes()),
+            };
+            return [headers, self.body_head.clone(), self.body.clone()];
         };
         let request = renderer.request();
         let mut path_value = Vec::new();
@@ -169,6 +170,22 @@ impl H3Template {
     }
 }
 
+/// Where `:path` is among an untemplated request's fields.
+const PATH_FIELD: usize = 3;
+
+/// The HEADERS frame of `fields` (an untemplated request's) with `path` as its `:path`.
+fn headers_for(fields: &[(String, Vec<u8>)], path: &[u8]) -> Bytes {
+    let fields: Vec<(&str, &[u8])> = fields
+        .iter()
+        .enumerate()
+        .map(|(index, (name, value))| {
+            let value = if index == PATH_FIELD { path } else { value };
+            (name.as_str(), value)
+        })
+        .collect();
+    Bytes::from(headers_frame(&encode_field_section(&fields)))
+}
+
 /// What the lanes of one connection share.
 struct Shared<'c> {
     conn: &'c Connection,
@@ -178,7 +195,6 @@ struct Shared<'c> {
     in_flight: RefCell<Vec<Option<InFlight>>>,
     /// Request streams the lanes hold now.
     streams_held: Cell<usize>,
-    paths: RefCell<PathCycle>,
     /// The stream id of the server's GOAWAY: requests on streams from it on were not processed.
     goaway: Cell<Option<u64>>,
     goaway_seen: Notify,
@@ -323,7 +339,6 @@ pub(crate) async fn drive(
         ledger,
         in_flight: RefCell::new(vec![None; template.lanes]),
         streams_held: Cell::new(0),
-        paths: RefCell::new(PathCycle::default()),
         goaway: Cell::new(None),
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
@@ -580,11 +595,7 @@ async fn lane(
             stream.cancel();
             return Ok(());
         };
-        let path =
-            shared
-                .paths
-                .borrow_mut()
-                .pick(&mut start, shared.template.headers.len(), &ledger);
+        let path = ledger.pick_path(&mut start);
         let id = stream.id();
         shared.in_flight.borrow_mut()[index] = Some(InFlight {
             start,
