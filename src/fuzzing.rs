@@ -178,3 +178,102 @@ pub fn h3_response(bytes: &[u8], piece: usize) {
         }
     }
 }
+
+/// A proxy's answer to `CONNECT`, arriving `piece` bytes at a time as the tunnel reads it: the
+/// head it takes ends within the bytes just read (the tunnel consumes the rest of it), a refusal
+/// is a `proxy` error of one line, and below the head limit the split changes nothing.
+pub fn proxy_answer(bytes: &[u8], piece: usize) {
+    use crate::plan::route::ProxyPlan;
+    use crate::recorder::ErrorKind;
+    use crate::runner::proxy::{answer, Answer};
+
+    let proxy = ProxyPlan {
+        addr: ([127, 0, 0, 1], 3128).into(),
+        target: "localhost:443".into(),
+        request: Vec::new(),
+    };
+    // The tunnel peeks at most 2 KiB at a time.
+    let piece = piece.clamp(1, 2048);
+    let mut head = Vec::new();
+    let mut outcome = Answer::Partial;
+    for chunk in bytes.chunks(piece) {
+        let before = head.len();
+        head.extend_from_slice(chunk);
+        outcome = answer(&head, &proxy);
+        match &outcome {
+            Answer::Partial => {}
+            Answer::Open(length) => {
+                assert!(
+                    (before + 1..=head.len()).contains(length),
+                    "a head of {length} after {before} of {} bytes",
+                    head.len()
+                );
+                break;
+            }
+            Answer::Refused(failure) => {
+                assert_eq!(failure.kind, ErrorKind::Proxy);
+                assert!(one_line(&failure.message), "{:?}", failure.message);
+                break;
+            }
+        }
+    }
+    if bytes.len() < 16 * 1024 {
+        assert_eq!(outcome, answer(bytes, &proxy));
+    }
+}
+
+/// The plan's text parsers: an -i file's lines, then each URL line it accepts and the whole
+/// text as templates (a templated path, a templated body). A rejection is a usage error of one
+/// line; a template renders the same twice from the same draw, and differently for another
+/// `{seq}` when it uses one.
+pub fn plan_texts(text: &str) {
+    use crate::plan::template::{Draw, Rng, Template};
+
+    let usage = |error: anyhow::Error| {
+        assert!(crate::error::is_usage(&error), "{error}");
+        let message = error.to_string();
+        assert!(one_line(&message), "{message:?}");
+    };
+    let lines = crate::plan::urls::url_lines(text, &"fuzz.txt").unwrap_or_else(|error| {
+        usage(error);
+        Vec::new()
+    });
+    for line in &lines {
+        assert!(
+            !line.is_empty() && !line.bytes().any(|byte| byte <= b' ' || byte == 0x7f),
+            "{line:?}"
+        );
+    }
+    let draw = |seq| Draw {
+        seq,
+        conn: 3,
+        rng: Rng::for_request(7, seq, 0),
+    };
+    let mut out = Vec::new();
+    let mut again = Vec::new();
+    for bytes in lines.iter().map(String::as_bytes).chain([text.as_bytes()]) {
+        let template = match Template::parse(bytes, "fuzz") {
+            Ok(Some(template)) => template,
+            Ok(None) => continue,
+            Err(error) => {
+                usage(error);
+                continue;
+            }
+        };
+        out.clear();
+        again.clear();
+        template.render(&mut out, &mut draw(1));
+        template.render(&mut again, &mut draw(1));
+        assert_eq!(out, again);
+        if template.uses_seq() {
+            again.clear();
+            template.render(&mut again, &mut draw(2));
+            assert_ne!(out, again);
+        }
+    }
+}
+
+/// Whether `message` prints as one line.
+fn one_line(message: &str) -> bool {
+    !message.contains(['\r', '\n'])
+}

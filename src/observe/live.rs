@@ -32,9 +32,11 @@ struct Published {
 /// The counts the live metrics show besides [`Snapshot`]'s.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tallies {
-    /// Responses by status class: 1xx..5xx (index 0..4).
+    /// Responses that met their checks, by status class: 1xx..5xx (index 0..4).
     pub status_classes: [u64; 5],
-    /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order.
+    /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order, and under
+    /// [`ErrorKind::Check`] the responses that failed a check (so with `status_classes` they
+    /// add up to `done`).
     pub request_errors: [u64; ErrorKind::ALL.len()],
     /// Connections established.
     pub connections_opened: u64,
@@ -52,9 +54,14 @@ impl Tallies {
         for (slot, (_, count)) in request_errors.iter_mut().zip(recorder.request_errors()) {
             *slot = count;
         }
+        request_errors[ErrorKind::Check.index()] += recorder.checks.failed;
+        let mut status_classes = recorder.status_classes;
+        for (class, failed) in status_classes.iter_mut().zip(recorder.check_failed_classes) {
+            *class -= failed;
+        }
         let live = |count: u64| if ended { 0 } else { count };
         Tallies {
-            status_classes: recorder.status_classes,
+            status_classes,
             request_errors,
             connections_opened: recorder.connections_opened,
             connections_active: live(

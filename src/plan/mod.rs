@@ -902,13 +902,8 @@ fn without_userinfo(url: &str) -> Option<String> {
 }
 
 fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
-    let Some((host, port)) = connect_to.rsplit_once(':') else {
-        usage_bail!("--connect-to '{connect_to}': expected HOST:PORT");
-    };
-    let Ok(port) = port.parse::<u16>() else {
-        usage_bail!("--connect-to '{connect_to}': '{port}' is not a port number");
-    };
-    resolve(host.trim_start_matches('[').trim_end_matches(']'), port)
+    let (host, port) = route::parse_connect_to(connect_to)?;
+    resolve(&host, port)
 }
 
 /// Resolves `host` once for the whole run. When it has several addresses (`localhost`: ::1 and
@@ -1539,6 +1534,51 @@ mod tests {
             built.destination.route.to_string(),
             "10.0.0.1:443 through proxy 127.0.0.1:3128"
         );
+    }
+
+    #[test]
+    fn a_proxy_tunnel_target_from_connect_to_is_checked_like_without_a_proxy() {
+        fn proxied(connect_to: &str) -> [&str; 5] {
+            let url = "http://127.0.0.1:19180/ping";
+            [
+                "--proxy",
+                "http://127.0.0.1:3128",
+                "--connect-to",
+                connect_to,
+                url,
+            ]
+        }
+        // What reached the request line unchecked: a header injection, then a missing port.
+        for (connect_to, says) in [
+            ("127.0.0.1:1\r\nX-Injected: yes", "is not a port number"),
+            (
+                "127.0.0.1\r\nX-Injected: yes:1",
+                "with a DNS name or an IP address as HOST",
+            ),
+            ("not a host", "expected HOST:PORT"),
+            ("not a host:1", "with a DNS name or an IP address as HOST"),
+            ("127.0.0.1:0", "is not a port number"),
+        ] {
+            let message = usage_message(&proxied(connect_to));
+            assert!(message.contains(says), "{connect_to:?}: {message}");
+            let direct = usage_message(&["--connect-to", connect_to, "http://127.0.0.1/"]);
+            assert_eq!(direct, message);
+        }
+        // Without --connect-to the URL's host is the target: what a URL allows in a host but
+        // a CONNECT target has no use for is refused too.
+        let message = usage_message(&["--proxy", "http://127.0.0.1:3128", "http://a!b'c/"]);
+        assert!(message.contains("cannot be a CONNECT target"), "{message}");
+        // The target is rebuilt from its parts: IPv6 in brackets, given with or without.
+        for connect_to in ["[::1]:8443", "::1:8443"] {
+            let built = plan(&proxied(connect_to)).unwrap();
+            let Route::Proxy(proxy) = &built.destination.route else {
+                panic!("{:?}", built.destination.route);
+            };
+            assert_eq!(
+                proxy.request,
+                b"CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\n\r\n"
+            );
+        }
     }
 
     #[test]

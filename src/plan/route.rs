@@ -2,7 +2,7 @@
 //! tunnel through an HTTP proxy (`--proxy`, `CONNECT`).
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -69,10 +69,18 @@ pub(crate) fn route(
             None => resolve(host, port)?,
         }));
     };
+    // The target goes into the request line and `Host`: built from checked parts only.
     let target = match &args.connect_to {
-        Some(given) => given.clone(),
-        None if host.contains(':') => format!("[{host}]:{port}"),
-        None => format!("{host}:{port}"),
+        Some(given) => {
+            let (host, port) = parse_connect_to(given)?;
+            authority(&host, port)
+        }
+        None => match checked_host(host) {
+            Some(host) => authority(host, port),
+            None => usage_bail!(
+                "--proxy: the URL's host '{host}' cannot be a CONNECT target (a DNS name or an IP address)"
+            ),
+        },
     };
     let parsed = parse_proxy_url(proxy)?;
     Ok(Route::Proxy(ProxyPlan {
@@ -80,6 +88,60 @@ pub(crate) fn route(
         request: connect_request(&target, parsed.credentials.as_deref()),
         target,
     }))
+}
+
+/// `--connect-to HOST:PORT` split into its host (an IPv6 address without brackets) and port,
+/// checked but not resolved: a usage error unless the host is a DNS name or an IP address and
+/// the port a number from 1 to 65535.
+pub(crate) fn parse_connect_to(given: &str) -> Result<(String, u16)> {
+    let Some((host, port)) = given.rsplit_once(':') else {
+        usage_bail!(
+            "--connect-to '{}': expected HOST:PORT",
+            given.escape_debug()
+        );
+    };
+    let Some(port) = port.parse::<u16>().ok().filter(|port| *port != 0) else {
+        usage_bail!(
+            "--connect-to '{}': '{}' is not a port number",
+            given.escape_debug(),
+            port.escape_debug()
+        );
+    };
+    let Some(host) = checked_host(host) else {
+        usage_bail!(
+            "--connect-to '{}': expected HOST:PORT, with a DNS name or an IP address as HOST",
+            given.escape_debug()
+        );
+    };
+    Ok((host.to_owned(), port))
+}
+
+/// `host` without the brackets of an IPv6 address, if it is an IP address or a DNS name (letters,
+/// digits, `-`, `.`, `_`): nothing that could end a request line or header.
+fn checked_host(host: &str) -> Option<&str> {
+    let unbracketed = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'));
+    if let Some(inner) = unbracketed {
+        return inner.parse::<Ipv6Addr>().is_ok().then_some(inner);
+    }
+    if host.parse::<Ipv6Addr>().is_ok() {
+        return Some(host);
+    }
+    let name = !host.is_empty()
+        && host
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_'));
+    name.then_some(host)
+}
+
+/// `host:port`, with an IPv6 address in brackets.
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 /// What a `--proxy` URL says.
@@ -206,6 +268,41 @@ mod tests {
         ] {
             let message = parsed(url).unwrap_err();
             assert!(message.contains(says), "{url}: {message}");
+        }
+    }
+
+    #[test]
+    fn connect_to_gives_a_host_and_port_with_nothing_else() {
+        for (given, host, port) in [
+            ("127.0.0.1:443", "127.0.0.1", 443),
+            ("backend-1.example_x.com:80", "backend-1.example_x.com", 80),
+            ("[::1]:8443", "::1", 8443),
+            ("::1:8443", "::1", 8443),
+        ] {
+            assert_eq!(
+                parse_connect_to(given).unwrap(),
+                (host.to_owned(), port),
+                "{given}"
+            );
+        }
+        for given in [
+            "127.0.0.1",
+            ":80",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:0",
+            "127.0.0.1:1\r\nX: y",
+            "a\nb:1",
+            "a b:1",
+            "u@host:1",
+            "host/x:1",
+            "[::1:80",
+            "[not-v6]:80",
+        ] {
+            let error = parse_connect_to(given).unwrap_err();
+            assert!(crate::error::is_usage(&error), "{given}: {error}");
+            let message = error.to_string();
+            assert!(!message.contains(['\r', '\n']), "{given:?}: {message}");
         }
     }
 

@@ -122,6 +122,19 @@ fn looks_templated(text: &[u8]) -> bool {
 }
 
 fn placeholder(inner: &str, what: &str) -> Result<Piece> {
+    // The inner text is the user's (a body file's, say): shown escaped and cut short, so the
+    // error stays one line.
+    let shown = || {
+        let mut shown: String = inner
+            .chars()
+            .take(40)
+            .flat_map(char::escape_debug)
+            .collect();
+        if inner.chars().nth(40).is_some() {
+            shown.push('…');
+        }
+        shown
+    };
     Ok(match inner.split_once(':') {
         None if inner == "seq" => Piece::Seq,
         None if inner == "conn" => Piece::Conn,
@@ -129,10 +142,11 @@ fn placeholder(inner: &str, what: &str) -> Result<Piece> {
         Some(("rand", bound)) => match bound.parse::<u64>() {
             Ok(0) => usage_bail!("{what}: {{rand:0}} has no number below 0 (N must be at least 1)"),
             Ok(bound) => Piece::Rand(bound),
-            Err(_) => usage_bail!("{what}: {{rand:{bound}}}: N must be a whole number from 1"),
+            Err(_) => usage_bail!("{what}: {{{}}}: N must be a whole number from 1", shown()),
         },
         _ => usage_bail!(
-            "{what}: unknown placeholder {{{inner}}} (known: {{seq}}, {{conn}}, {{rand:N}}, {{uuid}}; write {{{{ and }}}} for braces)"
+            "{what}: unknown placeholder {{{}}} (known: {{seq}}, {{conn}}, {{rand:N}}, {{uuid}}; write {{{{ and }}}} for braces)",
+            shown()
         ),
     })
 }
@@ -261,6 +275,15 @@ mod tests {
         assert!(error("{seq} }").contains("unmatched '}'"));
         assert!(error("{seq} {").contains("unclosed '{'"));
         assert!(error("{nope}").starts_with("-d file 'b'"));
+        // What the braces hold is the user's: escaped and cut short, the error is one line.
+        let long = format!("{{seq}} {{x\n{}}}", "y".repeat(100));
+        let message = error(&long);
+        assert!(
+            message.contains(&format!("{{x\\n{}…}}", "y".repeat(38))),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "{message}");
+        assert!(error("{seq}{rand:\r}").contains("{rand:\\r}: N must be"));
     }
 
     #[test]

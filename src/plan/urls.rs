@@ -14,7 +14,12 @@ use crate::usage_bail;
 /// or control character in it (a fragment, `#…`, is dropped later, as from any URL).
 pub fn read_url_file(path: &Path) -> Result<Vec<String>> {
     let text = input::read_text(path, "-i file", MAX_URL_FILE)?;
-    let shown = path.display();
+    url_lines(&text, &path.display())
+}
+
+/// The URLs and paths of an -i file's `text`, as [`read_url_file`] reads them; `shown` names
+/// the file in errors.
+pub(crate) fn url_lines(text: &str, shown: &dyn std::fmt::Display) -> Result<Vec<String>> {
     let mut urls = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();

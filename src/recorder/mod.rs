@@ -27,6 +27,13 @@ fn micros(duration: Duration) -> u64 {
         .max(1)
 }
 
+/// The index of `status`'s class in `status_classes` (1xx: 0 .. 5xx: 4), if it has one.
+fn status_class(status: u16) -> Option<usize> {
+    (100..600)
+        .contains(&status)
+        .then(|| usize::from(status / 100) - 1)
+}
+
 /// Why a request or connection did not get its response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -96,7 +103,7 @@ impl ErrorKind {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
@@ -323,6 +330,9 @@ pub struct Recorder {
     request_errors: [u64; ErrorKind::ALL.len()],
     /// Responses that failed a check.
     pub checks: CheckTally,
+    /// Of `status_classes`, the responses that failed a check, by class: the live metrics count
+    /// them under the outcome `check` instead.
+    pub(crate) check_failed_classes: [u64; 5],
     /// Connections established.
     pub connections_opened: u64,
     /// Of those, the ones begun in the measured period (connections per second counts them).
@@ -381,6 +391,7 @@ impl Recorder {
             errors: [0; ErrorKind::ALL.len()],
             request_errors: [0; ErrorKind::ALL.len()],
             checks: CheckTally::default(),
+            check_failed_classes: [0; 5],
             connections_opened: 0,
             connections_measured: 0,
             handshakes: None,
@@ -528,6 +539,9 @@ impl Recorder {
         self.errors[ErrorKind::Check.index()] += 1;
         self.checks.failed += 1;
         self.checks.first_mismatch.get_or_insert_with(mismatch);
+        if let Some(class) = status_class(sample.status) {
+            self.check_failed_classes[class] += 1;
+        }
     }
 
     fn count_response(&mut self, slot: usize, sample: ResponseSample, succeeded: bool) {
@@ -538,8 +552,8 @@ impl Recorder {
         self.in_flight.change(sample.end, 0, 1);
         let counters = &mut self.counters;
         counters.done += 1;
-        if (100..600).contains(&sample.status) {
-            self.status_classes[usize::from(sample.status / 100) - 1] += 1;
+        if let Some(class) = status_class(sample.status) {
+            self.status_classes[class] += 1;
         }
         if succeeded {
             counters.succeeded += 1;
@@ -661,6 +675,13 @@ impl Recorder {
             *mine += theirs;
         }
         self.checks.add(other.checks);
+        for (mine, theirs) in self
+            .check_failed_classes
+            .iter_mut()
+            .zip(other.check_failed_classes)
+        {
+            *mine += theirs;
+        }
         self.connections_opened += other.connections_opened;
         self.connections_measured += other.connections_measured;
         if let Some(theirs) = &other.handshakes {

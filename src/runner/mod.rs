@@ -6,7 +6,7 @@ pub mod budget;
 pub mod control;
 pub mod net;
 pub mod panics;
-mod proxy;
+pub(crate) mod proxy;
 pub mod signals;
 pub mod steer;
 pub mod tls;

@@ -44,36 +44,59 @@ pub(crate) async fn tunnel(stream: &mut TcpStream, proxy: &ProxyPlan) -> Result<
         }
         let before = head.len();
         head.extend_from_slice(&window[..seen]);
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        match response.parse(&head) {
-            Ok(httparse::Status::Complete(length)) => {
+        match answer(&head, proxy) {
+            Answer::Open(length) => {
                 stream
                     .read_exact(&mut window[..length - before])
                     .await
                     .map_err(lost)?;
-                let status = response.code.unwrap_or_default();
-                if (200..300).contains(&status) {
-                    return Ok(());
-                }
-                let reason = match response.reason {
-                    Some(reason) if !reason.is_empty() => format!(" ({reason})"),
-                    _ => String::new(),
-                };
-                return Err(Failure::new(
-                    ErrorKind::Proxy,
-                    format!(
-                        "proxy answered {status} to CONNECT {}{reason}",
-                        proxy.target
-                    ),
-                ));
+                return Ok(());
             }
-            Ok(httparse::Status::Partial) if head.len() < MAX_HEAD => {
+            Answer::Partial => {
                 stream.read_exact(&mut window[..seen]).await.map_err(lost)?;
             }
-            Ok(httparse::Status::Partial) => return Err(bad_answer(proxy, "a head over 16 KiB")),
-            Err(error) => return Err(bad_answer(proxy, &error.to_string())),
+            Answer::Refused(failure) => return Err(failure),
         }
+    }
+}
+
+/// What the proxy's answer says so far.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Answer {
+    /// A 2xx head of this many bytes: the tunnel is open after it.
+    Open(usize),
+    /// The head has not ended yet (and is within [`MAX_HEAD`]).
+    Partial,
+    /// No tunnel: a refusal or a bad answer, which the failure puts in words.
+    Refused(Failure),
+}
+
+/// Reads the answer head at the start of `head` (bytes past it are the server's): a head that
+/// is not complete within the bytes given is [`Answer::Partial`], until it outgrows [`MAX_HEAD`].
+pub(crate) fn answer(head: &[u8], proxy: &ProxyPlan) -> Answer {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    match response.parse(head) {
+        Ok(httparse::Status::Complete(length)) => {
+            let status = response.code.unwrap_or_default();
+            if (200..300).contains(&status) {
+                return Answer::Open(length);
+            }
+            let reason = match response.reason {
+                Some(reason) if !reason.is_empty() => format!(" ({reason})"),
+                _ => String::new(),
+            };
+            Answer::Refused(Failure::new(
+                ErrorKind::Proxy,
+                format!(
+                    "proxy answered {status} to CONNECT {}{reason}",
+                    proxy.target
+                ),
+            ))
+        }
+        Ok(httparse::Status::Partial) if head.len() < MAX_HEAD => Answer::Partial,
+        Ok(httparse::Status::Partial) => Answer::Refused(bad_answer(proxy, "a head over 16 KiB")),
+        Err(error) => Answer::Refused(bad_answer(proxy, &error.to_string())),
     }
 }
 

@@ -114,7 +114,7 @@ impl Collector for BoardCollector {
 fn encode_requests(encoder: &mut DescriptorEncoder, cells: &[Reading]) -> fmt::Result {
     let mut family = encoder.encode_descriptor(
             "h2load_rs_requests",
-            "Requests finished, by outcome: the response's status class (1xx..5xx), or the error kind of a request that got no response",
+            "Requests finished, by outcome: the response's status class (1xx..5xx), or check for a response that failed a response check, or the error kind of a request that got no response",
             None,
             MetricType::Counter,
         )?;
@@ -265,25 +265,31 @@ mod tests {
     use crate::recorder::hdr::new_histogram;
     use crate::recorder::{Recorder, RequestStart, ResponseSample};
 
-    /// A recorder of one thread that saw `statuses` answered after `millis` each, and 3 resets.
-    fn recorder(statuses: &[u16], millis: u64) -> Recorder {
+    /// A recorder of one thread that saw `statuses` answered after `millis` each, then
+    /// `failed_checks` answered the same way that failed a response check, and 3 resets.
+    fn recorder(statuses: &[u16], failed_checks: &[u16], millis: u64) -> Recorder {
         let t0 = Instant::now();
         let interval = TimelineInterval::choose(None, &StopRule::Requests(1));
         let mut recorder = Recorder::new(t0, 1, interval, false);
         recorder.connected(0, t0, t0);
-        for status in statuses {
+        let sample = |recorder: &mut Recorder, status: u16| {
             let start = RequestStart::first(t0, t0, 1);
             recorder.request_started(start);
             let end = t0 + Duration::from_millis(millis);
-            recorder.response(
-                0,
-                ResponseSample {
-                    start,
-                    first_byte: end,
-                    end,
-                    status: *status,
-                },
-            );
+            ResponseSample {
+                start,
+                first_byte: end,
+                end,
+                status,
+            }
+        };
+        for status in statuses {
+            let response = sample(&mut recorder, *status);
+            recorder.response(0, response);
+        }
+        for status in failed_checks {
+            let response = sample(&mut recorder, *status);
+            recorder.response_failed_check(0, response, || "body lacks pong".to_owned());
         }
         recorder.requests_failed(3, ErrorKind::Reset);
         // A failed connection attempt is no request: it must not show in the request counter.
@@ -304,7 +310,8 @@ mod tests {
     fn exposes_the_published_counts_of_every_cell() {
         let board = Arc::new(Board::default());
         let live = Arc::new(Live::new(1));
-        live.publish_final(0, &recorder(&[200, 200, 204, 503], 2));
+        // Two 200s failed a check: they count under `check`, not `2xx`, as in the report.
+        live.publish_final(0, &recorder(&[200, 200, 204, 503], &[200, 200], 2));
         let index = board.add_cell(
             "h1 c=1 m=1 r=50".to_owned(),
             "h1",
@@ -320,6 +327,7 @@ mod tests {
         assert_eq!(count("h2load_rs_requests_total", "2xx"), 3.0);
         assert_eq!(count("h2load_rs_requests_total", "5xx"), 1.0);
         assert_eq!(count("h2load_rs_requests_total", "reset"), 3.0);
+        assert_eq!(count("h2load_rs_requests_total", "check"), 2.0);
         assert!(!text.contains(r#"outcome="connect""#), "{text}");
         assert!(!text.contains(r#"outcome="4xx""#), "{text}");
         let gauge = |name: &str| sample(&text, &format!("{name}{labels}}}"));
@@ -328,10 +336,10 @@ mod tests {
         assert_eq!(gauge("h2load_rs_requests_in_flight"), 0.0);
         assert_eq!(gauge("h2load_rs_connections_active"), 0.0);
         assert_eq!(gauge("h2load_rs_connections_opened_total"), 1.0);
-        assert_eq!(gauge("h2load_rs_request_duration_seconds_count"), 4.0);
-        // 4 responses of 2 ms (below 2048 µs the HDR histogram is exact to the microsecond).
+        assert_eq!(gauge("h2load_rs_request_duration_seconds_count"), 6.0);
+        // 6 responses of 2 ms (below 2048 µs the HDR histogram is exact to the microsecond).
         let sum = gauge("h2load_rs_request_duration_seconds_sum");
-        assert!((sum - 0.008).abs() < 1e-12, "{sum}");
+        assert!((sum - 0.012).abs() < 1e-12, "{sum}");
         let bucket = |le: &str| {
             sample(
                 &text,
@@ -339,8 +347,8 @@ mod tests {
             )
         };
         assert_eq!(bucket("0.001"), 0.0);
-        assert_eq!(bucket("0.0025"), 4.0);
-        assert_eq!(bucket("+Inf"), 4.0);
+        assert_eq!(bucket("0.0025"), 6.0);
+        assert_eq!(bucket("+Inf"), 6.0);
         // Every family has its HELP and TYPE under the name of its samples.
         for name in [
             "h2load_rs_requests_total",
