@@ -33,7 +33,7 @@ work="$root/target/compare"
 results="$root/benches/RESULTS.md"
 server_cpu=0
 client_cpu=1
-# COMPARE_PORT=P moves the servers to P, P+100, ..., P+400 (tests/testbed.sh uses the first three
+# COMPARE_PORT=P moves the servers to P, P+100, ..., P+501 (tests/testbed.sh uses the first three
 # defaults too).
 h1_port=${COMPARE_PORT:-19180}
 h2c_port=$((h1_port + 100))
@@ -48,8 +48,9 @@ h3_seconds=${H3_SECONDS:-10}
 # The HTTP/3 section of RESULTS.md lies between these (invisible in rendered Markdown).
 h3_begin="<!-- HTTP/3 section: benches/compare.sh h3 replaces it -->"
 h3_end="<!-- end of the HTTP/3 section -->"
-# The TLS-handshake section: nghttpx (TLS frontend) and its nginx backend, on ports of their own.
-tls_port=${TLS_PORT:-18700}
+# The TLS-handshake section: nghttpx (TLS frontend) and its nginx backend, on ports of their own
+# (after the others: a fixed port here once collided with the h2c port of COMPARE_PORT=18600).
+tls_port=${TLS_PORT:-$((h1_port + 500))}
 tls_backend_port=$((tls_port + 1))
 # Connections (one request each) per run of the TLS-handshake section, and h2load-rs's -c there.
 tls_connections=${TLS_CONNECTIONS:-4000}
