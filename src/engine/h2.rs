@@ -496,17 +496,27 @@ impl<'t> H2Session<'t> {
     /// Appends the request's HEADERS (and CONTINUATION, if the block exceeds the server's frame size).
     fn write_headers(&mut self, id: u32, path: usize, ledger: &Ledger<'_>, out: &mut Vec<u8>) {
         let template = self.template;
-        let head_at = out.len();
-        out.extend_from_slice(&[0; frame::HEADER_LEN]);
-        self.encoder.begin_block(out);
-        for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
-            self.encoder.encode(out, slot, field);
-        }
+        let head_at = self.begin_headers(out);
         self.write_path(path, ledger, out);
         for (slot, field) in template.fields.iter().enumerate().skip(FIELDS_BEFORE_PATH) {
             self.encoder.encode(out, slot, field);
         }
         self.frame_header_block(id, head_at, template.body.is_empty(), out);
+    }
+
+    /// Leaves room for a frame head, begins a header block and encodes the fields before
+    /// `:path`; returns where the frame head goes (see [`H2Session::frame_header_block`]).
+    fn begin_headers(&mut self, out: &mut Vec<u8>) -> usize {
+        let head_at = out.len();
+        out.extend_from_slice(&[0; frame::HEADER_LEN]);
+        self.encoder.begin_block(out);
+        for (slot, field) in self.template.fields[..FIELDS_BEFORE_PATH]
+            .iter()
+            .enumerate()
+        {
+            self.encoder.encode(out, slot, field);
+        }
+        head_at
     }
 
     /// Appends the `:path` of URL `path`: its prepared field, else a literal.
@@ -580,12 +590,7 @@ impl<'t> H2Session<'t> {
         out: &mut Vec<u8>,
     ) {
         let template = self.template;
-        let head_at = out.len();
-        out.extend_from_slice(&[0; frame::HEADER_LEN]);
-        self.encoder.begin_block(out);
-        for (slot, field) in template.fields[..FIELDS_BEFORE_PATH].iter().enumerate() {
-            self.encoder.encode(out, slot, field);
-        }
+        let head_at = self.begin_headers(out);
         if renderer.path_templated(path) {
             self.value.clear();
             renderer.path(path, start, ledger, &mut self.value);
