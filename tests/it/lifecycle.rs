@@ -201,6 +201,27 @@ fn warm_up_connections_are_not_counted_per_second() {
     );
     assert!(run.int("connections/opened") > measured + 10);
     assert_eq!(run.int("requests/succeeded"), started);
+    // Connections per second are the measured connections over the measured period, and with one
+    // request per connection they are the request rate give or take one connection per slot.
+    let cell = run.cell();
+    let elapsed = cell["elapsed_s"].as_f64().unwrap();
+    let per_s = cell["connections"]["per_s"].as_f64().unwrap();
+    assert!(
+        (per_s - measured as f64 / elapsed).abs() <= 1e-9 * per_s,
+        "{per_s}"
+    );
+    let done = run.int("requests/done") as f64;
+    assert!(
+        (per_s * elapsed - done).abs() <= 2.0,
+        "{per_s}/s for {done} requests"
+    );
+    assert!(
+        run.output.stdout.contains(&format!(
+            "connections per second: {per_s:.2} ({measured} begun"
+        )),
+        "{}",
+        run.output.stdout
+    );
 }
 
 #[test]
