@@ -359,6 +359,23 @@ pub struct RunPlan {
     /// `--seed`, or the one drawn for the run: what `--urls-random`, `{rand:N}` and `{uuid}`
     /// draw from.
     pub seed: u64,
+    /// The I/O backend of TCP and unix-socket connections (`--io`), resolved: `auto` has become
+    /// one of the two.
+    pub io: IoBackend,
+}
+
+/// How a runner thread does its connections' I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoBackend {
+    /// Readiness-based: tokio's epoll reactor.
+    #[default]
+    Epoll,
+    /// Completion-based: one io_uring per runner thread (`sqpoll`: with a kernel thread polling
+    /// its submission queue, `--io-sqpoll`).
+    Uring {
+        /// `--io-sqpoll`.
+        sqpoll: bool,
+    },
 }
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
@@ -605,6 +622,7 @@ pub fn build(
         warnings: parsed.warnings,
         checks: checks(args)?,
         seed: run_seed(args.seed),
+        io: IoBackend::Epoll,
     })
 }
 
