@@ -19,6 +19,7 @@ use std::future::Future;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,8 @@ use rustix::time::{
 };
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+
+use super::uring::Uring;
 
 /// What an I/O driver waits with for its next deadline.
 pub(crate) trait Timer {
@@ -126,8 +129,36 @@ async fn approach(deadline: Instant) {
 /// One thread's precise timer: a heap of near deadlines served by one timerfd. Single-threaded
 /// (its sleepers and [`PreciseTimer::serve`] run on the thread's current-thread runtime).
 pub(crate) struct PreciseTimer {
-    fd: TimerFd,
+    alarm: Alarm,
     queue: RefCell<Queue>,
+}
+
+/// What wakes a [`PreciseTimer`] at its earliest deadline.
+enum Alarm {
+    /// A timerfd in the runtime's epoll set.
+    Fd(TimerFd),
+    /// A timeout on the thread's io_uring (`--io uring`): re-arming is one more operation in
+    /// the ring's next submission instead of a `timerfd_settime` syscall.
+    Ring(Rc<Uring>),
+}
+
+impl Alarm {
+    fn arm(&self, deadline: Instant) -> io::Result<()> {
+        match self {
+            Alarm::Fd(fd) => fd.arm(deadline),
+            Alarm::Ring(ring) => ring.arm_alarm(deadline),
+        }
+    }
+
+    async fn expired(&self) -> io::Result<()> {
+        match self {
+            Alarm::Fd(fd) => fd.expired().await,
+            Alarm::Ring(ring) => {
+                ring.alarm().await;
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The sleepers of a [`PreciseTimer`].
@@ -190,16 +221,24 @@ impl PreciseTimer {
     /// run on the same thread for sleepers to wake.
     pub(crate) fn new() -> io::Result<Self> {
         Ok(PreciseTimer {
-            fd: TimerFd::new()?,
+            alarm: Alarm::Fd(TimerFd::new()?),
             queue: RefCell::default(),
         })
+    }
+
+    /// A timer for this thread whose deadlines are timeouts on the thread's `ring`.
+    pub(crate) fn on_ring(ring: Rc<Uring>) -> Self {
+        PreciseTimer {
+            alarm: Alarm::Ring(ring),
+            queue: RefCell::default(),
+        }
     }
 
     /// Wakes sleepers as their deadlines come. Runs until the timerfd fails (it does not in
     /// practice): then it returns the error.
     pub(crate) async fn serve(&self) -> io::Result<()> {
         loop {
-            self.fd.expired().await?;
+            self.alarm.expired().await?;
             if self.wake_due() {
                 // The woken connections send before the timerfd is re-armed for the next
                 // deadline: that syscall would otherwise sit between a deadline and its send
@@ -244,7 +283,7 @@ impl PreciseTimer {
             return Ok(());
         }
         queue.armed = Some(deadline);
-        self.fd.arm(deadline)
+        self.alarm.arm(deadline)
     }
 }
 
@@ -309,7 +348,7 @@ impl Future for PreciseSleep<'_> {
         }
         let (registered, rearm) = queue.push(self.deadline, cx.waker().clone());
         if rearm {
-            if let Err(error) = self.timer.fd.arm(self.deadline) {
+            if let Err(error) = self.timer.alarm.arm(self.deadline) {
                 // Cannot happen with a valid timerfd; sleeping on tokio's timer would hide the
                 // loss of precision, so fail loudly.
                 panic!("cannot arm the timerfd: {error}");

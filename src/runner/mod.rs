@@ -397,9 +397,24 @@ impl Worker {
             .enable_all()
             .build()
             .context("cannot start a worker runtime")?;
-        let timer = Rc::new({
-            let _runtime = runtime.enter();
-            PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
+        // --io uring: one ring for all of this thread's TCP and unix-socket connections, and
+        // their deadlines (HTTP/3 runs on quinn's UDP socket).
+        let ring = match self.plan.io {
+            IoBackend::Uring { sqpoll } if self.plan.negotiation != Negotiation::Quic => {
+                let _runtime = runtime.enter();
+                Some(
+                    Uring::new(self.slots, sqpoll)
+                        .context("cannot set up the thread's io_uring (--io uring)")?,
+                )
+            }
+            _ => None,
+        };
+        let timer = Rc::new(match &ring {
+            Some(ring) => PreciseTimer::on_ring(ring.clone()),
+            None => {
+                let _runtime = runtime.enter();
+                PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
+            }
         });
         let pacer = self.pacer();
         let first_slot = self.first_slot();
@@ -450,17 +465,6 @@ impl Worker {
                 tracer.note(&format!("thread {}: {}", self.index, quic.socket));
             }
         }
-        // --io uring: one ring for all of this thread's TCP and unix-socket connections.
-        let ring = match self.plan.io {
-            IoBackend::Uring { sqpoll } if quic.is_none() => {
-                let _runtime = runtime.enter();
-                Some(
-                    Uring::new(self.slots, sqpoll)
-                        .context("cannot set up the thread's io_uring (--io uring)")?,
-                )
-            }
-            _ => None,
-        };
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let live = self.sinks.live.clone();
         let ended = local.block_on(&runtime, {
@@ -534,7 +538,9 @@ impl Worker {
             }
         })?;
         drop(local);
-        // After the connections: the ring's teardown waits for the kernel to finish with them.
+        // After the connections and the timer: the ring's teardown waits for the kernel to
+        // finish with them.
+        drop(timer);
         drop(ring);
         let shared = Rc::try_unwrap(shared)
             .ok()

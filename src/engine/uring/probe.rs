@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use io_uring::{opcode, IoUring, Probe};
 
 /// The oldest kernel the backend runs on: multishot `recv` into a provided-buffer ring came in
-/// Linux 6.0 (the buffer rings in 5.19).
-const MIN_KERNEL: (u32, u32) = (6, 0);
+/// Linux 6.0 (the buffer rings in 5.19), deferred completion work (`DEFER_TASKRUN`) in 6.1.
+const MIN_KERNEL: (u32, u32) = (6, 1);
 
 /// Where the kernel says whether unprivileged processes may create rings (Linux 6.6 and later):
 /// 0 allowed, 1 only for members of `kernel.io_uring_group`, 2 for no one.
@@ -85,7 +85,7 @@ fn version_reason(release: &str) -> Option<String> {
     match parse_release(release) {
         Some(version) if version >= MIN_KERNEL => None,
         Some(_) => Some(format!(
-            "kernel {release} is older than {}.{}, which multishot receive needs",
+            "kernel {release} is older than {}.{}, which multishot receive and deferred completions need",
             MIN_KERNEL.0, MIN_KERNEL.1
         )),
         None => Some(format!("cannot read the kernel version from '{release}'")),
@@ -133,11 +133,12 @@ mod tests {
 
     #[test]
     fn old_and_unreadable_releases_have_a_reason() {
-        assert_eq!(version_reason("6.0.0"), None);
+        assert_eq!(version_reason("6.1.0"), None);
+        assert!(version_reason("6.0.9").is_some());
         assert_eq!(version_reason("10.1.2"), None);
         assert_eq!(
             version_reason("5.19.17-arch1").as_deref(),
-            Some("kernel 5.19.17-arch1 is older than 6.0, which multishot receive needs")
+            Some("kernel 5.19.17-arch1 is older than 6.1, which multishot receive and deferred completions need")
         );
         assert_eq!(
             version_reason("weird").as_deref(),
