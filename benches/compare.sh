@@ -676,30 +676,30 @@ tls_section() {
 }
 
 # Where the client's CPU goes on h1 -c 100 against nginx, under --io epoll and --io uring:
-# perf record -g of the client (its io_uring kernel threads too: perf follows them), self time of
-# each sampled function put into one kind (first match wins: user space, copying, io_uring, epoll,
-# TCP/IP, syscall entry/exit, scheduler, other kernel). On loopback the sender's system call also
+# perf record -g of the client (its io_uring kernel threads too: perf follows them); each sample
+# goes to the first function of its call chain that is not a generic helper, and that function to
+# one kind (first match wins: user space, copying, io_uring, epoll, TCP/IP, syscall entry/exit,
+# scheduler, other kernel). On loopback the sender's system call also
 # runs the receiver's TCP path (softirq in its context), so TCP holds some of nginx's receive
 # work too. In a VM the cpu-clock timer cannot fire with interrupts off, so time there shows up
-# at the point they are turned back on (_raw_spin_unlock_irqrestore, finish_task_switch): under
-# other kernel and scheduler.
+# at the point they are turned back on (_raw_spin_unlock_irqrestore): the caller-attribution puts
+# it with the work that disabled them.
 profile() {
   local h1="http://127.0.0.1:$h1_port/ping" backend
   {
     printf '\n%s\n\n### Client profile: h1 -c 100, nginx /ping, %s requests\n\n' "$profile_begin" "$profile_requests"
     echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'): \`perf record -g -e cpu-clock -c $profile_period_ns\` (a sample per"
     echo "$((profile_period_ns / 1000)) µs of CPU) of \`h2load-rs --io BACKEND --h1 -c 100 -n $profile_requests\` pinned to CPU $client_cpu, nginx on"
-    echo "CPU $server_cpu. Self time per function, grouped by kind (the patterns are in \`profile()\`): share of the client's"
-    echo "samples and µs per request. On loopback the client's send also runs nginx's TCP receive path,"
-    echo "so TCP/IP holds part of the server's work; io_uring's kernel threads are counted with the client."
+    echo "CPU $server_cpu. Each sample counts for the first function of its call chain that is not a generic"
+    echo "helper (locks, interrupt re-enabling, allocation, timers count for their caller), grouped by kind"
+    echo "(the patterns are in \`profile()\`): share of the client's samples and µs per request. On loopback"
+    echo "the client's send also runs nginx's TCP receive path and wakes nginx (sock_def_readable), so TCP/IP"
+    echo "holds part of the server's work; io_uring's kernel threads are counted with the client."
     echo
   } >>"$work/report"
   local check
   if ! check=$(perf record -q -e cpu-clock -o "$work/perf.check" -- true 2>&1); then
-    printf '> perf is not usable here (%s): no profile.
-
-%s
-' "$(echo "$check" | tail -n 1)" "$profile_end" >>"$work/report"
+    printf '> perf is not usable here (%s): no profile.\n\n%s\n' "$(echo "$check" | tail -n 1)" "$profile_end" >>"$work/report"
     tail -n 3 "$work/report"
     return
   fi
@@ -707,17 +707,33 @@ profile() {
     perf record -q -g -e cpu-clock -c $profile_period_ns -o "$work/perf.$backend.data" -- \
       taskset -c $client_cpu "$ours" --io $backend --h1 -c 100 -n "$profile_requests" "$h1" >"$work/profile.$backend.out" 2>&1 ||
       echo "h2load-rs --io $backend failed under perf (exit status $?)" >&2
-    # One line per sampled function: samples, then the kind.
-    perf report -i "$work/perf.$backend.data" --no-children --sort dso,sym -F sample,dso,sym --stdio -g none 2>/dev/null |
-      awk '!/^#/ && NF >= 3 { n = $1; k = ($3 == "[.]") ? "user"
-        : ($4 ~ /^(copy_|_copy_|__copy_|raw_copy|rep_movs|copy_user|memcpy|__memcpy|memmove|__memmove|simple_copy_to_iter|skb_copy_datagram|__skb_datagram_iter|__check_object_size|check_heap_object)/) ? "copying"
-        : ($4 ~ /^(io_|__io_)/ && $4 !~ /^io_schedule/) ? "io_uring"
-        : ($4 ~ /^(ep_|__ep_|do_epoll|__x64_sys_epoll|__do_sys_epoll|epoll)/) ? "epoll"
-        : ($4 ~ /^(tcp|__tcp|ip_|__ip|ipv4_|inet|__inet|sk_|__sk_|sock|__sock|skb_|__skb|kfree_skb|__kfree_skb|consume_skb|alloc_skb|__alloc_skb|napi|__napi|net_|__net|netif|__netif|process_backlog|loopback|dev_|__dev_|validate_xmit|nf_|__nf|raw_v4|lock_sock|release_sock|__release_sock|__sys_sendto|__sys_recvfrom|__sys_sendmsg|__sys_recvmsg|security_sock|security_socket|apparmor_socket|neigh_|eth_|do_softirq|__do_softirq|handle_softirqs|__local_bh_enable|irq_exit|bpf_skops|__cgroup_bpf)/) ? "TCP/IP"
-        : ($4 ~ /^(entry_|do_syscall|syscall_|__x64_sys_|__do_sys_|__se_sys_|x64_sys_call|exit_to_user|arch_exit_to_user|__x86_return_thunk|srso_|fpregs_|switch_fpu|restore_fpregs|fdget|__fdget|__fget|fget|fput|__fput|rseq_|__rseq|irqentry_)/) ? "syscall entry/exit, fd lookup"
-        : ($4 ~ /(schedule|sched_|_sched|pick_next|pick_task|enqueue_|dequeue_|try_to_wake_up|ttwu|wake_up|update_curr|update_load|finish_task_switch|__switch_to|switch_mm|psi_|set_next_entity|put_prev|select_task_rq|check_preempt|resched|prepare_to_wait|autoremove_wake|finish_wait|hrtimer|native_sched_clock|reweight|cpuacct|account_)/) ? "scheduler"
-        : "other kernel"
-        print n "\t" k "\t" $4 }' | sort -t "$(printf '\t')" -k1,1nr >"$work/profile.$backend.tsv"
+    # Each sample goes to the first frame of its call chain that is not a generic helper (locks,
+    # interrupt re-enabling, allocation: their cost belongs to who called them), and that frame to
+    # a kind; then one line per function: samples, kind, function.
+    perf script -i "$work/perf.$backend.data" -F comm,ip,sym,dso 2>/dev/null | awk '
+      function kind(f) {
+        if (f ~ /^(copy_|_copy_|__copy_|raw_copy|rep_movs|copy_user|memcpy|__memcpy|memmove|__memmove|simple_copy_to_iter|skb_copy_datagram|__skb_datagram_iter|__check_object_size|check_heap_object)/) return "copying"
+        if (f ~ /^(io_|__io_)/ && f !~ /^io_schedule/) return "io_uring"
+        if (f ~ /^(ep_|__ep_|do_epoll|__x64_sys_epoll|__do_sys_epoll|epoll)/) return "epoll"
+        if (f ~ /^(tcp|__tcp|bbr_|cubictcp|ip_|__ip|ipv4_|inet|__inet|sk_|__sk_|sock|__sock|skb_|__skb|kfree_skb|__kfree_skb|consume_skb|alloc_skb|__alloc_skb|napi|__napi|net_|__net|netif|__netif|process_backlog|loopback|dev_|__dev_|validate_xmit|nf_|__nf|raw_v4|raw_local|lock_sock|release_sock|__release_sock|__sys_sendto|__sys_recvfrom|__sys_sendmsg|__sys_recvmsg|security_sock|security_socket|apparmor_socket|neigh_|eth_|do_softirq|__do_softirq|handle_softirqs|irq_exit|bpf_skops|__cgroup_bpf)/) return "TCP/IP"
+        if (f ~ /^(entry_|do_syscall|syscall_|__x64_sys_|__do_sys_|__se_sys_|x64_sys_call|exit_to_user|arch_exit_to_user|fpregs_|switch_fpu|restore_fpregs|fdget|__fdget|__fget|fget|fput|__fput|rseq_|__rseq|irqentry_)/) return "syscall entry/exit, fd lookup"
+        if (f ~ /(schedule|sched_|_sched|pick_next|pick_task|enqueue_|dequeue_|try_to_wake_up|ttwu|wake_up|update_curr|update_load|finish_task_switch|__switch_to|switch_mm|psi_|set_next_entity|put_prev|select_task_rq|check_preempt|resched|prepare_to_wait|autoremove_wake|finish_wait|hrtimer|native_sched_clock|reweight|cpuacct|account_)/) return "scheduler"
+        return "other kernel"
+      }
+      function flush(  j) {
+        if (nf == 0) return
+        if (!kernel[1]) print "user\t" sym[1]
+        else {
+          for (j = 1; j <= nf && kernel[j] && sym[j] ~ /^(_raw_|__raw_|queued_|native_queued|native_irq|__pv_|pv_|preempt_|__rcu_read|rcu_read|__local_bh_enable_ip|local_bh_enable|__cond_resched|_cond_resched|mutex_|up_|down_|refcount_|srso_|__x86_|kmem_cache_|__kmem_cache|kmalloc|__kmalloc|kfree|__kfree|___slab|__slab|slab_|memset|__memset|page_frag|__page_frag|alloc_pages|__alloc_pages|get_page_from_freelist|put_page|__put_page|free_unref|__mod_memcg|mod_memcg|memcg_|__memcg|obj_cgroup|refill_obj_stock|consume_obj_stock|mod_timer|__mod_timer|lock_timer_base|read_tsc|ktime_get|list_|__list_|__virt_addr_valid|rb_|__rb_)/; j++) {}
+          if (j > nf || !kernel[j]) j = 1
+          print kind(sym[j]) "\t" sym[j]
+        }
+        nf = 0
+      }
+      /^\t/ { nf++; sym[nf] = $2; kernel[nf] = ($NF == "([kernel.kallsyms])"); next }
+      { flush() }
+      END { flush() }' | sort | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); print n "\t" $0 }' |
+      sort -t "$(printf '\t')" -k1,1nr >"$work/profile.$backend.tsv"
   done
   local requests_epoll requests_uring
   requests_epoll=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$work/profile.epoll.out")
@@ -730,18 +746,18 @@ profile() {
       END {
         split("user|syscall entry/exit, fd lookup|TCP/IP|copying|io_uring|epoll|scheduler|other kernel", kinds, "|")
         for (i = 1; i <= 8; i++) { k = kinds[i]
-          printf "| %s | %.1f | %.2f | %.1f | %.2f |
-", k, total[1] ? s[1, k] * 100 / total[1] : 0, ne ? s[1, k] * us / ne : 0,
+          printf "| %s | %.1f | %.2f | %.1f | %.2f |\n", k, total[1] ? s[1, k] * 100 / total[1] : 0, ne ? s[1, k] * us / ne : 0,
             total[2] ? s[2, k] * 100 / total[2] : 0, nu ? s[2, k] * us / nu : 0 }
-        printf "| **all** | 100 | %.2f | 100 | %.2f |
-", ne ? total[1] * us / ne : 0, nu ? total[2] * us / nu : 0 }' \
+        printf "| **all** | 100 | %.2f | 100 | %.2f |\n", ne ? total[1] * us / ne : 0, nu ? total[2] * us / nu : 0 }' \
       "$work/profile.epoll.tsv" "$work/profile.uring.tsv"
     echo
     for backend in epoll uring; do
       [ -s "$work/profile.$backend.tsv" ] || { printf '> --io %s: no samples (%s).\n' $backend "$(tail -n 1 "$work/profile.$backend.out")"; continue; }
-      printf '> --io %s, the heaviest kernel functions: ' $backend
-      awk -F'\t' '$2 != "user" { printf "%s%s %s (%s)", sep, $3, $1, $2; sep = ", "; if (++n == 8) exit }' "$work/profile.$backend.tsv"
-      printf ' (samples).\n'
+      printf '> --io %s, samples of the heaviest kernel functions (generic helpers counted in their callers): ' $backend
+      awk -F'\t' '$2 != "user" && n < 10 { printf "%s%s %s (%s)", sep, $3, $1, $2; sep = ", "; n++ }' "$work/profile.$backend.tsv"
+      printf '; other kernel: '
+      awk -F'\t' '$2 == "other kernel" && n < 6 { printf "%s%s %s", sep, $3, $1; sep = ", "; n++ }' "$work/profile.$backend.tsv"
+      printf '.\n'
     done
     printf '\n%s\n' "$profile_end"
   } >>"$work/report"
