@@ -685,11 +685,16 @@ tls_section() {
 # at the point they are turned back on (_raw_spin_unlock_irqrestore): the caller-attribution puts
 # it with the work that disabled them.
 profile() {
-  local h1="http://127.0.0.1:$h1_port/ping" backend
+  local h1="http://127.0.0.1:$h1_port/ping" client name
+  # wrk, the issue's peer for this row, as the reference: what a readiness-based client spends.
+  local clients=("h2load-rs --io epoll|$ours --io epoll --h1 -c 100 -n $profile_requests $h1"
+    "h2load-rs --io uring|$ours --io uring --h1 -c 100 -n $profile_requests $h1"
+    "wrk|wrk -t1 -c100 -d3s $h1")
   {
     printf '\n%s\n\n### Client profile: h1 -c 100, nginx /ping, %s requests\n\n' "$profile_begin" "$profile_requests"
     echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'): \`perf record -g -e cpu-clock -c $profile_period_ns\` (a sample per"
-    echo "$((profile_period_ns / 1000)) µs of CPU) of \`h2load-rs --io BACKEND --h1 -c 100 -n $profile_requests\` pinned to CPU $client_cpu, nginx on"
+    echo "$((profile_period_ns / 1000)) µs of CPU) of \`h2load-rs --io BACKEND --h1 -c 100 -n $profile_requests\` and of"
+    echo "\`wrk -t1 -c100 -d3s\` (the reference) pinned to CPU $client_cpu, nginx on"
     echo "CPU $server_cpu. Each sample counts for the first function of its call chain that is not a generic"
     echo "helper (locks, interrupt re-enabling, allocation, timers count for their caller), grouped by kind"
     echo "(the patterns are in \`profile()\`): share of the client's samples and µs per request. On loopback"
@@ -703,20 +708,24 @@ profile() {
     tail -n 3 "$work/report"
     return
   fi
-  for backend in epoll uring; do
-    perf record -q -g -e cpu-clock -c $profile_period_ns -o "$work/perf.$backend.data" -- \
-      taskset -c $client_cpu "$ours" --io $backend --h1 -c 100 -n "$profile_requests" "$h1" >"$work/profile.$backend.out" 2>&1 ||
-      echo "h2load-rs --io $backend failed under perf (exit status $?)" >&2
+  local i=0
+  rm -f "$work"/profile.*
+  for client in "${clients[@]}"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086 # the command is a word list on purpose
+    perf record -q -g -e cpu-clock -c $profile_period_ns -o "$work/perf.$i.data" -- \
+      taskset -c $client_cpu ${client#*|} >"$work/profile.$i.out" 2>&1 ||
+      echo "${client%%|*} failed under perf (exit status $?)" >&2
     # Each sample goes to the first frame of its call chain that is not a generic helper (locks,
     # interrupt re-enabling, allocation: their cost belongs to who called them), and that frame to
     # a kind; then one line per function: samples, kind, function.
-    perf script -i "$work/perf.$backend.data" -F comm,ip,sym,dso 2>/dev/null | awk '
+    perf script -i "$work/perf.$i.data" -F comm,ip,sym,dso 2>/dev/null | awk '
       function kind(f) {
         if (f ~ /^(copy_|_copy_|__copy_|raw_copy|rep_movs|copy_user|memcpy|__memcpy|memmove|__memmove|simple_copy_to_iter|skb_copy_datagram|__skb_datagram_iter|__check_object_size|check_heap_object)/) return "copying"
         if (f ~ /^(io_|__io_)/ && f !~ /^io_schedule/) return "io_uring"
         if (f ~ /^(ep_|__ep_|do_epoll|__x64_sys_epoll|__do_sys_epoll|epoll)/) return "epoll"
         if (f ~ /^(tcp|__tcp|bbr_|cubictcp|ip_|__ip|ipv4_|inet|__inet|sk_|__sk_|sock|__sock|skb_|__skb|kfree_skb|__kfree_skb|consume_skb|alloc_skb|__alloc_skb|napi|__napi|net_|__net|netif|__netif|process_backlog|loopback|dev_|__dev_|validate_xmit|nf_|__nf|raw_v4|raw_local|lock_sock|release_sock|__release_sock|__sys_sendto|__sys_recvfrom|__sys_sendmsg|__sys_recvmsg|security_sock|security_socket|apparmor_socket|neigh_|eth_|do_softirq|__do_softirq|handle_softirqs|irq_exit|bpf_skops|__cgroup_bpf)/) return "TCP/IP"
-        if (f ~ /^(entry_|do_syscall|syscall_|__x64_sys_|__do_sys_|__se_sys_|x64_sys_call|exit_to_user|arch_exit_to_user|fpregs_|switch_fpu|restore_fpregs|fdget|__fdget|__fget|fget|fput|__fput|rseq_|__rseq|irqentry_)/) return "syscall entry/exit, fd lookup"
+        if (f ~ /^(entry_|do_syscall|syscall_|__x64_sys_|__do_sys_|__se_sys_|x64_sys_call|exit_to_user|arch_exit_to_user|fpregs_|switch_fpu|restore_fpregs|fdget|__fdget|__fget|fget|fput|__fput|rseq_|__rseq|irqentry_|ksys_|vfs_read|vfs_write|rw_verify_area)/) return "syscall entry/exit, fd lookup"
         if (f ~ /(schedule|sched_|_sched|pick_next|pick_task|enqueue_|dequeue_|try_to_wake_up|ttwu|wake_up|update_curr|update_load|finish_task_switch|__switch_to|switch_mm|psi_|set_next_entity|put_prev|select_task_rq|check_preempt|resched|prepare_to_wait|autoremove_wake|finish_wait|hrtimer|native_sched_clock|reweight|cpuacct|account_)/) return "scheduler"
         return "other kernel"
       }
@@ -733,30 +742,40 @@ profile() {
       /^\t/ { nf++; sym[nf] = $2; kernel[nf] = ($NF == "([kernel.kallsyms])"); next }
       { flush() }
       END { flush() }' | sort | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); print n "\t" $0 }' |
-      sort -t "$(printf '\t')" -k1,1nr >"$work/profile.$backend.tsv"
+      sort -t "$(printf '\t')" -k1,1nr >"$work/profile.$i.tsv"
+    # Requests done: h2load-rs's succeeded ones, or wrk's count.
+    sed -n -e 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' -e 's/^ *\([0-9]*\) requests in .*/\1/p' "$work/profile.$i.out" >"$work/profile.$i.requests"
   done
-  local requests_epoll requests_uring
-  requests_epoll=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$work/profile.epoll.out")
-  requests_uring=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$work/profile.uring.out")
   {
-    printf '| kind | epoll %% of client CPU | epoll µs/request | uring %% of client CPU | uring µs/request |\n|---|---|---|---|---|\n'
-    awk -F'\t' -v ne="${requests_epoll:-0}" -v nu="${requests_uring:-0}" -v us="$((profile_period_ns / 1000))" '
-      FNR == 1 { file++ }
-      { s[file, $2] += $1; total[file] += $1 }
+    printf '| kind |'
+    for client in "${clients[@]}"; do printf ' %s %% of its CPU | %s µs/request |' "${client%%|*}" "${client%%|*}"; done
+    printf '\n|---|'
+    for client in "${clients[@]}"; do printf -- '---|---|'; done
+    echo
+    # The clients' function lines, each prefixed with its number and request count.
+    for ((i = 1; i <= ${#clients[@]}; i++)); do
+      awk -v i=$i -v n="$(cat "$work/profile.$i.requests")" '{ print i "\t" n "\t" $0 }' "$work/profile.$i.tsv"
+    done | awk -F'\t' -v clients=${#clients[@]} -v us="$((profile_period_ns / 1000))" '
+      { s[$1, $4] += $3; total[$1] += $3; n[$1] = $2 }
       END {
         split("user|syscall entry/exit, fd lookup|TCP/IP|copying|io_uring|epoll|scheduler|other kernel", kinds, "|")
-        for (i = 1; i <= 8; i++) { k = kinds[i]
-          printf "| %s | %.1f | %.2f | %.1f | %.2f |\n", k, total[1] ? s[1, k] * 100 / total[1] : 0, ne ? s[1, k] * us / ne : 0,
-            total[2] ? s[2, k] * 100 / total[2] : 0, nu ? s[2, k] * us / nu : 0 }
-        printf "| **all** | 100 | %.2f | 100 | %.2f |\n", ne ? total[1] * us / ne : 0, nu ? total[2] * us / nu : 0 }' \
-      "$work/profile.epoll.tsv" "$work/profile.uring.tsv"
+        for (k = 1; k <= 9; k++) {
+          printf "%s", (k < 9) ? "| " kinds[k] " |" : "| **all** |"
+          for (i = 1; i <= clients; i++) {
+            v = (k < 9) ? s[i, kinds[k]] : total[i]
+            printf " %.1f | %.2f |", total[i] ? v * 100 / total[i] : 0, n[i] ? v * us / n[i] : 0
+          }
+          printf "\n"
+        } }'
     echo
-    for backend in epoll uring; do
-      [ -s "$work/profile.$backend.tsv" ] || { printf '> --io %s: no samples (%s).\n' $backend "$(tail -n 1 "$work/profile.$backend.out")"; continue; }
-      printf '> --io %s, samples of the heaviest kernel functions (generic helpers counted in their callers): ' $backend
-      awk -F'\t' '$2 != "user" && n < 10 { printf "%s%s %s (%s)", sep, $3, $1, $2; sep = ", "; n++ }' "$work/profile.$backend.tsv"
+    i=0
+    for client in "${clients[@]}"; do
+      i=$((i + 1)) name=${client%%|*}
+      [ -s "$work/profile.$i.requests" ] || { printf '> %s: no request done (%s).\n' "$name" "$(tail -n 1 "$work/profile.$i.out")"; continue; }
+      printf '> %s, samples of the heaviest kernel functions (generic helpers counted in their callers): ' "$name"
+      awk -F'\t' '$2 != "user" && n < 10 { printf "%s%s %s (%s)", sep, $3, $1, $2; sep = ", "; n++ }' "$work/profile.$i.tsv"
       printf '; other kernel: '
-      awk -F'\t' '$2 == "other kernel" && n < 6 { printf "%s%s %s", sep, $3, $1; sep = ", "; n++ }' "$work/profile.$backend.tsv"
+      awk -F'\t' '$2 == "other kernel" && n < 6 { printf "%s%s %s", sep, $3, $1; sep = ", "; n++ }' "$work/profile.$i.tsv"
       printf '.\n'
     done
     printf '\n%s\n' "$profile_end"
