@@ -183,6 +183,9 @@ impl<'a> Sweep<'a> {
         let watch = Watch::start(&self.watched_pids(spec));
         let started = Instant::now();
         let cpu_before = watch::cpu_time(None);
+        if args.verbose > 0 {
+            errln!("io: {}", io_line(plan));
+        }
         if args.verbose > 0 && plan.request.draws_random() {
             errln!(
                 "seed: {0} (--seed {0} with the same -n draws the same URLs and values again)",
@@ -304,18 +307,38 @@ impl<'a> Sweep<'a> {
 
 /// Prints the plans' notes (unless `--quiet`) and warnings, each once.
 fn print_notes(args: &LoadArgs, cells: &[(CellSpec, Arc<RunPlan>)]) {
-    let mut notes: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.notes).collect();
-    notes.dedup();
+    let notes = each_once(cells.iter().flat_map(|(_, plan)| &plan.notes));
     if !args.quiet {
         for note in notes {
             errln!("note: {note}");
         }
     }
-    let mut warnings: Vec<&String> = cells.iter().flat_map(|(_, plan)| &plan.warnings).collect();
-    warnings.dedup();
+    let warnings = each_once(cells.iter().flat_map(|(_, plan)| &plan.warnings));
     for warning in warnings {
         errln!("h2load-rs: warning: {warning}");
     }
+}
+
+/// The lines in their first order, each once: the cells of a sweep share their options, so they
+/// repeat each other's notes, and not always next to each other.
+fn each_once<'a>(lines: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut seen = std::collections::HashSet::new();
+    lines.filter(|line| seen.insert(*line)).collect()
+}
+
+/// The `-v` line that says how the cell's connections do their I/O.
+fn io_line(plan: &RunPlan) -> String {
+    let how = match plan.io {
+        plan::IoBackend::Epoll if plan.negotiation == plan::Negotiation::Quic => {
+            "QUIC's UDP socket on the epoll reactor, whatever --io says"
+        }
+        plan::IoBackend::Epoll => "readiness-based, on the epoll reactor",
+        plan::IoBackend::Uring { sqpoll: false } => "one io_uring per thread",
+        plan::IoBackend::Uring { sqpoll: true } => {
+            "one io_uring per thread, its submission queue polled by a kernel thread"
+        }
+    };
+    format!("{} ({how})", plan.io.name())
 }
 
 fn print_intro(plan: &RunPlan) {

@@ -148,6 +148,18 @@ pub enum ProtoArg {
     H3,
 }
 
+/// Values of `--io`: how TCP and unix-socket connections do their I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum IoArg {
+    /// io_uring where the kernel allows it, else epoll (said once on stderr with the reason).
+    Auto,
+    /// io_uring, one ring per thread; the run fails (status 1) if the kernel refuses it.
+    Uring,
+    /// Readiness-based I/O on epoll.
+    #[default]
+    Epoll,
+}
+
 /// Values of h2load's `-p/--no-tls-proto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NoTlsProto {
@@ -312,6 +324,23 @@ pub struct LoadArgs {
     /// to h2, h2c, h2c-upgrade and the default protocol of http:// URLs (h2c), not to auto.
     #[arg(long = "h2-multiplex")]
     pub h2_multiplex: bool,
+
+    /// I/O backend of TCP and unix-socket connections: epoll, uring (io_uring, one ring per
+    /// thread; fails with status 1 where the kernel refuses it) or auto (io_uring if the kernel
+    /// allows it, else epoll). --proto h3 always runs on its UDP socket over epoll.
+    #[arg(
+        long = "io",
+        value_name = "BACKEND",
+        value_enum,
+        default_value_t,
+        env = "H2LOAD_RS_IO"
+    )]
+    pub io: IoArg,
+
+    /// With --io uring or auto: a kernel thread polls each ring's submission queue (SQPOLL), so
+    /// sending needs no system call; it costs that thread's CPU.
+    #[arg(long = "io-sqpoll")]
+    pub io_sqpoll: bool,
 
     /// Use HTTP/1.1 (same as --proto h1).
     #[arg(long = "h1", conflicts_with = "no_tls_proto")]

@@ -17,7 +17,7 @@ pub(crate) mod reserve;
 pub(crate) mod session;
 pub(crate) mod testing;
 mod upgrade;
-pub(crate) mod uring;
+pub mod uring;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

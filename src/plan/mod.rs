@@ -20,7 +20,7 @@ use crate::cli::input;
 use crate::cli::limits::{
     MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
 };
-use crate::cli::{LoadArgs, NoTlsProto, ProtoArg, Requests};
+use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::proto::check::Checks;
 use crate::runner::tls;
 use crate::usage_bail;
@@ -378,6 +378,53 @@ pub enum IoBackend {
     },
 }
 
+impl IoBackend {
+    /// The name the JSON report (`settings.io`), `-v` and the text report give it: `epoll`,
+    /// `uring` or `uring+sqpoll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring { sqpoll: false } => "uring",
+            IoBackend::Uring { sqpoll: true } => "uring+sqpoll",
+        }
+    }
+}
+
+/// Resolves `--io` and `--io-sqpoll` for a cell: `auto` becomes io_uring if the kernel allows it,
+/// else epoll with a note saying why (the probe runs once per process, and the sweep prints each
+/// note once); `uring` where the kernel refuses it is a runtime failure (status 1), not a usage
+/// error: the command line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
+/// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says.
+fn io_backend(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    notes: &mut Vec<String>,
+) -> Result<IoBackend> {
+    let uring = IoBackend::Uring {
+        sqpoll: args.io_sqpoll,
+    };
+    match args.io {
+        IoArg::Epoll if args.io_sqpoll => {
+            usage_bail!("--io-sqpoll needs --io uring or --io auto (it polls an io_uring)")
+        }
+        IoArg::Epoll => Ok(IoBackend::Epoll),
+        _ if negotiation == Negotiation::Quic => Ok(IoBackend::Epoll),
+        IoArg::Uring => match crate::engine::uring::probe::check() {
+            Ok(()) => Ok(uring),
+            Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
+        },
+        IoArg::Auto => match crate::engine::uring::probe::check() {
+            Ok(()) => Ok(uring),
+            Err(reason) => {
+                notes.push(format!(
+                    "--io auto: io_uring unavailable ({reason}); using epoll"
+                ));
+                Ok(IoBackend::Epoll)
+            }
+        },
+    }
+}
+
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CellSpec {
@@ -588,6 +635,9 @@ pub fn build(
 
     let request = request_template(args, parsed.paths, &destination.authority)?;
     check_tls_reuse(args, negotiation, &request)?;
+    let checks = checks(args)?;
+    // Last: every usage error outranks a kernel that refuses io_uring.
+    let io = io_backend(args, negotiation, &mut notes)?;
     Ok(RunPlan {
         request,
         destination,
@@ -620,9 +670,9 @@ pub fn build(
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,
-        checks: checks(args)?,
+        checks,
         seed: run_seed(args.seed),
-        io: IoBackend::Epoll,
+        io,
     })
 }
 
@@ -1693,5 +1743,55 @@ mod tests {
         assert!(usage_message(&["-D", "720h", "--scale", "2", url]).contains("30 days"));
         let largest = plan(&["-n", "1000000x", "-c", "1000", "-m", "1000", url]).unwrap();
         assert_eq!(largest.stop, StopRule::Requests(1_000_000_000_000));
+    }
+
+    #[test]
+    fn io_resolves_by_flag_kernel_and_protocol() {
+        let url = "http://127.0.0.1:1/";
+        let io = |argv: &[&str]| plan(&[&["-n", "10"], argv, &[url]].concat());
+        assert_eq!(io(&["--io", "epoll"]).unwrap().io, IoBackend::Epoll);
+        assert!(usage_message(&["--io", "epoll", "--io-sqpoll", url])
+            .contains("--io-sqpoll needs --io uring or --io auto"));
+        let h3 = plan(&["--io", "uring", "--proto", "h3", "https://127.0.0.1:1/"]).unwrap();
+        assert_eq!(h3.io, IoBackend::Epoll, "QUIC stays on its UDP socket");
+        assert!(h3.notes.is_empty(), "{:?}", h3.notes);
+        match crate::engine::uring::probe::check() {
+            Ok(()) => {
+                let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
+                assert_eq!(auto.io, IoBackend::Uring { sqpoll: true });
+                assert!(auto.notes.is_empty(), "{:?}", auto.notes);
+                assert_eq!(
+                    io(&["--io", "uring"]).unwrap().io,
+                    IoBackend::Uring { sqpoll: false }
+                );
+            }
+            Err(reason) => {
+                let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
+                assert_eq!(auto.io, IoBackend::Epoll);
+                assert_eq!(
+                    auto.notes,
+                    [format!(
+                        "--io auto: io_uring unavailable ({reason}); using epoll"
+                    )]
+                );
+                let refused = io(&["--io", "uring"]).unwrap_err();
+                assert!(!crate::error::is_usage(&refused), "the kernel said no");
+                assert_eq!(
+                    refused.to_string(),
+                    format!("--io uring: io_uring unavailable ({reason})")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn io_backends_have_the_reports_names() {
+        let names = [
+            IoBackend::Epoll,
+            IoBackend::Uring { sqpoll: false },
+            IoBackend::Uring { sqpoll: true },
+        ]
+        .map(IoBackend::name);
+        assert_eq!(names, ["epoll", "uring", "uring+sqpoll"]);
     }
 }

@@ -231,6 +231,15 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
         merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);
         merged.settings.clients += part.settings.clients;
+        // Machines may differ in their backend: the merged cell names every one, in order.
+        if !merged
+            .settings
+            .io
+            .split(',')
+            .any(|io| io == part.settings.io)
+        {
+            merged.settings.io = format!("{},{}", merged.settings.io, part.settings.io);
+        }
         merged.interrupted |= part.interrupted;
         let (mine, theirs) = (&mut merged.requests, &part.requests);
         mine.total += theirs.total;

@@ -623,6 +623,15 @@ pub struct Settings {
     /// `--tls-early-data`: requests left as TLS 1.3 early data on resumed connections.
     #[serde(default)]
     pub tls_early_data: bool,
+    /// The I/O backend the connections used (`--io` resolved): `epoll`, `uring` or
+    /// `uring+sqpoll` (reports from before `--io` were epoll).
+    #[serde(default = "epoll")]
+    pub io: String,
+}
+
+/// The I/O backend of reports written before `--io` existed.
+fn epoll() -> String {
+    crate::plan::IoBackend::Epoll.name().to_owned()
 }
 
 /// A `--stages` ramp, as the JSON report shows it.
@@ -930,6 +939,7 @@ impl Summary {
                 no_keepalive: plan.no_keepalive,
                 tls_resume: plan.tls.as_ref().is_some_and(|tls| tls.resume),
                 tls_early_data: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
+                io: plan.io.name().to_owned(),
             },
             protocol: ProtocolInfo {
                 negotiated: recorder

@@ -188,6 +188,10 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
     }
     writeln!(out)?;
+    // h2load's lines stay as they are for the default backend.
+    if s.settings.io != crate::plan::IoBackend::Epoll.name() {
+        writeln!(out, "I/O backend: {}", s.settings.io)?;
+    }
     write_urls(out, &s.urls)?;
     write_sentences(out, &super::plain::cell(s))
 }

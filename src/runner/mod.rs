@@ -28,12 +28,13 @@ use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
 use crate::engine::pacer::{Source, Steering, Throttle};
+use crate::engine::uring::Uring;
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::{LogFile, RequestLog};
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
-use crate::plan::{Negotiation, Protocol, RunPlan, StopRule};
+use crate::plan::{IoBackend, Negotiation, Protocol, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
@@ -449,6 +450,17 @@ impl Worker {
                 tracer.note(&format!("thread {}: {}", self.index, quic.socket));
             }
         }
+        // --io uring: one ring for all of this thread's TCP and unix-socket connections.
+        let ring = match self.plan.io {
+            IoBackend::Uring { sqpoll } if quic.is_none() => {
+                let _runtime = runtime.enter();
+                Some(
+                    Uring::new(self.slots, sqpoll)
+                        .context("cannot set up the thread's io_uring (--io uring)")?,
+                )
+            }
+            _ => None,
+        };
         let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
         let live = self.sinks.live.clone();
         let ended = local.block_on(&runtime, {
@@ -456,6 +468,7 @@ impl Worker {
             let timer = timer.clone();
             let warm_up_bytes = warm_up_bytes.clone();
             let quic = quic.clone();
+            let ring = ring.clone();
             async move {
                 if self.measure_start > Instant::now() {
                     let wire = shared.wire.clone();
@@ -485,14 +498,23 @@ impl Worker {
                         shared.clone(),
                         templates.clone(),
                         quic.clone(),
+                        ring.clone(),
                         timer.clone(),
                         slot,
                         trace,
                     ))
                 }).collect();
+                let pump = async {
+                    match &ring {
+                        Some(ring) => ring.clone().pump().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     _ = join_all(slots.iter_mut()) => {}
                     _ = self.abandon.cancelled() => {}
+                    // Returns only if the ring fails: no connection could make progress.
+                    Err(error) = pump => return Err(error).context("the thread's io_uring failed"),
                     // Returns only if the timerfd fails: the connections' deadlines would never come.
                     Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
                 }
@@ -512,6 +534,8 @@ impl Worker {
             }
         })?;
         drop(local);
+        // After the connections: the ring's teardown waits for the kernel to finish with them.
+        drop(ring);
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
@@ -557,6 +581,7 @@ async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
     quic: Option<Rc<QuicContext>>,
+    ring: Option<Rc<Uring>>,
     timer: Rc<PreciseTimer>,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
@@ -576,6 +601,7 @@ async fn run_slot(
             &plan.destination.route,
             shared.tls.as_ref(),
             timeouts.connect,
+            ring.as_ref(),
         )
         .await
         .and_then(|established| {

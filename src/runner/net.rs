@@ -12,6 +12,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::engine::uring::{Peer, RingStream, Uring};
 use crate::observe::trace::ConnTrace;
 use crate::plan::route::Route;
 use crate::plan::TlsPlan;
@@ -32,6 +33,10 @@ pub enum Transport {
     UnixTls(Box<TlsStream<UnixStream>>),
     /// TLS whose handshake goes on while requests leave as early data (`--tls-early-data`).
     EarlyTls(Box<EarlyTls>),
+    /// Cleartext on the thread's io_uring (`--io uring`; TCP or a unix socket).
+    Ring(RingStream),
+    /// TLS on the thread's io_uring.
+    RingTls(Box<TlsStream<RingStream>>),
 }
 
 /// A TLS stream sending early data: tokio-rustls finishes the handshake (and sends again what
@@ -99,9 +104,10 @@ impl Transport {
     /// What the TLS handshake came to: `None` for cleartext, or while it goes on.
     fn tls_outcome(&self) -> Option<TlsOutcome> {
         match self {
-            Transport::Tcp(_) | Transport::Unix(_) => None,
+            Transport::Tcp(_) | Transport::Unix(_) | Transport::Ring(_) => None,
             Transport::Tls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
             Transport::UnixTls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
+            Transport::RingTls(stream) => Some(TlsOutcome::settled(resumed(stream.get_ref().1))),
             Transport::EarlyTls(early) => early.outcome(),
         }
     }
@@ -136,25 +142,39 @@ pub struct Established {
     pub proxy_time: Option<Duration>,
 }
 
-/// Connects by `route` (and completes the TLS handshake when `tls` is given), all within `timeout`.
+/// Connects by `route` (and completes the TLS handshake when `tls` is given), all within `timeout`,
+/// on the thread's io_uring when there is one. A proxy's tunnel and TLS early data stay on epoll
+/// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' TCP stream).
 pub async fn establish(
     route: &Route,
     tls: Option<&TlsPlan>,
     timeout: Option<Duration>,
+    ring: Option<&Rc<Uring>>,
 ) -> Result<Established, Failure> {
     let attempt = async {
-        match route {
-            Route::Direct(addr) => {
+        match (route, ring) {
+            (Route::Direct(addr), Some(ring)) if !tls.is_some_and(|tls| tls.early_data) => {
+                let stream = ring
+                    .connect(&Peer::Tcp(*addr))
+                    .await
+                    .map_err(|error| connect_failure(error, "", &addr.to_string()))?;
+                on_ring(stream, tls, route).await
+            }
+            (Route::Unix(path), Some(ring)) => {
+                let stream = ring
+                    .connect(&Peer::Unix(path))
+                    .await
+                    .map_err(|error| unix_failure(path, &error))?;
+                on_ring(stream, tls, route).await
+            }
+            (Route::Direct(addr), _) => {
                 let stream = connect_tcp(*addr, "").await?;
                 over_tcp(stream, tls, route, None).await
             }
-            Route::Unix(path) => {
-                let stream = UnixStream::connect(path).await.map_err(|error| {
-                    Failure::new(
-                        ErrorKind::Connect,
-                        format!("cannot connect to unix socket {}: {error}", path.display()),
-                    )
-                })?;
+            (Route::Unix(path), None) => {
+                let stream = UnixStream::connect(path)
+                    .await
+                    .map_err(|error| unix_failure(path, &error))?;
                 Ok(match tls {
                     None => Established {
                         transport: Transport::Unix(stream),
@@ -172,7 +192,7 @@ pub async fn establish(
                     }
                 })
             }
-            Route::Proxy(proxy) => {
+            (Route::Proxy(proxy), _) => {
                 let began = Instant::now();
                 let mut stream = connect_tcp(proxy.addr, "proxy ").await?;
                 proxy::tunnel(&mut stream, proxy).await?;
@@ -193,19 +213,55 @@ pub async fn establish(
     }
 }
 
-/// Opens a TCP connection to `addr` (a `what` such as "proxy " names it in errors).
-async fn connect_tcp(addr: SocketAddr, what: &str) -> Result<TcpStream, Failure> {
-    let stream = TcpStream::connect(addr).await.map_err(|error| match error.raw_os_error() {
+/// A connection to unix socket `path` failed.
+fn unix_failure(path: &std::path::Path, error: &io::Error) -> Failure {
+    Failure::new(
+        ErrorKind::Connect,
+        format!("cannot connect to unix socket {}: {error}", path.display()),
+    )
+}
+
+/// A connection to `addr` (a `what` such as "proxy " names it) failed.
+fn connect_failure(error: io::Error, what: &str, addr: &str) -> Failure {
+    match error.raw_os_error() {
         // EMFILE / ENFILE: this process (or the system) is out of file descriptors.
         Some(23 | 24) => Failure::new(
             ErrorKind::TooManyOpenFiles,
             format!("cannot connect to {what}{addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
         ),
         _ => Failure::new(ErrorKind::Connect, format!("cannot connect to {what}{addr}: {error}")),
-    })?;
+    }
+}
+
+/// Opens a TCP connection to `addr` (a `what` such as "proxy " names it in errors).
+async fn connect_tcp(addr: SocketAddr, what: &str) -> Result<TcpStream, Failure> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|error| connect_failure(error, what, &addr.to_string()))?;
     // Best effort: a socket that refuses NODELAY still carries requests.
     let _ = stream.set_nodelay(true);
     Ok(stream)
+}
+
+/// Completes a connection on the ring: TLS when `tls` is given.
+async fn on_ring(
+    stream: RingStream,
+    tls: Option<&TlsPlan>,
+    route: &Route,
+) -> Result<Established, Failure> {
+    let Some(tls) = tls else {
+        return Ok(Established {
+            transport: Transport::Ring(stream),
+            tls: None,
+            proxy_time: None,
+        });
+    };
+    let stream = handshake(stream, tls, route, false).await?;
+    Ok(Established {
+        tls: Some(TlsInfo::of(stream.get_ref().1)),
+        transport: Transport::RingTls(Box::new(stream)),
+        proxy_time: None,
+    })
 }
 
 /// Completes a TCP connection: TLS when `tls` is given.
@@ -296,6 +352,8 @@ macro_rules! delegate {
             Transport::Tls($stream) => $call,
             Transport::Unix($stream) => $call,
             Transport::UnixTls($stream) => $call,
+            Transport::Ring($stream) => $call,
+            Transport::RingTls($stream) => $call,
             Transport::EarlyTls(early) => {
                 let $stream = &mut early.stream;
                 $call
@@ -315,6 +373,8 @@ impl AsyncRead for Transport {
             Transport::Tls(stream) => Pin::new(stream).poll_read(cx, buf),
             Transport::Unix(stream) => Pin::new(stream).poll_read(cx, buf),
             Transport::UnixTls(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::Ring(stream) => Pin::new(stream).poll_read(cx, buf),
+            Transport::RingTls(stream) => Pin::new(stream).poll_read(cx, buf),
             Transport::EarlyTls(early) => {
                 if early.settled.is_none() {
                     ready!(Pin::new(&mut early.stream).poll_flush(cx))?;
@@ -354,6 +414,8 @@ impl AsyncWrite for Transport {
             Transport::Tls(stream) => stream.is_write_vectored(),
             Transport::Unix(stream) => stream.is_write_vectored(),
             Transport::UnixTls(stream) => stream.is_write_vectored(),
+            Transport::Ring(stream) => stream.is_write_vectored(),
+            Transport::RingTls(stream) => stream.is_write_vectored(),
             Transport::EarlyTls(early) => early.stream.is_write_vectored(),
         }
     }

@@ -46,8 +46,25 @@ pub fn run_command(program: &str, args: &[&str]) -> Output {
 /// Runs a command to completion, failing the test if it outlives `limit` (for the few commands,
 /// such as a capacity search, that are meant to take longer than [`COMMAND_LIMIT`]).
 pub fn run_command_within(program: &str, args: &[&str], limit: Duration) -> Output {
+    run_command_with_env(program, args, &[], limit)
+}
+
+/// Like [`run_command_within`], with environment variables set (`Some`) or removed (`None`).
+pub fn run_command_with_env(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, Option<&str>)],
+    limit: Duration,
+) -> Output {
     let started = Instant::now();
-    let child = Command::new(program)
+    let mut command = Command::new(program);
+    for (name, value) in env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -131,11 +148,16 @@ impl Run {
 
 /// Runs h2load-rs with `args` plus `--json`, and parses the JSON it wrote.
 pub fn h2load_rs(args: &[&str]) -> Run {
+    h2load_rs_with_env(&[], args)
+}
+
+/// Like [`h2load_rs`], with environment variables set (`Some`) or removed (`None`).
+pub fn h2load_rs_with_env(env: &[(&str, Option<&str>)], args: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("temp dir");
     let json_path = dir.path().join("report.json");
     let mut full: Vec<&str> = args.to_vec();
     full.extend(["--json", json_path.to_str().expect("utf-8 temp path")]);
-    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &full);
+    let output = run_command_with_env(env!("CARGO_BIN_EXE_h2load-rs"), &full, env, COMMAND_LIMIT);
     assert!(
         !output.stderr.contains("panicked"),
         "h2load-rs panicked:\n{}",

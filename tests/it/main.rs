@@ -12,6 +12,7 @@ mod docs;
 mod faults;
 mod h3;
 mod hostile;
+mod io;
 mod lifecycle;
 mod load;
 mod metrics;

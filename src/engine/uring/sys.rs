@@ -1,0 +1,557 @@
+//! The library's one module with `unsafe`: io_uring's submission queue and its provided-buffer
+//! ring take raw pointers to memory the kernel reads or writes after the call returns.
+//!
+//! Soundness rests on one rule, kept inside this module: every pointer given to the kernel points
+//! into memory this module owns until the operation's last completion comes back. A send's
+//! buffer and a connect's address move into the operation's entry in `ops` and come back with its
+//! completion; received bytes land in the buffer ring's memory, which lives as long as the ring.
+//! When the ring goes away with operations still in flight, they are cancelled and awaited; if
+//! the kernel does not finish them in time, their memory is leaked rather than freed under it.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::{self, ManuallyDrop};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use std::task::{Context, Poll};
+
+use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, IoUring};
+use slab::Slab;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+/// The ring's descriptor, for the runtime to poll (owned by the ring).
+struct RingFd(RawFd);
+
+impl AsRawFd for RingFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// The buffer group of the ring's provided buffers (one group per ring).
+const GROUP: u16 = 0;
+/// How long a ring being torn down waits for the kernel to finish its operations.
+const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// How many of each thing a ring is made for.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sizes {
+    /// Submission queue entries (a power of two); the completion queue has four times as many.
+    pub(super) entries: u32,
+    /// Provided receive buffers (a power of two, at most 32768).
+    pub(super) buffers: u16,
+    /// Bytes in each receive buffer.
+    pub(super) buffer_size: u32,
+    /// Registered (fixed) file slots.
+    pub(super) files: u32,
+    /// A kernel thread polls the submission queue (`--io-sqpoll`), idling after this many ms.
+    pub(super) sqpoll_idle_ms: Option<u32>,
+}
+
+/// The socket an operation works on: a registered (fixed) file slot, or a plain descriptor when
+/// the table is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    /// A slot of the registered file table.
+    Fixed(u32),
+    /// A plain descriptor, owned by the ring until its close.
+    Fd(RawFd),
+}
+
+/// What an operation is, as its completion reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A connect.
+    Connect,
+    /// A multishot receive into provided buffers.
+    Recv,
+    /// A send.
+    Send,
+    /// A cancellation or close: nothing to tell the connection.
+    Housekeeping,
+}
+
+/// Received bytes in one of the ring's provided buffers, held until given back
+/// ([`Ring::give_back`]).
+#[derive(Debug)]
+pub(super) struct Buffer {
+    id: u16,
+    len: u32,
+}
+
+impl Buffer {
+    /// How many bytes it holds.
+    pub(super) fn len(&self) -> usize {
+        self.len as usize
+    }
+}
+
+/// One completion, for the connection `conn`.
+#[derive(Debug)]
+pub(super) struct Event {
+    /// The connection's key.
+    pub(super) conn: u32,
+    /// What the operation was.
+    pub(super) kind: Kind,
+    /// The kernel's result: a count, or a negated errno.
+    pub(super) result: i32,
+    /// The operation is over (a multishot receive goes on while this is false).
+    pub(super) last: bool,
+    /// The received bytes, for a receive that got some.
+    pub(super) buffer: Option<Buffer>,
+    /// A send's buffer, back from the kernel, and how far it had been sent before this send.
+    pub(super) sent: Option<(Vec<u8>, usize)>,
+}
+
+/// What an operation's entry keeps alive for the kernel.
+enum Held {
+    Nothing,
+    /// A send's bytes and where this send began in them.
+    Send(Vec<u8>, usize),
+    /// A connect's address (only kept: the kernel reads it).
+    Address(
+        #[expect(dead_code, reason = "kept alive for the kernel, never read here")] Box<Address>,
+    ),
+    /// A close of a registered slot: the slot is free again once it completes.
+    Slot(u32),
+}
+
+struct Op {
+    conn: u32,
+    kind: Kind,
+    held: Held,
+}
+
+/// A socket address in the form `connect(2)` takes.
+pub(super) struct Address {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl Address {
+    /// An IPv4 or IPv6 address.
+    pub(super) fn inet(addr: std::net::SocketAddr) -> Self {
+        // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (unspecified) value.
+        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let len = match addr {
+            std::net::SocketAddr::V4(v4) => {
+                let sin = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: v4.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: sockaddr_storage is larger than and aligned for every sockaddr type.
+                unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
+                mem::size_of::<libc::sockaddr_in>()
+            }
+            std::net::SocketAddr::V6(v6) => {
+                let sin6 = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: v6.port().to_be(),
+                    sin6_flowinfo: v6.flowinfo(),
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: v6.ip().octets(),
+                    },
+                    sin6_scope_id: v6.scope_id(),
+                };
+                // SAFETY: as above.
+                unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
+                mem::size_of::<libc::sockaddr_in6>()
+            }
+        };
+        Address {
+            storage,
+            len: len as libc::socklen_t,
+        }
+    }
+
+    /// A unix socket path (`None` if it is too long for `sun_path`).
+    pub(super) fn unix(path: &Path) -> Option<Self> {
+        // SAFETY: as above.
+        let mut sun: libc::sockaddr_un = unsafe { mem::zeroed() };
+        sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.len() >= sun.sun_path.len() {
+            return None;
+        }
+        for (to, from) in sun.sun_path.iter_mut().zip(bytes) {
+            *to = *from as libc::c_char;
+        }
+        // SAFETY: as above.
+        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        unsafe { std::ptr::write((&raw mut storage).cast(), sun) };
+        let len = mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+        Some(Address {
+            storage,
+            len: len as libc::socklen_t,
+        })
+    }
+}
+
+/// The provided-buffer ring: `count` buffers of `size` bytes that the kernel picks from for
+/// multishot receives, and the ring of entries through which they are handed to it.
+struct BufRing {
+    /// The entries (page-aligned, as the kernel requires), `count` of them.
+    entries: NonNull<BufRingEntry>,
+    layout: std::alloc::Layout,
+    data: Box<[u8]>,
+    count: u16,
+    size: u32,
+    /// The next entry to fill; published to the kernel through the tail field.
+    tail: u16,
+}
+
+impl BufRing {
+    fn new(count: u16, size: u32) -> io::Result<Self> {
+        assert!(count.is_power_of_two(), "buffer rings hold a power of two");
+        let layout = std::alloc::Layout::from_size_align(
+            usize::from(count) * mem::size_of::<BufRingEntry>(),
+            4096,
+        )
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: the layout has a non-zero size; zeroed entries are valid (and the tail is 0).
+        let entries = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?
+            .cast();
+        let mut ring = BufRing {
+            entries,
+            layout,
+            data: vec![0; usize::from(count) * size as usize].into_boxed_slice(),
+            count,
+            size,
+            tail: 0,
+        };
+        for id in 0..count {
+            ring.push(id);
+        }
+        ring.publish();
+        Ok(ring)
+    }
+
+    /// Puts buffer `id` in the next entry (not yet visible to the kernel: see `publish`).
+    fn push(&mut self, id: u16) {
+        let index = usize::from(self.tail & (self.count - 1));
+        let addr = self.data[usize::from(id) * self.size as usize..].as_ptr() as u64;
+        // SAFETY: index < count, so the entry lies inside the allocation; the kernel reads only
+        // entries between its head and the published tail, which this one is not yet.
+        let entry = unsafe { &mut *self.entries.as_ptr().add(index) };
+        entry.set_addr(addr);
+        entry.set_len(self.size);
+        entry.set_bid(id);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Makes the entries pushed so far visible to the kernel.
+    fn publish(&self) {
+        // SAFETY: the tail field is the `resv` field of the first entry, inside the allocation
+        // and 2-aligned; the kernel reads it concurrently, hence the atomic release store.
+        unsafe {
+            let tail = BufRingEntry::tail(self.entries.as_ptr()).cast_mut();
+            (*tail.cast::<AtomicU16>()).store(self.tail, Ordering::Release);
+        }
+    }
+
+    fn bytes(&self, buffer: &Buffer) -> &[u8] {
+        let start = usize::from(buffer.id) * self.size as usize;
+        &self.data[start..start + buffer.len as usize]
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the ring that used it is gone (or was
+        // leaked with it: see `Ring::drop`).
+        unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) }
+    }
+}
+
+/// One io_uring, its provided buffers and its registered file table.
+pub(super) struct Ring {
+    /// The ring's descriptor in the runtime's epoll set, readable while completions wait
+    /// (declared before the ring: it leaves the set before the descriptor closes).
+    readiness: AsyncFd<RingFd>,
+    uring: IoUring,
+    /// Dropped after the kernel is done with them (or leaked: see `Drop`).
+    buffers: ManuallyDrop<BufRing>,
+    ops: Slab<Op>,
+    free_slots: Vec<u32>,
+    completions: Vec<cqueue::Entry>,
+}
+
+impl Ring {
+    /// Sets up a ring of `sizes` with its buffers and file table registered.
+    pub(super) fn new(sizes: Sizes) -> io::Result<Self> {
+        let mut builder = IoUring::builder();
+        builder.setup_cqsize(sizes.entries * 4);
+        if let Some(idle) = sizes.sqpoll_idle_ms {
+            builder.setup_sqpoll(idle);
+        } else {
+            match std::env::var("URING_MODE").as_deref() {
+                // TEMP experiment
+                Ok("coop") => {
+                    builder.setup_coop_taskrun().setup_taskrun_flag();
+                }
+                Ok("defer") => {
+                    builder
+                        .setup_single_issuer()
+                        .setup_defer_taskrun()
+                        .setup_taskrun_flag();
+                }
+                _ => {}
+            }
+        }
+        let uring = builder.build(sizes.entries)?;
+        let buffers = BufRing::new(sizes.buffers, sizes.buffer_size)?;
+        // SAFETY: the entries stay allocated and in place until the ring is gone (`Drop`).
+        unsafe {
+            uring.submitter().register_buf_ring_with_flags(
+                buffers.entries.as_ptr() as u64,
+                buffers.count,
+                GROUP,
+                0,
+            )?;
+        }
+        uring.submitter().register_files_sparse(sizes.files)?;
+        // SAFETY: the descriptor stays open while registered: `readiness` is dropped before
+        // `uring`, which owns it (field order).
+        let watched = if std::env::var("URING_MODE").as_deref() == Ok("defer") {
+            let efd = rustix::event::eventfd(
+                0,
+                rustix::event::EventfdFlags::NONBLOCK | rustix::event::EventfdFlags::CLOEXEC,
+            )?;
+            let raw = std::os::fd::IntoRawFd::into_raw_fd(efd);
+            uring.submitter().register_eventfd(raw)?;
+            raw
+        } else {
+            uring.as_raw_fd()
+        };
+        let readiness =
+            unsafe { AsyncFd::register_with_interest(RingFd(watched), Interest::READABLE) }
+                .map_err(io::Error::from)?;
+        Ok(Ring {
+            readiness,
+            uring,
+            buffers: ManuallyDrop::new(buffers),
+            ops: Slab::new(),
+            free_slots: (0..sizes.files).rev().collect(),
+            completions: Vec::new(),
+        })
+    }
+
+    /// Ready once completions may have arrived since the last call returned ready. Call
+    /// [`Ring::reap`] after it: the readiness is cleared first, so a completion posted from then
+    /// on makes it ready again.
+    pub(super) fn poll_completions(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.readiness.poll_read_ready(cx) {
+            Poll::Ready(Ok(mut guard)) => {
+                guard.clear_ready();
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Takes `socket` into the registered file table (closing the plain descriptor), or keeps
+    /// the descriptor when the table is full.
+    pub(super) fn adopt(&mut self, socket: OwnedFd) -> io::Result<Target> {
+        let Some(slot) = self.free_slots.pop() else {
+            return Ok(Target::Fd(std::os::fd::IntoRawFd::into_raw_fd(socket)));
+        };
+        match self
+            .uring
+            .submitter()
+            .register_files_update(slot, &[socket.as_raw_fd()])
+        {
+            Ok(_) => Ok(Target::Fixed(slot)),
+            Err(error) => {
+                self.free_slots.push(slot);
+                Err(error)
+            }
+        }
+    }
+
+    /// Connects `target` to `address`.
+    pub(super) fn connect(
+        &mut self,
+        conn: u32,
+        target: Target,
+        address: Box<Address>,
+    ) -> io::Result<()> {
+        let (ptr, len) = ((&raw const address.storage).cast(), address.len);
+        let entry = match target {
+            Target::Fixed(slot) => opcode::Connect::new(Fixed(slot), ptr, len).build(),
+            Target::Fd(fd) => opcode::Connect::new(Fd(fd), ptr, len).build(),
+        };
+        self.push(conn, Kind::Connect, Held::Address(address), entry)
+    }
+
+    /// Receives on `target` into provided buffers until cancelled, the peer closes, or the
+    /// buffers run out.
+    pub(super) fn recv(&mut self, conn: u32, target: Target) -> io::Result<u32> {
+        let entry = match target {
+            Target::Fixed(slot) => opcode::RecvMulti::new(Fixed(slot), GROUP).build(),
+            Target::Fd(fd) => opcode::RecvMulti::new(Fd(fd), GROUP).build(),
+        };
+        let key = self.ops.vacant_key() as u32;
+        self.push(conn, Kind::Recv, Held::Nothing, entry)?;
+        Ok(key)
+    }
+
+    /// Sends `bytes[from..]` on `target`; the bytes come back with the completion.
+    pub(super) fn send(
+        &mut self,
+        conn: u32,
+        target: Target,
+        bytes: Vec<u8>,
+        from: usize,
+    ) -> io::Result<()> {
+        let rest = &bytes[from..];
+        let (ptr, len) = (rest.as_ptr(), rest.len() as u32);
+        let entry = match target {
+            Target::Fixed(slot) => opcode::Send::new(Fixed(slot), ptr, len),
+            Target::Fd(fd) => opcode::Send::new(Fd(fd), ptr, len),
+        }
+        .flags(libc::MSG_NOSIGNAL)
+        .build();
+        self.push(conn, Kind::Send, Held::Send(bytes, from), entry)
+    }
+
+    /// Cancels every operation on `target`, then closes it.
+    pub(super) fn close(&mut self, target: Target) -> io::Result<()> {
+        let entry = match target {
+            Target::Fixed(slot) => opcode::AsyncCancel2::new(CancelBuilder::fd(Fixed(slot)).all()),
+            Target::Fd(fd) => opcode::AsyncCancel2::new(CancelBuilder::fd(Fd(fd)).all()),
+        }
+        .build();
+        // Issued in queue order: the cancellations before the close.
+        self.push(u32::MAX, Kind::Housekeeping, Held::Nothing, entry)?;
+        let (entry, held) = match target {
+            Target::Fixed(slot) => (opcode::Close::new(Fixed(slot)).build(), Held::Slot(slot)),
+            Target::Fd(fd) => (opcode::Close::new(Fd(fd)).build(), Held::Nothing),
+        };
+        self.push(u32::MAX, Kind::Housekeeping, held, entry)
+    }
+
+    /// Queues `entry`, submitting first if the queue is full.
+    fn push(&mut self, conn: u32, kind: Kind, held: Held, entry: squeue::Entry) -> io::Result<()> {
+        let key = self.ops.insert(Op { conn, kind, held });
+        let entry = entry.user_data(key as u64);
+        loop {
+            // SAFETY: what `entry` points to is owned by `ops[key]` (a send's bytes, a connect's
+            // address, both on the heap, so the slab moving them leaves the pointers valid) or is
+            // the buffer ring, until the operation's last completion (`reap`).
+            if unsafe { self.uring.submission().push(&entry) }.is_ok() {
+                return Ok(());
+            }
+            if let Err(error) = self.submit() {
+                self.ops.remove(key);
+                return Err(error);
+            }
+        }
+    }
+
+    /// Hands what is queued to the kernel (with SQPOLL, wakes its thread only if it sleeps).
+    pub(super) fn submit(&mut self) -> io::Result<()> {
+        if self.uring.submission().is_empty() && !self.uring.submission().taskrun() {
+            return Ok(());
+        }
+        match self.uring.submit() {
+            Ok(_) => Ok(()),
+            // The completion queue is full (its backlog too): the caller reaps, then submits again.
+            Err(error) if error.raw_os_error() == Some(libc::EBUSY) => Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Moves the completions that have arrived into `events`; returns whether there were any.
+    pub(super) fn reap(&mut self, events: &mut Vec<Event>) -> bool {
+        self.completions.clear();
+        self.completions.extend(self.uring.completion());
+        for index in 0..self.completions.len() {
+            let cqe = self.completions[index].clone();
+            let key = cqe.user_data() as usize;
+            let last = !cqueue::more(cqe.flags());
+            let buffer = cqueue::buffer_select(cqe.flags()).map(|id| Buffer {
+                id,
+                len: u32::try_from(cqe.result()).unwrap_or(0),
+            });
+            let op = if last {
+                self.ops.remove(key)
+            } else {
+                let op = &self.ops[key];
+                Op {
+                    conn: op.conn,
+                    kind: op.kind,
+                    held: Held::Nothing,
+                }
+            };
+            let sent = match op.held {
+                Held::Send(bytes, from) => Some((bytes, from)),
+                Held::Slot(slot) => {
+                    self.free_slots.push(slot);
+                    None
+                }
+                Held::Nothing | Held::Address(_) => None,
+            };
+            events.push(Event {
+                conn: op.conn,
+                kind: op.kind,
+                result: cqe.result(),
+                last,
+                buffer,
+                sent,
+            });
+        }
+        !self.completions.is_empty()
+    }
+
+    /// The bytes `buffer` holds.
+    pub(super) fn bytes(&self, buffer: &Buffer) -> &[u8] {
+        self.buffers.bytes(buffer)
+    }
+
+    /// Gives `buffer` back to the kernel to receive into again.
+    pub(super) fn give_back(&mut self, buffer: Buffer) {
+        self.buffers.push(buffer.id);
+        self.buffers.publish();
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        let _ = self.uring.submit();
+        if !self.ops.is_empty() {
+            let _ = self
+                .uring
+                .submitter()
+                .register_sync_cancel(None, CancelBuilder::any());
+        }
+        let until = Instant::now() + TEARDOWN_WAIT;
+        let wait = Timespec::new().nsec(10_000_000);
+        while !self.ops.is_empty() && Instant::now() < until {
+            let args = SubmitArgs::new().timespec(&wait);
+            let _ = self.uring.submitter().submit_with_args(1, &args);
+            let mut events = Vec::new();
+            self.reap(&mut events);
+        }
+        if self.ops.is_empty() {
+            // SAFETY: dropped once, here; the kernel has finished every operation.
+            unsafe { ManuallyDrop::drop(&mut self.buffers) };
+        } else {
+            // Leaked with the operations' own memory: the kernel may still write into them.
+            mem::forget(mem::take(&mut self.ops));
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `--io`: the I/O backend asked for, and what the run says it used (`settings.io`, the text
+//! report); `H2LOAD_RS_IO` against the command line and scenario files; usage errors; and a kernel
+//! that refuses io_uring, played by a seccomp filter: `auto` falls back to epoll saying why once,
+//! `uring` fails with status 1.
+
+use std::time::Duration;
+
+use crate::common::{
+    assert_clean, assert_usage_error, h2load_rs, h2load_rs_with_env, run_command_with_env, url, Run,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
+
+/// Whether `run` failed because the kernel refuses io_uring; then prints why the test skips.
+fn refused(run: &Run) -> bool {
+    let refused = run.output.code == 1 && run.output.stderr.contains("io_uring unavailable");
+    if refused {
+        eprintln!(
+            "skipped: this kernel refuses io_uring: {}",
+            run.output.stderr.trim()
+        );
+    }
+    refused
+}
+
+#[test]
+fn uring_runs_are_reported_as_uring() {
+    let target = url("/ping");
+    for (proto, flags, name) in [
+        ("h1", &[][..], "uring"),
+        ("h2c", &[][..], "uring"),
+        ("h1", &["--io-sqpoll"][..], "uring+sqpoll"),
+    ] {
+        let args = [
+            &[
+                "--io", "uring", "--proto", proto, "-c", "2", "-m", "2", "-n", "400",
+            ][..],
+            flags,
+            &[&target],
+        ]
+        .concat();
+        let run = h2load_rs(&args);
+        if refused(&run) {
+            return;
+        }
+        assert_clean(&run, name, 400);
+        assert_eq!(run.cell()["settings"]["io"], name, "{args:?}");
+        assert!(
+            run.output
+                .stdout
+                .contains(&format!("\nI/O backend: {name}\n")),
+            "{}",
+            run.output.stdout
+        );
+    }
+}
+
+#[test]
+fn epoll_is_the_default_and_the_report_keeps_h2loads_lines() {
+    let run = h2load_rs_with_env(
+        &[("H2LOAD_RS_IO", None)],
+        &["--h1", "-n", "100", &url("/ping")],
+    );
+    assert_clean(&run, "default", 100);
+    assert_eq!(run.cell()["settings"]["io"], "epoll");
+    assert!(
+        !run.output.stdout.contains("I/O backend"),
+        "{}",
+        run.output.stdout
+    );
+}
+
+#[test]
+fn the_environment_chooses_unless_the_command_line_or_a_file_does() {
+    let target = url("/ping");
+    let with_env = |value: &str, args: &[&str]| {
+        let args = [&["--h1", "-n", "50"], args, &[&target]].concat();
+        h2load_rs_with_env(&[("H2LOAD_RS_IO", Some(value))], &args)
+    };
+    let flag_wins = with_env("uring", &["--io", "epoll"]);
+    assert_clean(&flag_wins, "--io epoll", 50);
+    assert_eq!(flag_wins.cell()["settings"]["io"], "epoll");
+    let from_env = with_env("uring", &[]);
+    if !refused(&from_env) {
+        assert_eq!(from_env.cell()["settings"]["io"], "uring");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(&scenario, "io = \"epoll\"\nh1 = true\nrequests = 50\n").unwrap();
+    let from_file = h2load_rs_with_env(
+        &[("H2LOAD_RS_IO", Some("uring"))],
+        &["run", scenario.to_str().unwrap(), &target],
+    );
+    assert_clean(&from_file, "io = \"epoll\" in a file", 50);
+    assert_eq!(from_file.cell()["settings"]["io"], "epoll");
+}
+
+#[test]
+fn bad_backends_and_sqpoll_without_a_ring_are_usage_errors() {
+    let target = url("/ping");
+    let output = assert_usage_error(&["--io", "bogus", &target], "invalid value 'bogus'");
+    assert!(
+        output.stderr.contains("auto, uring, epoll"),
+        "{}",
+        output.stderr
+    );
+    assert_usage_error(
+        &["--io", "epoll", "--io-sqpoll", &target],
+        "--io-sqpoll needs --io uring or --io auto",
+    );
+    for (env, args) in [
+        (Some("bogus"), &[][..]),
+        (None, &["--io-sqpoll"][..]),
+        (Some("epoll"), &["--io-sqpoll"][..]),
+    ] {
+        let args = [args, &[&target]].concat();
+        let output = run_command_with_env(
+            BIN,
+            &args,
+            &[("H2LOAD_RS_IO", env)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            output.code, 2,
+            "H2LOAD_RS_IO={env:?} {args:?}: {}",
+            output.stderr
+        );
+        assert_eq!(output.stderr.lines().count(), 1, "{}", output.stderr);
+    }
+}
+
+/// Runs a command with `io_uring_setup` (system call 425 on every Linux architecture) failing
+/// with errno `argv[1]`: a seccomp filter, as container runtimes install. Exits 77 where the
+/// filter cannot be installed.
+const WITHOUT_IO_URING: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def insn(code, k, jt=0, jf=0): return struct.pack("HBBI", code, jt, jf, k)
+program = b"".join([
+    insn(0x20, 0),                           # load seccomp_data.nr
+    insn(0x15, 425, 0, 1),                   # io_uring_setup?
+    insn(0x06, 0x00050000 | int(sys.argv[1])),  # SECCOMP_RET_ERRNO
+    insn(0x06, 0x7fff0000),                  # SECCOMP_RET_ALLOW
+])
+buffer = ctypes.create_string_buffer(program)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(program) // 8, ctypes.addressof(buffer))
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+    print("cannot install a seccomp filter: errno", ctypes.get_errno(), file=sys.stderr)
+    sys.exit(77)
+os.execv(sys.argv[2], sys.argv[2:])
+"#;
+
+#[test]
+fn a_kernel_that_refuses_io_uring_means_epoll_for_auto_and_status_1_for_uring() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no python3 to install a seccomp filter with");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("without_io_uring.py");
+    std::fs::write(&script, WITHOUT_IO_URING).unwrap();
+    let json = dir.path().join("report.json");
+    let target = url("/ping");
+    let refusing = |errno: &str, args: &[&str]| {
+        let args = [&[script.to_str().unwrap(), errno, BIN][..], args].concat();
+        run_command_with_env("python3", &args, &[], Duration::from_secs(60))
+    };
+    let probe = refusing("1", &["--version"]);
+    if probe.code == 77 {
+        eprintln!("skipped: {}", probe.stderr.trim());
+        return;
+    }
+    assert_eq!(probe.code, 0, "{}", probe.stderr);
+
+    // A sweep of two cells: the note once, both cells on epoll.
+    let auto = refusing(
+        "1",
+        &[
+            "--io",
+            "auto",
+            "--h1",
+            "-c",
+            "1,2",
+            "-n",
+            "40",
+            "--json",
+            json.to_str().unwrap(),
+            &target,
+        ],
+    );
+    assert_eq!(auto.code, 0, "{}", auto.stderr);
+    let notes: Vec<&str> = auto
+        .stderr
+        .lines()
+        .filter(|line| line.contains("io_uring"))
+        .collect();
+    assert_eq!(
+        notes,
+        ["note: --io auto: io_uring unavailable (io_uring_setup: EPERM, a seccomp filter forbids it; container runtimes' default profiles do); using epoll"],
+        "{}",
+        auto.stderr
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let backends: Vec<&serde_json::Value> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| &cell["settings"]["io"])
+        .collect();
+    assert_eq!(backends, ["epoll", "epoll"]);
+
+    for (errno, reason) in [
+        ("1", "EPERM, a seccomp filter forbids it"),
+        ("38", "ENOSYS, the kernel is built without io_uring"),
+    ] {
+        let uring = refusing(errno, &["--io", "uring", "-n", "10", &target]);
+        assert_eq!(uring.code, 1, "{}", uring.stderr);
+        assert_eq!(uring.stderr.lines().count(), 1, "{}", uring.stderr);
+        assert!(
+            uring
+                .stderr
+                .starts_with("h2load-rs: --io uring: io_uring unavailable (io_uring_setup: ")
+                && uring.stderr.contains(reason),
+            "{}",
+            uring.stderr
+        );
+        assert!(uring.stdout.is_empty(), "nothing ran: {}", uring.stdout);
+    }
+}
