@@ -16,7 +16,7 @@
 #                                         prints them, RESULTS.md is left as it is)
 #   benches/compare.sh profile           (only the client profile: perf record -g of h2load-rs on
 #                                         h1 -c 100 against nginx under --io epoll and --io uring,
-#                                         kernel time split by kind; replaces that section)
+#                                         and of wrk, CPU split by kind; replaces that section)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
 # ~/.cache/h2load-rs/oha-h3, about 10 minutes), starts nginx (1 worker), nghttpd (1 thread), Caddy
@@ -448,6 +448,12 @@ row() {
       [ "$ours" = "$first" ] || who=$ours
       explain "$other" "${rate[$other]:-0}" "${server[$other]:-0}" "${cpu[$other]:-0}" "${rate[$ours]}" "${server[$ours]}" \
         "${cpu[$ours]}" "${low[$other]:-0}" "${high[$ours]}" "${server_cost[$other]:-0}" "${server_cost[$ours]}" "$who" >>"$work/notes"
+      # Issue 16's goal for a variant: the peer's throughput at half its CPU per request.
+      [ -z "$who" ] || awk -v w="$who" -v p="$other" -v r="${rate[$ours]}" -v c="${cpu[$ours]}" -v pr="${rate[$other]:-0}" \
+        -v pc="${cpu[$other]:-0}" 'BEGIN {
+        tr = (pr > 0) ? r / pr : 0; cr = (pc > 0) ? c / pc : 0
+        printf "> Goal for %s vs %s: throughput ratio %.2f (goal >= 1.0), client CPU per request %.2fx %s'"'"'s (goal <= 0.5): %s.\n",
+          w, p, tr, cr, p, (tr >= 1.0 && cr > 0 && cr <= 0.5) ? "met" : "**not met**" }' >>"$work/notes"
     fi
   done
   if [ -s "$work/notes" ]; then
