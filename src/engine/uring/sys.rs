@@ -126,9 +126,7 @@ enum Held {
     /// A close of a registered slot: the slot is free again once it completes.
     Slot(u32),
     /// A timeout's expiry (the kernel reads it when the timeout is submitted).
-    Expiry(
-        #[expect(dead_code, reason = "kept alive for the kernel, never read here")] Box<Timespec>,
-    ),
+    Expiry(Box<Timespec>),
 }
 
 struct Op {
@@ -299,6 +297,10 @@ pub(super) struct Ring {
     ops: Slab<Op>,
     free_slots: Vec<u32>,
     completions: Vec<cqueue::Entry>,
+    /// Timeout values the kernel is done with, for the next timeouts (boxed: each is handed to
+    /// the kernel by address, which must not move while the vector grows).
+    #[allow(clippy::vec_box)]
+    spare_expiries: Vec<Box<Timespec>>,
 }
 
 impl Ring {
@@ -363,6 +365,7 @@ impl Ring {
             ops: Slab::new(),
             free_slots: (0..sizes.files).rev().collect(),
             completions: Vec::new(),
+            spare_expiries: Vec::new(),
         })
     }
 
@@ -450,11 +453,17 @@ impl Ring {
         let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
         let left = deadline.saturating_duration_since(Instant::now());
         let nanos = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
-        let expiry = Box::new(
-            Timespec::new()
-                .sec(now.tv_sec as u64 + left.as_secs() + nanos / 1_000_000_000)
-                .nsec((nanos % 1_000_000_000) as u32),
-        );
+        let value = Timespec::new()
+            .sec(now.tv_sec as u64 + left.as_secs() + nanos / 1_000_000_000)
+            .nsec((nanos % 1_000_000_000) as u32);
+        // A paced run re-arms once per send: the boxes of completed timeouts are reused.
+        let expiry = match self.spare_expiries.pop() {
+            Some(mut spare) => {
+                *spare = value;
+                spare
+            }
+            None => Box::new(value),
+        };
         let entry = opcode::Timeout::new(&raw const *expiry)
             .flags(TimeoutFlags::ABS)
             .build();
@@ -547,7 +556,11 @@ impl Ring {
                     self.free_slots.push(slot);
                     None
                 }
-                Held::Nothing | Held::Address(_) | Held::Expiry(_) => None,
+                Held::Expiry(expiry) => {
+                    self.spare_expiries.push(expiry);
+                    None
+                }
+                Held::Nothing | Held::Address(_) => None,
             };
             events.push(Event {
                 op: key as u32,
