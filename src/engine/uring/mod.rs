@@ -40,7 +40,7 @@ const STAGE_LIMIT: usize = 256 * 1024;
 /// Capacity a connection's send buffers keep once empty; more is given back.
 const KEEP_CAPACITY: usize = 4 * 1024;
 /// Bytes in each provided receive buffer.
-const BUFFER_SIZE: u32 = 16 * 1024;
+const BUFFER_SIZE: u32 = 64 * 1024;
 /// How long a SQPOLL thread spins for work before it sleeps (ms).
 const SQPOLL_IDLE_MS: u32 = 50;
 
@@ -318,12 +318,12 @@ impl Uring {
                 } else if from + (event.result as usize) < bytes.len() {
                     // A partial send: the rest goes at once, before anything staged since.
                     let target = conn.target;
-                    self.ring.borrow_mut().send(
+                    conn.send_op = Some(self.ring.borrow_mut().send(
                         event.conn,
                         target,
                         bytes,
                         from + event.result as usize,
-                    )?;
+                    )?);
                     conn.ops += 1;
                     self.want_submit();
                 } else {
@@ -352,15 +352,21 @@ impl Uring {
     fn feed_starved(&self) -> io::Result<()> {
         let mut starved = self.starved.borrow_mut();
         let mut conns = self.conns.borrow_mut();
-        while self.ring.borrow().has_free_buffers() {
+        // One receive per free buffer: each armed receive takes one as soon as bytes wait, and
+        // arming more would only see them fail again for want of buffers.
+        let mut free = self.ring.borrow().free_buffers();
+        while free > 0 {
             let Some(key) = starved.pop_front() else {
                 break;
             };
-            if let Some(conn) = conns.get_mut(key as usize) {
-                conn.starved = false;
-                if !conn.released && conn.recv_op.is_none() && !conn.eof && conn.error.is_none() {
-                    self.start_recv(key, conn)?;
-                }
+            // A key whose connection went (or was reused by a new one) is no longer starved.
+            let Some(conn) = conns.get_mut(key as usize).filter(|conn| conn.starved) else {
+                continue;
+            };
+            conn.starved = false;
+            if conn.recv_op.is_none() && !conn.eof && conn.error.is_none() {
+                self.start_recv(key, conn)?;
+                free -= 1;
             }
         }
         Ok(())
@@ -539,6 +545,8 @@ impl Uring {
         let mut conns = self.conns.borrow_mut();
         let conn = &mut conns[key as usize];
         conn.released = true;
+        // Its place in the starved queue is skipped (see `feed_starved`).
+        conn.starved = false;
         let mut ring = self.ring.borrow_mut();
         for buffer in conn.received.drain(..) {
             ring.give_back(buffer);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use std::task::{Context, Poll};
 
-use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, TimeoutFlags, Timespec};
+use io_uring::types::{CancelBuilder, Fd, Fixed, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
@@ -207,10 +207,14 @@ impl Address {
 /// The provided-buffer ring: `count` buffers of `size` bytes that the kernel picks from for
 /// multishot receives, and the ring of entries through which they are handed to it.
 struct BufRing {
-    /// The entries (page-aligned, as the kernel requires), `count` of them.
-    entries: NonNull<BufRingEntry>,
+    /// The entries (page-aligned, as the kernel requires), `count` of them. Only ever written
+    /// through raw pointers: the kernel reads them (and the tail inside the first) concurrently.
+    entries: NonNull<Entry>,
     layout: std::alloc::Layout,
-    data: Box<[u8]>,
+    /// The buffers, `count` × `size` bytes. Only ever reached through raw pointers, and read
+    /// only where the kernel has handed a buffer over (a completion), as it writes the others.
+    data: NonNull<u8>,
+    data_layout: std::alloc::Layout,
     count: u16,
     size: u32,
     /// The next entry to fill; published to the kernel through the tail field.
@@ -219,22 +223,40 @@ struct BufRing {
     lent: u16,
 }
 
+/// One entry of a buffer ring, `struct io_uring_buf`; the first entry's `resv` is the ring's tail.
+#[repr(C)]
+struct Entry {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
 impl BufRing {
     fn new(count: u16, size: u32) -> io::Result<Self> {
         assert!(count.is_power_of_two(), "buffer rings hold a power of two");
-        let layout = std::alloc::Layout::from_size_align(
-            usize::from(count) * mem::size_of::<BufRingEntry>(),
-            4096,
-        )
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: the layout has a non-zero size; zeroed entries are valid (and the tail is 0).
-        let entries = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
-            .ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?
-            .cast();
+        let invalid = |_| io::Error::from(io::ErrorKind::InvalidInput);
+        let layout =
+            std::alloc::Layout::from_size_align(usize::from(count) * mem::size_of::<Entry>(), 4096)
+                .map_err(invalid)?;
+        let data_layout =
+            std::alloc::Layout::from_size_align(usize::from(count) * size as usize, 4096)
+                .map_err(invalid)?;
+        // SAFETY: both layouts have a non-zero size; zeroed entries are valid (the tail is 0).
+        let (entries, data) = unsafe {
+            (
+                std::alloc::alloc_zeroed(layout),
+                std::alloc::alloc_zeroed(data_layout),
+            )
+        };
+        let (Some(entries), Some(data)) = (NonNull::new(entries), NonNull::new(data)) else {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        };
         let mut ring = BufRing {
-            entries,
+            entries: entries.cast(),
             layout,
-            data: vec![0; usize::from(count) * size as usize].into_boxed_slice(),
+            data,
+            data_layout,
             count,
             size,
             tail: 0,
@@ -250,37 +272,48 @@ impl BufRing {
     /// Puts buffer `id` in the next entry (not yet visible to the kernel: see `publish`).
     fn push(&mut self, id: u16) {
         let index = usize::from(self.tail & (self.count - 1));
-        let addr = self.data[usize::from(id) * self.size as usize..].as_ptr() as u64;
-        // SAFETY: index < count, so the entry lies inside the allocation; the kernel reads only
-        // entries between its head and the published tail, which this one is not yet.
-        let entry = unsafe { &mut *self.entries.as_ptr().add(index) };
-        entry.set_addr(addr);
-        entry.set_len(self.size);
-        entry.set_bid(id);
+        // SAFETY: index < count and id < count: both pointers stay inside their allocations.
+        // The kernel reads only entries between its head and the published tail, which this one
+        // is not yet; `resv` (the first entry's is the tail) is left alone.
+        unsafe {
+            let addr = self.data.as_ptr().add(usize::from(id) * self.size as usize) as u64;
+            let entry = self.entries.as_ptr().add(index);
+            (&raw mut (*entry).addr).write(addr);
+            (&raw mut (*entry).len).write(self.size);
+            (&raw mut (*entry).bid).write(id);
+        }
         self.tail = self.tail.wrapping_add(1);
     }
 
     /// Makes the entries pushed so far visible to the kernel.
     fn publish(&self) {
-        // SAFETY: the tail field is the `resv` field of the first entry, inside the allocation
-        // and 2-aligned; the kernel reads it concurrently, hence the atomic release store.
+        // SAFETY: the tail is the `resv` field of the first entry, inside the allocation and
+        // 2-aligned; the kernel reads it concurrently, hence the atomic release store.
         unsafe {
-            let tail = BufRingEntry::tail(self.entries.as_ptr()).cast_mut();
-            (*tail.cast::<AtomicU16>()).store(self.tail, Ordering::Release);
+            let tail = &raw mut (*self.entries.as_ptr()).resv;
+            AtomicU16::from_ptr(tail).store(self.tail, Ordering::Release);
         }
     }
 
+    /// The bytes the kernel received into `buffer`.
     fn bytes(&self, buffer: &Buffer) -> &[u8] {
         let start = usize::from(buffer.id) * self.size as usize;
-        &self.data[start..start + buffer.len as usize]
+        // SAFETY: a `Buffer` comes from a completion and is given back only by value
+        // (`Ring::give_back`): until then the kernel does not write into it, and its bytes
+        // (`len` ≤ `size`, within the allocation) were written by the kernel before the
+        // completion was posted.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr().add(start), buffer.len as usize) }
     }
 }
 
 impl Drop for BufRing {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the ring that used it is gone (or was
-        // leaked with it: see `Ring::drop`).
-        unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) }
+        // SAFETY: allocated in `new` with these layouts; the ring that used them is gone (or
+        // they were leaked with it: see `Ring::drop`).
+        unsafe {
+            std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout);
+            std::alloc::dealloc(self.data.as_ptr(), self.data_layout);
+        }
     }
 }
 
@@ -587,9 +620,9 @@ impl Ring {
         self.buffers.lent -= 1;
     }
 
-    /// Whether the kernel has buffers left to receive into.
-    pub(super) fn has_free_buffers(&self) -> bool {
-        self.buffers.lent < self.buffers.count
+    /// How many buffers the kernel has left to receive into.
+    pub(super) fn free_buffers(&self) -> usize {
+        usize::from(self.buffers.count - self.buffers.lent)
     }
 }
 
