@@ -76,7 +76,7 @@ struct ConnIo {
     target: Target,
     /// Received bytes not yet read, and how much of the first buffer was read.
     received: VecDeque<sys::Buffer>,
-    read_offset: usize,
+    read_offset: u32,
     /// The operations in flight on it, by key: to cancel them when its stream goes.
     recv_op: Option<u32>,
     send_op: Option<u32>,
@@ -91,12 +91,10 @@ struct ConnIo {
     staged: Vec<u8>,
     /// The last completed send's buffer, reused for the next.
     spare: Vec<u8>,
-    /// A send is in flight.
-    sending: bool,
     /// The connect's result, once it came.
     connected: Option<i32>,
-    reader: Option<Waker>,
-    writer: Option<Waker>,
+    /// The task driving it (reads and writes come from the same task), while it waits.
+    waiter: Option<Waker>,
     /// Operations in flight on it.
     ops: u32,
     /// Its stream is gone: the entry goes once its operations are over.
@@ -117,23 +115,15 @@ impl ConnIo {
             error: None,
             staged: Vec::new(),
             spare: Vec::new(),
-            sending: false,
             connected: None,
-            reader: None,
-            writer: None,
+            waiter: None,
             ops: 0,
             released: false,
         }
     }
 
-    fn wake_reader(&mut self) {
-        if let Some(waker) = self.reader.take() {
-            waker.wake();
-        }
-    }
-
-    fn wake_writer(&mut self) {
-        if let Some(waker) = self.writer.take() {
+    fn wake(&mut self) {
+        if let Some(waker) = self.waiter.take() {
             waker.wake();
         }
     }
@@ -161,7 +151,7 @@ impl Uring {
     pub(crate) fn new(connections: usize, sqpoll: bool) -> io::Result<Rc<Self>> {
         // The submission queue only holds one turn's operations (a full one is submitted and
         // reused); the completion queue, four times larger, stays within the kernel's 65,536.
-        let entries = connections.clamp(256, 4096).next_power_of_two() as u32;
+        let entries = connections.clamp(256, 1024).next_power_of_two() as u32;
         // Enough for a turn of responses on most connections; a lent buffer touches at least a
         // page, so more buffers than needed would show in the RSS per connection at -c 16000.
         let buffers = (connections * 2).clamp(64, 128).next_power_of_two() as u16;
@@ -287,7 +277,7 @@ impl Uring {
         match event.kind {
             Kind::Connect => {
                 conn.connected = Some(event.result);
-                conn.wake_reader();
+                conn.wake();
             }
             Kind::Recv => {
                 match (event.buffer, event.result) {
@@ -306,15 +296,13 @@ impl Uring {
                     }
                     (_, error) => conn.error = Some(error),
                 }
-                conn.wake_reader();
+                conn.wake();
             }
             Kind::Send => {
                 let (bytes, from) = event.sent.expect("a send's completion brings its bytes");
                 if event.result < 0 {
                     conn.error.get_or_insert(event.result);
-                    conn.sending = false;
-                    conn.wake_reader();
-                    conn.wake_writer();
+                    conn.wake();
                 } else if from + (event.result as usize) < bytes.len() {
                     // A partial send: the rest goes at once, before anything staged since.
                     let target = conn.target;
@@ -332,7 +320,6 @@ impl Uring {
                     if bytes.capacity() > KEEP_CAPACITY {
                         bytes = Vec::new();
                     }
-                    conn.sending = false;
                     if conn.staged.is_empty() {
                         // Idle: one buffer kept, not two (the staged one may be a spare too).
                         conn.staged = bytes;
@@ -340,7 +327,7 @@ impl Uring {
                         conn.spare = bytes;
                         self.start_send(event.conn, conn)?;
                     }
-                    conn.wake_writer();
+                    conn.wake();
                 }
             }
             Kind::Housekeeping | Kind::Timeout => {}
@@ -384,7 +371,6 @@ impl Uring {
         let bytes = std::mem::replace(&mut conn.staged, std::mem::take(&mut conn.spare));
         conn.send_op = Some(self.ring.borrow_mut().send(key, conn.target, bytes, 0)?);
         conn.ops += 1;
-        conn.sending = true;
         self.want_submit();
         Ok(())
     }
@@ -449,7 +435,7 @@ impl Uring {
             match conn.connected {
                 Some(result) => Poll::Ready(result),
                 None => {
-                    remember(&mut conn.reader, cx);
+                    remember(&mut conn.waiter, cx);
                     Poll::Pending
                 }
             }
@@ -482,7 +468,7 @@ impl Uring {
             if conn.recv_op.is_none() && !conn.starved {
                 self.start_recv(key, conn)?;
             }
-            remember(&mut conn.reader, cx);
+            remember(&mut conn.waiter, cx);
             return Poll::Pending;
         }
         let mut ring = self.ring.borrow_mut();
@@ -490,11 +476,11 @@ impl Uring {
             let Some(front) = conn.received.front() else {
                 break;
             };
-            let bytes = &ring.bytes(front)[conn.read_offset..];
+            let bytes = &ring.bytes(front)[conn.read_offset as usize..];
             let take = bytes.len().min(buf.remaining());
             buf.put_slice(&bytes[..take]);
-            conn.read_offset += take;
-            if conn.read_offset == front.len() {
+            conn.read_offset += take as u32;
+            if conn.read_offset as usize == front.len() {
                 let buffer = conn
                     .received
                     .pop_front()
@@ -521,7 +507,7 @@ impl Uring {
         }
         let room = STAGE_LIMIT.saturating_sub(conn.staged.len());
         if room == 0 {
-            remember(&mut conn.writer, cx);
+            remember(&mut conn.waiter, cx);
             return Poll::Pending;
         }
         let mut taken = 0;
@@ -533,7 +519,7 @@ impl Uring {
                 break;
             }
         }
-        if !conn.sending && taken > 0 {
+        if conn.send_op.is_none() && taken > 0 {
             self.start_send(key, conn)?;
         }
         Poll::Ready(Ok(taken))
