@@ -9,10 +9,12 @@
 //! - **Sending**: a write copies into the connection's staged bytes and queues one send; the
 //!   [`pump`](Uring::pump) task submits every connection's queued operations together, after the
 //!   runtime has run all the tasks that were ready: one `io_uring_enter` for a whole turn.
-//! - **Completions**: the ring's descriptor sits in tokio's epoll set; when it turns readable the
-//!   pump reaps every completion and wakes the connections concerned.
+//! - **Completions**: completion work is deferred to this thread's own `io_uring_enter`
+//!   (`DEFER_TASKRUN`); the kernel signals an eventfd in tokio's epoll set when some waits, and the
+//!   pump runs it, reaps every completion and wakes the connections concerned.
 //! - **Sockets**: connected through the ring, kept in its registered file table (a plain
 //!   descriptor only when the table is full), closed through the ring.
+//! - **Deadlines**: the thread's precise timer waits on one ring timeout ([`Uring::arm_alarm`]).
 //!
 //! All `unsafe` (pointers the kernel holds across calls) is in [`sys`], which owns that memory.
 
