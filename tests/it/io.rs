@@ -235,17 +235,6 @@ fn a_kernel_that_refuses_io_uring_means_epoll_for_auto_and_status_1_for_uring() 
     }
 }
 
-/// A built-in target of its own, stopped however the test ends (a failed assertion included:
-/// its inherited stderr would otherwise keep the harness's output open).
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Client sockets to `port` that are established, from /proc/net/tcp (IPv4 loopback).
 fn established_to(port: u16) -> usize {
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
@@ -267,27 +256,20 @@ fn established_to(port: u16) -> usize {
 /// established sockets after 15 s at -c 100).
 #[test]
 fn timed_out_connections_give_their_sockets_back_on_both_backends() {
-    let mut server = Server(
-        std::process::Command::new(BIN)
-            .args(["serve", "--port", "0", "--threads", "1", "--delay", "20ms"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.0.stdout.take().unwrap()),
-        &mut line,
+    // A target of its own: only this test's client connects to its port.
+    let addr = h2load_rs::server::spawn_background(
+        1,
+        h2load_rs::server::ServeOptions {
+            behaviour: h2load_rs::server::Behaviour {
+                delay: Some(Duration::from_millis(20)),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
     )
-    .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
-    let port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
-    let target = format!("{base}/bytes/2000000");
+    .expect("built-in target starts");
+    let port = addr.port();
+    let target = format!("http://{addr}/bytes/2000000");
     for io in ["epoll", "uring"] {
         // The mean of 12 looks in the run's second half: a wave of timeouts holds a few dozen
         // more for a turn (closes and the new connections' connects go out together), which
