@@ -31,11 +31,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use rustix::net::{AddressFamily, SocketFlags, SocketType};
+use rustix::net::{AddressFamily, SocketAddrAny, SocketAddrUnix, SocketFlags, SocketType};
 use slab::Slab;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use sys::{Address, Event, Kind, Ring, Sizes, Target};
+use sys::{Event, Kind, Ring, Sizes, Target};
 
 /// Bytes a connection stages for sending before a write waits for its send to complete.
 const STAGE_LIMIT: usize = 256 * 1024;
@@ -395,13 +395,11 @@ impl Uring {
                 } else {
                     AddressFamily::INET6
                 },
-                Address::inet(*addr),
+                SocketAddrAny::from(*addr),
             ),
             Peer::Unix(path) => (
                 AddressFamily::UNIX,
-                Address::unix(path).ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidInput, "the socket path is too long")
-                })?,
+                SocketAddrAny::from(SocketAddrUnix::new(*path)?),
             ),
         };
         let socket = rustix::net::socket_with(

@@ -12,8 +12,6 @@
 use std::io;
 use std::mem::{self, ManuallyDrop};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +20,7 @@ use std::task::{Context, Poll};
 
 use io_uring::types::{CancelBuilder, Fd, Fixed, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
+use rustix::net::SocketAddrAny;
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
@@ -123,7 +122,8 @@ enum Held {
     Send(Vec<u8>, usize),
     /// A connect's address (only kept: the kernel reads it).
     Address(
-        #[expect(dead_code, reason = "kept alive for the kernel, never read here")] Box<Address>,
+        #[expect(dead_code, reason = "kept alive for the kernel, never read here")]
+        Box<SocketAddrAny>,
     ),
     /// A close of a registered slot: the slot is free again once it completes.
     Slot(u32),
@@ -135,75 +135,6 @@ struct Op {
     conn: u32,
     kind: Kind,
     held: Held,
-}
-
-/// A socket address in the form `connect(2)` takes.
-pub(super) struct Address {
-    storage: libc::sockaddr_storage,
-    len: libc::socklen_t,
-}
-
-impl Address {
-    /// An IPv4 or IPv6 address.
-    pub(super) fn inet(addr: std::net::SocketAddr) -> Self {
-        // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (unspecified) value.
-        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        let len = match addr {
-            std::net::SocketAddr::V4(v4) => {
-                let sin = libc::sockaddr_in {
-                    sin_family: libc::AF_INET as libc::sa_family_t,
-                    sin_port: v4.port().to_be(),
-                    sin_addr: libc::in_addr {
-                        s_addr: u32::from_ne_bytes(v4.ip().octets()),
-                    },
-                    sin_zero: [0; 8],
-                };
-                // SAFETY: sockaddr_storage is larger than and aligned for every sockaddr type.
-                unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
-                mem::size_of::<libc::sockaddr_in>()
-            }
-            std::net::SocketAddr::V6(v6) => {
-                let sin6 = libc::sockaddr_in6 {
-                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                    sin6_port: v6.port().to_be(),
-                    sin6_flowinfo: v6.flowinfo(),
-                    sin6_addr: libc::in6_addr {
-                        s6_addr: v6.ip().octets(),
-                    },
-                    sin6_scope_id: v6.scope_id(),
-                };
-                // SAFETY: as above.
-                unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
-                mem::size_of::<libc::sockaddr_in6>()
-            }
-        };
-        Address {
-            storage,
-            len: len as libc::socklen_t,
-        }
-    }
-
-    /// A unix socket path (`None` if it is too long for `sun_path`).
-    pub(super) fn unix(path: &Path) -> Option<Self> {
-        // SAFETY: as above.
-        let mut sun: libc::sockaddr_un = unsafe { mem::zeroed() };
-        sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let bytes = path.as_os_str().as_bytes();
-        if bytes.len() >= sun.sun_path.len() {
-            return None;
-        }
-        for (to, from) in sun.sun_path.iter_mut().zip(bytes) {
-            *to = *from as libc::c_char;
-        }
-        // SAFETY: as above.
-        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        unsafe { std::ptr::write((&raw mut storage).cast(), sun) };
-        let len = mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-        Some(Address {
-            storage,
-            len: len as libc::socklen_t,
-        })
-    }
 }
 
 /// The provided-buffer ring: `count` buffers of `size` bytes that the kernel picks from for
@@ -447,9 +378,9 @@ impl Ring {
         &mut self,
         conn: u32,
         target: Target,
-        address: Box<Address>,
+        address: Box<SocketAddrAny>,
     ) -> io::Result<u32> {
-        let (ptr, len) = ((&raw const address.storage).cast(), address.len);
+        let (ptr, len) = (address.as_ptr().cast(), address.addr_len());
         let entry = match target {
             Target::Fixed(slot) => opcode::Connect::new(Fixed(slot), ptr, len).build(),
             Target::Fd(fd) => opcode::Connect::new(Fd(fd), ptr, len).build(),
