@@ -327,7 +327,8 @@ pub struct LoadArgs {
 
     /// I/O backend of TCP and unix-socket connections: epoll, uring (io_uring, one ring per
     /// thread; fails with status 1 where the kernel refuses it) or auto (io_uring if the kernel
-    /// allows it, else epoll). --proto h3 always runs on its UDP socket over epoll.
+    /// allows it, else epoll). Connections through --proxy and with --tls-early-data stay on
+    /// epoll, and --proto h3 always runs on its UDP socket over epoll.
     #[arg(
         long = "io",
         value_name = "BACKEND",

@@ -394,7 +394,9 @@ impl IoBackend {
 /// else epoll with a note saying why (the probe runs once per process, and the sweep prints each
 /// note once); `uring` where the kernel refuses it is a runtime failure (status 1), not a usage
 /// error: the command line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
-/// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says.
+/// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says; so is a run
+/// through `--proxy` or with `--tls-early-data`, whose connections stay on tokio's TCP stream
+/// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' stream).
 fn io_backend(
     args: &LoadArgs,
     negotiation: Negotiation,
@@ -408,7 +410,9 @@ fn io_backend(
             usage_bail!("--io-sqpoll needs --io uring or --io auto (it polls an io_uring)")
         }
         IoArg::Epoll => Ok(IoBackend::Epoll),
-        _ if negotiation == Negotiation::Quic => Ok(IoBackend::Epoll),
+        _ if negotiation == Negotiation::Quic || args.proxy.is_some() || args.tls_early_data => {
+            Ok(IoBackend::Epoll)
+        }
         IoArg::Uring => match crate::engine::uring::probe::check() {
             Ok(()) => Ok(uring),
             Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
@@ -1755,6 +1759,23 @@ mod tests {
         let h3 = plan(&["--io", "uring", "--proto", "h3", "https://127.0.0.1:1/"]).unwrap();
         assert_eq!(h3.io, IoBackend::Epoll, "QUIC stays on its UDP socket");
         assert!(h3.notes.is_empty(), "{:?}", h3.notes);
+        let proxied = io(&["--io", "uring", "--proxy", "http://127.0.0.1:2"]).unwrap();
+        assert_eq!(
+            proxied.io,
+            IoBackend::Epoll,
+            "a proxy's tunnel stays on epoll"
+        );
+        let early = plan(&[
+            "--io",
+            "auto",
+            "--tls-early-data",
+            "--proto",
+            "h1",
+            "https://127.0.0.1:1/",
+        ])
+        .unwrap();
+        assert_eq!(early.io, IoBackend::Epoll, "early data stays on epoll");
+        assert!(early.notes.is_empty(), "{:?}", early.notes);
         match crate::engine::uring::probe::check() {
             Ok(()) => {
                 let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
