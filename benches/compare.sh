@@ -17,6 +17,9 @@
 #   benches/compare.sh profile           (only the client profile: perf record -g of h2load-rs on
 #                                         h1 -c 100 against nginx under --io epoll and --io uring,
 #                                         and of wrk, CPU split by kind; replaces that section)
+#   benches/compare.sh memory            (only the memory section: peak RSS by -n, RSS per waiting
+#                                         connection under --io epoll and --io uring, a 10 MB body;
+#                                         one run each; replaces that section of RESULTS.md)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
 # ~/.cache/h2load-rs/oha-h3, about 10 minutes), starts nginx (1 worker), nghttpd (1 thread), Caddy
@@ -29,7 +32,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
 case "${1:-}" in
-  pacing | h3 | tls | io | profile)
+  pacing | h3 | tls | io | profile | memory)
     only=$1
     shift
     ;;
@@ -40,12 +43,13 @@ results="$root/benches/RESULTS.md"
 server_cpu=0
 client_cpu=1
 # COMPARE_PORT=P moves the servers to P, P+100, ..., P+501 (tests/testbed.sh uses the first three
-# defaults too).
+# defaults too); COMPARE_PORT_STEP=S to P, P+S, ..., P+5S+1 (S=10 keeps them within P..P+99).
 h1_port=${COMPARE_PORT:-19180}
-h2c_port=$((h1_port + 100))
-target_port=$((h1_port + 200))
-caddy_port=$((h1_port + 300))
-tls_target_port=$((h1_port + 400))
+port_step=${COMPARE_PORT_STEP:-100}
+h2c_port=$((h1_port + port_step))
+target_port=$((h1_port + 2 * port_step))
+caddy_port=$((h1_port + 3 * port_step))
+tls_target_port=$((h1_port + 4 * port_step))
 # Kept across runs: building oha with its http3 feature takes about 10 minutes.
 oha_h3_root="$HOME/.cache/h2load-rs/oha-h3"
 # Length of each HTTP/3-section request run: a duration, not a count, because oha's HTTP/3 run
@@ -56,7 +60,7 @@ h3_begin="<!-- HTTP/3 section: benches/compare.sh h3 replaces it -->"
 h3_end="<!-- end of the HTTP/3 section -->"
 # The TLS-handshake section: nghttpx (TLS frontend) and its nginx backend, on ports of their own
 # (after the others: a fixed port here once collided with the h2c port of COMPARE_PORT=18600).
-tls_port=${TLS_PORT:-$((h1_port + 500))}
+tls_port=${TLS_PORT:-$((h1_port + 5 * port_step))}
 tls_backend_port=$((tls_port + 1))
 # Connections (one request each) per run of the TLS-handshake section, and h2load-rs's -c there.
 tls_connections=${TLS_CONNECTIONS:-4000}
@@ -191,6 +195,7 @@ CONF
   nghttpd_pid=$!
   taskset -c $server_cpu "$ours" serve --port $target_port --threads 1 >/dev/null &
   pids+=($!)
+  target_pid=$!
   wait_for_tcp $h1_port $h2c_port $target_port
   nginx_pids="$nginx_master $(pgrep -P "$nginx_master" | tr '\n' ' ')"
 }
@@ -507,23 +512,26 @@ PY
   tail -n 10 "$work/report"
 }
 
-# Replaces the pacing section of RESULTS.md (from its heading to the next one) with this run's.
-splice_pacing() {
-  python3 - "$results" "$work/report" "$rounds" <<'PY'
-import re, sys, datetime
-path, report, rounds = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3]
-stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-load = open("/proc/loadavg").read().split()[0]
-report += (f"\n\nMeasured by `benches/compare.sh pacing {rounds}` on {stamp} (this section only), load average"
-           f" {load} at the end: with other work on the machine, p99 shows its scheduling more than the timer."
-           " h2load-rs wakes each request on a per-thread timerfd, one waiting connection per send time;"
-           " a baseline built before that (tokio's 1 ms timer wheel, every idle connection woken for each"
-           " send) shows the millisecond floor, and at -c 1000 the cost of the idle herd.\n")
+# Replaces the section of RESULTS.md under heading $1 (from it to the next heading) with this
+# run's report, $2 added below it as a paragraph; a file without that heading gets it at the end.
+splice_heading() {
+  python3 - "$results" "$work/report" "$1" "$2" <<'PY'
+import re, sys
+path, report, heading, note = sys.argv[1], open(sys.argv[2]).read().strip("\n"), sys.argv[3], sys.argv[4]
+if note:
+    report += "\n\n" + note + "\n"
 text = open(path).read()
-pattern = re.compile(r"\n### Pacing:.*?(?=\n### |\Z)", re.S)
+pattern = re.compile(r"\n" + re.escape(heading) + r".*?(?=\n### |\n<!-- |\Z)", re.S)
 text = pattern.sub(lambda _: "\n" + report, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + report
 open(path, "w").write(text)
 PY
+}
+
+# When and how loaded a section run alone was measured: "Measured by `benches/compare.sh $1` on
+# DATE (this section only), load average L at the end".
+measured_alone() {
+  printf 'Measured by `benches/compare.sh %s` on %s (this section only), load average %s at the end' \
+    "$1" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(cut -d ' ' -f 1 /proc/loadavg)"
 }
 
 # The HTTP/3 section: 1 GiB downloads over h3 beside h2 on the same servers, h2load-rs's h3
@@ -817,7 +825,7 @@ main() {
   start_servers
   if [ "$only" = pacing ]; then
     pacing
-    splice_pacing
+    splice_heading "### Pacing:" "$(measured_alone "pacing $rounds"): with other work on the machine, p99 shows its scheduling more than the timer. h2load-rs wakes each request on a per-thread timerfd, one waiting connection per send time; a baseline built before that (tokio's 1 ms timer wheel, every idle connection woken for each send) shows the millisecond floor, and at -c 1000 the cost of the idle herd."
     echo
     echo "updated the pacing section of $results"
     return
@@ -849,6 +857,13 @@ main() {
     echo "updated the profile section of $results"
     return
   fi
+  if [ "$only" = memory ]; then
+    memory "http://127.0.0.1:$h2c_port"
+    splice_heading "### Memory" "$(measured_alone memory)."
+    echo
+    echo "updated the memory section of $results"
+    return
+  fi
   local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
   local gib=$((1 << 30))
 
@@ -867,7 +882,6 @@ main() {
   h3_section
   tls_section
 
-  server_pids=$nghttpd_pid
   memory "$h2c"
   pacing
 
@@ -922,16 +936,18 @@ io_rows() {
 }
 
 # Peak RSS for 1M and 10M requests (same -c), the latter also without the per-second timeline
-# (one interval), RSS per connection at -c 16000, and a 10 MB request body sent by 40 connections.
+# (one interval), RSS per waiting connection at -c 16000 on each I/O backend, and a 10 MB request
+# body sent by 40 connections.
 memory() {
   local h2c=$1
   local small large flat
+  server_pids=$nghttpd_pid
   small=$(measure h2load-rs requests "$ours" -c 10 -m 100 -n 1000000 "$h2c/ping" | awk '{ print $3 }')
   large=$(measure h2load-rs requests "$ours" -c 10 -m 100 -n 10000000 "$h2c/ping" | awk '{ print $3 }')
   flat=$(measure h2load-rs requests "$ours" -c 10 -m 100 -n 10000000 --interval 1h "$h2c/ping" | awk '{ print $3 }')
-  local base idle
-  base=$(measure h2load-rs requests "$ours" --h1 -c 1 -n 1 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
-  idle=$(measure h2load-rs requests "$ours" --h1 -c 16000 -n 16000 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
+  local waiting_epoll waiting_uring
+  waiting_epoll=$(per_waiting_connection epoll)
+  waiting_uring=$(per_waiting_connection uring)
   head -c 10000000 /dev/zero >"$work/body-10m"
   local body
   body=$(measure h2load-rs requests "$ours" --h1 -c 40 -n 40 -d "$work/body-10m" "http://127.0.0.1:$target_port/echo" | awk '{ print $3 }')
@@ -942,10 +958,20 @@ memory() {
     printf '| peak RSS, the same 10,000,000 with --interval 1h (no per-second timeline) | %d KB |\n' "$flat"
     awk -v a="$small" -v b="$flat" 'BEGIN { growth = (b - a) * 100 / a; verdict = growth < 10 ? "the recorder does not grow with -n" : "the recorder grows with -n: needs work"; printf "| 10M (one interval) vs 1M requests | %+.1f%% (%s) |\n", growth, verdict }'
     awk -v b="$large" -v f="$flat" 'BEGIN { printf "| what the per-second timeline of the 10M run cost | %+d KB |\n", b - f }'
-    awk -v a="$base" -v b="$idle" 'BEGIN { per = (b - a) / 16000; printf "| RSS per waiting connection, (RSS at -c 16000 - RSS at -c 1) / 16000 (HTTP/1.1, 3 s handler) | %.2f KB (%s) |\n", per, per <= 4 ? "within the 4 KB goal" : "over the 4 KB goal: needs work" }'
+    printf '%s\n%s\n' "$waiting_epoll" "$waiting_uring"
     printf '| peak RSS, -d 10 MB body, -c 40 (one shared copy of the body) | %d KB |\n' "$body"
   } >>"$work/report"
   tail -n 10 "$work/report"
+}
+
+# The memory table's row for RSS per waiting connection under --io $1: (peak RSS at -c 16000 -
+# peak RSS at -c 1) / 16000, HTTP/1.1 to the built-in target's 3 s handler.
+per_waiting_connection() {
+  local io=$1 base idle
+  server_pids=$target_pid
+  base=$(measure h2load-rs requests "$ours" --io "$io" --h1 -c 1 -n 1 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
+  idle=$(measure h2load-rs requests "$ours" --io "$io" --h1 -c 16000 -n 16000 "http://127.0.0.1:$target_port/delay/3000" | awk '{ print $3 }')
+  awk -v a="$base" -v b="$idle" -v io="$io" 'BEGIN { per = (b - a) / 16000; printf "| RSS per waiting connection, --io %s, (RSS at -c 16000 - RSS at -c 1) / 16000 (HTTP/1.1, 3 s handler) | %.2f KB (%s) |", io, per, per <= 4 ? "within the 4 KB goal" : "over the 4 KB goal: needs work" }'
 }
 
 main
