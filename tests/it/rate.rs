@@ -374,11 +374,11 @@ fn started_late_by(run: &Run, at_least_us: u64) -> u64 {
 
 /// Checks a paced run against its schedule's truth: `expected` requests started (one less may
 /// be allowed: the last send time of a timed run, late past the end by more than its 5 ms grace
-/// on a loaded machine), each done once, and at most 5% of them started half a
-/// period or more after their scheduled time (a send time no connection came for, or two
-/// taken by one connection at once, shows as a request a period late). 5%: the defects this
-/// guards against made a third to a half of the requests a period late; the 2-core machine
-/// running other tests beside these made 2% half a period late.
+/// on a loaded machine), each done once, and at most 10% of them started 0.8 period or more
+/// after their scheduled time (a send time no connection came for, or two taken by one
+/// connection at once, shows as a request a whole period late). 10%: the defects this guards
+/// against made a third to a half of the requests a period late; the 2-core machine running the
+/// capacity and steering tests beside these made up to 8% of them half a period (5 ms) late.
 fn assert_on_schedule(
     run: &Run,
     name: &str,
@@ -392,20 +392,21 @@ fn assert_on_schedule(
         "{name}: {started} started, the schedule has {expected:?}"
     );
     assert_eq!(run.int("requests/done"), started, "{name}: done");
-    let late = started_late_by(run, period_us / 2);
+    let threshold = period_us * 4 / 5;
+    let late = started_late_by(run, threshold);
     assert!(
-        late * 20 <= started,
-        "{name}: {late} of {started} requests started {} µs or more late (delay p99 {} µs, max {} µs)",
-        period_us / 2,
+        late * 10 <= started,
+        "{name}: {late} of {started} requests started {threshold} µs or more late (delay p99 {} µs, max {} µs)",
         run.int("rate/delay_p99_us"),
         run.int("rate/delay_max_us"),
     );
 }
 
-// Found on main's pacer: 97 of 300 (drop-after=3), 151 of 300 (drop-after=1) and about 100 of
-// 300 (h2c, goaway-after=3) requests started a period (10 ms) late, and with drop-after=1 half of
-// them went out on the closing connection (149 retried): the time told to the waiting connection
-// was lost with it, and the next connection to wake took it a period late, then its own at once.
+// Found on main's pacer, at 50/s for 3 s: 75 (drop-after=1 -c 1), 73 (drop-after=1 -c 4), 47
+// (drop-after=3) and 47 (h2c, goaway-after=3) of 150 requests started a period (20 ms) late, and
+// at 100/s with drop-after=1 half of them went out on the closing connection (149 retried): the
+// time told to the waiting connection was lost with it, and the next connection to wake took it
+// a period late, then its own at once.
 #[test]
 fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
     for (fault, protocol) in [
@@ -419,9 +420,9 @@ fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
     ] {
         let name = format!("{fault} {}", protocol.join(" "));
         let mut args = protocol.to_vec();
-        args.extend(["--rate", "100", "-D", "3s", "--target-fault", fault]);
+        args.extend(["--rate", "50", "-D", "3s", "--target-fault", fault]);
         let run = h2load_rs(&args);
-        assert_on_schedule(&run, &name, 299..=300, 10_000);
+        assert_on_schedule(&run, &name, 149..=150, 20_000);
         let closed = run.int("requests/retried/closed");
         assert!(
             closed <= 3,
