@@ -112,9 +112,9 @@ pub struct ServeArgs {
     /// Exit when standard input closes (a parent that started this target died or finished).
     #[arg(long, hide = true)]
     pub stop_with_parent: bool,
-    /// Misbehave on purpose (a raw-socket server): close-after=N, reset-mid-response, short-body,
-    /// malformed, stall, never-read (HTTP/1.1); goaway-after=N, goaway-error-after=N,
-    /// rst-stream-every=N (h2c).
+    /// Misbehave on purpose (a raw-socket server): close-after=N, drop-after=N, reset-mid-response,
+    /// short-body, malformed, stall, never-read (HTTP/1.1); goaway-after=N, goaway-error-after=N,
+    /// rst-stream-every=N (h2c); drop-every=N (any protocol: every N-th connection closed at once).
     #[arg(long, value_name = "MODE")]
     pub fault: Option<crate::server::Fault>,
     /// Stall periodically: answer nothing for --stall-for at the end of every this long.

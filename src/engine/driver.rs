@@ -105,7 +105,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                 biased;
                 read = step => read,
                 () = timer.sleep_until(wake) => continue,
-                () = ledger.schedule_over() => continue,
+                () = ledger.schedule_calls_back() => continue,
             },
             None => step.await,
         };

@@ -175,7 +175,8 @@ pub struct ConnState {
     pub in_flight: Cell<u64>,
     /// Responses completed on this connection: whether the server made progress on it.
     pub completed: Cell<u64>,
-    /// The send time `--rate` told this connection to come back at while it waits ([`Pacer`]).
+    /// The send time `--rate` told this connection to come back at while it waits ([`Pacer`]),
+    /// carried over from its slot's connection before it (the slot keeps the time it was told).
     pub come_back_at: Cell<Option<Instant>>,
     /// A request taken from the budget for this connection before it opened
     /// (`--requests-per-connection`), not sent yet: its first request uses it.
@@ -238,7 +239,7 @@ impl<'a> Ledger<'a> {
                 Due::Wait => return Slot::At(pacer.come_back_at(&self.conn.come_back_at)),
                 Due::Recheck(at) => return Slot::At(at),
                 Due::Ended => {
-                    pacer.over.notify_waiters();
+                    pacer.wake.notify_waiters();
                     return Slot::Done;
                 }
             },
@@ -246,7 +247,7 @@ impl<'a> Ledger<'a> {
         };
         if !(self.conn.reserved.replace(false) || self.shared.budget.try_take()) {
             if let Some(pacer) = &self.shared.pacer {
-                pacer.over.notify_waiters();
+                pacer.wake.notify_waiters();
             }
             return Slot::Done;
         }
@@ -321,11 +322,12 @@ impl<'a> Ledger<'a> {
         self.conn.requests.get()
     }
 
-    /// Completes when the schedule has ended or a steered run's rate changed (never without a
-    /// schedule): a connection waiting for its send time then asks again at once.
-    pub async fn schedule_over(&self) {
+    /// Completes when the schedule calls waiting connections back early (never without a
+    /// schedule): it ended, a send time came that no connection waits for, or a steered run's
+    /// rate changed. A connection waiting for its send time then asks again at once.
+    pub async fn schedule_calls_back(&self) {
         match &self.shared.pacer {
-            Some(pacer) => pacer.over_or_changed().await,
+            Some(pacer) => pacer.calls_back().await,
             None => std::future::pending().await,
         }
     }

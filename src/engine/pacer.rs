@@ -2,7 +2,7 @@
 //! time computed from the inverse of the cumulative count) or a steered run (the rate the
 //! controller last set, read with one atomic load per request).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -148,9 +148,13 @@ const LATE_AT_END: Duration = Duration::from_millis(5);
 /// connection was told, so one connection wakes per scheduled request instead of every idle
 /// one (at `-c 1000` the herd cost a third of a core and pushed the p99 start delay to 40 ms).
 /// Whoever finds a send time due takes it, told or not, so a time whose connection cannot come
-/// (closed, busy) delays only that one request. When the schedule ends (the budget is spent, the
-/// run stops, or a timed run's end comes), the first connection to find out wakes the others at
-/// once through `over`, so none sleeps past the end.
+/// (busy) delays only that one request. A told time survives its connection: the slot's next
+/// connection comes back at it, and a slot that stops wakes another connection at it
+/// (`ThreadShared::slot_stopped`). A time taken for a request that was never sent (a churned
+/// connection lost before its first request) is handed back: it goes before the next scheduled
+/// one, at once, to a waiting connection woken for it, still measured from that time. When the
+/// schedule ends (the budget is spent, the run stops, or a timed run's end comes), the first
+/// connection to find out wakes the others at once through `wake`, so none sleeps past the end.
 #[derive(Debug)]
 pub struct Pacer {
     source: Source,
@@ -162,10 +166,15 @@ pub struct Pacer {
     index: Cell<u64>,
     /// The latest send time a waiting connection was told, once one was, and its number.
     told: Cell<Option<(Instant, u64)>>,
+    /// Send times taken for requests that were never sent, handed back: they go before `next`,
+    /// earliest first (kept last). Empty but for a connection lost before its first request.
+    returned: RefCell<Vec<Instant>>,
     /// The end of a timed run (`-D`, `--stages`): no send time at or after it.
     ends: Option<Instant>,
-    /// Wakes the connections still waiting once the schedule has ended.
-    pub(super) over: tokio::sync::Notify,
+    /// Wakes the connections waiting for a send time: all of them once the schedule has ended,
+    /// one when a send time no connection is waiting for comes (a handed-back time, a stopped
+    /// slot's told time).
+    pub(super) wake: tokio::sync::Notify,
 }
 
 impl Pacer {
@@ -187,8 +196,9 @@ impl Pacer {
             next: Cell::new(first),
             index: Cell::new(0),
             told: Cell::new(None),
+            returned: RefCell::new(Vec::new()),
             ends,
-            over: tokio::sync::Notify::new(),
+            wake: tokio::sync::Notify::new(),
         }
     }
 
@@ -199,8 +209,10 @@ impl Pacer {
         }
         if let Source::Steered(steering) = &self.source {
             if let Some(offered) = steering.changed() {
-                // A new rate starts now: times told under the old one no longer hold.
+                // A new rate starts now: times told or handed back under the old one no longer
+                // hold (each step's count is the new rate's alone).
                 self.told.set(None);
+                self.returned.borrow_mut().clear();
                 self.next.set(match offered {
                     Offered::Paced(_) | Offered::Unpaced => now,
                     Offered::Paused | Offered::Stopped => now + MAX_DURATION,
@@ -215,24 +227,39 @@ impl Pacer {
                 Offered::Paced(_) => {}
             }
         }
-        let next = self.next.get();
-        if next > now {
+        let first = self.first();
+        if first > now {
             Due::Wait
         } else {
-            Due::Now(next)
+            Due::Now(first)
         }
+    }
+
+    /// The earliest send time not taken: a handed-back one, else the next scheduled.
+    fn first(&self) -> Instant {
+        let next = self.next.get();
+        self.returned
+            .borrow()
+            .last()
+            .map_or(next, |&time| time.min(next))
     }
 
     /// Whether a timed schedule has ended at `now`: no send time is left before its end. A send
     /// time before the end is still due just after it (a late wake-up), not later.
     pub(crate) fn past_end(&self, now: Instant) -> bool {
-        self.ends.is_some_and(|ends| {
-            now >= ends && (self.next.get() >= ends || now >= ends + LATE_AT_END)
-        })
+        self.ends
+            .is_some_and(|ends| now >= ends && (self.first() >= ends || now >= ends + LATE_AT_END))
     }
 
-    /// The send time `intended` (from [`Self::due`]) was taken: the schedule moves on.
+    /// The send time `intended` (from [`Self::due`]) was taken: the schedule moves on, unless it
+    /// was a handed-back time.
     pub(super) fn taken(&self, intended: Instant) {
+        let mut returned = self.returned.borrow_mut();
+        if returned.last() == Some(&intended) {
+            returned.pop();
+            return;
+        }
+        drop(returned);
         let index = self.index.get();
         self.index.set(index + 1);
         self.next.set(self.after(intended, index));
@@ -253,17 +280,38 @@ impl Pacer {
         }
     }
 
-    /// When a connection that must wait should come back: at the time it was told before if
-    /// that one is still untaken and still in the schedule, else at the first time not told to
-    /// another connection; at the end of a timed run at the latest, to learn that it is over.
+    /// The send time `intended`, taken for a request that was never sent, goes back to the
+    /// schedule: it is due again (before any later one), and a waiting connection wakes to take it.
+    pub(super) fn hand_back(&self, intended: Instant) {
+        let mut returned = self.returned.borrow_mut();
+        let at = returned.partition_point(|&time| time > intended);
+        returned.insert(at, intended);
+        self.wake.notify_one();
+    }
+
+    /// Whether `time`, told to a waiting connection, is still untaken and still in the schedule.
+    pub(super) fn still_told(&self, time: Instant) -> bool {
+        time >= self.next.get() && self.told.get().is_some_and(|(last, _)| time <= last)
+    }
+
+    /// At the told time `time` of a slot that stopped: wakes a waiting connection to take it in
+    /// the slot's place, if it is still untaken.
+    pub(super) fn wake_one_for(&self, time: Instant) {
+        if self.next.get() <= time {
+            self.wake.notify_one();
+        }
+    }
+
+    /// When a connection that must wait should come back: at the time it (or its slot's
+    /// connection before it) was told if that one is still untaken and still in the schedule,
+    /// else at the first time not told to another connection; at the end of a timed run at the
+    /// latest, to learn that it is over.
     pub(super) fn come_back_at(&self, held: &Cell<Option<Instant>>) -> Instant {
-        let next = self.next.get();
-        let told = self.told.get();
-        let still_told =
-            |time: &Instant| *time >= next && told.is_some_and(|(last, _)| *time <= last);
-        if let Some(time) = held.get().filter(still_told) {
+        if let Some(time) = held.get().filter(|&time| self.still_told(time)) {
             return time;
         }
+        let next = self.next.get();
+        let told = self.told.get();
         let (time, index) = match told {
             Some((last, index)) if last >= next => (self.after(last, index), index + 1),
             _ => (next, self.index.get()),
@@ -274,16 +322,162 @@ impl Pacer {
         time
     }
 
-    /// Completes when the schedule has ended (`over`) or a steered run's rate changed; only a
-    /// steered run pays for waiting on both.
-    pub(super) async fn over_or_changed(&self) {
+    /// Completes when a waiting connection should look at the schedule again (`wake`: it
+    /// ended, or a send time came that no connection waits for) or a steered run's rate changed;
+    /// only a steered run pays for waiting on both.
+    pub(super) async fn calls_back(&self) {
         match &self.source {
             Source::Steered(steering) => tokio::select! {
                 biased;
-                () = self.over.notified() => {}
+                () = self.wake.notified() => {}
                 () = steering.throttle.changed.notified() => {}
             },
-            Source::Constant(_) | Source::Stages(_) => self.over.notified().await,
+            Source::Constant(_) | Source::Stages(_) => self.wake.notified().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    const PERIOD: Duration = Duration::from_millis(10);
+
+    /// Takes the send time due at `now`, which must be one: its intended start.
+    fn take(pacer: &Pacer, now: Instant) -> Instant {
+        match pacer.due(now) {
+            Due::Now(intended) => {
+                pacer.taken(intended);
+                intended
+            }
+            other => panic!("a send time is due at {now:?}: {other:?}"),
+        }
+    }
+
+    /// Whether a connection waiting on the pacer's calls back was woken.
+    fn woken(waiting: &mut std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
+        waiting
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            == Poll::Ready(())
+    }
+
+    #[test]
+    fn a_handed_back_time_goes_again_first_and_once() {
+        let start = Instant::now();
+        let pacer = Pacer::new(PERIOD, start, None);
+        let at = |periods: u32| start + PERIOD * periods;
+        assert_eq!(take(&pacer, at(0)), at(0));
+        assert_eq!(take(&pacer, at(1)), at(1));
+        assert_eq!(take(&pacer, at(2)), at(2));
+        // The requests of times 0 and 1 were never sent (their connections were lost first).
+        pacer.hand_back(at(1));
+        pacer.hand_back(at(0));
+        // Due at once, earliest first, each with its own intended start, before time 3.
+        let now = at(2) + PERIOD / 2;
+        assert_eq!(take(&pacer, now), at(0));
+        assert_eq!(take(&pacer, now), at(1));
+        assert_eq!(pacer.due(now), Due::Wait, "none twice, and time 3 not yet");
+        assert_eq!(
+            take(&pacer, at(3)),
+            at(3),
+            "the schedule goes on where it was"
+        );
+        assert_eq!(take(&pacer, at(4)), at(4));
+    }
+
+    #[test]
+    fn a_handed_back_time_wakes_one_waiting_connection() {
+        let start = Instant::now();
+        let pacer = Pacer::new(PERIOD, start, None);
+        let intended = take(&pacer, start);
+        let mut first = pin!(pacer.calls_back());
+        let mut second = pin!(pacer.calls_back());
+        assert!(!woken(&mut first) && !woken(&mut second));
+        pacer.hand_back(intended);
+        assert!(
+            woken(&mut first) && !woken(&mut second),
+            "one connection comes for one time"
+        );
+    }
+
+    #[test]
+    fn a_handed_back_time_before_the_end_still_goes_just_after_it() {
+        let start = Instant::now();
+        let ends = start + 3 * PERIOD;
+        let pacer = Pacer::new(PERIOD, start, Some(ends));
+        for periods in 0..3 {
+            assert_eq!(
+                take(&pacer, start + PERIOD * periods),
+                start + PERIOD * periods
+            );
+        }
+        assert!(
+            pacer.past_end(ends),
+            "every send time before the end was taken"
+        );
+        pacer.hand_back(start + 2 * PERIOD);
+        assert!(!pacer.past_end(ends));
+        assert_eq!(take(&pacer, ends + LATE_AT_END / 2), start + 2 * PERIOD);
+        assert!(pacer.past_end(ends));
+    }
+
+    #[test]
+    fn a_told_time_is_told_again_only_to_the_cell_that_holds_it() {
+        let start = Instant::now() + Duration::from_secs(1);
+        let pacer = Pacer::new(PERIOD, start, None);
+        let (slot_a, slot_b) = (Cell::new(None), Cell::new(None));
+        assert_eq!(pacer.come_back_at(&slot_a), start);
+        assert_eq!(pacer.come_back_at(&slot_b), start + PERIOD);
+        // Slot a's connection closed; its next connection carries the slot's cell on and comes
+        // back at the same time. A new cell (no carry) would be told a third time, and no one
+        // would come at the first.
+        let carried = Cell::new(slot_a.take());
+        assert_eq!(pacer.come_back_at(&carried), start);
+        assert_eq!(pacer.come_back_at(&Cell::new(None)), start + 2 * PERIOD);
+        assert!(pacer.still_told(start));
+        take(&pacer, start);
+        assert!(!pacer.still_told(start), "taken");
+        assert!(pacer.still_told(start + PERIOD));
+    }
+
+    #[test]
+    fn a_stopped_slots_told_time_wakes_one_connection_only_while_untaken() {
+        let start = Instant::now();
+        let pacer = Pacer::new(PERIOD, start + PERIOD, None);
+        let mut waiting = pin!(pacer.calls_back());
+        assert!(!woken(&mut waiting));
+        let told = pacer.come_back_at(&Cell::new(None));
+        // Taken already (by a connection that found it due): no one is woken for it.
+        take(&pacer, told);
+        pacer.wake_one_for(told);
+        assert!(!woken(&mut waiting));
+        let told = pacer.come_back_at(&Cell::new(None));
+        pacer.wake_one_for(told);
+        assert!(woken(&mut waiting));
+    }
+
+    #[test]
+    fn a_new_steered_rate_drops_the_times_handed_back_under_the_old_one() {
+        let throttle = Arc::new(Throttle::new());
+        let start = Instant::now();
+        let pacer = Pacer::with_source(
+            Source::Steered(Steering::new(throttle.clone(), 1.0)),
+            start,
+            None,
+        );
+        throttle.set(Offered::Paced(100.0));
+        let intended = take(&pacer, start);
+        pacer.hand_back(intended);
+        assert_eq!(pacer.due(start), Due::Now(intended));
+        throttle.set(Offered::Paced(200.0));
+        let now = start + PERIOD;
+        assert_eq!(pacer.due(now), Due::Now(now), "the new rate starts now");
+        pacer.taken(now);
+        assert_eq!(pacer.due(now), Due::Wait);
     }
 }

@@ -6,6 +6,7 @@
 //! would, instead of the connection opening early and idling until its send time.
 
 use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Instant;
 
 use super::clock::Timer;
@@ -24,7 +25,8 @@ pub struct Reserved {
 impl ThreadShared {
     /// What a slot about to connect takes first: nothing without `--requests-per-connection`; a
     /// request from the budget with it, once its send time has come under a schedule (the slot
-    /// waits here, not connected, with `told` its [`super::Pacer::come_back_at`] cell). `None`:
+    /// waits here, not connected, with `told` the slot's [`super::Pacer::come_back_at`] cell,
+    /// which its connections carry on). `None`:
     /// nothing is left to connect for. Requests waiting to be sent again need no send time: the
     /// slot connects for them at once.
     pub async fn reserve_first(
@@ -67,13 +69,46 @@ impl ThreadShared {
             };
             let Some(wake) = wake else {
                 // The others waiting learn at once that the schedule is over.
-                pacer.over.notify_waiters();
+                pacer.wake.notify_waiters();
                 return None;
             };
             tokio::select! {
                 () = timer.sleep_until(wake) => {}
-                () = pacer.over_or_changed() => {}
+                () = pacer.calls_back() => {}
             }
         }
+    }
+
+    /// Gives back what a slot took before connecting and never sent: the request to the budget,
+    /// its send time to the schedule (another connection sends it, measured from that time).
+    pub fn give_back(&self, reserved: Reserved) {
+        if reserved.taken {
+            self.budget.give_back();
+        }
+        if let (Some(pacer), Some(time)) = (&self.pacer, reserved.scheduled) {
+            pacer.hand_back(time);
+        }
+    }
+
+    /// A slot stops; `told` is the send time it was told last, if any. A told time still
+    /// untaken is handed on: when it comes, a waiting connection is woken to take it in the
+    /// slot's place (or to find the budget spent, and end the others' wait). No one would come
+    /// for it else, and the next connection to wake would take it a period late (and its own
+    /// time later still). That wake-up is a task of its own, which the end of the thread's
+    /// connections does not wait for.
+    pub fn slot_stopped(self: &Rc<Self>, told: Option<Instant>, timer: &Rc<impl Timer + 'static>) {
+        let Some(pacer) = &self.pacer else {
+            return;
+        };
+        let Some(time) = told.filter(|&time| pacer.still_told(time)) else {
+            return;
+        };
+        let (shared, timer) = (self.clone(), timer.clone());
+        tokio::task::spawn_local(async move {
+            timer.sleep_until(time).await;
+            if let Some(pacer) = &shared.pacer {
+                pacer.wake_one_for(time);
+            }
+        });
     }
 }

@@ -1022,7 +1022,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
     assert!(world.shared.budget.try_take());
     pacer.next.set(Instant::now());
     let mut context = Context::from_waker(Waker::noop());
-    let mut waiting = Box::pin(ledger_b.schedule_over());
+    let mut waiting = Box::pin(ledger_b.schedule_calls_back());
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
     assert_eq!(ledger_a.next_request(), super::Slot::Done);
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
@@ -1154,7 +1154,7 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
         }
     }
     let mut context = Context::from_waker(Waker::noop());
-    let mut waiting = Box::pin(ledger.schedule_over());
+    let mut waiting = Box::pin(ledger.schedule_calls_back());
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
     throttle.set(Offered::Paced(1000.0));
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));

@@ -28,6 +28,7 @@ use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
 use crate::engine::pacer::{Source, Steering, Throttle};
+use crate::engine::reserve::Reserved;
 use crate::engine::uring::Uring;
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
@@ -582,7 +583,8 @@ async fn publish_progress(
 }
 
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent and no
-/// request of the thread waits to be sent again.
+/// request of the thread waits to be sent again. The send time the slot was told last goes on
+/// when it stops ([`ThreadShared::slot_stopped`]).
 async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
@@ -592,14 +594,28 @@ async fn run_slot(
     slot: usize,
     tracer: Option<Arc<Tracer>>,
 ) {
-    if let Some(quic) = quic {
-        return run_quic_slot(shared, &quic, timer, slot, tracer).await;
+    let told = Cell::new(None);
+    match quic {
+        Some(quic) => run_quic_slot(&shared, &quic, &timer, slot, tracer, &told).await,
+        None => run_tcp_slot(&shared, &templates, ring, &timer, slot, tracer, &told).await,
     }
+    shared.slot_stopped(told.take(), &timer);
+}
+
+/// [`run_slot`] over TCP (or a unix socket); `told` is the slot's told send time.
+async fn run_tcp_slot(
+    shared: &Rc<ThreadShared>,
+    templates: &Templates,
+    ring: Option<Rc<Uring>>,
+    timer: &PreciseTimer,
+    slot: usize,
+    tracer: Option<Arc<Tracer>>,
+    told: &Cell<Option<Instant>>,
+) {
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
-    let told = Cell::new(None);
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(&*timer, &told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told).await else {
             return;
         };
         let began = Instant::now();
@@ -617,9 +633,7 @@ async fn run_slot(
         let (established, protocol) = match connected {
             Ok(connected) => connected,
             Err(failure) => {
-                if reserved.taken {
-                    shared.budget.give_back();
-                }
+                shared.give_back(reserved);
                 shared
                     .recorder
                     .borrow_mut()
@@ -632,36 +646,34 @@ async fn run_slot(
             shared.recorder.borrow_mut().proxy_connected(took);
         }
         let (conn, trace) = on_connected(
-            &shared,
+            shared,
             tracer.as_ref(),
             slot,
             began..connected,
-            established.tls,
-            protocol,
+            (established.tls, protocol),
+            (reserved, told),
         );
-        conn.reserved.set(reserved.taken);
-        conn.scheduled.set(reserved.scheduled);
         let mut transport = established.transport;
-        transport.on_handshake_settled(record_handshake(&shared, began..connected));
+        transport.on_handshake_settled(record_handshake(shared, began..connected));
         let early_data = transport.early_data_room();
         let mut io = TappedIo::new(transport, shared.wire.clone()).traced(trace);
         let limits = ConnLimits {
             early_data,
             ..conn_limits(&plan, began)
         };
-        let ledger = Ledger::new(&shared, &conn, slot);
+        let ledger = Ledger::new(shared, &conn, slot);
         let end = driver::drive(
             &mut io,
-            &templates,
+            templates,
             protocol,
             ledger,
             limits,
             &shared.read_buffer,
-            &*timer,
+            timer,
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        if slot_done(&shared, &conn, end) {
+        if slot_done(shared, &conn, end, told) {
             return;
         }
     }
@@ -708,24 +720,33 @@ fn connection_protocol(
 
 /// Whether a slot whose connection ended with `end` stops: its work is done (a connection
 /// retired by `--requests-per-connection` is replaced while work remains), or the connection was
-/// lost before carrying a single request and would be lost again.
-fn slot_done(shared: &ThreadShared, conn: &ConnState, end: ConnEnd) -> bool {
-    if conn.reserved.get() {
-        shared.budget.give_back();
-    }
+/// lost before carrying a single request and would be lost again. What it took before
+/// connecting and never sent goes back; the send time it was told stays the slot's (`told`).
+fn slot_done(
+    shared: &ThreadShared,
+    conn: &ConnState,
+    end: ConnEnd,
+    told: &Cell<Option<Instant>>,
+) -> bool {
+    shared.give_back(Reserved {
+        taken: conn.reserved.get(),
+        scheduled: conn.scheduled.take(),
+    });
+    told.set(conn.come_back_at.take());
     let retired = conn.retiring(&shared.plan);
     (end == ConnEnd::Finished && !retired && !shared.has_retries()) || conn.requests.get() == 0
 }
 
 /// Records an established connection (its setup time, TLS, protocol) and starts its state and
-/// its `-v` trace, if it is among the traced ones.
+/// its `-v` trace, if it is among the traced ones. The connection carries what its slot took
+/// before connecting, and the send time the slot was told.
 fn on_connected(
     shared: &ThreadShared,
     tracer: Option<&Arc<Tracer>>,
     slot: usize,
     setup: std::ops::Range<Instant>,
-    tls: Option<TlsInfo>,
-    protocol: Option<Protocol>,
+    (tls, protocol): (Option<TlsInfo>, Option<Protocol>),
+    (reserved, told): (Reserved, &Cell<Option<Instant>>),
 ) -> (ConnState, Option<ConnTrace>) {
     let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
     let std::ops::Range {
@@ -745,6 +766,9 @@ fn on_connected(
     let conn = ConnState {
         id,
         protocol: Cell::new(protocol),
+        come_back_at: Cell::new(told.take()),
+        reserved: Cell::new(reserved.taken),
+        scheduled: Cell::new(reserved.scheduled),
         ..ConnState::default()
     };
     (conn, trace)
@@ -766,25 +790,23 @@ const QUIC_CLOSE_WAIT: Duration = Duration::from_millis(100);
 
 /// [`run_slot`] for HTTP/3: QUIC connections on the thread's endpoint.
 async fn run_quic_slot(
-    shared: Rc<ThreadShared>,
+    shared: &Rc<ThreadShared>,
     quic: &QuicContext,
-    timer: Rc<PreciseTimer>,
+    timer: &PreciseTimer,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
+    told: &Cell<Option<Instant>>,
 ) {
     let plan = shared.plan.clone();
-    let told = Cell::new(None);
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(&*timer, &told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told).await else {
             return;
         };
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,
             Err(failure) => {
-                if reserved.taken {
-                    shared.budget.give_back();
-                }
+                shared.give_back(reserved);
                 shared
                     .recorder
                     .borrow_mut()
@@ -794,27 +816,25 @@ async fn run_quic_slot(
         };
         let tls = h3::tls_info(&connection);
         let (conn, trace) = on_connected(
-            &shared,
+            shared,
             tracer.as_ref(),
             slot,
             began..Instant::now(),
-            Some(tls),
-            Some(Protocol::H3),
+            (Some(tls), Some(Protocol::H3)),
+            (reserved, told),
         );
-        conn.reserved.set(reserved.taken);
-        conn.scheduled.set(reserved.scheduled);
-        let ledger = Ledger::new(&shared, &conn, slot);
+        let ledger = Ledger::new(shared, &conn, slot);
         let end = h3::drive(
             connection,
             &quic.template,
             ledger,
             conn_limits(&plan, began),
-            &*timer,
+            timer,
             trace,
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        if slot_done(&shared, &conn, end) {
+        if slot_done(shared, &conn, end, told) {
             return;
         }
     }

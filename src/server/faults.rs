@@ -15,6 +15,12 @@ use crate::proto::h2::{self as h2frame, FrameHead};
 pub enum Fault {
     /// HTTP/1.1: answer N requests, the last with `Connection: close`, then close.
     CloseAfter(u64),
+    /// HTTP/1.1: answer N requests as if the connection stayed open, then close it unannounced,
+    /// as a server whose keep-alive timeout or request limit ends an idle connection does.
+    DropAfter(u64),
+    /// Close every N-th connection at once, before reading or sending anything (an h2c client is
+    /// still waiting for SETTINGS); serve the others as the built-in target does.
+    DropEvery(u64),
     /// HTTP/1.1: send part of every response, then reset the connection (TCP RST).
     ResetMidResponse,
     /// HTTP/1.1: promise a 100-byte body, send 5 bytes, close.
@@ -53,6 +59,8 @@ impl FromStr for Fault {
         };
         Ok(match (name, count) {
             ("close-after", Some(n)) => Fault::CloseAfter(n),
+            ("drop-after", Some(n)) => Fault::DropAfter(n),
+            ("drop-every", Some(n)) => Fault::DropEvery(n),
             ("reset-mid-response", None) => Fault::ResetMidResponse,
             ("short-body", None) => Fault::ShortBody,
             ("malformed", None) => Fault::Malformed,
@@ -63,8 +71,8 @@ impl FromStr for Fault {
             ("rst-stream-every", Some(n)) => Fault::ResetStreamEvery(n),
             _ => {
                 return Err(format!(
-                    "'{text}' is not a fault: close-after=N, reset-mid-response, short-body, malformed, stall, never-read, \
-                     goaway-after=N, goaway-error-after=N, rst-stream-every=N"
+                    "'{text}' is not a fault: close-after=N, drop-after=N, drop-every=N, reset-mid-response, short-body, \
+                     malformed, stall, never-read, goaway-after=N, goaway-error-after=N, rst-stream-every=N"
                 ))
             }
         })
@@ -76,6 +84,8 @@ impl Fault {
     pub fn name(&self) -> String {
         match self {
             Fault::CloseAfter(n) => format!("close-after={n}"),
+            Fault::DropAfter(n) => format!("drop-after={n}"),
+            Fault::DropEvery(n) => format!("drop-every={n}"),
             Fault::ResetMidResponse => "reset-mid-response".to_owned(),
             Fault::ShortBody => "short-body".to_owned(),
             Fault::Malformed => "malformed".to_owned(),
@@ -91,6 +101,8 @@ impl Fault {
 /// Serves one connection the faulty way.
 pub async fn serve(stream: TcpStream, fault: Fault) {
     match fault {
+        // Closed unread (the accept loop serves the connections it spares).
+        Fault::DropEvery(_) => drop(stream),
         Fault::NeverRead => {
             // Hold the socket open without reading, until the client gives up.
             let _held = stream;
@@ -131,10 +143,13 @@ async fn serve_h1(mut stream: TcpStream, fault: Fault) -> std::io::Result<()> {
                     .await?;
                 return stream.shutdown().await;
             }
-            Fault::CloseAfter(_) => {
+            Fault::CloseAfter(_) | Fault::DropAfter(_) => {
                 stream
                     .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\npong")
-                    .await?
+                    .await?;
+                if fault == Fault::DropAfter(answered) {
+                    return stream.shutdown().await;
+                }
             }
             Fault::ResetMidResponse => {
                 stream
@@ -271,6 +286,8 @@ mod tests {
     #[test]
     fn modes_parse() {
         assert_eq!("close-after=3".parse(), Ok(Fault::CloseAfter(3)));
+        assert_eq!("drop-after=1".parse(), Ok(Fault::DropAfter(1)));
+        assert_eq!("drop-every=4".parse(), Ok(Fault::DropEvery(4)));
         assert_eq!("rst-stream-every=5".parse(), Ok(Fault::ResetStreamEvery(5)));
         assert_eq!("stall".parse(), Ok(Fault::Stall));
         assert!("close-after".parse::<Fault>().is_err());

@@ -150,6 +150,7 @@ async fn serve_tcp(
     alt_svc: Option<HeaderValue>,
 ) -> io::Result<()> {
     let server = Server::new(&options, alt_svc);
+    let mut accepted = 0u64;
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -158,12 +159,18 @@ async fn serve_tcp(
                 continue;
             }
         };
+        accepted += 1;
         let _ = stream.set_nodelay(true);
-        if let Some(fault) = options.fault {
-            tokio::spawn(faults::serve(stream, fault));
-            continue;
+        match options.fault {
+            // The connections `drop-every` spares are served as usual.
+            Some(Fault::DropEvery(every)) if !accepted.is_multiple_of(every) => {
+                server.spawn(stream)
+            }
+            Some(fault) => {
+                tokio::spawn(faults::serve(stream, fault));
+            }
+            None => server.spawn(stream),
         }
-        server.spawn(stream);
     }
 }
 

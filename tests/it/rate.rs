@@ -361,3 +361,133 @@ fn the_kubernetes_scenario_and_worker_flags_run() {
             && manifest.contains("--json \"/results/worker-${JOB_COMPLETION_INDEX}.json\"")
     );
 }
+
+/// Requests of `run` that started `at_least_us` or more after their scheduled time, from the
+/// start delay histogram (µs).
+fn started_late_by(run: &Run, at_least_us: u64) -> u64 {
+    let hdr = run.cell()["rate"]["delay_hdr"]
+        .as_str()
+        .expect("a delay histogram");
+    let delays = h2load_rs::recorder::hdr::from_base64(hdr).unwrap();
+    delays.count_between(at_least_us, u64::MAX)
+}
+
+/// Checks a paced run against its schedule's truth: `expected` requests started (one less may
+/// be allowed: the last send time of a timed run, late past the end by more than its 5 ms grace
+/// on a loaded machine), each done once, and at most 10% of them started 0.8 period or more
+/// after their scheduled time (a send time no connection came for, or two taken by one
+/// connection at once, shows as a request a whole period late). 10%: the defects this guards
+/// against made a third to a half of the requests a period late; the 2-core machine running the
+/// capacity and steering tests beside these made up to 8% of them half a period (5 ms) late.
+fn assert_on_schedule(
+    run: &Run,
+    name: &str,
+    expected: std::ops::RangeInclusive<u64>,
+    period_us: u64,
+) {
+    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+    let started = run.int("requests/started");
+    assert!(
+        expected.contains(&started),
+        "{name}: {started} started, the schedule has {expected:?}"
+    );
+    assert_eq!(run.int("requests/done"), started, "{name}: done");
+    let threshold = period_us * 4 / 5;
+    let late = started_late_by(run, threshold);
+    assert!(
+        late * 10 <= started,
+        "{name}: {late} of {started} requests started {threshold} µs or more late (delay p99 {} µs, max {} µs)",
+        run.int("rate/delay_p99_us"),
+        run.int("rate/delay_max_us"),
+    );
+}
+
+// Found on main's pacer, at 50/s for 3 s: 75 (drop-after=1 -c 1), 73 (drop-after=1 -c 4), 47
+// (drop-after=3) and 47 (h2c, goaway-after=3) of 150 requests started a period (20 ms) late, and
+// at 100/s with drop-after=1 half of them went out on the closing connection (149 retried): the
+// time told to the waiting connection was lost with it, and the next connection to wake took it
+// a period late, then its own at once.
+#[test]
+fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
+    for (fault, protocol) in [
+        ("drop-after=1", &["--h1", "-c", "1"][..]),
+        ("drop-after=1", &["--h1", "-c", "4"][..]),
+        ("drop-after=3", &["--h1", "-c", "4"][..]),
+        (
+            "goaway-after=3",
+            &["--proto", "h2c", "-c", "4", "-m", "4"][..],
+        ),
+    ] {
+        let name = format!("{fault} {}", protocol.join(" "));
+        let mut args = protocol.to_vec();
+        args.extend(["--rate", "50", "-D", "3s", "--target-fault", fault]);
+        let run = h2load_rs(&args);
+        assert_on_schedule(&run, &name, 149..=150, 20_000);
+        let closed = run.int("requests/retried/closed");
+        assert!(
+            closed <= 3,
+            "{name}: {closed} requests sent on a closing connection"
+        );
+        // This VM's loopback delivers a FIN that follows a second exchange on a connection
+        // about 200 ms late (a retransmission; a Python server's too), so with drop-after=3 a
+        // few requests go out on a connection the server has closed, and are reset.
+        let reset = run.cell()["errors"]["reset"].as_u64().unwrap_or(0);
+        let allowed = if fault == "drop-after=3" { reset } else { 0 };
+        assert_eq!(
+            run.int("requests/succeeded") + allowed,
+            run.int("requests/started"),
+            "{name}: succeeded ({reset} reset)"
+        );
+    }
+}
+
+// Found on main's pacer: 90 of the 100 send times of 2 s at 50/s went (10 dropped connections,
+// 10 times lost), 95 with --requests-per-connection 2, and -n 100 took 2.22 s (45/s): each lost
+// connection's request went back to the budget, its send time nowhere.
+#[test]
+fn a_send_time_taken_for_a_connection_lost_before_its_first_request_is_handed_on() {
+    // h2c: every 10th connection closes before the server's SETTINGS, so before any request.
+    let churn = |more: &[&str]| {
+        let mut args = vec![
+            "--proto",
+            "h2c",
+            "-c",
+            "20",
+            "--rate",
+            "50",
+            "--target-fault",
+            "drop-every=10",
+        ];
+        args.extend(more);
+        h2load_rs(&args)
+    };
+    for (churned, per_connection) in [
+        (&["--no-keepalive"][..], 1),
+        (&["--requests-per-connection", "2"][..], 2),
+    ] {
+        let mut args = churned.to_vec();
+        args.extend(["-D", "2s"]);
+        let run = churn(&args);
+        let name = churned.join(" ");
+        assert_on_schedule(&run, &name, 99..=100, 20_000);
+        assert_eq!(
+            run.int("requests/succeeded"),
+            run.int("requests/started"),
+            "{name}"
+        );
+        let opened = run.int("connections/opened");
+        assert!(
+            opened > 100 / per_connection,
+            "{name}: {opened} connections, some dropped"
+        );
+    }
+    let counted = churn(&["--no-keepalive", "-n", "100"]);
+    assert_on_schedule(&counted, "-n 100", 100..=100, 20_000);
+    assert_eq!(counted.int("requests/succeeded"), 100);
+    assert_eq!(counted.int("connections/opened"), 111, "every 10th dropped");
+    let achieved = counted.num("rate/achieved_per_s");
+    assert!(
+        (49.0..=51.0).contains(&achieved),
+        "100 requests at 50/s take 2 s: {achieved}/s"
+    );
+}

@@ -686,7 +686,7 @@ async fn take_request(shared: &Shared<'_>, timer: &impl Timer) -> Option<Request
             Slot::Now(start) => return Some(start),
             Slot::At(at) => tokio::select! {
                 () = timer.sleep_until(at) => {}
-                () = shared.ledger.schedule_over() => {}
+                () = shared.ledger.schedule_calls_back() => {}
                 () = shared.goaway_seen.notified() => {}
             },
             Slot::Done => return None,
