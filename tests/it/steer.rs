@@ -20,7 +20,7 @@ fn delayed_target() -> SocketAddr {
     let options = ServeOptions {
         behaviour: Behaviour {
             delay: Some(DELAY),
-            stall: None,
+            ..Behaviour::default()
         },
         ..ServeOptions::default()
     };
