@@ -1,8 +1,6 @@
 //! `--scale`: every scenario in `configs/` scaled down (its levels kept apart), and seed 002 at
 //! full size: 16,000 connections, 100,000 requests, a 1 s handler.
 
-use std::time::Duration;
-
 use crate::common::h2load_rs;
 
 #[test]
@@ -22,12 +20,25 @@ fn sixteen_thousand_connections_against_a_one_second_handler() {
     assert_eq!(run.int("requests/succeeded"), 100_000);
     assert_eq!(run.int("requests/errored"), 0);
     assert_eq!(run.int("connections/opened"), 16_000);
-    // 100,000 / 16,000 ≈ 7 waves of 1 s when connection setup does not serialize.
+    // 100,000 / 16,000: some connections take 7 requests of 1 s, none fewer than 6.
     let elapsed = run.num("elapsed_s");
-    assert!((6.0..20.0).contains(&elapsed), "took {elapsed} s");
-    assert!(run.output.wall < Duration::from_secs(40));
+    assert!(elapsed >= 6.0, "took {elapsed} s");
+    // Connection setup and the requests do not serialize: by Little's law the requests in flight
+    // on average are the time they took over the run's length, at most one per connection and
+    // at least half the connections (the rest is the ramp, the last partial wave, and under load
+    // handshakes the kernel dropped while the target's accept queue, net.core.somaxconn deep,
+    // was full, which come back after 1, 3 or 7 s). Not the run's length: it is CPU-bound in a
+    // debug build (16–19 CPU-s for client and target), so its length is the CPU share it gets:
+    // 16–45 s on the shared 2-core machine (load 3–5, or busy loops on both cores), where the
+    // old 20 s bound failed.
+    let in_flight = 100_000.0 * run.num("latency/request/mean") / 1e6 / elapsed;
+    assert!(
+        (8_000.0..=16_000.0).contains(&in_flight),
+        "{in_flight:.0} requests in flight on average over {elapsed} s"
+    );
     eprintln!(
-        "16,000 connections: {elapsed:.2} s measured, connect p99 {} ms, target peak RSS {} MB",
+        "16,000 connections: {elapsed:.2} s measured, {in_flight:.0} in flight, connect p99 {} ms, \
+         target peak RSS {} MB",
         run.int("latency/connect/percentiles/p99") / 1000,
         run.int("watched/0/rss_peak_kb") / 1024
     );
