@@ -102,16 +102,16 @@ fn fixed_delay(millis: u64, requests: &str) {
         "the client measured {} µs less than the target's handling",
         -added[0]
     );
-    let late_at = |quantile: f64| at_quantile(&late, quantile);
+    let late_at = |percent: usize| at_percentile(&late, percent);
     assert!(
-        late_at(0.5) <= OVERHEAD_US,
+        late_at(50) <= OVERHEAD_US,
         "the client saw the end {} µs after the answer at p50",
-        late_at(0.5)
+        late_at(50)
     );
     assert!(
-        late_at(0.99) <= CI_P99_LATE_US,
+        late_at(99) <= CI_P99_LATE_US,
         "the client saw the end {} µs after the answer at p99",
-        late_at(0.99)
+        late_at(99)
     );
     let measured: Vec<f64> = logged.iter().map(|(_, took)| *took).collect();
     // What the report says is what the log holds (within the histogram's 0.1% buckets and a
@@ -124,9 +124,10 @@ fn fixed_delay(millis: u64, requests: &str) {
         "min {min} µs, the log's {}",
         sorted[0]
     );
-    for (name, quantile) in [("p50", 0.5), ("p99", 0.99)] {
+    for percent in [50, 99] {
+        let name = format!("p{percent}");
         let reported = latency(&run, "request", &format!("percentiles/{name}"));
-        let rank = (quantile * count as f64).ceil() as usize;
+        let rank = percentile_rank(count, percent);
         let low = sorted[rank.saturating_sub(2)] * 0.999;
         let high = sorted[rank.min(count - 1)] * 1.001;
         assert!(
@@ -136,10 +137,15 @@ fn fixed_delay(millis: u64, requests: &str) {
     }
 }
 
-/// The value at `quantile` of `sorted`: the smallest that at least that share is at or below.
-fn at_quantile(sorted: &[f64], quantile: f64) -> f64 {
-    let rank = (quantile * sorted.len() as f64).ceil() as usize;
-    sorted[rank.max(1) - 1]
+/// The value at `percent` of `sorted`: the smallest that at least that share is at or below.
+fn at_percentile(sorted: &[f64], percent: usize) -> f64 {
+    sorted[percentile_rank(sorted.len(), percent).max(1) - 1]
+}
+
+/// The 1-based rank of the `percent` percentile of `count` values, in integers (a float share
+/// times the count can land an ulp above a whole rank and round up past it).
+fn percentile_rank(count: usize, percent: usize) -> usize {
+    (count * percent).div_ceil(100)
 }
 
 #[test]
