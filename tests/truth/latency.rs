@@ -16,11 +16,12 @@ use crate::exclusive;
 /// 0.2–0.4 ms, the second 0.3–0.7 ms over. 1 ms still fails a millisecond timer (tokio's sleep
 /// was 1.1–1.7 ms late on the same machine).
 const OVERHEAD_US: f64 = 1000.0;
-/// How late after the target's answer the client may see a response's end at p99 (µs): that one
-/// wake-up meets other processes' time slices. On the shared 2-core machine at load 2–4 it was
-/// 0.3–3.5 ms in 11 runs (3 ms, the old bound on the whole round trip, failed one of them); 5 ms
-/// leaves room for one more slice and still fails a client that reads responses a timer tick
-/// late.
+/// How late after the target's answer the client may see a response's end at p99 (µs), beyond
+/// how late the target's own timer woke at p99: that one wake-up meets other processes' time
+/// slices. On the shared 2-core machine at load 2–4 it was 0.3–4.6 ms in 17 runs while the
+/// target's timer was up to 3 ms late; with busy loops on both cores 2–38 ms, the target's timer
+/// 0.5–45 ms (a flat 3 ms, the old bound on the whole round trip, failed both). 5 ms leaves room
+/// for one more slice and still fails a client that reads responses a timer tick late.
 const CI_P99_LATE_US: f64 = 5000.0;
 
 /// A latency figure (µs) of the run: `histogram` is request, service, connect or ttfb.
@@ -35,7 +36,7 @@ fn latency(run: &Run, histogram: &str, which: &str) -> f64 {
 /// (6 ms at p99 with both cores busy), which is latency the request really had. So: the target
 /// slept at least the delay, the client measured at least the target's handling of every
 /// request, and saw the end at most [`OVERHEAD_US`] after the answer at p50 and
-/// [`CI_P99_LATE_US`] at p99. One connection: several would get their responses at the same
+/// [`CI_P99_LATE_US`] at p99, beyond how late the target's timer woke at the same percentile. One connection: several would get their responses at the same
 /// instant every round and wait for each other's processing, which is a queue, not the latency
 /// under test.
 fn fixed_delay(millis: u64, requests: &str) {
@@ -102,17 +103,23 @@ fn fixed_delay(millis: u64, requests: &str) {
         "the client measured {} µs less than the target's handling",
         -added[0]
     );
-    let late_at = |percent: usize| at_percentile(&late, percent);
-    assert!(
-        late_at(50) <= OVERHEAD_US,
-        "the client saw the end {} µs after the answer at p50",
-        late_at(50)
-    );
-    assert!(
-        late_at(99) <= CI_P99_LATE_US,
-        "the client saw the end {} µs after the answer at p99",
-        late_at(99)
-    );
+    // The client's read of the response is one wake-up, as the target's timer expiry is: under
+    // load both wait for a CPU, so the client's lateness is held to the target's, percentile by
+    // percentile, plus the client's own allowance.
+    let mut woke_late: Vec<f64> = served
+        .iter()
+        .map(|served| served.slept.as_micros() as f64 - delay)
+        .collect();
+    woke_late.sort_by(f64::total_cmp);
+    for (percent, allowance) in [(50, OVERHEAD_US), (99, CI_P99_LATE_US)] {
+        let client = at_percentile(&late, percent);
+        let target = at_percentile(&woke_late, percent);
+        assert!(
+            client <= allowance + target,
+            "the client saw the end {client} µs after the answer at p{percent}, the target's \
+             timer woke {target} µs late"
+        );
+    }
     let measured: Vec<f64> = logged.iter().map(|(_, took)| *took).collect();
     // What the report says is what the log holds (within the histogram's 0.1% buckets and a
     // rank either way, as quantile conventions differ).
