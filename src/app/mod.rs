@@ -337,6 +337,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
                     length,
                     epoch: std::time::Instant::now(),
                 }),
+            applied: None,
         },
     };
     runtime.block_on(async {

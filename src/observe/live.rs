@@ -279,16 +279,39 @@ impl Snapshot {
             .zip(&before.threads)
             .map(|(after, before)| {
                 let done = after.done.saturating_sub(before.done) as f64;
-                let span = match (before.at, after.at) {
-                    (Some(from), Some(to)) if to > from => to - from,
-                    _ => measured,
-                };
-                match span.as_secs_f64() {
+                match Self::span(before, after).unwrap_or(measured).as_secs_f64() {
                     seconds if seconds > 0.0 => done / seconds,
                     _ => 0.0,
                 }
             })
             .sum()
+    }
+
+    /// How long the workers measured between `before` and this snapshot: the mean of their own
+    /// spans between publications, the window [`Snapshot::rate_since`] counts over (the caller's
+    /// clock reads the edges later than the workers, by whatever it waited for the last of them
+    /// and for a CPU); `measured` when no worker published twice in between.
+    pub fn span_since(&self, before: &Snapshot, measured: Duration) -> Duration {
+        let (total, count) = self
+            .threads
+            .iter()
+            .zip(&before.threads)
+            .filter_map(|(after, before)| Self::span(before, after))
+            .fold((Duration::ZERO, 0), |(total, count), span| {
+                (total + span, count + 1)
+            });
+        match count {
+            0 => measured,
+            count => total / count,
+        }
+    }
+
+    /// One worker's span between its publications `before` and `after`, if it published at both.
+    fn span(before: &Mark, after: &Mark) -> Option<Duration> {
+        match (before.at, after.at) {
+            (Some(from), Some(to)) if to > from => Some(to - from),
+            _ => None,
+        }
     }
 }
 
@@ -411,6 +434,11 @@ mod tests {
         ]);
         let rate = after.rate_since(&before, Duration::from_secs(1));
         assert!((rate - (900.0 / 0.95 + 1000.0)).abs() < 1e-6, "{rate}");
+        // They measured for 975 ms on average, whatever the caller's clock read.
+        assert_eq!(
+            after.span_since(&before, Duration::from_secs(2)),
+            Duration::from_millis(975)
+        );
         // A worker that has not published twice counts over the nominal length.
         let unpublished = snapshot(vec![Mark { at: None, done: 0 }]);
         let later = snapshot(vec![Mark {
@@ -420,6 +448,10 @@ mod tests {
         assert_eq!(
             later.rate_since(&unpublished, Duration::from_millis(500)),
             100.0
+        );
+        assert_eq!(
+            later.span_since(&unpublished, Duration::from_millis(500)),
+            Duration::from_millis(500)
         );
     }
 }

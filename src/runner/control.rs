@@ -20,7 +20,8 @@ pub struct StepResult {
     /// Latency of the requests finished in the measured part, in microseconds, from each
     /// request's intended start (so a step the server cannot keep up with shows its queue).
     pub latency: Histogram<u64>,
-    /// Length of the measured part.
+    /// Length of the measured part, as the workers timed it (the mean of their spans between
+    /// their publications at its edges, over which `achieved_rps` is counted).
     pub measured: Duration,
     /// Whether a signal stopped the run during this step (what it measured so far is kept).
     pub interrupted: bool,

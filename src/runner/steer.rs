@@ -132,7 +132,8 @@ impl Probe for Steered {
     }
 }
 
-/// What was finished between the snapshots `before` and `after`, `measured` apart.
+/// What was finished between the snapshots `before` and `after`, `measured` apart by the
+/// controller's clock (the step reports the workers' own span, over which its rate was counted).
 fn step_result(
     offered_rps: Option<f64>,
     before: &Snapshot,
@@ -141,6 +142,7 @@ fn step_result(
     interrupted: bool,
 ) -> Result<StepResult> {
     let achieved_rps = after.rate_since(before, measured);
+    let measured = after.span_since(before, measured);
     let mut latency = after.request;
     latency
         .subtract(&before.request)

@@ -77,7 +77,7 @@ pub fn accept(
         let _ = super::http2_builder(max_streams)
             .serve_connection(
                 TokioIo::new(io),
-                service_fn(move |request| route(request, behaviour)),
+                service_fn(move |request| route(request, behaviour.clone())),
             )
             .await;
     });

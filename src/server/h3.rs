@@ -63,7 +63,7 @@ pub(super) fn endpoint(
 /// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down.
 pub(super) async fn serve(endpoint: quinn::Endpoint, behaviour: Behaviour) {
     while let Some(incoming) = endpoint.accept().await {
-        tokio::spawn(serve_connection(incoming, behaviour));
+        tokio::spawn(serve_connection(incoming, behaviour.clone()));
     }
 }
 
@@ -81,6 +81,7 @@ async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour) {
         return;
     };
     while let Ok(Some(resolver)) = connection.accept().await {
+        let behaviour = behaviour.clone();
         tokio::spawn(async move {
             if let Ok((request, stream)) = resolver.resolve_request().await {
                 let _ = serve_request(request, stream, behaviour).await;
@@ -96,7 +97,7 @@ async fn serve_request(
     behaviour: Behaviour,
 ) -> Result<(), h3::error::StreamError> {
     let Answer { head, reply } =
-        routes::decide(request.method(), request.uri().path(), behaviour).await;
+        routes::decide(request.method(), request.uri().path(), &behaviour).await;
     // hyper says how long h1/h2 bodies are from their size; the same here when it is known.
     let length = match &reply {
         Reply::Static(bytes) => Some(HeaderValue::from(bytes.as_ref().map_or(0, Bytes::len))),

@@ -34,7 +34,7 @@ use tokio_rustls::TlsAcceptor;
 
 pub use faults::Fault;
 use routes::TargetBody;
-pub use routes::{Behaviour, Stall};
+pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
 
@@ -138,7 +138,7 @@ pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
         let port = udp.local_addr()?.port();
         let endpoint = h3::endpoint(udp, tls, options.max_concurrent_streams)?;
         alt_svc = Some(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).expect("ASCII"));
-        tokio::spawn(h3::serve(endpoint, options.behaviour));
+        tokio::spawn(h3::serve(endpoint, options.behaviour.clone()));
     }
     serve_tcp(tcp, options, alt_svc).await
 }
@@ -217,7 +217,7 @@ impl Server {
             acceptor: options.tls.clone().map(TlsAcceptor::from),
             max_streams: options.max_concurrent_streams,
             front: Front {
-                behaviour: options.behaviour,
+                behaviour: options.behaviour.clone(),
                 alt_svc,
             },
             sent: options.sent.clone(),

@@ -2,8 +2,9 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
@@ -21,12 +22,47 @@ const DELAY_APPLIED: HeaderName = HeaderName::from_static("x-delay-applied-us");
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
 /// How the target misbehaves on purpose.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Behaviour {
     /// Every response waits this long.
     pub delay: Option<Duration>,
     /// Periodic stalls: nothing is answered during them.
     pub stall: Option<Stall>,
+    /// Keep every delayed request's timing here (tests pair them with the client's log).
+    pub applied: Option<Arc<AppliedDelays>>,
+}
+
+/// How the target timed one delayed request.
+#[derive(Debug, Clone, Copy)]
+pub struct Applied {
+    /// When its answer began to be decided: the request had been read.
+    pub received: SystemTime,
+    /// The delay applied, as measured around the sleeps.
+    pub slept: Duration,
+    /// When its answer was decided, right before it is written.
+    pub answered: SystemTime,
+}
+
+/// The delayed requests' timings, in the order their answers were decided: with one connection,
+/// the order of its requests.
+#[derive(Debug, Default)]
+pub struct AppliedDelays(Mutex<Vec<Applied>>);
+
+impl AppliedDelays {
+    /// The timings so far.
+    pub fn taken(&self) -> Vec<Applied> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn push(&self, applied: Applied) {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(applied);
+    }
 }
 
 /// A stall of `length` at the end of every `every`, counted from `epoch` (the target's start):
@@ -56,7 +92,7 @@ pub async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
 ) -> Result<Response<TargetBody>, Infallible> {
-    let Answer { head, reply } = decide(request.method(), request.uri().path(), behaviour).await;
+    let Answer { head, reply } = decide(request.method(), request.uri().path(), &behaviour).await;
     let body = match reply {
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
@@ -114,7 +150,9 @@ pub(super) fn filler_chunk(left: u64) -> Bytes {
 
 /// Decides the answer to `method` on `path`, after the target's delay and any stall in progress
 /// (both slept here, so every front end behaves alike).
-pub(super) async fn decide(method: &Method, path: &str, behaviour: Behaviour) -> Answer {
+pub(super) async fn decide(method: &Method, path: &str, behaviour: &Behaviour) -> Answer {
+    // Read only when kept: the target serves benchmarks too.
+    let received = behaviour.applied.as_ref().map(|_| SystemTime::now());
     let applied = match behaviour.delay {
         Some(delay) => Some(sleep_precisely(delay).await),
         None => None,
@@ -125,7 +163,17 @@ pub(super) async fn decide(method: &Method, path: &str, behaviour: Behaviour) ->
     {
         tokio::time::sleep(left).await;
     }
-    answer(method, path, applied).await
+    let answer = answer(method, path, applied).await;
+    if let (Some(record), Some(received), Some(slept)) =
+        (&behaviour.applied, received, answer.head.applied)
+    {
+        record.push(Applied {
+            received,
+            slept,
+            answered: SystemTime::now(),
+        });
+    }
+    answer
 }
 
 /// The route's answer; `applied` is the delay already slept for `--delay`.

@@ -136,14 +136,24 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
             let succeeded = achieved * (done - step["failed"].as_f64().unwrap()) / done.max(1.0);
             let keeps = step["p99_us"].as_u64().unwrap() < 50_000 && succeeded >= 0.97 * offered;
             assert_eq!(step["passed"], keeps, "{step}");
-            // The achieved rate is what the step counted over what it measured (each worker
-            // over its own publications at the step's edges, which it makes when asked: within
-            // 3% of the step's own length even for 100 ms ramp steps; 2% held alone, but a CI
-            // rehearsal on the 2-core machine saw 2.4%, a publication a few milliseconds late,
-            // and 4.8% once with other builds running beside it).
-            let counted = step["done"].as_f64().unwrap() / step["measured_s"].as_f64().unwrap();
+            // The measured part follows the settling (a third of the step) and lasts at least
+            // as long as the search waited: the worker published when asked at both edges.
+            // Under load it runs longer, by the waits for a CPU at its end (14 ms seen with both
+            // cores busy), never by the settling.
+            let nominal = match step["phase"].as_str().unwrap() {
+                "ramp" => 0.1,
+                _ => 0.3,
+            };
+            let measured_s = step["measured_s"].as_f64().unwrap();
             assert!(
-                (counted - achieved).abs() <= 0.03 * achieved.max(50.0),
+                (nominal..nominal * 4.0 / 3.0).contains(&measured_s),
+                "{step}"
+            );
+            // The achieved rate is what the step counted over that: one worker thread (the
+            // default), so exactly its count over its own span between the publications.
+            let counted = done / measured_s;
+            assert!(
+                (counted - achieved).abs() <= 1e-9 * achieved.max(1.0),
                 "{step}"
             );
         }

@@ -3,11 +3,17 @@
 
 use std::time::Duration;
 
-use crate::common::h2load_rs;
+use crate::common::{h2load_rs, h2load_rs_within};
+
+/// How long the 16,000-connection run may take before it counts as hung: it is CPU-bound in a
+/// debug build (16–19 CPU-s with the target), and took 54 s from start to exit on the shared
+/// 2-core machine with both cores busy (45 s measured, 9 s more after its end), close to
+/// the usual 60 s.
+const SCALE_LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn sixteen_thousand_connections_against_a_one_second_handler() {
-    let run = h2load_rs(&[
+    let args = [
         "--h1",
         "-c",
         "16000",
@@ -17,17 +23,31 @@ fn sixteen_thousand_connections_against_a_one_second_handler() {
         "2",
         "--target-path",
         "/delay/1000",
-    ]);
+    ];
+    let run = h2load_rs_within(&[], &args, SCALE_LIMIT);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     assert_eq!(run.int("requests/succeeded"), 100_000);
     assert_eq!(run.int("requests/errored"), 0);
     assert_eq!(run.int("connections/opened"), 16_000);
-    // 100,000 / 16,000 ≈ 7 waves of 1 s when connection setup does not serialize.
+    // 100,000 / 16,000: some connections take 7 requests of 1 s, none fewer than 6.
     let elapsed = run.num("elapsed_s");
-    assert!((6.0..20.0).contains(&elapsed), "took {elapsed} s");
-    assert!(run.output.wall < Duration::from_secs(40));
+    assert!(elapsed >= 6.0, "took {elapsed} s");
+    // Connection setup and the requests do not serialize: by Little's law the requests in flight
+    // on average are the time they took over the run's length, at most one per connection and
+    // at least half the connections (the rest is the ramp, the last partial wave, and under load
+    // handshakes the kernel dropped while the target's accept queue, net.core.somaxconn deep,
+    // was full, which come back after 1, 3 or 7 s). Not the run's length: it is CPU-bound in a
+    // debug build (16–19 CPU-s for client and target), so its length is the CPU share it gets:
+    // 16–45 s on the shared 2-core machine (load 3–5, or busy loops on both cores), where the
+    // old 20 s bound failed.
+    let in_flight = 100_000.0 * run.num("latency/request/mean") / 1e6 / elapsed;
+    assert!(
+        (8_000.0..=16_000.0).contains(&in_flight),
+        "{in_flight:.0} requests in flight on average over {elapsed} s"
+    );
     eprintln!(
-        "16,000 connections: {elapsed:.2} s measured, connect p99 {} ms, target peak RSS {} MB",
+        "16,000 connections: {elapsed:.2} s measured, {in_flight:.0} in flight, connect p99 {} ms, \
+         target peak RSS {} MB",
         run.int("latency/connect/percentiles/p99") / 1000,
         run.int("watched/0/rss_peak_kb") / 1024
     );

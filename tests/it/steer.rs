@@ -20,7 +20,7 @@ fn delayed_target() -> SocketAddr {
     let options = ServeOptions {
         behaviour: Behaviour {
             delay: Some(DELAY),
-            stall: None,
+            ..Behaviour::default()
         },
         ..ServeOptions::default()
     };
@@ -52,10 +52,13 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     )
     .expect("the closed-loop run works");
     let closed_rps = closed.recorder.counters.done as f64 / closed.elapsed.as_secs_f64();
-    // 10 connections × 1 request per (10 ms + overhead): below 1000/s, and not far below.
+    // 10 connections × 1 request per (10 ms + overhead): below 1000/s, and every connection
+    // busy (Little's law, as for the unpaced step below). Not "not far below 1000/s": the
+    // overhead is the machine's, 666/s with the 16,000-connection test beside it.
+    let closed_busy = closed_rps * closed.recorder.request.mean() / 1e6;
     assert!(
-        (700.0..1000.0).contains(&closed_rps),
-        "closed loop: {closed_rps:.0} req/s"
+        closed_rps < 1000.0 && (9.5..=10.1).contains(&closed_busy),
+        "closed loop: {closed_rps:.0} req/s, {closed_busy:.2} connections busy"
     );
 
     let mut steered = steer(plan_of(&["--h1", "-c", "10", &url]), Sinks::default())
@@ -83,16 +86,22 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     let measured = paced.measured.as_secs_f64();
     assert!((measured - 3.0).abs() < 0.05, "measured for {measured}s");
 
-    // The unpaced step is the closed loop's capacity: never above 10 connections / 10 ms, and
-    // within 15% of the closed-loop run (seen: 0.90, 0.94, 1.00 of it on 2 cores shared with
-    // other builds; the two runs are seconds apart, so the machine's load differs).
+    // The unpaced step is a closed loop: never above 10 connections / 10 ms, and by Little's law
+    // its rate times its mean latency is the 10 connections, each always busy but for the
+    // client's turn from a response to the next request (and a request or so per connection at
+    // the step's edges). Not the closed-loop run's rate, which is the truth only while the
+    // machine's load stays the same: seconds apart, with the 16,000-connection test beside it,
+    // the step got 0.74 of it; the step's own latency was measured at the same time as its
+    // rate (9.99–10.01 connections busy with both cores busy).
     assert_eq!(unpaced.offered_rps, None);
     assert!(unpaced.achieved_rps <= 1000.0 * 1.01);
-    let ratio = unpaced.achieved_rps / closed_rps;
+    let busy = unpaced.achieved_rps * unpaced.latency.mean() / 1e6;
     assert!(
-        (0.85..=1.1).contains(&ratio),
-        "unpaced {:.0} req/s vs closed loop {closed_rps:.0}",
-        unpaced.achieved_rps
+        (9.5..=10.1).contains(&busy),
+        "unpaced {:.0} req/s over a mean {:.0} µs is {busy:.2} connections busy \
+         (closed loop {closed_rps:.0} req/s)",
+        unpaced.achieved_rps,
+        unpaced.latency.mean()
     );
     assert!(
         p50_ms(&unpaced) >= 10.0,
