@@ -173,6 +173,16 @@ impl<'t> AnySession<'t> {
         }
     }
 
+    /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
+    /// through them): an HTTP/1.1 body's known rest; 0 for HTTP/2, whose streams share the
+    /// connection and whose response bodies need not say their length.
+    pub(crate) fn bytes_due(&self) -> u64 {
+        match self {
+            AnySession::H1(session) => session.bytes_due(),
+            AnySession::H2(_) | AnySession::Upgrade(_) => 0,
+        }
+    }
+
     /// Whether the protocol's handshake is done (for HTTP/2, the server's SETTINGS arrived): a
     /// failure before then is a failed connection, not a failed request.
     pub(crate) fn is_ready(&self) -> bool {
