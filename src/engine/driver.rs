@@ -98,6 +98,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
     let mut pending: Vec<u8> = Vec::new();
     let mut last_read = Instant::now();
     let mut low_water = 1;
+    let mut unflushed = false;
     loop {
         let now = Instant::now();
         let silent_until = limits.inactivity.map(|limit| last_read + limit);
@@ -133,7 +134,10 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
             io.set_low_water(wanted);
             low_water = wanted;
         }
-        let step = poll_fn(|cx| transfer(&mut io, &mut out, &mut read_buffer.borrow_mut(), cx));
+        let step = poll_fn(|cx| {
+            let buffer = &mut read_buffer.borrow_mut();
+            transfer(&mut io, &mut out, &mut unflushed, buffer, cx)
+        });
         let read = match wake {
             // The transfer first: bytes that arrived are taken even when the deadline passed too.
             Some(wake) => tokio::select! {
@@ -216,10 +220,13 @@ fn lose(session: &mut AnySession<'_>, failure: Failure, ledger: &Ledger<'_>) -> 
 
 /// Writes what is queued and reads what has arrived, in one poll, so a long pipeline of writes
 /// never blocks behind responses the server is waiting to send. Resolves with the bytes read
-/// (0 at EOF).
+/// (0 at EOF). `unflushed`: a flush could not finish, so the next poll flushes again even with
+/// nothing new to write (TLS takes a write into its own buffer and only flushing sends it: a
+/// request left there waits forever for a response, seen as h1/h2 TLS downloads stalling).
 fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
     io: &mut S,
     out: &mut Outgoing,
+    unflushed: &mut bool,
     incoming: &mut [u8],
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<usize>> {
@@ -244,9 +251,11 @@ fn transfer<S: AsyncRead + AsyncWrite + Unpin>(
             Poll::Pending => break,
         }
     }
-    if wrote && out.is_empty() {
-        if let Poll::Ready(Err(error)) = Pin::new(&mut *io).poll_flush(cx) {
-            return Poll::Ready(Err(error));
+    if out.is_empty() && (wrote || *unflushed) {
+        match Pin::new(&mut *io).poll_flush(cx) {
+            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+            Poll::Ready(Ok(())) => *unflushed = false,
+            Poll::Pending => *unflushed = true,
         }
     }
     // Take everything that has arrived, so one round of processing (and one write) covers it all.
@@ -271,13 +280,15 @@ mod tests {
     use super::*;
     use crate::engine::testing::world;
     use crate::engine::Ledger;
+    use crate::proto::h2 as frame;
 
     /// A server's bytes, one piece per read (the read after each piece finds nothing, so the
-    /// driver goes round its loop as on a socket), and the low-water marks the driver set,
-    /// each with how many bytes had been delivered then.
+    /// driver goes round its loop as on a socket; the first piece is `first` bytes), and the
+    /// low-water marks the driver set, each with how many bytes had been delivered then.
     struct Pieces {
         wire: Vec<u8>,
         delivered: usize,
+        first: usize,
         piece: usize,
         drained: bool,
         marks: Vec<(usize, usize)>,
@@ -295,7 +306,12 @@ mod tests {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
-            let end = this.wire.len().min(this.delivered + this.piece);
+            let piece = if this.delivered == 0 {
+                this.first
+            } else {
+                this.piece
+            };
+            let end = this.wire.len().min(this.delivered + piece);
             buf.put_slice(&this.wire[this.delivered..end]);
             this.delivered = end;
             this.drained = true;
@@ -337,17 +353,62 @@ mod tests {
     }
 
     /// Drives one HTTP/1.1 request (`flags` added) whose response has a `body`-byte
-    /// Content-Length body, delivered in 64 KiB pieces after the head; returns the marks set,
-    /// the body bytes counted and the requests that succeeded.
+    /// Content-Length body; see [`drive_pieces`].
     fn download(flags: &[&str], body: usize) -> (Vec<(usize, usize)>, u64, u64) {
-        let argv: Vec<&str> = ["--h1", "-n", "1"].iter().chain(flags).copied().collect();
-        let world = world(&argv);
         let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n");
         let mut wire = head.into_bytes();
         wire.resize(wire.len() + body, b'x');
+        drive_pieces(
+            &[&["--h1"], flags].concat(),
+            Protocol::Http1,
+            wire,
+            64 * 1024,
+        )
+    }
+
+    /// Drives one h2c request (`flags` added) whose response says `content-length: body` and
+    /// sends it in 16 KiB DATA frames, after the server's SETTINGS and its ACK of ours.
+    fn download_h2(flags: &[&str], body: usize) -> (Vec<(usize, usize)>, u64, u64) {
+        let mut wire = Vec::new();
+        frame::write_frame(&mut wire, frame::SETTINGS, 0, 0, &[]);
+        frame::write_frame(&mut wire, frame::SETTINGS, frame::ACK, 0, &[]);
+        // :status 200 (static index 8), then content-length (static name 28) as a literal.
+        let length = body.to_string();
+        let mut block = vec![0x88, 0x0f, 0x0d, length.len() as u8];
+        block.extend_from_slice(length.as_bytes());
+        frame::write_frame(&mut wire, frame::HEADERS, frame::END_HEADERS, 1, &block);
+        let chunk = [b'x'; 16384];
+        let mut left = body;
+        while left > 0 {
+            let take = left.min(chunk.len());
+            left -= take;
+            let end = if left == 0 { frame::END_STREAM } else { 0 };
+            frame::write_frame(&mut wire, frame::DATA, end, 1, &chunk[..take]);
+        }
+        drive_pieces(
+            &[&["--proto", "h2c"], flags].concat(),
+            Protocol::H2c,
+            wire,
+            9,
+        )
+    }
+
+    /// Drives one request (`-n 1`, `flags` added) over `protocol` with the server's `wire`
+    /// delivered in 64 KiB pieces after a `first` one (HTTP/2: the server's SETTINGS alone, so
+    /// that the client opens its stream before the response comes, as a server would wait);
+    /// returns the marks set, the body bytes counted and the requests that succeeded.
+    fn drive_pieces(
+        flags: &[&str],
+        protocol: Protocol,
+        wire: Vec<u8>,
+        first: usize,
+    ) -> (Vec<(usize, usize)>, u64, u64) {
+        let argv: Vec<&str> = ["-n", "1"].iter().chain(flags).copied().collect();
+        let world = world(&argv);
         let mut io = Pieces {
             wire,
             delivered: 0,
+            first,
             piece: 64 * 1024,
             drained: false,
             marks: Vec::new(),
@@ -364,13 +425,24 @@ mod tests {
         let end = runtime.block_on(drive(
             &mut io,
             &world.templates,
-            Some(Protocol::Http1),
+            Some(protocol),
             ledger,
             limits,
             &world.shared.read_buffer,
             &Never,
         ));
         assert!(matches!(end, ConnEnd::Finished), "{end:?}");
+        eprintln!(
+            "DEBUG {:?} {:?}",
+            world
+                .shared
+                .recorder
+                .borrow()
+                .errors()
+                .filter(|(_, n)| *n > 0)
+                .collect::<Vec<_>>(),
+            world.shared.recorder.borrow().counters
+        );
         let succeeded = world.shared.recorder.borrow().counters.succeeded;
         (io.marks, world.shared.wire.totals().data, succeeded)
     }
@@ -393,5 +465,43 @@ mod tests {
         // Under twice the mark due: waking for every segment costs little here.
         let short = LOW_WATER_FROM as usize - 1;
         assert_eq!(download(&[], short), (vec![], short as u64, 1));
+    }
+
+    #[test]
+    fn an_h2_body_with_a_content_length_raises_the_mark_as_far_as_the_windows_allow() {
+        let body = 4 << 20;
+        let (marks, data, succeeded) = download_h2(&[], body);
+        assert_eq!((data, succeeded), (body as u64, 1));
+        assert_eq!(marks.len(), 2, "{marks:?}");
+        // Raised after the first piece past the SETTINGS: the ACK, the HEADERS, ~64 KiB of DATA.
+        assert_eq!(marks[0], (9 + 64 * 1024, LOW_WATER));
+        // Lowered after the first piece that leaves less than LOW_WATER_FROM of the body: what
+        // remains on the wire then is that much, and the 9-byte heads of its DATA frames.
+        let wire = 2 * 9 + 9 + 11 + body + body.div_ceil(16384) * 9;
+        let left = wire - marks[1].0;
+        assert_eq!(marks[1].1, 1);
+        assert!(
+            left < LOW_WATER_FROM as usize && left + 64 * 1024 >= LOW_WATER_FROM as usize,
+            "{left}"
+        );
+        // A 1 MiB stream window (-w 20) may be half used when a read ends: under twice the mark
+        // is all the server can be counted on to send, so no mark.
+        assert_eq!(download_h2(&["-w", "20"], body), (vec![], body as u64, 1));
+        // HEAD: the content-length announces no DATA (the response ends on its HEADERS here).
+        let mut wire = Vec::new();
+        frame::write_frame(&mut wire, frame::SETTINGS, 0, 0, &[]);
+        frame::write_frame(&mut wire, frame::SETTINGS, frame::ACK, 0, &[]);
+        let block = [
+            0x88, 0x0f, 0x0d, 7, b'4', b'1', b'9', b'4', b'3', b'0', b'4',
+        ];
+        frame::write_frame(&mut wire, frame::HEADERS, frame::END_HEADERS, 1, &block);
+        frame::write_frame(&mut wire, frame::DATA, frame::END_STREAM, 1, &[]);
+        let head = drive_pieces(
+            &["--proto", "h2c", "--method", "HEAD"],
+            Protocol::H2c,
+            wire,
+            9,
+        );
+        assert_eq!(head, (vec![], 0, 1));
     }
 }

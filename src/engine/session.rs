@@ -174,12 +174,12 @@ impl<'t> AnySession<'t> {
     }
 
     /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
-    /// through them): an HTTP/1.1 body's known rest; 0 for HTTP/2, whose streams share the
-    /// connection and whose response bodies need not say their length.
+    /// through them): the known rest of an HTTP/1.1 body, of HTTP/2 bodies with a content-length.
     pub(crate) fn bytes_due(&self) -> u64 {
         match self {
             AnySession::H1(session) => session.bytes_due(),
-            AnySession::H2(_) | AnySession::Upgrade(_) => 0,
+            AnySession::H2(session) => session.bytes_due(),
+            AnySession::Upgrade(_) => 0,
         }
     }
 
