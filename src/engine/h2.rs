@@ -59,8 +59,6 @@ pub(crate) struct H2Template {
     /// The `:path` name, for literal paths: rendered ones and those past the prepared ones.
     path_literal: hpack::Field,
     body: Bytes,
-    /// HEAD: a response's content-length then announces no DATA.
-    bodyless_responses: bool,
     lanes: usize,
     settings: H2Settings,
     request_timeout: Option<Duration>,
@@ -137,7 +135,6 @@ impl H2Template {
             } else {
                 template.body.clone()
             },
-            bodyless_responses: template.method == Method::HEAD,
             lanes: plan.max_concurrent,
             settings: plan.h2,
             request_timeout: plan.timeouts.request,
@@ -200,8 +197,6 @@ struct Stream {
     first_byte: Option<Instant>,
     status: Option<u16>,
     interim: u32,
-    /// Response body bytes its content-length says are still to come (0 when it has none).
-    due: u64,
     /// Bytes received since the last stream WINDOW_UPDATE.
     unacked: i64,
     /// What the server may still send on this stream.
@@ -266,8 +261,6 @@ pub(crate) struct H2Session<'t> {
     send_window: i64,
     /// What the server may still send on the connection.
     recv_window: i64,
-    /// The sum of the open streams' `due`.
-    body_due: u64,
     max_send_frame: usize,
     unacked: i64,
     data: Option<DataInProgress>,
@@ -318,7 +311,6 @@ impl<'t> H2Session<'t> {
             initial_send_window: frame::DEFAULT_WINDOW,
             send_window: frame::DEFAULT_WINDOW,
             recv_window: connection_window,
-            body_due: 0,
             max_send_frame: frame::MIN_MAX_FRAME_SIZE,
             unacked: 0,
             data: None,
@@ -359,7 +351,6 @@ impl<'t> H2Session<'t> {
             start,
             first_byte: None,
             status: None,
-            due: 0,
             interim: 0,
             unacked: 0,
             recv_window: self.stream_recv_window(),
@@ -783,7 +774,7 @@ impl<'t> H2Session<'t> {
             }
             self.started.pop_front();
             if live {
-                let stream = self.remove_stream(id).expect("checked live");
+                let stream = self.streams.remove(&id).expect("checked live");
                 write_frame(
                     out.bytes(),
                     frame::RST_STREAM,
@@ -802,7 +793,6 @@ impl<'t> H2Session<'t> {
         for (_, stream) in self.streams.drain() {
             ledger.fail(stream.start, kind);
         }
-        self.body_due = 0;
         count
     }
 
@@ -937,9 +927,6 @@ impl<'t> H2Session<'t> {
         let body_bytes = take.min(data.left.saturating_sub(data.padding));
         if body_bytes > 0 {
             if let Some(stream) = self.streams.get_mut(&data.stream) {
-                let arrived = stream.due.min(body_bytes as u64);
-                stream.due -= arrived;
-                self.body_due -= arrived;
                 ledger.wire().add_data(body_bytes as u64);
                 if let Some(checks) = &self.template.checks {
                     checks.scan_body(&mut stream.check.body, &input[..body_bytes]);
@@ -1009,7 +996,7 @@ impl<'t> H2Session<'t> {
                 }
                 let code =
                     read_u32(payload).ok_or_else(|| Failure::protocol("short RST_STREAM"))?;
-                if let Some(stream) = self.remove_stream(head.stream) {
+                if let Some(stream) = self.streams.remove(&head.stream) {
                     // A refused stream was never processed (RFC 9113 §8.7): it goes again.
                     if code == frame::REFUSED_STREAM
                         && ledger.retry(stream.start, ErrorKind::Refused)
@@ -1189,11 +1176,6 @@ impl<'t> H2Session<'t> {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
-                // 204 and 304 have no body, whatever a content-length says (RFC 9110 §8.6).
-                if !self.template.bodyless_responses && !matches!(status, 204 | 304) {
-                    stream.due = decoded.content_length.unwrap_or(0);
-                    self.body_due += stream.due;
-                }
             }
             None if stream.status.is_none() => {
                 return Err(Failure::protocol("a response without a valid :status"))
@@ -1296,7 +1278,7 @@ impl<'t> H2Session<'t> {
         // Oldest first, so they go again in the order they were sent (the map has no order).
         unprocessed.sort_unstable();
         for id in unprocessed {
-            if let Some(stream) = self.remove_stream(id) {
+            if let Some(stream) = self.streams.remove(&id) {
                 if !ledger.retry(stream.start, ErrorKind::Goaway) {
                     ledger.fail(stream.start, ErrorKind::Goaway);
                 }
@@ -1305,31 +1287,8 @@ impl<'t> H2Session<'t> {
         Ok(())
     }
 
-    /// Takes a stream out of the map, and its body still due out of the session's.
-    fn remove_stream(&mut self, id: u32) -> Option<Stream> {
-        let stream = self.streams.remove(&id)?;
-        self.body_due -= stream.due;
-        Some(stream)
-    }
-
-    /// Bytes the server is sure to send before the session needs to act: what the open streams'
-    /// content-lengths still announce, as far as the windows let the server send it without a
-    /// WINDOW_UPDATE from us. We top a window up once half of it is used, so after each read
-    /// every stream may still receive half its window less the DATA frame under way; before
-    /// the server acknowledges our SETTINGS, streams have only the default 64 KiB: 0 then.
-    pub(crate) fn bytes_due(&self) -> u64 {
-        if !self.settings_acked {
-            return 0;
-        }
-        let stream_room = u64::from(self.template.settings.stream_window / 2)
-            .saturating_sub(u64::from(self.template.settings.max_frame_size));
-        self.body_due
-            .min(self.recv_window.max(0) as u64)
-            .min(stream_room)
-    }
-
     fn finish_stream(&mut self, id: u32, at: Instant, ledger: &Ledger<'_>) {
-        let Some(stream) = self.remove_stream(id) else {
+        let Some(stream) = self.streams.remove(&id) else {
             return;
         };
         let Some(status) = stream.status else {

@@ -174,12 +174,13 @@ impl<'t> AnySession<'t> {
     }
 
     /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
-    /// through them): the known rest of an HTTP/1.1 body, of HTTP/2 bodies with a content-length.
+    /// through them): the known rest of an HTTP/1.1 body. 0 for HTTP/2: its streams share the
+    /// connection, and a frame that needs an answer or ends a stream early (RST_STREAM, PING,
+    /// GOAWAY, a body shorter than its content-length) may come while the mark waits for more.
     pub(crate) fn bytes_due(&self) -> u64 {
         match self {
             AnySession::H1(session) => session.bytes_due(),
-            AnySession::H2(session) => session.bytes_due(),
-            AnySession::Upgrade(_) => 0,
+            AnySession::H2(_) | AnySession::Upgrade(_) => 0,
         }
     }
 

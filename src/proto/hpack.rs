@@ -80,7 +80,6 @@ pub const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Per-entry overhead counted against the table size (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
 const STATUS: &[u8] = b":status";
-const CONTENT_LENGTH: &[u8] = b"content-length";
 
 /// A malformed header block; the connection cannot continue (COMPRESSION_ERROR).
 #[derive(Debug, PartialEq, Eq)]
@@ -95,8 +94,6 @@ pub struct DecodedBlock {
     pub uncompressed: u64,
     /// Which `--expect-header` checks the block's fields met (bit i: check i); 0 without them.
     pub matched: u64,
-    /// The `content-length`, if the block had a valid one.
-    pub content_length: Option<u64>,
 }
 
 /// A dynamic table entry, reduced to what later references need.
@@ -107,9 +104,6 @@ struct Entry {
     /// For `:status` entries, the status; marks the name as `:status` too.
     status: Option<u16>,
     is_status_name: bool,
-    /// For `content-length` entries, the length when valid; marks the name too.
-    content_length: Option<u64>,
-    is_content_length_name: bool,
     /// The `--expect-header` checks naming its field, and those its value meets too.
     names: u64,
     matches: u64,
@@ -227,9 +221,6 @@ impl Decoder {
                 if entry.status.is_some() {
                     decoded.status = entry.status;
                 }
-                if entry.content_length.is_some() {
-                    decoded.content_length = entry.content_length;
-                }
             } else if first & 0x40 != 0 {
                 let entry = self.literal(&mut rest, 6, &mut decoded)?;
                 self.insert(entry);
@@ -257,7 +248,7 @@ impl Decoder {
         decoded: &mut DecodedBlock,
     ) -> Result<Entry, HpackError> {
         let name_index = read_integer(rest, prefix)?;
-        let (name_len, is_status_name, is_content_length_name, names) = if name_index == 0 {
+        let (name_len, is_status_name, names) = if name_index == 0 {
             let name = read_string(rest)?;
             let names = self
                 .matcher
@@ -266,17 +257,11 @@ impl Decoder {
             (
                 name.len,
                 name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS,
-                name.is(CONTENT_LENGTH),
                 names,
             )
         } else {
             let named = self.lookup(name_index)?;
-            (
-                named.name_len,
-                named.is_status_name,
-                named.is_content_length_name,
-                named.names,
-            )
+            (named.name_len, named.is_status_name, named.names)
         };
         let value = read_string(rest)?;
         let matches = match &mut self.matcher {
@@ -290,18 +275,12 @@ impl Decoder {
         if status.is_some() {
             decoded.status = status;
         }
-        let content_length = is_content_length_name.then(|| value.number()).flatten();
-        if content_length.is_some() {
-            decoded.content_length = content_length;
-        }
         decoded.uncompressed += (name_len + value.len) as u64;
         Ok(Entry {
             name_len,
             value_len: value.len,
             status,
             is_status_name,
-            content_length,
-            is_content_length_name,
             names,
             matches,
         })
@@ -326,9 +305,6 @@ impl Decoder {
                         None
                     },
                     is_status_name,
-                    // The static table's content-length entry has no value.
-                    content_length: None,
-                    is_content_length_name: name.as_bytes() == CONTENT_LENGTH,
                     names,
                     matches,
                 })
@@ -369,44 +345,6 @@ pub(crate) struct StringInfo<'a> {
     pub(crate) head: [u8; 8],
     raw: &'a [u8],
     huffman: bool,
-}
-
-impl StringInfo<'_> {
-    /// Calls `each` with the string's bytes (decoded when Huffman-coded).
-    fn bytes(&self, each: impl FnMut(u8)) {
-        if self.huffman {
-            // The literal decoded once already; it cannot fail now.
-            let _ = huffman::decode(self.raw, each);
-        } else {
-            self.raw.iter().copied().for_each(each);
-        }
-    }
-
-    /// Whether the string is `text`.
-    fn is(&self, text: &[u8]) -> bool {
-        if self.len != text.len() {
-            return false;
-        }
-        let mut at = 0;
-        let mut same = true;
-        self.bytes(|byte| {
-            same &= text[at] == byte;
-            at += 1;
-        });
-        same
-    }
-
-    /// The string as a decimal number: `None` when empty, not all digits, or over `u64`.
-    fn number(&self) -> Option<u64> {
-        let mut number = Some(0u64);
-        self.bytes(|byte| {
-            number = number.and_then(|n| {
-                let digit = byte.checked_sub(b'0').filter(|digit| *digit <= 9)?;
-                n.checked_mul(10)?.checked_add(u64::from(digit))
-            });
-        });
-        number.filter(|_| self.len > 0)
-    }
 }
 
 fn read_string<'a>(rest: &mut &'a [u8]) -> Result<StringInfo<'a>, HpackError> {
@@ -626,42 +564,6 @@ mod tests {
         }
         let mut rest: &[u8] = &[0x1f, 0x9a, 0x0a];
         assert_eq!(read_integer(&mut rest, 5).unwrap(), 1337, "RFC 7541 C.1.2");
-    }
-
-    #[test]
-    fn content_length_is_decoded_from_literals_huffman_and_the_dynamic_table() {
-        let mut decoder = Decoder::new(4096);
-        // :status 200, content-length (static name 28) as a literal without indexing.
-        let plain = decoder.decode(&hex("88 0f0d 04 31303234")).unwrap();
-        assert_eq!(
-            (plain.status, plain.content_length),
-            (Some(200), Some(1024))
-        );
-        // A literal name, a Huffman-coded value ("1024": 00001 00000 00010 011010, then EOS
-        // padding), indexed; then referenced from the dynamic table (index 62).
-        let mut block = hex("40 0e");
-        block.extend_from_slice(b"content-length");
-        block.extend_from_slice(&hex("83 0804d7"));
-        assert_eq!(decoder.decode(&block).unwrap().content_length, Some(1024));
-        assert_eq!(
-            decoder.decode(&hex("be")).unwrap().content_length,
-            Some(1024)
-        );
-        // Not a number, empty, over u64: no length (the body is then not counted on).
-        for value in ["12a", "", "99999999999999999999"] {
-            let mut block = vec![0x0f, 0x0d, value.len() as u8];
-            block.extend_from_slice(value.as_bytes());
-            assert_eq!(
-                decoder.decode(&block).unwrap().content_length,
-                None,
-                "{value:?}"
-            );
-        }
-        // Another name of the same length is not content-length.
-        let mut block = hex("00 0e");
-        block.extend_from_slice(b"content-lengtx");
-        block.extend_from_slice(&hex("01 35"));
-        assert_eq!(decoder.decode(&block).unwrap().content_length, None);
     }
 
     #[test]
