@@ -14,6 +14,10 @@
 #   benches/compare.sh io [ROUNDS]       (only the four request rows that carry the --io uring
 #                                         variants, h2c and HTTP/1.1 against nghttpd and nginx;
 #                                         prints them, RESULTS.md is left as it is)
+#   benches/compare.sh downloads [ROUNDS] (only the single-connection rows: the 1 GiB downloads
+#                                         over h2c and HTTP/1.1 against nghttpd and nginx, and h2
+#                                         -c 10 -m 10 /ping on the built-in TLS target; prints
+#                                         them, RESULTS.md is left as it is)
 #   benches/compare.sh profile           (only the client profile: perf record -g of h2load-rs on
 #                                         h1 -c 100 against nginx under --io epoll and --io uring,
 #                                         and of wrk, CPU split by kind; replaces that section)
@@ -32,7 +36,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
 case "${1:-}" in
-  pacing | h3 | tls | io | profile | memory)
+  pacing | h3 | tls | io | downloads | profile | memory)
     only=$1
     shift
     ;;
@@ -119,7 +123,8 @@ start_servers() {
   if [ "$only" != h3 ]; then
     start_tcp_servers
   fi
-  if [ -z "$only" ] || [ "$only" = h3 ]; then
+  # downloads: its h2 row runs on the built-in TLS target.
+  if [ -z "$only" ] || [ "$only" = h3 ] || [ "$only" = downloads ]; then
     start_h3_servers
   fi
   [ -n "$only" ] || start_tls_servers
@@ -592,10 +597,7 @@ h3_section() {
   row "$target_h3" requests \
     "h2load-rs|$ours --proto h3 --cacert $ca -c 10 -m 10 -D ${d}s $target/ping" \
     "oha|$oha_h3 --no-tui --http-version 3 --cacert $ca -c 10 -p 10 -z ${d}s $target/ping"
-  row "$target_h2" requests \
-    "h2load-rs|$ours --cacert $ca -c 10 -m 10 -D ${d}s $target/ping" \
-    "h2load|h2load -c 10 -m 10 -D $d $target/ping" \
-    "oha|$oha --no-tui --http2 --cacert $ca -c 10 -p 10 -z ${d}s $target/ping"
+  target_h2_row "$target_h2"
 
   {
     printf '\n### HTTP/3: who sets the pace (-c 10 -m 10, server pinned to one core)\n\n'
@@ -844,8 +846,8 @@ main() {
     echo "updated the HTTP/3 section of $results"
     return
   fi
-  if [ "$only" = io ]; then
-    io_rows
+  if [ "$only" = io ] || [ "$only" = downloads ]; then
+    "${only}_rows"
     echo
     echo "the rows are in $work/report (RESULTS.md is left as it is)"
     return
@@ -864,20 +866,10 @@ main() {
     echo "updated the memory section of $results"
     return
   fi
-  local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
-  local gib=$((1 << 30))
+  local h2c="http://127.0.0.1:$h2c_port"
 
   io_rows
-  server_pids=$nghttpd_pid
-  row "one 1 GiB download over h2c (nghttpd)" "bytes:$gib" \
-    "h2load-rs|$ours -n 1 $h2c/1g" \
-    "h2load|h2load -n 1 $h2c/1g" \
-    "curl|curl -s -o /dev/null -w %{speed_download} --http2-prior-knowledge $h2c/1g"
-  server_pids=$nginx_pids
-  row "one 1 GiB download over HTTP/1.1 (nginx)" "bytes:$gib" \
-    "h2load-rs|$ours --h1 -n 1 $h1/1g" \
-    "h2load|h2load --h1 -n 1 $h1/1g" \
-    "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
+  tcp_download_rows
   profile
   h3_section
   tls_section
@@ -900,6 +892,39 @@ main() {
   } >"$results"
   echo
   echo "wrote $results"
+}
+
+# One 1 GiB download over h2c (nghttpd) and over HTTP/1.1 (nginx): what one connection carries.
+tcp_download_rows() {
+  local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port" gib=$((1 << 30))
+  server_pids=$nghttpd_pid
+  row "one 1 GiB download over h2c (nghttpd)" "bytes:$gib" \
+    "h2load-rs|$ours -n 1 $h2c/1g" \
+    "h2load|h2load -n 1 $h2c/1g" \
+    "curl|curl -s -o /dev/null -w %{speed_download} --http2-prior-knowledge $h2c/1g"
+  server_pids=$nginx_pids
+  row "one 1 GiB download over HTTP/1.1 (nginx)" "bytes:$gib" \
+    "h2load-rs|$ours --h1 -n 1 $h1/1g" \
+    "h2load|h2load --h1 -n 1 $h1/1g" \
+    "curl|curl -s -o /dev/null -w %{speed_download} $h1/1g"
+}
+
+# h2 -c 10 -m 10 /ping for $h3_seconds s on the built-in TLS target (one thread), named $1: the
+# server is saturated, so its CPU per request shows what each client's requests cost it.
+target_h2_row() {
+  local ca="$root/certs/ca.crt" target="https://127.0.0.1:$tls_target_port" d=$h3_seconds
+  server_pids=$tls_target_pid
+  row "$1" requests \
+    "h2load-rs|$ours --cacert $ca -c 10 -m 10 -D ${d}s $target/ping" \
+    "h2load|h2load -c 10 -m 10 -D $d $target/ping" \
+    "oha|$oha --no-tui --http2 --cacert $ca -c 10 -p 10 -z ${d}s $target/ping"
+}
+
+# The rows where one connection's throughput, or what our requests cost the server, fell short
+# of h2load's: the two TCP downloads and h2 on the built-in TLS target.
+downloads_rows() {
+  tcp_download_rows
+  target_h2_row "h2, -c 10 -m 10, built-in target (TLS) /ping, $h3_seconds s"
 }
 
 # The request rows of h2c and HTTP/1.1 against one-core nghttpd and nginx, each with the

@@ -108,6 +108,12 @@ impl<'t> H1Session<'t> {
         session
     }
 
+    /// Bytes the server is sure to send before this connection has anything to do: the rest of
+    /// the body being received, when its length is known.
+    pub(crate) fn bytes_due(&self) -> u64 {
+        self.reader.body_due()
+    }
+
     pub(crate) fn fill(
         &mut self,
         ledger: &Ledger<'_>,

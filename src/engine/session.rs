@@ -173,6 +173,17 @@ impl<'t> AnySession<'t> {
         }
     }
 
+    /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
+    /// through them): the known rest of an HTTP/1.1 body. 0 for HTTP/2: its streams share the
+    /// connection, and a frame that needs an answer or ends a stream early (RST_STREAM, PING,
+    /// GOAWAY, a body shorter than its content-length) may come while the mark waits for more.
+    pub(crate) fn bytes_due(&self) -> u64 {
+        match self {
+            AnySession::H1(session) => session.bytes_due(),
+            AnySession::H2(_) | AnySession::Upgrade(_) => 0,
+        }
+    }
+
     /// Whether the protocol's handshake is done (for HTTP/2, the server's SETTINGS arrived): a
     /// failure before then is a failed connection, not a failed request.
     pub(crate) fn is_ready(&self) -> bool {

@@ -308,6 +308,15 @@ impl ResponseReader {
         }
     }
 
+    /// Body bytes the response being read still has to send for sure: the rest of a
+    /// Content-Length body, or of the current chunk (0 when that is not known).
+    pub fn body_due(&self) -> u64 {
+        match self.part {
+            Part::Fixed(left) | Part::ChunkData(left) => left,
+            _ => 0,
+        }
+    }
+
     /// Whether part of a response has been read (its end has not).
     pub fn is_mid_response(&self) -> bool {
         self.part != Part::Head

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{ready, Context, Poll};
@@ -12,7 +13,8 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::engine::uring::{Peer, RingStream, Uring};
+use crate::engine::driver::LowWater;
+use crate::engine::uring::{set_receive_low_water, Peer, RingStream, Uring};
 use crate::observe::trace::ConnTrace;
 use crate::plan::route::Route;
 use crate::plan::TlsPlan;
@@ -391,6 +393,24 @@ impl AsyncRead for Transport {
     }
 }
 
+impl LowWater for Transport {
+    /// On TCP sockets only: the io_uring backend's reads do not wait on socket readiness the
+    /// same way, and a unix socket's readiness ignores the mark.
+    fn set_low_water(&mut self, bytes: usize) {
+        let socket = match &*self {
+            Transport::Tcp(stream) => AsFd::as_fd(stream),
+            Transport::Tls(stream) => AsFd::as_fd(stream.get_ref().0),
+            Transport::EarlyTls(early) => AsFd::as_fd(early.stream.get_ref().0),
+            Transport::Unix(_)
+            | Transport::UnixTls(_)
+            | Transport::Ring(_)
+            | Transport::RingTls(_) => return,
+        };
+        // Best effort: without the mark the connection wakes more often, nothing else.
+        let _ = set_receive_low_water(socket, bytes);
+    }
+}
+
 impl AsyncWrite for Transport {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -476,6 +496,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
             }
         }
         poll
+    }
+}
+
+impl<S: LowWater> LowWater for TappedIo<S> {
+    fn set_low_water(&mut self, bytes: usize) {
+        self.inner.set_low_water(bytes);
     }
 }
 

@@ -137,6 +137,25 @@ fn http1_bytes_are_what_the_server_sent() {
     }
 }
 
+/// Bodies long enough for the client to raise its socket's receive low-water mark (src/engine/
+/// driver.rs, `LOW_WATER_FROM`: 512 KiB due) and lower it again before the end: every byte
+/// still arrives, and the last ones, fewer than the mark, still wake the client (a mark left up
+/// would hang the run). Cleartext and TLS, pipelined too, and HTTP/2 with several streams; more
+/// than one read buffer (256 KiB).
+#[test]
+fn long_bodies_under_the_low_water_mark_are_what_the_server_sent() {
+    for size in [512 * 1024, 2 * 1024 * 1024 + 1] {
+        check_http1(&["--h1", "-c", "2", "-m", "2"], size);
+        check_http1(&["--cacert", CA, "--proto", "h1", "-c", "2"], size);
+        // HTTP/2: the mark follows the streams' content-lengths (four streams at once here).
+        check_http2(&["--proto", "h2c", "-c", "2", "-m", "4"], size);
+        check_http2(
+            &["--cacert", CA, "--proto", "h2", "-c", "2", "-m", "4"],
+            size,
+        );
+    }
+}
+
 #[test]
 fn h2c_bytes_are_what_the_server_sent() {
     for size in SIZES {

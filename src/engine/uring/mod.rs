@@ -21,6 +21,8 @@
 pub(crate) mod probe;
 mod sys;
 
+pub(crate) use sys::set_receive_low_water;
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;

@@ -1,5 +1,7 @@
 //! The library's one module with `unsafe`: io_uring's submission queue and its provided-buffer
-//! ring take raw pointers to memory the kernel reads or writes after the call returns.
+//! ring take raw pointers to memory the kernel reads or writes after the call returns. Besides
+//! the ring, one socket option that neither rustix nor socket2 offers is set here
+//! ([`set_receive_low_water`]).
 //!
 //! Soundness rests on one rule, kept inside this module: every pointer given to the kernel points
 //! into memory this module owns until the operation's last completion comes back. A send's
@@ -11,7 +13,7 @@
 
 use std::io;
 use std::mem::{self, ManuallyDrop};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -590,5 +592,28 @@ impl Drop for Ring {
             // Leaked with the operations' own memory: the kernel may still write into them.
             mem::forget(mem::take(&mut self.ops));
         }
+    }
+}
+
+/// Sets `socket`'s receive low-water mark (`SO_RCVLOWAT`): on TCP, readiness (and so the wake-up
+/// of a reader waiting in epoll) then waits until `bytes` are queued, the peer closes, or the
+/// receive window is nearly used up; a read still returns what is there. 1 is the default.
+pub(crate) fn set_receive_low_water(socket: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the pointer and length describe `value`, which lives until the call returns; the
+    // kernel copies it and keeps nothing.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const value).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
