@@ -114,7 +114,8 @@ pub struct ServeArgs {
     pub stop_with_parent: bool,
     /// Misbehave on purpose (a raw-socket server): close-after=N, drop-after=N, reset-mid-response,
     /// short-body, malformed, stall, never-read (HTTP/1.1); goaway-after=N, goaway-error-after=N,
-    /// rst-stream-every=N (h2c); drop-every=N (any protocol: every N-th connection closed at once).
+    /// rst-stream-every=N (h2c); drop-every=N (over TCP: h1, h2, h2c; every N-th connection closed at once). A target with a
+    /// fault serves no HTTP/3.
     #[arg(long, value_name = "MODE")]
     pub fault: Option<crate::server::Fault>,
     /// Stall periodically: answer nothing for --stall-for at the end of every this long.
