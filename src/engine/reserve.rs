@@ -112,3 +112,68 @@ impl ThreadShared {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::testing;
+    use crate::engine::Pacer;
+
+    const PERIOD: Duration = Duration::from_millis(40);
+
+    /// Sleeps on tokio's timer: a millisecond is precise enough against a 40 ms period.
+    struct TokioTimer;
+
+    impl Timer for TokioTimer {
+        fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + '_ {
+            tokio::time::sleep_until(deadline.into())
+        }
+    }
+
+    // Found in review (F1): without the wake-up `slot_stopped` spawns, the waiting slot took the
+    // stopped slot's time when its own came, a period late.
+    #[test]
+    fn a_stopped_slots_told_time_is_taken_on_time_by_a_waiting_slot() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async {
+            let mut world = testing::world(&["--rate", "25", "--no-keepalive", "-D", "10s"]);
+            let start = Instant::now() + PERIOD;
+            world.shared.pacer = Some(Pacer::new(PERIOD, start, None));
+            let shared = Rc::new(world.shared);
+            let timer = Rc::new(TokioTimer);
+            // Slot a waits for the first send time, slot b for the second.
+            let stopping = Cell::new(None);
+            let pacer = shared.pacer.as_ref().unwrap();
+            assert_eq!(pacer.come_back_at(&stopping), start);
+            let waiting = tokio::task::spawn_local({
+                let (shared, timer) = (shared.clone(), timer.clone());
+                async move {
+                    let reserved = shared.reserve_first(&*timer, &Cell::new(None)).await;
+                    (reserved, Instant::now())
+                }
+            });
+            tokio::task::yield_now().await;
+            assert!(pacer.still_told(start + PERIOD), "slot b waits, told");
+            // Slot a stops (its connection was lost, the last it could open) before its time.
+            shared.slot_stopped(stopping.take(), &timer);
+            let (reserved, at) = waiting.await.unwrap();
+            assert_eq!(
+                reserved.and_then(|reserved| reserved.scheduled),
+                Some(start),
+                "slot b takes slot a's time"
+            );
+            assert!(
+                at < start + PERIOD / 2,
+                "and takes it when it comes, not a period late: {:?} after it",
+                at - start
+            );
+        });
+    }
+}

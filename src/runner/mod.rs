@@ -614,6 +614,7 @@ async fn run_tcp_slot(
 ) {
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
+    let mut lost_unused = 0;
     while shared.budget.has_more() || shared.has_retries() {
         let Some(reserved) = shared.reserve_first(timer, told).await else {
             return;
@@ -673,7 +674,7 @@ async fn run_tcp_slot(
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        if slot_done(shared, &conn, end, told) {
+        if slot_done(shared, &conn, end, told, &mut lost_unused) {
             return;
         }
     }
@@ -718,15 +719,24 @@ fn connection_protocol(
     }
 }
 
+/// How many connections in a row a slot may lose before their first request before it stops: a
+/// server that drops some connections (overload, a limit per client) is survived, one that
+/// closes every connection ends the run after a few attempts per slot instead of reconnecting
+/// for ever.
+const LOST_UNUSED_IN_A_ROW: u32 = 3;
+
 /// Whether a slot whose connection ended with `end` stops: its work is done (a connection
-/// retired by `--requests-per-connection` is replaced while work remains), or the connection was
-/// lost before carrying a single request and would be lost again. What it took before
-/// connecting and never sent goes back; the send time it was told stays the slot's (`told`).
+/// retired by `--requests-per-connection` is replaced while work remains), or its last
+/// [`LOST_UNUSED_IN_A_ROW`] connections were all lost before carrying a single request
+/// (`lost_unused` counts them; a connection that carried one starts the count again). What it
+/// took before connecting and never sent goes back; the send time it was told stays the slot's
+/// (`told`).
 fn slot_done(
     shared: &ThreadShared,
     conn: &ConnState,
     end: ConnEnd,
     told: &Cell<Option<Instant>>,
+    lost_unused: &mut u32,
 ) -> bool {
     shared.give_back(Reserved {
         taken: conn.reserved.get(),
@@ -734,7 +744,13 @@ fn slot_done(
     });
     told.set(conn.come_back_at.take());
     let retired = conn.retiring(&shared.plan);
-    (end == ConnEnd::Finished && !retired && !shared.has_retries()) || conn.requests.get() == 0
+    *lost_unused = if conn.requests.get() == 0 {
+        *lost_unused + 1
+    } else {
+        0
+    };
+    (end == ConnEnd::Finished && !retired && !shared.has_retries())
+        || *lost_unused >= LOST_UNUSED_IN_A_ROW
 }
 
 /// Records an established connection (its setup time, TLS, protocol) and starts its state and
@@ -798,6 +814,7 @@ async fn run_quic_slot(
     told: &Cell<Option<Instant>>,
 ) {
     let plan = shared.plan.clone();
+    let mut lost_unused = 0;
     while shared.budget.has_more() || shared.has_retries() {
         let Some(reserved) = shared.reserve_first(timer, told).await else {
             return;
@@ -834,7 +851,7 @@ async fn run_quic_slot(
         )
         .await;
         shared.recorder.borrow_mut().connection_ended();
-        if slot_done(shared, &conn, end, told) {
+        if slot_done(shared, &conn, end, told, &mut lost_unused) {
             return;
         }
     }

@@ -36,14 +36,19 @@ fn assert_consistent(run: &Run, name: &str) {
         done,
         "{name}: every finished request is a response or an error"
     );
+    // The kinds count failed connection attempts too (a connection closed before the server's
+    // SETTINGS is "closed", not "connect").
     let by_kind: u64 = run.cell()["errors"]
         .as_object()
         .unwrap()
-        .iter()
-        .filter(|(kind, _)| !kind.starts_with("connect"))
-        .map(|(_, n)| n.as_u64().unwrap())
+        .values()
+        .map(|n| n.as_u64().unwrap())
         .sum();
-    assert_eq!(by_kind, errored, "{name}: errors by kind add up to errored");
+    assert_eq!(
+        by_kind,
+        errored + run.int("connections/failed"),
+        "{name}: errors by kind add up to errored and failed connections"
+    );
     assert!(
         run.output.stdout.contains("requests: "),
         "{name}: the report was printed"
@@ -455,4 +460,75 @@ fn too_few_descriptors_is_one_clear_line() {
         lines[0]
     );
     assert!(lines[0].contains("ulimit"), "{}", lines[0]);
+}
+
+// Found on main: a slot stopped for good on its first connection lost before a request. Against
+// drop-every=3, h2c --no-keepalive -c 10 --rate 50 -D 2s ended after 0.40 s with 20 requests
+// (exit 0), and -n 100 left 80 never sent: every slot had met a dropped connection.
+#[test]
+fn a_server_dropping_some_connections_does_not_stop_the_slots() {
+    let paced = ["-c", "10", "--no-keepalive", "--rate", "50"];
+    for protocol in [["--proto", "h2c"], ["--proto", "h1"]] {
+        let name = protocol.join(" ");
+        let mut flags = protocol.to_vec();
+        flags.extend(paced);
+        flags.extend(["-D", "2s"]);
+        let run = faulty("drop-every=3", &flags);
+        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+        let started = run.int("requests/started");
+        assert!(
+            (97..=103).contains(&started),
+            "{name}: {started} started, 2 s at 50/s schedules 100"
+        );
+        let elapsed = run.num("elapsed_s");
+        assert!(
+            (1.95..2.5).contains(&elapsed),
+            "{name}: the run lasts its 2 s: {elapsed} s"
+        );
+        // Every third connection is dropped: one for each two that served a request. (h1 sends
+        // its request before it sees the close: that request fails, "reset".)
+        let (opened, succeeded) = (run.int("connections/opened"), run.int("requests/succeeded"));
+        assert!(
+            opened >= succeeded * 3 / 2 - 3,
+            "{name}: {opened} connections opened for {succeeded} responses, the dropped counted"
+        );
+        if protocol[1] == "h2c" {
+            // Dropped before the server's SETTINGS: a failed connection, and no request lost.
+            let failed = run.int("connections/failed");
+            assert!(
+                (opened / 3..=opened / 3 + 1).contains(&failed),
+                "{name}: {failed} of {opened} connections failed, every third"
+            );
+            assert_eq!(run.int("requests/succeeded"), started, "{name}");
+        }
+    }
+    let mut flags = vec!["--proto", "h2c"];
+    flags.extend(paced);
+    flags.extend(["-n", "100"]);
+    let counted = faulty("drop-every=3", &flags);
+    assert_eq!(counted.output.code, 0, "{}", counted.output.stderr);
+    assert_eq!(counted.int("requests/started"), 100, "-n 100 sends all 100");
+    assert_eq!(counted.int("requests/succeeded"), 100);
+    assert_eq!(counted.int("requests/never_sent"), 0);
+}
+
+// A slot gives up after 3 connections in a row lost before their first request: a server that
+// closes every connection ends the run at once, each slot's attempts counted as failed.
+#[test]
+fn a_server_closing_every_connection_still_ends_the_run_fast() {
+    for keepalive in [&["--no-keepalive", "--rate", "50"][..], &[][..]] {
+        let name = format!("h2c {}", keepalive.join(" "));
+        let mut flags = vec!["--proto", "h2c", "-c", "10", "-D", "10s"];
+        flags.extend(keepalive);
+        let run = faulty("drop-every=1", &flags);
+        assert_eq!(run.output.code, 1, "{name}: {}", run.output.stderr);
+        assert!(
+            run.output.wall < Duration::from_secs(5),
+            "{name}: a dead server ends the 10 s run early: {:?}",
+            run.output.wall
+        );
+        assert_eq!(run.int("requests/started"), 0, "{name}");
+        assert_eq!(run.int("connections/opened"), 30, "{name}: 3 for each slot");
+        assert_eq!(run.int("connections/failed"), 30, "{name}: all failed");
+    }
 }

@@ -491,14 +491,15 @@ fn a_server_that_allows_no_request_stream_fails_the_connection_in_bounded_time()
     let recorder = &outcome.recorder;
     assert!(began.elapsed() < Duration::from_secs(5));
     assert_eq!(recorder.effective_concurrency, Some(0));
-    // Nothing was sent: one failed connection, its kind named.
+    // Nothing was sent: the slot gives up after 3 connections in a row lost before their first
+    // request, each a failed connection with its kind named.
     assert_eq!(
         (recorder.counters.started, recorder.counters.succeeded),
         (0, 0)
     );
-    assert_eq!(recorder.connections_failed, 1);
-    assert_eq!(errors(&outcome), [(ErrorKind::Timeout, 1)]);
-    assert_eq!(recorder.connections_closed_by_client, 1);
+    assert_eq!(recorder.connections_failed, 3);
+    assert_eq!(errors(&outcome), [(ErrorKind::Timeout, 3)]);
+    assert_eq!(recorder.connections_closed_by_client, 3);
     let message = recorder.first_error.clone().unwrap_or_default();
     assert!(message.contains("initial_max_streams_bidi 0"), "{message}");
 }
