@@ -373,28 +373,46 @@ fn pooled(groups: &[(usize, &Spread)]) -> Spread {
     }
 }
 
+/// How many times the longest of the parts' intervals their merged interval may be: beyond it a
+/// timeline would say too little to be worth merging (automatic lengths, 1-2-5 × 10 ms, need at
+/// most 10).
+const MAX_MERGED_INTERVALS: u64 = 10;
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Lines timelines up by wall-clock interval and adds them.
 fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
-    // Automatic lengths may differ between runs (each picked its own): the merge takes the
-    // longest, provided every other divides it, and re-buckets the shorter ones.
-    let interval_s = parts
-        .iter()
-        .map(|part| part.timeline.interval_s)
-        .fold(0.0, f64::max);
-    let interval_ms = (interval_s * 1000.0).max(1.0);
-    let factors = parts
+    // Automatic lengths may differ between runs (each picked its own from its length: 20 ms for
+    // one worker, 50 ms for a slower one): the merge takes their least common multiple and
+    // re-buckets every part into it. Lengths are compared in whole microseconds.
+    let micros = parts
         .iter()
         .map(|part| {
-            let ratio = interval_s / part.timeline.interval_s;
-            (ratio.is_finite() && (ratio - ratio.round()).abs() < 1e-6)
-                .then(|| (ratio.round() as i64).max(1))
+            let us = (part.timeline.interval_s * 1e6).round();
+            (us >= 1.0 && (us - part.timeline.interval_s * 1e6).abs() < 1e-3).then_some(us as u64)
         })
-        .collect::<Option<Vec<i64>>>();
-    let Some(factors) = factors else {
+        .collect::<Option<Vec<u64>>>();
+    let longest = micros.iter().flatten().copied().max().unwrap_or(1);
+    let common = micros.as_ref().and_then(|micros| {
+        micros
+            .iter()
+            .try_fold(1u64, |common, &us| common.checked_mul(us / gcd(common, us)))
+            .filter(|&common| common <= MAX_MERGED_INTERVALS * longest)
+    });
+    let (Some(micros), Some(common)) = (micros, common) else {
         usage_bail!(
-            "the reports use --interval lengths that do not divide each other, so their timelines cannot be merged"
+            "the reports' --interval lengths have no common multiple within {MAX_MERGED_INTERVALS}× the longest, so their timelines cannot be merged"
         );
     };
+    let interval_s = common as f64 / 1e6;
+    let interval_ms = (interval_s * 1000.0).max(1.0);
+    let factors: Vec<i64> = micros.iter().map(|&us| (common / us) as i64).collect();
     // A part's interval `index` in the merged timeline's units, counted from the Unix epoch.
     let absolute = |part: &Summary, factor: i64, index: u64| {
         let part_ms = (part.timeline.interval_s * 1000.0).max(1.0);

@@ -329,6 +329,50 @@ fn merging_three_concurrent_runs_adds_them_exactly() {
 }
 
 #[test]
+fn reports_whose_intervals_do_not_divide_merge_at_their_common_multiple() {
+    // Two workers picked different interval lengths (an automatic length follows each run's own
+    // length: 20 ms for a short -n run, 50 ms for a longer one): neither divides the other, and
+    // the merged timeline is in 100 ms intervals holding every response of both.
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    let mut done = 0;
+    for interval in ["20ms", "50ms"] {
+        let run = h2load_rs(&[
+            "--h1",
+            "-c",
+            "2",
+            "-D",
+            "600ms",
+            "--interval",
+            interval,
+            &url("/ping"),
+        ]);
+        assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+        done += run.int("requests/done");
+        let path = dir.path().join(format!("{interval}.json"));
+        std::fs::write(&path, serde_json::to_vec(&run.json).unwrap()).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
+    let merged_path = dir.path().join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--json", merged_path.to_str().unwrap()]);
+    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    let timeline = &merged["cells"][0]["timeline"];
+    assert_eq!(timeline["interval_s"], 0.1);
+    let completed: u64 = timeline["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(completed, done);
+}
+
+#[test]
 fn the_kubernetes_scenario_and_worker_flags_run() {
     let manifest =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/k8s/job.yaml"))
