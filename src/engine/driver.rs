@@ -366,9 +366,9 @@ mod tests {
         )
     }
 
-    /// Drives one h2c request (`flags` added) whose response says `content-length: body` and
-    /// sends it in 16 KiB DATA frames, after the server's SETTINGS and its ACK of ours.
-    fn download_h2(flags: &[&str], body: usize) -> (Vec<(usize, usize)>, u64, u64) {
+    /// Drives one h2c request whose response says `content-length: body` and sends it in 16 KiB
+    /// DATA frames, after the server's SETTINGS and its ACK of ours.
+    fn download_h2(body: usize) -> (Vec<(usize, usize)>, u64, u64) {
         let mut wire = Vec::new();
         frame::write_frame(&mut wire, frame::SETTINGS, 0, 0, &[]);
         frame::write_frame(&mut wire, frame::SETTINGS, frame::ACK, 0, &[]);
@@ -385,12 +385,7 @@ mod tests {
             let end = if left == 0 { frame::END_STREAM } else { 0 };
             frame::write_frame(&mut wire, frame::DATA, end, 1, &chunk[..take]);
         }
-        drive_pieces(
-            &[&["--proto", "h2c"], flags].concat(),
-            Protocol::H2c,
-            wire,
-            9,
-        )
+        drive_pieces(&["--proto", "h2c"], Protocol::H2c, wire, 9)
     }
 
     /// Drives one request (`-n 1`, `flags` added) over `protocol` with the server's `wire`
@@ -460,6 +455,6 @@ mod tests {
     fn an_h2_body_never_raises_the_mark() {
         // Even with a content-length: a RST_STREAM, PING or early END_STREAM could wait behind it.
         let body = 4 << 20;
-        assert_eq!(download_h2(&[], body), (vec![], body as u64, 1));
+        assert_eq!(download_h2(body), (vec![], body as u64, 1));
     }
 }
