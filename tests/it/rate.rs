@@ -228,6 +228,19 @@ fn start_at_waits_for_the_wall_clock() {
     assert!(bad.output.stderr.contains("not an RFC 3339 time"));
 }
 
+/// `h2load-rs merge` of the reports at `paths` (exit status 0 checked): what it printed, and
+/// the merged JSON report (written in `dir`).
+fn merge(paths: &[String], dir: &std::path::Path) -> (crate::common::Output, serde_json::Value) {
+    let merged_path = dir.join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--json", merged_path.to_str().unwrap()]);
+    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let merged = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    (output, merged)
+}
+
 #[test]
 fn merging_three_concurrent_runs_adds_them_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,12 +272,7 @@ fn merging_three_concurrent_runs_adds_them_exactly() {
     for run in &runs {
         assert_eq!(run.int("requests/succeeded"), 3000, "{}", run.output.stderr);
     }
-    let merged_path = dir.path().join("merged.json");
-    let mut args = vec!["merge"];
-    args.extend(paths.iter().map(String::as_str));
-    args.extend(["--json", merged_path.to_str().unwrap()]);
-    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    let (output, merged) = merge(&paths, dir.path());
     assert!(
         output.stdout.contains("merged 3 reports"),
         "{}",
@@ -277,8 +285,6 @@ fn merging_three_concurrent_runs_adds_them_exactly() {
         "{}",
         output.stdout
     );
-    let merged: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
     let cell = &merged["cells"][0];
     let sum = |pointer: &str| runs.iter().map(|run| run.int(pointer)).sum::<u64>();
     for pointer in [
@@ -353,14 +359,7 @@ fn reports_whose_intervals_do_not_divide_merge_at_their_common_multiple() {
         std::fs::write(&path, serde_json::to_vec(&run.json).unwrap()).unwrap();
         paths.push(path.to_str().unwrap().to_owned());
     }
-    let merged_path = dir.path().join("merged.json");
-    let mut args = vec!["merge"];
-    args.extend(paths.iter().map(String::as_str));
-    args.extend(["--json", merged_path.to_str().unwrap()]);
-    let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
-    assert_eq!(output.code, 0, "{}", output.stderr);
-    let merged: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    let (_, merged) = merge(&paths, dir.path());
     let timeline = &merged["cells"][0]["timeline"];
     assert_eq!(timeline["interval_s"], 0.1);
     let completed: u64 = timeline["intervals"]
