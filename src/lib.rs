@@ -20,15 +20,16 @@ macro_rules! write_or_drop {
     }};
 }
 
-/// `print!` that survives a closed stdout (`h2load-rs … | head`): the run goes on and its exports
-/// are still written.
+/// `print!` for the text report: it survives a closed stdout (`h2load-rs … | head`), so the run
+/// goes on and its exports are still written; a stdout that fails otherwise (`> /dev/full`) makes
+/// the exit status 1; and it goes to stderr when an export takes stdout (see [`console`]).
 macro_rules! out {
-    ($($arg:tt)*) => { write_or_drop!(std::io::stdout(), $($arg)*) };
+    ($($arg:tt)*) => { $crate::console::write(format_args!($($arg)*)) };
 }
 
-/// `println!` that survives a closed stdout, like [`out!`].
+/// `println!` for the text report, like [`out!`].
 macro_rules! outln {
-    ($($arg:tt)*) => { write_or_drop!(std::io::stdout(), line, $($arg)*) };
+    ($($arg:tt)*) => { $crate::console::write(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
 /// `eprint!` that survives a closed stderr (`h2load-rs … 2>&1 | head -1`).
@@ -43,6 +44,7 @@ macro_rules! errln {
 
 pub mod app;
 pub mod cli;
+pub(crate) mod console;
 pub(crate) mod engine;
 pub(crate) mod error;
 #[doc(hidden)]

@@ -44,12 +44,26 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         run(args)
     }))
     .unwrap_or(FAILURE);
-    match panics::first() {
+    let status = match panics::first() {
         Some(panic) if status == 0 => {
             errln!("h2load-rs: {panic}");
-            ExitCode::from(FAILURE)
+            FAILURE
         }
-        _ => ExitCode::from(status),
+        _ => status,
+    };
+    ExitCode::from(with_stdout_checked(status))
+}
+
+/// `status`, made a failure when the text could not be written to standard output (said in one
+/// line) unless it already says more: a usage error or a signal.
+fn with_stdout_checked(status: u8) -> u8 {
+    let Some(error) = crate::console::finish() else {
+        return status;
+    };
+    errln!("h2load-rs: cannot write to standard output: {error}");
+    match status {
+        0 | BREACHED => FAILURE,
+        _ => status,
     }
 }
 
@@ -111,7 +125,7 @@ fn clap_exit(error: &clap::Error) -> u8 {
         error.kind(),
         ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion
     ) {
-        let _ = error.print();
+        crate::console::note(error.print());
         return 0;
     }
     errln!("h2load-rs: {}", one_line(&error.render().to_string()));
@@ -130,7 +144,10 @@ fn one_line(rendered: &str) -> String {
 }
 
 fn merge(args: &MergeArgs) -> Result<u8> {
-    let outputs = Outputs::check(&args.outputs)?;
+    let outputs = Outputs::check(&args.outputs, None)?;
+    if outputs.takes_stdout() {
+        crate::console::text_to_stderr();
+    }
     let documents = args
         .results
         .iter()
@@ -150,7 +167,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     if document.cells.len() > 1 {
         out!("{}", report::text::comparison(&document));
     }
-    let failures = outputs.write(&document);
+    let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);
     Ok(if failures.is_empty() { 0 } else { FAILURE })
 }

@@ -4,7 +4,7 @@
 //! far, so a failure or a signal in cell 5 keeps cells 1 to 4.
 
 use std::borrow::Cow;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -49,9 +49,9 @@ impl<'a> Sweep<'a> {
     /// Plans every cell and checks every destination; any problem is an error before anything is
     /// sent (a usage error for bad input).
     pub fn prepare(args: &'a LoadArgs) -> Result<Sweep<'a>> {
-        let outputs = Outputs::check(&args.outputs)?;
-        if let Some(path) = &args.log_file {
-            outputs::check_file(path, "--log-file")?;
+        let outputs = Outputs::check(&args.outputs, args.log_file.as_deref())?;
+        if outputs.takes_stdout() {
+            crate::console::text_to_stderr();
         }
         let file_urls = match &args.input_file {
             Some(path) => plan::urls::read_url_file(path)?,
@@ -143,7 +143,14 @@ impl<'a> Sweep<'a> {
             if signals::received().is_some() {
                 break;
             }
-            let summary = self.run_cell(index)?;
+            let summary = match self.run_cell(index) {
+                Ok(summary) => summary,
+                Err(error) => {
+                    // The files have the cells so far; the streams get them too.
+                    outputs::report_failures(&self.outputs.write_streams(&document));
+                    return Err(error);
+                }
+            };
             let interrupted = summary.interrupted;
             document.push(summary);
             failures = self.write_exports(&document);
@@ -161,6 +168,7 @@ impl<'a> Sweep<'a> {
         for line in report::capacity::sweep_lines(&document.cells) {
             outln!("{line}");
         }
+        failures.extend(self.outputs.write_streams(&document));
         outputs::report_failures(&failures);
         Ok(Finished {
             document,
@@ -294,10 +302,10 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// Writes every export with the cells so far, and puts the request log in place; returns
+    /// Writes every export file with the cells so far, and puts the request log in place; returns
     /// the failures (each export is attempted whatever happened to the others).
     fn write_exports(&mut self, document: &Document) -> Vec<anyhow::Error> {
-        let mut failures = self.outputs.write(document);
+        let mut failures = self.outputs.write_files(document);
         if let Some((staged, _)) = &mut self.log {
             failures.extend(staged.place().err());
         }
@@ -342,14 +350,12 @@ fn io_line(plan: &RunPlan) -> String {
 }
 
 fn print_intro(plan: &RunPlan) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "starting benchmark...");
+    outln!("starting benchmark...");
     for thread in 0..plan.threads {
         let clients =
             plan.clients / plan.threads + usize::from(thread < plan.clients % plan.threads);
-        let _ = writeln!(out, "spawning thread #{thread}: {clients} total client(s).");
+        outln!("spawning thread #{thread}: {clients} total client(s).");
     }
-    let _ = out.flush();
 }
 
 /// Waits for `--start-at`; `false` if a signal interrupted the wait.

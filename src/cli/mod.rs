@@ -424,7 +424,8 @@ pub struct LoadArgs {
     pub quiet: bool,
 
     /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if
-    /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell.
+    /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell
+    /// (- for standard output).
     #[arg(long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,
 
@@ -608,27 +609,28 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 /// Where results are written (every format is optional).
 #[derive(Debug, Args, Default)]
 pub struct OutputArgs {
-    /// Write every cell as JSON to FILE.
+    /// Write every cell as JSON to FILE (- for standard output).
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Write the comparison table as CSV to FILE.
+    /// Write the comparison table as CSV to FILE (- for standard output).
     #[arg(long = "csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
-    /// Write the comparison table as Markdown to FILE.
+    /// Write the comparison table as Markdown to FILE (- for standard output).
     #[arg(long = "markdown", value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Write every cell's timeline (one row per interval) as CSV to FILE.
+    /// Write every cell's timeline (one row per interval) as CSV to FILE (- for standard output).
     #[arg(long = "csv-timeline", value_name = "FILE")]
     pub csv_timeline: Option<PathBuf>,
 
-    /// Write every cell's per-URL figures (runs of two URLs or more) as CSV to FILE.
+    /// Write every cell's per-URL figures (runs of two URLs or more) as CSV to FILE (- for
+    /// standard output).
     #[arg(long = "csv-urls", value_name = "FILE")]
     pub csv_urls: Option<PathBuf>,
 
-    /// Write an HdrHistogram interval log (Java-compatible) to FILE.
+    /// Write an HdrHistogram interval log (Java-compatible) to FILE (- for standard output).
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
 
@@ -636,7 +638,7 @@ pub struct OutputArgs {
     #[arg(long = "hgrm", value_name = "DIR")]
     pub hgrm: Option<PathBuf>,
 
-    /// Write a self-contained HTML page with charts to FILE.
+    /// Write a self-contained HTML page with charts to FILE (- for standard output).
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }

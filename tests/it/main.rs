@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod diff;
 mod docs;
+mod exports;
 mod faults;
 mod h3;
 mod hostile;

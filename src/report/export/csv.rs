@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 
 /// Writes the comparison as CSV (RFC 4180 quoting).
 pub struct Csv;
@@ -37,7 +37,7 @@ impl Exporter for Csv {
             );
             csv.push('\n');
         }
-        write_atomically(path, csv.as_bytes())
+        write_to(path, csv.as_bytes())
             .with_context(|| format!("cannot write the CSV report to '{}'", path.display()))
     }
 }

@@ -11,7 +11,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use crate::recorder::hdr;
-use crate::report::{export::outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the interval log.
 pub struct HdrLog;
@@ -70,7 +70,7 @@ impl Exporter for HdrLog {
             &text[..headers_end],
             &text[headers_end..]
         );
-        write_atomically(path, text.as_bytes())
+        write_to(path, text.as_bytes())
             .with_context(|| format!("cannot write the interval log to '{}'", path.display()))
     }
 }

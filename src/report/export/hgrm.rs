@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
-use crate::report::{export::outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Microseconds per reported unit (milliseconds).
 const SCALE: f64 = 1000.0;
@@ -80,7 +80,7 @@ impl Exporter for Hgrm {
             ];
             for (kind, histogram) in kinds.into_iter().filter_map(|(kind, h)| Some((kind, h?))) {
                 let path = dir.join(format!("{stem}.{kind}.hgrm"));
-                write_atomically(&path, distribution(histogram).as_bytes())
+                write_to(&path, distribution(histogram).as_bytes())
                     .with_context(|| format!("cannot write '{}'", path.display()))?;
             }
         }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::capacity::{Capacity, CapacityStep};
-use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
@@ -471,7 +471,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 
 impl Exporter for Html {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_atomically(path, render(document).as_bytes())
+        write_to(path, render(document).as_bytes())
             .with_context(|| format!("cannot write the HTML report to '{}'", path.display()))
     }
 }

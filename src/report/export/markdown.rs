@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_atomically, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub struct Markdown;
@@ -27,7 +27,7 @@ pub(crate) fn table(titles: &[&str], lines: &[Vec<String>]) -> String {
 
 impl Exporter for Markdown {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_atomically(path, render(document).as_bytes())
+        write_to(path, render(document).as_bytes())
             .with_context(|| format!("cannot write the Markdown report to '{}'", path.display()))
     }
 }

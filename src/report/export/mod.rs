@@ -2,6 +2,7 @@
 //! every export path before a run and writes each file atomically.
 
 pub mod csv;
+pub mod destination;
 pub mod hdr_log;
 pub mod hgrm;
 pub mod html;

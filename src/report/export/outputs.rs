@@ -1,29 +1,43 @@
-//! Where the results go. Every path is checked before the run starts (its directory exists and
-//! takes a new file), so a typo costs nothing; every file is written whole under a temporary name
-//! beside its destination and renamed into place, so a run that fails or is interrupted never
-//! leaves a truncated file where a complete one was; and one export failing does not keep the
-//! others from being written.
+//! Where the results go. Every path is checked before the run starts (a file's directory exists
+//! and takes a new file, a device node or FIFO can be written, at most one export takes standard
+//! output), so a typo costs nothing. A regular file is written whole under a temporary name
+//! beside it and renamed into place, so a run that fails or is interrupted never leaves a
+//! truncated file where a complete one was; a node or standard output is written through, once
+//! (see [`Destination`]); and one export failing does not keep the others from being written.
 
-use std::fs::{File, Permissions};
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::fs::File;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
+use super::destination::{self, directory_of, Destination};
 use crate::cli::OutputArgs;
 use crate::report::{Document, Exporter};
 use crate::usage_bail;
 
 /// The exports a run was asked for, each checked writable.
 pub struct Outputs {
-    exports: Vec<(PathBuf, &'static dyn Exporter)>,
+    exports: Vec<Export>,
+    /// Whether an export (or the request log) writes to standard output, so the text report
+    /// must go elsewhere.
+    takes_stdout: bool,
+}
+
+/// One export and where it goes.
+struct Export {
+    path: PathBuf,
+    exporter: &'static dyn Exporter,
+    /// Written after every cell (a file replaced whole, or `--hgrm`'s directory of them), or once
+    /// at the end (a node or standard output, which would receive every copy).
+    replaced: bool,
 }
 
 impl Outputs {
-    /// The exports of `args`; a usage error names the first that could not be written.
-    pub fn check(args: &OutputArgs) -> Result<Outputs> {
+    /// The exports of `args`, and the request log at `log_file`; a usage error names the first
+    /// that could not be written, or the two that both take standard output (`-`).
+    pub fn check(args: &OutputArgs, log_file: Option<&Path>) -> Result<Outputs> {
         let asked: [(&str, &Option<PathBuf>, &'static dyn Exporter); 8] = [
             ("--json", &args.json, &super::json::Json),
             ("--csv", &args.csv, &super::csv::Csv),
@@ -39,23 +53,72 @@ impl Outputs {
             ("--html", &args.html, &super::html::Html),
         ];
         let mut exports = Vec::new();
+        let mut on_stdout = Vec::new();
         for (flag, path, exporter) in asked {
             let Some(path) = path else { continue };
-            if flag == "--hgrm" {
+            let replaced = if flag == "--hgrm" {
                 check_directory(path, flag)?;
+                true
             } else {
-                check_file(path, flag)?;
+                check_file(path, flag)?.is_replaced()
+            };
+            if path == Path::new("-") {
+                on_stdout.push(flag);
             }
-            exports.push((path.clone(), exporter));
+            exports.push(Export {
+                path: path.clone(),
+                exporter,
+                replaced,
+            });
         }
-        Ok(Outputs { exports })
+        if let Some(path) = log_file {
+            check_file(path, "--log-file")?;
+            if path == Path::new("-") {
+                on_stdout.push("--log-file");
+            }
+        }
+        if let [first, second, ..] = on_stdout[..] {
+            usage_bail!(
+                "{first} and {second} both write to standard output ('-'); give one of them a file"
+            );
+        }
+        Ok(Outputs {
+            exports,
+            takes_stdout: !on_stdout.is_empty(),
+        })
     }
 
-    /// Writes every export of `document`; returns the failures, the others having been written.
-    pub fn write(&self, document: &Document) -> Vec<anyhow::Error> {
+    /// Whether an export or the request log was given `-`: the text report then goes to
+    /// standard error, leaving standard output to that export alone.
+    pub fn takes_stdout(&self) -> bool {
+        self.takes_stdout
+    }
+
+    /// Writes the exports that are files replaced whole (after each cell of a sweep); returns
+    /// the failures, the others having been written.
+    pub fn write_files(&self, document: &Document) -> Vec<anyhow::Error> {
+        self.write_where(document, |export| export.replaced)
+    }
+
+    /// Writes the exports that go to a node or standard output, which take one document: at the
+    /// end of a sweep, with every cell that ran. Nothing when no cell ran.
+    pub fn write_streams(&self, document: &Document) -> Vec<anyhow::Error> {
+        if document.cells.is_empty() {
+            return Vec::new();
+        }
+        self.write_where(document, |export| !export.replaced)
+    }
+
+    /// Writes every export of `document` once.
+    pub fn write_all(&self, document: &Document) -> Vec<anyhow::Error> {
+        self.write_where(document, |_| true)
+    }
+
+    fn write_where(&self, document: &Document, wanted: fn(&Export) -> bool) -> Vec<anyhow::Error> {
         self.exports
             .iter()
-            .filter_map(|(path, exporter)| exporter.export(document, path).err())
+            .filter(|export| wanted(export))
+            .filter_map(|export| export.exporter.export(document, &export.path).err())
             .collect()
     }
 }
@@ -67,29 +130,43 @@ pub fn report_failures(failures: &[anyhow::Error]) {
     }
 }
 
-/// Checks that the file `path` given to `flag` can be created (or replaced).
-pub fn check_file(path: &Path, flag: &str) -> Result<()> {
-    if path.is_dir() {
-        usage_bail!("{flag} '{}' is a directory; name a file", path.display());
+/// Checks that the file `path` given to `flag` can be written: a regular file created (or
+/// replaced) in its directory, a node written to. Returns where its bytes will go.
+fn check_file(path: &Path, flag: &str) -> Result<Destination> {
+    let destination = match Destination::of(path) {
+        Ok(destination) => destination,
+        Err(error) if error.kind() == std::io::ErrorKind::IsADirectory => {
+            usage_bail!("{flag} '{}' is a directory; name a file", path.display())
+        }
+        Err(error) => usage_bail!("{flag} '{}': {error}", path.display()),
+    };
+    match &destination {
+        Destination::Stdout => {}
+        Destination::Node(node) => {
+            // Opening would take a FIFO's reader's only writer and end its input: ask instead.
+            if let Err(error) = rustix::fs::access(node, rustix::fs::Access::WRITE_OK) {
+                usage_bail!(
+                    "{flag} '{}': cannot write to it: {}",
+                    path.display(),
+                    std::io::Error::from(error)
+                );
+            }
+        }
+        Destination::File(file) => check_can_create_in(directory_of(file), path, flag)?,
     }
-    check_can_create_in(directory_of(path), path, flag)
+    Ok(destination)
 }
 
 /// Checks that the directory `path` given to `flag` exists and takes new files, or can be created
 /// in a directory that does.
 fn check_directory(path: &Path, flag: &str) -> Result<()> {
+    if path == Path::new("-") {
+        usage_bail!("{flag} '-': names a directory of files, not standard output");
+    }
     match path.metadata() {
         Ok(metadata) if metadata.is_dir() => check_can_create_in(path, path, flag),
         Ok(_) => usage_bail!("{flag} '{}' is not a directory", path.display()),
         Err(_) => check_can_create_in(directory_of(path), path, flag),
-    }
-}
-
-/// The directory a path's file lives in (`.` for a bare name).
-fn directory_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
     }
 }
 
@@ -117,55 +194,50 @@ fn check_can_create_in(directory: &Path, path: &Path, flag: &str) -> Result<()> 
     Ok(())
 }
 
-/// An empty temporary file beside `path`, with the permissions a new file gets (0666 less the
-/// umask) rather than tempfile's private 0600, since it becomes `path`.
-fn temporary_beside(path: &Path) -> std::io::Result<NamedTempFile> {
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(Permissions::from_mode(0o666))
-        .tempfile_in(directory_of(path))
-}
-
-/// Replaces `path` with `bytes` in one rename: readers see the old file or the new one, whole.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = temporary_beside(path).context("cannot create a temporary file beside it")?;
-    file.write_all(bytes)?;
-    file.persist(path).map_err(|error| error.error)?;
+/// Writes `bytes` where `path` leads (see [`Destination`]).
+pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
+    Destination::of(path)?.write(bytes)?;
     Ok(())
 }
 
-/// A file written while the run goes (`--log-file`) under a temporary name beside `path`, and
-/// renamed into place by [`StagedFile::place`] once it holds something worth keeping.
+/// A file written while the run goes (`--log-file`). A regular file is written under a temporary
+/// name beside it and renamed into place by [`StagedFile::place`] once it holds something worth
+/// keeping; a node or standard output is written through from the start.
 pub struct StagedFile {
-    pending: Option<NamedTempFile>,
-    path: PathBuf,
+    pending: Option<(NamedTempFile, PathBuf)>,
 }
 
 impl StagedFile {
-    /// Creates the temporary file; returns it and a handle to write into it (which stays valid
-    /// after the rename).
+    /// Opens where `path` leads (a FIFO's open waits for its reader); returns it and a handle to
+    /// write into it (which stays valid after the rename).
     pub fn create(path: &Path) -> Result<(StagedFile, File)> {
-        let temporary = temporary_beside(path)
-            .with_context(|| format!("cannot create a file beside '{}'", path.display()))?;
-        let file = temporary.as_file().try_clone()?;
-        let staged = StagedFile {
-            pending: Some(temporary),
-            path: path.to_owned(),
+        let cannot = || format!("cannot open '{}'", path.display());
+        let (pending, file) = match Destination::of(path).with_context(cannot)? {
+            Destination::Stdout => {
+                let stdout = std::io::stdout().as_fd().try_clone_to_owned();
+                (None, File::from(stdout.with_context(cannot)?))
+            }
+            Destination::Node(node) => {
+                (None, destination::open_through(&node).with_context(cannot)?)
+            }
+            Destination::File(target) => {
+                let temporary = destination::temporary_beside(&target).with_context(|| {
+                    format!("cannot create a file beside '{}'", target.display())
+                })?;
+                let file = temporary.as_file().try_clone()?;
+                (Some((temporary, target)), file)
+            }
         };
-        Ok((staged, file))
+        Ok((StagedFile { pending }, file))
     }
 
     /// Renames the file into place (the first time; later calls have nothing to do).
     pub fn place(&mut self) -> Result<()> {
-        if let Some(temporary) = self.pending.take() {
+        if let Some((temporary, path)) = self.pending.take() {
             temporary
-                .persist(&self.path)
+                .persist(&path)
                 .map_err(|error| error.error)
-                .with_context(|| format!("cannot write '{}'", self.path.display()))?;
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
         }
         Ok(())
     }
@@ -174,8 +246,9 @@ impl StagedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
-    fn usage_message(result: Result<()>) -> String {
+    fn usage_message<T: std::fmt::Debug>(result: Result<T>) -> String {
         let error = result.expect_err("the check must fail");
         assert!(
             error.downcast_ref::<crate::error::UsageError>().is_some(),
@@ -212,7 +285,7 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         let earlier = dir.path().join("earlier.csv");
         std::fs::hard_link(&path, &earlier).unwrap();
-        write_atomically(&path, b"new").unwrap();
+        write_to(&path, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         // A write in place would have changed the linked file too: the rename left it alone.
         assert_eq!(std::fs::read_to_string(&earlier).unwrap(), "old");

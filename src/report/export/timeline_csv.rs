@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{export::outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the timelines as CSV.
 pub struct TimelineCsv;
@@ -35,7 +35,7 @@ impl Exporter for TimelineCsv {
                 );
             }
         }
-        write_atomically(path, csv.as_bytes())
+        write_to(path, csv.as_bytes())
             .with_context(|| format!("cannot write the timeline CSV to '{}'", path.display()))
     }
 }

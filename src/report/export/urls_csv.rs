@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::csv::field;
-use crate::report::{export::outputs::write_atomically, Document, Exporter};
+use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the per-URL rows as CSV.
 pub struct UrlsCsv;
@@ -41,7 +41,7 @@ impl Exporter for UrlsCsv {
                 );
             }
         }
-        write_atomically(path, csv.as_bytes())
+        write_to(path, csv.as_bytes())
             .with_context(|| format!("cannot write the per-URL CSV to '{}'", path.display()))
     }
 }
