@@ -43,7 +43,13 @@ impl Destination {
             )),
             Ok(metadata) if metadata.is_file() => Ok(regular(path, &metadata)),
             Ok(_) => Ok(Destination::Node(path.to_owned())),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            // Nothing there yet (or a parent that is no directory: creating the file will say so).
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 end_of_links(path).map(Destination::File)
             }
             Err(error) => Err(error),
