@@ -105,7 +105,14 @@ fn failure_status(error: &anyhow::Error) -> u8 {
 fn completions(shell: clap_complete::Shell) -> Result<u8> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "h2load-rs", &mut script);
-    out!("{}", String::from_utf8_lossy(&script));
+    let mut script = String::from_utf8_lossy(&script).into_owned();
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete names a subcommand's case `h2load__subcmd__rs__subcmd__serve` (it takes
+        // the binary's hyphen for a subcommand separator) where its dispatch sets
+        // `h2load__rs__subcmd__serve`, so nothing completed after a subcommand (clap-rs/clap#6421).
+        script = script.replace("h2load__subcmd__rs__", "h2load__rs__");
+    }
+    out!("{script}");
     Ok(0)
 }
 
@@ -132,15 +139,24 @@ fn clap_exit(error: &clap::Error) -> u8 {
     error::USAGE
 }
 
-/// Folds clap's message (which may list items on following lines) into one line, without the
-/// usage and help hints that follow it.
+/// Folds clap's message into one line: the error (which may list items on following lines), its
+/// tips (`a similar argument exists: '--rate'`) and the pointer to `--help`, without the usage
+/// block between them.
 fn one_line(rendered: &str) -> String {
     rendered
-        .lines()
-        .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
-        .map(|line| line.trim().trim_start_matches("error: "))
+        .split("\n\n")
+        .filter(|block| !block.starts_with("Usage:"))
+        .map(|block| {
+            block
+                .lines()
+                .map(|line| line.trim().trim_start_matches("error: "))
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|block| !block.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join("; ")
 }
 
 fn merge(args: &MergeArgs) -> Result<u8> {

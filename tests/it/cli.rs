@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{h2load_rs, run_command, url};
+use crate::common::{assert_usage_error, h2load_rs, run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -49,6 +49,69 @@ fn completions_and_manual_come_from_the_option_definitions() {
         manual.stdout
     );
     assert!(manual.stdout.contains("max\\-concurrent\\-streams"));
+}
+
+/// A mistyped flag is one line that names the flag meant and points to `--help` (clap's tip
+/// was cut off with the usage that follows it).
+#[test]
+fn a_mistyped_flag_names_the_flag_meant() {
+    for (args, says) in [
+        (
+            &["--rat", "5", "http://127.0.0.1:9/"][..],
+            "a similar argument exists: '--rate'",
+        ),
+        (
+            &["serve", "--hots", "127.0.0.1"][..],
+            "a similar argument exists: '--host'",
+        ),
+    ] {
+        let output = assert_usage_error(args, says);
+        assert!(
+            output.stderr.contains("try '--help'"),
+            "{args:?}: {}",
+            output.stderr
+        );
+    }
+}
+
+/// Bash completes the flags of a subcommand: clap_complete names the subcommand's case
+/// `h2load__subcmd__rs__subcmd__serve` for a binary with a hyphen (clap-rs/clap#6421) while its
+/// dispatch looks for `h2load__rs__subcmd__serve`, so `serve --<TAB>` offered nothing.
+#[test]
+fn bash_completes_the_flags_after_a_subcommand() {
+    let script = run_command(BIN, &["completions", "bash"]);
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h2load-rs.bash");
+    std::fs::write(&path, &script.stdout).unwrap();
+    let complete = |words: &str| {
+        // What bash does at TAB: the words so far, the cursor in the last one, then the function.
+        let program = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _h2load__rs h2load-rs \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            path.display()
+        );
+        let output = run_command("bash", &["-c", &program]);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output
+            .stdout
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<String>>()
+    };
+    let serve = complete("h2load-rs serve --");
+    for flag in ["--host", "--port", "--tls", "--fault"] {
+        assert!(serve.contains(&flag.to_owned()), "serve --<TAB>: {serve:?}");
+    }
+    assert!(!serve.contains(&"--rate".to_owned()), "{serve:?}");
+    let merge = complete("h2load-rs merge --");
+    assert!(
+        merge.contains(&"--json".to_owned()),
+        "merge --<TAB>: {merge:?}"
+    );
+    let top = complete("h2load-rs --ra");
+    assert_eq!(top, ["--rate"], "--ra<TAB>");
 }
 
 #[test]
