@@ -183,7 +183,7 @@ impl<'t> H1Session<'t> {
                 .reader
                 .step(&input[*used..], &mut self.counts)
                 .map_err(|problem| {
-                    Failure::protocol(format!("invalid HTTP/1.1 response: {problem}"))
+                    super::unparsable_http1("invalid HTTP/1.1 response", problem, &input[*used..])
                 })?;
             *used += taken;
             match event {

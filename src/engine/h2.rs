@@ -1310,7 +1310,7 @@ impl<'t> H2Session<'t> {
 /// What a server that answers the preface with something other than HTTP/2 speaks, if the
 /// first bytes tell: TLS records (an h2c request to a TLS port) or an HTTP/1.1 response.
 fn not_http2(first: &[u8]) -> Option<&'static str> {
-    if first.len() >= 2 && matches!(first[0], 0x15 | 0x16) && first[1] == 0x03 {
+    if crate::proto::is_tls_record(first) {
         return Some("the server answered with TLS: it expects https:// (h2 over TLS), not h2c");
     }
     if first.starts_with(b"HTTP/1.")

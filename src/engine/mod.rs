@@ -80,6 +80,17 @@ pub fn pick_protocol(
     }
 }
 
+/// The failure for an HTTP/1.1 answer that does not parse (`what: problem`). TLS records there
+/// mean a cleartext request went to a TLS port, and the message says so: `invalid HTTP version`
+/// alone did not.
+fn unparsable_http1(what: &str, problem: impl std::fmt::Display, answer: &[u8]) -> Failure {
+    let hint = match crate::proto::is_tls_record(answer) {
+        true => " (the server answered with TLS: it expects https://)",
+        false => "",
+    };
+    Failure::protocol(format!("{what}: {problem}{hint}"))
+}
+
 /// URLs whose request head or fields are prepared once per thread (HTTP/2 `:path` fields, HTTP/3
 /// HEADERS frames); the ones after them are encoded per request, so that a long `-i` list costs
 /// no memory per URL in every thread and connection.

@@ -155,9 +155,11 @@ impl<'t> UpgradeSession<'t> {
                 ))
             }
             Err(error) => {
-                return Err(Failure::protocol(format!(
-                    "invalid answer to the h2c upgrade: {error}"
-                )))
+                return Err(super::unparsable_http1(
+                    "invalid answer to the h2c upgrade",
+                    error,
+                    input,
+                ))
             }
         };
         let status = response.code.unwrap_or(0);

@@ -9,6 +9,12 @@ pub mod h3;
 pub mod hpack;
 mod huffman;
 
+/// Whether `first`, a server's first bytes, start a TLS record (a handshake or an alert, major
+/// version 3): what a TLS port answers a cleartext request with.
+pub(crate) fn is_tls_record(first: &[u8]) -> bool {
+    first.len() >= 2 && matches!(first[0], 0x15 | 0x16) && first[1] == 0x03
+}
+
 /// A code a server reset a request's stream with, kept whole with the protocol whose table
 /// names it: HTTP/2's codes are 32-bit, HTTP/3's are 62-bit varints (reserved GREASE codes
 /// included), and the two tables overlap (0x8 is HTTP/2's CANCEL, no HTTP/3 code).

@@ -323,26 +323,29 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         })
 }
 
+/// The handshake's error, with what to do about the common mistakes: a certificate that does not
+/// verify, or `https://` to a cleartext port (whose answer is no TLS record).
 fn explain_tls_error(error: &io::Error) -> String {
-    use rustls::CertificateError;
-    let certificate = error
+    use rustls::{CertificateError, InvalidMessage};
+    let tls = error
         .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .and_then(|tls| match tls {
-            rustls::Error::InvalidCertificate(problem) => Some(problem),
-            _ => None,
-        });
-    let hint = match certificate {
-        None => return error.to_string(),
-        Some(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => "check the URL's host or --sni, or skip verification with -k",
-        Some(
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    let hint = match tls {
+        Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) => {
+            "the server answered in cleartext: use http://"
+        }
+        Some(rustls::Error::InvalidCertificate(problem)) => match problem {
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                "check the URL's host or --sni, or skip verification with -k"
+            }
             CertificateError::Expired
             | CertificateError::ExpiredContext { .. }
-            | CertificateError::NotValidYet,
-        ) => "check the server's certificate dates, or skip verification with -k",
-        Some(_) => "trust its CA with --cacert FILE, or skip verification with -k",
+            | CertificateError::NotValidYet => {
+                "check the server's certificate dates, or skip verification with -k"
+            }
+            _ => "trust its CA with --cacert FILE, or skip verification with -k",
+        },
+        _ => return error.to_string(),
     };
     format!("{error} ({hint})")
 }

@@ -494,8 +494,8 @@ fn h2c_upgrade_against_the_built_in_target() {
     );
 }
 
-#[test]
-fn tls_against_the_built_in_target() {
+/// A built-in target serving TLS with the test certificate (certs/ca.crt signs it).
+fn tls_target() -> std::net::SocketAddr {
     let tls = h2load_rs::runner::tls::server_config(
         h2load_rs::runner::tls::test_pki::SERVER_CERT.as_bytes(),
         h2load_rs::runner::tls::test_pki::SERVER_KEY.as_bytes(),
@@ -505,7 +505,53 @@ fn tls_against_the_built_in_target() {
         tls: Some(tls),
         ..Default::default()
     };
-    let addr = h2load_rs::server::spawn_background(1, options).unwrap();
+    h2load_rs::server::spawn_background(1, options).unwrap()
+}
+
+/// The scheme that does not match the port is named in the error, both ways and for every
+/// protocol: `https://` to a cleartext port said only `received corrupt message of type
+/// InvalidContentType`, `http://` to a TLS port over HTTP/1.1 only `invalid HTTP version`.
+#[test]
+fn the_wrong_scheme_for_the_port_gets_a_hint() {
+    let cleartext = url("/ping");
+    let secure = format!("http://{}/ping", tls_target());
+    let https_to_cleartext = cleartext.replace("http://", "https://");
+    for (args, says) in [
+        (
+            &["-n", "3", "-k", &https_to_cleartext][..],
+            "the server answered in cleartext: use http://",
+        ),
+        (
+            &["-n", "3", "--h1", "-k", &https_to_cleartext][..],
+            "the server answered in cleartext: use http://",
+        ),
+        (
+            &["-n", "3", "--h1", &secure][..],
+            "the server answered with TLS: it expects https://",
+        ),
+        (
+            &["-n", "3", "--proto", "h2c-upgrade", &secure][..],
+            "the server answered with TLS: it expects https://",
+        ),
+        (
+            &["-n", "3", "--proto", "h2c", &secure][..],
+            "the server answered with TLS: it expects https://",
+        ),
+    ] {
+        let run = h2load_rs(args);
+        assert_eq!(run.output.code, 1, "{args:?}: {}", run.output.stderr);
+        assert_eq!(run.int("requests/succeeded"), 0, "{args:?}");
+        assert!(
+            run.output.stderr.contains(says),
+            "{args:?}: {}",
+            run.output.stderr
+        );
+    }
+}
+
+#[test]
+fn tls_against_the_built_in_target() {
+    let addr = tls_target();
     let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/ca.crt");
     let target = format!("https://{addr}/bytes/1000");
     for (flags, negotiated) in [
