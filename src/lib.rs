@@ -1,4 +1,4 @@
-//! h2load-rs: an HTTP/1.1 and HTTP/2 load generator.
+//! h2load-rs: an HTTP/1.1, HTTP/2 and HTTP/3 load generator.
 //!
 //! Data flows one way: [`cli`] → [`plan`] → [`runner`] (threads, budget, connecting) → [`engine`]
 //! (one I/O driver, one session per protocol) over [`proto`] (wire formats, no I/O) →

@@ -24,7 +24,7 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
-/// HTTP/1.1 and HTTP/2 load generator in the spirit of h2load, wrk2 and oha.
+/// HTTP/1.1, HTTP/2 and HTTP/3 load generator in the spirit of h2load, wrk2 and oha.
 ///
 /// With no URL, h2load-rs starts its built-in target on a loopback port and measures that.
 #[derive(Debug, Parser)]

@@ -216,3 +216,140 @@ fn the_several_urls_example_is_a_real_report() {
         "every settings key is documented in one of the examples"
     );
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped, spaces
+/// made hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (a repeated heading's gets `-1`, `-2`, ...).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        let Some(heading) = line.strip_prefix('#').filter(|_| !fenced) else {
+            continue;
+        };
+        let base = anchor(heading.trim_start_matches('#').trim());
+        let mut name = base.clone();
+        for repeat in 1.. {
+            if found.insert(name.clone()) {
+                break;
+            }
+            name = format!("{base}-{repeat}");
+        }
+    }
+    found
+}
+
+/// Every link to a heading (`[…](guide.md#scenario-files)`, `[…](#flags)`) between the README and
+/// docs/ leads to one: the reference linked to a guide section that had no heading.
+#[test]
+fn every_link_to_a_heading_has_one() {
+    let files = [
+        "README.md",
+        "docs/guide.md",
+        "docs/reference.md",
+        "docs/json.md",
+        "docs/internals.md",
+    ];
+    let mut broken = Vec::new();
+    for file in files {
+        let text = repository_file(file);
+        for (at, _) in text.match_indices("](") {
+            let link = &text[at + 2..];
+            let link = &link[..link.find(')').unwrap_or(link.len())];
+            let Some((target, wanted)) = link.split_once('#') else {
+                continue;
+            };
+            if target.contains("://") {
+                continue;
+            }
+            let target_file = match target {
+                "" => file.to_owned(),
+                name if file.starts_with("docs/") => format!("docs/{name}"),
+                name => name.to_owned(),
+            };
+            let target_file = target_file.replace("docs/../", "");
+            if !anchors(&repository_file(&target_file)).contains(wanted) {
+                broken.push(format!("{file}: {link}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to no heading: {broken:#?}");
+}
+
+/// README's count of the tests `tests/run.sh` runs again on io_uring is the count of the test
+/// filters its `uring_suites` names (it said 177 where they held 183).
+#[test]
+fn the_readme_counts_the_io_uring_tests() {
+    let script = repository_file("tests/run.sh");
+    let suites = &script[script
+        .find("H2LOAD_RS_IO=uring cargo test")
+        .expect("uring_suites")..];
+    let suites = &suites[..suites.find("\n}").expect("the function's end")];
+    let filters: Vec<&str> = suites
+        .split_whitespace()
+        .filter(|word| word.ends_with("::"))
+        .collect();
+    assert!(filters.len() > 5, "{suites}");
+    // This binary is the `it` the script runs: list what the filters select.
+    let listed = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(&filters)
+        .arg("--list")
+        .output()
+        .unwrap();
+    let count = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|line| line.ends_with(": test"))
+        .count();
+    let readme = repository_file("README.md");
+    let said = format!("(`H2LOAD_RS_IO=uring`: {count} tests,");
+    assert!(
+        readme.contains(&said),
+        "README.md should say {said:?}: tests/run.sh runs {count} tests on io_uring"
+    );
+}
+
+/// Text that was once true and no longer is.
+#[test]
+fn stale_statements_are_gone() {
+    let guide = repository_file("docs/guide.md");
+    assert!(
+        !guide.contains("TLS handshakes are always full"),
+        "--tls-resume resumes them"
+    );
+    // The protocol trace's example: the command's port and the trace's are the same.
+    let trace = &guide[guide.find("## Protocol trace").unwrap()..];
+    let trace = &trace[..trace[3..].find("\n## ").unwrap()];
+    let ports: BTreeSet<&str> = trace
+        .match_indices("localhost:")
+        .map(|(at, _)| {
+            let rest = &trace[at + "localhost:".len()..];
+            &rest[..rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len())]
+        })
+        .collect();
+    assert_eq!(ports.len(), 1, "the trace example's ports: {ports:?}");
+    // HTTP/3 is one of the protocols everywhere the tool says what it is.
+    let help = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &["--help"]);
+    let manual = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &["man"]);
+    let crate_doc = repository_file("src/lib.rs");
+    for (what, text) in [
+        ("--help", help.stdout.lines().next().unwrap_or("")),
+        ("man", &manual.stdout),
+        ("src/lib.rs", crate_doc.lines().next().unwrap_or("")),
+    ] {
+        assert!(text.contains("HTTP/3"), "{what}: {text}");
+    }
+}
