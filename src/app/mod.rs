@@ -2,8 +2,8 @@
 //!
 //! Exit status, in order of precedence: 2 for a usage error (found before anything is sent);
 //! 128 + the signal's number when SIGHUP, SIGINT or SIGTERM stopped the run (129, 130, 143);
-//! 1 when something failed at run time (an error, a panic in any thread, an export that could
-//! not be written); 3 when a threshold was breached (`--fail-if`, each breach on its own line,
+//! 1 when something failed at run time (an error, a panic in any thread, an export or standard
+//! output that could not be written); 3 when a threshold was breached (`--fail-if`, each breach on its own line,
 //! or `diff --fail-if-regressed`); 1 when no request succeeded; 0 otherwise. A breach outranks
 //! "no request succeeded" because a threshold such as `errors>1%` is how a CI job says that a
 //! run of failures is what it fears.
