@@ -294,4 +294,21 @@ fn a_full_standard_output_is_an_error_that_keeps_the_exports() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(report["cells"][0]["requests"]["succeeded"], REQUESTS);
+    // Whatever the command prints: help, a completion script, a diff.
+    for args in [
+        &["--help"][..],
+        &["completions", "bash"],
+        &["diff", "r.json", "r.json"],
+    ] {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+        let output = run_in(dir.path(), &args, Stdio::from(full));
+        assert_eq!(output.code, 1, "{args:?}: {}", output.stderr);
+        assert_eq!(
+            output.stderr.lines().count(),
+            1,
+            "{args:?}: {}",
+            output.stderr
+        );
+    }
 }
