@@ -42,7 +42,6 @@ use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
 use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
-use signals::Signal;
 pub use steer::{steer, Steered};
 use tls::TlsInfo;
 
@@ -266,7 +265,7 @@ impl Launched {
 }
 
 /// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
-/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once. `stop_now`
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`], which also quits on a later one). `stop_now`
 /// stops the run at once (a steered run's end); with `schedule_ends` the deadline only starts the
 /// drain period, the workers' schedule ending by itself.
 async fn control(
@@ -281,7 +280,6 @@ async fn control(
     let workers = join_all(results);
     tokio::pin!(workers);
     let mut interrupted = false;
-    let mut signals_seen = 0;
     let mut abandon_at: Option<Instant> = None;
     if stop_now {
         budget.stop();
@@ -294,7 +292,9 @@ async fn control(
                     .into_iter()
                     .map(|result| result.unwrap_or_else(|_| Err(anyhow!("a worker thread ended without a result"))))
                     .collect();
-                return (results, interrupted);
+                // The workers can end (the deadline, every connection failed) in the same wake-up
+                // as the signal: a run that a signal asked to stop is interrupted either way.
+                return (results, interrupted || signals::received().is_some());
             }
             _ = sleep_until_some(deadline), if abandon_at.is_none() => {
                 if !schedule_ends {
@@ -302,12 +302,11 @@ async fn control(
                 }
                 abandon_at = Some(Instant::now() + drain);
             }
-            count = signals::more_than(signals_seen) => {
-                signals_seen = count;
-                if interrupted || count > 1 {
-                    std::process::exit(i32::from(signals::received().map_or(1, Signal::exit_code)));
-                }
-                errln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
+            () = signals::requested(), if !interrupted => {
+                errln!(
+                    "interrupted: finishing requests in flight (signal again after {} s to quit at once)",
+                    signals::ONE_REQUEST.as_secs()
+                );
                 interrupted = true;
                 budget.stop();
                 let by = Instant::now() + drain;
@@ -318,10 +317,11 @@ async fn control(
     }
 }
 
-/// Pauses (between cells, or while the metrics linger); `true` when a new signal interrupted the
-/// pause (the sweep stops). A signal that came before the pause does not end it.
+/// Pauses (between cells, or while the metrics linger); `true` when a signal asked to stop during
+/// the pause (the sweep stops). After a signal that came before, only a later one (which quits)
+/// ends it.
 pub fn pause(duration: Duration) -> bool {
-    let seen = signals::count();
+    let stopping = signals::received().is_some();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -332,7 +332,7 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            _ = signals::more_than(seen) => true,
+            () = signals::requested(), if !stopping => true,
         }
     })
 }

@@ -19,6 +19,7 @@ mod metrics;
 mod peers;
 mod rate;
 mod scale;
+mod signals;
 mod stages;
 mod steer;
 mod sweep;
