@@ -317,11 +317,22 @@ async fn control(
     }
 }
 
-/// Pauses (between cells, or while the metrics linger); `true` when a signal asked to stop during
-/// the pause (the sweep stops). After a signal that came before, only a later one (which quits)
-/// ends it.
+/// Pauses (while the metrics linger, or for `--start-at`); `true` when a signal asked to stop
+/// during the pause. After a signal that came before (the one that stopped the run), only a later
+/// one (which quits) ends it.
 pub fn pause(duration: Duration) -> bool {
     let stopping = signals::received().is_some();
+    sleep_unless_stopped(duration, !stopping)
+}
+
+/// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were
+/// written) or during the pause.
+pub fn cool_down(duration: Duration) {
+    sleep_unless_stopped(duration, true);
+}
+
+/// Sleeps for `duration`, or until a signal asks to stop if `stoppable`; `true` if one did.
+fn sleep_unless_stopped(duration: Duration, stoppable: bool) -> bool {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -332,7 +343,7 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            () = signals::requested(), if !stopping => true,
+            () = signals::requested(), if stoppable => true,
         }
     })
 }
@@ -466,7 +477,9 @@ impl Worker {
                 tracer.note(&format!("thread {}: {}", self.index, quic.socket));
             }
         }
-        let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
+        // The bytes of the warm-up (`--warm-up-time`), which the measured period leaves out;
+        // `None` until it ends, so a run stopped during its warm-up (a signal) measured none.
+        let warm_up_bytes = Rc::new(Cell::new(None));
         let live = self.sinks.live.clone();
         let ended = local.block_on(&runtime, {
             let shared = shared.clone();
@@ -479,8 +492,10 @@ impl Worker {
                     let wire = shared.wire.clone();
                     tokio::task::spawn_local(async move {
                         tokio::time::sleep_until(self.measure_start.into()).await;
-                        warm_up_bytes.set(wire.totals());
+                        warm_up_bytes.set(Some(wire.totals()));
                     });
+                } else {
+                    warm_up_bytes.set(Some(WireTotals::default()));
                 }
                 if let Some(live) = self.sinks.live {
                     // A steered run's steps are measured from these: publish often enough that a
@@ -558,7 +573,11 @@ impl Worker {
         }
         Ok(ThreadResult {
             recorder,
-            wire: shared.wire.totals().since(warm_up_bytes.get()),
+            wire: warm_up_bytes
+                .get()
+                .map_or_else(WireTotals::default, |warm_up| {
+                    shared.wire.totals().since(warm_up)
+                }),
             ended,
         })
     }

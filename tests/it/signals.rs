@@ -42,17 +42,22 @@ impl Grouped {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut printed = String::new();
-        while !printed.contains("starting benchmark") {
-            let read = stdout.read_line(&mut printed).unwrap();
-            assert!(read > 0, "no cell started: {printed}");
-        }
-        Grouped {
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut run = Grouped {
             child,
             stdout,
-            printed,
+            printed: String::new(),
             dir,
+        };
+        run.wait_for("starting benchmark");
+        run
+    }
+
+    /// Reads stdout until it has printed `text`.
+    fn wait_for(&mut self, text: &str) {
+        while !self.printed.contains(text) {
+            let read = self.stdout.read_line(&mut self.printed).unwrap();
+            assert!(read > 0, "no '{text}' on stdout: {}", self.printed);
         }
     }
 
@@ -233,4 +238,67 @@ fn ctrl_c_at_a_terminal_stops_a_sweep_of_the_built_in_target_cleanly() {
             "{stdout}"
         );
     }
+}
+
+#[test]
+fn a_signal_during_the_warm_up_measures_nothing_not_even_bytes() {
+    // Before the fix, the warm-up's bytes were reported as the (empty) measured period's.
+    let target = url("/delay/10");
+    let args = [
+        "--h1",
+        "-c",
+        "2",
+        "-D",
+        "5s",
+        "--warm-up-time",
+        "10s",
+        &target,
+    ];
+    let run = Grouped::start(&args);
+    // Requests of the warm-up done and their bytes counted.
+    std::thread::sleep(Duration::from_millis(1000));
+    run.signal("TERM", false);
+    let (status, stdout, stderr, json) = run.finish();
+    assert_eq!(status, Some(143), "{stderr}");
+    assert!(
+        stdout.contains("interrupted during the warm-up: nothing was measured"),
+        "{stdout}"
+    );
+    let cell = &json.expect("the JSON report")["cells"][0];
+    assert_eq!(cell["interrupted"], true);
+    assert_eq!(cell["requests"]["done"], 0);
+    assert_eq!(cell["traffic"]["total_bytes"], 0, "{}", cell["traffic"]);
+    assert_eq!(cell["traffic"]["header_bytes"], 0, "{}", cell["traffic"]);
+}
+
+#[test]
+fn a_signal_between_cells_stops_the_sweep_and_says_where() {
+    let target = url("/delay/10");
+    let args = [
+        "--h1",
+        "-c",
+        "1,2",
+        "-D",
+        "1s",
+        "--cooldown",
+        "30s",
+        &target,
+    ];
+    let mut run = Grouped::start(&args);
+    // Cell 1's report: the signal comes while its exports are written or during the cooldown.
+    run.wait_for("finished in");
+    run.signal("INT", false);
+    let signalled = std::time::Instant::now();
+    let (status, _, stderr, json) = run.finish();
+    assert_eq!(status, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: the sweep stopped after cell 1 of 2"),
+        "{stderr}"
+    );
+    let cells = json.expect("the JSON report")["cells"].clone();
+    // Before the fix, a signal while cell 1's exports were written waited out the cooldown.
+    assert!(signalled.elapsed() < Duration::from_secs(15), "{stderr}");
+    assert_eq!(cells.as_array().unwrap().len(), 1);
+    // Cell 1 ran to its end.
+    assert_eq!(cells[0]["interrupted"], false);
 }
