@@ -13,6 +13,11 @@ use crate::common::url;
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
+/// `flags` (split at spaces), then `url`.
+fn command_line<'a>(flags: &'a str, url: &'a str) -> Vec<&'a str> {
+    flags.split(' ').chain([url]).collect()
+}
+
 /// The signals that stop a run, by `kill -s` name, with the exit status each gives.
 const STOPPING: [(&str, i32); 3] = [("TERM", 143), ("INT", 130), ("HUP", 129)];
 
@@ -81,7 +86,7 @@ impl Grouped {
 
     /// Waits for the exit: its status, all of stdout and stderr, and the JSON report if one was
     /// written and parses.
-    fn finish(mut self) -> (Option<i32>, String, String, Option<serde_json::Value>) {
+    fn finish(mut self) -> Ended {
         let status = self.child.wait().unwrap();
         self.stdout.read_to_string(&mut self.printed).unwrap();
         let mut stderr = String::new();
@@ -100,6 +105,18 @@ impl Grouped {
     fn json_path(&self) -> PathBuf {
         self.dir.path().join("report.json")
     }
+}
+
+/// What a run printed and wrote: its status, stdout, stderr and JSON report (if it parses).
+type Ended = (Option<i32>, String, String, Option<serde_json::Value>);
+
+/// Runs `args`, sends signal `name` (see [`Grouped::signal`]) once its first cell has gone for
+/// `after`, and waits for the end.
+fn signalled_after(args: &[&str], after: Duration, name: &str, group_only: bool) -> Ended {
+    let run = Grouped::start(args);
+    std::thread::sleep(after);
+    run.signal(name, group_only);
+    run.finish()
 }
 
 /// Runs `runs` copies of `args` at once, signals each with `name` as soon as its cell started (to
@@ -151,7 +168,7 @@ fn lost_reports(
 fn a_signal_to_the_process_and_its_group_at_once_keeps_the_report() {
     // Before the fix, 5 runs in 10 of `timeout 2` lost their report (status 143, no JSON).
     let target = url("/delay/10");
-    let args = ["--h1", "-c", "2", "-D", "10s", &target];
+    let args = command_line("--h1 -c 2 -D 10s", &target);
     for (name, code) in STOPPING {
         let lost = lost_reports(&args, name, code, 12, false);
         assert!(
@@ -168,16 +185,7 @@ fn a_signal_after_the_window_quits_at_once_without_the_report() {
     // Requests of 8 s, which the drain (--request-timeout) would wait for; the second signal
     // comes 2 s after the first, past the 1 s in which signals are one request to stop.
     let target = url("/delay/8000");
-    let args = [
-        "--h1",
-        "-c",
-        "2",
-        "-D",
-        "20s",
-        "--request-timeout",
-        "20s",
-        &target,
-    ];
+    let args = command_line("--h1 -c 2 -D 20s --request-timeout 20s", &target);
     let run = Grouped::start(&args);
     let json = run.json_path();
     // Both requests in flight.
@@ -202,12 +210,9 @@ fn ctrl_c_at_a_terminal_stops_a_sweep_of_the_built_in_target_cleanly() {
     let args = ["-c", "1,10", "-D", "10s", "--target-path", "/delay/100"];
     let threads: Vec<_> = (0..4)
         .map(|_| {
+            // Requests in flight, each for 100 ms.
             std::thread::spawn(move || {
-                let run = Grouped::start(&args);
-                // Requests in flight, each for 100 ms.
-                std::thread::sleep(Duration::from_millis(700));
-                run.signal("INT", true);
-                run.finish()
+                signalled_after(&args, Duration::from_millis(700), "INT", true)
             })
         })
         .collect();
@@ -244,21 +249,10 @@ fn ctrl_c_at_a_terminal_stops_a_sweep_of_the_built_in_target_cleanly() {
 fn a_signal_during_the_warm_up_measures_nothing_not_even_bytes() {
     // Before the fix, the warm-up's bytes were reported as the (empty) measured period's.
     let target = url("/delay/10");
-    let args = [
-        "--h1",
-        "-c",
-        "2",
-        "-D",
-        "5s",
-        "--warm-up-time",
-        "10s",
-        &target,
-    ];
-    let run = Grouped::start(&args);
+    let args = command_line("--h1 -c 2 -D 5s --warm-up-time 10s", &target);
     // Requests of the warm-up done and their bytes counted.
-    std::thread::sleep(Duration::from_millis(1000));
-    run.signal("TERM", false);
-    let (status, stdout, stderr, json) = run.finish();
+    let (status, stdout, stderr, json) =
+        signalled_after(&args, Duration::from_millis(1000), "TERM", false);
     assert_eq!(status, Some(143), "{stderr}");
     assert!(
         stdout.contains("interrupted during the warm-up: nothing was measured"),
@@ -274,16 +268,7 @@ fn a_signal_during_the_warm_up_measures_nothing_not_even_bytes() {
 #[test]
 fn a_signal_between_cells_stops_the_sweep_and_says_where() {
     let target = url("/delay/10");
-    let args = [
-        "--h1",
-        "-c",
-        "1,2",
-        "-D",
-        "1s",
-        "--cooldown",
-        "30s",
-        &target,
-    ];
+    let args = command_line("--h1 -c 1,2 -D 1s --cooldown 30s", &target);
     let mut run = Grouped::start(&args);
     // Cell 1's report: the signal comes while its exports are written or during the cooldown.
     run.wait_for("finished in");
