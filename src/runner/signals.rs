@@ -129,7 +129,7 @@ fn watch_signals(ready: std::sync::mpsc::Sender<Result<()>>, on_signal: fn(Signa
 
 /// Takes the first signal as the request to stop, those within [`ONE_REQUEST`] of it as the same
 /// request, and a later one as the order to quit now: the process exits with the first signal's
-/// status, without the report.
+/// status, without what is not yet printed or written.
 fn record(which: Signal) {
     let Some(sender) = RECEIVED.get() else {
         return;
@@ -149,7 +149,7 @@ fn record(which: Signal) {
         }
     });
     if let Some(first) = quit {
-        errln!("h2load-rs: signalled again: quitting at once, without the report");
+        errln!("h2load-rs: signalled again: quitting at once");
         std::process::exit(i32::from(first.exit_code()));
     }
 }
