@@ -327,7 +327,7 @@ pub fn pause(duration: Duration) -> bool {
 
 /// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were
 /// written) or during the pause.
-pub fn cool_down(duration: Duration) {
+pub(crate) fn cool_down(duration: Duration) {
     sleep_unless_stopped(duration, true);
 }
 

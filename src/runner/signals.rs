@@ -47,7 +47,7 @@ impl Signal {
 }
 
 /// How long after the first signal further ones are taken as the same request to stop.
-pub const ONE_REQUEST: Duration = Duration::from_secs(1);
+pub(crate) const ONE_REQUEST: Duration = Duration::from_secs(1);
 
 /// The first signal, and when it arrived.
 type First = Option<(Signal, Instant)>;
@@ -71,7 +71,7 @@ pub fn install() -> Result<()> {
 /// Makes SIGINT, SIGTERM and SIGHUP do nothing, for the built-in target: it shares the load
 /// generator's process group, so a terminal's Ctrl-C and `timeout`'s group signal reach it too,
 /// but it must serve the requests in flight until the generator, after its report, stops it.
-pub fn ignore() -> Result<()> {
+pub(crate) fn ignore() -> Result<()> {
     watch(|_| ())
 }
 
@@ -163,7 +163,7 @@ pub fn received() -> Option<Signal> {
 
 /// Resolves once a signal has asked to stop (at once if one already has); never without
 /// [`install`].
-pub async fn requested() {
+pub(crate) async fn requested() {
     let Some(sender) = RECEIVED.get() else {
         return std::future::pending().await;
     };
