@@ -311,11 +311,16 @@ fn no_success_reason(document: &Document) -> Option<String> {
     })
 }
 
-/// Runs `serving` until it fails, or until SIGINT or SIGTERM asks the target to stop.
+/// Runs `serving` until it fails, or until SIGINT or SIGTERM asks the target to stop, unless it is
+/// a built-in target (`child`): its parent stops it, after the report (see [`signals::ignore`]).
 async fn until_signal(
     serving: impl std::future::Future<Output = std::io::Result<()>>,
+    child: bool,
 ) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
+    if child {
+        return serving.await.context("the server stopped");
+    }
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     tokio::select! {
         result = serving => result.context("the server stopped"),
@@ -326,6 +331,7 @@ async fn until_signal(
 
 fn serve(args: &ServeArgs) -> Result<u8> {
     if args.stop_with_parent {
+        signals::ignore()?;
         std::thread::spawn(|| {
             // Reads until EOF: the parent holds the other end of this pipe for as long as it lives.
             let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
@@ -385,7 +391,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
                 false => outln!("h2load-rs target listening on unix socket {path} (HTTP/1.1, h2c by prior knowledge and by Upgrade)"),
             }
             let _ = std::io::stdout().flush();
-            return until_signal(server::serve_unix(listener, options)).await;
+            return until_signal(server::serve_unix(listener, options), args.stop_with_parent).await;
         }
         let sockets = server::bind(std::net::SocketAddr::new(args.host, args.port), options.h3)
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
@@ -402,7 +408,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             ),
         }
         let _ = std::io::stdout().flush();
-        until_signal(server::serve(sockets, options)).await
+        until_signal(server::serve(sockets, options), args.stop_with_parent).await
     })?;
     Ok(0)
 }

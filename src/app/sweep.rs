@@ -139,8 +139,13 @@ impl<'a> Sweep<'a> {
             });
         }
         for index in 0..self.cells.len() {
-            // A signal between cells (while exports were written) ends the sweep too.
+            // A signal between cells (while exports were written, or during --cooldown) ends the
+            // sweep too; no cell is marked interrupted then, so this line says where it stopped.
             if signals::received().is_some() {
+                errln!(
+                    "interrupted: the sweep stopped after cell {index} of {}",
+                    self.cells.len()
+                );
                 break;
             }
             let summary = match self.run_cell(index) {
@@ -154,9 +159,12 @@ impl<'a> Sweep<'a> {
             let interrupted = summary.interrupted;
             document.push(summary);
             failures = self.write_exports(&document);
-            let last = index + 1 == self.cells.len();
-            if interrupted || (!last && self.args.cooldown.is_some_and(runner::pause)) {
+            if interrupted {
                 break;
+            }
+            if let Some(cooldown) = self.args.cooldown.filter(|_| index + 1 < self.cells.len()) {
+                // A signal before or during the pause is seen at the top of the loop.
+                runner::cool_down(cooldown);
             }
         }
         if document.cells.len() > 1 && !self.args.quiet {

@@ -23,6 +23,8 @@ impl ChildTarget {
         let executable = std::env::current_exe().context("cannot find the h2load-rs executable")?;
         let mut command = Command::new(executable);
         // The target exits when its stdin closes: even if this process is killed, it never lingers.
+        // It ignores the signals that stop a run (a terminal's Ctrl-C reaches it too): the requests
+        // in flight are served until this process drops it, after the report.
         command.args([
             "serve",
             "--host",

@@ -109,7 +109,9 @@ pub struct ServeArgs {
     /// Delay every response by this long, to the µs (the x-delay-applied-us header says by how much).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub delay: Option<Duration>,
-    /// Exit when standard input closes (a parent that started this target died or finished).
+    /// Exit when standard input closes (a parent that started this target died or finished), and
+    /// ignore SIGINT, SIGTERM and SIGHUP, which reach the parent's whole process group: the
+    /// parent stops it after its report.
     #[arg(long, hide = true)]
     pub stop_with_parent: bool,
     /// Misbehave on purpose (a raw-socket server): close-after=N, drop-after=N, reset-mid-response,

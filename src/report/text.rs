@@ -38,9 +38,14 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     let t = &s.traffic;
     let c = &s.status_codes;
     if s.interrupted {
+        let warming_up = s.elapsed_s == 0.0 && s.settings.warm_up_s.is_some_and(|at| at > 0.0);
         writeln!(
             out,
-            "interrupted: the numbers below cover the run until it was stopped"
+            "{}",
+            match warming_up {
+                true => "interrupted during the warm-up: nothing was measured",
+                false => "interrupted: the numbers below cover the run until it was stopped",
+            }
         )?;
     }
     writeln!(out)?;

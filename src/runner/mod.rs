@@ -42,7 +42,6 @@ use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::runner::budget::Budget;
 use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
-use signals::Signal;
 pub use steer::{steer, Steered};
 use tls::TlsInfo;
 
@@ -266,7 +265,7 @@ impl Launched {
 }
 
 /// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
-/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`]); a second signal exits at once. `stop_now`
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`], which also quits on a later one). `stop_now`
 /// stops the run at once (a steered run's end); with `schedule_ends` the deadline only starts the
 /// drain period, the workers' schedule ending by itself.
 async fn control(
@@ -281,7 +280,6 @@ async fn control(
     let workers = join_all(results);
     tokio::pin!(workers);
     let mut interrupted = false;
-    let mut signals_seen = 0;
     let mut abandon_at: Option<Instant> = None;
     if stop_now {
         budget.stop();
@@ -294,7 +292,9 @@ async fn control(
                     .into_iter()
                     .map(|result| result.unwrap_or_else(|_| Err(anyhow!("a worker thread ended without a result"))))
                     .collect();
-                return (results, interrupted);
+                // The workers can end (the deadline, every connection failed) in the same wake-up
+                // as the signal: a run that a signal asked to stop is interrupted either way.
+                return (results, interrupted || signals::received().is_some());
             }
             _ = sleep_until_some(deadline), if abandon_at.is_none() => {
                 if !schedule_ends {
@@ -302,12 +302,11 @@ async fn control(
                 }
                 abandon_at = Some(Instant::now() + drain);
             }
-            count = signals::more_than(signals_seen) => {
-                signals_seen = count;
-                if interrupted || count > 1 {
-                    std::process::exit(i32::from(signals::received().map_or(1, Signal::exit_code)));
-                }
-                errln!("interrupted: finishing requests in flight (Ctrl-C again to quit at once)");
+            () = signals::requested(), if !interrupted => {
+                errln!(
+                    "interrupted: finishing requests in flight (signal again after {} s to quit at once)",
+                    signals::ONE_REQUEST.as_secs()
+                );
                 interrupted = true;
                 budget.stop();
                 let by = Instant::now() + drain;
@@ -318,10 +317,22 @@ async fn control(
     }
 }
 
-/// Pauses (between cells, or while the metrics linger); `true` when a new signal interrupted the
-/// pause (the sweep stops). A signal that came before the pause does not end it.
+/// Pauses (while the metrics linger, or for `--start-at`); `true` when a signal asked to stop
+/// during the pause. After a signal that came before (the one that stopped the run), only a later
+/// one (which quits) ends it.
 pub fn pause(duration: Duration) -> bool {
-    let seen = signals::count();
+    let stopping = signals::received().is_some();
+    sleep_unless_stopped(duration, !stopping)
+}
+
+/// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were
+/// written) or during the pause.
+pub(crate) fn cool_down(duration: Duration) {
+    sleep_unless_stopped(duration, true);
+}
+
+/// Sleeps for `duration`, or until a signal asks to stop if `stoppable`; `true` if one did.
+fn sleep_unless_stopped(duration: Duration, stoppable: bool) -> bool {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -332,7 +343,7 @@ pub fn pause(duration: Duration) -> bool {
     runtime.block_on(async {
         tokio::select! {
             _ = tokio::time::sleep(duration) => false,
-            _ = signals::more_than(seen) => true,
+            () = signals::requested(), if stoppable => true,
         }
     })
 }
@@ -466,7 +477,9 @@ impl Worker {
                 tracer.note(&format!("thread {}: {}", self.index, quic.socket));
             }
         }
-        let warm_up_bytes = Rc::new(Cell::new(WireTotals::default()));
+        // The bytes of the warm-up (`--warm-up-time`), which the measured period leaves out;
+        // `None` until it ends, so a run stopped during its warm-up (a signal) measured none.
+        let warm_up_bytes = Rc::new(Cell::new(None));
         let live = self.sinks.live.clone();
         let ended = local.block_on(&runtime, {
             let shared = shared.clone();
@@ -479,8 +492,10 @@ impl Worker {
                     let wire = shared.wire.clone();
                     tokio::task::spawn_local(async move {
                         tokio::time::sleep_until(self.measure_start.into()).await;
-                        warm_up_bytes.set(wire.totals());
+                        warm_up_bytes.set(Some(wire.totals()));
                     });
+                } else {
+                    warm_up_bytes.set(Some(WireTotals::default()));
                 }
                 if let Some(live) = self.sinks.live {
                     // A steered run's steps are measured from these: publish often enough that a
@@ -558,7 +573,11 @@ impl Worker {
         }
         Ok(ThreadResult {
             recorder,
-            wire: shared.wire.totals().since(warm_up_bytes.get()),
+            wire: warm_up_bytes
+                .get()
+                .map_or_else(WireTotals::default, |warm_up| {
+                    shared.wire.totals().since(warm_up)
+                }),
             ended,
         })
     }

@@ -2,8 +2,14 @@
 //! in flight get the drain period, the report is printed and every file written, and the exit
 //! status is 128 + the signal's number. One thread watches them for the whole process, from
 //! [`install`] on, so a signal that arrives between cells or during a pause is not lost.
+//!
+//! Signals that arrive within [`ONE_REQUEST`] of the first are the same request to stop: `timeout`
+//! signals the process and then its group, and a terminal signals every process of the
+//! foreground group, so one stop often arrives as two signals. A signal after that window quits
+//! at once, whatever the program is doing (running, draining, writing the exports, lingering).
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
@@ -40,14 +46,13 @@ impl Signal {
     }
 }
 
-/// What has arrived so far.
-#[derive(Debug, Clone, Copy, Default)]
-struct Received {
-    count: u32,
-    first: Option<Signal>,
-}
+/// How long after the first signal further ones are taken as the same request to stop.
+pub(crate) const ONE_REQUEST: Duration = Duration::from_secs(1);
 
-static RECEIVED: OnceLock<watch::Sender<Received>> = OnceLock::new();
+/// The first signal, and when it arrived.
+type First = Option<(Signal, Instant)>;
+
+static RECEIVED: OnceLock<watch::Sender<First>> = OnceLock::new();
 
 /// Starts watching the signals (once per process; later calls do nothing). Until then they have
 /// their default effect, which ends the process.
@@ -55,23 +60,36 @@ pub fn install() -> Result<()> {
     let mut first_call = false;
     RECEIVED.get_or_init(|| {
         first_call = true;
-        watch::Sender::new(Received::default())
+        watch::Sender::new(None)
     });
     if !first_call {
         return Ok(());
     }
+    watch(record)
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP do nothing, for the built-in target: it shares the load
+/// generator's process group, so a terminal's Ctrl-C and `timeout`'s group signal reach it too,
+/// but it must serve the requests in flight until the generator, after its report, stops it.
+pub(crate) fn ignore() -> Result<()> {
+    watch(|_| ())
+}
+
+/// Starts the thread that hands every signal to `on_signal`, once it watches them.
+fn watch(on_signal: fn(Signal)) -> Result<()> {
     let (ready, registered) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("h2load-rs-signals".to_owned())
-        .spawn(move || watch_signals(ready))
+        .spawn(move || watch_signals(ready, on_signal))
         .context("cannot start the signal thread")?;
     registered
         .recv()
         .context("the signal thread ended before watching")?
 }
 
-/// The signal thread: registers the handlers, says so on `ready`, then records every signal.
-fn watch_signals(ready: std::sync::mpsc::Sender<Result<()>>) {
+/// The signal thread: registers the handlers, says so on `ready`, then hands every signal to
+/// `on_signal`.
+fn watch_signals(ready: std::sync::mpsc::Sender<Result<()>>, on_signal: fn(Signal)) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,44 +122,54 @@ fn watch_signals(ready: std::sync::mpsc::Sender<Result<()>>) {
                 _ = interrupt.recv() => Signal::Interrupt,
                 _ = terminate.recv() => Signal::Terminate,
             };
-            record(which);
+            on_signal(which);
         }
     });
 }
 
+/// Takes the first signal as the request to stop, those within [`ONE_REQUEST`] of it as the same
+/// request, and a later one as the order to quit now: the process exits with the first signal's
+/// status, without what is not yet printed or written.
 fn record(which: Signal) {
-    if let Some(sender) = RECEIVED.get() {
-        sender.send_modify(|received| {
-            received.count += 1;
-            received.first.get_or_insert(which);
-        });
+    let Some(sender) = RECEIVED.get() else {
+        return;
+    };
+    let now = Instant::now();
+    let mut quit = None;
+    sender.send_if_modified(|first| match *first {
+        None => {
+            *first = Some((which, now));
+            true
+        }
+        Some((signal, at)) => {
+            if now.duration_since(at) >= ONE_REQUEST {
+                quit = Some(signal);
+            }
+            false
+        }
+    });
+    if let Some(first) = quit {
+        errln!("h2load-rs: signalled again: quitting at once");
+        std::process::exit(i32::from(first.exit_code()));
     }
 }
 
 /// The first signal received since [`install`], if any.
 pub fn received() -> Option<Signal> {
-    RECEIVED.get().and_then(|sender| sender.borrow().first)
+    RECEIVED
+        .get()
+        .and_then(|sender| sender.borrow().map(|(signal, _)| signal))
 }
 
-/// How many signals have arrived since [`install`].
-pub fn count() -> u32 {
-    RECEIVED.get().map_or(0, |sender| sender.borrow().count)
-}
-
-/// Resolves once more than `seen` signals have arrived, with how many have; never without
+/// Resolves once a signal has asked to stop (at once if one already has); never without
 /// [`install`].
-pub async fn more_than(seen: u32) -> u32 {
+pub(crate) async fn requested() {
     let Some(sender) = RECEIVED.get() else {
         return std::future::pending().await;
     };
     let mut receiver = sender.subscribe();
-    let count = receiver
-        .wait_for(|received| received.count > seen)
-        .await
-        .map(|received| received.count);
-    match count {
-        Ok(count) => count,
+    if receiver.wait_for(Option::is_some).await.is_err() {
         // The sender lives in a static: it is never dropped.
-        Err(_) => std::future::pending().await,
+        std::future::pending().await
     }
 }

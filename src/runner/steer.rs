@@ -30,8 +30,6 @@ pub struct Steered {
     launched: Launched,
     throttle: Arc<Throttle>,
     live: Arc<Live>,
-    /// Signals seen so far, so a step notices a new one.
-    signals_seen: u32,
 }
 
 /// Starts a steered run of `plan` (its stop rule and rate are replaced by the steps): its
@@ -56,7 +54,6 @@ pub fn steer(plan: Arc<RunPlan>, sinks: Sinks) -> Result<Steered> {
         launched,
         throttle,
         live,
-        signals_seen: 0,
     };
     steered.wait_for_connections(clients, connecting);
     Ok(steered)
@@ -67,12 +64,7 @@ impl Steered {
     /// period, as at a timed run's end), and everything measured over all steps is returned.
     pub fn finish(self) -> Result<RunOutcome> {
         self.throttle.set(Offered::Stopped);
-        // A step's wait took the signal that ended the search; the workers' end can then race it
-        // in the controller and the run would read as not interrupted.
-        let signalled = self.signals_seen > 0;
-        let mut outcome = self.launched.finish(true)?;
-        outcome.interrupted |= signalled;
-        Ok(outcome)
+        self.launched.finish(true)
     }
 
     /// Waits until `clients` connections are open (the first step, which measures the ceiling,
@@ -91,18 +83,13 @@ impl Steered {
     }
 
     /// Waits `duration`; `true` if a signal came first.
-    fn wait(&mut self, duration: Duration) -> bool {
-        let seen = self.signals_seen;
-        let signalled = self.launched.controller.block_on(async {
+    fn wait(&self, duration: Duration) -> bool {
+        self.launched.controller.block_on(async {
             tokio::select! {
-                () = tokio::time::sleep(duration) => None,
-                count = signals::more_than(seen) => Some(count),
+                () = tokio::time::sleep(duration) => false,
+                () = signals::requested() => true,
             }
-        });
-        if let Some(count) = signalled {
-            self.signals_seen = count;
-        }
-        signalled.is_some()
+        })
     }
 }
 

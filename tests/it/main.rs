@@ -20,6 +20,7 @@ mod metrics;
 mod peers;
 mod rate;
 mod scale;
+mod signals;
 mod stages;
 mod steer;
 mod sweep;
