@@ -631,10 +631,12 @@ async fn run_tcp_slot(
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     let mut lost_unused = 0;
+    let mut reconnecting = false;
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
             return;
         };
+        reconnecting = true;
         let began = Instant::now();
         let connected = net::establish(
             &plan.destination.route,
@@ -831,10 +833,12 @@ async fn run_quic_slot(
 ) {
     let plan = shared.plan.clone();
     let mut lost_unused = 0;
+    let mut reconnecting = false;
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
             return;
         };
+        reconnecting = true;
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,
