@@ -134,6 +134,26 @@ pub enum Due {
     Recheck(Instant),
 }
 
+/// How a timed schedule (`-D` with `--rate`, `--stages`) was kept over the measured period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Its send times from the start of the measured period to the schedule's end.
+    pub scheduled: u64,
+    /// Those no request took before the end: the client (or a server holding its connections)
+    /// could not keep up, and the run ended first. Each of the others started a request.
+    pub missed: u64,
+}
+
+impl Kept {
+    /// The two counts of several threads' schedules, added.
+    pub fn add(self, other: Kept) -> Kept {
+        Kept {
+            scheduled: self.scheduled + other.scheduled,
+            missed: self.missed + other.missed,
+        }
+    }
+}
+
 /// How often a connection of a paused steered run looks at the throttle again.
 const RECHECK_PAUSED: Duration = Duration::from_millis(50);
 
@@ -278,6 +298,71 @@ impl Pacer {
                 Offered::Paused | Offered::Stopped => time + MAX_DURATION,
             },
         }
+    }
+
+    /// Send time number `index` (from 0) of a schedule known in advance (not a steered one);
+    /// `None` past any representable time.
+    fn scheduled_time(&self, index: u64) -> Option<Instant> {
+        let offset = match &self.source {
+            // `taken` adds the period to each time: the k-th is k periods after the start.
+            Source::Constant(period) => {
+                Duration::from_nanos(u64::try_from(period.as_nanos() * u128::from(index)).ok()?)
+            }
+            Source::Stages(share) => share.send_time(index),
+            Source::Steered(_) => return None,
+        };
+        self.start.checked_add(offset)
+    }
+
+    /// How many send times of the schedule come before `at` (times are non-decreasing in their
+    /// number: a doubling search, then a binary one).
+    fn count_before(&self, at: Instant) -> u64 {
+        let before = |index| self.scheduled_time(index).is_some_and(|time| time < at);
+        if !before(0) {
+            return 0;
+        }
+        // before(low) holds; find a high where it does not.
+        let (mut low, mut high) = (0, 1);
+        while before(high) {
+            low = high;
+            high = high.saturating_mul(2);
+            if high == u64::MAX {
+                return high;
+            }
+        }
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if before(middle) {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        high
+    }
+
+    /// How a timed schedule was kept from `measured_from` to its end, once its connections are
+    /// done; `None` for a schedule without an end (`-n`) or known only as it goes (steered).
+    /// Send times are taken in order (but for handed-back ones, which were counted taken), so
+    /// the first `index` were taken and the handed-back ones still here were not sent.
+    pub(crate) fn kept(&self, measured_from: Instant) -> Option<Kept> {
+        let ends = self.ends?;
+        if matches!(self.source, Source::Steered(_)) {
+            return None;
+        }
+        let warm_up = self.count_before(measured_from);
+        let scheduled = self.count_before(ends).saturating_sub(warm_up);
+        let taken = self.index.get().saturating_sub(warm_up);
+        let unsent = self
+            .returned
+            .borrow()
+            .iter()
+            .filter(|&&time| time >= measured_from)
+            .count() as u64;
+        Some(Kept {
+            scheduled,
+            missed: scheduled.saturating_sub(taken) + unsent,
+        })
     }
 
     /// The send time `intended`, taken for a request that was never sent, goes back to the
@@ -459,6 +544,67 @@ mod tests {
         let told = pacer.come_back_at(&Cell::new(None));
         pacer.wake_one_for(told);
         assert!(woken(&mut waiting));
+    }
+
+    #[test]
+    fn a_timed_schedule_counts_the_send_times_it_missed() {
+        let start = Instant::now();
+        // Times 0, 10, 20 and 30 ms come before the end at 35 ms.
+        let pacer = Pacer::new(PERIOD, start, Some(start + PERIOD * 7 / 2));
+        assert_eq!(
+            pacer.kept(start),
+            Some(Kept {
+                scheduled: 4,
+                missed: 4
+            })
+        );
+        let first = take(&pacer, start);
+        take(&pacer, start + PERIOD);
+        // The first one's connection was lost before sending it: it was not sent either.
+        pacer.hand_back(first);
+        assert_eq!(
+            pacer.kept(start),
+            Some(Kept {
+                scheduled: 4,
+                missed: 3
+            })
+        );
+        // A warm-up until 15 ms: times 20 and 30 are measured, and neither was taken.
+        assert_eq!(
+            pacer.kept(start + PERIOD * 3 / 2),
+            Some(Kept {
+                scheduled: 2,
+                missed: 2
+            })
+        );
+        assert_eq!(Pacer::new(PERIOD, start, None).kept(start), None, "-n");
+    }
+
+    #[test]
+    fn a_ramps_schedule_holds_the_area_under_its_curve() {
+        // From 100/s to 300/s over 1 s: 200 send times, on two threads of one connection each.
+        let ramp = crate::plan::stages::Stages::new(
+            100.0,
+            vec![crate::plan::stages::Stage::parse("1s:300").unwrap()],
+        )
+        .unwrap();
+        let start = Instant::now();
+        let ends = Some(start + Duration::from_secs(1));
+        let kept: Vec<Kept> = (0..2)
+            .map(|_| {
+                let share = Share::new(ramp.clone(), 0.5);
+                Pacer::with_source(Source::Stages(share), start, ends)
+                    .kept(start)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            kept[0].add(kept[1]),
+            Kept {
+                scheduled: 200,
+                missed: 200
+            }
+        );
     }
 
     #[test]

@@ -23,8 +23,11 @@ pub struct Reserved {
 }
 
 impl ThreadShared {
-    /// What a slot about to connect takes first: nothing without `--requests-per-connection`; a
-    /// request from the budget with it, once its send time has come under a schedule (the slot
+    /// What a slot about to connect takes first: nothing for its first connection without
+    /// `--requests-per-connection`, nor when it reconnects under a schedule; else a request from
+    /// the budget (`reconnecting` unscheduled: slots whose connections were lost together near
+    /// the end of `-n` all reconnected for the last few requests, 64 to 88 connections for 60
+    /// requests that each timed out on its own), once its send time has come under a schedule (the slot
     /// waits here, not connected, with `told` the slot's [`super::Pacer::come_back_at`] cell,
     /// which its connections carry on). `None`:
     /// nothing is left to connect for. Requests waiting to be sent again need no send time: the
@@ -33,8 +36,11 @@ impl ThreadShared {
         &self,
         timer: &impl Timer,
         told: &Cell<Option<Instant>>,
+        reconnecting: bool,
     ) -> Option<Reserved> {
-        if self.plan.requests_per_connection.is_none() {
+        let churned = self.plan.requests_per_connection.is_some();
+        let takes_first = churned || (reconnecting && self.pacer.is_none());
+        if !takes_first {
             return Some(Reserved::default());
         }
         loop {
@@ -155,7 +161,7 @@ mod tests {
             let waiting = tokio::task::spawn_local({
                 let (shared, timer) = (shared.clone(), timer.clone());
                 async move {
-                    let reserved = shared.reserve_first(&*timer, &Cell::new(None)).await;
+                    let reserved = shared.reserve_first(&*timer, &Cell::new(None), false).await;
                     (reserved, Instant::now())
                 }
             });

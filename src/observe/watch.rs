@@ -130,16 +130,24 @@ mod tests {
     #[test]
     fn watches_a_busy_process() {
         let me = std::process::id();
+        let started = Instant::now();
         let watch = Watch::start(&[me, u32::MAX]);
-        let spin_until = Instant::now() + Duration::from_millis(300);
+        // Spins until this process has used 200 ms of CPU, however long a busy machine takes
+        // to give it (a spin of 300 ms of wall time got 13% of a core at load 13 on 2 cores).
+        let used_before = cpu_time(None).unwrap();
         let mut counter = 0u64;
-        while Instant::now() < spin_until {
-            counter = std::hint::black_box(counter.wrapping_add(1));
+        while cpu_time(None).unwrap() - used_before < Duration::from_millis(200) {
+            for _ in 0..100_000 {
+                counter = std::hint::black_box(counter.wrapping_add(1));
+            }
         }
         let usage = watch.finish();
+        let wall = started.elapsed().as_secs_f64();
         assert_eq!(usage.len(), 2);
-        // A spinning thread, even on a machine busy with other work (an idle one shows ~0).
-        assert!(usage[0].cpu_percent > 20.0, "{usage:?}");
+        // Those 200 ms (less a clock tick at either end) over at most the test's wall time: an
+        // idle process shows ~0.
+        let used = usage[0].cpu_percent / 100.0 * wall;
+        assert!(used >= 0.18, "{used} s of CPU seen: {usage:?}");
         assert!(usage[0].rss_peak_kb > 1000, "{usage:?}");
         assert_eq!(usage[1].rss_peak_kb, 0, "a missing process reports zeros");
         assert!(cpu_time(None).is_some());

@@ -207,12 +207,31 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
                 limit: rates.iter().map(|rate| rate.in_flight.limit).sum(),
             };
-            Some(RateReport::from_delays(
-                requested,
-                per_second(done),
-                &add_all(delays.into_iter()),
-                in_flight,
-            ))
+            // Concurrent runs' schedules add up too (known only if every run's is); a report
+            // cannot make the sum wrap.
+            let overflow =
+                || anyhow::anyhow!("the reports' rate.scheduled or rate.missed add up past 2^64");
+            let scheduled = rates
+                .iter()
+                .map(|rate| rate.scheduled)
+                .try_fold(Some(0u64), |sum, count| match (sum, count) {
+                    (Some(sum), Some(count)) => sum.checked_add(count).map(Some),
+                    _ => Some(None),
+                })
+                .ok_or_else(overflow)?;
+            let missed = (rates.iter().map(|rate| rate.missed))
+                .try_fold(0u64, u64::checked_add)
+                .ok_or_else(overflow)?;
+            Some(RateReport {
+                scheduled,
+                missed,
+                ..RateReport::from_delays(
+                    requested,
+                    per_second(done),
+                    &add_all(delays.into_iter()),
+                    in_flight,
+                )
+            })
         }
         None => None,
     };

@@ -105,6 +105,14 @@ pub struct RateReport {
     /// How full the concurrency was (absent in reports from before this field).
     #[serde(default)]
     pub in_flight: InFlight,
+    /// A timed schedule's (`-D` with `--rate`, `--stages`) send times in the measured period:
+    /// `requests.started + missed`. `None` for `-n`, an interrupted run, and older reports.
+    #[serde(default)]
+    pub scheduled: Option<u64>,
+    /// Send times of the schedule that no request took before it ended: the run could not keep
+    /// its schedule (the client was starved, or the server held every connection).
+    #[serde(default)]
+    pub missed: u64,
 }
 
 /// Requests in flight against the most there can be: a rate falls short for lack of concurrency
@@ -174,6 +182,8 @@ impl RateReport {
             delay_max_us: delay.max(),
             delay_hdr: hdr::to_base64(delay),
             in_flight,
+            scheduled: None,
+            missed: 0,
         }
     }
 }
@@ -1038,7 +1048,11 @@ impl Summary {
                     },
                     limit: (plan.clients * per_connection) as u64,
                 };
-                RateReport::new(requested, per_second(counters.done), recorder, in_flight)
+                RateReport {
+                    scheduled: outcome.schedule.map(|kept| kept.scheduled),
+                    missed: outcome.schedule.map_or(0, |kept| kept.missed),
+                    ..RateReport::new(requested, per_second(counters.done), recorder, in_flight)
+                }
             }),
             thresholds: Vec::new(),
             capacity: None,

@@ -367,6 +367,16 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
         super::counted(rate.late, "request"),
         rate.late_pct,
     )?;
+    if rate.missed > 0 {
+        // Exact, so a run that fell behind says by how much instead of sending fewer silently.
+        writeln!(
+            out,
+            "  missed: {} of the schedule's {} send times were never sent: no connection took them before the run \
+             ended (the server held every connection, or the client was starved of CPU)",
+            rate.missed,
+            rate.scheduled.unwrap_or(0),
+        )?;
+    }
     writeln!(
         out,
         "  response time counts from when each request was scheduled, so it includes any wait for a free\n  \

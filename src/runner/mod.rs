@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
-use crate::engine::pacer::{Source, Steering, Throttle};
+use crate::engine::pacer::{Kept, Source, Steering, Throttle};
 use crate::engine::reserve::Reserved;
 use crate::engine::uring::Uring;
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
@@ -62,6 +62,9 @@ pub struct RunOutcome {
     pub never_sent: u64,
     /// Requests sent but unfinished when the run stopped waiting for them.
     pub in_flight_at_stop: u64,
+    /// How a timed schedule (`-D` with `--rate`, `--stages`) was kept: its send times in the
+    /// measured period and those missed; `None` without one, or when the run was interrupted.
+    pub schedule: Option<Kept>,
     /// Whether the user interrupted the run.
     pub interrupted: bool,
     /// Wall-clock time at the start of the measured period (to line up runs of several machines).
@@ -234,19 +237,24 @@ impl Launched {
             deadline,
             drain,
             stop_now,
-            // A ramp's schedule ends itself at the deadline, and a send time due before it
+            // A timed schedule ends itself at the deadline, and a send time due before it
             // still goes when its connection wakes a little late: the counts stay exact.
-            plan.stages.is_some(),
+            plan.paced(),
         ));
 
         let mut merged = Recorder::new(measure_start, 0, plan.interval, paced);
         let mut wire = WireTotals::default();
         let mut last_end = measure_start;
+        let mut schedule: Option<Kept> = None;
         for thread in threads {
             let thread = thread?;
             merged.merge(thread.recorder);
             wire.add(thread.wire);
             last_end = last_end.max(thread.ended);
+            schedule = match (schedule, thread.schedule) {
+                (Some(sum), Some(kept)) => Some(sum.add(kept)),
+                (sum, kept) => sum.or(kept),
+            };
         }
         let never_sent = if interrupted { 0 } else { budget.untaken() };
         merged.counters.failed += never_sent;
@@ -258,6 +266,8 @@ impl Launched {
             elapsed: last_end.saturating_duration_since(measure_start),
             never_sent,
             in_flight_at_stop,
+            // An interrupted schedule did not end: what it had left is not missed.
+            schedule: schedule.filter(|_| !interrupted),
             interrupted,
             measure_start_wall: start_wall + (measure_start - start),
         })
@@ -361,6 +371,8 @@ struct ThreadResult {
     recorder: Recorder,
     wire: WireTotals,
     ended: Instant,
+    /// How the thread's share of a timed schedule was kept.
+    schedule: Option<Kept>,
 }
 
 /// One worker thread's share of the run.
@@ -386,8 +398,10 @@ impl Worker {
         let source = match (&self.throttle, &self.plan.stages, self.plan.rate) {
             (Some(throttle), _, _) => Source::Steered(Steering::new(throttle.clone(), fraction)),
             (None, Some(stages), _) => Source::Stages(Share::new(stages.clone(), fraction)),
-            (None, None, Some(rate)) => Source::Constant(Duration::from_secs_f64(
-                self.plan.clients as f64 / (rate * self.slots as f64),
+            // Rounded up to the nanosecond: rounded down, `-D 1s --rate 300` had a 301st send
+            // time (300 periods of 3,333,333 ns end before 1 s).
+            (None, None, Some(rate)) => Source::Constant(Duration::from_nanos(
+                (self.plan.clients as f64 * 1e9 / (rate * self.slots as f64)).ceil() as u64,
             )),
             (None, None, None) => return None,
         };
@@ -562,6 +576,7 @@ impl Worker {
             .ok()
             .expect("connection tasks end with their LocalSet");
         shared.fail_unsent_retries();
+        let schedule = (shared.pacer.as_ref()).and_then(|pacer| pacer.kept(self.measure_start));
         let mut recorder = shared.recorder.into_inner();
         if let Some(Err(problem)) = shared.request_log.map(|log| log.into_inner().finish()) {
             recorder.warn(problem);
@@ -579,6 +594,7 @@ impl Worker {
                     shared.wire.totals().since(warm_up)
                 }),
             ended,
+            schedule,
         })
     }
 }
@@ -634,10 +650,12 @@ async fn run_tcp_slot(
     let plan = shared.plan.clone();
     let timeouts = plan.timeouts;
     let mut lost_unused = 0;
+    let mut reconnecting = false;
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
             return;
         };
+        reconnecting = true;
         let began = Instant::now();
         let connected = net::establish(
             &plan.destination.route,
@@ -834,10 +852,12 @@ async fn run_quic_slot(
 ) {
     let plan = shared.plan.clone();
     let mut lost_unused = 0;
+    let mut reconnecting = false;
     while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told).await else {
+        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
             return;
         };
+        reconnecting = true;
         let began = Instant::now();
         let connection = match quic.connect(plan.timeouts.connect).await {
             Ok(connection) => connection,

@@ -230,3 +230,78 @@ pub fn assert_clean(run: &Run, name: &str, n: u64) {
         );
     }
 }
+
+/// Checks that the paced run `run` kept its schedule of `scheduled` send times exactly: each one
+/// started a request or is counted missed, and every request started was done.
+pub fn assert_schedule_kept(run: &Run, name: &str, scheduled: u64) {
+    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+    let (started, missed) = (run.int("requests/started"), run.int("rate/missed"));
+    assert_eq!(run.int("rate/scheduled"), scheduled, "{name}");
+    assert_eq!(
+        started + missed,
+        scheduled,
+        "{name}: {started} started + {missed} missed"
+    );
+    assert_eq!(run.int("requests/done"), started, "{name}: done");
+    if missed > 0 {
+        let says = format!("missed: {missed} of the schedule's {scheduled} send times");
+        assert!(
+            run.output.stdout.contains(&says),
+            "{name}: {}",
+            run.output.stdout
+        );
+    }
+}
+
+/// How late this machine wakes a sleeping thread at the moment, measured at the start of a
+/// timing test: on a busy machine (other builds and tests on the same cores) every wake-up of
+/// the client, the target and the test itself can be that late, so a timing tolerance may widen
+/// by it, never by more than the cap that keeps the test failing on the value it was written
+/// to catch. Failure messages show it (`{noise}`).
+#[derive(Debug, Clone)]
+pub struct Noise {
+    /// How late each of [`NOISE_SAMPLES`] sleeps of 1 ms woke, sorted.
+    late: Vec<Duration>,
+}
+
+/// Sleeps measured by [`timer_noise`].
+const NOISE_SAMPLES: usize = 200;
+
+/// Measures the machine's timer noise now ([`Noise`]): how late 200 sleeps of 1 ms wake.
+pub fn timer_noise() -> Noise {
+    const SLEEP: Duration = Duration::from_millis(1);
+    let mut late: Vec<Duration> = (0..NOISE_SAMPLES)
+        .map(|_| {
+            let started = Instant::now();
+            std::thread::sleep(SLEEP);
+            started.elapsed().saturating_sub(SLEEP)
+        })
+        .collect();
+    late.sort_unstable();
+    Noise { late }
+}
+
+impl Noise {
+    /// The 99th percentile of the lateness measured.
+    pub fn p99(&self) -> Duration {
+        self.late[NOISE_SAMPLES * 99 / 100 - 1]
+    }
+
+    /// What a tolerance may widen by: the 99th percentile of the lateness, at most `cap`.
+    pub fn widening(&self, cap: Duration) -> Duration {
+        self.p99().min(cap)
+    }
+}
+
+impl std::fmt::Display for Noise {
+    /// For failure messages: what was measured.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "timer noise: 1 ms sleeps woke p50 {:?} / p99 {:?} / max {:?} late",
+            self.late[NOISE_SAMPLES / 2],
+            self.p99(),
+            self.late[NOISE_SAMPLES - 1],
+        )
+    }
+}

@@ -535,3 +535,32 @@ fn a_server_closing_every_connection_still_ends_the_run_fast() {
         assert_eq!(run.int("connections/failed"), 30, "{name}: all failed");
     }
 }
+
+// Found on main: 50 connections whose requests all time out together reconnected all at once
+// for the last 10 requests of -n 60, 64 to 88 connections (each slot saw the budget not yet
+// spent); a slot now takes its next request before reconnecting, as a churned one does.
+#[test]
+fn requests_that_time_out_together_reconnect_once_each() {
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "50",
+        "-n",
+        "60",
+        "--request-timeout",
+        "100ms",
+        "--target-delay",
+        "1s",
+    ]);
+    assert_consistent(&run, "timeouts");
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    for (field, expected) in [
+        ("requests/started", 60),
+        ("requests/timeout", 60),
+        ("requests/never_sent", 0),
+        ("connections/opened", 60),
+        ("connections/closed_by_client", 60),
+    ] {
+        assert_eq!(run.int(field), expected, "{field}");
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::common::{h2load_rs, run_command, url, Run};
+use crate::common::{assert_schedule_kept, h2load_rs, run_command, timer_noise, url, Noise, Run};
 
 fn percentile(run: &Run, histogram: &str, which: &str) -> u64 {
     run.int(&format!("latency/{histogram}/percentiles/{which}"))
@@ -15,7 +15,7 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         "-c",
         "50",
         "--rate",
-        "2000",
+        "500",
         "-D",
         "12s",
         "--target-stall-every",
@@ -25,14 +25,21 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let response_p99 = percentile(&run, "request", "p99");
-    let service_p99 = percentile(&run, "service", "p99");
     assert!(
         response_p99 >= 500_000,
         "response time p99 {response_p99}us includes the stalls"
     );
+    // Counted, not a percentile, so it holds however few requests a loaded machine sends: each
+    // of the 50 connections carries at most one request into each stall (2 in 12 s, 3 should
+    // the target's clock put one at the start), while the queue behind them shows only in the
+    // response time.
+    let (stalled_service, stalled_response) = (
+        at_least(&run, "latency/service/hdr", 500_000),
+        at_least(&run, "latency/request/hdr", 500_000),
+    );
     assert!(
-        service_p99 < 100_000,
-        "service time p99 {service_p99}us does not"
+        stalled_service <= 150 && stalled_response > 400,
+        "{stalled_service} service times and {stalled_response} response times of 500 ms or more"
     );
     let stdout = &run.output.stdout;
     assert!(
@@ -43,13 +50,14 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         stdout.contains("response time counts from when each request was scheduled"),
         "{stdout}"
     );
+    // 500 are scheduled in each stall (a rate a loaded machine still keeps outside them).
     assert!(
-        run.int("rate/late") > 1000,
+        run.int("rate/late") > 500,
         "requests queued behind the stalls started late"
     );
     assert!(run.int("rate/delay_max_us") > 500_000);
     // Two 1 s stalls in 12 s with 50 connections: ≈ 50 × 2 / 12 ≈ 8.3 in flight on average, plus
-    // ~1 at 2000 req/s × 0.5 ms; far from the 50 that would make concurrency the limit.
+    // ~0.25 at 500 req/s × 0.5 ms; far from the 50 that would make concurrency the limit.
     let in_flight = run.num("rate/in_flight/mean");
     assert!(
         (4.0..20.0).contains(&in_flight),
@@ -60,7 +68,7 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         !stdout.contains("raise -c or -m"),
         "stalls are not a lack of concurrency:\n{stdout}"
     );
-    if run.num("rate/achieved_per_s") < 0.98 * 2000.0 {
+    if run.num("rate/achieved_per_s") < 0.98 * 500.0 {
         assert!(stdout.contains("because responses stalled"), "{stdout}");
     }
 }
@@ -99,11 +107,8 @@ fn too_little_concurrency_is_named_as_the_limit() {
 fn rps_is_per_client_as_in_h2load() {
     let run = h2load_rs(&["--h1", "-c", "4", "--rps", "50", "-D", "2s", &url("/ping")]);
     assert_eq!(run.num("rate/requested_per_s"), 200.0);
-    let done = run.int("requests/done");
-    assert!(
-        (390..=410).contains(&done),
-        "{done} requests in 2 s at 200/s"
-    );
+    // 2 s at 200/s: 400 send times, each sent or counted missed.
+    assert_schedule_kept(&run, "--rps 50 -c 4", 400);
 }
 
 #[test]
@@ -408,38 +413,42 @@ fn the_kubernetes_scenario_and_worker_flags_run() {
 /// Requests of `run` that started `at_least_us` or more after their scheduled time, from the
 /// start delay histogram (µs).
 fn started_late_by(run: &Run, at_least_us: u64) -> u64 {
-    let hdr = run.cell()["rate"]["delay_hdr"]
-        .as_str()
-        .expect("a delay histogram");
-    let delays = h2load_rs::recorder::hdr::from_base64(hdr).unwrap();
-    delays.count_between(at_least_us, u64::MAX)
+    at_least(run, "rate/delay_hdr", at_least_us)
 }
 
-/// Checks a paced run against its schedule's truth: `expected` requests started (one less may
-/// be allowed: the last send time of a timed run, late past the end by more than its 5 ms grace
-/// on a loaded machine), each done once, and at most 10% of them started 0.8 period or more
+/// How many values of the histogram at `pointer` in the first cell (µs) are `micros` or more.
+fn at_least(run: &Run, pointer: &str, micros: u64) -> u64 {
+    let hdr = run
+        .cell()
+        .pointer(&format!("/{pointer}"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_else(|| panic!("a histogram at {pointer}"));
+    let values = h2load_rs::recorder::hdr::from_base64(hdr).unwrap();
+    values.count_between(micros, u64::MAX)
+}
+
+/// Checks a paced run against its schedule's truth: each of its `scheduled` send times started a
+/// request, done once, or was counted missed, and at most 10% of them started 0.8 period or more
 /// after their scheduled time (a send time no connection came for, or two taken by one
 /// connection at once, shows as a request a whole period late). 10%: the defects this guards
 /// against made a third to a half of the requests a period late; the 2-core machine running the
 /// capacity and steering tests beside these made up to 8% of them half a period (5 ms) late.
-fn assert_on_schedule(
-    run: &Run,
-    name: &str,
-    expected: std::ops::RangeInclusive<u64>,
-    period_us: u64,
-) {
-    assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+fn assert_on_schedule(run: &Run, name: &str, scheduled: u64, period_us: u64, noise: &Noise) {
+    assert_schedule_kept(run, name, scheduled);
+    assert_few_late(run, name, period_us, noise);
+}
+
+/// Checks that at most 10% of the requests `run` started went 0.8 period or more late (see
+/// [`assert_on_schedule`]), plus the machine's timer noise up to an eighth of a period: a
+/// request a whole period late, the defect, is still counted.
+fn assert_few_late(run: &Run, name: &str, period_us: u64, noise: &Noise) {
     let started = run.int("requests/started");
-    assert!(
-        expected.contains(&started),
-        "{name}: {started} started, the schedule has {expected:?}"
-    );
-    assert_eq!(run.int("requests/done"), started, "{name}: done");
-    let threshold = period_us * 4 / 5;
+    let widening = noise.widening(Duration::from_micros(period_us / 8));
+    let threshold = period_us * 4 / 5 + widening.as_micros() as u64;
     let late = started_late_by(run, threshold);
     assert!(
         late * 10 <= started,
-        "{name}: {late} of {started} requests started {threshold} µs or more late (delay p99 {} µs, max {} µs)",
+        "{name}: {late} of {started} requests started {threshold} µs or more late (delay p99 {} µs, max {} µs; widened by {widening:?}, {noise})",
         run.int("rate/delay_p99_us"),
         run.int("rate/delay_max_us"),
     );
@@ -452,6 +461,12 @@ fn assert_on_schedule(
 // a period late, then its own at once.
 #[test]
 fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
+    let noise = timer_noise();
+    // A request goes out on a closing connection when the target's close, a few wake-ups after
+    // its response, comes after the next send time: on a machine whose wake-ups are late by w,
+    // about w / period of them. The defect made half of them go so; at most a fifth are
+    // allowed for noise (a widening of at most 4 ms against the 20 ms period).
+    let closing = noise.widening(Duration::from_millis(4)).as_secs_f64() / 0.020;
     for (fault, protocol) in [
         ("drop-after=1", &["--h1", "-c", "1"][..]),
         ("drop-after=1", &["--h1", "-c", "4"][..]),
@@ -465,11 +480,14 @@ fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
         let mut args = protocol.to_vec();
         args.extend(["--rate", "50", "-D", "3s", "--target-fault", fault]);
         let run = h2load_rs(&args);
-        assert_on_schedule(&run, &name, 149..=150, 20_000);
+        assert_on_schedule(&run, &name, 150, 20_000, &noise);
         let closed = run.int("requests/retried/closed");
+        let allowed = 3 + (run.int("requests/started") as f64 * closing).ceil() as u64;
         assert!(
-            closed <= 3,
-            "{name}: {closed} requests sent on a closing connection"
+            closed <= allowed,
+            "{name}: {closed} requests sent on a closing connection, {allowed} allowed ({:.1}% for \
+             timer noise; {noise})",
+            closing * 100.0
         );
         // This VM's loopback delivers a FIN that follows a second exchange on a connection
         // about 200 ms late (a retransmission; a Python server's too), so with drop-after=3 a
@@ -489,6 +507,7 @@ fn a_send_time_told_to_a_connection_the_server_closes_goes_to_the_next_one() {
 // connection's request went back to the budget, its send time nowhere.
 #[test]
 fn a_send_time_taken_for_a_connection_lost_before_its_first_request_is_handed_on() {
+    let noise = timer_noise();
     // h2c: every 10th connection closes before the server's SETTINGS, so before any request.
     let churn = |more: &[&str]| {
         let mut args = vec![
@@ -512,7 +531,7 @@ fn a_send_time_taken_for_a_connection_lost_before_its_first_request_is_handed_on
         args.extend(["-D", "2s"]);
         let run = churn(&args);
         let name = churned.join(" ");
-        assert_on_schedule(&run, &name, 99..=100, 20_000);
+        assert_on_schedule(&run, &name, 100, 20_000, &noise);
         assert_eq!(
             run.int("requests/succeeded"),
             run.int("requests/started"),
@@ -525,12 +544,17 @@ fn a_send_time_taken_for_a_connection_lost_before_its_first_request_is_handed_on
         );
     }
     let counted = churn(&["--no-keepalive", "-n", "100"]);
-    assert_on_schedule(&counted, "-n 100", 100..=100, 20_000);
+    assert_few_late(&counted, "-n 100", 20_000, &noise);
+    assert_eq!(counted.int("requests/started"), 100);
     assert_eq!(counted.int("requests/succeeded"), 100);
     assert_eq!(counted.int("connections/opened"), 111, "every 10th dropped");
+    // 100 requests at 50/s take 2 s, and the last response may come late by the noise (at
+    // most 100 ms: the defect took 2.22 s).
+    let widening = noise.widening(Duration::from_millis(100));
+    let slowest = 100.0 / (2.0 + widening.as_secs_f64()) - 1.0;
     let achieved = counted.num("rate/achieved_per_s");
     assert!(
-        (49.0..=51.0).contains(&achieved),
-        "100 requests at 50/s take 2 s: {achieved}/s"
+        (slowest..=51.0).contains(&achieved),
+        "100 requests at 50/s take 2 s: {achieved}/s (at least {slowest:.1}/s, widened by {widening:?}; {noise})"
     );
 }

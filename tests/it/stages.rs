@@ -1,9 +1,13 @@
 //! `--stages`: a ramp of rates on the same connections as one cell, against the area under its
 //! rate curve (the requests it must send) and the shape of its timeline.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::common::{assert_usage_error, h2load_rs, run_command, url, Run};
+use crate::common::{
+    assert_schedule_kept, assert_usage_error, h2load_rs, run_command, timer_noise, url, Run,
+};
 
 /// Requests completed per second in the first and the last full-length interval of cell `cell`.
 fn first_and_last_full_interval_rates(run: &Run, cell: usize) -> (f64, f64) {
@@ -28,6 +32,7 @@ fn int(value: &Value) -> u64 {
 
 #[test]
 fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve() {
+    let noise = timer_noise();
     let run = h2load_rs(&[
         "--h1",
         "-c",
@@ -47,11 +52,9 @@ fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve()
         8,
         "warm connections, never reopened"
     );
-    // 0→200 over 2 s, then 200→2000 over 2 s: 200 + 2200 requests (±3%; exact when every send
-    // time is kept).
+    // 0→200 over 2 s, then 200→2000 over 2 s: 200 + 2200 send times, each sent or missed.
     assert_eq!(run.num("settings/stages/offered"), 2400.0);
-    let done = run.int("requests/done") as f64;
-    assert!((done - 2400.0).abs() <= 72.0, "{done} requests");
+    assert_schedule_kept(&run, "2s:200,2s:2000", 2400);
     assert_eq!(run.int("requests/failed"), 0);
     // Judged against the ramp's mean rate, 2400 / 4 s.
     assert_eq!(run.num("rate/requested_per_s"), 600.0);
@@ -70,9 +73,14 @@ fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve()
         .filter(|interval| (int(&interval["index"]) as f64 + 0.5) * length < 2.0)
         .map(|interval| int(&interval["completed"]))
         .sum();
+    // Responses late by the timer noise move into the second stage: at 200/s, 0.2 a
+    // millisecond (a widening of at most 50 ms: 10 requests, where the ramp's wrong shapes
+    // are hundreds off).
+    let widening = noise.widening(Duration::from_millis(50));
+    let allowed = 6 + (200.0 * widening.as_secs_f64()).ceil() as u64;
     assert!(
-        first_stage.abs_diff(200) <= 6,
-        "{first_stage} in the first stage"
+        first_stage.abs_diff(200) <= allowed,
+        "{first_stage} in the first stage, 200 ± {allowed} (widened by {widening:?}; {noise})"
     );
 }
 
@@ -100,8 +108,17 @@ fn every_protocol_of_a_list_ramps_in_its_own_cell_with_exact_counts() {
             format!("{protocol} c=2 m=4 stages=1s:100,1s:300")
         );
         assert_eq!(int(&cell["connections"]["opened"]), 2, "{protocol}");
-        assert_eq!(int(&cell["requests"]["done"]), 250, "{protocol}");
-        assert_eq!(int(&cell["requests"]["succeeded"]), 250, "{protocol}");
+        let (started, missed) = (
+            int(&cell["requests"]["started"]),
+            int(&cell["rate"]["missed"]),
+        );
+        assert_eq!(int(&cell["rate"]["scheduled"]), 250, "{protocol}");
+        assert_eq!(
+            started + missed,
+            250,
+            "{protocol}: {started} + {missed} missed"
+        );
+        assert_eq!(int(&cell["requests"]["succeeded"]), started, "{protocol}");
         let (first, last) = first_and_last_full_interval_rates(&run, index);
         assert!(
             last >= 3.0 * first,
@@ -123,14 +140,34 @@ fn a_ramp_starts_from_a_single_rate() {
         "1s:300",
         &url("/ping"),
     ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    assert_eq!(run.int("requests/done"), 200);
+    assert_schedule_kept(&run, "100,1s:300", 200);
     assert_eq!(run.num("settings/stages/start_rps"), 100.0);
     assert_eq!(run.json["cells"][0]["cell"]["rate"], Value::Null);
     assert_eq!(
         run.json["cells"][0]["cell"]["label"],
         "h1 c=2 m=1 stages=100,1s:300"
     );
+}
+
+// Found on main: a schedule the run could not keep lost its tail silently (a ramp of 200 sent
+// 177 on a loaded machine, and said nothing); here a server too slow for it makes sure of it.
+#[test]
+fn a_schedule_the_run_cannot_keep_counts_the_send_times_it_missed() {
+    // One connection, 20 ms per response: at most 51 of the schedule's times in 1 s can go.
+    let slow = url("/delay/20");
+    for (schedule, scheduled) in [
+        (&["--rate", "100", "--stages", "1s:300"][..], 200),
+        (&["--rate", "100", "-D", "1s"][..], 100),
+    ] {
+        let mut args = vec!["--h1", "-c", "1"];
+        args.extend(schedule);
+        args.push(&slow);
+        let run = h2load_rs(&args);
+        let name = schedule.join(" ");
+        assert_schedule_kept(&run, &name, scheduled);
+        let started = run.int("requests/started");
+        assert!(started <= 51, "{name}: {started} started at 20 ms each");
+    }
 }
 
 #[test]

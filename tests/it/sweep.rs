@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{h2load_rs, run_command, Run};
+use crate::common::{h2load_rs, run_command, timer_noise, Run};
 
 /// Runs the example sweep once against the built-in target, with every export.
 fn sweep(dir: &Path) -> Run {
@@ -383,6 +383,7 @@ fn watched_processes_and_cooldown_between_cells() {
 
 #[test]
 fn rate_lists_are_told_apart_in_every_export() {
+    let noise = timer_noise();
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
     let run = h2load_rs(&[
@@ -419,11 +420,26 @@ fn rate_lists_are_told_apart_in_every_export() {
     let timeline = drawn_series(&html, "timeline");
     for (series, cell) in timeline.iter().zip(cells) {
         assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
-        // -D 1s picks 100 ms intervals: 10 of them.
-        assert_eq!(series.points, 10, "{}", series.name);
+        // -D 1s picks 100 ms intervals: 10 of them, and an 11th when the last responses come
+        // more than a quarter interval after the end (a loaded machine's drain: a shorter
+        // stub joins the 10th); a point for each.
+        let timeline = &cell["timeline"];
+        assert_eq!(
+            timeline["interval_s"].as_f64(),
+            Some(0.1),
+            "{}",
+            series.name
+        );
+        let end = timeline["end_s"].as_f64().unwrap() / 0.1;
+        let intervals = if end - end.floor() <= 0.25 {
+            end.floor() as usize
+        } else {
+            end.floor() as usize + 1
+        };
+        assert_eq!(series.points, intervals, "{}", series.name);
         assert_eq!(
             series.points,
-            cell["timeline"]["intervals"].as_array().unwrap().len()
+            timeline["intervals"].as_array().unwrap().len()
         );
     }
     for (index, (cell, rate)) in cells.iter().zip(rates).enumerate() {
@@ -431,10 +447,21 @@ fn rate_lists_are_told_apart_in_every_export() {
         assert_eq!(cell["cell"]["label"], label.as_str());
         assert_eq!(cell["cell"]["rate"].as_f64(), Some(rate));
         assert_eq!(run.json["comparison"][index]["rate"].as_f64(), Some(rate));
+        // Each cell keeps its own rate's schedule, exactly: 1 s of it, each send time sent or
+        // counted missed (a client starved of CPU misses some, under any timer noise).
+        let (scheduled, started, missed) = (
+            cell["rate"]["scheduled"].as_u64(),
+            cell["requests"]["started"].as_u64().unwrap(),
+            cell["rate"]["missed"].as_u64().unwrap(),
+        );
+        assert_eq!(scheduled, Some(rate as u64), "{label}");
+        assert_eq!(started + missed, rate as u64, "{label}: {missed} missed");
+        // Kept, it is achieved: ±5%, plus the timer noise's share of the 1 s (at most 20 ms).
+        let widening = noise.widening(std::time::Duration::from_millis(20));
         let achieved = cell["requests_per_s"].as_f64().unwrap();
         assert!(
-            (achieved - rate).abs() <= rate * 0.05,
-            "{label}: {achieved} req/s"
+            missed > 0 || (achieved - rate).abs() <= rate * (0.05 + widening.as_secs_f64()),
+            "{label}: {achieved} req/s (widened by {widening:?}; {noise})"
         );
         assert!(
             run.output

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use h2load_rs::server::{spawn_background, AppliedDelays, Behaviour, ServeOptions};
 
-use crate::common::{h2load_rs, target, url, Run};
+use crate::common::{h2load_rs, target, timer_noise, url, Run};
 use crate::exclusive;
 
 /// What the client adds at p50 (µs, debug builds): to the target's answer before it has read the
@@ -41,6 +41,7 @@ fn latency(run: &Run, histogram: &str, which: &str) -> f64 {
 /// under test.
 fn fixed_delay(millis: u64, requests: &str) {
     let _machine = exclusive();
+    let noise = timer_noise();
     let applied = Arc::new(AppliedDelays::default());
     let options = ServeOptions {
         behaviour: Behaviour {
@@ -111,13 +112,17 @@ fn fixed_delay(millis: u64, requests: &str) {
         .map(|served| served.slept.as_micros() as f64 - delay)
         .collect();
     woke_late.sort_by(f64::total_cmp);
-    for (percent, allowance) in [(50, OVERHEAD_US), (99, CI_P99_LATE_US)] {
+    // The p99 allowance also widens by the machine's timer noise, up to 5 ms more (one more
+    // time slice); the p50 one does not: a millisecond late there is the defect.
+    let widening = noise.widening(std::time::Duration::from_millis(5));
+    let p99_allowance = CI_P99_LATE_US + widening.as_micros() as f64;
+    for (percent, allowance) in [(50, OVERHEAD_US), (99, p99_allowance)] {
         let client = at_percentile(&late, percent);
         let target = at_percentile(&woke_late, percent);
         assert!(
             client <= allowance + target,
             "the client saw the end {client} µs after the answer at p{percent}, the target's \
-             timer woke {target} µs late"
+             timer woke {target} µs late (p99 widened by {widening:?}; {noise})"
         );
     }
     let measured: Vec<f64> = logged.iter().map(|(_, took)| *took).collect();
@@ -209,6 +214,7 @@ fn applied_delay(path: &str) -> u64 {
 #[test]
 fn under_rate_response_minus_service_time_is_the_pacing_error() {
     let _machine = exclusive();
+    let noise = timer_noise();
     let run = h2load_rs(&[
         "--h1",
         "-c",
@@ -229,9 +235,16 @@ fn under_rate_response_minus_service_time_is_the_pacing_error() {
         (response - service - pacing).abs() <= 50.0,
         "response p50 {response} − service p50 {service} vs pacing error p50 {pacing} (µs)"
     );
-    assert!(pacing <= 100.0, "pacing error p50 {pacing} µs");
+    // Widened by the noise up to 300 µs (a millisecond timer, the defect, is ~500 µs late).
+    let widening = noise
+        .widening(std::time::Duration::from_micros(300))
+        .as_micros() as f64;
+    assert!(
+        pacing <= 100.0 + widening,
+        "pacing error p50 {pacing} µs (widened by {widening} µs; {noise})"
+    );
     assert!(
         (1000.0..=1000.0 + OVERHEAD_US).contains(&service),
-        "service p50 {service} µs"
+        "service p50 {service} µs ({noise})"
     );
 }

@@ -1,6 +1,8 @@
 //! `--rate`: the rate achieved and how close to its scheduled time each request starts.
 
-use crate::common::{h2load_rs, url, Run};
+use std::time::Duration;
+
+use crate::common::{h2load_rs, timer_noise, url, Noise, Run};
 use crate::exclusive;
 
 /// Runs `--rate rate -c clients` on one thread for `seconds` against `/ping`.
@@ -22,27 +24,50 @@ fn paced(rate: &str, clients: &str, seconds: &str) -> Run {
     run
 }
 
-/// Checks the achieved rate is within 0.5 % of the requested one.
-fn assert_rate_kept(run: &Run, requested: f64) {
+/// Checks the achieved rate is within `share` (0.005: 0.5 %) of the requested one over
+/// `seconds`, plus what the end of the run may lose to the timer noise (the last sends and
+/// responses late by it, a widening of at most 10 ms: 0.25 % over 4 s, so a pacer 1 % slow
+/// still fails).
+fn assert_rate_kept(run: &Run, requested: f64, share: f64, seconds: f64, noise: &Noise) {
     let achieved = run.num("rate/achieved_per_s");
+    let widening = noise.widening(Duration::from_millis(10));
+    let tolerance = share + widening.as_secs_f64() / seconds;
     assert!(
-        (achieved / requested - 1.0).abs() <= 0.005,
-        "achieved {achieved} req/s for {requested}"
+        (achieved / requested - 1.0).abs() <= tolerance,
+        "achieved {achieved} req/s for {requested}, {:.2}% allowed (widened by {widening:?}; {noise})",
+        tolerance * 100.0
     );
+}
+
+/// The pacing error's p50 bound (µs): 100, plus the timer noise up to 300 µs (a millisecond
+/// timer, the defect, gives ~500 µs).
+fn assert_p50_on_time(run: &Run, noise: &Noise) -> f64 {
+    let p50 = run.num("rate/delay_p50_us");
+    let widening = noise.widening(Duration::from_micros(300));
+    assert!(
+        p50 <= 100.0 + widening.as_micros() as f64,
+        "pacing error p50 {p50} µs (widened by {widening:?}; {noise})"
+    );
+    p50
 }
 
 #[test]
 fn one_thousand_per_second_start_on_time() {
     let _machine = exclusive();
+    let noise = timer_noise();
     let run = paced("1000", "4", "4s");
-    assert_rate_kept(&run, 1000.0);
+    assert_rate_kept(&run, 1000.0, 0.005, 4.0, &noise);
     // The benchmark's idle-machine goals are p50 ≤ 50 µs and p99 ≤ 200 µs. CI machines are shared:
     // p50 gets 2x (a millisecond timer gives ~500 µs, so this still tells them apart); p99 (one
-    // request in a hundred meeting another process for a time slice) only catches stalls.
-    let p50 = run.num("rate/delay_p50_us");
+    // request in a hundred meeting another process for a time slice) only catches stalls, and
+    // widens by the noise up to 5 ms more.
+    let p50 = assert_p50_on_time(&run, &noise);
     let p99 = run.num("rate/delay_p99_us");
-    assert!(p50 <= 100.0, "pacing error p50 {p50} µs");
-    assert!(p99 <= 5000.0, "pacing error p99 {p99} µs");
+    let widening = noise.widening(Duration::from_millis(5));
+    assert!(
+        p99 <= 5000.0 + widening.as_micros() as f64,
+        "pacing error p99 {p99} µs (widened by {widening:?}; {noise})"
+    );
     // The text says the same, beside the CPU that precision costs.
     let line = run
         .output
@@ -64,15 +89,16 @@ fn one_thousand_per_second_start_on_time() {
 #[test]
 fn five_thousand_per_second_on_one_thread_keep_the_rate() {
     let _machine = exclusive();
+    let noise = timer_noise();
     let run = paced("5000", "8", "3s");
-    assert_rate_kept(&run, 5000.0);
-    let p50 = run.num("rate/delay_p50_us");
-    assert!(p50 <= 100.0, "pacing error p50 {p50} µs");
+    assert_rate_kept(&run, 5000.0, 0.005, 3.0, &noise);
+    assert_p50_on_time(&run, &noise);
 }
 
 #[test]
 fn the_rate_is_kept_and_spread_evenly() {
     let _machine = exclusive();
+    let noise = timer_noise();
     let dir = tempfile::tempdir().unwrap();
     let timeline_csv = dir.path().join("timeline.csv");
     let run = h2load_rs(&[
@@ -90,11 +116,7 @@ fn the_rate_is_kept_and_spread_evenly() {
         timeline_csv.to_str().unwrap(),
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let achieved = run.num("rate/achieved_per_s");
-    assert!(
-        (4950.0..=5050.0).contains(&achieved),
-        "achieved {achieved} req/s"
-    );
+    assert_rate_kept(&run, 5000.0, 0.01, 5.0, &noise);
     assert_eq!(run.num("rate/requested_per_s"), 5000.0);
     let intervals = run.cell()["timeline"]["intervals"].as_array().unwrap();
     let full_seconds: Vec<u64> = intervals
@@ -103,10 +125,14 @@ fn the_rate_is_kept_and_spread_evenly() {
         .map(|interval| interval["completed"].as_u64().unwrap())
         .collect();
     assert_eq!(full_seconds.len(), 5);
+    // ±5%, plus the requests a response late by the noise moves across a second's edge (5000
+    // a second: 5 a millisecond, at most 25 ms, so a second 10% off still fails).
+    let widening = noise.widening(Duration::from_millis(25));
+    let allowed = 250 + (5000.0 * widening.as_secs_f64()).ceil() as u64;
     for (second, count) in full_seconds.iter().enumerate() {
         assert!(
-            (4750..=5250).contains(count),
-            "second {second}: {count} requests"
+            count.abs_diff(5000) <= allowed,
+            "second {second}: {count} requests, 5000 ± {allowed} (widened by {widening:?}; {noise})"
         );
     }
     let csv = std::fs::read_to_string(&timeline_csv).unwrap();

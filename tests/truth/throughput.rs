@@ -1,12 +1,15 @@
 //! Closed-loop throughput: c connections each waiting 10 ms per response make c × 100 req/s, and
 //! what is reported obeys Little's law (throughput × mean latency = connections).
 
-use crate::common::{h2load_rs, url};
+use std::time::Duration;
+
+use crate::common::{h2load_rs, timer_noise, url};
 use crate::exclusive;
 
 /// Runs `-c clients` for 2 s against a 10 ms handler and checks ≈ clients × 100 req/s.
 fn ten_millisecond_handlers(clients: u32) {
     let _machine = exclusive();
+    let noise = timer_noise();
     let run = h2load_rs(&[
         "--h1",
         "-c",
@@ -25,15 +28,20 @@ fn ten_millisecond_handlers(clients: u32) {
     // c = 16, so this still catches one at c ≤ 4); Little's law below is the exact check.
     assert!(
         rate <= ideal * 1.001 && rate >= ideal * 0.8,
-        "{rate} req/s with {clients} connections (ideal {ideal})"
+        "{rate} req/s with {clients} connections (ideal {ideal}; {noise})"
     );
     // Every connection always has one request in flight: rate × mean latency = c, within 3 %
-    // (the gaps between a response and the next request are not latency).
+    // (the gaps between a response and the next request are not latency), plus the gap a
+    // wake-up late by the noise adds to each 10 ms round (at most 0.3 ms: 3 %).
+    let widening = noise.widening(Duration::from_micros(300));
+    let tolerance = 0.03 + widening.as_secs_f64() / 0.010;
     let mean = run.num("latency/request/mean") / 1e6;
     let in_flight = rate * mean;
     assert!(
-        (in_flight / f64::from(clients) - 1.0).abs() <= 0.03,
-        "{rate} req/s × {mean} s mean latency = {in_flight} for {clients} connections"
+        (in_flight / f64::from(clients) - 1.0).abs() <= tolerance,
+        "{rate} req/s × {mean} s mean latency = {in_flight} for {clients} connections, \
+         {:.1}% allowed (widened by {widening:?}; {noise})",
+        tolerance * 100.0
     );
 }
 
