@@ -109,9 +109,17 @@ fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<
         row.succeeded += other.succeeded;
         row.failed += other.failed;
         row.latency = match (row.latency.take(), other.latency) {
-            (Some(a), Some(b)) => Some(Box::new(latency_summary(&add_all(
-                [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
-            )))),
+            (Some(a), Some(b)) => {
+                let mut sum = latency_summary(&add_all(
+                    [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
+                ));
+                // The parts' extremes are at the run's precision, finer than the URL histograms.
+                sum.bound(
+                    a.spread.min.min(b.spread.min) as u64,
+                    a.percentiles.max.max(b.percentiles.max),
+                );
+                Some(Box::new(sum))
+            }
             (a, b) => a.or(b),
         };
     }

@@ -551,9 +551,17 @@ fn url_rows(plan: &RunPlan, recorder: &crate::recorder::Recorder) -> Vec<UrlRow>
             requests: row.succeeded + row.failed,
             succeeded: row.succeeded,
             failed: row.failed,
-            latency: row
-                .latency
-                .map(|latency| Box::new(latency_summary(latency))),
+            latency: row.latency.map(|latency| {
+                let mut summary = latency_summary(&latency.histogram);
+                // The path's histogram has 2 digits, the run's 3: its extremes are given at the
+                // run's precision, so a URL's max is never above the run's and one equals it.
+                let run = &recorder.request;
+                summary.bound(
+                    run.lowest_equivalent(latency.min),
+                    run.highest_equivalent(latency.max),
+                );
+                Box::new(summary)
+            }),
         })
         .collect()
 }
@@ -844,6 +852,29 @@ pub struct LatencySummary {
     pub percentiles: Percentiles,
     /// The full histogram: HdrHistogram V2 + deflate encoding, base64.
     pub hdr: String,
+}
+
+impl LatencySummary {
+    /// Makes `min` and `max` the distribution's extremes (values at the run's precision, where
+    /// the histogram's own are coarser), every percentile within them.
+    pub(crate) fn bound(&mut self, min: u64, max: u64) {
+        self.spread.min = min as f64;
+        self.spread.max = max as f64;
+        let p = &mut self.percentiles;
+        for value in [
+            &mut p.p50,
+            &mut p.p75,
+            &mut p.p90,
+            &mut p.p95,
+            &mut p.p99,
+            &mut p.p99_9,
+            &mut p.p99_99,
+            &mut p.max,
+        ] {
+            *value = (*value).clamp(min, max);
+        }
+        p.max = max;
+    }
 }
 
 /// min / max / mean / sd / share within mean ± sd, h2load's five columns.
