@@ -261,8 +261,14 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.redirection += theirs.redirection;
         mine.client_error += theirs.client_error;
         mine.server_error += theirs.server_error;
-        for (kind, count) in part.errors {
-            *merged.errors.entry(kind).or_default() += count;
+        for (mine, theirs) in [
+            (&mut merged.errors, part.errors),
+            (&mut merged.request_errors, part.request_errors),
+            (&mut merged.connection_errors, part.connection_errors),
+        ] {
+            for (kind, count) in theirs {
+                *mine.entry(kind).or_default() += count;
+            }
         }
         for (code, count) in part.stream_reset_codes {
             *merged.stream_reset_codes.entry(code).or_default() += count;

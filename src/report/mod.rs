@@ -22,7 +22,7 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::handshakes;
 use crate::recorder::hdr;
-use crate::recorder::{RequestCounters, Retried};
+use crate::recorder::{ErrorKind, RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 
@@ -480,8 +480,16 @@ pub struct Summary {
     pub requests: Requests,
     /// Responses by status class.
     pub status_codes: StatusCodes,
-    /// Errors by kind (connection attempts and requests).
+    /// Errors by kind: connection attempts, requests and failed checks together (the sum of
+    /// `request_errors`, `connection_errors` and `checks.failed`).
     pub errors: BTreeMap<String, u64>,
+    /// Requests that got no complete response, by kind (with `requests.never_sent`, they make
+    /// `requests.errored`).
+    #[serde(default)]
+    pub request_errors: BTreeMap<String, u64>,
+    /// Connection attempts that failed, by kind (they make `connections.failed`).
+    #[serde(default)]
+    pub connection_errors: BTreeMap<String, u64>,
     /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
     pub stream_reset_codes: BTreeMap<String, u64>,
     /// The response checks' failures (absent without `--expect-*`).
@@ -1007,11 +1015,9 @@ impl Summary {
                 .iter()
                 .map(|(code, count)| (code.name(), *count))
                 .collect(),
-            errors: recorder
-                .errors()
-                .filter(|(_, count)| *count > 0)
-                .map(|(kind, count)| (kind.name().to_owned(), count))
-                .collect(),
+            errors: by_kind(recorder.errors()),
+            request_errors: by_kind(recorder.request_errors()),
+            connection_errors: by_kind(recorder.connection_errors()),
             checks: plan.checks.as_ref().map(|_| recorder.checks.clone()),
             traffic: Traffic {
                 total_bytes: wire.total,
@@ -1082,6 +1088,14 @@ impl Summary {
             },
         }
     }
+}
+
+/// The kinds that occurred, by name.
+fn by_kind(counts: impl Iterator<Item = (ErrorKind, u64)>) -> BTreeMap<String, u64> {
+    counts
+        .filter(|(_, count)| *count > 0)
+        .map(|(kind, count)| (kind.name().to_owned(), count))
+        .collect()
 }
 
 fn latency_summary(histogram: &Histogram<u64>) -> LatencySummary {

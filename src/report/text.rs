@@ -2,14 +2,69 @@
 
 use std::fmt::Write;
 
-use super::{LatencySummary, Spread, Summary};
+use super::{counted, LatencySummary, Spread, Summary};
 use crate::cli::units::{format_bytes, format_micros};
+use crate::recorder::ErrorKind;
 
 /// Renders the report.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
     write_report(&mut out, summary).expect("writing to a String cannot fail");
     out
+}
+
+/// The errors by unit (requests, connection attempts, responses that failed a check), each with
+/// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
+fn errors_line(s: &Summary) -> Option<String> {
+    let kinds = |counts: &mut dyn Iterator<Item = (&str, u64)>| {
+        counts
+            .filter(|(_, count)| *count > 0)
+            .map(|(kind, count)| format!("{count} {kind}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut requests = kinds(
+        &mut s
+            .request_errors
+            .iter()
+            .map(|(kind, count)| (kind.as_str(), *count))
+            .chain([("never sent", s.requests.never_sent)]),
+    );
+    if !s.stream_reset_codes.is_empty() {
+        let codes = s
+            .stream_reset_codes
+            .iter()
+            .map(|(code, count)| format!("{count} {code}"));
+        requests.push_str(&format!(
+            "; stream resets: {}",
+            codes.collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let checks = s.errors.get(ErrorKind::Check.name()).copied().unwrap_or(0);
+    let units = [
+        (s.requests.counters.errored, "request", requests),
+        (
+            s.connections.failed,
+            "connection attempt",
+            kinds(
+                &mut s
+                    .connection_errors
+                    .iter()
+                    .map(|(kind, count)| (kind.as_str(), *count)),
+            ),
+        ),
+        (
+            checks,
+            "response",
+            kinds(&mut [("check", checks)].into_iter()),
+        ),
+    ];
+    let parts: Vec<String> = units
+        .into_iter()
+        .filter(|(count, _, _)| *count > 0)
+        .map(|(count, unit, kinds)| format!("{} ({kinds})", counted(count, unit)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
@@ -95,21 +150,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         format_bytes(t.data_bytes as f64),
         t.data_bytes
     )?;
-    if !s.errors.is_empty() {
-        let kinds: Vec<String> = s
-            .errors
-            .iter()
-            .map(|(kind, count)| format!("{count} {kind}"))
-            .collect();
-        let mut line = kinds.join(", ");
-        if !s.stream_reset_codes.is_empty() {
-            let codes: Vec<String> = s
-                .stream_reset_codes
-                .iter()
-                .map(|(code, count)| format!("{count} {code}"))
-                .collect();
-            line.push_str(&format!(" (stream resets: {})", codes.join(", ")));
-        }
+    if let Some(line) = errors_line(s) {
         writeln!(out, "errors: {line}")?;
     }
     if let Some(checks) = &s.checks {

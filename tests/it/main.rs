@@ -10,6 +10,7 @@ mod common;
 mod diff;
 mod docs;
 mod faults;
+mod figures;
 mod h3;
 mod hostile;
 mod io;

@@ -1,0 +1,70 @@
+//! Figures that must agree with each other (issue 24 §6): each count says its unit, the plain
+//! words say what the table says, and the JSON's figures add up.
+
+use serde_json::json;
+
+use crate::common::h2load_rs;
+
+/// A TLS failure: no --cacert, so the one connection attempt fails on the unknown issuer and the
+/// 10 requests are never sent. `errored` counts requests, `connections.failed` attempts; the
+/// `errors:` line printed `1 tls` beside `10 errored` without saying which was which.
+#[test]
+fn error_counts_say_their_unit() {
+    let run = h2load_rs(&["-n", "10", "-c", "1", &crate::h3::url("/ping")]);
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    let cell = run.cell();
+    assert_eq!(
+        (
+            &cell["requests"]["errored"],
+            &cell["requests"]["never_sent"]
+        ),
+        (&json!(10), &json!(10))
+    );
+    assert_eq!(cell["connections"]["failed"], 1);
+    assert_eq!(cell["errors"], json!({ "tls": 1 }), "kept as it was");
+    assert_eq!(cell["connection_errors"], json!({ "tls": 1 }));
+    assert_eq!(cell["request_errors"], json!({}));
+    let text = &run.output.stdout;
+    assert!(
+        text.contains("\nerrors: 10 requests (10 never sent), 1 connection attempt (1 tls)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "10 of 10 requests (100.0%) got no complete response, most often because no connection \
+             could carry them (never sent: 10; connection attempts failed: 1, most often tls)"
+        ),
+        "{text}"
+    );
+
+    // Requests that fail on an established connection are requests.
+    let run = h2load_rs(&[
+        "--target-fault",
+        "reset-mid-response",
+        "--h1",
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    let cell = run.cell();
+    let errored = cell["requests"]["errored"].as_u64().unwrap();
+    assert_eq!(errored, 6, "{}", run.output.stdout);
+    assert_eq!(cell["connections"]["failed"], 0);
+    assert_eq!(cell["connection_errors"], json!({}));
+    assert_eq!(cell["request_errors"], cell["errors"]);
+    let kind = cell["errors"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert!(
+        run.output
+            .stdout
+            .contains(&format!("\nerrors: 6 requests (6 {kind})\n")),
+        "{}",
+        run.output.stdout
+    );
+}
