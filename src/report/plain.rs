@@ -16,7 +16,15 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         Some("http/1.1") if requested == 1 => sentences.push(format!(
             "HTTP/1.1 carries one request at a time per connection: {} took {}",
             counted(clients as u64, "concurrent request"),
-            counted(opened, "connection")
+            // Connections at once, and over the run when churn or reconnections made more.
+            if opened > clients as u64 {
+                format!(
+                    "{} at once ({opened} opened over the run)",
+                    counted(clients as u64, "connection")
+                )
+            } else {
+                counted(opened, "connection")
+            }
         )),
         Some("http/1.1") => sentences.push(format!(
             "HTTP/1.1 pipelining kept up to {requested} requests queued on {}, answered strictly in order",

@@ -68,3 +68,39 @@ fn error_counts_say_their_unit() {
         run.output.stdout
     );
 }
+
+/// `--requests-per-connection 1` opens a connection per request: the plain words said "4
+/// concurrent requests took 40 connections", mixing connections at once with connections over
+/// the run.
+#[test]
+fn the_plain_words_tell_connections_at_once_from_connections_opened() {
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "4",
+        "-n",
+        "40",
+        "--requests-per-connection",
+        "1",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.cell()["connections"]["opened"], 40);
+    let text = &run.output.stdout;
+    assert!(
+        text.contains(
+            "  - HTTP/1.1 carries one request at a time per connection: 4 concurrent requests \
+             took 4 connections at once (40 opened over the run)\n"
+        ),
+        "{text}"
+    );
+    // Without churn the two are the same number.
+    let run = h2load_rs(&["--h1", "-c", "3", "-n", "30"]);
+    assert!(
+        run.output.stdout.contains(
+            "  - HTTP/1.1 carries one request at a time per connection: 3 concurrent requests \
+             took 3 connections\n"
+        ),
+        "{}",
+        run.output.stdout
+    );
+}
