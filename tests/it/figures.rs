@@ -104,3 +104,45 @@ fn the_plain_words_tell_connections_at_once_from_connections_opened() {
         run.output.stdout
     );
 }
+
+/// `--proto h1,h2,h3` without a URL compared cleartext HTTP/1.1 with h2 and h3 over TLS (`h2/h1 =
+/// 0.12`): the built-in target's h1 cell now runs over TLS when another cell does. h2c stays
+/// cleartext (its name says so), and a sweep with no TLS cell keeps h1 cleartext.
+#[test]
+fn a_protocol_comparison_puts_every_cell_on_the_same_side_of_tls() {
+    let run = h2load_rs(&["--proto", "h1,h2,h3", "-n", "20", "-c", "1"]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cells = run.json["cells"].as_array().unwrap();
+    let seen: Vec<(&str, &str, bool)> = cells
+        .iter()
+        .map(|cell| {
+            (
+                cell["protocol"]["negotiated"].as_str().unwrap(),
+                cell["settings"]["urls"][0]
+                    .as_str()
+                    .unwrap()
+                    .split(':')
+                    .next()
+                    .unwrap(),
+                cell["protocol"]["tls"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("http/1.1", "https", true),
+            ("h2", "https", true),
+            ("h3", "https", true)
+        ]
+    );
+    let run = h2load_rs(&["--proto", "h1,h2c", "-n", "20", "-c", "1"]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    for cell in run.json["cells"].as_array().unwrap() {
+        assert!(cell["settings"]["urls"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("http://"));
+        assert!(cell["protocol"]["tls"].is_null());
+    }
+}
