@@ -141,18 +141,31 @@ fn step_result(
     measured: Duration,
     interrupted: bool,
 ) -> Result<StepResult> {
-    let achieved_rps = after.rate_since(before, measured);
+    let rate = after.rate_since(before, measured);
     let measured = after.span_since(before, measured);
     let mut latency = after.request;
     latency
         .subtract(&before.request)
         .context("a later snapshot of the latency histogram holds fewer requests")?;
-    let done = after.done - before.done;
+    let finished = after.done - before.done;
+    // The step counts what its own schedule sent: not the requests in flight at its start (sent
+    // by the settling or the step before, a backlog that finishes in it), so no more than it
+    // sent, and no more than its schedule holds over the span (a client running late sends the
+    // settling's requests in it).
+    let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
+    let scheduled = offered_rps.map_or(u64::MAX, |rate| {
+        (rate * measured.as_secs_f64()).ceil() as u64
+    });
+    let done = finished.min(sent).min(scheduled);
+    let achieved_rps = match finished {
+        0 => 0.0,
+        finished => rate * done as f64 / finished as f64,
+    };
     Ok(StepResult {
         offered_rps,
         achieved_rps,
         done,
-        failed: after.failed - before.failed,
+        failed: (after.failed - before.failed).min(done),
         latency,
         measured,
         interrupted,
