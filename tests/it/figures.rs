@@ -146,3 +146,144 @@ fn a_protocol_comparison_puts_every_cell_on_the_same_side_of_tls() {
         assert!(cell["protocol"]["tls"].is_null());
     }
 }
+
+/// Every figure of a cell's JSON that another one determines, checked against it, and the text
+/// report's counts against the JSON's.
+fn assert_figures_agree(run: &crate::common::Run, name: &str) {
+    let cell = run.cell();
+    let int = |path: &str| run.int(path);
+    let sum = |path: &str| -> u64 {
+        cell.pointer(path)
+            .and_then(serde_json::Value::as_object)
+            .unwrap_or_else(|| panic!("{name}: no {path}"))
+            .values()
+            .map(|count| count.as_u64().unwrap())
+            .sum()
+    };
+    let (done, errored, never_sent) = (
+        int("requests/done"),
+        int("requests/errored"),
+        int("requests/never_sent"),
+    );
+    // `failed` and `errored` count the requests never sent too; `done` does not.
+    assert_eq!(
+        int("requests/succeeded") + int("requests/failed"),
+        done + never_sent,
+        "{name}"
+    );
+    assert_eq!(
+        int("requests/started") + never_sent,
+        int("requests/total"),
+        "{name}"
+    );
+    let responses = sum("/status_codes");
+    assert_eq!(responses + errored - never_sent, done, "{name}");
+    // Rates are counts over the elapsed time.
+    let elapsed = run.num("elapsed_s");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    assert!(
+        close(run.num("requests_per_s"), done as f64 / elapsed),
+        "{name}"
+    );
+    assert!(
+        close(
+            run.num("bytes_per_s"),
+            int("traffic/total_bytes") as f64 / elapsed
+        ),
+        "{name}"
+    );
+    // Errors by unit add up to their counters.
+    assert_eq!(sum("/request_errors") + never_sent, errored, "{name}");
+    assert_eq!(
+        sum("/connection_errors"),
+        int("connections/failed"),
+        "{name}"
+    );
+    assert_eq!(
+        sum("/errors"),
+        sum("/request_errors")
+            + sum("/connection_errors")
+            + cell["checks"]["failed"].as_u64().unwrap_or(0),
+        "{name}"
+    );
+    // Latency: one sample per response, percentiles in order up to the max, the timeline's
+    // intervals adding up to the totals.
+    let request = &cell["latency"]["request"];
+    assert_eq!(request["count"].as_u64().unwrap(), responses, "{name}");
+    assert_eq!(
+        cell["latency"]["ttfb"]["count"].as_u64().unwrap(),
+        responses,
+        "{name}"
+    );
+    let percentiles: Vec<u64> = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"]
+        .iter()
+        .map(|label| request["percentiles"][label].as_u64().unwrap())
+        .collect();
+    assert!(
+        percentiles.windows(2).all(|pair| pair[0] <= pair[1]),
+        "{name}: {request}"
+    );
+    let max = *percentiles.last().unwrap();
+    assert_eq!(request["max"].as_f64().unwrap(), max as f64, "{name}");
+    assert!(
+        request["min"].as_f64().unwrap() <= percentiles[0] as f64,
+        "{name}"
+    );
+    let intervals = cell["timeline"]["intervals"].as_array().unwrap();
+    let field = |key: &'static str| {
+        intervals
+            .iter()
+            .map(move |interval| interval[key].as_u64().unwrap())
+    };
+    assert_eq!(field("completed").sum::<u64>(), responses, "{name}");
+    assert_eq!(field("max_us").max().unwrap_or(0), max, "{name}");
+    // The text says the same numbers.
+    let text = crate::common::text_counts(&run.output.stdout);
+    for (label, path) in [
+        ("total", "requests/total"),
+        ("started", "requests/started"),
+        ("done", "requests/done"),
+        ("succeeded", "requests/succeeded"),
+        ("failed", "requests/failed"),
+        ("errored", "requests/errored"),
+        ("2xx", "status_codes/2xx"),
+        ("total_bytes", "traffic/total_bytes"),
+        ("headers_bytes", "traffic/header_bytes"),
+        ("data_bytes", "traffic/data_bytes"),
+    ] {
+        assert_eq!(text.get(label).copied(), Some(int(path)), "{name}: {label}");
+    }
+}
+
+/// The figures of one run per protocol (h1, h2c, h2, h3 against the built-in target) agree.
+#[test]
+fn every_protocol_reports_figures_that_agree() {
+    let cleartext = crate::common::url("/bytes/300");
+    let tls = crate::h3::url("/bytes/300");
+    for (proto, url) in [
+        ("h1", &cleartext),
+        ("h2c", &cleartext),
+        ("h2", &tls),
+        ("h3", &tls),
+    ] {
+        let run = h2load_rs(&[
+            "--proto",
+            proto,
+            "--cacert",
+            crate::h3::CA,
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-n",
+            "400",
+            url,
+        ]);
+        assert_eq!(run.output.code, 0, "{proto}: {}", run.output.stderr);
+        assert_eq!(run.int("requests/succeeded"), 400, "{proto}");
+        assert_figures_agree(&run, proto);
+    }
+    // And a run with errors of both units: a TLS failure.
+    let run = h2load_rs(&["-n", "10", "-c", "1", &tls]);
+    assert_figures_agree(&run, "tls failure");
+}
