@@ -238,21 +238,7 @@ fn assert_figures_agree(run: &crate::common::Run, name: &str) {
     assert_eq!(field("completed").sum::<u64>(), responses, "{name}");
     assert_eq!(field("max_us").max().unwrap_or(0), max, "{name}");
     // The text says the same numbers.
-    let text = crate::common::text_counts(&run.output.stdout);
-    for (label, path) in [
-        ("total", "requests/total"),
-        ("started", "requests/started"),
-        ("done", "requests/done"),
-        ("succeeded", "requests/succeeded"),
-        ("failed", "requests/failed"),
-        ("errored", "requests/errored"),
-        ("2xx", "status_codes/2xx"),
-        ("total_bytes", "traffic/total_bytes"),
-        ("headers_bytes", "traffic/header_bytes"),
-        ("data_bytes", "traffic/data_bytes"),
-    ] {
-        assert_eq!(text.get(label).copied(), Some(int(path)), "{name}: {label}");
-    }
+    crate::common::assert_text_matches_json(run, name);
 }
 
 /// The figures of one run per protocol (h1, h2c, h2, h3 against the built-in target) agree.
