@@ -237,6 +237,14 @@ fn assert_figures_agree(run: &crate::common::Run, name: &str) {
     };
     assert_eq!(field("completed").sum::<u64>(), responses, "{name}");
     assert_eq!(field("max_us").max().unwrap_or(0), max, "{name}");
+    assert_eq!(field("errors").sum::<u64>() + never_sent, errored, "{name}");
+    assert!(
+        close(
+            run.num("connections/per_s"),
+            int("connections/measured") as f64 / elapsed
+        ),
+        "{name}"
+    );
     // The text says the same numbers.
     crate::common::assert_text_matches_json(run, name);
 }
@@ -269,7 +277,29 @@ fn every_protocol_reports_figures_that_agree() {
         assert_eq!(run.int("requests/succeeded"), 400, "{proto}");
         assert_figures_agree(&run, proto);
     }
-    // And a run with errors of both units: a TLS failure.
+    // And runs with errors: a TLS failure (connection attempts, requests never sent), streams
+    // reset (requests), a timed run's drain.
     let run = h2load_rs(&["-n", "10", "-c", "1", &tls]);
     assert_figures_agree(&run, "tls failure");
+    let run = h2load_rs(&[
+        "--target-fault",
+        "rst-stream-every=5",
+        "--proto",
+        "h2c",
+        "-n",
+        "50",
+    ]);
+    assert_eq!(run.int("requests/errored"), 10);
+    assert_figures_agree(&run, "stream resets");
+    let run = h2load_rs(&[
+        "--proto",
+        "h2c",
+        "-c",
+        "2",
+        "-D",
+        "1s",
+        "--target-delay",
+        "3ms",
+    ]);
+    assert_figures_agree(&run, "timed");
 }
