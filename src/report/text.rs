@@ -1,5 +1,6 @@
 //! The text report, laid out like h2load's, followed by a percentile table.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
@@ -16,28 +17,19 @@ pub fn render(summary: &Summary) -> String {
 /// The errors by unit (requests, connection attempts, responses that failed a check), each with
 /// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
 fn errors_line(s: &Summary) -> Option<String> {
-    let kinds = |counts: &mut dyn Iterator<Item = (&str, u64)>| {
+    let named = |counts: &BTreeMap<String, u64>| {
         counts
-            .filter(|(_, count)| *count > 0)
-            .map(|(kind, count)| format!("{count} {kind}"))
+            .iter()
+            .map(|(kind, count)| (kind.clone(), *count))
             .collect::<Vec<_>>()
-            .join(", ")
     };
-    let mut requests = kinds(
-        &mut s
-            .request_errors
-            .iter()
-            .map(|(kind, count)| (kind.as_str(), *count))
-            .chain([("never sent", s.requests.never_sent)]),
-    );
+    let mut request_kinds = named(&s.request_errors);
+    request_kinds.push(("never sent".to_owned(), s.requests.never_sent));
+    let mut requests = listed(&request_kinds);
     if !s.stream_reset_codes.is_empty() {
-        let codes = s
-            .stream_reset_codes
-            .iter()
-            .map(|(code, count)| format!("{count} {code}"));
         requests.push_str(&format!(
             "; stream resets: {}",
-            codes.collect::<Vec<_>>().join(", ")
+            listed(&named(&s.stream_reset_codes))
         ));
     }
     let checks = s.errors.get(ErrorKind::Check.name()).copied().unwrap_or(0);
@@ -46,18 +38,9 @@ fn errors_line(s: &Summary) -> Option<String> {
         (
             s.connections.failed,
             "connection attempt",
-            kinds(
-                &mut s
-                    .connection_errors
-                    .iter()
-                    .map(|(kind, count)| (kind.as_str(), *count)),
-            ),
+            listed(&named(&s.connection_errors)),
         ),
-        (
-            checks,
-            "response",
-            kinds(&mut [("check", checks)].into_iter()),
-        ),
+        (checks, "response", listed(&[("check".to_owned(), checks)])),
     ];
     let parts: Vec<String> = units
         .into_iter()
@@ -65,6 +48,16 @@ fn errors_line(s: &Summary) -> Option<String> {
         .map(|(count, unit, kinds)| format!("{} ({kinds})", counted(count, unit)))
         .collect();
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// `3 timeout, 1 reset`: the counts above 0, each before its name.
+fn listed(counts: &[(String, u64)]) -> String {
+    counts
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
