@@ -78,7 +78,8 @@ pub struct BuiltIn {
     cleartext: ChildTarget,
     tls: Option<ChildTarget>,
     /// Whether HTTP/1.1 cells use the TLS instance: with `--target-tls`, or when another cell of
-    /// the sweep runs over TLS (h2, h3), so a comparison does not set cleartext against TLS.
+    /// the sweep runs over TLS (h2, h3) and no `--target-fault` is set, so a comparison does not
+    /// set cleartext against TLS.
     h1_tls: bool,
 }
 
@@ -96,7 +97,9 @@ impl BuiltIn {
                 path.display()
             );
         }
-        let h1_tls = args.target_tls || cells.iter().any(|cell| cell.needs_tls(false));
+        // A fault's raw-socket server speaks its mode's protocol, so faults keep h1 as asked.
+        let h1_tls = args.target_tls
+            || (args.target_fault.is_none() && cells.iter().any(|cell| cell.needs_tls(false)));
         let flags = serve_flags(args);
         let cleartext = ChildTarget::start(false, &flags)?;
         let tls = if cells.iter().any(|cell| cell.needs_tls(h1_tls)) {
