@@ -136,6 +136,13 @@ fn a_protocol_comparison_puts_every_cell_on_the_same_side_of_tls() {
             ("h3", "https", true)
         ]
     );
+    // The ratios name the h1 cell as what it was.
+    assert_eq!(run.json["comparison"][1]["ratio"][0], "h2/h1-tls");
+    assert!(
+        run.output.stdout.contains("(h2/h1-tls = "),
+        "{}",
+        run.output.stdout
+    );
     let run = h2load_rs(&["--proto", "h1,h2c", "-n", "20", "-c", "1"]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     for cell in run.json["cells"].as_array().unwrap() {
