@@ -69,20 +69,13 @@ impl<'a> Sweep<'a> {
             );
         }
         let built_in = match args.urls.is_empty() && file_urls.is_empty() {
-            true => Some(BuiltIn::start(
-                args,
-                specs.iter().any(|cell| cell.needs_tls(args.target_tls)),
-            )?),
+            true => Some(BuiltIn::start(args, &specs)?),
             false => None,
         };
         let mut cells = Vec::with_capacity(specs.len());
         for spec in specs {
             let urls = match &built_in {
-                Some(target) => vec![format!(
-                    "{}{}",
-                    target.base_url(spec.needs_tls(args.target_tls)),
-                    args.target_path
-                )],
+                Some(target) => vec![format!("{}{}", target.base_url(&spec), args.target_path)],
                 None => args.urls.clone(),
             };
             let plan = plan::build(args, &urls, &file_urls, &spec, built_in.is_some())?;
@@ -275,7 +268,7 @@ impl<'a> Sweep<'a> {
         let mut watched: Vec<u32> = self
             .built_in
             .iter()
-            .map(|target| target.pid(spec.needs_tls(self.args.target_tls)))
+            .map(|target| target.pid(spec))
             .collect();
         watched.extend(&self.args.watch_pid);
         watched

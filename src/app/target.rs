@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use crate::cli::{LoadArgs, ProtoArg};
+use crate::plan::CellSpec;
 use crate::usage_bail;
 
 /// A running `h2load-rs serve`, stopped when dropped.
@@ -78,11 +79,15 @@ impl Drop for ChildTarget {
 pub struct BuiltIn {
     cleartext: ChildTarget,
     tls: Option<ChildTarget>,
+    /// Whether HTTP/1.1 cells use the TLS instance: with `--target-tls`, or when another cell of
+    /// the sweep runs over TLS (h2, h3) and no `--target-fault` is set, so a comparison does not
+    /// set cleartext against TLS.
+    h1_tls: bool,
 }
 
 impl BuiltIn {
-    /// Starts the target(s) with the `--target-*` options of `args`.
-    pub fn start(args: &LoadArgs, with_tls: bool) -> Result<BuiltIn> {
+    /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells`.
+    pub fn start(args: &LoadArgs, cells: &[CellSpec]) -> Result<BuiltIn> {
         if args.target_fault.is_some() && args.proto.contains(&ProtoArg::H3) {
             // A faulty target is a raw TCP server: h3 cells would only time out connecting.
             usage_bail!("--target-fault makes the built-in target misbehave over TCP, where h3 is not spoken; drop h3 from --proto");
@@ -94,9 +99,12 @@ impl BuiltIn {
                 path.display()
             );
         }
+        // A fault's raw-socket server speaks its mode's protocol, so faults keep h1 as asked.
+        let h1_tls = args.target_tls
+            || (args.target_fault.is_none() && cells.iter().any(|cell| cell.needs_tls(false)));
         let flags = serve_flags(args);
         let cleartext = ChildTarget::start(false, &flags)?;
-        let tls = if with_tls {
+        let tls = if cells.iter().any(|cell| cell.needs_tls(h1_tls)) {
             Some(ChildTarget::start(true, &flags)?)
         } else {
             None
@@ -110,23 +118,29 @@ impl BuiltIn {
                 args.target_path
             );
         }
-        Ok(BuiltIn { cleartext, tls })
+        Ok(BuiltIn {
+            cleartext,
+            tls,
+            h1_tls,
+        })
     }
 
-    /// The base URL (`http://127.0.0.1:PORT`) of the cleartext or the TLS target.
-    pub fn base_url(&self, tls: bool) -> &str {
-        match (&self.tls, tls) {
-            (Some(tls), true) => &tls.base_url,
-            _ => &self.cleartext.base_url,
+    /// The instance serving `cell`: the TLS one when the cell needs TLS.
+    fn serving(&self, cell: &CellSpec) -> &ChildTarget {
+        match &self.tls {
+            Some(tls) if cell.needs_tls(self.h1_tls) => tls,
+            _ => &self.cleartext,
         }
     }
 
-    /// The process id of the cleartext or the TLS target, for watching.
-    pub fn pid(&self, tls: bool) -> u32 {
-        match (&self.tls, tls) {
-            (Some(target), true) => target.pid(),
-            _ => self.cleartext.pid(),
-        }
+    /// The base URL (`http://127.0.0.1:PORT` or `https://…`) of the instance serving `cell`.
+    pub fn base_url(&self, cell: &CellSpec) -> &str {
+        &self.serving(cell).base_url
+    }
+
+    /// The process id of the instance serving `cell`, for watching.
+    pub fn pid(&self, cell: &CellSpec) -> u32 {
+        self.serving(cell).pid()
     }
 }
 

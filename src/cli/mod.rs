@@ -462,7 +462,7 @@ pub struct LoadArgs {
     #[arg(long = "target-path", value_name = "PATH", default_value = "/ping")]
     pub target_path: String,
 
-    /// Serve the built-in target over TLS for every cell (HTTP/1.1 over TLS for h1; h2 cells always use TLS).
+    /// Serve the built-in target over TLS for every cell (HTTP/1.1 over TLS for h1, as when h2 or h3 cells are in the sweep; h2 cells always use TLS).
     #[arg(long = "target-tls")]
     pub target_tls: bool,
 

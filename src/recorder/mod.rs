@@ -615,6 +615,17 @@ impl Recorder {
             .map(|kind| (*kind, self.request_errors[kind.index()]))
     }
 
+    /// Connection attempts that failed, by kind, in [`ErrorKind::ALL`] order: what
+    /// [`Recorder::errors`] counts beyond the requests and the failed checks.
+    pub fn connection_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        self.errors()
+            .zip(self.request_errors())
+            .map(|((kind, all), (_, requests))| {
+                let responses = if kind == ErrorKind::Check { all } else { 0 };
+                (kind, all - requests - responses)
+            })
+    }
+
     /// An established connection ended.
     pub fn connection_ended(&mut self) {
         self.connections_ended += 1;

@@ -1,6 +1,8 @@
 //! Per-URL measurements, kept when a run has two paths or more: two counters for every path
 //! (16 bytes, so a million URLs take 16 MB per thread), and a latency histogram for the first
-//! [`MAX_PATH_HISTOGRAMS`] only (each allocated at its first response, with 2 significant digits).
+//! [`MAX_PATH_HISTOGRAMS`] only (each allocated at its first response, with 2 significant digits,
+//! beside the exact smallest and largest value: the report gives a URL's min and max at the run's
+//! precision, so they agree with the run's own).
 
 use hdrhistogram::Histogram;
 
@@ -18,7 +20,44 @@ pub struct PathRow<'a> {
     /// The rest: error responses, failed checks and requests that ended without a response.
     pub failed: u64,
     /// Response latency (µs), for the first [`MAX_PATH_HISTOGRAMS`] paths once one responded.
-    pub latency: Option<&'a Histogram<u64>>,
+    pub latency: Option<&'a PathLatency>,
+}
+
+/// One path's response times (µs).
+#[derive(Debug, Clone)]
+pub struct PathLatency {
+    /// Every response time, with 2 significant digits.
+    pub histogram: Histogram<u64>,
+    /// The smallest response time, exact.
+    pub min: u64,
+    /// The largest response time, exact (at most [`MAX_MICROS`], as the histograms saturate).
+    pub max: u64,
+}
+
+impl PathLatency {
+    fn new() -> PathLatency {
+        PathLatency {
+            histogram: Histogram::new_with_bounds(1, MAX_MICROS, 2)
+                .expect("static histogram bounds are valid"),
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn record(&mut self, micros: u64) {
+        let micros = micros.min(MAX_MICROS);
+        self.histogram.saturating_record(micros);
+        self.min = self.min.min(micros);
+        self.max = self.max.max(micros);
+    }
+
+    fn add(&mut self, other: PathLatency) {
+        self.histogram
+            .add(other.histogram)
+            .expect("histograms share bounds");
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
 }
 
 /// Every path's counts, indexed like the plan's paths, and the first paths' latency.
@@ -27,11 +66,7 @@ pub struct PathStats {
     /// Per path: succeeded, failed.
     counts: Vec<[u64; 2]>,
     /// Per path among the first [`MAX_PATH_HISTOGRAMS`]: its latency, once one responded.
-    latency: Vec<Option<Histogram<u64>>>,
-}
-
-fn path_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_MICROS, 2).expect("static histogram bounds are valid")
+    latency: Vec<Option<PathLatency>>,
 }
 
 impl PathStats {
@@ -62,9 +97,7 @@ impl PathStats {
     pub(super) fn completed(&mut self, path: usize, succeeded: bool, micros: u64) {
         self.counts[path][usize::from(!succeeded)] += 1;
         if let Some(latency) = self.latency.get_mut(path) {
-            latency
-                .get_or_insert_with(path_histogram)
-                .saturating_record(micros);
+            latency.get_or_insert_with(PathLatency::new).record(micros);
         }
     }
 
@@ -81,7 +114,7 @@ impl PathStats {
         }
         for (mine, theirs) in self.latency.iter_mut().zip(other.latency) {
             match (mine, theirs) {
-                (Some(mine), Some(theirs)) => mine.add(theirs).expect("histograms share bounds"),
+                (Some(mine), Some(theirs)) => mine.add(theirs),
                 (mine @ None, theirs) => *mine = theirs,
                 (Some(_), None) => {}
             }
@@ -112,8 +145,8 @@ mod tests {
         let row = a.row(0);
         assert_eq!((row.succeeded, row.failed), (2, 0));
         let latency = row.latency.unwrap();
-        assert_eq!(latency.len(), 2);
-        assert_eq!(latency.max(), latency.highest_equivalent(300));
+        assert_eq!(latency.histogram.len(), 2);
+        assert_eq!((latency.min, latency.max), (100, 300), "exact");
         assert_eq!((a.row(1).succeeded, a.row(1).failed), (0, 2));
         let last = a.row(MAX_PATH_HISTOGRAMS);
         assert_eq!((last.succeeded, last.latency.is_none()), (1, true));

@@ -154,10 +154,12 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
             format_micros(step.p50_us as f64),
             format_micros(step.p99_us as f64),
             step.errors_pct,
-            match step.passed {
-                Some(true) => "pass",
-                Some(false) => "fail",
-                None => "-",
+            match (step.passed, step.phase) {
+                // Only a full step confirms a rate: the capacity line counts no short pass.
+                (Some(true), Phase::Ramp) => "pass (short)",
+                (Some(true), _) => "pass",
+                (Some(false), _) => "fail",
+                (None, _) => "-",
             }
         )?;
     }
@@ -185,6 +187,10 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
         true => format!("{bound}; the search was interrupted"),
         false => bound,
     };
+    let bound = match capacity.capacity_rps > 0.0 {
+        true => bound,
+        false => format!("{}; {bound}", no_capacity(capacity)),
+    };
     writeln!(
         out,
         "capacity: {} req/s ({bound})",
@@ -207,6 +213,15 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
         writeln!(out, "latency at {}", points.join("; "))?;
     }
     Ok(())
+}
+
+/// Why a search found no capacity: no step passed, or only short ones (a rate counts once a full
+/// step passed it).
+fn no_capacity(capacity: &Capacity) -> &'static str {
+    match capacity.steps.iter().any(|step| step.passed == Some(true)) {
+        true => "no rate passed a full step",
+        false => "no rate passed",
+    }
 }
 
 /// After a sweep, one line per concurrency level that searched:
@@ -249,7 +264,7 @@ pub fn sweep_lines(cells: &[Summary]) -> Vec<String> {
                     let caveat = if capacity.interrupted {
                         " (interrupted)"
                     } else if capacity.capacity_rps <= 0.0 {
-                        " (no rate passed)"
+                        &format!(" ({})", no_capacity(capacity))
                     } else if capacity.limited_by_client {
                         " (the client's ceiling: raise -c or -m)"
                     } else {

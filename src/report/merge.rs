@@ -109,9 +109,17 @@ fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<
         row.succeeded += other.succeeded;
         row.failed += other.failed;
         row.latency = match (row.latency.take(), other.latency) {
-            (Some(a), Some(b)) => Some(Box::new(latency_summary(&add_all(
-                [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
-            )))),
+            (Some(a), Some(b)) => {
+                let mut sum = latency_summary(&add_all(
+                    [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
+                ));
+                // The parts' extremes are at the run's precision, finer than the URL histograms.
+                sum.bound(
+                    a.spread.min.min(b.spread.min) as u64,
+                    a.percentiles.max.max(b.percentiles.max),
+                );
+                Some(Box::new(sum))
+            }
             (a, b) => a.or(b),
         };
     }
@@ -272,8 +280,14 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         mine.redirection += theirs.redirection;
         mine.client_error += theirs.client_error;
         mine.server_error += theirs.server_error;
-        for (kind, count) in part.errors {
-            *merged.errors.entry(kind).or_default() += count;
+        for (mine, theirs) in [
+            (&mut merged.errors, part.errors),
+            (&mut merged.request_errors, part.request_errors),
+            (&mut merged.connection_errors, part.connection_errors),
+        ] {
+            for (kind, count) in theirs {
+                *mine.entry(kind).or_default() += count;
+            }
         }
         for (code, count) in part.stream_reset_codes {
             *merged.stream_reset_codes.entry(code).or_default() += count;

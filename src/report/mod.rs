@@ -22,7 +22,7 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::handshakes;
 use crate::recorder::hdr;
-use crate::recorder::{RequestCounters, Retried};
+use crate::recorder::{ErrorKind, RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 
@@ -490,8 +490,16 @@ pub struct Summary {
     pub requests: Requests,
     /// Responses by status class.
     pub status_codes: StatusCodes,
-    /// Errors by kind (connection attempts and requests).
+    /// Errors by kind: connection attempts, requests and failed checks together (the sum of
+    /// `request_errors`, `connection_errors` and `checks.failed`).
     pub errors: BTreeMap<String, u64>,
+    /// Requests that got no complete response, by kind (with `requests.never_sent`, they make
+    /// `requests.errored`).
+    #[serde(default)]
+    pub request_errors: BTreeMap<String, u64>,
+    /// Connection attempts that failed, by kind (they make `connections.failed`).
+    #[serde(default)]
+    pub connection_errors: BTreeMap<String, u64>,
     /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
     pub stream_reset_codes: BTreeMap<String, u64>,
     /// The response checks' failures (absent without `--expect-*`).
@@ -561,9 +569,17 @@ fn url_rows(plan: &RunPlan, recorder: &crate::recorder::Recorder) -> Vec<UrlRow>
             requests: row.succeeded + row.failed,
             succeeded: row.succeeded,
             failed: row.failed,
-            latency: row
-                .latency
-                .map(|latency| Box::new(latency_summary(latency))),
+            latency: row.latency.map(|latency| {
+                let mut summary = latency_summary(&latency.histogram);
+                // The path's histogram has 2 digits, the run's 3: its extremes are given at the
+                // run's precision, so a URL's max is never above the run's and one equals it.
+                let run = &recorder.request;
+                summary.bound(
+                    run.lowest_equivalent(latency.min),
+                    run.highest_equivalent(latency.max),
+                );
+                Box::new(summary)
+            }),
         })
         .collect()
 }
@@ -856,6 +872,29 @@ pub struct LatencySummary {
     pub hdr: String,
 }
 
+impl LatencySummary {
+    /// Makes `min` and `max` the distribution's extremes (values at the run's precision, where
+    /// the histogram's own are coarser), every percentile within them.
+    pub(crate) fn bound(&mut self, min: u64, max: u64) {
+        self.spread.min = min as f64;
+        self.spread.max = max as f64;
+        let p = &mut self.percentiles;
+        for value in [
+            &mut p.p50,
+            &mut p.p75,
+            &mut p.p90,
+            &mut p.p95,
+            &mut p.p99,
+            &mut p.p99_9,
+            &mut p.p99_99,
+            &mut p.max,
+        ] {
+            *value = (*value).clamp(min, max);
+        }
+        p.max = max;
+    }
+}
+
 /// min / max / mean / sd / share within mean ± sd, h2load's five columns.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Spread {
@@ -986,11 +1025,9 @@ impl Summary {
                 .iter()
                 .map(|(code, count)| (code.name(), *count))
                 .collect(),
-            errors: recorder
-                .errors()
-                .filter(|(_, count)| *count > 0)
-                .map(|(kind, count)| (kind.name().to_owned(), count))
-                .collect(),
+            errors: by_kind(recorder.errors()),
+            request_errors: by_kind(recorder.request_errors()),
+            connection_errors: by_kind(recorder.connection_errors()),
             checks: plan.checks.as_ref().map(|_| recorder.checks.clone()),
             traffic: Traffic {
                 total_bytes: wire.total,
@@ -1065,6 +1102,14 @@ impl Summary {
             },
         }
     }
+}
+
+/// The kinds that occurred, by name.
+fn by_kind(counts: impl Iterator<Item = (ErrorKind, u64)>) -> BTreeMap<String, u64> {
+    counts
+        .filter(|(_, count)| *count > 0)
+        .map(|(kind, count)| (kind.name().to_owned(), count))
+        .collect()
 }
 
 fn latency_summary(histogram: &Histogram<u64>) -> LatencySummary {

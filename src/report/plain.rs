@@ -3,7 +3,6 @@
 
 use super::comparison::Row;
 use super::{counted, Summary};
-use crate::recorder::ErrorKind;
 
 /// Sentences about one cell, most telling first; empty when there is nothing to add.
 pub fn cell(summary: &Summary) -> Vec<String> {
@@ -17,7 +16,15 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         Some("http/1.1") if requested == 1 => sentences.push(format!(
             "HTTP/1.1 carries one request at a time per connection: {} took {}",
             counted(clients as u64, "concurrent request"),
-            counted(opened, "connection")
+            // Connections at once, and over the run when churn or reconnections made more.
+            if opened > clients as u64 {
+                format!(
+                    "{} at once ({opened} opened over the run)",
+                    counted(clients as u64, "connection")
+                )
+            } else {
+                counted(opened, "connection")
+            }
         )),
         Some("http/1.1") => sentences.push(format!(
             "HTTP/1.1 pipelining kept up to {requested} requests queued on {}, answered strictly in order",
@@ -74,15 +81,30 @@ pub fn cell(summary: &Summary) -> Vec<String> {
         ));
     }
     if counters.errored > 0 {
+        let never_sent = summary.requests.never_sent;
         let (kind, count) = summary
-            .errors
+            .request_errors
             .iter()
-            // A failed check had a complete response.
-            .filter(|(kind, _)| *kind != ErrorKind::Check.name())
-            .max_by_key(|(_, count)| **count)
-            .map_or(("unknown", 0), |(kind, count)| (kind.as_str(), *count));
+            .map(|(kind, count)| (kind.as_str(), *count))
+            .max_by_key(|(_, count)| *count)
+            .unwrap_or(("unknown", 0));
+        // Requests never sent have no kind of their own: the connection attempts' failures are
+        // why, and they count attempts, not requests.
+        let why = if never_sent > count {
+            let attempts = summary
+                .connection_errors
+                .iter()
+                .max_by_key(|(_, count)| **count)
+                .map_or(String::new(), |(kind, _)| format!(", most often {kind}"));
+            format!(
+                "no connection could carry them (never sent: {never_sent}; connection attempts failed: {}{attempts})",
+                summary.connections.failed
+            )
+        } else {
+            format!("of {kind} ({count})")
+        };
         sentences.push(format!(
-            "{} of {} ({:.1}%) got no complete response, most often because of {kind} ({count})",
+            "{} of {} ({:.1}%) got no complete response, most often because {why}",
             counters.errored,
             counted(summary.requests.total, "request"),
             percent(counters.errored, summary.requests.total)

@@ -1,15 +1,63 @@
 //! The text report, laid out like h2load's, followed by a percentile table.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::{LatencySummary, Spread, Summary};
+use super::{counted, LatencySummary, Spread, Summary};
 use crate::cli::units::{format_bytes, format_micros};
+use crate::recorder::ErrorKind;
 
 /// Renders the report.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
     write_report(&mut out, summary).expect("writing to a String cannot fail");
     out
+}
+
+/// The errors by unit (requests, connection attempts, responses that failed a check), each with
+/// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
+fn errors_line(s: &Summary) -> Option<String> {
+    let named = |counts: &BTreeMap<String, u64>| {
+        counts
+            .iter()
+            .map(|(kind, count)| (kind.clone(), *count))
+            .collect::<Vec<_>>()
+    };
+    let mut request_kinds = named(&s.request_errors);
+    request_kinds.push(("never sent".to_owned(), s.requests.never_sent));
+    let mut requests = listed(&request_kinds);
+    if !s.stream_reset_codes.is_empty() {
+        requests.push_str(&format!(
+            "; stream resets: {}",
+            listed(&named(&s.stream_reset_codes))
+        ));
+    }
+    let checks = s.errors.get(ErrorKind::Check.name()).copied().unwrap_or(0);
+    let units = [
+        (s.requests.counters.errored, "request", requests),
+        (
+            s.connections.failed,
+            "connection attempt",
+            listed(&named(&s.connection_errors)),
+        ),
+        (checks, "response", listed(&[("check".to_owned(), checks)])),
+    ];
+    let parts: Vec<String> = units
+        .into_iter()
+        .filter(|(count, _, _)| *count > 0)
+        .map(|(count, unit, kinds)| format!("{} ({kinds})", counted(count, unit)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// `3 timeout, 1 reset`: the counts above 0, each before its name.
+fn listed(counts: &[(String, u64)]) -> String {
+    counts
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
@@ -100,21 +148,7 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         format_bytes(t.data_bytes as f64),
         t.data_bytes
     )?;
-    if !s.errors.is_empty() {
-        let kinds: Vec<String> = s
-            .errors
-            .iter()
-            .map(|(kind, count)| format!("{count} {kind}"))
-            .collect();
-        let mut line = kinds.join(", ");
-        if !s.stream_reset_codes.is_empty() {
-            let codes: Vec<String> = s
-                .stream_reset_codes
-                .iter()
-                .map(|(code, count)| format!("{count} {code}"))
-                .collect();
-            line.push_str(&format!(" (stream resets: {})", codes.join(", ")));
-        }
+    if let Some(line) = errors_line(s) {
         writeln!(out, "errors: {line}")?;
     }
     if let Some(checks) = &s.checks {

@@ -11,9 +11,12 @@ use hdrhistogram::Histogram;
 pub struct StepResult {
     /// The rate offered, in requests per second; `None`: as fast as `-c`/`-m` allow (closed loop).
     pub offered_rps: Option<f64>,
-    /// Requests finished per second over the measured part.
+    /// `done` per second over the measured part.
     pub achieved_rps: f64,
-    /// Requests finished in the measured part.
+    /// Requests of the step's own schedule finished in the measured part: those finished, at
+    /// most as many as it sent (the requests in flight at its start are the settling's or the
+    /// step before's) and as its schedule holds over the part (the offered rate × its length,
+    /// rounded up).
     pub done: u64,
     /// Of them, the ones that did not succeed (error statuses and errors), h2load's "failed".
     pub failed: u64,

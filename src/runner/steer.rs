@@ -128,20 +128,78 @@ fn step_result(
     measured: Duration,
     interrupted: bool,
 ) -> Result<StepResult> {
-    let achieved_rps = after.rate_since(before, measured);
+    let rate = after.rate_since(before, measured);
     let measured = after.span_since(before, measured);
     let mut latency = after.request;
     latency
         .subtract(&before.request)
         .context("a later snapshot of the latency histogram holds fewer requests")?;
-    let done = after.done - before.done;
+    let finished = after.done - before.done;
+    // The step counts what its own schedule sent: not the requests in flight at its start (sent
+    // by the settling or the step before, a backlog that finishes in it), so no more than it
+    // sent, and no more than its schedule holds over the span (a client running late sends the
+    // settling's requests in it).
+    let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
+    let scheduled = offered_rps.map_or(u64::MAX, |rate| {
+        (rate * measured.as_secs_f64()).ceil() as u64
+    });
+    let done = finished.min(sent).min(scheduled);
+    let achieved_rps = match finished {
+        0 => 0.0,
+        finished => rate * done as f64 / finished as f64,
+    };
     Ok(StepResult {
         offered_rps,
         achieved_rps,
         done,
-        failed: after.failed - before.failed,
+        failed: (after.failed - before.failed).min(done),
         latency,
         measured,
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::live::{Mark, Tallies};
+    use crate::recorder::hdr::new_histogram;
+
+    /// A snapshot of one worker that published at `at` with `done` finished, `in_flight` open.
+    fn snapshot(at: Instant, done: u64, in_flight: u64) -> Snapshot {
+        let mut request = new_histogram();
+        request.record_n(1_000, done).unwrap();
+        Snapshot {
+            done,
+            failed: 0,
+            errored: 0,
+            request,
+            tallies: Tallies {
+                in_flight,
+                ..Tallies::default()
+            },
+            threads: vec![Mark { at: Some(at), done }],
+        }
+    }
+
+    #[test]
+    fn a_step_counts_only_what_its_own_schedule_sent() {
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        let result = |before: (u64, u64), after: (u64, u64), rate: Option<f64>| {
+            let before = snapshot(start, before.0, before.1);
+            let after = snapshot(start + second, after.0, after.1);
+            let step = step_result(rate, &before, after, second, false).unwrap();
+            (step.done, step.achieved_rps.round() as u64)
+        };
+        // 50 requests of the step before were in flight at its start: 120 finished, 70 of them
+        // its own (it sent 70 and none is left in flight).
+        assert_eq!(result((0, 50), (120, 0), Some(100.0)), (70, 70));
+        // A late client sent the settling's requests in it: at most its 100 count.
+        assert_eq!(result((0, 0), (130, 0), Some(100.0)), (100, 100));
+        // A queue building up: what finished, below what it sent.
+        assert_eq!(result((0, 5), (80, 30), Some(100.0)), (80, 80));
+        // Unpaced: no schedule bounds it.
+        assert_eq!(result((0, 0), (130, 0), None), (130, 130));
+    }
 }

@@ -352,3 +352,66 @@ fn a_search_where_no_rate_passes_says_so_without_a_ratio() {
         output.stdout
     );
 }
+
+/// Issue 24 §6: a step counts only what its own schedule sent (no request of the step before
+/// finishing in it, no send beyond its schedule): achieved ≤ offered, give or take the rounding
+/// of one request over the step (1 / measured_s). And the text agrees with itself: a short
+/// step's pass says it is short (only a full step confirms a rate), and the capacity line says
+/// when no full step passed.
+#[test]
+fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
+    let (output, json) = search(&[
+        "--h1",
+        "-c",
+        "2",
+        "--target-delay",
+        "2ms",
+        "--find-max",
+        "--step-duration",
+        "300ms",
+    ]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let capacity = &json["cells"][0]["capacity"];
+    let steps = capacity["steps"].as_array().unwrap();
+    let table: Vec<&str> = output
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("capacity search:"))
+        .skip(2)
+        .take(steps.len())
+        .collect();
+    let mut full_passes = Vec::new();
+    for (step, row) in steps.iter().zip(&table) {
+        let Some(offered) = step["offered_rps"].as_f64() else {
+            continue;
+        };
+        let achieved = step["achieved_rps"].as_f64().unwrap();
+        let measured_s = step["measured_s"].as_f64().unwrap();
+        assert!(
+            achieved <= offered + 1.0 / measured_s + 1e-9,
+            "achieved above offered: {step}"
+        );
+        let short = step["phase"] == "ramp";
+        let verdict = match (step["passed"].as_bool().unwrap(), short) {
+            (true, true) => "pass (short)",
+            (true, false) => {
+                full_passes.push(offered);
+                "pass"
+            }
+            (false, _) => "fail",
+        };
+        assert!(row.ends_with(&format!("  {verdict}")), "{row}\n{step}");
+    }
+    let found = capacity["capacity_rps"].as_f64().unwrap();
+    let line = output
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("capacity: "))
+        .unwrap();
+    if found > 0.0 {
+        assert!(full_passes.contains(&found), "{capacity}");
+    } else {
+        assert!(full_passes.is_empty(), "{capacity}");
+        assert!(line.contains("no rate passed a full step"), "{line}");
+    }
+}

@@ -210,6 +210,32 @@ pub fn text_counts(report: &str) -> HashMap<String, u64> {
     counts
 }
 
+/// Checks that the text report's counts (requests, status classes, bytes) are the JSON's.
+pub fn assert_text_matches_json(run: &Run, name: &str) {
+    let text = text_counts(&run.output.stdout);
+    for (label, pointer) in [
+        ("total", "requests/total"),
+        ("started", "requests/started"),
+        ("done", "requests/done"),
+        ("succeeded", "requests/succeeded"),
+        ("failed", "requests/failed"),
+        ("errored", "requests/errored"),
+        ("timeout", "requests/timeout"),
+        ("2xx", "status_codes/2xx"),
+        ("4xx", "status_codes/4xx"),
+        ("5xx", "status_codes/5xx"),
+        ("total_bytes", "traffic/total_bytes"),
+        ("headers_bytes", "traffic/header_bytes"),
+        ("data_bytes", "traffic/data_bytes"),
+    ] {
+        assert_eq!(
+            text.get(label).copied(),
+            Some(run.int(pointer)),
+            "{name}: {label}"
+        );
+    }
+}
+
 /// Checks a run that sent `n` requests, every one started, done and answered 2xx.
 pub fn assert_clean(run: &Run, name: &str, n: u64) {
     assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);

@@ -228,7 +228,7 @@ fn stream_resets_are_counted_with_their_code_and_the_connection_goes_on() {
     assert!(
         run.output
             .stdout
-            .contains("(stream resets: 2 INTERNAL_ERROR)"),
+            .contains("errors: 2 requests (2 stream_reset; stream resets: 2 INTERNAL_ERROR)\n"),
         "{}",
         run.output.stdout
     );

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::common::{assert_clean, h2load_rs, text_counts, timer_noise, url, Run};
+use crate::common::{
+    assert_clean, assert_text_matches_json, h2load_rs, text_counts, timer_noise, url, Run,
+};
 
 /// The three engines, as the flags that select them.
 const ENGINES: [(&str, &[&str]); 3] = [
@@ -209,23 +211,7 @@ fn json_report_matches_the_text_report() {
         &url("/bytes/123"),
         &url("/status/404"),
     ]);
-    let text = text_counts(&run.output.stdout);
-    for (label, pointer) in [
-        ("total", "requests/total"),
-        ("started", "requests/started"),
-        ("done", "requests/done"),
-        ("succeeded", "requests/succeeded"),
-        ("failed", "requests/failed"),
-        ("errored", "requests/errored"),
-        ("timeout", "requests/timeout"),
-        ("2xx", "status_codes/2xx"),
-        ("4xx", "status_codes/4xx"),
-        ("total_bytes", "traffic/total_bytes"),
-        ("headers_bytes", "traffic/header_bytes"),
-        ("data_bytes", "traffic/data_bytes"),
-    ] {
-        assert_eq!(text[label], run.int(pointer), "{label}");
-    }
+    assert_text_matches_json(&run, "h2c");
     // The connection alternates the two URLs, starting with the first (/status/404 has no body).
     assert_eq!(run.int("status_codes/2xx"), 500);
     assert_eq!(run.int("status_codes/4xx"), 499);

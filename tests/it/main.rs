@@ -11,6 +11,7 @@ mod diff;
 mod docs;
 mod exports;
 mod faults;
+mod figures;
 mod h3;
 mod hostile;
 mod io;

@@ -605,3 +605,73 @@ fn urls_past_the_first_thousand_are_counted_without_latency() {
             .contains("latency is kept for the first 1000 URLs only"));
     }
 }
+
+/// Issue 24 §6: a per-URL `max` came from a 2-digit histogram's bucket top and so sat above the
+/// run's `max` (a 3-digit bucket top) every time. One rule now: each URL's max (and min) is its
+/// largest (smallest) response time at the run's precision, so no URL's max is above the run's,
+/// the largest of them is the run's, and no percentile of a URL is above its max.
+#[test]
+fn per_url_extremes_agree_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [url("/delay/2.3"), url("/delay/4.7"), url("/ping")];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = url_file(dir.path(), &lines);
+    let run = h2load_rs(&["-i", &file, "-n", "60", "-c", "3"]);
+    assert_clean(&run, "3 urls", 60);
+    let check = |cell: &serde_json::Value, name: &str| {
+        let run_max = cell["latency"]["request"]["percentiles"]["max"]
+            .as_u64()
+            .unwrap();
+        let run_min = cell["latency"]["request"]["min"].as_f64().unwrap();
+        assert_eq!(
+            cell["latency"]["request"]["max"].as_f64().unwrap(),
+            run_max as f64
+        );
+        let mut largest = 0;
+        let mut smallest = f64::MAX;
+        for row in cell["urls"].as_array().unwrap() {
+            let latency = &row["latency"];
+            let max = latency["percentiles"]["max"].as_u64().unwrap();
+            assert_eq!(
+                latency["max"].as_f64().unwrap(),
+                max as f64,
+                "{name}: {row}"
+            );
+            assert!(
+                max <= run_max,
+                "{name}: {} max {max} > run max {run_max}",
+                row["url"]
+            );
+            for (label, value) in latency["percentiles"].as_object().unwrap() {
+                assert!(
+                    value.as_u64().unwrap() <= max,
+                    "{name}: {label} {value} > max {max}"
+                );
+            }
+            largest = largest.max(max);
+            smallest = smallest.min(latency["min"].as_f64().unwrap());
+        }
+        assert_eq!(largest, run_max, "{name}: the run's max is one URL's max");
+        assert_eq!(smallest, run_min, "{name}: the run's min is one URL's min");
+    };
+    check(run.cell(), "run");
+    // Merged reports keep the rule.
+    let report = dir.path().join("run.json");
+    std::fs::write(&report, run.json.to_string()).unwrap();
+    let merged_path = dir.path().join("merged.json");
+    let report = report.to_str().unwrap();
+    let merge = run_command(
+        env!("CARGO_BIN_EXE_h2load-rs"),
+        &[
+            "merge",
+            report,
+            report,
+            "--json",
+            merged_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    check(&merged["cells"][0], "merged");
+}
