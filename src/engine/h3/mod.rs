@@ -716,15 +716,15 @@ async fn exchange(
     let work = async {
         let mut frames = template.frames(path, &start, &shared.ledger);
         let count = if frames[2].is_empty() { 1 } else { 3 };
+        // Read before writing: `write_all_chunks` consumes the frames it sends.
+        let headers_len = read_varint(&frames[0][1..]).map_or(0, |(length, _)| length);
         let write = async {
             let result = send.write_all_chunks(&mut frames[..count]).await;
             if result.is_ok() {
                 let _ = send.finish();
                 written.set(true);
                 if let Some(trace) = &shared.trace {
-                    let frame = &frames[0];
-                    let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
-                    trace.borrow_mut().h3_headers(id, length, None);
+                    trace.borrow_mut().h3_headers(id, headers_len, None);
                 }
             }
             result
