@@ -13,7 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
-use super::hpack::{read_integer, read_prefixed_string, write_integer, DecodedBlock, FieldMatcher};
+use super::hpack::{
+    read_integer, read_prefixed_string, write_integer, DecodedBlock, Entry, FieldMatcher,
+};
 
 /// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
 pub const STREAM_CONTROL: u64 = 0x00;
@@ -346,11 +348,10 @@ pub fn headers_frame(section: &[u8]) -> Vec<u8> {
     out
 }
 
-const STATUS: &[u8] = b":status";
-
-/// Decodes a response field section for its `:status` and size, and with a `matcher` the
-/// `--expect-header` checks its fields meet. Only the static table and literals are accepted: the
-/// client disabled the dynamic table, so any reference to it is QPACK_DECOMPRESSION_FAILED.
+/// Decodes a response field section for its `:status`, size and the response rules, and with a
+/// `matcher` the `--expect-header` checks its fields meet. Only the static table and literals
+/// are accepted: the client disabled the dynamic table, so any reference to it is
+/// QPACK_DECOMPRESSION_FAILED.
 pub(crate) fn decode_field_section(
     block: &[u8],
     mut matcher: Option<&mut FieldMatcher>,
@@ -373,19 +374,13 @@ pub(crate) fn decode_field_section(
     read_integer(&mut rest, 7).map_err(failed)?;
     let mut decoded = DecodedBlock::default();
     while let Some(&first) = rest.first() {
-        let (name_len, is_status, names, value) = if first & 0x80 != 0 {
+        let name = if first & 0x80 != 0 {
             if first & 0x40 == 0 {
                 return Err(DYNAMIC);
             }
             let index = read_integer(&mut rest, 6).map_err(failed)?;
             let (name, value) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
-            decoded.uncompressed += (name.len() + value.len()) as u64;
-            if let Some(matcher) = matcher.as_deref() {
-                decoded.matched |= matcher.known(name, value).1;
-            }
-            if name.as_bytes() == STATUS {
-                decoded.status = value.parse().ok();
-            }
+            decoded.add(&Entry::known(name, value, matcher.as_deref()));
             continue;
         } else if first & 0x40 != 0 {
             if first & 0x10 == 0 {
@@ -393,32 +388,20 @@ pub(crate) fn decode_field_section(
             }
             let index = read_integer(&mut rest, 4).map_err(failed)?;
             let (name, _) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
-            let names = matcher
-                .as_deref()
-                .map_or(0, |matcher| matcher.known(name, "").0);
-            let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
-            (name.len(), name.as_bytes() == STATUS, names, value)
+            let named = Entry::known(name, "", matcher.as_deref());
+            (named.name_len, named.class, named.names)
         } else if first & 0x20 != 0 {
             let name = read_prefixed_string(&mut rest, 3).map_err(failed)?;
             let names = matcher
                 .as_deref_mut()
                 .map_or(0, |matcher| matcher.names(&name));
-            let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
-            let is_status = name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS;
-            (name.len, is_status, names, value)
+            (name.len, name.name_class(), names)
         } else {
             // Post-base references (0001xxxx, 0000xxxx) always name dynamic entries.
             return Err(DYNAMIC);
         };
-        if let Some(matcher) = matcher.as_deref_mut() {
-            decoded.matched |= matcher.matches(names, &value);
-        }
-        decoded.uncompressed += (name_len + value.len) as u64;
-        if is_status {
-            decoded.status = (value.len == 3)
-                .then(|| std::str::from_utf8(&value.head[..3]).ok()?.parse().ok())
-                .flatten();
-        }
+        let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
+        decoded.add(&Entry::with_value(name, &value, matcher.as_deref_mut()));
     }
     Ok(decoded)
 }
