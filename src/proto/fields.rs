@@ -195,70 +195,59 @@ mod tests {
         }
     }
 
-    fn rules(fields: &[(&[u8], &[u8])]) -> SectionRules {
+    /// The rules applied to `name: value` fields.
+    fn rules(fields: &[&str]) -> SectionRules {
         let mut rules = SectionRules::default();
-        for (name, value) in fields {
-            rules.field(NameScan::of(name), value.len(), decimal(value));
+        for field in fields {
+            let (name, value) = field.split_once(": ").expect("name: value");
+            let value = value.as_bytes();
+            rules.field(NameScan::of(name.as_bytes()), value.len(), decimal(value));
         }
         rules
     }
 
     #[test]
     fn sections_keep_the_first_rule_they_break() {
-        let ok = rules(&[
-            (b":status", b"200"),
-            (b"content-length", b"5"),
-            (b"content-length", b"5"),
-        ]);
+        let ok = rules(&[":status: 200", "content-length: 5", "content-length: 5"]);
         assert_eq!(
             (ok.malformed, ok.content_length, ok.pseudo),
             (None, Some(5), true)
         );
-        for (fields, broken) in [
+        let cases: [(&str, &[&[&str]]); 7] = [
+            ("two :status fields", &[&[":status: 200", ":status: 204"]]),
             (
-                &[(&b":status"[..], &b"200"[..]), (b":status", b"204")][..],
-                "two :status fields",
-            ),
-            (
-                &[(b"server", b"x"), (b":status", b"200")],
                 "a pseudo-header after a regular field",
+                &[&["server: x", ":status: 200"]],
             ),
-            (&[(b":status", b"20")], "a :status that is not three digits"),
             (
-                &[(b":status", b"+20")],
                 "a :status that is not three digits",
+                &[&[":status: 20"], &[":status: +20"], &[":status: 2000"]],
             ),
             (
-                &[(b":status", b"2000")],
-                "a :status that is not three digits",
-            ),
-            (
-                &[(b"content-length", b"5"), (b"content-length", b"6")],
                 "two content-length fields that disagree",
+                &[&["content-length: 5", "content-length: 6"]],
             ),
             (
-                &[(b"content-length", b"-1")],
                 "a content-length that is not a number",
+                &[&["content-length: -1"], &["content-length: "]],
             ),
             (
-                &[(b"content-length", b"")],
-                "a content-length that is not a number",
-            ),
-            (
-                &[(b":method", b"GET")],
                 "a pseudo-header other than :status in a response",
+                &[&[":method: GET"]],
             ),
             (
-                &[(b"X-Up", b"1"), (b"connection", b"close")],
                 "a field name that is empty or not lower-case ASCII",
+                &[&["X-Up: 1", "connection: close"]],
             ),
-        ] {
-            assert_eq!(rules(fields).malformed, Some(broken), "{fields:?}");
+        ];
+        for (broken, sections) in cases {
+            for fields in sections {
+                assert_eq!(rules(fields).malformed, Some(broken), "{fields:?}");
+            }
         }
-        assert!(rules(&[(b"keep-alive", b"1")])
+        assert!(rules(&["keep-alive: 1"])
             .malformed
-            .unwrap()
-            .starts_with("a connection-specific"));
+            .is_some_and(|reason| reason.starts_with("a connection-specific")));
         assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(decimal(b"18446744073709551616"), None, "past u64");
     }

@@ -166,6 +166,15 @@ const BASE: Case = Case {
     exactly: None,
 };
 
+/// Every one of `n` requests succeeds, with no protocol error.
+const fn all_succeed(n: u64) -> Option<Exactly> {
+    Some(Exactly {
+        succeeded: n,
+        failed: 0,
+        errors: ("protocol", 0),
+    })
+}
+
 /// Every one of `n` requests fails with one protocol error (a malformed response).
 const fn each_malformed(n: u64) -> Option<Exactly> {
     Some(Exactly {
@@ -896,33 +905,21 @@ cases! {
         server: H2Reply(scripts::h2_interim_then_final),
         args: &["--proto", "h2c", "-m", "4", "-n", "20"],
         expect_exit: 0,
-        exactly: Some(Exactly {
-            succeeded: 20,
-            failed: 0,
-            errors: ("protocol", 0),
-        }),
+        exactly: all_succeed(20),
         ..BASE
     };
     h2c_length_on_204 => Case {
         server: H2Reply(scripts::h2_no_content_with_length),
         args: &["--proto", "h2c", "-m", "4", "-n", "20"],
         expect_exit: 0,
-        exactly: Some(Exactly {
-            succeeded: 20,
-            failed: 0,
-            errors: ("protocol", 0),
-        }),
+        exactly: all_succeed(20),
         ..BASE
     };
     h2c_length_on_head => Case {
         server: H2Reply(scripts::h2_head_answer_with_length),
         args: &["--proto", "h2c", "--method", "HEAD", "-m", "4", "-n", "20"],
         expect_exit: 0,
-        exactly: Some(Exactly {
-            succeeded: 20,
-            failed: 0,
-            errors: ("protocol", 0),
-        }),
+        exactly: all_succeed(20),
         ..BASE
     };
 }
