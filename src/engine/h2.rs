@@ -48,6 +48,9 @@ pub(crate) const MAX_HEADER_BLOCK: usize = 64 * 1024;
 pub(crate) const MAX_HEADER_LIST: u64 = 64 * 1024;
 /// Acknowledgements (PING, SETTINGS) queued while the server does not read them; more is a flood.
 pub(crate) const MAX_QUEUED_CONTROL: usize = 1000;
+/// Streams the client reset that are remembered, so that frames crossing the RST_STREAM are
+/// ignored; a frame on an older stream is ignored too (it cannot be told from those).
+const RESETS_KEPT: usize = 256;
 
 /// Requests prepared once per thread: HPACK fields and the shared body.
 pub(crate) struct H2Template {
@@ -72,6 +75,8 @@ pub(crate) struct H2Template {
     content_length: hpack::Field,
     /// Whether each request's body is rendered (a templated body, and a method that sends one).
     renders_body: bool,
+    /// Whether requests are HEAD: their responses have no content whatever content-length says.
+    head: bool,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -143,6 +148,7 @@ impl H2Template {
             field_headers,
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
+            head: template.method == Method::HEAD,
         }
     }
 
@@ -209,6 +215,10 @@ struct Stream {
     check: ResponseCheck,
     /// A rendered body that could not go with its HEADERS (flow control), else the plan's.
     body: Option<Bytes>,
+    /// The body length the final response's HEADERS announced (0 for a response with no
+    /// content), and the body bytes received: they must agree (RFC 9113 §8.1.1).
+    content_length: Option<u64>,
+    received: u64,
 }
 
 /// A DATA frame whose payload is still arriving.
@@ -275,6 +285,9 @@ pub(crate) struct H2Session<'t> {
     wake: Option<Instant>,
     /// A rendered header value being encoded (templated requests).
     value: Vec<u8>,
+    /// The last [`RESETS_KEPT`] streams the client reset, and the highest forgotten one.
+    resets: VecDeque<u32>,
+    forgotten_reset: u32,
 }
 
 impl<'t> H2Session<'t> {
@@ -322,6 +335,8 @@ impl<'t> H2Session<'t> {
             budget_spent: false,
             wake: None,
             value: Vec::new(),
+            resets: VecDeque::new(),
+            forgotten_reset: 0,
         };
         if let Some(checks) = &template.checks {
             session.decoder.check_headers(checks);
@@ -358,6 +373,8 @@ impl<'t> H2Session<'t> {
             body_left,
             check: ResponseCheck::default(),
             body: None,
+            content_length: None,
+            received: 0,
         }
     }
 
@@ -775,13 +792,7 @@ impl<'t> H2Session<'t> {
             self.started.pop_front();
             if live {
                 let stream = self.streams.remove(&id).expect("checked live");
-                write_frame(
-                    out.bytes(),
-                    frame::RST_STREAM,
-                    0,
-                    id,
-                    &frame::CANCEL.to_be_bytes(),
-                );
+                self.reset(id, frame::CANCEL, out.bytes());
                 ledger.fail(stream.start, ErrorKind::Timeout);
             }
         }
@@ -808,7 +819,7 @@ impl<'t> H2Session<'t> {
         let mut used = 0;
         loop {
             if let Some(data) = self.data {
-                let (taken, done) = self.consume_data(data, &input[used..], ledger)?;
+                let (taken, done) = self.consume_data(data, &input[used..], ledger, out.bytes())?;
                 used += taken;
                 if !done {
                     return Ok(used);
@@ -855,6 +866,14 @@ impl<'t> H2Session<'t> {
             if head.kind == frame::DATA {
                 self.check_response_stream(head.stream, "DATA")?;
                 self.start_data(head)?;
+                match self.streams.get(&head.stream) {
+                    None => self.on_closed_stream(head.stream, "DATA", out)?,
+                    Some(stream) if stream.status.is_none() => {
+                        let reason = "DATA before the response's HEADERS";
+                        self.malformed(head.stream, reason, false, ledger, out.bytes());
+                    }
+                    Some(_) => {}
+                }
                 used += frame::HEADER_LEN;
                 continue;
             }
@@ -908,6 +927,7 @@ impl<'t> H2Session<'t> {
         mut data: DataInProgress,
         mut input: &[u8],
         ledger: &Ledger<'_>,
+        out: &mut Vec<u8>,
     ) -> Result<(usize, bool), Failure> {
         let mut used = 0;
         if data.padded && data.left > 0 {
@@ -930,6 +950,14 @@ impl<'t> H2Session<'t> {
                 ledger.wire().add_data(body_bytes as u64);
                 if let Some(checks) = &self.template.checks {
                     checks.scan_body(&mut stream.check.body, &input[..body_bytes]);
+                }
+                stream.received += body_bytes as u64;
+                if stream
+                    .content_length
+                    .is_some_and(|length| stream.received > length)
+                {
+                    let reason = "a body longer than its content-length (or a response that has none with DATA)";
+                    self.malformed(data.stream, reason, false, ledger, out);
                 }
             }
         }
@@ -959,7 +987,7 @@ impl<'t> H2Session<'t> {
             window_update(out, 0, increment);
         }
         if data.end_stream {
-            self.finish_stream(data.stream, at, ledger);
+            self.finish_stream(data.stream, at, ledger, out);
             return;
         }
         let half_window = i64::from(self.template.settings.stream_window) / 2;
@@ -984,9 +1012,9 @@ impl<'t> H2Session<'t> {
         match head.kind {
             frame::HEADERS => {
                 self.check_response_stream(head.stream, "HEADERS")?;
-                self.on_headers(head, payload, at, ledger)
+                self.on_headers(head, payload, at, ledger, out)
             }
-            frame::CONTINUATION => self.on_continuation(head, payload, at, ledger),
+            frame::CONTINUATION => self.on_continuation(head, payload, at, ledger, out),
             frame::RST_STREAM => {
                 if head.stream == 0 || head.stream >= self.next_stream_id {
                     return Err(Failure::protocol(format!(
@@ -1085,6 +1113,7 @@ impl<'t> H2Session<'t> {
         payload: &[u8],
         at: Instant,
         ledger: &Ledger<'_>,
+        out: &mut Outgoing,
     ) -> Result<(), Failure> {
         let block = frame::header_fragment(head, payload).ok_or_else(|| {
             Failure::protocol("HEADERS padding or priority longer than the frame")
@@ -1096,7 +1125,7 @@ impl<'t> H2Session<'t> {
             block: Vec::new(),
         };
         if head.flags & frame::END_HEADERS != 0 {
-            return self.on_header_block(&pending, block, at, ledger);
+            return self.on_header_block(&pending, block, at, ledger, out);
         }
         pending.block.extend_from_slice(block);
         self.headers = Some(pending);
@@ -1109,6 +1138,7 @@ impl<'t> H2Session<'t> {
         payload: &[u8],
         at: Instant,
         ledger: &Ledger<'_>,
+        out: &mut Outgoing,
     ) -> Result<(), Failure> {
         let mut pending = self
             .headers
@@ -1127,19 +1157,21 @@ impl<'t> H2Session<'t> {
         pending.block.extend_from_slice(payload);
         if head.flags & frame::END_HEADERS != 0 {
             let block = std::mem::take(&mut pending.block);
-            return self.on_header_block(&pending, &block, at, ledger);
+            return self.on_header_block(&pending, &block, at, ledger, out);
         }
         self.headers = Some(pending);
         Ok(())
     }
 
-    /// A complete header block: decode it (always, to keep HPACK in step) and apply it to its stream.
+    /// A complete header block: decode it (always, to keep HPACK in step) and apply it to its
+    /// stream. A malformed one fails its stream alone (RFC 9113 §8.1.1).
     fn on_header_block(
         &mut self,
         pending: &HeaderBlock,
         block: &[u8],
         at: Instant,
         ledger: &Ledger<'_>,
+        out: &mut Outgoing,
     ) -> Result<(), Failure> {
         let decoded = self
             .decoder
@@ -1152,40 +1184,107 @@ impl<'t> H2Session<'t> {
                 MAX_HEADER_LIST / 1024
             )));
         }
+        let head = self.template.head;
         let Some(stream) = self.streams.get_mut(&pending.stream) else {
-            return Ok(());
+            return self.on_closed_stream(pending.stream, "HEADERS", out);
         };
         ledger
             .wire()
             .add_headers(pending.wire_len as u64, decoded.uncompressed);
-        match decoded.status {
-            Some(status) if !(100..=599).contains(&status) => {
-                return Err(Failure::protocol(format!(
-                    "status {status} outside 100-599"
-                )))
+        let rules = decoded.rules;
+        let malformed = match (stream.status, decoded.status) {
+            _ if rules.malformed.is_some() => rules.malformed,
+            (None, None) => Some("a response without a valid :status"),
+            (None, Some(status)) if !(100..=599).contains(&status) || status == 101 => {
+                Some("a :status outside 100-599, or 101 (not allowed in HTTP/2)")
             }
-            Some(100..=199) => {
+            (None, Some(100..=199)) if pending.end_stream => {
+                Some("an interim (1xx) response that ends the stream")
+            }
+            (None, Some(100..=199)) => {
                 stream.interim += 1;
                 if stream.interim > MAX_INTERIM {
                     return Err(Failure::protocol(format!(
                         "more than {MAX_INTERIM} interim (1xx) responses to one request"
                     )));
                 }
+                None
             }
-            Some(status) if stream.status.is_none() => {
+            (None, Some(status)) => {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
+                // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
+                let no_content = head || status == 204 || status == 304;
+                stream.content_length = if no_content {
+                    Some(0)
+                } else {
+                    rules.content_length
+                };
+                None
             }
-            None if stream.status.is_none() => {
-                return Err(Failure::protocol("a response without a valid :status"))
-            }
-            _ => {} // trailers
-        }
-        if pending.end_stream {
-            self.finish_stream(pending.stream, at, ledger);
+            (Some(_), _) if rules.pseudo => Some("a pseudo-header in trailers"),
+            (Some(_), _) if !pending.end_stream => Some("trailers that do not end the stream"),
+            (Some(_), _) => None,
+        };
+        if let Some(reason) = malformed {
+            self.malformed(
+                pending.stream,
+                reason,
+                pending.end_stream,
+                ledger,
+                out.bytes(),
+            );
+        } else if pending.end_stream {
+            self.finish_stream(pending.stream, at, ledger, out.bytes());
         }
         Ok(())
+    }
+
+    /// A frame on a stream no longer open. Ignored when the client reset the stream (frames may
+    /// cross its RST_STREAM) or a GOAWAY left it unprocessed; after the server ended it
+    /// (END_STREAM, RST_STREAM), a connection error STREAM_CLOSED (RFC 9113 §5.1).
+    fn on_closed_stream(&mut self, id: u32, what: &str, out: &mut Outgoing) -> Result<(), Failure> {
+        let reset_by_us = id <= self.forgotten_reset || self.resets.contains(&id);
+        if reset_by_us || self.goaway.is_some_and(|last| id > last) {
+            return Ok(());
+        }
+        Err(self.connection_error(
+            out,
+            frame::STREAM_CLOSED,
+            format!("the server sent {what} on stream {id} after ending it (STREAM_CLOSED)"),
+        ))
+    }
+
+    /// A malformed response (RFC 9113 §8.1.1), a stream error: its request fails once, as a
+    /// protocol error, and the stream is reset with PROTOCOL_ERROR unless both sides ended it
+    /// (`ended`: the server did).
+    fn malformed(
+        &mut self,
+        id: u32,
+        reason: &'static str,
+        ended: bool,
+        ledger: &Ledger<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        let Some(stream) = self.streams.remove(&id) else {
+            return;
+        };
+        if !ended || stream.body_left > 0 {
+            self.reset(id, frame::PROTOCOL_ERROR, out);
+        }
+        ledger.note_error(|| format!("a malformed HTTP/2 response: {reason}"));
+        ledger.fail(stream.start, ErrorKind::Protocol);
+    }
+
+    /// Resets stream `id` with `code`, remembering it: frames may still come for it.
+    fn reset(&mut self, id: u32, code: u32, out: &mut Vec<u8>) {
+        write_frame(out, frame::RST_STREAM, 0, id, &code.to_be_bytes());
+        if self.resets.len() == RESETS_KEPT {
+            let forgotten = self.resets.pop_front().expect("the queue is full");
+            self.forgotten_reset = self.forgotten_reset.max(forgotten);
+        }
+        self.resets.push_back(id);
     }
 
     fn on_settings(
@@ -1287,7 +1386,19 @@ impl<'t> H2Session<'t> {
         Ok(())
     }
 
-    fn finish_stream(&mut self, id: u32, at: Instant, ledger: &Ledger<'_>) {
+    /// The server ended stream `id`: its response is complete, unless its body fell short of
+    /// its content-length (malformed).
+    fn finish_stream(&mut self, id: u32, at: Instant, ledger: &Ledger<'_>, out: &mut Vec<u8>) {
+        let Some(stream) = self.streams.get(&id) else {
+            return;
+        };
+        if stream
+            .content_length
+            .is_some_and(|length| length != stream.received)
+        {
+            let reason = "a body shorter than its content-length";
+            return self.malformed(id, reason, true, ledger, out);
+        }
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };

@@ -566,8 +566,7 @@ fn h2_ping_flood_unread_is_cut_off_with_enhance_your_calm() {
 #[test]
 fn h2_frames_the_client_cannot_accept_are_protocol_errors() {
     let too_long = vec![0u8; 16_385];
-    let bad_status = [0x08, 0x03, b'9', b'9', b'9']; // :status 999, literal
-    let cases: [(&str, Server); 6] = [
+    let cases: [(&str, Server); 4] = [
         (
             "push",
             Server::default().settings(&[]).frame(
@@ -586,24 +585,6 @@ fn h2_frames_the_client_cannot_accept_are_protocol_errors() {
             "frame size",
             Server::default().settings(&[]).data(1, &too_long, true),
         ),
-        (
-            "status 999",
-            Server::default().settings(&[]).frame(
-                frame::HEADERS,
-                frame::END_HEADERS | frame::END_STREAM,
-                1,
-                &bad_status,
-            ),
-        ),
-        (
-            "no status",
-            Server::default().settings(&[]).frame(
-                frame::HEADERS,
-                frame::END_HEADERS | frame::END_STREAM,
-                1,
-                &[0x40, 1, b'a', 1, b'b'],
-            ),
-        ),
     ];
     for (name, server) in cases {
         let world = world(&["--proto", "h2c", "-n", "1"]);
@@ -615,6 +596,309 @@ fn h2_frames_the_client_cannot_accept_are_protocol_errors() {
             outcome.failure
         );
     }
+}
+
+/// An HPACK literal field with a new name, not indexed.
+fn literal(name: &str, value: &str) -> Vec<u8> {
+    let mut field = vec![0x00, name.len() as u8];
+    field.extend_from_slice(name.as_bytes());
+    field.push(value.len() as u8);
+    field.extend_from_slice(value.as_bytes());
+    field
+}
+
+/// A whole header block on `stream`.
+fn block(server: Server, stream: u32, end_stream: bool, fields: &[&[u8]]) -> Server {
+    let flags = frame::END_HEADERS | if end_stream { frame::END_STREAM } else { 0 };
+    server.frame(frame::HEADERS, flags, stream, &fields.concat())
+}
+
+/// RST_STREAM(`id`, PROTOCOL_ERROR) as the client sends it.
+fn protocol_error_reset(id: u32) -> Vec<u8> {
+    let mut reset = Vec::new();
+    write_frame(
+        &mut reset,
+        frame::RST_STREAM,
+        0,
+        id,
+        &frame::PROTOCOL_ERROR.to_be_bytes(),
+    );
+    reset
+}
+
+#[test]
+fn h2_malformed_responses_fail_their_stream_alone() {
+    const OK: &[u8] = &[0x88]; // :status 200
+    let length = |value| literal("content-length", value);
+    // Each case answers stream 1 malformed, then stream 3 well: one error, one success, the
+    // connection goes on. `reset`: whether stream 1 is still open when it is found malformed
+    // (the request has no body, so once the server ends the stream it is closed: no RST).
+    let cases: Vec<(&str, Server, bool)> = vec![
+        (
+            "body shorter than content-length",
+            block(Server::default(), 1, false, &[OK, &length("5")]).data(1, b"abc", true),
+            false,
+        ),
+        (
+            "body longer than content-length",
+            block(Server::default(), 1, false, &[OK, &length("2")]).data(1, b"abc", true),
+            true,
+        ),
+        (
+            "upper-case name",
+            block(Server::default(), 1, true, &[OK, &literal("X-Up", "1")]),
+            false,
+        ),
+        (
+            "connection",
+            block(
+                Server::default(),
+                1,
+                true,
+                &[OK, &literal("connection", "close")],
+            ),
+            false,
+        ),
+        (
+            "keep-alive",
+            block(
+                Server::default(),
+                1,
+                true,
+                &[OK, &literal("keep-alive", "5")],
+            ),
+            false,
+        ),
+        (
+            "proxy-connection",
+            block(
+                Server::default(),
+                1,
+                false,
+                &[OK, &literal("proxy-connection", "x")],
+            )
+            .data(1, b"", true),
+            true,
+        ),
+        (
+            "transfer-encoding (static name)",
+            block(
+                Server::default(),
+                1,
+                false,
+                &[OK, &[0x0f, 42, 7], b"chunked"],
+            ),
+            true,
+        ),
+        (
+            "upgrade",
+            block(
+                Server::default(),
+                1,
+                true,
+                &[OK, &literal("upgrade", "h2c")],
+            ),
+            false,
+        ),
+        (
+            "pseudo-header after a regular field",
+            block(Server::default(), 1, true, &[&literal("x-a", "1"), OK]),
+            false,
+        ),
+        (
+            "two :status",
+            block(Server::default(), 1, true, &[OK, &[0x89]]),
+            false,
+        ),
+        (
+            "request pseudo-header",
+            block(Server::default(), 1, true, &[OK, &[0x84]]),
+            false,
+        ),
+        (
+            ":status of two digits",
+            block(Server::default(), 1, true, &[&[0x08, 2], b"20"]),
+            false,
+        ),
+        (
+            ":status 999",
+            block(Server::default(), 1, true, &[&[0x08, 3], b"999"]),
+            false,
+        ),
+        (
+            ":status 101",
+            block(Server::default(), 1, true, &[&[0x08, 3], b"101"]),
+            false,
+        ),
+        (
+            "no :status",
+            block(Server::default(), 1, true, &[&literal("a", "b")]),
+            false,
+        ),
+        (
+            "interim response ending the stream",
+            block(Server::default(), 1, true, &[&[0x08, 3], b"103"]),
+            false,
+        ),
+        (
+            "DATA before HEADERS",
+            Server::default().data(1, b"x", false).ok(1, true),
+            true,
+        ),
+        (
+            "pseudo-header in trailers",
+            Server::default()
+                .ok(1, false)
+                .data(1, b"x", false)
+                .ok(1, true),
+            false,
+        ),
+        (
+            "trailers that do not end the stream",
+            Server::default()
+                .ok(1, false)
+                .frame(frame::HEADERS, frame::END_HEADERS, 1, &literal("x-t", "1"))
+                .data(1, b"", true),
+            true,
+        ),
+    ];
+    for (name, case, reset) in cases {
+        let mut server = Server::default().settings(&[]);
+        server.0.extend_from_slice(&case.0);
+        let server = block(server, 3, false, &[OK, &length("2")]).data(3, b"ok", true);
+        for piece in [1, 5, server.0.len()] {
+            let world = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+            let outcome = converse(&world, Protocol::H2c, &server.0, piece);
+            assert_eq!(outcome.failure, None, "{name}, piece {piece}");
+            let counters = outcome.counters;
+            assert_eq!(
+                (counters.done, counters.succeeded, counters.failed),
+                (2, 1, 1),
+                "{name}, piece {piece}"
+            );
+            assert_eq!(outcome.errors, [(ErrorKind::Protocol, 1)], "{name}");
+            let sent_reset = outcome
+                .sent
+                .windows(13)
+                .any(|w| w == protocol_error_reset(1));
+            assert_eq!(sent_reset, reset, "{name}, piece {piece}");
+            let error = world.shared.recorder.borrow().first_error.clone();
+            assert!(
+                error.is_some_and(|e| e.starts_with("a malformed HTTP/2 response: ")),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn h2_responses_with_no_content_interim_and_trailers_are_well_formed() {
+    const OK: &[u8] = &[0x88];
+    let length = |value| literal("content-length", value);
+    let early_hints: &[u8] = &[0x08, 3, b'1', b'0', b'3'];
+    let cases: Vec<(&[&str], Server)> = vec![
+        // 204 and 304 may announce a length they do not send.
+        (
+            &[],
+            block(Server::default(), 1, true, &[&[0x89], &length("5")]),
+        ),
+        (
+            &[],
+            block(Server::default(), 1, true, &[&[0x8b], &length("10")]),
+        ),
+        // So may the answer to HEAD.
+        (
+            &["--method", "HEAD"],
+            block(Server::default(), 1, true, &[OK, &length("10")]),
+        ),
+        // Interim responses, then the final one, its body in two frames, and trailers.
+        (
+            &[],
+            block(Server::default(), 1, false, &[early_hints])
+                .frame(frame::HEADERS, frame::END_HEADERS, 1, early_hints)
+                .frame(
+                    frame::HEADERS,
+                    frame::END_HEADERS,
+                    1,
+                    &[OK, &length("4")].concat(),
+                )
+                .data(1, b"ab", false)
+                .data(1, b"cd", false)
+                .frame(
+                    frame::HEADERS,
+                    frame::END_HEADERS | frame::END_STREAM,
+                    1,
+                    &literal("x-trailer", "1"),
+                ),
+        ),
+    ];
+    for (flags, case) in cases {
+        let mut server = Server::default().settings(&[]);
+        server.0.extend_from_slice(&case.0);
+        let mut args = vec!["--proto", "h2c", "-n", "1"];
+        args.extend(flags);
+        let world = world(&args);
+        let outcome = converse(&world, Protocol::H2c, &server.0, 3);
+        assert_eq!(outcome.failure, None, "{flags:?}");
+        assert_eq!(
+            outcome.counters.succeeded, 1,
+            "{flags:?} {:?}",
+            outcome.errors
+        );
+    }
+}
+
+#[test]
+fn h2_frames_on_a_stream_the_server_ended_are_stream_closed() {
+    // DATA or HEADERS after END_STREAM (or after the server's RST_STREAM): the response was
+    // complete, the connection is not (GOAWAY STREAM_CLOSED).
+    let after_end = Server::default().settings(&[]).ok(1, true);
+    let after_reset = Server::default().settings(&[]).frame(
+        frame::RST_STREAM,
+        0,
+        1,
+        &frame::INTERNAL_ERROR.to_be_bytes(),
+    );
+    for (name, server, succeeded) in [
+        ("DATA after END_STREAM", after_end.data(1, b"x", true), 1),
+        (
+            "HEADERS after END_STREAM",
+            Server::default().settings(&[]).ok(1, true).ok(1, true),
+            1,
+        ),
+        ("DATA after RST_STREAM", after_reset.data(1, b"x", true), 0),
+    ] {
+        let world = world(&["--proto", "h2c", "-n", "1"]);
+        let outcome = converse(&world, Protocol::H2c, &server.0, server.0.len());
+        let failure = outcome.failure.expect(name);
+        assert_eq!(failure.kind, ErrorKind::Protocol, "{name}");
+        assert!(
+            failure.message.contains("STREAM_CLOSED"),
+            "{name}: {failure:?}"
+        );
+        assert_eq!(outcome.counters.succeeded, succeeded, "{name}");
+        let goaway = [&1u32.to_be_bytes()[..], &frame::STREAM_CLOSED.to_be_bytes()].concat();
+        assert!(outcome.sent.ends_with(&goaway), "{name}");
+    }
+    // Frames crossing the client's own RST_STREAM are ignored.
+    let mut server = block(
+        Server::default().settings(&[]),
+        1,
+        false,
+        &[&[0x88], &literal("content-length", "1")],
+    );
+    server = server
+        .data(1, b"xy", false)
+        .data(1, b"more", true)
+        .ok(3, true);
+    let world = world(&["--proto", "h2c", "-m", "2", "-n", "2"]);
+    let outcome = converse(&world, Protocol::H2c, &server.0, 4);
+    assert_eq!(outcome.failure, None);
+    assert_eq!(
+        (outcome.counters.succeeded, outcome.counters.failed),
+        (1, 1)
+    );
+    assert_eq!(outcome.errors, [(ErrorKind::Protocol, 1)]);
 }
 
 #[test]

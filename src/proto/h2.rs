@@ -57,6 +57,8 @@ pub const PROTOCOL_ERROR: u32 = 0x1;
 pub const INTERNAL_ERROR: u32 = 0x2;
 /// Error code FLOW_CONTROL_ERROR.
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+/// A frame on a stream the peer had ended.
+pub const STREAM_CLOSED: u32 = 0x5;
 /// Error code FRAME_SIZE_ERROR.
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
 /// Error code REFUSED_STREAM.

@@ -13,7 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
-use super::hpack::{read_integer, read_prefixed_string, write_integer, DecodedBlock, FieldMatcher};
+use super::hpack::{
+    read_integer, read_prefixed_string, write_integer, DecodedBlock, Entry, FieldMatcher,
+};
 
 /// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
 pub const STREAM_CONTROL: u64 = 0x00;
@@ -50,6 +52,8 @@ pub const SETTINGS_QPACK_BLOCKED_STREAMS: u64 = 0x07;
 pub const H3_NO_ERROR: u64 = 0x100;
 /// H3_GENERAL_PROTOCOL_ERROR.
 pub const H3_GENERAL_PROTOCOL_ERROR: u64 = 0x101;
+/// H3_STREAM_CREATION_ERROR.
+pub const H3_STREAM_CREATION_ERROR: u64 = 0x103;
 /// H3_CLOSED_CRITICAL_STREAM.
 pub const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
 /// H3_FRAME_UNEXPECTED.
@@ -346,11 +350,10 @@ pub fn headers_frame(section: &[u8]) -> Vec<u8> {
     out
 }
 
-const STATUS: &[u8] = b":status";
-
-/// Decodes a response field section for its `:status` and size, and with a `matcher` the
-/// `--expect-header` checks its fields meet. Only the static table and literals are accepted: the
-/// client disabled the dynamic table, so any reference to it is QPACK_DECOMPRESSION_FAILED.
+/// Decodes a response field section for its `:status`, size and the response rules, and with a
+/// `matcher` the `--expect-header` checks its fields meet. Only the static table and literals
+/// are accepted: the client disabled the dynamic table, so any reference to it is
+/// QPACK_DECOMPRESSION_FAILED.
 pub(crate) fn decode_field_section(
     block: &[u8],
     mut matcher: Option<&mut FieldMatcher>,
@@ -373,19 +376,13 @@ pub(crate) fn decode_field_section(
     read_integer(&mut rest, 7).map_err(failed)?;
     let mut decoded = DecodedBlock::default();
     while let Some(&first) = rest.first() {
-        let (name_len, is_status, names, value) = if first & 0x80 != 0 {
+        let name = if first & 0x80 != 0 {
             if first & 0x40 == 0 {
                 return Err(DYNAMIC);
             }
             let index = read_integer(&mut rest, 6).map_err(failed)?;
             let (name, value) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
-            decoded.uncompressed += (name.len() + value.len()) as u64;
-            if let Some(matcher) = matcher.as_deref() {
-                decoded.matched |= matcher.known(name, value).1;
-            }
-            if name.as_bytes() == STATUS {
-                decoded.status = value.parse().ok();
-            }
+            decoded.add(&Entry::known(name, value, matcher.as_deref()));
             continue;
         } else if first & 0x40 != 0 {
             if first & 0x10 == 0 {
@@ -393,32 +390,20 @@ pub(crate) fn decode_field_section(
             }
             let index = read_integer(&mut rest, 4).map_err(failed)?;
             let (name, _) = STATIC_TABLE.get(index).ok_or(out_of_range)?;
-            let names = matcher
-                .as_deref()
-                .map_or(0, |matcher| matcher.known(name, "").0);
-            let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
-            (name.len(), name.as_bytes() == STATUS, names, value)
+            let named = Entry::known(name, "", matcher.as_deref());
+            (named.name_len, named.class, named.names)
         } else if first & 0x20 != 0 {
             let name = read_prefixed_string(&mut rest, 3).map_err(failed)?;
             let names = matcher
                 .as_deref_mut()
                 .map_or(0, |matcher| matcher.names(&name));
-            let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
-            let is_status = name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS;
-            (name.len, is_status, names, value)
+            (name.len, name.name_class(), names)
         } else {
             // Post-base references (0001xxxx, 0000xxxx) always name dynamic entries.
             return Err(DYNAMIC);
         };
-        if let Some(matcher) = matcher.as_deref_mut() {
-            decoded.matched |= matcher.matches(names, &value);
-        }
-        decoded.uncompressed += (name_len + value.len) as u64;
-        if is_status {
-            decoded.status = (value.len == 3)
-                .then(|| std::str::from_utf8(&value.head[..3]).ok()?.parse().ok())
-                .flatten();
-        }
+        let value = read_prefixed_string(&mut rest, 7).map_err(failed)?;
+        decoded.add(&Entry::with_value(name, &value, matcher.as_deref_mut()));
     }
     Ok(decoded)
 }
@@ -542,6 +527,12 @@ pub struct ResponseParser {
     checks: Option<Arc<Checks>>,
     matcher: Option<FieldMatcher>,
     check: ResponseCheck,
+    /// Whether it answers HEAD: a response with no content, whatever its content-length.
+    answers_head: bool,
+    /// The body length the final response announced (0 when it has no content), and the body
+    /// bytes received: they must agree (RFC 9114 §4.1.2).
+    content_length: Option<u64>,
+    received: u64,
 }
 
 impl Default for ResponseParser {
@@ -555,6 +546,9 @@ impl Default for ResponseParser {
             checks: None,
             matcher: None,
             check: ResponseCheck::default(),
+            answers_head: false,
+            content_length: None,
+            received: 0,
         }
     }
 }
@@ -566,6 +560,14 @@ impl ResponseParser {
             checks: checks.cloned(),
             matcher: checks.and_then(FieldMatcher::new),
             ..ResponseParser::default()
+        }
+    }
+
+    /// A parser for the responses to HEAD requests (`head`), which have no content.
+    pub fn answering_head(self, head: bool) -> Self {
+        ResponseParser {
+            answers_head: head,
+            ..self
         }
     }
 
@@ -582,6 +584,8 @@ impl ResponseParser {
         self.interim = 0;
         self.block.clear();
         self.check = ResponseCheck::default();
+        self.content_length = None;
+        self.received = 0;
     }
 
     /// Parses the next bytes of the stream, handing what they complete to `on`.
@@ -604,6 +608,16 @@ impl ResponseParser {
                 }
                 Frame::Data { left } => {
                     let take = left.min(input.len() as u64) as usize;
+                    self.received += take as u64;
+                    if self
+                        .content_length
+                        .is_some_and(|length| self.received > length)
+                    {
+                        return Err(H3Error::new(
+                            H3_MESSAGE_ERROR,
+                            "a body longer than its content-length (or a response that has none with DATA)",
+                        ));
+                    }
                     if take > 0 {
                         if let Some(checks) = &self.checks {
                             checks.scan_body(&mut self.check.body, &input[..take]);
@@ -663,6 +677,15 @@ impl ResponseParser {
                 H3_MESSAGE_ERROR,
                 "the response stream ended before a final response",
             )),
+            _ if self
+                .content_length
+                .is_some_and(|length| length != self.received) =>
+            {
+                Err(H3Error::new(
+                    H3_MESSAGE_ERROR,
+                    "a body shorter than its content-length",
+                ))
+            }
             Phase::Body(status) | Phase::Trailed(status) => Ok(status),
         }
     }
@@ -723,6 +746,10 @@ impl ResponseParser {
                 "a response field section over 64 KiB decoded",
             ));
         }
+        let malformed = |reason| Err(H3Error::new(H3_MESSAGE_ERROR, reason));
+        if let Some(reason) = decoded.rules.malformed {
+            return malformed(reason);
+        }
         let section = match (self.phase, decoded.status) {
             (Phase::AwaitingStatus, None) => {
                 return Err(H3Error::new(
@@ -751,8 +778,16 @@ impl ResponseParser {
             (Phase::AwaitingStatus, Some(status)) => {
                 self.phase = Phase::Body(status);
                 self.check.headers = decoded.matched;
+                // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
+                let no_content = self.answers_head || status == 204 || status == 304;
+                self.content_length = if no_content {
+                    Some(0)
+                } else {
+                    decoded.rules.content_length
+                };
                 Section::Final(status)
             }
+            (_, _) if decoded.rules.pseudo => return malformed("a pseudo-header in trailers"),
             (Phase::Body(status) | Phase::Trailed(status), _) => {
                 self.phase = Phase::Trailed(status);
                 Section::Trailers
@@ -1323,6 +1358,129 @@ mod tests {
         ]
         .concat();
         assert_eq!(parse_in_pieces(&sixteen, &[]).unwrap().1, 200);
+    }
+
+    /// A field line from the static table.
+    fn indexed(index: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_integer(&mut out, index, 6, 0xc0);
+        out
+    }
+
+    /// A field line with a literal name and value.
+    fn named(name: &str, value: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_integer(&mut out, name.len(), 3, 0x20);
+        out.extend_from_slice(name.as_bytes());
+        write_integer(&mut out, value.len(), 7, 0);
+        out.extend_from_slice(value.as_bytes());
+        out
+    }
+
+    /// A HEADERS frame of these field lines.
+    fn headers(lines: &[Vec<u8>]) -> Vec<u8> {
+        frame(HEADERS, &section(&lines.concat()))
+    }
+
+    #[test]
+    fn malformed_messages_are_message_errors() {
+        let status = || indexed(25); // :status 200
+        let length = |value| named("content-length", value);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            (
+                "body shorter than content-length",
+                [headers(&[status(), length("5")]), frame(DATA, b"abc")].concat(),
+            ),
+            (
+                "body longer than content-length",
+                [headers(&[status(), length("2")]), frame(DATA, b"abc")].concat(),
+            ),
+            (
+                "body longer over two frames",
+                [
+                    headers(&[status(), indexed(4)]), // content-length: 0
+                    frame(DATA, b""),
+                    frame(DATA, b"x"),
+                ]
+                .concat(),
+            ),
+            (
+                "204 with DATA",
+                [headers(&[indexed(64)]), frame(DATA, b"x")].concat(),
+            ),
+            ("upper-case name", headers(&[status(), named("X-Up", "1")])),
+            (
+                "connection",
+                headers(&[status(), named("connection", "close")]),
+            ),
+            ("keep-alive", headers(&[status(), named("keep-alive", "1")])),
+            (
+                "proxy-connection",
+                headers(&[status(), named("proxy-connection", "x")]),
+            ),
+            (
+                "transfer-encoding",
+                headers(&[status(), named("transfer-encoding", "chunked")]),
+            ),
+            ("upgrade", headers(&[status(), named("upgrade", "h3")])),
+            (
+                "pseudo-header after a regular field",
+                headers(&[named("x-a", "1"), status()]),
+            ),
+            ("two :status", headers(&[status(), indexed(27)])),
+            ("request pseudo-header", headers(&[status(), indexed(1)])),
+            (":status of two digits", headers(&[named(":status", "20")])),
+            (
+                "content-length not a number",
+                headers(&[status(), length("5x")]),
+            ),
+            (
+                "pseudo-header in trailers",
+                [headers(&[status()]), headers(&[indexed(25)])].concat(),
+            ),
+        ];
+        for (name, stream) in cases {
+            for cut in [0, 1, stream.len() / 2] {
+                let error = parse_in_pieces(&stream, &[cut]).unwrap_err();
+                assert_eq!(
+                    error_code_name(error.code),
+                    "H3_MESSAGE_ERROR",
+                    "{name}: {error}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn messages_with_no_content_interim_and_trailers_are_well_formed() {
+        let length = |value| named("content-length", value);
+        for stream in [
+            // 204 and 304 may announce a length they do not send.
+            headers(&[indexed(64), length("5")]),
+            headers(&[indexed(26), length("10")]),
+            // Interim responses, the final one, its body in two frames, and trailers.
+            [
+                headers(&[indexed(24)]),
+                headers(&[indexed(25), length("4")]),
+                frame(DATA, b"ab"),
+                frame(DATA, b"cd"),
+                headers(&[named("x-trailer", "1")]),
+            ]
+            .concat(),
+        ] {
+            assert!(parse_in_pieces(&stream, &[1]).is_ok(), "{stream:02x?}");
+        }
+        // A HEAD's answer announces the length of what GET would get.
+        let mut head = ResponseParser::default().answering_head(true);
+        head.feed(&headers(&[indexed(25), length("10")]), |_| {})
+            .unwrap();
+        assert_eq!(head.finish(), Ok(200));
+        head.reset();
+        let error = head.feed(
+            &[headers(&[indexed(25)]), frame(DATA, b"x")].concat(),
+            |_| {},
+        );
+        assert_eq!(error.unwrap_err().code, H3_MESSAGE_ERROR);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::check::Checks;
+use super::fields::{decimal, NameClass, NameScan, SectionRules};
 use super::huffman;
 
 /// The static table (RFC 7541 Appendix A), 1-based in the protocol.
@@ -79,7 +80,6 @@ const STATIC_TABLE: [(&str, &str); 61] = [
 pub const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Per-entry overhead counted against the table size (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
-const STATUS: &[u8] = b":status";
 
 /// A malformed header block; the connection cannot continue (COMPRESSION_ERROR).
 #[derive(Debug, PartialEq, Eq)]
@@ -94,22 +94,75 @@ pub struct DecodedBlock {
     pub uncompressed: u64,
     /// Which `--expect-header` checks the block's fields met (bit i: check i); 0 without them.
     pub matched: u64,
+    /// What the block's fields showed of the rules a response is held to (malformed or not).
+    pub(crate) rules: SectionRules,
 }
 
-/// A dynamic table entry, reduced to what later references need.
+impl DecodedBlock {
+    /// Adds a decoded field: its sizes, the checks it met, and what the rules make of it.
+    pub(crate) fn add(&mut self, entry: &Entry) {
+        self.uncompressed += (entry.name_len + entry.value_len) as u64;
+        self.matched |= entry.matches;
+        self.rules.field(entry.class, entry.value_len, entry.number);
+        if let Some(status) = entry.status() {
+            self.status = Some(status);
+        }
+    }
+}
+
+/// A decoded field (and a dynamic table entry), reduced to what later references need.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
-    name_len: usize,
-    value_len: usize,
-    /// For `:status` entries, the status; marks the name as `:status` too.
-    status: Option<u16>,
-    is_status_name: bool,
+pub(crate) struct Entry {
+    pub(crate) name_len: usize,
+    pub(crate) value_len: usize,
+    /// What the name is to the response rules.
+    pub(crate) class: NameClass,
+    /// For `:status` and `content-length`, the number the value spells.
+    pub(crate) number: Option<u64>,
     /// The `--expect-header` checks naming its field, and those its value meets too.
-    names: u64,
-    matches: u64,
+    pub(crate) names: u64,
+    pub(crate) matches: u64,
 }
 
 impl Entry {
+    /// A static table's field.
+    pub(crate) fn known(name: &str, value: &str, matcher: Option<&FieldMatcher>) -> Entry {
+        let class = NameClass::of_known(name.as_bytes());
+        let (names, matches) = matcher.map_or((0, 0), |matcher| matcher.known(name, value));
+        Entry {
+            name_len: name.len(),
+            value_len: value.len(),
+            class,
+            number: class.numeric().then(|| decimal(value.as_bytes())).flatten(),
+            names,
+            matches,
+        }
+    }
+
+    /// The field with its literal `value`, the name's parts known.
+    pub(crate) fn with_value(
+        (name_len, class, names): (usize, NameClass, u64),
+        value: &StringInfo<'_>,
+        matcher: Option<&mut FieldMatcher>,
+    ) -> Entry {
+        Entry {
+            name_len,
+            value_len: value.len,
+            class,
+            number: class.numeric().then(|| value.number()).flatten(),
+            names,
+            matches: matcher.map_or(0, |matcher| matcher.matches(names, value)),
+        }
+    }
+
+    /// The status a well-formed `:status` field gives.
+    fn status(&self) -> Option<u16> {
+        let status = self
+            .number
+            .filter(|_| self.class == NameClass::Status && self.value_len == 3);
+        status.map(|status| status as u16)
+    }
+
     fn size(&self) -> usize {
         self.name_len + self.value_len + ENTRY_OVERHEAD
     }
@@ -215,14 +268,10 @@ impl Decoder {
         while let Some(&first) = rest.first() {
             if first & 0x80 != 0 {
                 let index = read_integer(&mut rest, 7)?;
-                let entry = self.lookup(index)?;
-                decoded.uncompressed += (entry.name_len + entry.value_len) as u64;
-                decoded.matched |= entry.matches;
-                if entry.status.is_some() {
-                    decoded.status = entry.status;
-                }
+                decoded.add(&self.lookup(index)?);
             } else if first & 0x40 != 0 {
-                let entry = self.literal(&mut rest, 6, &mut decoded)?;
+                let entry = self.literal(&mut rest, 6)?;
+                decoded.add(&entry);
                 self.insert(entry);
             } else if first & 0x20 != 0 {
                 let size = read_integer(&mut rest, 5)?;
@@ -234,56 +283,28 @@ impl Decoder {
                 self.max_size = size;
                 self.evict_to(size);
             } else {
-                self.literal(&mut rest, 4, &mut decoded)?;
+                decoded.add(&self.literal(&mut rest, 4)?);
             }
         }
         Ok(decoded)
     }
 
     /// Reads a literal field (its prefix decides indexing; the caller inserts it if needed).
-    fn literal(
-        &mut self,
-        rest: &mut &[u8],
-        prefix: u8,
-        decoded: &mut DecodedBlock,
-    ) -> Result<Entry, HpackError> {
+    fn literal(&mut self, rest: &mut &[u8], prefix: u8) -> Result<Entry, HpackError> {
         let name_index = read_integer(rest, prefix)?;
-        let (name_len, is_status_name, names) = if name_index == 0 {
+        let name = if name_index == 0 {
             let name = read_string(rest)?;
             let names = self
                 .matcher
                 .as_mut()
                 .map_or(0, |matcher| matcher.names(&name));
-            (
-                name.len,
-                name.len == STATUS.len() && name.head[..STATUS.len()] == *STATUS,
-                names,
-            )
+            (name.len, name.name_class(), names)
         } else {
             let named = self.lookup(name_index)?;
-            (named.name_len, named.is_status_name, named.names)
+            (named.name_len, named.class, named.names)
         };
         let value = read_string(rest)?;
-        let matches = match &mut self.matcher {
-            Some(matcher) => matcher.matches(names, &value),
-            None => 0,
-        };
-        decoded.matched |= matches;
-        let status = (is_status_name && value.len == 3)
-            .then(|| std::str::from_utf8(&value.head[..3]).ok()?.parse().ok())
-            .flatten();
-        if status.is_some() {
-            decoded.status = status;
-        }
-        decoded.uncompressed += (name_len + value.len) as u64;
-        Ok(Entry {
-            name_len,
-            value_len: value.len,
-            status,
-            is_status_name,
-            names,
-            matches,
-        })
+        Ok(Entry::with_value(name, &value, self.matcher.as_mut()))
     }
 
     fn lookup(&self, index: usize) -> Result<Entry, HpackError> {
@@ -291,23 +312,7 @@ impl Decoder {
             0 => Err(HpackError("index 0")),
             1..=61 => {
                 let (name, value) = STATIC_TABLE[index - 1];
-                let is_status_name = name.as_bytes() == STATUS;
-                let (names, matches) = self
-                    .matcher
-                    .as_ref()
-                    .map_or((0, 0), |matcher| matcher.known(name, value));
-                Ok(Entry {
-                    name_len: name.len(),
-                    value_len: value.len(),
-                    status: if is_status_name {
-                        value.parse().ok()
-                    } else {
-                        None
-                    },
-                    is_status_name,
-                    names,
-                    matches,
-                })
+                Ok(Entry::known(name, value, self.matcher.as_ref()))
             }
             _ => self
                 .entries
@@ -338,13 +343,45 @@ impl Decoder {
     }
 }
 
-/// A decoded string's length and first bytes (enough to recognise `:status` and read its digits),
-/// and the literal as it arrived, for header checks to decode and compare.
+/// A decoded string's length, and the literal as it arrived, for the response
+/// rules and header checks to decode and compare.
 pub(crate) struct StringInfo<'a> {
     pub(crate) len: usize,
-    pub(crate) head: [u8; 8],
     raw: &'a [u8],
     huffman: bool,
+}
+
+impl StringInfo<'_> {
+    /// Hands the string's bytes, decoded, to `each`.
+    fn each_byte(&self, each: impl FnMut(u8)) {
+        if self.huffman {
+            // The literal decoded once already; it cannot fail now.
+            let _ = huffman::decode(self.raw, each);
+        } else {
+            self.raw.iter().copied().for_each(each);
+        }
+    }
+
+    /// What the string, as a field name, is to the response rules.
+    pub(crate) fn name_class(&self) -> NameClass {
+        let mut scan = NameScan::default();
+        self.each_byte(|byte| scan.push(byte));
+        scan.class()
+    }
+
+    /// The number the string spells, if only digits (see [`decimal`]).
+    pub(crate) fn number(&self) -> Option<u64> {
+        let mut text = [0u8; 20];
+        if self.len > text.len() {
+            return None;
+        }
+        let mut len = 0;
+        self.each_byte(|byte| {
+            text[len] = byte;
+            len += 1;
+        });
+        decimal(&text[..len])
+    }
 }
 
 fn read_string<'a>(rest: &mut &'a [u8]) -> Result<StringInfo<'a>, HpackError> {
@@ -365,23 +402,13 @@ pub(crate) fn read_prefixed_string<'a>(
     let (bytes, after) = rest.split_at(length);
     *rest = after;
     let mut info = StringInfo {
-        len: 0,
-        head: [0; 8],
+        len: bytes.len(),
         raw: bytes,
         huffman: huffman_coded,
     };
     if huffman_coded {
-        info.len = huffman::decode(bytes, |byte| {
-            if info.len < info.head.len() {
-                info.head[info.len] = byte;
-            }
-            info.len += 1;
-        })
-        .map_err(|_| HpackError("invalid Huffman string"))?;
-    } else {
-        let head = bytes.len().min(info.head.len());
-        info.head[..head].copy_from_slice(&bytes[..head]);
-        info.len = bytes.len();
+        info.len =
+            huffman::decode(bytes, |_| {}).map_err(|_| HpackError("invalid Huffman string"))?;
     }
     Ok(info)
 }

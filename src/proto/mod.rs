@@ -3,6 +3,7 @@
 //! the fuzz targets alike.
 
 pub mod check;
+pub(crate) mod fields;
 pub mod h1;
 pub mod h2;
 pub mod h3;

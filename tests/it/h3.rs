@@ -63,6 +63,31 @@ fn h3_to_the_built_in_target_gets_exact_counts_and_bytes() {
 }
 
 #[test]
+fn verbose_h3_traces_its_frames_and_finishes() {
+    // -v shows the first two header blocks each way; -vv every frame, DATA too.
+    for (flag, sent, received, data) in [("-v", 2, 2, 0), ("-vv", 3, 3, 3)] {
+        let run = h3(&[flag, "-n", "3", &url("/ping")]);
+        assert_all_succeeded(&run, flag, 3);
+        let trace = &run.output.stderr;
+        assert_eq!(
+            trace.matches("] send HEADERS frame <length=").count(),
+            sent,
+            "{flag}: {trace}"
+        );
+        assert_eq!(
+            trace.matches("] recv HEADERS frame <length=").count(),
+            received,
+            "{flag}: {trace}"
+        );
+        assert_eq!(
+            trace.matches("] recv DATA <length=4, ").count(),
+            data,
+            "{flag}: {trace}"
+        );
+    }
+}
+
+#[test]
 fn h3_error_statuses_delays_and_uploads() {
     let run = h3(&["-c", "2", "-m", "4", "-n", "100", &url("/status/503")]);
     assert_eq!(run.output.code, 1, "no request succeeded");

@@ -43,8 +43,8 @@ use crate::proto::h3::{
     client_control_stream, encode_field_section, headers_frame, read_varint, write_frame_head,
     ControlEvent, H3Error, ResponseEvent, ResponseParser, Section, UniStreamParser, DATA,
     H3_CLOSED_CRITICAL_STREAM, H3_MESSAGE_ERROR, H3_NO_ERROR, H3_REQUEST_CANCELLED,
-    H3_REQUEST_REJECTED, MAX_HEADER_LIST, STREAM_CONTROL, STREAM_QPACK_DECODER,
-    STREAM_QPACK_ENCODER,
+    H3_REQUEST_REJECTED, H3_STREAM_CREATION_ERROR, MAX_HEADER_LIST, STREAM_CONTROL,
+    STREAM_QPACK_DECODER, STREAM_QPACK_ENCODER,
 };
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
@@ -73,6 +73,8 @@ pub(crate) struct H3Template {
     checks: Option<Arc<Checks>>,
     /// Templated requests, rendered one by one.
     renderer: Option<Renderer>,
+    /// Whether requests are HEAD: their responses have no content.
+    head: bool,
 }
 
 impl H3Template {
@@ -118,6 +120,7 @@ impl H3Template {
             credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
             checks: plan.checks.clone(),
             renderer: Renderer::new(template),
+            head: template.method == Method::HEAD,
         }
     }
 
@@ -204,6 +207,9 @@ struct Shared<'c> {
     trace: Option<RefCell<ConnTrace>>,
     /// The server's SETTINGS as the trace shows them, gathered until they end.
     settings_seen: RefCell<String>,
+    /// Which of the server's control, QPACK encoder and decoder streams have opened (bit:
+    /// the stream type): each may open once.
+    critical_opened: Cell<u8>,
 }
 
 /// A lane's request in flight.
@@ -235,9 +241,9 @@ impl<'c> Held<'c> {
         VarInt::from(self.send.id()).into_inner()
     }
 
-    /// Abandons the stream in both directions (H3_REQUEST_CANCELLED).
-    fn cancel(&mut self) {
-        let code = VarInt::from_u64(H3_REQUEST_CANCELLED).expect("a valid varint");
+    /// Abandons the stream in both directions with `code`.
+    fn cancel(&mut self, code: u64) {
+        let code = VarInt::from_u64(code).expect("a valid varint");
         let _ = self.send.reset(code);
         let _ = self.recv.stop(code);
     }
@@ -295,6 +301,21 @@ impl Shared<'_> {
         }
     }
 
+    /// The server opened its stream of critical type `kind`: a second one is
+    /// H3_STREAM_CREATION_ERROR (RFC 9114 §6.2.1, RFC 9204 §4.2).
+    fn critical_opened(&self, kind: u64) -> Result<(), Failure> {
+        let bit = 1 << kind;
+        let opened = self.critical_opened.get();
+        if opened & bit != 0 {
+            return Err(self.violation(H3Error {
+                code: H3_STREAM_CREATION_ERROR,
+                reason: "the server opened a second control or QPACK stream of one type",
+            }));
+        }
+        self.critical_opened.set(opened | bit);
+        Ok(())
+    }
+
     /// Whether a GOAWAY says the request on stream `id` was not processed.
     fn unprocessed(&self, id: u64) -> bool {
         self.goaway.get().is_some_and(|last| id >= last)
@@ -344,6 +365,7 @@ pub(crate) async fn drive(
         last_read: Cell::new(Instant::now()),
         trace: trace.map(RefCell::new),
         settings_seen: RefCell::default(),
+        critical_opened: Cell::new(0),
     };
     shared.trace_line(|| describe_handshake(&conn, template, lanes_open));
     // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM. Opening
@@ -521,7 +543,8 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
         );
         if parser.kind().is_some() && !critical {
             // An unknown (reserved) stream type: not read (RFC 9114 §6.2.3).
-            let _ = stream.stop(VarInt::from_u32(0x103));
+            let _ =
+                stream.stop(VarInt::from_u64(H3_STREAM_CREATION_ERROR).expect("a valid varint"));
             return Ok(());
         }
         let chunk = match stream.read_chunk(usize::MAX, true).await {
@@ -541,6 +564,11 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
         parser
             .feed(&chunk.bytes, |event| shared.on_control(event))
             .map_err(|error| shared.violation(error))?;
+        if let (None, Some(kind @ (STREAM_CONTROL | STREAM_QPACK_ENCODER | STREAM_QPACK_DECODER))) =
+            (known, parser.kind())
+        {
+            shared.critical_opened(kind)?;
+        }
         // The control stream shows in its SETTINGS line.
         if let (None, Some(kind)) = (known, parser.kind().filter(|kind| *kind != STREAM_CONTROL)) {
             shared.trace_line(|| {
@@ -565,6 +593,9 @@ enum Outcome {
     Reset(u64),
     /// It failed on its own; the connection goes on.
     Failed(ErrorKind),
+    /// Its response was malformed (RFC 9114 §4.1.2): a protocol error, its stream reset with
+    /// H3_MESSAGE_ERROR; the connection goes on.
+    Malformed,
 }
 
 /// One request lane: a stream at a time, a request on each, until the ledger says done.
@@ -575,12 +606,13 @@ async fn lane(
     timer: &impl Timer,
 ) -> Result<(), Failure> {
     let ledger = shared.ledger;
-    let mut parser = ResponseParser::checking(shared.template.checks.as_ref());
+    let mut parser = ResponseParser::checking(shared.template.checks.as_ref())
+        .answering_head(shared.template.head);
     let mut opened = opened.map(|pair| Held::new(pair, &shared.streams_held));
     loop {
         if shared.goaway.get().is_some() || !ledger.may_have_more() {
             if let Some(stream) = opened.as_mut() {
-                stream.cancel();
+                stream.cancel(H3_REQUEST_CANCELLED);
             }
             return Ok(());
         }
@@ -592,7 +624,7 @@ async fn lane(
             },
         };
         let Some(mut start) = take_request(shared, timer).await else {
-            stream.cancel();
+            stream.cancel(H3_REQUEST_CANCELLED);
             return Ok(());
         };
         let path = ledger.pick_path(&mut start);
@@ -615,7 +647,7 @@ async fn lane(
             // Not processed: its headers (an interim response at most) are not counted, so
             // that a request sent again counts its response's once.
             Outcome::Unprocessed(kind) => {
-                stream.cancel();
+                stream.cancel(H3_REQUEST_CANCELLED);
                 if !ledger.retry(start, kind) {
                     ledger.fail(start, kind);
                 }
@@ -626,8 +658,13 @@ async fn lane(
             }
             Outcome::Failed(kind) => {
                 shared.count_headers(&request);
-                stream.cancel();
+                stream.cancel(H3_REQUEST_CANCELLED);
                 ledger.fail(start, kind);
+            }
+            Outcome::Malformed => {
+                shared.count_headers(&request);
+                stream.cancel(H3_MESSAGE_ERROR);
+                ledger.fail(start, ErrorKind::Protocol);
             }
         }
     }
@@ -716,15 +753,15 @@ async fn exchange(
     let work = async {
         let mut frames = template.frames(path, &start, &shared.ledger);
         let count = if frames[2].is_empty() { 1 } else { 3 };
+        // Read before writing: `write_all_chunks` consumes the frames it sends.
+        let headers_len = read_varint(&frames[0][1..]).map_or(0, |(length, _)| length);
         let write = async {
             let result = send.write_all_chunks(&mut frames[..count]).await;
             if result.is_ok() {
                 let _ = send.finish();
                 written.set(true);
                 if let Some(trace) = &shared.trace {
-                    let frame = &frames[0];
-                    let length = read_varint(&frame[1..]).map_or(0, |(length, _)| length);
-                    trace.borrow_mut().h3_headers(id, length, None);
+                    trace.borrow_mut().h3_headers(id, headers_len, None);
                 }
             }
             result
@@ -805,10 +842,7 @@ async fn exchange(
                         Ok(()) => {}
                         // A malformed message spoils this request only (RFC 9114 §4.1.2).
                         Err(error) if error.code == H3_MESSAGE_ERROR => {
-                            shared
-                                .ledger
-                                .note_error(|| format!("the server broke HTTP/3: {error}"));
-                            return Ok(Outcome::Failed(ErrorKind::Protocol));
+                            return Ok(malformed(shared, error));
                         }
                         Err(error) => return Err(shared.violation(error)),
                     }
@@ -822,10 +856,7 @@ async fn exchange(
                             status,
                         })),
                         Err(error) if error.code == H3_MESSAGE_ERROR => {
-                            shared
-                                .ledger
-                                .note_error(|| format!("the server broke HTTP/3: {error}"));
-                            Ok(Outcome::Failed(ErrorKind::Protocol))
+                            Ok(malformed(shared, error))
                         }
                         Err(error) => Err(shared.violation(error)),
                     }
@@ -858,6 +889,14 @@ async fn exchange(
         let _ = send.reset(VarInt::from_u64(code).expect("a valid varint"));
     }
     outcome
+}
+
+/// A malformed response: said once, and the request fails alone.
+fn malformed(shared: &Shared<'_>, error: H3Error) -> Outcome {
+    shared
+        .ledger
+        .note_error(|| format!("a malformed HTTP/3 response: {}", error.reason));
+    Outcome::Malformed
 }
 
 /// What is known of an HTTP/3 connection's TLS: QUIC always runs TLS 1.3 and the ALPN is

@@ -52,6 +52,11 @@ enum Script {
     /// Sends a 103 interim response to each connection's first request, then rejects it
     /// (H3_REQUEST_REJECTED); answers the others.
     InterimThenReject,
+    /// Answers each request with these bytes.
+    Respond(&'static [u8]),
+    /// At each request, opens a second unidirectional stream of this (critical) type, and
+    /// answers nothing.
+    SecondStream(u64),
 }
 
 /// Requests that reached a [`Script::GoawayAfterFirst`] server well after its GOAWAY.
@@ -146,6 +151,7 @@ async fn connection(
     }
     let mut answered = 0;
     let mut held = Vec::new();
+    let mut held_uni = Vec::new();
     let mut goaway_sent = None;
     loop {
         let (mut send, mut recv) = conn.accept_bi().await?;
@@ -223,6 +229,23 @@ async fn connection(
                 reject(&mut send, &mut recv);
             }
             Script::InterimThenReject => answer(&mut send).await?,
+            Script::Respond(bytes) => {
+                send.write_all(bytes).await?;
+                send.finish()?;
+            }
+            Script::SecondStream(kind) => {
+                // The control stream is open already; a QPACK stream needs two to be one too many.
+                for _ in 0..if kind == 0 { 1 } else { 2 } {
+                    let mut stream = conn.open_uni().await?;
+                    let mut opening = vec![kind as u8];
+                    if kind == 0 {
+                        opening.extend(frame(SETTINGS, &[]));
+                    }
+                    stream.write_all(&opening).await?;
+                    held_uni.push(stream);
+                }
+                held.push((send, recv));
+            }
         }
     }
 }
@@ -421,6 +444,102 @@ fn protocol_violations_fail_requests_with_named_codes() {
         assert_eq!(errors(&outcome), [(ErrorKind::Protocol, 4)], "{script:?}");
         let message = outcome.recorder.first_error.clone().unwrap_or_default();
         assert!(message.contains(code), "{script:?}: {message}");
+    }
+}
+
+/// `:status 200`, `content-length: 9` (a literal with the static name 4), and a 5-byte body.
+const SHORT_BODY: &[u8] = &[
+    0x01,
+    6,
+    0x00,
+    0x00,
+    0xc0 | 25,
+    0x54,
+    1,
+    b'9',
+    0x00,
+    5,
+    b'h',
+    b'e',
+    b'l',
+    b'l',
+    b'o',
+];
+/// `:status 200` and `X: 1` (an upper-case literal name).
+const UPPER_CASE: &[u8] = &[0x01, 7, 0x00, 0x00, 0xc0 | 25, 0x21, b'X', 1, b'1'];
+/// `:status 200` and `connection: close`.
+const CONNECTION: &[u8] = &[
+    0x01,
+    21,
+    0x00,
+    0x00,
+    0xc0 | 25,
+    0x27,
+    3,
+    b'c',
+    b'o',
+    b'n',
+    b'n',
+    b'e',
+    b'c',
+    b't',
+    b'i',
+    b'o',
+    b'n',
+    5,
+    b'c',
+    b'l',
+    b'o',
+    b's',
+    b'e',
+];
+/// `:status 200` twice.
+const TWO_STATUSES: &[u8] = &[0x01, 4, 0x00, 0x00, 0xc0 | 25, 0xc0 | 25];
+
+#[test]
+fn malformed_responses_fail_their_request_alone() {
+    for (name, bytes) in [
+        ("short body", SHORT_BODY),
+        ("upper-case name", UPPER_CASE),
+        ("connection", CONNECTION),
+        ("two :status", TWO_STATUSES),
+    ] {
+        let addr = serve(Script::Respond(bytes), 100);
+        let outcome = run(addr, &["-n", "3", "-c", "1", "-m", "1"]);
+        let counters = outcome.recorder.counters;
+        assert_eq!(
+            (counters.done, counters.succeeded, counters.failed),
+            (3, 0, 3),
+            "{name}"
+        );
+        assert_eq!(errors(&outcome), [(ErrorKind::Protocol, 3)], "{name}");
+        let message = outcome.recorder.first_error.clone().unwrap_or_default();
+        assert!(
+            message.starts_with("a malformed HTTP/3 response: "),
+            "{name}: {message}"
+        );
+        let connections: u64 = outcome.recorder.protocols().map(|(_, n)| n).sum();
+        assert_eq!(
+            connections, 1,
+            "{name}: a stream error, the connection goes on"
+        );
+    }
+}
+
+#[test]
+fn a_second_control_or_qpack_stream_is_a_stream_creation_error() {
+    for kind in [0x00, 0x02, 0x03] {
+        let addr = serve(Script::SecondStream(kind), 100);
+        let args = ["-n", "2", "-c", "1", "-m", "1", "--request-timeout", "10s"];
+        let outcome = run(addr, &args);
+        let counters = outcome.recorder.counters;
+        assert_eq!((counters.succeeded, counters.failed), (0, 2), "{kind}");
+        assert_eq!(errors(&outcome), [(ErrorKind::Protocol, 2)], "{kind}");
+        let message = outcome.recorder.first_error.clone().unwrap_or_default();
+        assert!(
+            message.contains("H3_STREAM_CREATION_ERROR"),
+            "{kind}: {message}"
+        );
     }
 }
 

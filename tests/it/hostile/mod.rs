@@ -44,8 +44,8 @@
 //! | h2c_initial_window_too_big         | SETTINGS_INITIAL_WINDOW_SIZE = 2^31                   | protocol          |
 //! | h2c_settings_bad_length            | a 5-byte SETTINGS payload                             | protocol          |
 //! | h2c_push_promise                   | PUSH_PROMISE before the answer                        | protocol          |
-//! | h2c_status_not_a_number            | `:status: abc`                                        | protocol          |
-//! | h2c_status_missing                 | a header block without `:status`                      | protocol          |
+//! | h2c_status_not_a_number            | `:status: abc`                                        | protocol, each    |
+//! | h2c_status_missing                 | a header block without `:status`                      | protocol, each    |
 //! | h2c_endless_interim                | `:status: 100` blocks forever                         | protocol/timeout  |
 //! | h2c_data_past_window               | 1 MB of DATA into a 1023-byte stream window (`-w 10`) | protocol          |
 //! | h2c_frame_above_max_frame_size     | a 20,000-byte DATA frame                              | protocol          |
@@ -57,6 +57,21 @@
 //! | h2c_reset_stream_zero              | RST_STREAM on stream 0                                | protocol          |
 //! | h2c_headers_on_even_stream         | HEADERS on stream 2, never promised                   | protocol          |
 //! | h2c_data_on_idle_stream            | DATA on an odd stream the client never opened         | protocol          |
+//! | h2c_body_shorter_than_length       | `content-length: 10`, 4 bytes of DATA                 | protocol, each    |
+//! | h2c_body_longer_than_length        | `content-length: 2`, 4 bytes of DATA                  | protocol, each    |
+//! | h2c_upper_case_field_name          | a field named `X-Upper`                               | protocol, each    |
+//! | h2c_connection_field               | `connection: keep-alive`                              | protocol, each    |
+//! | h2c_transfer_encoding_field        | `transfer-encoding: chunked` (static name)            | protocol, each    |
+//! | h2c_pseudo_header_after_field      | `:status` after a regular field                       | protocol, each    |
+//! | h2c_two_statuses                   | `:status: 200` and `:status: 204`                     | protocol, each    |
+//! | h2c_pseudo_header_in_trailers      | trailers with `:status`                               | protocol, each    |
+//! | h2c_data_after_end_stream          | DATA after the END_STREAM of a complete answer (`-m 1`) | protocol per connection, exit 0 |
+//! | h2c_interim_then_final             | `103`, then `200` with trailers                       | none, exit 0      |
+//! | h2c_length_on_204                  | `204` and `content-length: 10`, no DATA               | none, exit 0      |
+//! | h2c_length_on_head                 | `200` and `content-length: 10`, no DATA, to HEAD      | none, exit 0      |
+//!
+//! "each": every request fails, and the protocol errors are exactly the requests (a stream
+//! error: the connections go on).
 //!
 //! "retried": every request succeeds, and the report's retried count is exactly the number of
 //! requests the server counted as received and never processed.
@@ -112,6 +127,16 @@ struct Case {
     under_ulimit: bool,
     /// What the run must make of the requests the server never processed.
     unprocessed: Unprocessed,
+    /// Exact counts the run must report, if the case knows them.
+    exactly: Option<Exactly>,
+}
+
+/// Exact counts of a run: requests succeeded and failed, and errors of one kind.
+#[derive(Clone, Copy)]
+struct Exactly {
+    succeeded: u64,
+    failed: u64,
+    errors: (&'static str, u64),
 }
 
 /// What a run must make of the requests the server received and never processed.
@@ -138,7 +163,26 @@ const BASE: Case = Case {
     stderr_has: None,
     under_ulimit: false,
     unprocessed: Unprocessed::Unchecked,
+    exactly: None,
 };
+
+/// Every one of `n` requests succeeds, with no protocol error.
+const fn all_succeed(n: u64) -> Option<Exactly> {
+    Some(Exactly {
+        succeeded: n,
+        failed: 0,
+        errors: ("protocol", 0),
+    })
+}
+
+/// Every one of `n` requests fails with one protocol error (a malformed response).
+const fn each_malformed(n: u64) -> Option<Exactly> {
+    Some(Exactly {
+        succeeded: 0,
+        failed: n,
+        errors: ("protocol", n),
+    })
+}
 
 const PROTOCOL: &[&str] = &["protocol"];
 const TIMEOUT: &[&str] = &["timeout"];
@@ -395,6 +439,19 @@ fn report_problems(case: &Case, cell: &Value) -> Vec<String> {
         found.push("an error of kind \"unknown\"".to_owned());
     }
     found.extend(counter_problems(cell));
+    if let Some(exactly) = case.exactly {
+        let count = |path: &str| cell.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+        let (kind, errors) = exactly.errors;
+        for (what, actual, wanted) in [
+            ("succeeded", count("/requests/succeeded"), exactly.succeeded),
+            ("failed", count("/requests/failed"), exactly.failed),
+            (kind, counted(kind), errors),
+        ] {
+            if actual != wanted {
+                found.push(format!("{what} {actual}, expected exactly {wanted}"));
+            }
+        }
+    }
     found
 }
 
@@ -698,12 +755,14 @@ cases! {
         server: H2Reply(scripts::h2_status_not_a_number),
         args: &["--proto", "h2c", "-n", "20"],
         expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
         ..BASE
     };
     h2c_status_missing => Case {
         server: H2Reply(scripts::h2_status_missing),
         args: &["--proto", "h2c", "-n", "20"],
         expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
         ..BASE
     };
     h2c_endless_interim => Case {
@@ -770,6 +829,97 @@ cases! {
         server: H2Reply(scripts::h2_data_on_idle_stream),
         args: &["--proto", "h2c", "-n", "20"],
         expect_kind: PROTOCOL,
+        ..BASE
+    };
+    h2c_body_shorter_than_length => Case {
+        server: H2Reply(scripts::h2_body_shorter_than_length),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_body_longer_than_length => Case {
+        server: H2Reply(scripts::h2_body_longer_than_length),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_upper_case_field_name => Case {
+        server: H2Reply(scripts::h2_upper_case_field_name),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_connection_field => Case {
+        server: H2Reply(scripts::h2_connection_field),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_transfer_encoding_field => Case {
+        server: H2Reply(scripts::h2_transfer_encoding_field),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_pseudo_header_after_field => Case {
+        server: H2Reply(scripts::h2_pseudo_header_after_field),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_two_statuses => Case {
+        server: H2Reply(scripts::h2_two_statuses),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_pseudo_header_in_trailers => Case {
+        server: H2Reply(scripts::h2_pseudo_header_in_trailers),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_data_after_end_stream => Case {
+        server: H2Reply(scripts::h2_data_after_end_stream),
+        // One write holds the answer and the DATA after it: the connection fails (GOAWAY
+        // STREAM_CLOSED) with no request in flight, and the next one carries on.
+        args: &["--proto", "h2c", "-m", "1", "-n", "10"],
+        expect_kind: PROTOCOL,
+        expect_exit: 0,
+        exactly: Some(Exactly {
+            succeeded: 10,
+            failed: 0,
+            errors: ("protocol", 10),
+        }),
+        ..BASE
+    };
+    h2c_interim_then_final => Case {
+        server: H2Reply(scripts::h2_interim_then_final),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_exit: 0,
+        exactly: all_succeed(20),
+        ..BASE
+    };
+    h2c_length_on_204 => Case {
+        server: H2Reply(scripts::h2_no_content_with_length),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_exit: 0,
+        exactly: all_succeed(20),
+        ..BASE
+    };
+    h2c_length_on_head => Case {
+        server: H2Reply(scripts::h2_head_answer_with_length),
+        args: &["--proto", "h2c", "--method", "HEAD", "-m", "4", "-n", "20"],
+        expect_exit: 0,
+        exactly: all_succeed(20),
         ..BASE
     };
 }

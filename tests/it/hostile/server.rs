@@ -818,6 +818,119 @@ pub mod scripts {
         .concat()
     }
 
+    /// HEADERS carrying `:status: 200` and `extra`, ending the stream when `end_stream`.
+    fn headers_with(stream: u32, extra: &[u8], end_stream: bool) -> Vec<u8> {
+        let flags = h2::END_HEADERS | if end_stream { h2::END_STREAM } else { 0 };
+        frame(
+            h2::HEADERS,
+            flags,
+            stream,
+            &[h2::STATUS_200, extra].concat(),
+        )
+    }
+
+    /// `:status: 200` and `content-length: length`, then `pong` with END_STREAM.
+    fn answer_with_length(stream: u32, length: &[u8]) -> Vec<u8> {
+        let headers = headers_with(stream, &hpack::literal(b"content-length", length), false);
+        [headers, frame(h2::DATA, h2::END_STREAM, stream, b"pong")].concat()
+    }
+
+    /// `content-length: 10`, 4 bytes of body.
+    pub fn h2_body_shorter_than_length(stream: u32) -> Vec<u8> {
+        answer_with_length(stream, b"10")
+    }
+
+    /// `content-length: 2`, 4 bytes of body.
+    pub fn h2_body_longer_than_length(stream: u32) -> Vec<u8> {
+        answer_with_length(stream, b"2")
+    }
+
+    /// A field named `X-Upper`.
+    pub fn h2_upper_case_field_name(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal(b"X-Upper", b"1"), true)
+    }
+
+    /// `connection: keep-alive`.
+    pub fn h2_connection_field(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal(b"connection", b"keep-alive"), true)
+    }
+
+    /// `transfer-encoding: chunked`, its name from the static table (entry 57).
+    pub fn h2_transfer_encoding_field(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal_indexed_name(57, b"chunked"), true)
+    }
+
+    /// A regular field, then `:status`.
+    pub fn h2_pseudo_header_after_field(stream: u32) -> Vec<u8> {
+        let block = [hpack::literal(b"server", b"x"), h2::STATUS_200.to_vec()].concat();
+        frame(
+            h2::HEADERS,
+            h2::END_HEADERS | h2::END_STREAM,
+            stream,
+            &block,
+        )
+    }
+
+    /// `:status: 200` and `:status: 204` (static entries 8 and 9).
+    pub fn h2_two_statuses(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::indexed(9), true)
+    }
+
+    /// An answer whose trailers carry `:status`.
+    pub fn h2_pseudo_header_in_trailers(stream: u32) -> Vec<u8> {
+        let trailers = frame(
+            h2::HEADERS,
+            h2::END_HEADERS | h2::END_STREAM,
+            stream,
+            h2::STATUS_200,
+        );
+        [headers_with(stream, &[], false), trailers].concat()
+    }
+
+    /// A complete answer, then DATA on its stream.
+    pub fn h2_data_after_end_stream(stream: u32) -> Vec<u8> {
+        [
+            h2::ok(stream),
+            frame(h2::DATA, h2::END_STREAM, stream, b"late"),
+        ]
+        .concat()
+    }
+
+    /// `:status: 103`, then `200` with a 4-byte body and trailers.
+    pub fn h2_interim_then_final(stream: u32) -> Vec<u8> {
+        let early_hints = hpack::literal_indexed_name(hpack::STATUS, b"103");
+        let length = hpack::literal(b"content-length", b"4");
+        let trailers = hpack::literal(b"x-trailer", b"1");
+        [
+            frame(h2::HEADERS, h2::END_HEADERS, stream, &early_hints),
+            headers_with(stream, &length, false),
+            frame(h2::DATA, 0, stream, b"pong"),
+            frame(
+                h2::HEADERS,
+                h2::END_HEADERS | h2::END_STREAM,
+                stream,
+                &trailers,
+            ),
+        ]
+        .concat()
+    }
+
+    /// `204` with `content-length: 10` and no DATA (a response with no content may say so).
+    pub fn h2_no_content_with_length(stream: u32) -> Vec<u8> {
+        let block = [hpack::indexed(9), hpack::literal(b"content-length", b"10")].concat();
+        frame(
+            h2::HEADERS,
+            h2::END_HEADERS | h2::END_STREAM,
+            stream,
+            &block,
+        )
+    }
+
+    /// `200` with `content-length: 10` and no DATA: right for HEAD.
+    pub fn h2_head_answer_with_length(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal(b"content-length", b"10"), true)
+    }
+
     /// RST_STREAM(REFUSED_STREAM) for every request.
     pub fn h2_refuse_every_stream(stream: u32) -> Vec<u8> {
         h2::frame_u32(h2::RST_STREAM, stream, h2::REFUSED_STREAM)
