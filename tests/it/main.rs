@@ -22,6 +22,7 @@ mod scale;
 mod stages;
 mod steer;
 mod sweep;
+mod target_bounds;
 mod testbed;
 mod thresholds;
 mod transport;
