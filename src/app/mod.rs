@@ -27,7 +27,7 @@ use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals, tls};
-use crate::{error, report, server, usage_bail};
+use crate::{cli, error, report, server, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
@@ -310,6 +310,12 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             tls::test_pki::SERVER_KEY.as_bytes(),
         )?),
     };
+    if args.unix.is_none() {
+        let anyone = "anyone who can reach it can use the target, with no authentication (and the built-in TLS key in certs/ is public)";
+        if let Some(line) = cli::exposure::warning("--host", args.host, anyone) {
+            errln!("{line}");
+        }
+    }
     // A target is measured with thousands of connections: take every descriptor allowed.
     rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

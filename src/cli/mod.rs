@@ -1,5 +1,6 @@
 //! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
 
+pub mod exposure;
 pub mod input;
 pub mod limits;
 pub mod scenario;
