@@ -317,7 +317,13 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         }
     }
     // A target is measured with thousands of connections: take every descriptor allowed.
-    rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
+    let descriptors =
+        rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
+    // Under the cap, accepting never runs out of descriptors: connections over it are accepted and
+    // closed at once, which needs one, and listeners, timers and the runtime need some.
+    let fits = usize::try_from(descriptors.saturating_sub(server::RESERVED_DESCRIPTORS))
+        .unwrap_or(usize::MAX)
+        .max(1);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.threads {
         runtime.worker_threads(usize::from(threads));
@@ -327,6 +333,8 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         .build()
         .context("cannot start the server runtime")?;
     let options = server::ServeOptions {
+        max_connections: args.max_connections.min(fits),
+        idle_timeout: args.idle_timeout,
         max_concurrent_streams: args.max_concurrent_streams,
         // HTTP/3 needs TLS and UDP; the faults are TCP misbehaviour, so a faulty target has none.
         h3: tls.is_some() && args.fault.is_none() && args.unix.is_none(),

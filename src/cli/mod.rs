@@ -9,6 +9,7 @@ pub mod units;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::limits::{
@@ -129,6 +130,17 @@ pub struct ServeArgs {
     /// streams allowed to each HTTP/3 connection.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
+    /// Connections served at once over TCP, the unix socket and QUIC together, 1..=1000000; one
+    /// more is closed at once (QUIC: refused), with one line on stderr a second at most. Lowered
+    /// to fit the open-file limit.
+    #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS).map(|n| n as usize))]
+    pub max_connections: usize,
+    /// Close a connection after this long with no request in progress, or with no byte moving
+    /// while no answer is delayed (a client that stopped reading or uploading); also the longest
+    /// wait for an HTTP/1.1 request head or a TLS handshake.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub idle_timeout: Duration,
 }
 
 /// The protocol spoken to the target.

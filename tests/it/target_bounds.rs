@@ -3,13 +3,12 @@
 //! rate-limited log line, and uploads to `/echo` that are never read hold bounded memory.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use h2load_rs::proto::h2::{self as h2frame, FrameHead};
+use h2load_rs::proto::h2 as h2frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -60,17 +59,6 @@ impl Serve {
             addr,
             stderr,
         }
-    }
-
-    /// Its resident memory, from /proc.
-    fn rss_bytes(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: u64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kib * 1024
     }
 
     /// Still running, and nothing panicked.
@@ -146,5 +134,215 @@ fn out_of_range_route_arguments_are_400_and_the_target_stays_up() {
     assert_eq!(get(serve.addr, "/ping").unwrap(), (200, "pong".to_owned()));
     drop(long);
     std::thread::sleep(Duration::from_millis(200));
+    serve.assert_alive();
+}
+
+/// Waits for the server to close `stream` (EOF or reset), reading and discarding what it
+/// sends; how long that took. Fails if it stays open for [`PATIENCE`].
+fn closed_after(stream: &mut TcpStream, since: Instant) -> Duration {
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return since.elapsed(),
+            Ok(_) => {}
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return since.elapsed(),
+        }
+        assert!(
+            since.elapsed() < PATIENCE,
+            "the connection was still open after {PATIENCE:?}"
+        );
+    }
+}
+
+/// An h2c request's HEADERS frame (END_HEADERS, and END_STREAM unless `upload`) on `stream`.
+fn h2_request(out: &mut Vec<u8>, stream: u32, method: &str, path: &str, upload: bool) {
+    // :method GET or POST and :scheme http from the static table; :path and :authority literal
+    // without indexing, with the static table's names.
+    let mut block = vec![if method == "POST" { 0x83 } else { 0x82 }, 0x86, 0x04];
+    block.push(path.len() as u8);
+    block.extend_from_slice(path.as_bytes());
+    block.extend_from_slice(&[0x01, 1, b't']);
+    let end_stream = if upload { 0 } else { h2frame::END_STREAM };
+    h2frame::write_frame(
+        out,
+        h2frame::HEADERS,
+        h2frame::END_HEADERS | end_stream,
+        stream,
+        &block,
+    );
+}
+
+/// An h2c connection: the preface and SETTINGS announcing `initial_window` for our streams.
+fn h2c_connect(addr: SocketAddr, initial_window: u32) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut out = h2frame::PREFACE.to_vec();
+    let mut settings = h2frame::SETTINGS_INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+    settings.extend_from_slice(&initial_window.to_be_bytes());
+    h2frame::write_frame(&mut out, h2frame::SETTINGS, 0, 0, &settings);
+    stream.write_all(&out).unwrap();
+    stream
+}
+
+#[test]
+fn idle_and_stuck_connections_of_every_protocol_close_after_the_idle_timeout() {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    let mut serve = Serve::start(&["--idle-timeout", "1s"]);
+    let addr = serve.addr;
+    let mut cases: Vec<(&str, Duration)> = Vec::new();
+
+    // HTTP/1.1: nothing sent; a request head dribbled a byte at a time; kept alive after a request.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    cases.push(("h1 silent", closed_after(&mut silent, Instant::now())));
+    let mut dribbling = TcpStream::connect(addr).unwrap();
+    let mut writer = dribbling.try_clone().unwrap();
+    let since = Instant::now();
+    std::thread::spawn(move || {
+        for byte in b"GET /ping HTTP/1.1\r\nx: "
+            .iter()
+            .chain([b'y'; 200].iter())
+        {
+            if writer.write_all(&[*byte]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    cases.push(("h1 dribbling", closed_after(&mut dribbling, since)));
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.write_all(b"GET /ping HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    let mut response = [0u8; 256];
+    let read = kept.read(&mut response).unwrap();
+    assert!(response[..read].starts_with(b"HTTP/1.1 200"));
+    cases.push(("h1 kept alive", closed_after(&mut kept, Instant::now())));
+
+    // h2c: SETTINGS only; PINGs every 100 ms and no request; a download whose window stays 0.
+    let mut settings_only = h2c_connect(addr, 65_535);
+    cases.push(("h2c idle", closed_after(&mut settings_only, Instant::now())));
+    let mut pinging = h2c_connect(addr, 65_535);
+    let mut writer = pinging.try_clone().unwrap();
+    let since = Instant::now();
+    std::thread::spawn(move || loop {
+        let mut ping = Vec::new();
+        h2frame::write_frame(&mut ping, h2frame::PING, 0, 0, &[7; 8]);
+        if writer.write_all(&ping).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    });
+    cases.push(("h2c pinging", closed_after(&mut pinging, since)));
+    let mut stuck = h2c_connect(addr, 0);
+    let mut request = Vec::new();
+    h2_request(&mut request, 1, "GET", "/bytes/1000000000", false);
+    stuck.write_all(&request).unwrap();
+    cases.push((
+        "h2c stuck download",
+        closed_after(&mut stuck, Instant::now()),
+    ));
+
+    // A request sleeping in /delay longer than the timeout is not idle.
+    assert_eq!(get(addr, "/delay/2500").unwrap(), (200, "pong".to_owned()));
+
+    // TLS: a handshake never begun.
+    let tls = Serve::start(&["--idle-timeout", "1s", "--tls"]);
+    let mut no_handshake = TcpStream::connect(tls.addr).unwrap();
+    cases.push((
+        "tls no handshake",
+        closed_after(&mut no_handshake, Instant::now()),
+    ));
+
+    // A unix socket: nothing sent.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("target.sock");
+    let mut unix = Command::new(BIN)
+        .args([
+            "serve",
+            "--idle-timeout",
+            "1s",
+            "--unix",
+            path.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    BufReader::new(unix.stdout.take().unwrap())
+        .read_line(&mut String::new())
+        .unwrap();
+    let mut socket = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    let since = Instant::now();
+    let eof = socket.read(&mut [0u8; 64]);
+    cases.push(("unix silent", since.elapsed()));
+    let _ = unix.kill();
+    let _ = unix.wait();
+    assert!(matches!(eof, Ok(0)), "unix: {eof:?}");
+
+    for (case, after) in cases {
+        // Never before the timeout; the upper bound is PATIENCE (closed_after).
+        assert!(after >= TIMEOUT, "{case}: closed after {after:?}");
+    }
+    serve.assert_alive();
+}
+
+#[test]
+fn connections_over_the_cap_are_closed_at_once_with_one_line_a_second() {
+    const CAP: usize = 4;
+    let mut serve = Serve::start(&["--max-connections", "4", "--idle-timeout", "60s"]);
+    let addr = serve.addr;
+    // Each holds a place: it was answered.
+    let mut held: Vec<TcpStream> = (0..CAP)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            stream
+                .write_all(b"GET /ping HTTP/1.1\r\nhost: t\r\n\r\n")
+                .unwrap();
+            let mut response = [0u8; 256];
+            let read = stream.read(&mut response).unwrap();
+            assert!(response[..read].starts_with(b"HTTP/1.1 200"));
+            stream
+        })
+        .collect();
+    let since = Instant::now();
+    for _ in 0..20 {
+        let mut over = TcpStream::connect(addr).unwrap();
+        let _ = over.write_all(b"GET /ping HTTP/1.1\r\nhost: t\r\n\r\n");
+        over.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut answer = Vec::new();
+        let _ = over.read_to_end(&mut answer);
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    }
+    let seconds = since.elapsed().as_secs();
+    // Two of the held connections go; a normal client gets in once the server sees it.
+    held.truncate(CAP - 2);
+    let served = loop {
+        match get(addr, "/ping") {
+            Ok(answer) => break answer,
+            Err(_) if since.elapsed() < PATIENCE => std::thread::sleep(Duration::from_millis(50)),
+            Err(error) => panic!("no place freed: {error}"),
+        }
+    };
+    assert_eq!(served, (200, "pong".to_owned()));
+    let lines: Vec<String> = serve
+        .stderr()
+        .into_iter()
+        .filter(|line| line.contains("--max-connections 4 reached"))
+        .collect();
+    assert!(
+        !lines.is_empty() && lines.len() as u64 <= 1 + seconds,
+        "{seconds} s: {lines:#?}"
+    );
+    assert!(
+        lines[0].contains(" 1 connection(s) closed at once"),
+        "{lines:#?}"
+    );
     serve.assert_alive();
 }
