@@ -12,6 +12,7 @@ use http::{HeaderValue, Method, Request};
 use quinn::crypto::rustls::QuicServerConfig;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::echo::EchoBudget;
 use super::gate::Gate;
 use super::idle::{self, Activity};
 use super::routes::{self, Answer, Behaviour, Reply};
@@ -66,15 +67,21 @@ pub(super) fn endpoint(
 }
 
 /// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down;
-/// each takes a place at `gate` (without one it is refused).
-pub(super) async fn serve(endpoint: quinn::Endpoint, options: ServeOptions, gate: Arc<Gate>) {
+/// each takes a place at `gate` (without one it is refused), and `/echo` shares `echo`.
+pub(super) async fn serve(
+    endpoint: quinn::Endpoint,
+    options: ServeOptions,
+    gate: Arc<Gate>,
+    echo: EchoBudget,
+) {
     while let Some(incoming) = endpoint.accept().await {
         match gate.admit() {
             Some(place) => {
                 let behaviour = options.behaviour.clone();
+                let echo = echo.clone();
                 tokio::spawn(async move {
                     let _place = place;
-                    serve_connection(incoming, behaviour, options.idle_timeout).await
+                    serve_connection(incoming, behaviour, options.idle_timeout, echo).await
                 });
             }
             None => incoming.refuse(),
@@ -85,7 +92,12 @@ pub(super) async fn serve(endpoint: quinn::Endpoint, options: ServeOptions, gate
 /// Serves one connection until it ends, or until it has had no request in progress (or no
 /// request's bytes moving) for `idle_timeout`. A client that goes away is normal under load:
 /// nothing is reported.
-async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour, idle_timeout: Duration) {
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    behaviour: Behaviour,
+    idle_timeout: Duration,
+    echo: EchoBudget,
+) {
     let Ok(quic) = incoming.await else {
         return;
     };
@@ -109,10 +121,11 @@ async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour, idle_
         };
         let behaviour = behaviour.clone();
         let activity = activity.clone();
+        let echo = echo.clone();
         tokio::spawn(async move {
             let _in_progress = activity.begin();
             if let Ok((request, stream)) = resolver.resolve_request().await {
-                let _ = serve_request(request, stream, behaviour, &activity).await;
+                let _ = serve_request(request, stream, behaviour, &activity, &echo).await;
             }
         });
     }
@@ -122,12 +135,14 @@ async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour, idle_
 /// HTTP/3's error code for a connection closed with nothing wrong (RFC 9114 §8.1).
 const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
 
-/// Answers one request on its stream, counting its body's chunks as bytes moving on `activity`.
+/// Answers one request on its stream, counting its body's chunks as bytes moving on `activity`;
+/// `/echo` within `echo`'s budget.
 async fn serve_request(
     request: Request<()>,
     mut stream: RequestStream,
     behaviour: Behaviour,
     activity: &Arc<Activity>,
+    echo: &EchoBudget,
 ) -> Result<(), h3::error::StreamError> {
     let deciding = activity.deciding();
     let Answer { head, reply } =
@@ -166,7 +181,7 @@ async fn serve_request(
         Reply::Echo => {
             while let Some(mut chunk) = stream.recv_data().await? {
                 activity.moved();
-                let chunk = chunk.copy_to_bytes(chunk.remaining());
+                let chunk = echo.hold(chunk.copy_to_bytes(chunk.remaining())).await;
                 stream.send_data(chunk).await?;
                 activity.moved();
             }
@@ -273,10 +288,10 @@ mod tests {
             let mut transport = quinn::TransportConfig::default();
             transport.keep_alive_interval(Some(Duration::from_millis(100)));
             let (mut send, quic) = connect_quic(addr, transport).await;
-            // A request first: the connection is idle once it is answered.
+            // A request first: the connection is idle once it is answered (after it began).
+            let since = std::time::Instant::now();
             let (status, _, _) = fetch(&mut send, Method::GET, "/ping", b"").await;
             assert_eq!(status, StatusCode::OK);
-            let since = std::time::Instant::now();
             let closed = tokio::time::timeout(Duration::from_secs(20), quic.closed())
                 .await
                 .expect("closed within 20 s");

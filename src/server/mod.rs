@@ -8,6 +8,7 @@
 //! milliseconds (decimals allowed, precise to microseconds; the `x-delay-applied-us` header says
 //! how long it was); `/status/CODE` → that status, empty body; `POST /echo` → the request body.
 
+mod echo;
 mod faults;
 mod gate;
 mod h2c_upgrade;
@@ -34,6 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
+use echo::EchoBudget;
 pub use faults::Fault;
 use gate::{AcceptFailures, Gate, Place};
 use idle::{Activity, Tracked};
@@ -42,9 +44,12 @@ pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
 
-/// HTTP/2 and QUIC receive windows of the target: large, so uploads to `/echo` are not throttled.
-const STREAM_WINDOW: u32 = 16 << 20;
-const CONNECTION_WINDOW: u32 = (1 << 30) - 1;
+/// HTTP/2 and QUIC receive windows of the target: what a connection's clients may send that it
+/// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later). Small,
+/// as they bound each connection's memory; downloads, which the large windows were for, go the
+/// other way (the client's windows), and loopback uploads need little to stay fast.
+const STREAM_WINDOW: u32 = 256 << 10;
+const CONNECTION_WINDOW: u32 = 1 << 20;
 
 /// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
@@ -158,14 +163,20 @@ pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
 pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
     let Sockets { tcp, udp } = sockets;
     let gate = Arc::new(Gate::new(options.max_connections));
+    let echo = EchoBudget::new();
     let mut alt_svc = None;
     if let (Some(udp), Some(tls), None) = (udp, &options.tls, options.fault) {
         let port = udp.local_addr()?.port();
         let endpoint = h3::endpoint(udp, tls, &options)?;
         alt_svc = Some(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).expect("ASCII"));
-        tokio::spawn(h3::serve(endpoint, options.clone(), gate.clone()));
+        tokio::spawn(h3::serve(
+            endpoint,
+            options.clone(),
+            gate.clone(),
+            echo.clone(),
+        ));
     }
-    serve_tcp(tcp, options, alt_svc, gate).await
+    serve_tcp(tcp, options, alt_svc, gate, echo).await
 }
 
 /// Accepts TCP connections on `listener` and serves them; `alt_svc` is added to every response.
@@ -174,8 +185,9 @@ async fn serve_tcp(
     options: ServeOptions,
     alt_svc: Option<HeaderValue>,
     gate: Arc<Gate>,
+    echo: EchoBudget,
 ) -> io::Result<()> {
-    let server = Server::new(&options, alt_svc);
+    let server = Server::new(&options, alt_svc, echo);
     let mut failures = AcceptFailures::default();
     let mut accepted = 0u64;
     loop {
@@ -201,7 +213,7 @@ async fn serve_tcp(
 /// Serves the routes on a unix socket until the runtime shuts down: HTTP/1.1 and h2c, or with
 /// TLS h2 and HTTP/1.1 by ALPN (no HTTP/3, no faults: those need UDP and TCP).
 pub async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
-    let server = Server::new(&options, None);
+    let server = Server::new(&options, None, EchoBudget::new());
     let gate = Gate::new(options.max_connections);
     let mut failures = AcceptFailures::default();
     loop {
@@ -245,8 +257,9 @@ struct Server {
 }
 
 impl Server {
-    /// The server `options` describe; `alt_svc` is added to every response.
-    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>) -> Server {
+    /// The server `options` describe; `alt_svc` is added to every response, and `/echo` shares
+    /// `echo`.
+    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>, echo: EchoBudget) -> Server {
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
             .http1()
@@ -266,6 +279,7 @@ impl Server {
             front: Front {
                 behaviour: options.behaviour.clone(),
                 alt_svc,
+                echo,
             },
             sent: options.sent.clone(),
             idle_timeout: options.idle_timeout,
@@ -305,12 +319,13 @@ impl Server {
     }
 }
 
-/// What every response of a TCP connection gets: the target's behaviour and the `Alt-Svc` header
-/// announcing HTTP/3, if it is served.
+/// What every response of a TCP connection gets: the target's behaviour, the `Alt-Svc` header
+/// announcing HTTP/3, if it is served, and the budget of `/echo`.
 #[derive(Clone)]
 struct Front {
     behaviour: Behaviour,
     alt_svc: Option<HeaderValue>,
+    echo: EchoBudget,
 }
 
 /// One connection: what its responses get, what it is doing, and its place under the cap (kept
@@ -331,7 +346,7 @@ impl Conn {
     ) -> Result<Response<Tracked<TargetBody>>, Infallible> {
         let in_progress = self.activity.begin();
         let deciding = self.activity.deciding();
-        let mut response = routes::route(request, self.front.behaviour).await?;
+        let mut response = routes::route(request, self.front.behaviour, &self.front.echo).await?;
         drop(deciding);
         if let Some(alt_svc) = self.front.alt_svc {
             response.headers_mut().insert(ALT_SVC, alt_svc);

@@ -11,6 +11,7 @@ use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
+use super::echo::{Echo, EchoBudget};
 use crate::engine::clock::sleep_precisely;
 
 /// The header of every delayed response: the delay the target applied, in whole microseconds
@@ -87,16 +88,18 @@ impl Stall {
     }
 }
 
-/// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in progress.
+/// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in
+/// progress; `/echo` within `echo`'s budget.
 pub async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
+    echo: &EchoBudget,
 ) -> Result<Response<TargetBody>, Infallible> {
     let Answer { head, reply } = decide(request.method(), request.uri().path(), &behaviour).await;
     let body = match reply {
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
-        Reply::Echo => TargetBody::Echo(request.into_body()),
+        Reply::Echo => TargetBody::Echo(Echo::new(request.into_body(), echo)),
     };
     Ok(head.response(body))
 }
@@ -247,7 +250,7 @@ pub enum TargetBody {
     /// `left` filler bytes, sent in 64 KiB slices of a static buffer.
     Filler { left: u64 },
     /// The request's own body.
-    Echo(Incoming),
+    Echo(Echo),
 }
 
 impl Body for TargetBody {
