@@ -417,8 +417,8 @@ fn ramps_and_searches_expose_the_rate_they_offer_now() {
     );
 }
 
-#[test]
-fn idle_scrape_connections_are_capped_and_a_scrape_waits_its_turn() {
+/// A run of 10 requests whose endpoint serves the final values for a minute, and its address.
+fn lingering_after_10_requests() -> (Running, String) {
     let mut run = Running::start(&[
         "--h1",
         "-n",
@@ -426,12 +426,18 @@ fn idle_scrape_connections_are_capped_and_a_scrape_waits_its_turn() {
         "--metrics-listen",
         "127.0.0.1:0",
         "--metrics-linger",
-        "30s",
+        "60s",
         "-q",
         &url("/ping"),
     ]);
     let addr = run.metrics_addr().to_string();
     run.wait_for("metrics: serving the final values");
+    (run, addr)
+}
+
+#[test]
+fn idle_scrape_connections_are_capped_and_a_scrape_waits_its_turn() {
+    let (_run, addr) = lingering_after_10_requests();
     // 16 connections that never send a request hold every place.
     let idle: Vec<TcpStream> = (0..16)
         .map(|_| TcpStream::connect(&addr).unwrap())
@@ -456,19 +462,7 @@ fn idle_scrape_connections_are_capped_and_a_scrape_waits_its_turn() {
 
 #[test]
 fn clients_sending_a_byte_a_second_do_not_keep_a_scrape_out() {
-    let mut run = Running::start(&[
-        "--h1",
-        "-n",
-        "10",
-        "--metrics-listen",
-        "127.0.0.1:0",
-        "--metrics-linger",
-        "60s",
-        "-q",
-        &url("/ping"),
-    ]);
-    let addr = run.metrics_addr().to_string();
-    run.wait_for("metrics: serving the final values");
+    let (run, addr) = lingering_after_10_requests();
     // 20 slow clients (more than the 16 places), each dribbling a request head a byte at a
     // time until the endpoint closes its connection.
     let slow: Vec<_> = (0..20)
