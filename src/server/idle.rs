@@ -9,7 +9,6 @@
 //! after it fell quiet.
 
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,7 +16,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body::{Body, Frame, SizeHint};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::watched::Watch;
 
 /// Checks per timeout.
 const TICKS: u32 = 4;
@@ -58,7 +58,7 @@ impl Activity {
         Deciding(self.clone())
     }
 
-    /// Counts bytes moving on the connection (for protocols without [`ActiveIo`]).
+    /// Counts bytes moving on the connection.
     pub(super) fn moved(&self) {
         self.moved.fetch_add(1, Ordering::Relaxed);
     }
@@ -150,68 +150,14 @@ pub(super) async fn serve_until_quiet<C>(
     let _ = tokio::time::timeout(GRACE, connection).await;
 }
 
-/// A connection's socket that counts the reads and writes that moved bytes.
-pub(super) struct ActiveIo<I> {
-    inner: I,
-    activity: Arc<Activity>,
-}
-
-impl<I> ActiveIo<I> {
-    pub(super) fn new(inner: I, activity: Arc<Activity>) -> Self {
-        ActiveIo { inner, activity }
-    }
-}
-
-impl<I: AsyncRead + Unpin> AsyncRead for ActiveIo<I> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.moved();
-        }
-        poll
-    }
-}
-
-impl<I: AsyncWrite + Unpin> AsyncWrite for ActiveIo<I> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.moved();
-        }
-        poll
+/// The socket's reads and writes are bytes moving (see [`super::watched::Watched`]).
+impl Watch for Arc<Activity> {
+    fn read(&mut self, _bytes: &[u8]) {
+        self.moved();
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.moved();
-        }
-        poll
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+    fn written(&mut self, _bytes: &[u8]) {
+        self.moved();
     }
 }
 

@@ -17,6 +17,7 @@ mod idle;
 mod routes;
 mod sent;
 mod unix;
+mod watched;
 
 use std::convert::Infallible;
 use std::io;
@@ -43,6 +44,7 @@ use routes::TargetBody;
 pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
+use watched::Watched;
 
 /// HTTP/2 and QUIC receive windows of the target: what a connection's clients may send that it
 /// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later). Small,
@@ -379,7 +381,7 @@ async fn serve_counted<I>(
 {
     match sent {
         Some(sent) => {
-            let io = sent::CountingIo::new(io, sent);
+            let io = Watched::new(io, sent::Counter::new(sent));
             serve_connection(builder, io, upgrade_streams, conn).await;
         }
         None => serve_connection(builder, io, upgrade_streams, conn).await,
@@ -395,7 +397,7 @@ async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let io = idle::ActiveIo::new(io, conn.activity.clone());
+    let io = Watched::new(io, conn.activity.clone());
     let service_conn = conn.clone();
     let service = service_fn(move |request: Request<Incoming>| {
         let conn = service_conn.clone();
