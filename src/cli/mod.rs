@@ -56,6 +56,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port; with --tls h2, http/1.1 and HTTP/3)
     /// until interrupted.
+    #[command(after_help = SERVE_BOUNDS)]
     Serve(ServeArgs),
     /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
     Completions {
@@ -81,6 +82,15 @@ pub struct RunArgs {
     )]
     pub overrides: Vec<std::ffi::OsString>,
 }
+
+/// What `serve --help` says one client can make the target hold (reference.md, "What the
+/// built-in target holds").
+const SERVE_BOUNDS: &str = "Bounds: at most --max-connections connections (over the cap: closed at once, \
+one stderr line a second); idle or stuck connections closed after --idle-timeout; per h2 connection \
+at most 4 MiB (1 MiB a stream) of uploads not read yet, per HTTP/3 connection that and 10 MiB \
+sent but unacknowledged; POST /echo holds at most 64 MiB over the whole target; /delay/MS at most \
+30 days (else 400). A --host that is not loopback prints a warning: there is no authentication, \
+and the built-in TLS key in certs/ is public.";
 
 /// Options of `h2load-rs serve`.
 #[derive(Debug, Args)]
