@@ -27,7 +27,7 @@ use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals, tls};
-use crate::{error, report, server, usage_bail};
+use crate::{cli, error, report, server, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
@@ -349,8 +349,20 @@ fn serve(args: &ServeArgs) -> Result<u8> {
             tls::test_pki::SERVER_KEY.as_bytes(),
         )?),
     };
+    if args.unix.is_none() {
+        let anyone = "anyone who can reach it can use the target, with no authentication (and the built-in TLS key in certs/ is public)";
+        if let Some(line) = cli::exposure::warning("--host", args.host, anyone) {
+            errln!("{line}");
+        }
+    }
     // A target is measured with thousands of connections: take every descriptor allowed.
-    rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
+    let descriptors =
+        rlimit::increase_nofile_limit(u64::MAX).context("cannot raise the open-file limit")?;
+    // Under the cap, accepting never runs out of descriptors: connections over it are accepted and
+    // closed at once, which needs one, and listeners, timers and the runtime need some.
+    let fits = usize::try_from(descriptors.saturating_sub(server::RESERVED_DESCRIPTORS))
+        .unwrap_or(usize::MAX)
+        .max(1);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.threads {
         runtime.worker_threads(usize::from(threads));
@@ -360,6 +372,8 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         .build()
         .context("cannot start the server runtime")?;
     let options = server::ServeOptions {
+        max_connections: args.max_connections.min(fits),
+        idle_timeout: args.idle_timeout,
         max_concurrent_streams: args.max_concurrent_streams,
         // HTTP/3 needs TLS and UDP; the faults are TCP misbehaviour, so a faulty target has none.
         h3: tls.is_some() && args.fault.is_none() && args.unix.is_none(),

@@ -1,5 +1,6 @@
 //! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
 
+pub mod exposure;
 pub mod input;
 pub mod limits;
 pub mod scenario;
@@ -8,6 +9,7 @@ pub mod units;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::limits::{
@@ -54,6 +56,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// Serve the built-in target (HTTP/1.1 and h2c on one port; with --tls h2, http/1.1 and HTTP/3)
     /// until interrupted.
+    #[command(after_help = SERVE_BOUNDS)]
     Serve(ServeArgs),
     /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
     Completions {
@@ -79,6 +82,15 @@ pub struct RunArgs {
     )]
     pub overrides: Vec<std::ffi::OsString>,
 }
+
+/// What `serve --help` says one client can make the target hold (reference.md, "What the
+/// built-in target holds").
+const SERVE_BOUNDS: &str = "Bounds: at most --max-connections connections (over the cap: closed at once, \
+one stderr line a second); idle or stuck connections closed after --idle-timeout; per h2 connection \
+at most 4 MiB (1 MiB a stream) of uploads not read yet, per HTTP/3 connection that and 10 MiB \
+sent but unacknowledged; POST /echo holds at most 64 MiB over the whole target; /delay/MS at most \
+30 days (else 400). A --host that is not loopback prints a warning: there is no authentication, \
+and the built-in TLS key in certs/ is public.";
 
 /// Options of `h2load-rs serve`.
 #[derive(Debug, Args)]
@@ -130,6 +142,17 @@ pub struct ServeArgs {
     /// streams allowed to each HTTP/3 connection.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_streams: u32,
+    /// Connections served at once over TCP, the unix socket and QUIC together, 1..=1000000; one
+    /// more is closed at once (QUIC: refused), with one line on stderr a second at most. Lowered
+    /// to fit the open-file limit.
+    #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS).map(|n| n as usize))]
+    pub max_connections: usize,
+    /// Close a connection after this long with no request in progress, or with no byte moving
+    /// while no answer is delayed (a client that stopped reading or uploading); also the longest
+    /// wait for an HTTP/1.1 request head or a TLS handshake.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub idle_timeout: Duration,
 }
 
 /// The protocol spoken to the target.

@@ -39,6 +39,9 @@ pub enum Fault {
     ResetStreamEvery(u64),
 }
 
+/// The longest HTTP/1.1 request head a faulty target reads (hyper's default limit too).
+const MAX_HEAD: usize = 64 * 1024;
+
 /// HTTP/2 error code INTERNAL_ERROR.
 const INTERNAL_ERROR: u32 = 0x2;
 
@@ -127,7 +130,8 @@ async fn serve_h1(mut stream: TcpStream, fault: Fault) -> std::io::Result<()> {
             }
             let mut chunk = [0u8; 4096];
             let count = stream.read(&mut chunk).await?;
-            if count == 0 {
+            // A head that never ends is not held without bound: the connection goes.
+            if count == 0 || buffer.len() + count > MAX_HEAD {
                 return Ok(());
             }
             buffer.extend_from_slice(&chunk[..count]);
@@ -214,6 +218,11 @@ async fn serve_h2(mut stream: TcpStream, fault: Fault) -> std::io::Result<()> {
         }
         while let Some(head) = input.first_chunk::<{ h2frame::HEADER_LEN }>() {
             let head = FrameHead::parse(head);
+            // Larger than the SETTINGS_MAX_FRAME_SIZE we left at its default: FRAME_SIZE_ERROR,
+            // and no 16 MiB frame is buffered.
+            if head.length > h2frame::MIN_MAX_FRAME_SIZE {
+                return Ok(());
+            }
             if input.len() < h2frame::HEADER_LEN + head.length {
                 break;
             }

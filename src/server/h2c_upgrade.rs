@@ -14,8 +14,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::routes::{route, Behaviour, TargetBody};
-use super::TargetResponse;
+use super::routes::TargetBody;
+use super::{Conn, TargetResponse};
 use crate::proto::h2::{self as h2frame, FrameHead};
 
 /// Largest HEADERS frame every HTTP/2 peer accepts (the default SETTINGS_MAX_FRAME_SIZE).
@@ -58,11 +58,7 @@ pub fn is_requested(request: &Request<Incoming>) -> bool {
 
 /// Answers `101` and, once hyper hands over the connection, serves HTTP/2 on it. Falls back to
 /// serving the request as HTTP/1.1 when its headers do not fit in one frame.
-pub fn accept(
-    mut request: Request<Incoming>,
-    max_streams: u32,
-    behaviour: Behaviour,
-) -> TargetResponse {
+pub fn accept(mut request: Request<Incoming>, max_streams: u32, conn: Conn) -> TargetResponse {
     let Some(stream_one) = stream_one_headers(&request) else {
         let mut response = Response::new(TargetBody::Static(None));
         *response.status_mut() = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
@@ -74,11 +70,12 @@ pub fn accept(
             return;
         };
         let io = InjectStreamOne::new(TokioIo::new(upgraded), stream_one);
-        let _ = super::http2_builder(max_streams)
-            .serve_connection(
-                TokioIo::new(io),
-                service_fn(move |request| route(request, behaviour.clone())),
-            )
+        let service_conn = conn.clone();
+        let connection = super::http2_builder(max_streams).serve_connection(
+            TokioIo::new(io),
+            service_fn(move |request| service_conn.clone().answer(request)),
+        );
+        conn.serve_until_quiet(connection, |connection| connection.graceful_shutdown())
             .await;
     });
     let mut response = Response::new(TargetBody::Static(None));

@@ -4,6 +4,7 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use http::header::CONTENT_LENGTH;
@@ -11,8 +12,11 @@ use http::{HeaderValue, Method, Request};
 use quinn::crypto::rustls::QuicServerConfig;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::echo::EchoBudget;
+use super::gate::Gate;
+use super::idle::{self, Activity};
 use super::routes::{self, Answer, Behaviour, Reply};
-use super::{CONNECTION_WINDOW, STREAM_WINDOW};
+use super::{ServeOptions, CONNECTION_WINDOW, STREAM_WINDOW};
 
 type RequestStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
@@ -30,13 +34,13 @@ pub(super) fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// The QUIC endpoint of the target on `socket`, with the certificate of `tls` (TLS 1.3, ALPN `h3`)
-/// and room for `max_streams` requests at once per connection. Must be called within a tokio
-/// runtime.
+/// The QUIC endpoint of the target on `socket`, with the certificate of `tls` (TLS 1.3, ALPN `h3`),
+/// room for `options.max_concurrent_streams` requests at once per connection, and QUIC's idle
+/// timeout (no packet either way) at `options.idle_timeout`. Must be called within a tokio runtime.
 pub(super) fn endpoint(
     socket: UdpSocket,
     tls: &rustls::ServerConfig,
-    max_streams: u32,
+    options: &ServeOptions,
 ) -> io::Result<quinn::Endpoint> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
@@ -46,8 +50,10 @@ pub(super) fn endpoint(
     // nor the receive windows may be what limits them. The send window stays quinn's (10 MiB):
     // it bounds what a download holds in memory (128 MiB made a 1 GiB download take 140 MB of
     // RSS instead of 20 MB, and no faster).
+    let idle = quinn::IdleTimeout::try_from(options.idle_timeout).map_err(io::Error::other)?;
     transport
-        .max_concurrent_bidi_streams(max_streams.into())
+        .max_idle_timeout(Some(idle))
+        .max_concurrent_bidi_streams(options.max_concurrent_streams.into())
         .stream_receive_window(STREAM_WINDOW.into())
         .receive_window(CONNECTION_WINDOW.into());
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -60,44 +66,88 @@ pub(super) fn endpoint(
     )
 }
 
-/// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down.
-pub(super) async fn serve(endpoint: quinn::Endpoint, behaviour: Behaviour) {
+/// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down;
+/// each takes a place at `gate` (without one it is refused), and `/echo` shares `echo`.
+pub(super) async fn serve(
+    endpoint: quinn::Endpoint,
+    options: ServeOptions,
+    gate: Arc<Gate>,
+    echo: EchoBudget,
+) {
     while let Some(incoming) = endpoint.accept().await {
-        tokio::spawn(serve_connection(incoming, behaviour.clone()));
+        match gate.admit() {
+            Some(place) => {
+                let behaviour = options.behaviour.clone();
+                let echo = echo.clone();
+                tokio::spawn(async move {
+                    let _place = place;
+                    serve_connection(incoming, behaviour, options.idle_timeout, echo).await
+                });
+            }
+            None => incoming.refuse(),
+        }
     }
 }
 
-/// Serves one connection. A client that goes away is normal under load: nothing is reported.
-async fn serve_connection(incoming: quinn::Incoming, behaviour: Behaviour) {
-    let Ok(connection) = incoming.await else {
+/// Serves one connection until it ends, or until it has had no request in progress (or no
+/// request's bytes moving) for `idle_timeout`. A client that goes away is normal under load:
+/// nothing is reported.
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    behaviour: Behaviour,
+    idle_timeout: Duration,
+    echo: EchoBudget,
+) {
+    let Ok(quic) = incoming.await else {
         return;
     };
     // No grease: every byte the target sends is then one a test can predict.
     let built = h3::server::builder()
         .send_grease(false)
-        .build::<_, Bytes>(h3_quinn::Connection::new(connection))
+        .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
         .await;
     let Ok(mut connection) = built else {
         return;
     };
-    while let Ok(Some(resolver)) = connection.accept().await {
+    let activity = Arc::new(Activity::default());
+    let mut quiet = std::pin::pin!(idle::quiet_for(&activity, idle_timeout));
+    loop {
+        let resolver = tokio::select! {
+            accepted = connection.accept() => match accepted {
+                Ok(Some(resolver)) => resolver,
+                _ => return,
+            },
+            () = quiet.as_mut() => break,
+        };
         let behaviour = behaviour.clone();
+        let activity = activity.clone();
+        let echo = echo.clone();
         tokio::spawn(async move {
+            let _in_progress = activity.begin();
             if let Ok((request, stream)) = resolver.resolve_request().await {
-                let _ = serve_request(request, stream, behaviour).await;
+                let _ = serve_request(request, stream, behaviour, &activity, &echo).await;
             }
         });
     }
+    quic.close(H3_NO_ERROR, b"idle");
 }
 
-/// Answers one request on its stream.
+/// HTTP/3's error code for a connection closed with nothing wrong (RFC 9114 §8.1).
+const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
+
+/// Answers one request on its stream, counting its body's chunks as bytes moving on `activity`;
+/// `/echo` within `echo`'s budget.
 async fn serve_request(
     request: Request<()>,
     mut stream: RequestStream,
     behaviour: Behaviour,
+    activity: &Arc<Activity>,
+    echo: &EchoBudget,
 ) -> Result<(), h3::error::StreamError> {
+    let deciding = activity.deciding();
     let Answer { head, reply } =
         routes::decide(request.method(), request.uri().path(), &behaviour).await;
+    drop(deciding);
     // hyper says how long h1/h2 bodies are from their size; the same here when it is known.
     let length = match &reply {
         Reply::Static(bytes) => Some(HeaderValue::from(bytes.as_ref().map_or(0, Bytes::len))),
@@ -125,12 +175,15 @@ async fn serve_request(
                 let chunk = routes::filler_chunk(left);
                 left -= chunk.len() as u64;
                 stream.send_data(chunk).await?;
+                activity.moved();
             }
         }
         Reply::Echo => {
             while let Some(mut chunk) = stream.recv_data().await? {
-                let chunk = chunk.copy_to_bytes(chunk.remaining());
+                activity.moved();
+                let chunk = echo.hold(chunk.copy_to_bytes(chunk.remaining())).await;
                 stream.send_data(chunk).await?;
+                activity.moved();
             }
             return stream.finish().await;
         }
@@ -138,7 +191,9 @@ async fn serve_request(
     stream.finish().await?;
     // Read what a request to another route uploaded (nothing, for a GET), so the client's upload
     // completes instead of being stopped.
-    while stream.recv_data().await?.is_some() {}
+    while stream.recv_data().await?.is_some() {
+        activity.moved();
+    }
     Ok(())
 }
 
@@ -158,6 +213,11 @@ mod tests {
 
     /// The built-in target with TLS and HTTP/3, on a free loopback port.
     fn target() -> SocketAddr {
+        target_with(ServeOptions::default())
+    }
+
+    /// Like [`target`], with `options` otherwise.
+    fn target_with(options: ServeOptions) -> SocketAddr {
         let tls = tls::server_config(
             tls::test_pki::SERVER_CERT.as_bytes(),
             tls::test_pki::SERVER_KEY.as_bytes(),
@@ -166,7 +226,7 @@ mod tests {
         let options = ServeOptions {
             tls: Some(tls),
             h3: true,
-            ..ServeOptions::default()
+            ..options
         };
         spawn_background(1, options).expect("the target starts")
     }
@@ -182,6 +242,16 @@ mod tests {
 
     /// An HTTP/3 connection to `addr` (QUIC on its UDP port), trusting the test CA.
     async fn connect(addr: SocketAddr) -> SendRequest {
+        connect_quic(addr, quinn::TransportConfig::default())
+            .await
+            .0
+    }
+
+    /// Like [`connect`], with `transport`; also the QUIC connection.
+    async fn connect_quic(
+        addr: SocketAddr,
+        transport: quinn::TransportConfig,
+    ) -> (SendRequest, quinn::Connection) {
         let crypto = tls::client_config(&tls::ClientTlsOptions {
             alpn: vec![b"h3".to_vec()],
             trust_test_ca: true,
@@ -192,17 +262,49 @@ mod tests {
             .expect("TLS 1.3 is available");
         let mut endpoint = quinn::Endpoint::client(SocketAddr::from(([127, 0, 0, 1], 0)))
             .expect("client UDP socket");
-        endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(crypto)));
+        let mut config = quinn::ClientConfig::new(std::sync::Arc::new(crypto));
+        config.transport_config(std::sync::Arc::new(transport));
+        endpoint.set_default_client_config(config);
         let connection = endpoint
             .connect(addr, "localhost")
             .expect("connection starts")
             .await
             .expect("QUIC handshake with the target");
-        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(connection))
+        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(connection.clone()))
             .await
             .expect("HTTP/3 connection");
         tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
-        send
+        (send, connection)
+    }
+
+    #[test]
+    fn a_connection_without_requests_is_closed_after_the_idle_timeout_despite_pings() {
+        let addr = target_with(ServeOptions {
+            idle_timeout: Duration::from_secs(1),
+            ..ServeOptions::default()
+        });
+        client(async {
+            // QUIC PINGs every 100 ms: QUIC's own idle timeout never fires.
+            let mut transport = quinn::TransportConfig::default();
+            transport.keep_alive_interval(Some(Duration::from_millis(100)));
+            let (mut send, quic) = connect_quic(addr, transport).await;
+            // A request first: the connection is idle once it is answered (after it began).
+            let since = std::time::Instant::now();
+            let (status, _, _) = fetch(&mut send, Method::GET, "/ping", b"").await;
+            assert_eq!(status, StatusCode::OK);
+            let closed = tokio::time::timeout(Duration::from_secs(20), quic.closed())
+                .await
+                .expect("closed within 20 s");
+            assert!(
+                since.elapsed() >= Duration::from_secs(1),
+                "{:?}",
+                since.elapsed()
+            );
+            assert!(
+                matches!(&closed, quinn::ConnectionError::ApplicationClosed(close) if close.error_code == super::H3_NO_ERROR),
+                "{closed:?}"
+            );
+        });
     }
 
     /// Sends `method path` with `body`; returns the response's status, headers and body.

@@ -8,12 +8,16 @@
 //! milliseconds (decimals allowed, precise to microseconds; the `x-delay-applied-us` header says
 //! how long it was); `/status/CODE` → that status, empty body; `POST /echo` → the request body.
 
+mod echo;
 mod faults;
+mod gate;
 mod h2c_upgrade;
 mod h3;
+mod idle;
 mod routes;
 mod sent;
 mod unix;
+mod watched;
 
 use std::convert::Infallible;
 use std::io;
@@ -32,19 +36,45 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
+use echo::EchoBudget;
 pub use faults::Fault;
+use gate::{AcceptFailures, Gate, Place};
+use idle::{Activity, Tracked};
 use routes::TargetBody;
 pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
+use watched::Watched;
 
-/// HTTP/2 and QUIC receive windows of the target: large, so uploads to `/echo` are not throttled.
-const STREAM_WINDOW: u32 = 16 << 20;
-const CONNECTION_WINDOW: u32 = (1 << 30) - 1;
+/// HTTP/2 and QUIC receive windows of the target: what a connection's clients may send that it
+/// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later). Small,
+/// as they bound each connection's memory; downloads, which the large windows were for, go the
+/// other way (the client's windows). 256 KiB and 1 MiB made h2c uploads of 1 MiB bodies 40%
+/// slower than 16 MiB and 1 GiB (debug build, 2 connections x 4 streams); these, about 15%.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 4 << 20;
+
+/// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
+
+/// Open-file descriptors `serve` keeps out of `--max-connections`: the cap is lowered to the
+/// open-file limit minus these.
+pub const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// How long a connection may stay idle or stuck by default (`serve --idle-timeout`): hyper's
+/// default wait for an HTTP/1.1 request head.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the target behaves.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// Connections served at once, over every listener (TCP, unix, QUIC); more are closed at
+    /// once (QUIC: refused).
+    pub max_connections: usize,
+    /// Close a connection after this long without a request in progress, or without a byte
+    /// moving while no answer is being decided (see `idle`); also the longest wait for an
+    /// HTTP/1.1 request head and for a TLS handshake.
+    pub idle_timeout: Duration,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to h2 clients, and the concurrent bidirectional
     /// streams allowed to HTTP/3 clients.
     pub max_concurrent_streams: u32,
@@ -64,6 +94,8 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_concurrent_streams: 1000,
             tls: None,
             h3: false,
@@ -133,14 +165,21 @@ pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
 /// any, when `options` have TLS and no fault.
 pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
     let Sockets { tcp, udp } = sockets;
+    let gate = Arc::new(Gate::new(options.max_connections));
+    let echo = EchoBudget::new();
     let mut alt_svc = None;
     if let (Some(udp), Some(tls), None) = (udp, &options.tls, options.fault) {
         let port = udp.local_addr()?.port();
-        let endpoint = h3::endpoint(udp, tls, options.max_concurrent_streams)?;
+        let endpoint = h3::endpoint(udp, tls, &options)?;
         alt_svc = Some(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).expect("ASCII"));
-        tokio::spawn(h3::serve(endpoint, options.behaviour.clone()));
+        tokio::spawn(h3::serve(
+            endpoint,
+            options.clone(),
+            gate.clone(),
+            echo.clone(),
+        ));
     }
-    serve_tcp(tcp, options, alt_svc).await
+    serve_tcp(tcp, options, alt_svc, gate, echo).await
 }
 
 /// Accepts TCP connections on `listener` and serves them; `alt_svc` is added to every response.
@@ -148,28 +187,28 @@ async fn serve_tcp(
     listener: TcpListener,
     options: ServeOptions,
     alt_svc: Option<HeaderValue>,
+    gate: Arc<Gate>,
+    echo: EchoBudget,
 ) -> io::Result<()> {
-    let server = Server::new(&options, alt_svc);
+    let server = Server::new(&options, alt_svc, echo);
+    let mut failures = AcceptFailures::default();
     let mut accepted = 0u64;
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                accept_failed(error).await;
-                continue;
-            }
-        };
+        let (stream, place) = admitted(|| listener.accept(), &gate, &mut failures).await;
         accepted += 1;
         let _ = stream.set_nodelay(true);
         match options.fault {
             // The connections `drop-every` spares are served as usual.
             Some(Fault::DropEvery(every)) if !accepted.is_multiple_of(every) => {
-                server.spawn(stream)
+                server.spawn(stream, place)
             }
             Some(fault) => {
-                tokio::spawn(faults::serve(stream, fault));
+                tokio::spawn(async move {
+                    let _place = place;
+                    faults::serve(stream, fault).await
+                });
             }
-            None => server.spawn(stream),
+            None => server.spawn(stream, place),
         }
     }
 }
@@ -177,19 +216,37 @@ async fn serve_tcp(
 /// Serves the routes on a unix socket until the runtime shuts down: HTTP/1.1 and h2c, or with
 /// TLS h2 and HTTP/1.1 by ALPN (no HTTP/3, no faults: those need UDP and TCP).
 pub async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
-    let server = Server::new(&options, None);
+    let server = Server::new(&options, None, EchoBudget::new());
+    let gate = Gate::new(options.max_connections);
+    let mut failures = AcceptFailures::default();
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => server.spawn(stream),
-            Err(error) => accept_failed(error).await,
-        }
+        let (stream, place) = admitted(|| listener.accept(), &gate, &mut failures).await;
+        server.spawn(stream, place);
     }
 }
 
-/// Out of descriptors and similar: waits for connections to close instead of spinning.
-async fn accept_failed(error: io::Error) {
-    errln!("h2load-rs serve: accept failed: {error}");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+/// The next connection `accept` gives that gets a place at `gate`. One over the cap is closed at
+/// once; a failed accept (out of descriptors, say) waits instead of spinning.
+async fn admitted<S, Peer, A, F>(
+    accept: F,
+    gate: &Gate,
+    failures: &mut AcceptFailures,
+) -> (S, Place)
+where
+    F: Fn() -> A,
+    A: std::future::Future<Output = io::Result<(S, Peer)>>,
+{
+    loop {
+        match accept().await {
+            Ok((stream, _)) => {
+                failures.succeeded();
+                if let Some(place) = gate.admit() {
+                    return (stream, place);
+                }
+            }
+            Err(error) => failures.failed(error).await,
+        }
+    }
 }
 
 /// What serving a connection needs, whatever socket it came on.
@@ -199,13 +256,19 @@ struct Server {
     max_streams: u32,
     front: Front,
     sent: Option<Arc<SentBytes>>,
+    idle_timeout: Duration,
 }
 
 impl Server {
-    /// The server `options` describe; `alt_svc` is added to every response.
-    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>) -> Server {
+    /// The server `options` describe; `alt_svc` is added to every response, and `/echo` shares
+    /// `echo`.
+    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>, echo: EchoBudget) -> Server {
         let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder.http1().timer(TokioTimer::new()).keep_alive(true);
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .keep_alive(true)
+            .header_read_timeout(options.idle_timeout);
         builder
             .http2()
             .timer(TokioTimer::new())
@@ -219,41 +282,90 @@ impl Server {
             front: Front {
                 behaviour: options.behaviour.clone(),
                 alt_svc,
+                echo,
             },
             sent: options.sent.clone(),
+            idle_timeout: options.idle_timeout,
         }
     }
 
-    /// Serves `stream` in a task of its own: TLS first when configured.
-    fn spawn<S>(&self, stream: S)
+    /// Serves `stream`, which holds `place` under the cap, in a task of its own: TLS first when
+    /// configured.
+    fn spawn<S>(&self, stream: S, place: Place)
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let builder = self.builder.clone();
         let acceptor = self.acceptor.clone();
         let max_streams = self.max_streams;
-        let front = self.front.clone();
         let sent = self.sent.clone();
+        let idle_timeout = self.idle_timeout;
+        let conn = Conn {
+            front: self.front.clone(),
+            activity: Arc::new(Activity::default()),
+            idle_timeout,
+            _place: Arc::new(place),
+        };
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
             match acceptor {
                 Some(acceptor) => {
-                    if let Ok(stream) = acceptor.accept(stream).await {
-                        serve_counted(&builder, stream, None, front, sent).await;
+                    // A handshake that never ends holds its place for the idle timeout only.
+                    let handshake = tokio::time::timeout(idle_timeout, acceptor.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        serve_counted(&builder, stream, None, conn, sent).await;
                     }
                 }
-                None => serve_counted(&builder, stream, Some(max_streams), front, sent).await,
+                None => serve_counted(&builder, stream, Some(max_streams), conn, sent).await,
             }
         });
     }
 }
 
-/// What every response of a TCP connection gets: the target's behaviour and the `Alt-Svc` header
-/// announcing HTTP/3, if it is served.
+/// What every response of a TCP connection gets: the target's behaviour, the `Alt-Svc` header
+/// announcing HTTP/3, if it is served, and the budget of `/echo`.
 #[derive(Clone)]
 struct Front {
     behaviour: Behaviour,
     alt_svc: Option<HeaderValue>,
+    echo: EchoBudget,
+}
+
+/// One connection: what its responses get, what it is doing, and its place under the cap (kept
+/// by the HTTP/2 connection an `Upgrade: h2c` turns it into).
+#[derive(Clone)]
+struct Conn {
+    front: Front,
+    activity: Arc<Activity>,
+    idle_timeout: Duration,
+    _place: Arc<Place>,
+}
+
+impl Conn {
+    /// Answers `request` with the routes; it is in progress until its response body ends.
+    async fn answer(
+        self,
+        request: Request<Incoming>,
+    ) -> Result<Response<Tracked<TargetBody>>, Infallible> {
+        let in_progress = self.activity.begin();
+        let deciding = self.activity.deciding();
+        let mut response = routes::route(request, self.front.behaviour, &self.front.echo).await?;
+        drop(deciding);
+        if let Some(alt_svc) = self.front.alt_svc {
+            response.headers_mut().insert(ALT_SVC, alt_svc);
+        }
+        Ok(response.map(|body| Tracked::new(body, in_progress)))
+    }
+
+    /// Drives `connection` (hyper's, serving this connection) until it ends or is quiet for the
+    /// idle timeout, then shuts it down gracefully.
+    async fn serve_until_quiet<C: std::future::Future>(
+        &self,
+        connection: C,
+        shutdown: impl FnOnce(std::pin::Pin<&mut C>),
+    ) {
+        idle::serve_until_quiet(connection, &self.activity, self.idle_timeout, shutdown).await;
+    }
 }
 
 /// Serves one connection, counting what it writes when `sent` is given (after TLS, as the
@@ -262,17 +374,17 @@ async fn serve_counted<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
-    front: Front,
+    conn: Conn,
     sent: Option<Arc<SentBytes>>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     match sent {
         Some(sent) => {
-            let io = sent::CountingIo::new(io, sent);
-            serve_connection(builder, io, upgrade_streams, front).await;
+            let io = Watched::new(io, sent::Counter::new(sent));
+            serve_connection(builder, io, upgrade_streams, conn).await;
         }
-        None => serve_connection(builder, io, upgrade_streams, front).await,
+        None => serve_connection(builder, io, upgrade_streams, conn).await,
     }
 }
 
@@ -281,29 +393,27 @@ async fn serve_connection<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
     upgrade_streams: Option<u32>,
-    front: Front,
+    conn: Conn,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let io = Watched::new(io, conn.activity.clone());
+    let service_conn = conn.clone();
     let service = service_fn(move |request: Request<Incoming>| {
-        let front = front.clone();
+        let conn = service_conn.clone();
         async move {
             match upgrade_streams {
                 Some(max_streams) if h2c_upgrade::is_requested(&request) => {
-                    Ok::<_, Infallible>(h2c_upgrade::accept(request, max_streams, front.behaviour))
+                    let in_progress = conn.activity.begin();
+                    let response = h2c_upgrade::accept(request, max_streams, conn);
+                    Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
                 }
-                _ => {
-                    let mut response = routes::route(request, front.behaviour).await?;
-                    if let Some(alt_svc) = front.alt_svc {
-                        response.headers_mut().insert(ALT_SVC, alt_svc);
-                    }
-                    Ok(response)
-                }
+                _ => conn.answer(request).await,
             }
         }
     });
-    let _ = builder
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    conn.serve_until_quiet(connection, |connection| connection.graceful_shutdown())
         .await;
 }
 

@@ -11,6 +11,7 @@ use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
+use super::echo::{Echo, EchoBudget};
 use crate::engine::clock::sleep_precisely;
 
 /// The header of every delayed response: the delay the target applied, in whole microseconds
@@ -87,16 +88,18 @@ impl Stall {
     }
 }
 
-/// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in progress.
+/// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in
+/// progress; `/echo` within `echo`'s budget.
 pub async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
+    echo: &EchoBudget,
 ) -> Result<Response<TargetBody>, Infallible> {
     let Answer { head, reply } = decide(request.method(), request.uri().path(), &behaviour).await;
     let body = match reply {
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
-        Reply::Echo => TargetBody::Echo(request.into_body()),
+        Reply::Echo => TargetBody::Echo(Echo::new(request.into_body(), echo)),
     };
     Ok(head.response(body))
 }
@@ -193,7 +196,7 @@ async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> A
             }
             None => text(
                 StatusCode::BAD_REQUEST,
-                "/delay/MS takes milliseconds (decimals allowed: /delay/0.25)",
+                "/delay/MS takes milliseconds, at most 2592000000 (30 days; decimals allowed: /delay/0.25)",
             ),
         },
         (_, Some("status"), Some(code)) => match code
@@ -220,10 +223,17 @@ async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> A
     }
 }
 
-/// A `/delay/MS` argument: milliseconds, decimals allowed (sub-millisecond delays are precise).
+/// The longest `/delay/MS`: 30 days, as `serve --delay` (a deadline further away would overflow
+/// the clock's `Instant`, and no benchmark waits longer).
+const MAX_DELAY: Duration = Duration::from_secs(30 * 86_400);
+
+/// A `/delay/MS` argument: milliseconds, decimals allowed (sub-millisecond delays are precise),
+/// at most [`MAX_DELAY`].
 fn parse_millis(text: &str) -> Option<Duration> {
     let millis = text.parse::<f64>().ok()?;
-    Duration::try_from_secs_f64(millis / 1000.0).ok()
+    Duration::try_from_secs_f64(millis / 1000.0)
+        .ok()
+        .filter(|delay| *delay <= MAX_DELAY)
 }
 
 fn text(status: StatusCode, body: &'static str) -> (StatusCode, Reply) {
@@ -240,7 +250,7 @@ pub enum TargetBody {
     /// `left` filler bytes, sent in 64 KiB slices of a static buffer.
     Filler { left: u64 },
     /// The request's own body.
-    Echo(Incoming),
+    Echo(Echo),
 }
 
 impl Body for TargetBody {
@@ -289,6 +299,15 @@ impl Body for TargetBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delays_beyond_30_days_or_not_a_duration_are_refused() {
+        assert_eq!(parse_millis("0.25"), Some(Duration::from_micros(250)));
+        assert_eq!(parse_millis("2592000000"), Some(MAX_DELAY));
+        for text in ["2592000001", "1e22", "-1", "inf", "NaN", ""] {
+            assert_eq!(parse_millis(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn stalls_come_at_the_end_of_each_period() {

@@ -1,13 +1,10 @@
 //! What the built-in target wrote, counted at its sockets: the ground truth the client's
 //! `traffic:` line is tested against. Counting is off unless [`super::ServeOptions::sent`] is set.
 
-use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use super::watched::Watch;
 
 use crate::proto::h2::{self as h2frame, FrameHead};
 
@@ -63,18 +60,16 @@ enum Framing {
     },
 }
 
-/// A connection's stream that counts what is written through it into a shared [`SentBytes`].
-pub(crate) struct CountingIo<I> {
-    inner: I,
+/// Counts what is written on a connection into a shared [`SentBytes`] (see [`Watched`]).
+pub(super) struct Counter {
     sent: Arc<SentBytes>,
     framing: Framing,
 }
 
-impl<I> CountingIo<I> {
-    /// Counts `inner`'s writes into `sent`.
-    pub(crate) fn new(inner: I, sent: Arc<SentBytes>) -> Self {
-        CountingIo {
-            inner,
+impl Counter {
+    /// Counts into `sent`.
+    pub(super) fn new(sent: Arc<SentBytes>) -> Self {
+        Counter {
             sent,
             framing: Framing::Unknown,
         }
@@ -142,55 +137,11 @@ impl<I> CountingIo<I> {
     }
 }
 
-impl<I: AsyncRead + Unpin> AsyncRead for CountingIo<I> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
+impl Watch for Counter {
+    fn read(&mut self, _bytes: &[u8]) {}
 
-impl<I: AsyncWrite + Unpin> AsyncWrite for CountingIo<I> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let written = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, buf))?;
-        self.count(&buf[..written]);
-        Poll::Ready(Ok(written))
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let mut left = std::task::ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
-        let written = left;
-        for buf in bufs {
-            let take = left.min(buf.len());
-            self.count(&buf[..take]);
-            left -= take;
-            if left == 0 {
-                break;
-            }
-        }
-        Poll::Ready(Ok(written))
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+    fn written(&mut self, bytes: &[u8]) {
+        self.count(bytes);
     }
 }
 
@@ -200,9 +151,9 @@ mod tests {
 
     fn counted(pieces: &[&[u8]]) -> SentTotals {
         let sent = Arc::new(SentBytes::default());
-        let mut io = CountingIo::new((), sent.clone());
+        let mut counter = Counter::new(sent.clone());
         for piece in pieces {
-            io.count(piece);
+            counter.written(piece);
         }
         sent.totals()
     }

@@ -25,6 +25,7 @@ mod signals;
 mod stages;
 mod steer;
 mod sweep;
+mod target_bounds;
 mod testbed;
 mod thresholds;
 mod transport;

@@ -122,7 +122,7 @@ impl Drop for Running {
 fn get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).unwrap_or_else(|error| panic!("{addr}: {error}"));
     stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let accept = accept.map_or(String::new(), |accept| format!("Accept: {accept}\r\n"));
     write!(
@@ -417,8 +417,8 @@ fn ramps_and_searches_expose_the_rate_they_offer_now() {
     );
 }
 
-#[test]
-fn idle_scrape_connections_are_capped_and_do_not_block_a_scrape_once_gone() {
+/// A run of 10 requests whose endpoint serves the final values for a minute, and its address.
+fn lingering_after_10_requests() -> (Running, String) {
     let mut run = Running::start(&[
         "--h1",
         "-n",
@@ -426,32 +426,71 @@ fn idle_scrape_connections_are_capped_and_do_not_block_a_scrape_once_gone() {
         "--metrics-listen",
         "127.0.0.1:0",
         "--metrics-linger",
-        "30s",
+        "60s",
         "-q",
         &url("/ping"),
     ]);
     let addr = run.metrics_addr().to_string();
     run.wait_for("metrics: serving the final values");
+    (run, addr)
+}
+
+#[test]
+fn idle_scrape_connections_are_capped_and_a_scrape_waits_its_turn() {
+    let (_run, addr) = lingering_after_10_requests();
     // 16 connections that never send a request hold every place.
     let idle: Vec<TcpStream> = (0..16)
         .map(|_| TcpStream::connect(&addr).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
-    // The 17th is closed without an answer.
-    let mut refused = TcpStream::connect(&addr).unwrap();
-    refused
-        .set_read_timeout(Some(Duration::from_secs(10)))
+    // The 17th waits in the accept queue and is answered once they go.
+    let mut waiting = TcpStream::connect(&addr).unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let _ = write!(refused, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-    let mut answer = Vec::new();
-    let _ = refused.read_to_end(&mut answer);
-    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
-    // Once they go, a scrape gets the totals.
+    write!(
+        waiting,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     drop(idle);
-    std::thread::sleep(Duration::from_millis(200));
+    let mut answer = String::new();
+    waiting.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert_eq!(total(body, "h2load_rs_requests_total"), 10.0);
+}
+
+#[test]
+fn clients_sending_a_byte_a_second_do_not_keep_a_scrape_out() {
+    let (run, addr) = lingering_after_10_requests();
+    // 20 slow clients (more than the 16 places), each dribbling a request head a byte at a
+    // time until the endpoint closes its connection.
+    let slow: Vec<_> = (0..20)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&addr).unwrap();
+            std::thread::spawn(move || {
+                for byte in b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: "
+                    .iter()
+                    .cycle()
+                    .take(120)
+                {
+                    if stream.write_all(&[*byte]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // A normal scrape behind them is answered (its wait is bounded by get's read timeout).
     let (code, _, text) = get(&addr, "/metrics", None);
     assert_eq!(code, 200);
     assert_eq!(total(&text, "h2load_rs_requests_total"), 10.0);
+    drop(run);
+    for client in slow {
+        client.join().unwrap();
+    }
 }
 
 #[test]

@@ -13,21 +13,26 @@ use http::{header, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::registry::Registry;
 use tokio::sync::oneshot;
 
 use super::exposition::{self, CLASSIC, OPENMETRICS};
 
 /// Scrape connections served at once: a few scrapers need a handful; more is a client leaking
-/// connections, which must not take the descriptors the load's connections need.
+/// connections, which must not take the descriptors the load's connections need. Further
+/// connections wait in the kernel's accept queue, in order, for a place.
 const MAX_SCRAPERS: usize = 16;
 
-/// How long one scrape connection may stay open: a client that never sends its request (or
-/// never reads the answer) is dropped.
+/// How long a request head may take to arrive, also while a kept-alive connection waits for its
+/// next request: a client sending a byte a second no longer holds a place for long.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one scrape connection may stay open: a client that never reads the answer is dropped.
 const SCRAPE_CONNECTION_LIMIT: Duration = Duration::from_secs(30);
+
 use super::Board;
-use crate::runner;
+use crate::{cli, runner};
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
@@ -41,6 +46,10 @@ impl Endpoint {
     /// Listens on `addr` (before any load is sent, so a port in use fails the run at once) and
     /// serves `board` from another thread.
     pub fn start(addr: SocketAddr, board: Arc<Board>) -> Result<Endpoint> {
+        let anyone = "anyone who can reach it can read the metrics (no authentication)";
+        if let Some(line) = cli::exposure::warning("--metrics-listen", addr.ip(), anyone) {
+            errln!("{line}");
+        }
         let listener = std::net::TcpListener::bind(addr)
             .with_context(|| format!("--metrics-listen: cannot listen on {addr}"))?;
         listener
@@ -108,6 +117,12 @@ fn serve(
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let scrapers = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPERS));
         loop {
+            // A place first, then a connection: the rest wait their turn in the accept queue
+            // (a scraper that gave up is closed then) instead of being turned away.
+            let permit = tokio::select! {
+                permit = scrapers.clone().acquire_owned() => permit?,
+                _ = &mut stopped => return Ok(()),
+            };
             let stream = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => stream,
@@ -119,10 +134,6 @@ fn serve(
                 },
                 _ = &mut stopped => return Ok(()),
             };
-            // Over the limit, the connection is closed at once.
-            let Ok(permit) = scrapers.clone().try_acquire_owned() else {
-                continue;
-            };
             let registry = registry.clone();
             tokio::spawn(async move {
                 let _permit = permit;
@@ -132,6 +143,8 @@ fn serve(
                 });
                 // A scraper that goes away mid-response is not worth reporting.
                 let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
                     .serve_connection(TokioIo::new(stream), service);
                 let _ = tokio::time::timeout(SCRAPE_CONNECTION_LIMIT, connection).await;
             });
