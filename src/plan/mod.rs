@@ -212,7 +212,10 @@ impl Templated {
         let paths = request
             .paths
             .iter()
-            .map(|path| Template::parse(path.as_bytes(), &format!("URL path '{path}'")))
+            .map(|path| {
+                Template::parse(path.as_bytes(), &format!("URL path '{path}'"))
+                    .map(|template| template.map(Template::in_uri))
+            })
             .collect::<Result<Vec<_>>>()?;
         let headers = request
             .headers
