@@ -114,7 +114,10 @@ fn clap_exit(error: &clap::Error) -> u8 {
         let _ = error.print();
         return 0;
     }
-    errln!("h2load-rs: {}", one_line(&error.render().to_string()));
+    errln!(
+        "h2load-rs: {}",
+        error::clipped(one_line(&error.render().to_string()))
+    );
     error::USAGE
 }
 

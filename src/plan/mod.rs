@@ -21,6 +21,7 @@ use crate::cli::limits::{
     MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
 };
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
+use crate::error::quoted;
 use crate::proto::check::Checks;
 use crate::runner::tls;
 use crate::usage_bail;
@@ -213,7 +214,7 @@ impl Templated {
             .paths
             .iter()
             .map(|path| {
-                Template::parse(path.as_bytes(), &format!("URL path '{path}'"))
+                Template::parse(path.as_bytes(), &format!("URL path '{}'", quoted(path)))
                     .map(|template| template.map(Template::in_uri))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -223,7 +224,10 @@ impl Templated {
             .map(|(name, value)| {
                 Template::parse(
                     value.as_bytes(),
-                    &format!("-H '{name}: {}'", String::from_utf8_lossy(value.as_bytes())),
+                    &format!(
+                        "-H '{name}: {}'",
+                        quoted(&String::from_utf8_lossy(value.as_bytes()))
+                    ),
                 )
             })
             .collect::<Result<Vec<_>>>()?;
@@ -903,8 +907,9 @@ fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
     let mut clean = |url: &String| match without_userinfo(url) {
         Some(clean) => {
             warnings.push(format!(
-                "URL '{clean}': the user name and password in it are neither sent nor logged; \
-                 to authenticate, use -H 'Authorization: Basic …'"
+                "URL '{}': the user name and password in it are neither sent nor logged; \
+                 to authenticate, use -H 'Authorization: Basic …'",
+                quoted(&clean)
             ));
             clean
         }
@@ -923,20 +928,24 @@ fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
         _ => Scheme::Http,
     };
     let Some(authority) = uri.authority() else {
-        usage_bail!("URL '{first}' has no host");
+        usage_bail!("URL '{}' has no host", quoted(first));
     };
     let host = authority
         .host()
         .trim_start_matches('[')
         .trim_end_matches(']');
     if host.is_empty() {
-        usage_bail!("URL '{first}' has no host");
+        usage_bail!("URL '{}' has no host", quoted(first));
     }
     let port = match (authority.port_u16(), authority.as_str().rsplit_once(':')) {
-        (Some(0), _) => usage_bail!("URL '{first}': port 0 cannot be connected to"),
+        (Some(0), _) => usage_bail!("URL '{}': port 0 cannot be connected to", quoted(first)),
         (Some(port), _) => port,
         (None, Some((_, after))) if !after.ends_with(']') => {
-            usage_bail!("URL '{first}': '{after}' is not a port number")
+            usage_bail!(
+                "URL '{}': '{}' is not a port number",
+                quoted(first),
+                quoted(after)
+            )
         }
         (None, _) if scheme == Scheme::Https => 443,
         (None, _) => 80,
@@ -1005,17 +1014,21 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 /// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
 pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     if !url.contains("://") {
-        usage_bail!("URL '{url}' has no scheme (write http://{url})");
+        usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url));
     }
     match url.parse::<Uri>() {
         Ok(uri) => match uri.scheme_str() {
             Some("http" | "https") => Ok(uri),
             Some(other) => {
-                usage_bail!("URL '{url}': unsupported scheme '{other}' (use http:// or https://)")
+                usage_bail!(
+                    "URL '{}': unsupported scheme '{}' (use http:// or https://)",
+                    quoted(url),
+                    quoted(other)
+                )
             }
-            None => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+            None => usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url)),
         },
-        Err(error) => usage_bail!("URL '{url}' is not valid: {error}"),
+        Err(error) => usage_bail!("URL '{}' is not valid: {error}", quoted(url)),
     }
 }
 
@@ -1024,7 +1037,7 @@ pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
 pub(crate) fn bare_path(path: &str) -> Result<String> {
     match path.parse::<http::uri::PathAndQuery>() {
         Ok(valid) => Ok(valid.as_str().to_owned()),
-        Err(error) => usage_bail!("path '{path}' is not valid: {error}"),
+        Err(error) => usage_bail!("path '{}' is not valid: {error}", quoted(path)),
     }
 }
 
@@ -1190,7 +1203,7 @@ fn request_template(
         let Ok(value) = HeaderValue::from_str(&text) else {
             usage_bail!(
                 "-H '{}': the value has characters not allowed in a header",
-                raw.escape_debug()
+                quoted(raw)
             );
         };
         if name == "host" || name == ":authority" {
@@ -1207,8 +1220,8 @@ fn request_template(
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
             usage_bail!(
                 "-H '{}': '{}' is not a valid header name",
-                raw.escape_debug(),
-                name.escape_debug()
+                quoted(raw),
+                quoted(&name)
             );
         };
         headers.retain(|(existing, _)| *existing != name);
@@ -1221,7 +1234,7 @@ fn request_template(
     let method = match &args.method {
         Some(method) => match Method::from_bytes(method.as_bytes()) {
             Ok(method) => method,
-            Err(_) => usage_bail!("--method '{method}' is not a valid HTTP method"),
+            Err(_) => usage_bail!("--method '{}' is not a valid HTTP method", quoted(method)),
         },
         None if args.data.is_some() => Method::POST,
         None => Method::GET,
@@ -1248,7 +1261,7 @@ fn request_template(
 /// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
 fn parse_header(raw: &str) -> Result<(String, String)> {
     // Shown escaped: a CR or LF in the flag must not break the error message's one line.
-    let shown = raw.escape_debug();
+    let shown = quoted(raw);
     let search_from = usize::from(raw.starts_with(':'));
     let Some(colon) = raw[search_from..].find(':').map(|at| at + search_from) else {
         usage_bail!("-H '{shown}': expected 'Name: value'");

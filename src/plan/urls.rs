@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::cli::input;
 use crate::cli::limits::MAX_URL_FILE;
+use crate::error::quoted;
 use crate::usage_bail;
 
 /// The URLs and paths of `path`, in order: blank lines and `#` comments skipped, each line
@@ -30,13 +31,13 @@ pub(crate) fn url_lines(text: &str, shown: &dyn std::fmt::Display) -> Result<Vec
         if !line.starts_with('/') && !line.contains("://") {
             usage_bail!(
                 "{shown}:{number}: '{}' is neither a URL (http://…) nor a path starting with /",
-                line.escape_debug()
+                quoted(line)
             );
         }
         if line.bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
             usage_bail!(
                 "{shown}:{number}: '{}' has a space or control character (write it as %20 …)",
-                line.escape_debug()
+                quoted(line)
             );
         }
         let valid = if line.starts_with('/') {
