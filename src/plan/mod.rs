@@ -1217,6 +1217,7 @@ fn request_template(
             authority = text;
             continue;
         }
+        refuse_framing(&name, &text, raw)?;
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
             usage_bail!(
                 "-H '{}': '{}' is not a valid header name",
@@ -1256,6 +1257,35 @@ fn request_template(
             .as_ref()
             .is_some_and(|templated| templated.seq);
     Ok(request)
+}
+
+/// Header fields a request's framing or connection depends on: the run writes them itself
+/// (Content-Length from the body, `connection: close` for `--no-keepalive`, the h2c upgrade's),
+/// and HTTP/2 and HTTP/3 forbid the connection-specific ones (RFC 9113 §8.2.2, RFC 9114
+/// §4.2). Given twice, or beside the computed value, they would desynchronise the connection.
+const FRAMING_HEADERS: [&str; 8] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "http2-settings",
+    "te",
+];
+
+/// Refuses `-H` `raw` (`name: value`) when it sets a framing or connection-specific field; `te:
+/// trailers`, the one value HTTP/2 and HTTP/3 allow, passes.
+fn refuse_framing(name: &str, value: &str, raw: &str) -> Result<()> {
+    if !FRAMING_HEADERS.contains(&name) || (name == "te" && value.eq_ignore_ascii_case("trailers"))
+    {
+        return Ok(());
+    }
+    usage_bail!(
+        "-H '{}': {name} is the run's to set (the body's length comes from -d, the connection's \
+         handling from --no-keepalive and --proto); it cannot be given as a header",
+        quoted(raw)
+    )
 }
 
 /// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
