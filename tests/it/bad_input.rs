@@ -474,3 +474,37 @@ fn usage_errors_quote_little_of_a_long_input() {
         );
     }
 }
+
+#[test]
+fn a_url_file_of_many_short_lines_is_refused_before_it_fills_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("urls.txt");
+    // Just under the 64 MiB cap: 33.5 million one-character URLs, about 5 GB as a plan.
+    std::fs::write(&path, "/\n".repeat(((64 << 20) - 2) / 2)).unwrap();
+    let path = path.to_str().unwrap();
+    let good = url("/ping");
+    // Under a 2 GB address-space limit: an allocation failure would abort (status 134).
+    let output = run_command(
+        "sh",
+        &[
+            "-c",
+            "ulimit -v 2000000; exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_h2load-rs"),
+            "-n",
+            "1",
+            &good,
+            "-i",
+            path,
+        ],
+    );
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert_eq!(output.stderr.lines().count(), 1, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("holds 33554431 URLs, which would take about")
+            && output.stderr.contains("more than the limit of 1.00GB"),
+        "{}",
+        output.stderr
+    );
+}
