@@ -82,6 +82,10 @@ fn check_header(bytes: &[u8]) -> Result<()> {
 /// The number of values `histogram` holds, or an error when they pass 2^64 (its own count then
 /// wraps, and its percentiles read 0).
 pub fn checked_len(histogram: &Histogram<u64>) -> Result<u64> {
+    // The count saturates: below the top it is exact, and only the top needs the buckets summed.
+    if histogram.len() < u64::MAX {
+        return Ok(histogram.len());
+    }
     histogram
         .iter_recorded()
         .try_fold(0u64, |total, value| {
@@ -97,6 +101,10 @@ pub fn decode(bytes: &[u8]) -> Result<Histogram<u64>> {
         .deserialize(&mut &bytes[..])
         .map_err(|error| anyhow::anyhow!("{error:?}"))
         .context("not an HdrHistogram V2 encoding")?;
+    if (decoded.low(), decoded.high(), decoded.sigfig()) == (1, MAX_MICROS, 3) {
+        checked_len(&decoded)?;
+        return Ok(decoded);
+    }
     // Re-home the values in the standard bounds so histograms from anywhere add up.
     let mut histogram = new_histogram();
     histogram

@@ -483,3 +483,45 @@ fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
     let merged = run_command(BIN, &["merge", good, good]);
     assert_eq!(merged.code, 0, "{}", merged.stderr);
 }
+
+#[test]
+fn a_long_timeline_is_compared_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500 intervals (1.2 MB of JSON per 3000): their histograms decoded and kept would take 180 KB
+    // each, 540 MB for both sides; their shares take a few numbers each.
+    let long = edited(dir.path(), "long.json", |cell| {
+        let timeline = &mut cell["timeline"];
+        let first = timeline["intervals"][0].clone();
+        let intervals: Vec<serde_json::Value> = (0..1500u64)
+            .map(|index| {
+                let mut interval = first.clone();
+                interval["index"] = index.into();
+                interval
+            })
+            .collect();
+        timeline["end_s"] = (1500.0 * timeline["interval_s"].as_f64().unwrap()).into();
+        timeline["intervals"] = intervals.into();
+    });
+    let size = std::fs::metadata(&long).unwrap().len();
+    assert!(size < 1 << 20, "{size}");
+    // An address space of 400 MB: the binary and its threads take part of it.
+    let output = run_command(
+        "sh",
+        &[
+            "-c",
+            "ulimit -v 400000; exec \"$0\" \"$@\"",
+            BIN,
+            "diff",
+            &long,
+            &long,
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output
+            .stdout
+            .contains("1500 intervals in base, 1500 in new"),
+        "{}",
+        output.stdout
+    );
+}
