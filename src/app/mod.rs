@@ -135,7 +135,10 @@ fn clap_exit(error: &clap::Error) -> u8 {
         crate::console::note(error.print());
         return 0;
     }
-    errln!("h2load-rs: {}", one_line(&error.render().to_string()));
+    errln!(
+        "h2load-rs: {}",
+        error::clipped(one_line(&error.render().to_string()))
+    );
     error::USAGE
 }
 

@@ -54,7 +54,7 @@ impl<'a> Sweep<'a> {
             crate::console::text_to_stderr();
         }
         let file_urls = match &args.input_file {
-            Some(path) => plan::urls::read_url_file(path)?,
+            Some(path) => plan::urls::read_url_file(path, args.threads)?,
             None => Vec::new(),
         };
         let specs = plan::cells(args, file_urls.first().map(String::as_str));

@@ -21,6 +21,7 @@ use crate::cli::limits::{
     MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
 };
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
+use crate::error::quoted;
 use crate::proto::check::Checks;
 use crate::runner::tls;
 use crate::usage_bail;
@@ -212,7 +213,10 @@ impl Templated {
         let paths = request
             .paths
             .iter()
-            .map(|path| Template::parse(path.as_bytes(), &format!("URL path '{path}'")))
+            .map(|path| {
+                Template::parse(path.as_bytes(), &format!("URL path '{}'", quoted(path)))
+                    .map(|template| template.map(Template::in_uri))
+            })
             .collect::<Result<Vec<_>>>()?;
         let headers = request
             .headers
@@ -220,7 +224,10 @@ impl Templated {
             .map(|(name, value)| {
                 Template::parse(
                     value.as_bytes(),
-                    &format!("-H '{name}: {}'", String::from_utf8_lossy(value.as_bytes())),
+                    &format!(
+                        "-H '{name}: {}'",
+                        quoted(&String::from_utf8_lossy(value.as_bytes()))
+                    ),
                 )
             })
             .collect::<Result<Vec<_>>>()?;
@@ -900,8 +907,9 @@ fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
     let mut clean = |url: &String| match without_userinfo(url) {
         Some(clean) => {
             warnings.push(format!(
-                "URL '{clean}': the user name and password in it are neither sent nor logged; \
-                 to authenticate, use -H 'Authorization: Basic …'"
+                "URL '{}': the user name and password in it are neither sent nor logged; \
+                 to authenticate, use -H 'Authorization: Basic …'",
+                quoted(&clean)
             ));
             clean
         }
@@ -920,20 +928,24 @@ fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
         _ => Scheme::Http,
     };
     let Some(authority) = uri.authority() else {
-        usage_bail!("URL '{first}' has no host");
+        usage_bail!("URL '{}' has no host", quoted(first));
     };
     let host = authority
         .host()
         .trim_start_matches('[')
         .trim_end_matches(']');
     if host.is_empty() {
-        usage_bail!("URL '{first}' has no host");
+        usage_bail!("URL '{}' has no host", quoted(first));
     }
     let port = match (authority.port_u16(), authority.as_str().rsplit_once(':')) {
-        (Some(0), _) => usage_bail!("URL '{first}': port 0 cannot be connected to"),
+        (Some(0), _) => usage_bail!("URL '{}': port 0 cannot be connected to", quoted(first)),
         (Some(port), _) => port,
         (None, Some((_, after))) if !after.ends_with(']') => {
-            usage_bail!("URL '{first}': '{after}' is not a port number")
+            usage_bail!(
+                "URL '{}': '{}' is not a port number",
+                quoted(first),
+                quoted(after)
+            )
         }
         (None, _) if scheme == Scheme::Https => 443,
         (None, _) => 80,
@@ -1002,17 +1014,21 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 /// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
 pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     if !url.contains("://") {
-        usage_bail!("URL '{url}' has no scheme (write http://{url})");
+        usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url));
     }
     match url.parse::<Uri>() {
         Ok(uri) => match uri.scheme_str() {
             Some("http" | "https") => Ok(uri),
             Some(other) => {
-                usage_bail!("URL '{url}': unsupported scheme '{other}' (use http:// or https://)")
+                usage_bail!(
+                    "URL '{}': unsupported scheme '{}' (use http:// or https://)",
+                    quoted(url),
+                    quoted(other)
+                )
             }
-            None => usage_bail!("URL '{url}' has no scheme (write http://{url})"),
+            None => usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url)),
         },
-        Err(error) => usage_bail!("URL '{url}' is not valid: {error}"),
+        Err(error) => usage_bail!("URL '{}' is not valid: {error}", quoted(url)),
     }
 }
 
@@ -1021,7 +1037,7 @@ pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
 pub(crate) fn bare_path(path: &str) -> Result<String> {
     match path.parse::<http::uri::PathAndQuery>() {
         Ok(valid) => Ok(valid.as_str().to_owned()),
-        Err(error) => usage_bail!("path '{path}' is not valid: {error}"),
+        Err(error) => usage_bail!("path '{}' is not valid: {error}", quoted(path)),
     }
 }
 
@@ -1187,7 +1203,7 @@ fn request_template(
         let Ok(value) = HeaderValue::from_str(&text) else {
             usage_bail!(
                 "-H '{}': the value has characters not allowed in a header",
-                raw.escape_debug()
+                quoted(raw)
             );
         };
         if name == "host" || name == ":authority" {
@@ -1201,11 +1217,12 @@ fn request_template(
             authority = text;
             continue;
         }
+        refuse_framing(&name, &text, raw)?;
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
             usage_bail!(
                 "-H '{}': '{}' is not a valid header name",
-                raw.escape_debug(),
-                name.escape_debug()
+                quoted(raw),
+                quoted(&name)
             );
         };
         headers.retain(|(existing, _)| *existing != name);
@@ -1218,7 +1235,7 @@ fn request_template(
     let method = match &args.method {
         Some(method) => match Method::from_bytes(method.as_bytes()) {
             Ok(method) => method,
-            Err(_) => usage_bail!("--method '{method}' is not a valid HTTP method"),
+            Err(_) => usage_bail!("--method '{}' is not a valid HTTP method", quoted(method)),
         },
         None if args.data.is_some() => Method::POST,
         None => Method::GET,
@@ -1242,10 +1259,39 @@ fn request_template(
     Ok(request)
 }
 
+/// Header fields a request's framing or connection depends on: the run writes them itself
+/// (Content-Length from the body, `connection: close` for `--no-keepalive`, the h2c upgrade's),
+/// and HTTP/2 and HTTP/3 forbid the connection-specific ones (RFC 9113 §8.2.2, RFC 9114
+/// §4.2). Given twice, or beside the computed value, they would desynchronise the connection.
+const FRAMING_HEADERS: [&str; 8] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "http2-settings",
+    "te",
+];
+
+/// Refuses `-H` `raw` (`name: value`) when it sets a framing or connection-specific field; `te:
+/// trailers`, the one value HTTP/2 and HTTP/3 allow, passes.
+fn refuse_framing(name: &str, value: &str, raw: &str) -> Result<()> {
+    if !FRAMING_HEADERS.contains(&name) || (name == "te" && value.eq_ignore_ascii_case("trailers"))
+    {
+        return Ok(());
+    }
+    usage_bail!(
+        "-H '{}': {name} is the run's to set (the body's length comes from -d, the connection's \
+         handling from --no-keepalive and --proto); it cannot be given as a header",
+        quoted(raw)
+    )
+}
+
 /// Splits `Name: value`; a leading `:` belongs to the name (`:authority: x`).
 fn parse_header(raw: &str) -> Result<(String, String)> {
     // Shown escaped: a CR or LF in the flag must not break the error message's one line.
-    let shown = raw.escape_debug();
+    let shown = quoted(raw);
     let search_from = usize::from(raw.starts_with(':'));
     let Some(colon) = raw[search_from..].find(':').map(|at| at + search_from) else {
         usage_bail!("-H '{shown}': expected 'Name: value'");

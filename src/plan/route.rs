@@ -10,6 +10,7 @@ use base64::Engine as _;
 use http::Uri;
 
 use crate::cli::LoadArgs;
+use crate::error::quoted;
 use crate::usage_bail;
 
 /// Where every connection of a run goes first.
@@ -95,22 +96,19 @@ pub(crate) fn route(
 /// the port a number from 1 to 65535.
 pub(crate) fn parse_connect_to(given: &str) -> Result<(String, u16)> {
     let Some((host, port)) = given.rsplit_once(':') else {
-        usage_bail!(
-            "--connect-to '{}': expected HOST:PORT",
-            given.escape_debug()
-        );
+        usage_bail!("--connect-to '{}': expected HOST:PORT", quoted(given));
     };
     let Some(port) = port.parse::<u16>().ok().filter(|port| *port != 0) else {
         usage_bail!(
             "--connect-to '{}': '{}' is not a port number",
-            given.escape_debug(),
-            port.escape_debug()
+            quoted(given),
+            quoted(port)
         );
     };
     let Some(host) = checked_host(host) else {
         usage_bail!(
             "--connect-to '{}': expected HOST:PORT, with a DNS name or an IP address as HOST",
-            given.escape_debug()
+            quoted(given)
         );
     };
     Ok((host.to_owned(), port))
@@ -156,8 +154,9 @@ struct ProxyUrl {
 fn parse_proxy_url(url: &str) -> Result<ProxyUrl> {
     let uri = match url.parse::<Uri>() {
         Ok(uri) => uri,
-        Err(error) => usage_bail!("--proxy '{url}' is not a valid URL: {error}"),
+        Err(error) => usage_bail!("--proxy '{}' is not a valid URL: {error}", quoted(url)),
     };
+    let url = quoted(url);
     match uri.scheme_str() {
         Some("http") => {}
         Some(_) | None => usage_bail!(

@@ -81,6 +81,27 @@ impl Template {
         Ok(Some(Template { pieces }))
     }
 
+    /// The template of a URL path: its literal braces (written `{{` and `}}`) are sent
+    /// percent-encoded, `%7B` and `%7D`, as a request target cannot hold a raw brace (RFC 3986
+    /// §2.1); the other literal bytes passed the path's own check already.
+    pub fn in_uri(mut self) -> Template {
+        for piece in &mut self.pieces {
+            if let Piece::Text(bytes) = piece {
+                if bytes.iter().any(|byte| matches!(byte, b'{' | b'}')) {
+                    *bytes = bytes.iter().fold(Vec::new(), |mut out, &byte| {
+                        match byte {
+                            b'{' => out.extend_from_slice(b"%7B"),
+                            b'}' => out.extend_from_slice(b"%7D"),
+                            _ => out.push(byte),
+                        }
+                        out
+                    });
+                }
+            }
+        }
+        self
+    }
+
     /// Whether it uses `{seq}` (the run then numbers its requests).
     pub fn uses_seq(&self) -> bool {
         self.pieces.contains(&Piece::Seq)
@@ -265,6 +286,21 @@ mod tests {
         assert_eq!(&uuid[14..15], "4", "{uuid}");
         assert!("89ab".contains(&uuid[19..20]), "{uuid}");
         assert_eq!(uuid.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn literal_braces_of_a_path_are_percent_encoded() {
+        let template = Template::parse(b"/a/{seq}?q={{x}}", "t").unwrap().unwrap();
+        let mut out = Vec::new();
+        template.in_uri().render(
+            &mut out,
+            &mut Draw {
+                seq: 5,
+                conn: 0,
+                rng: Rng::for_request(1, 5, 0),
+            },
+        );
+        assert_eq!(out, b"/a/5?q=%7Bx%7D");
     }
 
     #[test]

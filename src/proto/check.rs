@@ -300,7 +300,7 @@ fn parse_statuses(given: &[String]) -> Result<StatusSet, String> {
 /// An `--expect-header`: `Name: value` (the value trimmed, possibly empty) or `Name` alone, for a
 /// field that must be present whatever its value.
 fn parse_expected_header(raw: &str) -> Result<ExpectedHeader, String> {
-    let shown = raw.escape_debug();
+    let shown = crate::error::quoted(raw);
     let (name, value) = match raw.split_once(':') {
         Some((name, value)) => (name.trim(), Some(value.trim())),
         None => (raw.trim(), None),
@@ -313,7 +313,7 @@ fn parse_expected_header(raw: &str) -> Result<ExpectedHeader, String> {
     if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Err(format!(
             "--expect-header '{shown}': '{}' is not a valid header name",
-            name.escape_debug()
+            crate::error::quoted(name)
         ));
     }
     if let Some(value) = value {

@@ -37,6 +37,7 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
             document.schema_version
         );
     }
+    document.source = path.display().to_string();
     for cell in &mut document.cells {
         let latency = &cell.latency;
         let histograms = || -> Result<Histograms> {
@@ -59,8 +60,91 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
                 cell.cell.index
             ),
         };
+        check_totals(cell, &document.source)?;
     }
     Ok(document)
+}
+
+/// Refuses a cell whose histograms disagree with its counters: every response answered (`done`
+/// less `errored`) is one value of the response time, time to first byte and service time
+/// histograms. A report edited by hand, or mangled, would otherwise merge into figures that
+/// contradict each other.
+fn check_totals(cell: &Summary, source: &str) -> Result<()> {
+    let counters = &cell.requests.counters;
+    let Some(answered) = counters.done.checked_sub(counters.errored) else {
+        usage_bail!(
+            "'{source}': cell {}: requests.errored ({}) is more than requests.done ({})",
+            cell.cell.index,
+            counters.errored,
+            counters.done
+        );
+    };
+    let histograms = &cell.histograms;
+    for (field, histogram) in [
+        ("latency.request", Some(&histograms.request)),
+        ("latency.ttfb", Some(&histograms.ttfb)),
+        ("latency.service", histograms.service.as_ref()),
+    ] {
+        let Some(histogram) = histogram else { continue };
+        let values = hdr::checked_len(histogram)?;
+        if values != answered {
+            usage_bail!(
+                "'{source}': cell {}: {field}.hdr holds {values} values, but requests.done less requests.errored is {answered}",
+                cell.cell.index
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Adds the counts of the report `source` to the merged ones; a sum past 2^64 − 1 is a usage
+/// error naming the file and the field, never a count that wraps.
+struct Adder<'a> {
+    source: &'a str,
+}
+
+impl Adder<'_> {
+    fn add(&self, sum: &mut u64, value: u64, field: &str) -> Result<()> {
+        match sum.checked_add(value) {
+            Some(total) => *sum = total,
+            None => usage_bail!(
+                "'{}': its {field} ({value}) and the other reports' add up past 2^64 - 1",
+                self.source
+            ),
+        }
+        Ok(())
+    }
+
+    fn add_usize(&self, sum: &mut usize, value: usize, field: &str) -> Result<()> {
+        let mut wide = *sum as u64;
+        self.add(&mut wide, value as u64, field)?;
+        match usize::try_from(wide) {
+            Ok(total) => *sum = total,
+            Err(_) => usage_bail!("'{}': its {field} passes the limit", self.source),
+        }
+        Ok(())
+    }
+
+    /// Adds optional counts: present when any part has them.
+    fn add_optional(&self, sum: &mut Option<u64>, value: Option<u64>, field: &str) -> Result<()> {
+        if sum.is_some() || value.is_some() {
+            self.add(sum.get_or_insert(0), value.unwrap_or(0), field)?;
+        }
+        Ok(())
+    }
+
+    /// Adds counts by key.
+    fn add_map<K: Ord>(
+        &self,
+        sums: &mut BTreeMap<K, u64>,
+        values: BTreeMap<K, u64>,
+        field: &str,
+    ) -> Result<()> {
+        for (key, value) in values {
+            self.add(sums.entry(key).or_default(), value, field)?;
+        }
+        Ok(())
+    }
 }
 
 /// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
@@ -82,6 +166,10 @@ pub fn merge(documents: Vec<Document>) -> Result<Document> {
         usage_bail!("the reports come from different scenarios (their cells differ), so they cannot be merged");
     }
     let cell_count = first.cells.len();
+    let sources: Vec<String> = documents
+        .iter()
+        .map(|document| document.source.clone())
+        .collect();
     let mut columns: Vec<Vec<Summary>> = (0..cell_count)
         .map(|_| Vec::with_capacity(documents.len()))
         .collect();
@@ -92,22 +180,26 @@ pub fn merge(documents: Vec<Document>) -> Result<Document> {
     }
     let cells = columns
         .into_iter()
-        .map(merge_cells)
+        .map(|parts| merge_cells(parts, &sources))
         .collect::<Result<Vec<_>>>()?;
     Ok(Document::new(cells))
 }
 
 /// Adds the per-URL rows of another run of the same cell (same URLs, same order).
-fn merge_urls(mine: &mut [super::UrlRow], theirs: Vec<super::UrlRow>) -> Result<()> {
+fn merge_urls(
+    mine: &mut [super::UrlRow],
+    theirs: Vec<super::UrlRow>,
+    adder: &Adder<'_>,
+) -> Result<()> {
     if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url) {
         usage_bail!(
             "the reports come from different URL lists, so their per-URL rows cannot be merged"
         );
     }
     for (row, other) in mine.iter_mut().zip(theirs) {
-        row.requests += other.requests;
-        row.succeeded += other.succeeded;
-        row.failed += other.failed;
+        adder.add(&mut row.requests, other.requests, "urls.requests")?;
+        adder.add(&mut row.succeeded, other.succeeded, "urls.succeeded")?;
+        adder.add(&mut row.failed, other.failed, "urls.failed")?;
         row.latency = match (row.latency.take(), other.latency) {
             (Some(a), Some(b)) => {
                 let mut sum = latency_summary(&add_all(
@@ -134,14 +226,6 @@ fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
     sum
 }
 
-/// Adds optional counts: present when any part has them.
-fn add_counts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-    }
-}
-
 /// The parts' times of one optional distribution (a kind of TLS handshake, the proxy's
 /// CONNECT) added up: absent when no part has it.
 fn merge_optional_times(
@@ -161,8 +245,8 @@ fn merge_optional_times(
     Ok(Some(latency_summary(&add_all(histograms.into_iter()))))
 }
 
-/// One cell from the same cell of every run.
-fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
+/// One cell from the same cell of every run; `sources` names the runs' files.
+fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     let start_ms = parts
         .iter()
         .map(|part| part.timeline.start_unix_ms)
@@ -209,7 +293,12 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 .map(|rate| hdr::from_base64(&rate.delay_hdr))
                 .collect::<Result<Vec<_>>>()?;
             let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
-            let done = parts.iter().map(|part| part.requests.counters.done).sum();
+            let done = parts
+                .iter()
+                .try_fold(0u64, |sum, part| {
+                    sum.checked_add(part.requests.counters.done)
+                })
+                .context("the reports' requests.done add up past 2^64 - 1")?;
             // Concurrent runs: their requests in flight and their limits add up.
             let in_flight = super::InFlight {
                 mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
@@ -250,14 +339,20 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         merged.cell.clients,
         std::mem::take(&mut merged.requests_per_client_per_s),
     )];
-    for part in parts {
+    for (part, source) in parts.zip(sources.iter().skip(1)) {
+        let adder = Adder { source };
+        let add = |sum: &mut u64, value: u64, field: &str| adder.add(sum, value, field);
         // A threshold's value and a capacity search belong to one run: they do not add up.
         merged.thresholds.clear();
         merged.capacity = None;
-        merged.cell.clients += part.cell.clients;
+        adder.add_usize(&mut merged.cell.clients, part.cell.clients, "cell.clients")?;
         // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
         merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);
-        merged.settings.clients += part.settings.clients;
+        adder.add_usize(
+            &mut merged.settings.clients,
+            part.settings.clients,
+            "settings.clients",
+        )?;
         // Machines may differ in their backend: the merged cell names every one, in order.
         if !merged
             .settings
@@ -269,56 +364,139 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
         }
         merged.interrupted |= part.interrupted;
         let (mine, theirs) = (&mut merged.requests, &part.requests);
-        mine.total += theirs.total;
-        mine.never_sent += theirs.never_sent;
-        mine.in_flight_at_stop += theirs.in_flight_at_stop;
-        mine.retried += theirs.retried;
-        mine.counters += theirs.counters;
+        add(&mut mine.total, theirs.total, "requests.total")?;
+        add(
+            &mut mine.never_sent,
+            theirs.never_sent,
+            "requests.never_sent",
+        )?;
+        add(
+            &mut mine.in_flight_at_stop,
+            theirs.in_flight_at_stop,
+            "requests.in_flight_at_stop",
+        )?;
+        let (retried, other) = (&mut mine.retried, &theirs.retried);
+        add(&mut retried.goaway, other.goaway, "requests.retried.goaway")?;
+        add(
+            &mut retried.refused,
+            other.refused,
+            "requests.retried.refused",
+        )?;
+        add(&mut retried.closed, other.closed, "requests.retried.closed")?;
+        let (counters, other) = (&mut mine.counters, &theirs.counters);
+        add(&mut counters.started, other.started, "requests.started")?;
+        add(&mut counters.done, other.done, "requests.done")?;
+        add(
+            &mut counters.succeeded,
+            other.succeeded,
+            "requests.succeeded",
+        )?;
+        add(&mut counters.failed, other.failed, "requests.failed")?;
+        add(&mut counters.errored, other.errored, "requests.errored")?;
+        add(&mut counters.timeout, other.timeout, "requests.timeout")?;
         let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
-        mine.informational += theirs.informational;
-        mine.success += theirs.success;
-        mine.redirection += theirs.redirection;
-        mine.client_error += theirs.client_error;
-        mine.server_error += theirs.server_error;
-        for (mine, theirs) in [
-            (&mut merged.errors, part.errors),
-            (&mut merged.request_errors, part.request_errors),
-            (&mut merged.connection_errors, part.connection_errors),
-        ] {
-            for (kind, count) in theirs {
-                *mine.entry(kind).or_default() += count;
-            }
-        }
-        for (code, count) in part.stream_reset_codes {
-            *merged.stream_reset_codes.entry(code).or_default() += count;
-        }
+        add(
+            &mut mine.informational,
+            theirs.informational,
+            "status_codes.1xx",
+        )?;
+        add(&mut mine.success, theirs.success, "status_codes.2xx")?;
+        add(
+            &mut mine.redirection,
+            theirs.redirection,
+            "status_codes.3xx",
+        )?;
+        add(
+            &mut mine.client_error,
+            theirs.client_error,
+            "status_codes.4xx",
+        )?;
+        add(
+            &mut mine.server_error,
+            theirs.server_error,
+            "status_codes.5xx",
+        )?;
+        adder.add_map(&mut merged.errors, part.errors, "errors")?;
+        adder.add_map(
+            &mut merged.request_errors,
+            part.request_errors,
+            "request_errors",
+        )?;
+        adder.add_map(
+            &mut merged.connection_errors,
+            part.connection_errors,
+            "connection_errors",
+        )?;
+        adder.add_map(
+            &mut merged.stream_reset_codes,
+            part.stream_reset_codes,
+            "stream_reset_codes",
+        )?;
         if let Some(theirs) = part.checks {
-            merged
-                .checks
-                .get_or_insert_with(Default::default)
-                .add(theirs);
+            let mine = merged.checks.get_or_insert_with(Default::default);
+            let mut failed = mine.failed;
+            add(&mut failed, theirs.failed, "checks.failed")?;
+            mine.add(theirs);
         }
         let (mine, theirs) = (&mut merged.traffic, &part.traffic);
-        mine.total_bytes += theirs.total_bytes;
-        mine.header_bytes += theirs.header_bytes;
-        mine.header_bytes_uncompressed += theirs.header_bytes_uncompressed;
-        mine.data_bytes += theirs.data_bytes;
-        merged.connections.opened += part.connections.opened;
-        merged.connections.failed += part.connections.failed;
-        merged.connections.closed_by_client += part.connections.closed_by_client;
+        add(
+            &mut mine.total_bytes,
+            theirs.total_bytes,
+            "traffic.total_bytes",
+        )?;
+        add(
+            &mut mine.header_bytes,
+            theirs.header_bytes,
+            "traffic.header_bytes",
+        )?;
+        add(
+            &mut mine.header_bytes_uncompressed,
+            theirs.header_bytes_uncompressed,
+            "traffic.header_bytes_uncompressed",
+        )?;
+        add(
+            &mut mine.data_bytes,
+            theirs.data_bytes,
+            "traffic.data_bytes",
+        )?;
         let (mine, theirs) = (&mut merged.connections, &part.connections);
-        mine.measured += theirs.measured;
-        for (mine, theirs) in [
-            (&mut mine.resumed_handshakes, theirs.resumed_handshakes),
-            (&mut mine.full_handshakes, theirs.full_handshakes),
-            (&mut mine.early_data_accepted, theirs.early_data_accepted),
-            (&mut mine.early_data_rejected, theirs.early_data_rejected),
+        add(&mut mine.opened, theirs.opened, "connections.opened")?;
+        add(&mut mine.failed, theirs.failed, "connections.failed")?;
+        add(
+            &mut mine.closed_by_client,
+            theirs.closed_by_client,
+            "connections.closed_by_client",
+        )?;
+        add(&mut mine.measured, theirs.measured, "connections.measured")?;
+        for (mine, theirs, field) in [
+            (
+                &mut mine.resumed_handshakes,
+                theirs.resumed_handshakes,
+                "connections.resumed_handshakes",
+            ),
+            (
+                &mut mine.full_handshakes,
+                theirs.full_handshakes,
+                "connections.full_handshakes",
+            ),
+            (
+                &mut mine.early_data_accepted,
+                theirs.early_data_accepted,
+                "connections.early_data_accepted",
+            ),
+            (
+                &mut mine.early_data_rejected,
+                theirs.early_data_rejected,
+                "connections.early_data_rejected",
+            ),
         ] {
-            *mine = add_counts(*mine, theirs);
+            adder.add_optional(mine, theirs, field)?;
         }
-        for (protocol, count) in part.protocol.connections {
-            *merged.protocol.connections.entry(protocol).or_default() += count;
-        }
+        adder.add_map(
+            &mut merged.protocol.connections,
+            part.protocol.connections,
+            "protocol.connections",
+        )?;
         merged.protocol.max_concurrent_streams_effective = merged
             .protocol
             .max_concurrent_streams_effective
@@ -331,7 +509,7 @@ fn merge_cells(parts: Vec<Summary>) -> Result<Summary> {
                 merged.warnings.push(warning);
             }
         }
-        merge_urls(&mut merged.urls, part.urls)?;
+        merge_urls(&mut merged.urls, part.urls, &adder)?;
         merged.generator_cpu_percent += part.generator_cpu_percent;
         merged.watched.extend(part.watched);
         spreads.push((part.cell.clients, part.requests_per_client_per_s));

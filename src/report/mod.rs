@@ -40,6 +40,9 @@ pub struct Document {
     pub cells: Vec<Summary>,
     /// One row per cell, with per-level ratios.
     pub comparison: Vec<comparison::Row>,
+    /// The file it was read from (`merge`, `diff`), for errors; not written.
+    #[serde(skip)]
+    pub source: String,
 }
 
 impl Document {
@@ -54,6 +57,7 @@ impl Document {
             },
             cells,
             comparison,
+            source: String::new(),
         }
     }
 

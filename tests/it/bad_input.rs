@@ -413,3 +413,98 @@ fn usage_errors_are_found_before_anything_is_sent() {
         "a connection was made"
     );
 }
+
+#[test]
+fn usage_errors_quote_little_of_a_long_input() {
+    let good = url("/ping");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let megabyte = "x".repeat(1 << 20);
+    // A bad line of a MB in each file that is read line by line, and in flags as long as Linux
+    // lets one argument be (128 KiB).
+    let urls = write("urls.txt", format!("/ok\n/{megabyte} y\n"));
+    let scheme = write("scheme.txt", format!("ftp://{megabyte}\n"));
+    let scenario = write(
+        "scenario.toml",
+        format!("urls = [\"http://{megabyte} \"]\nrequests = 1\n"),
+    );
+    let scenario_flag = write(
+        "flag.toml",
+        format!("urls = [\"{good}\"]\nrate = \"{megabyte}\"\n"),
+    );
+    let long_flag = "y".repeat(100_000);
+    let header = format!("x-a: {long_flag}\x01 z");
+    let name = format!("{long_flag} y: 1");
+    let url_flag = format!("http://127.0.0.1:1/{long_flag} ");
+    let rate = format!("1{long_flag}");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-n", "1", "-i", &urls],
+        vec!["-n", "1", "-i", &scheme],
+        vec!["run", &scenario],
+        vec!["run", &scenario_flag],
+        vec!["-n", "1", "-H", &header, &good],
+        vec!["-n", "1", "-H", &name, &good],
+        vec!["-n", "1", &url_flag],
+        vec!["-n", "1", "--method", &header, &good],
+        vec!["-n", "1", "--connect-to", &long_flag, &good],
+        vec!["-n", "1", "--rate", &rate, &good],
+    ];
+    for args in &cases {
+        let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|arg| arg.chars().take(40).collect())
+            .collect();
+        assert_eq!(
+            output.code,
+            2,
+            "{shown:?}: {}",
+            &output.stderr[..output.stderr.len().min(300)]
+        );
+        assert_eq!(output.stderr.lines().count(), 1, "{shown:?}");
+        assert!(
+            output.stderr.len() < 1024,
+            "{shown:?}: {} bytes of stderr: {}…",
+            output.stderr.len(),
+            &output.stderr[..300]
+        );
+    }
+}
+
+#[test]
+fn a_url_file_of_many_short_lines_is_refused_before_it_fills_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("urls.txt");
+    // Just under the 64 MiB cap: 33.5 million one-character URLs, about 5 GB as a plan.
+    std::fs::write(&path, "/\n".repeat(((64 << 20) - 2) / 2)).unwrap();
+    let path = path.to_str().unwrap();
+    let good = url("/ping");
+    // Under a 2 GB address-space limit: an allocation failure would abort (status 134).
+    let output = run_command(
+        "sh",
+        &[
+            "-c",
+            "ulimit -v 2000000; exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_h2load-rs"),
+            "-n",
+            "1",
+            &good,
+            "-i",
+            path,
+        ],
+    );
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert_eq!(output.stderr.lines().count(), 1, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("holds 33554431 URLs, which would take about")
+            && output.stderr.contains("more than the limit of 1.00GB"),
+        "{}",
+        output.stderr
+    );
+}

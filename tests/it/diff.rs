@@ -381,3 +381,147 @@ fn bad_input_is_one_line_and_status_2() {
         assert!(output.stdout.is_empty(), "{args:?}: {}", output.stdout);
     }
 }
+
+/// `short("1ms")`'s report with `edit` applied, written to `dir/name`.
+fn edited(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut document = json(&short("1ms"));
+    edit(&mut document["cells"][0]);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A histogram of `digits` significant digits holding `values`, as reports carry them.
+fn encoded(digits: u8, high: u64, values: &[(u64, u64)]) -> String {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut histogram = hdrhistogram::Histogram::<u64>::new_with_bounds(1, high, digits).unwrap();
+    for &(value, count) in values {
+        histogram.record_n(value, count).unwrap();
+    }
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(&histogram, &mut bytes)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let good = short("1ms");
+    let good = good.to_str().unwrap();
+    let done = json(&short("1ms"))["cells"][0]["requests"]["done"]
+        .as_u64()
+        .unwrap();
+    let at_max = |field: &'static str, key: &'static str| {
+        move |cell: &mut serde_json::Value| cell[field][key] = u64::MAX.into()
+    };
+    let started = edited(dir, "started.json", at_max("requests", "started"));
+    let success = edited(dir, "success.json", at_max("status_codes", "2xx"));
+    let bytes = edited(dir, "bytes.json", at_max("traffic", "total_bytes"));
+    let one_more = edited(dir, "one_more.json", |cell| {
+        cell["requests"]["done"] = (done + 1).into();
+    });
+    let ttfb = edited(dir, "ttfb.json", |cell| {
+        cell["latency"]["ttfb"]["hdr"] = encoded(3, 3_600_000_000, &[(100, done - 1)]).into();
+    });
+    let wide = edited(dir, "wide.json", |cell| {
+        cell["latency"]["request"]["hdr"] = encoded(5, u64::MAX / 2, &[(100, done)]).into();
+    });
+    // Counts that pass 2^64 together (each is at most 2^63 - 1 in the encoding).
+    let most = i64::MAX as u64;
+    let past = edited(dir, "past.json", |cell| {
+        cell["requests"]["done"] = u64::MAX.into();
+        cell["latency"]["request"]["hdr"] =
+            encoded(3, 3_600_000_000, &[(100, most), (200, most), (300, 2)]).into();
+    });
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["merge", &started, good],
+            format!("'{good}': its requests.started ({done}) and the other reports' add up past 2^64 - 1"),
+        ),
+        (
+            vec!["merge", good, &success],
+            format!("'{success}': its status_codes.2xx (18446744073709551615) and the other reports' add up past 2^64 - 1"),
+        ),
+        (
+            vec!["merge", &bytes, good],
+            "its traffic.total_bytes".to_owned(),
+        ),
+        (
+            vec!["merge", good, &one_more],
+            format!("'{one_more}': cell 1: latency.request.hdr holds {done} values, but requests.done less requests.errored is {}", done + 1),
+        ),
+        (
+            vec!["diff", good, &one_more],
+            "latency.request.hdr holds".to_owned(),
+        ),
+        (
+            vec!["merge", good, &ttfb],
+            format!("'{ttfb}': cell 1: latency.ttfb.hdr holds {} values", done - 1),
+        ),
+        (
+            vec!["merge", good, &wide],
+            format!("'{wide}' is not an h2load-rs JSON report: cell 1 has a broken histogram (a histogram has 5 significant digits, more than 3)"),
+        ),
+        (
+            vec!["diff", &wide, good],
+            "5 significant digits, more than 3".to_owned(),
+        ),
+        (
+            vec!["merge", &past, good],
+            "a histogram holds more than 2^64 values".to_owned(),
+        ),
+    ];
+    for (args, message) in cases {
+        let output = assert_usage_error(&args, &message);
+        assert!(output.stdout.is_empty(), "{args:?}: {}", output.stdout);
+    }
+    // The untouched report still merges with itself.
+    let merged = run_command(BIN, &["merge", good, good]);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
+}
+
+#[test]
+fn a_long_timeline_is_compared_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500 intervals (1.2 MB of JSON per 3000): their histograms decoded and kept would take 180 KB
+    // each, 540 MB for both sides; their shares take a few numbers each.
+    let long = edited(dir.path(), "long.json", |cell| {
+        let timeline = &mut cell["timeline"];
+        let first = timeline["intervals"][0].clone();
+        let intervals: Vec<serde_json::Value> = (0..1500u64)
+            .map(|index| {
+                let mut interval = first.clone();
+                interval["index"] = index.into();
+                interval
+            })
+            .collect();
+        timeline["end_s"] = (1500.0 * timeline["interval_s"].as_f64().unwrap()).into();
+        timeline["intervals"] = intervals.into();
+    });
+    let size = std::fs::metadata(&long).unwrap().len();
+    assert!(size < 1 << 20, "{size}");
+    // An address space of 400 MB: the binary and its threads take part of it.
+    let output = run_command(
+        "sh",
+        &[
+            "-c",
+            "ulimit -v 400000; exec \"$0\" \"$@\"",
+            BIN,
+            "diff",
+            &long,
+            &long,
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output
+            .stdout
+            .contains("1500 intervals in base, 1500 in new"),
+        "{}",
+        output.stdout
+    );
+}

@@ -341,7 +341,9 @@ fn path_templates_render_every_placeholder() {
     let (mut seqs, mut conns, mut uuids) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for target in &targets {
         let (path, query) = target.split_once('?').unwrap();
-        assert_eq!(query, "x={y}", "{target}");
+        // `{{` and `}}` are literal braces, which a request target carries percent-encoded
+        // (RFC 3986 §2.1): a raw brace is not valid in a URI.
+        assert_eq!(query, "x=%7By%7D", "{target}");
         let parts: Vec<&str> = path.split('/').collect();
         assert_eq!(parts[..2], ["", "k"], "{target}");
         seqs.insert(parts[2].parse::<u64>().unwrap());
@@ -674,4 +676,54 @@ fn per_url_extremes_agree_with_the_run() {
     let merged: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
     check(&merged["cells"][0], "merged");
+}
+
+#[test]
+fn framing_and_connection_headers_never_reach_the_wire_beside_the_computed_ones() {
+    let (base, heads) = recording_server();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, "hello").unwrap();
+    let body = body.to_str().unwrap();
+    let target = format!("{base}/post");
+    for header in [
+        "content-length: 3",
+        "Content-Length: 5",
+        "transfer-encoding: chunked",
+        "connection: close",
+        "keep-alive: timeout=5",
+        "proxy-connection: keep-alive",
+        "upgrade: websocket",
+        "http2-settings: AAMAAABkAAQAoAAAAAIAAAAA",
+        "te: gzip",
+    ] {
+        for proto in ["h1", "h2c"] {
+            let output = assert_usage_error(
+                &[
+                    "--proto", proto, "-n", "2", "-d", body, "-H", header, &target,
+                ],
+                "is the run's to set",
+            );
+            assert!(output.stdout.is_empty(), "{header} {proto}");
+        }
+    }
+    assert_eq!(heads.lock().unwrap().len(), 0, "nothing was sent");
+    // `te: trailers` is allowed (on HTTP/2 too), and the body's length is sent once.
+    let run = h2load_rs(&["--h1", "-n", "2", "-d", body, "-H", "te: trailers", &target]);
+    assert_clean(&run, "te: trailers", 2);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2);
+    for head in &heads {
+        let fields: Vec<&str> = head.split("\r\n").skip(1).collect();
+        let count = |name: &str| {
+            fields
+                .iter()
+                .filter(|field| field.to_ascii_lowercase().starts_with(name))
+                .count()
+        };
+        assert_eq!(count("content-length: 5"), 1, "{head:?}");
+        assert_eq!(count("content-length"), 1, "{head:?}");
+        assert_eq!(count("transfer-encoding"), 0, "{head:?}");
+        assert_eq!(count("te: trailers"), 1, "{head:?}");
+    }
 }

@@ -277,47 +277,73 @@ fn listed(labels: &[String]) -> String {
     }
 }
 
-/// One cell's samples: per-interval throughput and per-interval latency histograms.
+/// One cell's samples: per-interval throughput, and per interval the share of responses past
+/// each latency line the comparison tests. The shares are taken as each interval's histogram is
+/// decoded, which is then dropped: a long timeline costs a few numbers an interval, not a
+/// histogram's counts array (180 KB) each.
 struct Samples {
     rates: Vec<f64>,
-    latencies: Vec<Histogram<u64>>,
+    /// Intervals with at least one response.
+    intervals: usize,
+    /// For each line (µs), every such interval's share of responses slower than it.
+    shares: Vec<(u64, Vec<f64>)>,
 }
 
 impl Samples {
-    /// The samples of `cell`, a cell of the `side` report (`base` or `new`).
-    fn of(cell: &Summary, side: &str) -> Result<Samples> {
-        let latencies = cell
+    /// The samples of `cell`, a cell of the `side` report (`base` or `new`), at `lines` (µs).
+    fn of(cell: &Summary, side: &str, lines: &[u64]) -> Result<Samples> {
+        let histograms = cell
             .timeline
             .intervals
             .iter()
-            .map(|interval| hdr::from_base64(&interval.hdr))
-            .collect::<Result<Vec<_>>>();
-        let Ok(mut latencies) = latencies else {
-            usage_bail!(
-                "the {side} report's cell {} ({}) has a broken timeline histogram",
+            .map(|interval| hdr::from_base64(&interval.hdr));
+        match Samples::from_histograms(interval_rates(&cell.timeline), histograms, lines) {
+            Ok(samples) => Ok(samples),
+            Err(error) => usage_bail!(
+                "the {side} report's cell {} ({}) has a broken timeline histogram ({error:#})",
                 cell.cell.index,
                 cell.cell.label
-            );
-        };
-        // Intervals with only failures have no latency to compare.
-        latencies.retain(|histogram| !histogram.is_empty());
-        Ok(Samples {
-            rates: interval_rates(&cell.timeline),
-            latencies,
-        })
+            ),
+        }
     }
 
-    /// Every interval's share of responses slower than `line` µs.
-    fn shares_above(&self, line: u64) -> Vec<f64> {
-        self.latencies
+    /// The samples of `histograms`, one an interval, at `lines`.
+    fn from_histograms(
+        rates: Vec<f64>,
+        histograms: impl Iterator<Item = Result<Histogram<u64>>>,
+        lines: &[u64],
+    ) -> Result<Samples> {
+        let mut samples = Samples {
+            rates,
+            intervals: 0,
+            shares: lines.iter().map(|&line| (line, Vec::new())).collect(),
+        };
+        for histogram in histograms {
+            let histogram = histogram?;
+            // Intervals with only failures have no latency to compare.
+            if histogram.is_empty() {
+                continue;
+            }
+            samples.intervals += 1;
+            for (line, shares) in &mut samples.shares {
+                shares.push(
+                    histogram
+                        .len()
+                        .saturating_sub(histogram.count_between(0, *line))
+                        as f64
+                        / histogram.len() as f64,
+                );
+            }
+        }
+        Ok(samples)
+    }
+
+    /// Every interval's share of responses slower than `line` µs, one of the lines it was made at.
+    fn shares_above(&self, line: u64) -> &[f64] {
+        self.shares
             .iter()
-            .map(|histogram| {
-                histogram
-                    .len()
-                    .saturating_sub(histogram.count_between(0, line)) as f64
-                    / histogram.len() as f64
-            })
-            .collect()
+            .find(|(at, _)| *at == line)
+            .map_or(&[], |(_, shares)| shares)
     }
 }
 
@@ -370,8 +396,8 @@ fn percentile_tested(
     base_line: u64,
     new_line: u64,
 ) -> Option<Shift> {
-    enough(base.latencies.len(), new.latencies.len()).then(|| {
-        let test = |line| mann_whitney(&base.shares_above(line), &new.shares_above(line));
+    enough(base.intervals, new.intervals).then(|| {
+        let test = |line| mann_whitney(base.shares_above(line), new.shares_above(line));
         let (at_base, at_new) = (test(base_line), test(new_line));
         let stronger = if at_base.p <= at_new.p {
             at_base
@@ -387,7 +413,23 @@ fn percentile_tested(
 }
 
 fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
-    let (base_samples, new_samples) = (Samples::of(base, "base")?, Samples::of(new, "new")?);
+    let (base_latency, new_latency) = (&base.histograms.request, &new.histograms.request);
+    // Each percentile is tested at both runs' values of it.
+    let mut lines: Vec<u64> = PERCENTILES
+        .iter()
+        .flat_map(|&(_, quantile)| {
+            [
+                base_latency.value_at_quantile(quantile),
+                new_latency.value_at_quantile(quantile),
+            ]
+        })
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    let (base_samples, new_samples) = (
+        Samples::of(base, "base", &lines)?,
+        Samples::of(new, "new", &lines)?,
+    );
     let mut figures = vec![Figure {
         name: "req/s",
         kind: Kind::Throughput,
@@ -395,7 +437,6 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
         new: new.requests_per_s,
         test: tested(&base_samples.rates, &new_samples.rates),
     }];
-    let (base_latency, new_latency) = (&base.histograms.request, &new.histograms.request);
     figures.extend(PERCENTILES.iter().map(|&(name, quantile)| {
         let (base_line, new_line) = (
             base_latency.value_at_quantile(quantile),
@@ -411,8 +452,8 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
     }));
     Ok(CellDiff {
         label: base.cell.label.clone(),
-        base_intervals: base_samples.latencies.len(),
-        new_intervals: new_samples.latencies.len(),
+        base_intervals: base_samples.intervals,
+        new_intervals: new_samples.intervals,
         ks_distance: ks_distance(base_latency, new_latency),
         figures,
     })
@@ -495,16 +536,19 @@ mod tests {
         assert!(!at("p50", Kind::Latency, 2000.0, Some(0.001)));
     }
 
-    /// Ten intervals, each of `values` (µs, count).
-    fn samples(values: &[(u64, u64)]) -> Samples {
+    /// `intervals` intervals, each of `values` (µs, count), at the lines 1 and 5 ms.
+    fn samples_of(values: &[(u64, u64)], intervals: usize) -> Samples {
         let mut histogram = hdr::new_histogram();
         for &(value, count) in values {
             histogram.record_n(value, count).unwrap();
         }
-        Samples {
-            rates: vec![],
-            latencies: vec![histogram; 10],
-        }
+        let histograms = std::iter::repeat_n(histogram, intervals).map(Ok);
+        Samples::from_histograms(vec![], histograms, &[1000, 5000]).unwrap()
+    }
+
+    /// Ten intervals, each of `values` (µs, count).
+    fn samples(values: &[(u64, u64)]) -> Samples {
+        samples_of(values, 10)
     }
 
     #[test]
@@ -512,8 +556,8 @@ mod tests {
         // Base: 1% of responses at 2 ms, the rest at 1 ms; new: every response at 5 ms.
         let base = samples(&[(1000, 99), (2000, 1)]);
         let new = samples(&[(5000, 100)]);
-        assert_eq!(base.shares_above(1000), vec![0.01; 10]);
-        assert_eq!(new.shares_above(1000), vec![1.0; 10]);
+        assert_eq!(base.shares_above(1000), [0.01; 10]);
+        assert_eq!(new.shares_above(1000), [1.0; 10]);
         // Past the base's p99 (1 ms): 0.01 against 1.0 in every interval, scipy's
         // mannwhitneyu([0.01] * 10, [0.5] * 10) p = 1.5937911688066244e-05; past the new p99
         // (5 ms) both shares are 0, p = 1. The smaller, doubled:
@@ -528,10 +572,7 @@ mod tests {
         assert_eq!((reverse.p, reverse.new_larger), (test.p, false));
         assert_eq!(percentile_tested(&base, &base, 1000, 1000).unwrap().p, 1.0);
         // Four intervals are too few.
-        let short = Samples {
-            rates: vec![],
-            latencies: base.latencies[..4].to_vec(),
-        };
+        let short = samples_of(&[(1000, 99), (2000, 1)], 4);
         assert_eq!(percentile_tested(&short, &new, 1000, 5000), None);
     }
 
