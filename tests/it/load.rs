@@ -76,10 +76,11 @@ fn delayed_responses_show_their_delay() {
     let p50 = |run: &Run| run.int("latency/request/percentiles/p50");
     let h1 = h2load_rs(&["--h1", "-c", "40", "-n", "400", &url("/delay/50")]);
     assert_clean(&h1, "h1", 400);
-    // 50 ms and at most 10 more, plus the timer noise up to 20 ms (a delay applied twice is
-    // 100 ms).
+    // 50 ms and at most 25 more, plus the timer noise up to 20 ms: under the 100 ms of a delay
+    // applied twice. (10 more was too little with the whole suite beside it on 2 cores: an h2c
+    // p50 of 63.7 ms with 0.86 ms of measured timer noise.)
     let widening = noise.widening(Duration::from_millis(20));
-    let highest = 60_000 + widening.as_micros() as u64;
+    let highest = 75_000 + widening.as_micros() as u64;
     assert!(
         (50_000..=highest).contains(&p50(&h1)),
         "h1 p50 {}us, at most {highest} (widened by {widening:?}; {noise})",
