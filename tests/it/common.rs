@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use h2load_rs::server::{spawn_background, ServeOptions};
 
 /// Longest any single command in a test may run before it is killed and the test fails.
-const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(60);
 
 /// The address of the test binary's built-in target (started once, shared by every module's tests).
 pub fn target() -> SocketAddr {
@@ -279,21 +279,33 @@ pub fn assert_schedule_kept(run: &Run, name: &str, scheduled: u64) {
     }
 }
 
-/// How late this machine wakes a sleeping thread at the moment, measured at the start of a
-/// timing test: on a busy machine (other builds and tests on the same cores) every wake-up of
-/// the client, the target and the test itself can be that late, so a timing tolerance may widen
-/// by it, never by more than the cap that keeps the test failing on the value it was written
-/// to catch. Failure messages show it (`{noise}`).
+/// How busy this machine is at the moment, measured at the start of a timing test: how late it
+/// wakes a sleeping thread, and what share of a core a thread that wants one gets. On a busy
+/// machine (other builds and tests on the same cores) every wake-up of the client, the target and
+/// the test itself can be that late, and a CPU-bound client or target gets only that share of the
+/// CPU time it needs: with two busy loops beside the test on 2 cores, 1 ms sleeps still wake within
+/// 0.6 ms while each thread gets half a core, so rates and command lengths follow the share, not
+/// the lateness. A tolerance may widen by either, never by more than the cap that keeps the test
+/// failing on the value it was written to catch. Failure messages show both (`{noise}`).
 #[derive(Debug, Clone)]
 pub struct Noise {
     /// How late each of [`NOISE_SAMPLES`] sleeps of 1 ms woke, sorted.
     late: Vec<Duration>,
+    /// The CPU time each of [`SPINNERS`] threads spinning for [`SPIN`] got, over [`SPIN`]: 1.0 on
+    /// an idle machine.
+    cpu_share: f64,
 }
 
 /// Sleeps measured by [`timer_noise`].
 const NOISE_SAMPLES: usize = 200;
+/// Threads that spin at once to measure the CPU share: one for the client and one for the target,
+/// as in most timing tests (the share two threads get is what each of them can count on).
+const SPINNERS: usize = 2;
+/// How long each spinner spins: many scheduler time slices, so the share is an average.
+const SPIN: Duration = Duration::from_millis(200);
 
-/// Measures the machine's timer noise now ([`Noise`]): how late 200 sleeps of 1 ms wake.
+/// Measures the machine's noise now ([`Noise`]): how late 200 sleeps of 1 ms wake, then the CPU
+/// share of [`SPINNERS`] threads spinning for [`SPIN`].
 pub fn timer_noise() -> Noise {
     const SLEEP: Duration = Duration::from_millis(1);
     let mut late: Vec<Duration> = (0..NOISE_SAMPLES)
@@ -304,7 +316,36 @@ pub fn timer_noise() -> Noise {
         })
         .collect();
     late.sort_unstable();
-    Noise { late }
+    let spinners: Vec<_> = (0..SPINNERS).map(|_| std::thread::spawn(spin)).collect();
+    let shares: Vec<f64> = spinners
+        .into_iter()
+        .map(|spinner| spinner.join().expect("a spinner does not panic"))
+        .collect();
+    let cpu_share = shares.iter().sum::<f64>() / shares.len() as f64;
+    Noise { late, cpu_share }
+}
+
+/// Spins for [`SPIN`] of wall time and returns the share of it this thread was on a CPU.
+fn spin() -> f64 {
+    let started = Instant::now();
+    let before = thread_cpu_time();
+    while started.elapsed() < SPIN {
+        std::hint::spin_loop();
+    }
+    let wall = started.elapsed();
+    (thread_cpu_time() - before).as_secs_f64() / wall.as_secs_f64()
+}
+
+/// The CPU time this thread has had: the first field of Linux's `/proc/thread-self/schedstat`.
+fn thread_cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .expect("/proc/thread-self/schedstat is readable (Linux)");
+    let nanos = stat
+        .split_whitespace()
+        .next()
+        .and_then(|field| field.parse().ok())
+        .unwrap_or_else(|| panic!("schedstat starts with the CPU time in ns: {stat:?}"));
+    Duration::from_nanos(nanos)
 }
 
 impl Noise {
@@ -317,6 +358,17 @@ impl Noise {
     pub fn widening(&self, cap: Duration) -> Duration {
         self.p99().min(cap)
     }
+
+    /// How much slower than on an idle machine CPU-bound work runs now: one over the CPU share,
+    /// at least 1 and at most `cap`. A rate floor divides by it, a time limit multiplies by it.
+    pub fn slowdown(&self, cap: f64) -> f64 {
+        (1.0 / self.cpu_share.max(f64::MIN_POSITIVE)).clamp(1.0, cap)
+    }
+
+    /// `limit` stretched by [`Noise::slowdown`] (at most `cap` times): a command's time limit.
+    pub fn stretch(&self, limit: Duration, cap: f64) -> Duration {
+        limit.mul_f64(self.slowdown(cap))
+    }
 }
 
 impl std::fmt::Display for Noise {
@@ -324,10 +376,12 @@ impl std::fmt::Display for Noise {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "timer noise: 1 ms sleeps woke p50 {:?} / p99 {:?} / max {:?} late",
+            "timer noise: 1 ms sleeps woke p50 {:?} / p99 {:?} / max {:?} late; CPU share {:.2} \
+             of a core for each of {SPINNERS} spinning threads",
             self.late[NOISE_SAMPLES / 2],
             self.p99(),
             self.late[NOISE_SAMPLES - 1],
+            self.cpu_share,
         )
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use h2load_rs::server::{spawn_background, AppliedDelays, Behaviour, ServeOptions};
 
 use crate::common::{h2load_rs, target, timer_noise, url, Run};
-use crate::exclusive;
+use crate::{exclusive, starved};
 
 /// What the client adds at p50 (µs, debug builds): to the target's answer before it has read the
 /// response (one wake-up and a parse), and, with loopback and the target's HTTP stack, to a
@@ -230,21 +230,36 @@ fn under_rate_response_minus_service_time_is_the_pacing_error() {
     let service = latency(&run, "service", "percentiles/p50");
     let pacing = run.num("rate/delay_p50_us");
     // Percentiles of a sum are not sums of percentiles; with a steady 1 ms handler they agree
-    // within tens of µs.
+    // within tens of µs. A starved run ([`starved`]) has no steady handler: the sum's p50
+    // then lies within the service time's spread (max − min) of the parts' sum, which is the
+    // tolerance, capped at half the pacing error so that a response time that leaves the pacing
+    // error out (the defect: response = service) still fails.
+    let starved = starved(&noise, &run);
+    let spread = match starved {
+        true => {
+            (latency(&run, "service", "max") - latency(&run, "service", "min")).min(pacing / 2.0)
+        }
+        false => 0.0,
+    };
     assert!(
-        (response - service - pacing).abs() <= 50.0,
-        "response p50 {response} − service p50 {service} vs pacing error p50 {pacing} (µs)"
+        (response - service - pacing).abs() <= 50.0 + spread,
+        "response p50 {response} − service p50 {service} vs pacing error p50 {pacing} (µs), \
+         widened by {spread} µs ({noise})"
     );
-    // Widened by the noise up to 300 µs (a millisecond timer, the defect, is ~500 µs late).
+    // Widened by the noise up to 300 µs (a millisecond timer, the defect, is ~500 µs late); not
+    // bounded when the run fell behind on a starved machine: its sends are late by the backlog.
     let widening = noise
         .widening(std::time::Duration::from_micros(300))
         .as_micros() as f64;
     assert!(
-        pacing <= 100.0 + widening,
+        starved || pacing <= 100.0 + widening,
         "pacing error p50 {pacing} µs (widened by {widening} µs; {noise})"
     );
+    // The client's overhead stretches by the measured slowdown, at most twice (2 ms over: a
+    // service time that holds the pacing error, milliseconds to seconds when starved, fails).
+    let overhead = OVERHEAD_US * noise.slowdown(2.0);
     assert!(
-        (1000.0..=1000.0 + OVERHEAD_US).contains(&service),
-        "service p50 {service} µs ({noise})"
+        (1000.0..=1000.0 + overhead).contains(&service),
+        "service p50 {service} µs, at most {overhead} µs over ({noise})"
     );
 }

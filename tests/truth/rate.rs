@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::common::{h2load_rs, timer_noise, url, Noise, Run};
-use crate::exclusive;
+use crate::common::{assert_schedule_kept, h2load_rs, timer_noise, url, Noise, Run};
+use crate::{exclusive, shortfall, starved};
 
 /// Runs `--rate rate -c clients` on one thread for `seconds` against `/ping`.
 fn paced(rate: &str, clients: &str, seconds: &str) -> Run {
@@ -27,22 +27,35 @@ fn paced(rate: &str, clients: &str, seconds: &str) -> Run {
 /// Checks the achieved rate is within `share` (0.005: 0.5 %) of the requested one over
 /// `seconds`, plus what the end of the run may lose to the timer noise (the last sends and
 /// responses late by it, a widening of at most 10 ms: 0.25 % over 4 s, so a pacer 1 % slow
-/// still fails).
+/// still fails). A client with less than a core may fall short of the schedule only if the run
+/// says so: it counted the send times it missed, every one of the schedule's is started or missed,
+/// and the shortfall is at most [`shortfall`].
 fn assert_rate_kept(run: &Run, requested: f64, share: f64, seconds: f64, noise: &Noise) {
     let achieved = run.num("rate/achieved_per_s");
     let widening = noise.widening(Duration::from_millis(10));
     let tolerance = share + widening.as_secs_f64() / seconds;
+    assert_schedule_kept(run, "--rate", (requested * seconds) as u64);
+    let slowdown = shortfall(noise, run);
+    let floor = requested * (1.0 - tolerance) / slowdown;
     assert!(
-        (achieved / requested - 1.0).abs() <= tolerance,
-        "achieved {achieved} req/s for {requested}, {:.2}% allowed (widened by {widening:?}; {noise})",
-        tolerance * 100.0
+        achieved <= requested * (1.0 + tolerance) && achieved >= floor,
+        "achieved {achieved} req/s for {requested}, {:.2}% allowed (widened by {widening:?}), \
+         floor {floor:.0} (slowdown {slowdown:.2}; {} of {} send times missed; {noise})",
+        tolerance * 100.0,
+        run.int("rate/missed"),
+        run.int("rate/scheduled"),
     );
 }
 
 /// The pacing error's p50 bound (µs): 100, plus the timer noise up to 300 µs (a millisecond
-/// timer, the defect, gives ~500 µs).
+/// timer, the defect, gives ~500 µs); none for a run that fell behind on a starved machine
+/// ([`starved`]), whose sends are late by the backlog it reports.
 fn assert_p50_on_time(run: &Run, noise: &Noise) -> f64 {
     let p50 = run.num("rate/delay_p50_us");
+    if starved(noise, run) {
+        eprintln!("pacing error p50 {p50} µs not bounded: the run missed send times ({noise})");
+        return p50;
+    }
     let widening = noise.widening(Duration::from_micros(300));
     assert!(
         p50 <= 100.0 + widening.as_micros() as f64,
@@ -60,12 +73,13 @@ fn one_thousand_per_second_start_on_time() {
     // The benchmark's idle-machine goals are p50 ≤ 50 µs and p99 ≤ 200 µs. CI machines are shared:
     // p50 gets 2x (a millisecond timer gives ~500 µs, so this still tells them apart); p99 (one
     // request in a hundred meeting another process for a time slice) only catches stalls, and
-    // widens by the noise up to 5 ms more.
+    // widens by the noise up to 5 ms more; neither is bounded for a run that fell behind on a
+    // starved machine ([`starved`]).
     let p50 = assert_p50_on_time(&run, &noise);
     let p99 = run.num("rate/delay_p99_us");
     let widening = noise.widening(Duration::from_millis(5));
     assert!(
-        p99 <= 5000.0 + widening.as_micros() as f64,
+        starved(&noise, &run) || p99 <= 5000.0 + widening.as_micros() as f64,
         "pacing error p99 {p99} µs (widened by {widening:?}; {noise})"
     );
     // The text says the same, beside the CPU that precision costs.
@@ -126,13 +140,16 @@ fn the_rate_is_kept_and_spread_evenly() {
         .collect();
     assert_eq!(full_seconds.len(), 5);
     // ±5%, plus the requests a response late by the noise moves across a second's edge (5000
-    // a second: 5 a millisecond, at most 25 ms, so a second 10% off still fails).
+    // a second: 5 a millisecond, at most 25 ms, so a second 10% off still fails). A run that
+    // counted send times it missed may fall short by [`shortfall`], as its rate may.
     let widening = noise.widening(Duration::from_millis(25));
-    let allowed = 250 + (5000.0 * widening.as_secs_f64()).ceil() as u64;
+    let allowed = 250.0 + (5000.0 * widening.as_secs_f64()).ceil();
+    let lowest = (5000.0 - allowed) / shortfall(&noise, &run);
     for (second, count) in full_seconds.iter().enumerate() {
         assert!(
-            count.abs_diff(5000) <= allowed,
-            "second {second}: {count} requests, 5000 ± {allowed} (widened by {widening:?}; {noise})"
+            (lowest..=5000.0 + allowed).contains(&(*count as f64)),
+            "second {second}: {count} requests, not {lowest:.0}..{} (widened by {widening:?}; {noise})",
+            5000.0 + allowed
         );
     }
     let csv = std::fs::read_to_string(&timeline_csv).unwrap();

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::{h2load_rs, timer_noise};
-use crate::exclusive;
+use crate::{exclusive, shortfall};
 
 /// Checks one run of `-D 2500ms --rate 1000` with `interval_args`: every interval's req/s (the
 /// first excepted: connections open in it) is 1000 within 3%, the last one ends at the measured
@@ -56,18 +56,25 @@ fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
         .collect();
     assert_eq!(rows.len(), intervals.len(), "{csv}");
     // ±3%, plus the completions a response late by the noise moves across an interval's edge
-    // (1000 a second; a widening of at most 3 ms: +15 req/s at 200 ms intervals, below a
-    // timeline that misplaces whole intervals).
+    // (1000 a second; a widening of at most 3 ms: +15 req/s at 200 ms intervals), all stretched
+    // by the measured CPU slowdown up to 1.5 times (a starved client reads responses late by
+    // time slices the timer noise does not see): at most ±67 req/s, below a timeline that
+    // misplaces whole intervals. A run that counted send times it missed may fall short by
+    // [`shortfall`] (1.8 at most: a last 0.1 s interval scaled as 0.2 s, 500 req/s, still
+    // fails).
     let widening = noise.widening(Duration::from_millis(3));
-    let allowed = 30.0 + 1000.0 * widening.as_secs_f64() / expected_interval_s;
+    let allowed =
+        (30.0 + 1000.0 * widening.as_secs_f64() / expected_interval_s) * noise.slowdown(1.5);
+    let lowest = (1000.0 - allowed) / shortfall(&noise, &run);
     for (row, interval) in rows.iter().zip(intervals).skip(1) {
         let json_rate = interval["requests_per_s"].as_f64().unwrap();
         let csv_rate: f64 = row[6].parse().unwrap();
         assert!((csv_rate - json_rate).abs() < 0.1, "{csv}");
         assert!(
-            (json_rate - 1000.0).abs() <= allowed,
-            "interval {} at {json_rate} req/s, not 1000 ± {allowed} (widened by {widening:?}; {noise}):\n{csv}",
-            row[2]
+            (lowest..=1000.0 + allowed).contains(&json_rate),
+            "interval {} at {json_rate} req/s, not {lowest:.0}..{} (widened by {widening:?}; {noise}):\n{csv}",
+            row[2],
+            1000.0 + allowed
         );
     }
 }
