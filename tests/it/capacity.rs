@@ -3,20 +3,22 @@
 
 use std::time::Duration;
 
-use crate::common::{assert_usage_error, h2load_rs, run_command, run_command_within, url, Output};
+use crate::common::{
+    assert_usage_error, h2load_rs, run_command, run_command_within, timer_noise, url, Noise, Output,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
 /// A search may take this long in a test (the issue asks for under 2 minutes).
 const SEARCH_LIMIT: Duration = Duration::from_secs(120);
 
-/// Runs h2load-rs with `args` plus `--json` (within [`SEARCH_LIMIT`]) and parses the JSON.
-fn search(args: &[&str]) -> (Output, serde_json::Value) {
+/// Runs h2load-rs with `args` plus `--json` (within `limit`) and parses the JSON.
+fn search_within(args: &[&str], limit: Duration) -> (Output, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
     let mut full = args.to_vec();
     full.extend(["--json", json.to_str().unwrap()]);
-    let output = run_command_within(BIN, &full, SEARCH_LIMIT);
+    let output = run_command_within(BIN, &full, limit);
     assert!(!output.stderr.contains("panicked"), "{}", output.stderr);
     let text = std::fs::read_to_string(&json).unwrap_or_default();
     // Scripts read `capacity_rps` first: it leads the object.
@@ -31,10 +33,16 @@ fn search(args: &[&str]) -> (Output, serde_json::Value) {
     (output, document)
 }
 
+/// Runs h2load-rs with `args` plus `--json` (within [`SEARCH_LIMIT`]) and parses the JSON.
+fn search(args: &[&str]) -> (Output, serde_json::Value) {
+    search_within(args, SEARCH_LIMIT)
+}
+
 #[test]
 fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
     // The truth: 10 connections, one request each per 10 ms plus the round trip's overhead,
     // which a closed-loop run of the same connections measures.
+    let noise = timer_noise();
     let closed = h2load_rs(&[
         "--h1",
         "-c",
@@ -47,28 +55,34 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
     ]);
     assert_eq!(closed.output.code, 0, "{}", closed.output.stderr);
     let truth = closed.num("requests_per_s");
+    let floor = closed_loop_floor(&noise);
     assert!(
-        (700.0..=1000.0).contains(&truth),
-        "closed loop: {truth} req/s"
+        (floor..=1000.0).contains(&truth),
+        "closed loop: {truth} req/s, at least {floor:.0} ({noise})"
     );
 
-    let (output, json) = search(&[
-        "--h1",
-        "-c",
-        "10",
-        "--target-delay",
-        "10ms",
-        "--find-max",
-        "--slo",
-        "p99<30ms",
-    ]);
+    // The search's steps are CPU-bound too: its limit stretches by the slowdown, at most twice.
+    let limit = noise.stretch(SEARCH_LIMIT, 2.0);
+    let (output, json) = search_within(
+        &[
+            "--h1",
+            "-c",
+            "10",
+            "--target-delay",
+            "10ms",
+            "--find-max",
+            "--slo",
+            "p99<30ms",
+        ],
+        limit,
+    );
     assert_eq!(output.code, 0, "{}", output.stderr);
-    assert!(output.wall < SEARCH_LIMIT, "took {:?}", output.wall);
+    assert!(output.wall < limit, "took {:?} ({noise})", output.wall);
     let capacity = &json["cells"][0]["capacity"];
     let found = capacity["capacity_rps"].as_f64().unwrap();
     assert!(
         (found - truth).abs() <= 0.15 * truth,
-        "found {found} req/s, closed loop {truth} req/s\n{}",
+        "found {found} req/s, closed loop {truth} req/s ({noise})\n{}",
         output.stdout
     );
     // 10 connections over every step: the search ran on warm connections.
@@ -78,6 +92,13 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
         output.wall.as_secs_f64(),
         capacity["steps"].as_array().unwrap().len()
     );
+}
+
+/// The lowest closed-loop rate of 10 connections on a 10 ms target: 700 req/s (the round trip's
+/// overhead in a debug build is under 30 %), divided by the machine's measured slowdown, at most
+/// 1.4 times: 500 still fails a run that serializes its connections or loses half of them.
+fn closed_loop_floor(noise: &Noise) -> f64 {
+    700.0 / noise.slowdown(1.4)
 }
 
 /// A quick search (300 ms steps) of two protocols against the shared target.
