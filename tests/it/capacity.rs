@@ -61,8 +61,15 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
         "closed loop: {truth} req/s, at least {floor:.0} ({noise})"
     );
 
-    // The search's steps are CPU-bound too: its limit stretches by the slowdown, at most twice.
+    // The search's steps are CPU-bound too: its limit stretches by the slowdown, at most twice,
+    // and so does its SLO, 30 ms at p99 (the closed loop's p99 went from 18 ms to 35 ms at a CPU
+    // share of 0.13, so a 30 ms SLO failed steps far below the truth); a search far from the
+    // closed loop's rate still fails.
     let limit = noise.stretch(SEARCH_LIMIT, 2.0);
+    let slo = format!(
+        "p99<{}ms",
+        noise.stretch(Duration::from_millis(30), 2.0).as_millis()
+    );
     let (output, json) = search_within(
         &[
             "--h1",
@@ -72,7 +79,7 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
             "10ms",
             "--find-max",
             "--slo",
-            "p99<30ms",
+            &slo,
         ],
         limit,
     );
@@ -80,9 +87,14 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
     assert!(output.wall < limit, "took {:?} ({noise})", output.wall);
     let capacity = &json["cells"][0]["capacity"];
     let found = capacity["capacity_rps"].as_f64().unwrap();
+    // Within 15 %, stretched by the slowdown up to twice: the closed loop and the search run at
+    // different moments of a machine whose load moves (30 % at most still fails a search off by
+    // half or double).
+    let tolerance = 0.15 * noise.slowdown(2.0);
     assert!(
-        (found - truth).abs() <= 0.15 * truth,
-        "found {found} req/s, closed loop {truth} req/s ({noise})\n{}",
+        (found - truth).abs() <= tolerance * truth,
+        "found {found} req/s, closed loop {truth} req/s, {:.0}% allowed ({noise})\n{}",
+        tolerance * 100.0,
         output.stdout
     );
     // 10 connections over every step: the search ran on warm connections.
