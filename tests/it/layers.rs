@@ -356,6 +356,20 @@ mod fixtures {
     }
 
     #[test]
+    fn what_the_scan_cannot_follow_is_an_error() {
+        let unplaced = "struct S {\n    #[cfg(test)]\n    a: u8,\n}\n";
+        let moved = "\n#[path = \"elsewhere.rs\"]\nmod inner;\n";
+        for low in [unplaced, moved] {
+            let found = messages(&crate_with(&[("low/mod.rs", low)]), DOC, "");
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(
+                found[0].starts_with("src/low/mod.rs:2: #[path], or #[cfg(test)]"),
+                "{found:?}"
+            );
+        }
+    }
+
+    #[test]
     fn an_allowed_path_passes_and_a_stale_one_fails() {
         let dir = crate_with(&[("low/mod.rs", "use crate::high::A;\n")]);
         assert_eq!(

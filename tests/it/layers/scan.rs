@@ -52,6 +52,12 @@ pub(crate) fn scan(root: &Path) -> Result<Crate, String> {
             .display()
             .to_string();
         let found = scan_file(&lex(&text), &module);
+        if let Some(line) = found.unsupported.first() {
+            return Err(format!(
+                "{relative}:{line}: #[path], or #[cfg(test)] on something other than an item: \
+                 tests/it/layers/scan.rs cannot tell which code this leaves in or out"
+            ));
+        }
         if let Some(top) = module.first() {
             let at = |line| (relative.clone(), line, top.clone());
             references.extend(found.paths.into_iter().map(|(line, path)| (at(line), path)));
@@ -100,10 +106,11 @@ pub(crate) fn scan(root: &Path) -> Result<Crate, String> {
         .into_iter()
         .map(|((file, line, from), path)| {
             let first = path.split("::").nth(1).unwrap_or_default();
-            let to = module_macros
-                .get(first)
-                .cloned()
-                .unwrap_or_else(|| first.to_string());
+            // A segment that is no module is an item of the root: an exported macro.
+            let to = match module_macros.get(first) {
+                Some(module) if !top_modules.iter().any(|top| top == first) => module.clone(),
+                _ => first.to_string(),
+            };
             Reference {
                 file,
                 line,
@@ -305,6 +312,9 @@ struct FileScan {
     macros: Vec<(String, Vec<String>, Vec<String>)>,
     /// (line, name) of each macro invocation (`name!(…)`).
     invocations: Vec<(usize, String)>,
+    /// Lines of what the walk cannot follow: a `#[cfg(test)]` on something other than an item,
+    /// a `#[path]` attribute.
+    unsupported: Vec<usize>,
 }
 
 /// Walks the tokens of the file of `module`.
@@ -326,12 +336,22 @@ fn scan_file(tokens: &[(Token, usize)], module: &[String]) -> FileScan {
             Token::Punct('#') if cfg_test_at(tokens, i) => {
                 // An inner `#![cfg(test)]` leaves out the rest of the file.
                 let inner = tokens.get(i + 1).map(|t| &t.0) == Some(&Token::Punct('!'));
-                i = if inner {
-                    tokens.len()
+                if inner {
+                    i = tokens.len();
+                } else if let Some(end) = item_end(tokens, attribute_end(tokens, i)) {
+                    i = end;
                 } else {
-                    item_end(tokens, attribute_end(tokens, i))
-                };
+                    found.unsupported.push(tokens[i].1);
+                    i += 1;
+                }
                 continue;
+            }
+            // `#[path = "…"] mod x;` puts a module where the walk does not look.
+            Token::Punct('#')
+                if tokens.get(i + 1).map(|t| &t.0) == Some(&Token::Punct('['))
+                    && tokens.get(i + 2).map(|t| &t.0) == Some(&Token::Ident("path".into())) =>
+            {
+                found.unsupported.push(tokens[i].1);
             }
             Token::Punct('{') => depth += 1,
             Token::Punct('}') => {
@@ -461,8 +481,10 @@ fn group_end(tokens: &[(Token, usize)], mut i: usize) -> usize {
 
 /// The index after the item that starts at `i`: at its `;`, or after its body `{…}` for items
 /// that have one (`fn`, `mod`, `impl`, `struct`, …). `use`, `const`, `static`, `type` and `let`
-/// end at `;` only, as their value may hold braces (`const X: S = S { a: 1 };`).
-fn item_end(tokens: &[(Token, usize)], mut i: usize) -> usize {
+/// end at `;` only, as their value may hold braces (`const X: S = S { a: 1 };`). `None` when no
+/// item starts there (an attribute on a field or a match arm): the caller reports it rather than
+/// guess how much to leave out.
+fn item_end(tokens: &[(Token, usize)], mut i: usize) -> Option<usize> {
     let mut keyword = i;
     if matches!(tokens.get(keyword).map(|t| &t.0), Some(Token::Ident(word)) if word == "pub") {
         keyword += 1;
@@ -478,20 +500,24 @@ fn item_end(tokens: &[(Token, usize)], mut i: usize) -> usize {
     let until_semicolon = match word_at(keyword) {
         "use" | "static" | "type" | "let" => true,
         "const" => !matches!(word_at(keyword + 1), "fn" | "unsafe" | "async" | "extern"),
-        _ => false,
+        "fn" | "mod" | "impl" | "struct" | "enum" | "union" | "trait" | "unsafe" | "async"
+        | "extern" | "macro_rules" => false,
+        _ => return None,
     };
     let mut depth = 0;
     while i < tokens.len() {
         match tokens[i].0 {
-            Token::Punct(';') if depth == 0 => return i + 1,
-            Token::Punct('{') if depth == 0 && !until_semicolon => return group_end(tokens, i),
+            Token::Punct(';') if depth == 0 => return Some(i + 1),
+            Token::Punct('{') if depth == 0 && !until_semicolon => {
+                return Some(group_end(tokens, i))
+            }
             Token::Punct('(' | '[' | '{') => depth += 1,
             Token::Punct(')' | ']' | '}') => depth -= 1,
             _ => {}
         }
         i += 1;
     }
-    i
+    Some(i)
 }
 
 /// Reads a path or use tree at `i`, appending `prefix` + its segments to `out` for each leaf
