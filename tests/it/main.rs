@@ -15,6 +15,7 @@ mod figures;
 mod h3;
 mod hostile;
 mod io;
+mod layers;
 mod lifecycle;
 mod load;
 mod metrics;
