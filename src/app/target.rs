@@ -11,6 +11,9 @@ use crate::cli::{LoadArgs, ProtoArg};
 use crate::plan::CellSpec;
 use crate::usage_bail;
 
+/// The built-in target's `--idle-timeout` when a run starts it: the longest duration accepted.
+const PRIVATE_IDLE_TIMEOUT: &str = "720h";
+
 /// A running `h2load-rs serve`, stopped when dropped.
 pub struct ChildTarget {
     child: Child,
@@ -33,6 +36,11 @@ impl ChildTarget {
             "--port",
             "0",
             "--stop-with-parent",
+            // The run is the target's only client: closing its keep-alive connections after
+            // `serve`'s default 30 s (a slow --rate over many connections, a starved client)
+            // would put retries and resets in the run's figures that no server caused.
+            "--idle-timeout",
+            PRIVATE_IDLE_TIMEOUT,
         ]);
         if tls {
             command.arg("--tls");
