@@ -741,6 +741,57 @@ fn h2_malformed_responses_fail_their_stream_alone() {
             false,
         ),
         (
+            "NUL in a value",
+            block(Server::default(), 1, true, &[OK, &literal("x-a", "a\0b")]),
+            false,
+        ),
+        (
+            "CR in a value of a static name (server)",
+            block(Server::default(), 1, true, &[OK, &[0x0f, 39, 3], b"a\rb"]),
+            false,
+        ),
+        (
+            "LF in a Huffman-coded value (a\\na)",
+            block(
+                Server::default(),
+                1,
+                true,
+                &[
+                    OK,
+                    &[0x00, 3],
+                    b"x-h",
+                    &[0x85, 0x1f, 0xff, 0xff, 0xff, 0x83],
+                ],
+            ),
+            false,
+        ),
+        (
+            "a value with a leading space",
+            block(Server::default(), 1, true, &[OK, &literal("x-a", " a")]),
+            false,
+        ),
+        (
+            "a value with a trailing tab, indexed",
+            block(
+                Server::default(),
+                1,
+                false,
+                &[OK, &[0x40, 3], b"x-a", &[2], b"a\t"],
+            )
+            .data(1, b"", true),
+            true,
+        ),
+        (
+            "LF in a trailer's value",
+            Server::default().ok(1, false).data(1, b"x", false).frame(
+                frame::HEADERS,
+                frame::END_HEADERS | frame::END_STREAM,
+                1,
+                &literal("x-t", "a\nb"),
+            ),
+            false,
+        ),
+        (
             "DATA before HEADERS",
             Server::default().data(1, b"x", false).ok(1, true),
             true,

@@ -495,6 +495,22 @@ const CONNECTION: &[u8] = &[
 ];
 /// `:status 200` twice.
 const TWO_STATUSES: &[u8] = &[0x01, 4, 0x00, 0x00, 0xc0 | 25, 0xc0 | 25];
+/// `:status 200` and `server: a\rb` (a static name, RFC 9204 Appendix A index 92).
+const VALUE_CR: &[u8] = &[
+    0x01,
+    9,
+    0x00,
+    0x00,
+    0xc0 | 25,
+    0x5f,
+    77,
+    3,
+    b'a',
+    b'\r',
+    b'b',
+];
+/// `:status 200` and `x: "a "` (a trailing space).
+const VALUE_SPACE: &[u8] = &[0x01, 8, 0x00, 0x00, 0xc0 | 25, 0x21, b'x', 2, b'a', b' '];
 
 #[test]
 fn malformed_responses_fail_their_request_alone() {
@@ -503,6 +519,8 @@ fn malformed_responses_fail_their_request_alone() {
         ("upper-case name", UPPER_CASE),
         ("connection", CONNECTION),
         ("two :status", TWO_STATUSES),
+        ("CR in a value", VALUE_CR),
+        ("a value with a trailing space", VALUE_SPACE),
     ] {
         let addr = serve(Script::Respond(bytes), 100);
         let outcome = run(addr, &["-n", "3", "-c", "1", "-m", "1"]);

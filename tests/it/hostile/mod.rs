@@ -62,6 +62,8 @@
 //! | h2c_upper_case_field_name          | a field named `X-Upper`                               | protocol, each    |
 //! | h2c_connection_field               | `connection: keep-alive`                              | protocol, each    |
 //! | h2c_transfer_encoding_field        | `transfer-encoding: chunked` (static name)            | protocol, each    |
+//! | h2c_line_break_in_value            | `server: a\r\nx-injected: 1`                        | protocol, each    |
+//! | h2c_value_with_trailing_space      | `x-padded: "1 "`                                      | protocol, each    |
 //! | h2c_pseudo_header_after_field      | `:status` after a regular field                       | protocol, each    |
 //! | h2c_two_statuses                   | `:status: 200` and `:status: 204`                     | protocol, each    |
 //! | h2c_pseudo_header_in_trailers      | trailers with `:status`                               | protocol, each    |
@@ -861,6 +863,20 @@ cases! {
     };
     h2c_transfer_encoding_field => Case {
         server: H2Reply(scripts::h2_transfer_encoding_field),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_line_break_in_value => Case {
+        server: H2Reply(scripts::h2_line_break_in_value),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_value_with_trailing_space => Case {
+        server: H2Reply(scripts::h2_value_with_trailing_space),
         args: &["--proto", "h2c", "-m", "4", "-n", "20"],
         expect_kind: PROTOCOL,
         exactly: each_malformed(20),

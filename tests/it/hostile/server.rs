@@ -860,6 +860,20 @@ pub mod scripts {
         headers_with(stream, &hpack::literal_indexed_name(57, b"chunked"), true)
     }
 
+    /// `server: a\r\nx-injected: 1`: a CR LF inside a value.
+    pub fn h2_line_break_in_value(stream: u32) -> Vec<u8> {
+        headers_with(
+            stream,
+            &hpack::literal(b"server", b"a\r\nx-injected: 1"),
+            true,
+        )
+    }
+
+    /// `x-padded: "1 "`: a value ending with a space.
+    pub fn h2_value_with_trailing_space(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal(b"x-padded", b"1 "), true)
+    }
+
     /// A regular field, then `:status`.
     pub fn h2_pseudo_header_after_field(stream: u32) -> Vec<u8> {
         let block = [hpack::literal(b"server", b"x"), h2::STATUS_200.to_vec()].concat();
