@@ -843,6 +843,54 @@ fn h2_malformed_responses_fail_their_stream_alone() {
 }
 
 #[test]
+fn h2_a_response_complete_before_its_request_body_resets_the_rest() {
+    // A 100 kB body: the first 65,535 bytes fit the initial windows, the rest waits for a
+    // WINDOW_UPDATE. The server answers at once and ends its side; more window then arrives.
+    // Before the fix the client kept the stream half open, never sending the rest nor RST_STREAM.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 100_000]).unwrap();
+    let server = Server::default().settings(&[]).ok(1, true).frame(
+        frame::WINDOW_UPDATE,
+        0,
+        0,
+        &100_000u32.to_be_bytes(),
+    );
+    for piece in [1, server.0.len()] {
+        let world = world(&["--proto", "h2c", "-n", "1", "-d", body.to_str().unwrap()]);
+        let outcome = converse(&world, Protocol::H2c, &server.0, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        let counters = outcome.counters;
+        assert_eq!((counters.done, counters.succeeded), (1, 1), "piece {piece}");
+        let sent = outcome.sent.strip_prefix(frame::PREFACE).unwrap();
+        let on_stream_1: Vec<u8> = frames(sent)
+            .into_iter()
+            .filter(|&(_, stream)| stream == 1)
+            .map(|(kind, _)| kind)
+            .collect();
+        // HEADERS, then DATA up to the window (16 KiB frames), then the reset and nothing more.
+        let resets = on_stream_1
+            .iter()
+            .filter(|&&kind| kind == frame::RST_STREAM);
+        assert_eq!(resets.count(), 1, "piece {piece}: {on_stream_1:?}");
+        assert_eq!(
+            on_stream_1.last(),
+            Some(&frame::RST_STREAM),
+            "piece {piece}"
+        );
+        let mut no_error = Vec::new();
+        write_frame(
+            &mut no_error,
+            frame::RST_STREAM,
+            0,
+            1,
+            &frame::NO_ERROR.to_be_bytes(),
+        );
+        assert!(sent.windows(13).any(|w| w == no_error), "piece {piece}");
+    }
+}
+
+#[test]
 fn h2_responses_with_no_content_interim_and_trailers_are_well_formed() {
     const OK: &[u8] = &[0x88];
     let length = |value| literal("content-length", value);
