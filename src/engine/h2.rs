@@ -1402,6 +1402,12 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
+        if stream.body_left > 0 {
+            // The server answered before the whole body went: the rest is abandoned, and
+            // RST_STREAM closes our half of the stream, which would otherwise stay open on the
+            // server (RFC 9113 §8.1). NO_ERROR: the response is complete, nothing failed.
+            self.reset(id, frame::NO_ERROR, out);
+        }
         let Some(status) = stream.status else {
             ledger.fail(stream.start, ErrorKind::Protocol);
             return;

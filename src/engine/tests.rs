@@ -741,6 +741,57 @@ fn h2_malformed_responses_fail_their_stream_alone() {
             false,
         ),
         (
+            "NUL in a value",
+            block(Server::default(), 1, true, &[OK, &literal("x-a", "a\0b")]),
+            false,
+        ),
+        (
+            "CR in a value of a static name (server)",
+            block(Server::default(), 1, true, &[OK, &[0x0f, 39, 3], b"a\rb"]),
+            false,
+        ),
+        (
+            "LF in a Huffman-coded value (a\\na)",
+            block(
+                Server::default(),
+                1,
+                true,
+                &[
+                    OK,
+                    &[0x00, 3],
+                    b"x-h",
+                    &[0x85, 0x1f, 0xff, 0xff, 0xff, 0x83],
+                ],
+            ),
+            false,
+        ),
+        (
+            "a value with a leading space",
+            block(Server::default(), 1, true, &[OK, &literal("x-a", " a")]),
+            false,
+        ),
+        (
+            "a value with a trailing tab, indexed",
+            block(
+                Server::default(),
+                1,
+                false,
+                &[OK, &[0x40, 3], b"x-a", &[2], b"a\t"],
+            )
+            .data(1, b"", true),
+            true,
+        ),
+        (
+            "LF in a trailer's value",
+            Server::default().ok(1, false).data(1, b"x", false).frame(
+                frame::HEADERS,
+                frame::END_HEADERS | frame::END_STREAM,
+                1,
+                &literal("x-t", "a\nb"),
+            ),
+            false,
+        ),
+        (
             "DATA before HEADERS",
             Server::default().data(1, b"x", false).ok(1, true),
             true,
@@ -788,6 +839,54 @@ fn h2_malformed_responses_fail_their_stream_alone() {
                 "{name}"
             );
         }
+    }
+}
+
+#[test]
+fn h2_a_response_complete_before_its_request_body_resets_the_rest() {
+    // A 100 kB body: the first 65,535 bytes fit the initial windows, the rest waits for a
+    // WINDOW_UPDATE. The server answers at once and ends its side; more window then arrives.
+    // Before the fix the client kept the stream half open, never sending the rest nor RST_STREAM.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 100_000]).unwrap();
+    let server = Server::default().settings(&[]).ok(1, true).frame(
+        frame::WINDOW_UPDATE,
+        0,
+        0,
+        &100_000u32.to_be_bytes(),
+    );
+    for piece in [1, server.0.len()] {
+        let world = world(&["--proto", "h2c", "-n", "1", "-d", body.to_str().unwrap()]);
+        let outcome = converse(&world, Protocol::H2c, &server.0, piece);
+        assert_eq!(outcome.failure, None, "piece {piece}");
+        let counters = outcome.counters;
+        assert_eq!((counters.done, counters.succeeded), (1, 1), "piece {piece}");
+        let sent = outcome.sent.strip_prefix(frame::PREFACE).unwrap();
+        let on_stream_1: Vec<u8> = frames(sent)
+            .into_iter()
+            .filter(|&(_, stream)| stream == 1)
+            .map(|(kind, _)| kind)
+            .collect();
+        // HEADERS, then DATA up to the window (16 KiB frames), then the reset and nothing more.
+        let resets = on_stream_1
+            .iter()
+            .filter(|&&kind| kind == frame::RST_STREAM);
+        assert_eq!(resets.count(), 1, "piece {piece}: {on_stream_1:?}");
+        assert_eq!(
+            on_stream_1.last(),
+            Some(&frame::RST_STREAM),
+            "piece {piece}"
+        );
+        let mut no_error = Vec::new();
+        write_frame(
+            &mut no_error,
+            frame::RST_STREAM,
+            0,
+            1,
+            &frame::NO_ERROR.to_be_bytes(),
+        );
+        assert!(sent.windows(13).any(|w| w == no_error), "piece {piece}");
     }
 }
 

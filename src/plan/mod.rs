@@ -5,6 +5,7 @@ pub mod route;
 pub mod template;
 pub mod urls;
 
+use std::borrow::Cow;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -975,14 +976,19 @@ fn parse_target(given: &[String], file_urls: &[String]) -> Result<ParsedUrls> {
     })
 }
 
-/// The URL without the `user:password@` of its authority, if it had one. Credentials never reach
-/// the Host header, `:authority`, the report or a log.
+/// The URL without the `user:password@` of its authority, if it had one (a URL without its
+/// scheme too). Credentials never reach the Host header, `:authority`, the report or a log.
 fn without_userinfo(url: &str) -> Option<String> {
-    let authority_start = url.find("://")? + 3;
+    let authority_start = url.find("://").map_or(0, |scheme_end| scheme_end + 3);
     let rest = &url[authority_start..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let at = rest[..authority_end].rfind('@')?;
     Some(format!("{}{}", &url[..authority_start], &rest[at + 1..]))
+}
+
+/// `url` as a message may show it: without the user name and password in it.
+pub(crate) fn shown(url: &str) -> Cow<'_, str> {
+    without_userinfo(url).map_or(Cow::Borrowed(url), Cow::Owned)
 }
 
 fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
@@ -1013,8 +1019,10 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 
 /// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
 pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
+    let shown = shown(url);
+    let quoted_url = quoted(&shown);
     if !url.contains("://") {
-        usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url));
+        usage_bail!("URL '{}' has no scheme (write http://…)", quoted_url);
     }
     match url.parse::<Uri>() {
         Ok(uri) => match uri.scheme_str() {
@@ -1022,13 +1030,13 @@ pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
             Some(other) => {
                 usage_bail!(
                     "URL '{}': unsupported scheme '{}' (use http:// or https://)",
-                    quoted(url),
+                    quoted_url,
                     quoted(other)
                 )
             }
-            None => usage_bail!("URL '{}' has no scheme (write http://…)", quoted(url)),
+            None => usage_bail!("URL '{}' has no scheme (write http://…)", quoted_url),
         },
-        Err(error) => usage_bail!("URL '{}' is not valid: {error}", quoted(url)),
+        Err(error) => usage_bail!("URL '{}' is not valid: {error}", quoted_url),
     }
 }
 

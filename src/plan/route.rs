@@ -152,11 +152,13 @@ struct ProxyUrl {
 }
 
 fn parse_proxy_url(url: &str) -> Result<ProxyUrl> {
+    // Messages show the URL without its user name and password.
+    let shown = super::shown(url);
     let uri = match url.parse::<Uri>() {
         Ok(uri) => uri,
-        Err(error) => usage_bail!("--proxy '{}' is not a valid URL: {error}", quoted(url)),
+        Err(error) => usage_bail!("--proxy '{}' is not a valid URL: {error}", quoted(&shown)),
     };
-    let url = quoted(url);
+    let url = quoted(&shown);
     match uri.scheme_str() {
         Some("http") => {}
         Some(_) | None => usage_bail!(

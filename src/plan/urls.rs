@@ -64,13 +64,13 @@ pub(crate) fn url_lines(text: &str, shown: &dyn std::fmt::Display) -> Result<Vec
         if !line.starts_with('/') && !line.contains("://") {
             usage_bail!(
                 "{shown}:{number}: '{}' is neither a URL (http://…) nor a path starting with /",
-                quoted(line)
+                quoted(&super::shown(line))
             );
         }
         if line.bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
             usage_bail!(
                 "{shown}:{number}: '{}' has a space or control character (write it as %20 …)",
-                quoted(line)
+                quoted(&super::shown(line))
             );
         }
         let valid = if line.starts_with('/') {

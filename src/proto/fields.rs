@@ -1,7 +1,8 @@
 //! What makes a response's field section malformed (RFC 9113 §8.1.1, §8.2, §8.3.2; RFC 9114
 //! §4.1.2, §4.2, §4.3.2), checked as HPACK and QPACK decode it. A name is classed once: a
 //! literal one by a byte-class scan as it is read, a static table's by its known text, and a
-//! dynamic table entry keeps its class. Nothing is allocated.
+//! dynamic table entry keeps its class. A literal value is scanned once for the bytes a value
+//! must not hold (RFC 9113 §8.2.1, RFC 9114 §4.2). Nothing is allocated.
 
 /// What a field name is to a response's rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +100,47 @@ impl NameScan {
     }
 }
 
+/// Whether a byte may not appear in a field value at all: NUL, CR or LF.
+const fn forbidden_in_value(byte: u8) -> bool {
+    matches!(byte, 0 | b'\r' | b'\n')
+}
+
+/// Whether a byte may not start or end a field value: a space or a tab.
+const fn whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t')
+}
+
+/// Whether a field value is malformed (RFC 9113 §8.2.1, RFC 9114 §4.2): a NUL, CR or LF in it,
+/// or a space or tab at either end.
+pub(crate) fn value_malformed(value: &[u8]) -> bool {
+    match (value.first(), value.last()) {
+        (Some(&first), Some(&last)) if whitespace(first) || whitespace(last) => true,
+        _ => memchr::memchr3(0, b'\r', b'\n', value).is_some(),
+    }
+}
+
+/// [`value_malformed`] for a value fed byte by byte (as its Huffman code decodes).
+#[derive(Debug, Default)]
+pub(crate) struct ValueScan {
+    len: usize,
+    last: u8,
+    malformed: bool,
+}
+
+impl ValueScan {
+    /// The next byte of the value.
+    pub(crate) fn push(&mut self, byte: u8) {
+        self.malformed |= forbidden_in_value(byte) || (self.len == 0 && whitespace(byte));
+        self.last = byte;
+        self.len += 1;
+    }
+
+    /// Whether the value fed so far (all of it) is malformed.
+    pub(crate) fn malformed(&self) -> bool {
+        self.malformed || (self.len > 0 && whitespace(self.last))
+    }
+}
+
 /// The rules a response field section is held to, field by field in order; the first broken
 /// one is kept (the section is still decoded to the end, to keep HPACK's table in step).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -114,11 +156,21 @@ pub(crate) struct SectionRules {
 }
 
 impl SectionRules {
-    /// A field named `class` whose value is `len` bytes long and spells `number` (see
-    /// [`decimal`]; only `:status` and `content-length` need it).
-    pub(crate) fn field(&mut self, class: NameClass, len: usize, number: Option<u64>) {
+    /// A field named `class` whose value is `len` bytes long, spells `number` (see [`decimal`];
+    /// only `:status` and `content-length` need it) and is malformed or not (see
+    /// [`value_malformed`]).
+    pub(crate) fn field(
+        &mut self,
+        class: NameClass,
+        len: usize,
+        number: Option<u64>,
+        bad_value: bool,
+    ) {
         let broken = match class {
             NameClass::Invalid => Some("a field name that is empty or not lower-case ASCII"),
+            _ if bad_value => Some(
+                "a field value with NUL, CR or LF, or a space or tab at its start or end",
+            ),
             NameClass::ConnectionSpecific => Some(
                 "a connection-specific field (connection, keep-alive, proxy-connection, transfer-encoding or upgrade)",
             ),
@@ -201,7 +253,16 @@ mod tests {
         for field in fields {
             let (name, value) = field.split_once(": ").expect("name: value");
             let value = value.as_bytes();
-            rules.field(NameScan::of(name.as_bytes()), value.len(), decimal(value));
+            let bad = value_malformed(value);
+            let mut scan = ValueScan::default();
+            value.iter().for_each(|&byte| scan.push(byte));
+            assert_eq!(scan.malformed(), bad, "{field:?}: both scans agree");
+            rules.field(
+                NameScan::of(name.as_bytes()),
+                value.len(),
+                decimal(value),
+                bad,
+            );
         }
         rules
     }
@@ -213,7 +274,21 @@ mod tests {
             (ok.malformed, ok.content_length, ok.pseudo),
             (None, Some(5), true)
         );
-        let cases: [(&str, &[&[&str]]); 7] = [
+        let fine = rules(&["x-a: a \t b", "x-b: ", "x-c: é"]);
+        assert_eq!(fine.malformed, None, "inner spaces, empty, UTF-8");
+        let cases: [(&str, &[&[&str]]); 8] = [
+            (
+                "a field value with NUL, CR or LF, or a space or tab at its start or end",
+                &[
+                    &["x-a: a\0b"],
+                    &["x-a: a\rb"],
+                    &["x-a: a\n"],
+                    &["x-a:  a"],
+                    &["x-a: a "],
+                    &["x-a: \t"],
+                    &[":status: 200", "x-a: \ta"],
+                ],
+            ),
             ("two :status fields", &[&[":status: 200", ":status: 204"]]),
             (
                 "a pseudo-header after a regular field",

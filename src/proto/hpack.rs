@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::check::Checks;
-use super::fields::{decimal, NameClass, NameScan, SectionRules};
+use super::fields::{decimal, value_malformed, NameClass, NameScan, SectionRules, ValueScan};
 use super::huffman;
 
 /// The static table (RFC 7541 Appendix A), 1-based in the protocol.
@@ -103,7 +103,8 @@ impl DecodedBlock {
     pub(crate) fn add(&mut self, entry: &Entry) {
         self.uncompressed += (entry.name_len + entry.value_len) as u64;
         self.matched |= entry.matches;
-        self.rules.field(entry.class, entry.value_len, entry.number);
+        self.rules
+            .field(entry.class, entry.value_len, entry.number, entry.bad_value);
         if let Some(status) = entry.status() {
             self.status = Some(status);
         }
@@ -119,6 +120,8 @@ pub(crate) struct Entry {
     pub(crate) class: NameClass,
     /// For `:status` and `content-length`, the number the value spells.
     pub(crate) number: Option<u64>,
+    /// Whether the value is malformed (a literal's; the static tables' are all well formed).
+    pub(crate) bad_value: bool,
     /// The `--expect-header` checks naming its field, and those its value meets too.
     pub(crate) names: u64,
     pub(crate) matches: u64,
@@ -134,6 +137,7 @@ impl Entry {
             value_len: value.len(),
             class,
             number: class.numeric().then(|| decimal(value.as_bytes())).flatten(),
+            bad_value: false,
             names,
             matches,
         }
@@ -150,6 +154,7 @@ impl Entry {
             value_len: value.len,
             class,
             number: class.numeric().then(|| value.number()).flatten(),
+            bad_value: value.value_malformed(),
             names,
             matches: matcher.map_or(0, |matcher| matcher.matches(names, value)),
         }
@@ -367,6 +372,17 @@ impl StringInfo<'_> {
         let mut scan = NameScan::default();
         self.each_byte(|byte| scan.push(byte));
         scan.class()
+    }
+
+    /// Whether the string, as a field value, is malformed (see [`value_malformed`]).
+    pub(crate) fn value_malformed(&self) -> bool {
+        if self.huffman {
+            let mut scan = ValueScan::default();
+            self.each_byte(|byte| scan.push(byte));
+            scan.malformed()
+        } else {
+            value_malformed(self.raw)
+        }
     }
 
     /// The number the string spells, if only digits (see [`decimal`]).

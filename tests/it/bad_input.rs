@@ -508,3 +508,123 @@ fn a_url_file_of_many_short_lines_is_refused_before_it_fills_memory() {
         output.stderr
     );
 }
+
+/// Credentials written into a URL (`--proxy`, the target, a `-i` line) never reach stderr, the
+/// report, the JSON or a `-v` trace: not as typed, not percent-decoded, not base64-encoded as the
+/// proxy's `Proxy-Authorization` carries them.
+#[test]
+fn credentials_in_urls_are_never_printed() {
+    const SECRET: &str = "hunter2";
+    // base64 of `user:hunter2`, what Proxy-Authorization carries.
+    const ENCODED: &str = "dXNlcjpodW50ZXIy";
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("urls.txt");
+    let list = list.to_str().unwrap();
+    let leaks = |text: &str| text.contains(SECRET) || text.contains(ENCODED);
+    let mut failures = Vec::new();
+    for (file, args, code, says) in [
+        (
+            None,
+            vec![
+                "--proxy",
+                "https://user:hunter2@127.0.0.1:1",
+                "http://localhost/",
+            ],
+            2,
+            "only http:// proxies",
+        ),
+        (
+            None,
+            vec![
+                "--proxy",
+                "http://user:hunter2@127.0.0.1",
+                "http://localhost/",
+            ],
+            2,
+            "give the proxy's port",
+        ),
+        (
+            None,
+            vec![
+                "--proxy",
+                "http://user:hunter2@127.0.0.1:1/p",
+                "http://localhost/",
+            ],
+            2,
+            "without a path",
+        ),
+        (
+            None,
+            vec![
+                "--proxy",
+                "http://user:hunter2@127.0.0.1:1/ x",
+                "http://localhost/",
+            ],
+            2,
+            "not a valid URL",
+        ),
+        (
+            None,
+            vec![
+                "--proxy",
+                "http://user:hunter%@127.0.0.1:1",
+                "http://localhost/",
+            ],
+            2,
+            "broken %-escape",
+        ),
+        (None, vec!["user:hunter2@127.0.0.1:1/"], 2, "has no scheme"),
+        (
+            Some("http://user:hunter2@127.0.0.1:1/ x\n"),
+            vec!["-i", list],
+            2,
+            "space or control character",
+        ),
+        (
+            Some("/a\nftp://user:hunter2@127.0.0.1:1/\n"),
+            vec!["-i", list],
+            2,
+            "unsupported scheme",
+        ),
+        (
+            Some("user:hunter2@127.0.0.1:1/\n"),
+            vec!["-i", list],
+            2,
+            "neither a URL",
+        ),
+    ] {
+        if let Some(text) = file {
+            std::fs::write(list, text).unwrap();
+        }
+        let output = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &args);
+        if output.code != code || !output.stderr.contains(says) || leaks(&output.stderr) {
+            failures.push(format!("{args:?}: exit {}: {}", output.code, output.stderr));
+        }
+    }
+    // A run through a proxy that refuses, traced: the message names the proxy, not its user.
+    let refusing = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = format!("http://user:hunter2@{}", refusing.local_addr().unwrap());
+    drop(refusing);
+    let run = crate::common::h2load_rs(&[
+        "--proxy",
+        &proxy,
+        "-n",
+        "2",
+        "-v",
+        "--h1",
+        "http://localhost/ping",
+    ]);
+    let json = run.json.to_string();
+    if run.output.code != 1
+        || !run.output.stderr.contains("proxy")
+        || leaks(&run.output.stderr)
+        || leaks(&run.output.stdout)
+        || leaks(&json)
+    {
+        failures.push(format!(
+            "a refused proxy: exit {}\n{}\n{}\n{json}",
+            run.output.code, run.output.stderr, run.output.stdout
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -204,6 +204,33 @@ fn a_signal_after_the_window_quits_at_once_without_the_report() {
 }
 
 #[test]
+fn a_quit_forced_while_files_are_unfinished_leaves_none_of_their_temporary_files() {
+    // The request log is written under a temporary name beside it until the cell ends; the drain
+    // waits for requests of 8 s, and the second signal quits during it. Before the fix the
+    // temporary `.requests.tsv.XXXXXX.tmp` stayed behind.
+    let target = url("/delay/8000");
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("requests.tsv");
+    let flags = format!(
+        "--h1 -c 2 -D 20s --request-timeout 20s --log-file {}",
+        log.display()
+    );
+    let run = Grouped::start(&command_line(&flags, &target));
+    std::thread::sleep(Duration::from_millis(1000));
+    run.signal("TERM", true);
+    std::thread::sleep(Duration::from_millis(1500));
+    run.signal("TERM", true);
+    let (status, _, stderr, _) = run.finish();
+    assert_eq!(status, Some(143), "{stderr}");
+    assert!(stderr.contains("quitting at once"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(logs.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
 fn ctrl_c_at_a_terminal_stops_a_sweep_of_the_built_in_target_cleanly() {
     // A terminal signals the whole foreground group: before the fix the built-in target died
     // with it and the requests in flight counted as errors.

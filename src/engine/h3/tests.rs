@@ -45,6 +45,9 @@ enum Script {
     /// Answers with HEADERS carrying a DATA frame per chunk of the request stream as it reads
     /// it (frames and all), before the request has ended.
     Echo,
+    /// Answers each request at once, before reading it, then reads it to its end or reset and
+    /// records which in [`EARLY_ENDS`].
+    AnswerEarly,
     /// Answers after this many milliseconds.
     Delay(u64),
     /// Reads the first request and vanishes: no answer, no close, not even an ACK.
@@ -58,6 +61,10 @@ enum Script {
     /// answers nothing.
     SecondStream(u64),
 }
+
+/// How the request streams a [`Script::AnswerEarly`] server answered ended: the reset code, or
+/// `None` where the request was sent to its end.
+static EARLY_ENDS: std::sync::Mutex<Vec<Option<u64>>> = std::sync::Mutex::new(Vec::new());
 
 /// Requests that reached a [`Script::GoawayAfterFirst`] server well after its GOAWAY.
 static LATE_REQUESTS: AtomicU64 = AtomicU64::new(0);
@@ -162,6 +169,19 @@ async fn connection(
             });
             continue;
         }
+        if script == Script::AnswerEarly {
+            answer(&mut send).await?;
+            let end = loop {
+                match recv.read_chunk(usize::MAX, true).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break None,
+                    Err(quinn::ReadError::Reset(code)) => break Some(code.into_inner()),
+                    Err(error) => return Err(error.into()),
+                }
+            };
+            EARLY_ENDS.lock().unwrap().push(end);
+            continue;
+        }
         // A stream the client opened and then cancelled (the run ended) is no request.
         if recv.read_to_end(64 * 1024).await.is_err() {
             continue;
@@ -213,7 +233,7 @@ async fn connection(
                 }
                 reject(&mut send, &mut recv);
             }
-            Script::Echo => unreachable!("echoed as the request arrives"),
+            Script::Echo | Script::AnswerEarly => unreachable!("handled as the request arrives"),
             Script::Delay(ms) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 answer(&mut send).await?;
@@ -329,6 +349,49 @@ fn answers_are_counted_to_the_byte() {
     assert_eq!(outcome.wire.total, responses + 2 * CONTROL_STREAM);
     assert_eq!(outcome.recorder.effective_concurrency, Some(3));
     assert_eq!(outcome.recorder.connections_failed, 0);
+}
+
+#[test]
+fn a_response_complete_before_its_request_body_resets_the_rest_with_h3_no_error() {
+    // A 300 kB upload through a 16 KiB stream window, answered at once: the client stops
+    // sending and resets its side with H3_NO_ERROR (RFC 9114 §4.1), never leaving it half open.
+    let addr = serve_with(Script::AnswerEarly, 100, Some(16 * 1024));
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'u'; 300_000]).unwrap();
+    let args = [
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "-m",
+        "1",
+        "--request-timeout",
+        "10s",
+        "-d",
+    ];
+    let outcome = run(addr, &[&args[..], &[body.to_str().unwrap()]].concat());
+    let counters = outcome.recorder.counters;
+    assert_eq!(
+        (counters.done, counters.succeeded),
+        (3, 3),
+        "{:?}",
+        errors(&outcome)
+    );
+    // The server records a stream's end after its answer, so the ends may trail the run; the
+    // last stream's reset may also be overtaken by the connection's close after the run, which
+    // ends it too (and is not recorded).
+    let ends = (0..500)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            EARLY_ENDS.lock().unwrap().clone()
+        })
+        .find(|ends| ends.len() >= 2)
+        .unwrap_or_else(|| EARLY_ENDS.lock().unwrap().clone());
+    assert!(
+        ends.len() >= 2 && ends.iter().all(|end| *end == Some(H3_NO_ERROR)),
+        "{ends:?}"
+    );
 }
 
 #[test]
@@ -495,6 +558,22 @@ const CONNECTION: &[u8] = &[
 ];
 /// `:status 200` twice.
 const TWO_STATUSES: &[u8] = &[0x01, 4, 0x00, 0x00, 0xc0 | 25, 0xc0 | 25];
+/// `:status 200` and `server: a\rb` (a static name, RFC 9204 Appendix A index 92).
+const VALUE_CR: &[u8] = &[
+    0x01,
+    9,
+    0x00,
+    0x00,
+    0xc0 | 25,
+    0x5f,
+    77,
+    3,
+    b'a',
+    b'\r',
+    b'b',
+];
+/// `:status 200` and `x: "a "` (a trailing space).
+const VALUE_SPACE: &[u8] = &[0x01, 8, 0x00, 0x00, 0xc0 | 25, 0x21, b'x', 2, b'a', b' '];
 
 #[test]
 fn malformed_responses_fail_their_request_alone() {
@@ -503,6 +582,8 @@ fn malformed_responses_fail_their_request_alone() {
         ("upper-case name", UPPER_CASE),
         ("connection", CONNECTION),
         ("two :status", TWO_STATUSES),
+        ("CR in a value", VALUE_CR),
+        ("a value with a trailing space", VALUE_SPACE),
     ] {
         let addr = serve(Script::Respond(bytes), 100);
         let outcome = run(addr, &["-n", "3", "-c", "1", "-m", "1"]);

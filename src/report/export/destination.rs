@@ -11,6 +11,10 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
+use tempfile::NamedTempFile;
+
+use crate::runner::signals;
+
 /// How many symlinks a path may go through before it is refused, as Linux refuses (ELOOP).
 const MAX_LINKS: usize = 40;
 
@@ -139,29 +143,87 @@ pub fn open_through(path: &Path) -> io::Result<File> {
 /// Replaces the regular file `path` with `bytes` in one rename: readers see the old file or the
 /// new one, whole.
 fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = temporary_beside(path)?;
-    file.write_all(bytes)?;
-    file.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    let temporary = Temporary::beside(path)?;
+    temporary.as_file().write_all(bytes)?;
+    temporary.persist(path)
 }
 
-/// An empty temporary file beside `path`, with the permissions a new file gets (0666 less the
-/// umask) rather than tempfile's private 0600, since it becomes `path`.
-pub fn temporary_beside(path: &Path) -> io::Result<tempfile::NamedTempFile> {
-    use std::os::unix::fs::PermissionsExt;
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(0o666))
-        .tempfile_in(directory_of(path))
+/// A temporary file beside the path it is to become, with the permissions a new file gets (0666
+/// less the umask) rather than tempfile's private 0600. Until it is renamed into place it is
+/// removed when dropped, and by a quit forced by a second signal.
+pub struct Temporary {
+    file: Option<NamedTempFile>,
+}
+
+impl Temporary {
+    /// An empty temporary file in the directory of `path`, named after it (`.NAME.XXXXXX.tmp`).
+    pub fn beside(path: &Path) -> io::Result<Temporary> {
+        use std::os::unix::fs::PermissionsExt;
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        let mut unfinished = signals::unfinished_files();
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .permissions(fs::Permissions::from_mode(0o666))
+            .tempfile_in(directory_of(path))?;
+        unfinished.push(file.path().to_owned());
+        Ok(Temporary { file: Some(file) })
+    }
+
+    /// The open file, to write into (a handle that stays valid after the rename).
+    pub fn as_file(&self) -> &File {
+        self.file.as_ref().expect("held until persisted").as_file()
+    }
+
+    /// Renames the file to `path`.
+    pub fn persist(mut self, path: &Path) -> io::Result<()> {
+        let file = self.file.take().expect("held until persisted");
+        let mut unfinished = signals::unfinished_files();
+        forget(&mut unfinished, file.path());
+        // On failure the file comes back in the error, whose drop removes it.
+        file.persist(path).map(drop).map_err(|error| error.error)
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if let Some(file) = self.file.take() {
+            let mut unfinished = signals::unfinished_files();
+            forget(&mut unfinished, file.path());
+            drop(file);
+        }
+    }
+}
+
+/// Takes `path` out of the list of unfinished files.
+fn forget(unfinished: &mut Vec<PathBuf>, path: &Path) {
+    unfinished.retain(|listed| listed != path);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_files_are_listed_for_a_forced_quit_until_placed_or_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let listed = |path: &Path| signals::unfinished_files().iter().any(|p| p == path);
+        let placed = Temporary::beside(&dir.path().join("a.json")).unwrap();
+        let placed_path = placed.file.as_ref().unwrap().path().to_owned();
+        let dropped = Temporary::beside(&dir.path().join("b.json")).unwrap();
+        let dropped_path = dropped.file.as_ref().unwrap().path().to_owned();
+        assert!(listed(&placed_path) && listed(&dropped_path));
+        placed.persist(&dir.path().join("a.json")).unwrap();
+        drop(dropped);
+        assert!(!listed(&placed_path) && !listed(&dropped_path));
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.json"]);
+    }
 
     #[test]
     fn paths_are_sorted_by_what_they_name() {

@@ -10,9 +10,8 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use tempfile::NamedTempFile;
 
-use super::destination::{self, directory_of, Destination};
+use super::destination::{self, directory_of, Destination, Temporary};
 use crate::cli::OutputArgs;
 use crate::report::{Document, Exporter};
 use crate::usage_bail;
@@ -204,7 +203,7 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
 /// name beside it and renamed into place by [`StagedFile::place`] once it holds something worth
 /// keeping; a node or standard output is written through from the start.
 pub struct StagedFile {
-    pending: Option<(NamedTempFile, PathBuf)>,
+    pending: Option<(Temporary, PathBuf)>,
 }
 
 impl StagedFile {
@@ -221,7 +220,7 @@ impl StagedFile {
                 (None, destination::open_through(&node).with_context(cannot)?)
             }
             Destination::File(target) => {
-                let temporary = destination::temporary_beside(&target).with_context(|| {
+                let temporary = Temporary::beside(&target).with_context(|| {
                     format!("cannot create a file beside '{}'", target.display())
                 })?;
                 let file = temporary.as_file().try_clone()?;
@@ -236,7 +235,6 @@ impl StagedFile {
         if let Some((temporary, path)) = self.pending.take() {
             temporary
                 .persist(&path)
-                .map_err(|error| error.error)
                 .with_context(|| format!("cannot write '{}'", path.display()))?;
         }
         Ok(())

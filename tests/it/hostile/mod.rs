@@ -62,6 +62,8 @@
 //! | h2c_upper_case_field_name          | a field named `X-Upper`                               | protocol, each    |
 //! | h2c_connection_field               | `connection: keep-alive`                              | protocol, each    |
 //! | h2c_transfer_encoding_field        | `transfer-encoding: chunked` (static name)            | protocol, each    |
+//! | h2c_line_break_in_value            | `server: a\r\nx-injected: 1`                        | protocol, each    |
+//! | h2c_value_with_trailing_space      | `x-padded: "1 "`                                      | protocol, each    |
 //! | h2c_pseudo_header_after_field      | `:status` after a regular field                       | protocol, each    |
 //! | h2c_two_statuses                   | `:status: 200` and `:status: 204`                     | protocol, each    |
 //! | h2c_pseudo_header_in_trailers      | trailers with `:status`                               | protocol, each    |
@@ -866,6 +868,20 @@ cases! {
         exactly: each_malformed(20),
         ..BASE
     };
+    h2c_line_break_in_value => Case {
+        server: H2Reply(scripts::h2_line_break_in_value),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
+    h2c_value_with_trailing_space => Case {
+        server: H2Reply(scripts::h2_value_with_trailing_space),
+        args: &["--proto", "h2c", "-m", "4", "-n", "20"],
+        expect_kind: PROTOCOL,
+        exactly: each_malformed(20),
+        ..BASE
+    };
     h2c_pseudo_header_after_field => Case {
         server: H2Reply(scripts::h2_pseudo_header_after_field),
         args: &["--proto", "h2c", "-m", "4", "-n", "20"],
@@ -922,4 +938,30 @@ cases! {
         exactly: all_succeed(20),
         ..BASE
     };
+}
+
+#[test]
+fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
+    // 100 kB uploads, more than the 65,535-byte windows the server never raises, answered as
+    // their HEADERS arrive. Before the fix the client stopped sending without RST_STREAM,
+    // leaving every stream half open on the server.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'u'; 100_000]).unwrap();
+    let server = Server::start(Script(scripts::h2_answer_uploads_early));
+    let url = format!("http://{}/", server.addr);
+    let args = ["--proto", "h2c", "-c", "1", "-m", "1", "-n", "10", "-d"];
+    let args: Vec<&str> = args
+        .into_iter()
+        .chain([body.to_str().unwrap(), &url])
+        .collect();
+    let run = crate::common::h2load_rs(&args);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.int("requests/succeeded"), 10, "{}", run.output.stdout);
+    // Every connection's script has seen the client go.
+    server.never_processed();
+    let resets = scripts::EARLY_ANSWER_RESETS.load(std::sync::atomic::Ordering::SeqCst);
+    // One at a time: each stream is reset before the next request goes; the tenth ends with
+    // the connection, which the client closes once its last response is in.
+    assert_eq!(resets, 9, "RST_STREAM(NO_ERROR) frames received");
 }

@@ -860,6 +860,48 @@ pub mod scripts {
         headers_with(stream, &hpack::literal_indexed_name(57, b"chunked"), true)
     }
 
+    /// `server: a\r\nx-injected: 1`: a CR LF inside a value.
+    pub fn h2_line_break_in_value(stream: u32) -> Vec<u8> {
+        headers_with(
+            stream,
+            &hpack::literal(b"server", b"a\r\nx-injected: 1"),
+            true,
+        )
+    }
+
+    /// `x-padded: "1 "`: a value ending with a space.
+    pub fn h2_value_with_trailing_space(stream: u32) -> Vec<u8> {
+        headers_with(stream, &hpack::literal(b"x-padded", b"1 "), true)
+    }
+
+    /// RST_STREAM(NO_ERROR) frames [`h2_answer_uploads_early`] received.
+    pub static EARLY_ANSWER_RESETS: std::sync::atomic::AtomicU64 =
+        std::sync::atomic::AtomicU64::new(0);
+
+    /// Answers each request as its HEADERS arrive, before reading any of its body and without
+    /// granting more window, then reads on, counting the client's RST_STREAM(NO_ERROR) frames in
+    /// [`EARLY_ANSWER_RESETS`]: the client must close the streams it cannot finish.
+    pub fn h2_answer_uploads_early(mut conn: Conn) {
+        if !h2::handshake(&mut conn, &[]) {
+            return;
+        }
+        while let Some(header) = conn.take(9) {
+            let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+            let Some(payload) = conn.take(length) else {
+                return;
+            };
+            let stream =
+                u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+            match header[3] {
+                h2::HEADERS if !conn.send(&h2::ok(stream)) => return,
+                h2::RST_STREAM if payload == h2::NO_ERROR.to_be_bytes() => {
+                    EARLY_ANSWER_RESETS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// A regular field, then `:status`.
     pub fn h2_pseudo_header_after_field(stream: u32) -> Vec<u8> {
         let block = [hpack::literal(b"server", b"x"), h2::STATUS_200.to_vec()].concat();
