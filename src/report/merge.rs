@@ -58,8 +58,8 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
                 cell.cell.index
             ),
         };
-        check_totals(cell, &document.source)?;
-        check_timeline(cell, &document.source)?;
+        let answered = check_totals(cell, &document.source)?;
+        check_timeline(cell, &document.source, answered)?;
     }
     Ok(document)
 }
@@ -67,8 +67,8 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
 /// Refuses a cell whose histograms disagree with its counters: every response answered (`done`
 /// less `errored`) is one value of the response time, time to first byte and service time
 /// histograms. A report edited by hand, or mangled, would otherwise merge into figures that
-/// contradict each other.
-fn check_totals(cell: &Summary, source: &str) -> Result<()> {
+/// contradict each other. Returns the responses answered.
+fn check_totals(cell: &Summary, source: &str) -> Result<u64> {
     let counters = &cell.requests.counters;
     let Some(answered) = counters.done.checked_sub(counters.errored) else {
         usage_bail!(
@@ -93,14 +93,14 @@ fn check_totals(cell: &Summary, source: &str) -> Result<()> {
             );
         }
     }
-    Ok(())
+    Ok(answered)
 }
 
-/// Refuses a cell whose timeline histograms disagree with its intervals' counts: each response
-/// completed in an interval is one value of that interval's response time, time to first byte and
-/// service time histograms. Read without building the histograms, so a long timeline costs its
-/// size.
-fn check_timeline(cell: &Summary, source: &str) -> Result<()> {
+/// Refuses a cell whose timeline disagrees with itself or with the cell's `answered` responses:
+/// each response completed in an interval is one value of that interval's response time, time to
+/// first byte and service time histograms, and the intervals' completions are the responses
+/// answered. Read without building the histograms, so a long timeline costs its size.
+fn check_timeline(cell: &Summary, source: &str, answered: u64) -> Result<()> {
     let index = cell.cell.index;
     for interval in &cell.timeline.intervals {
         for (field, encoded) in [
@@ -124,6 +124,18 @@ fn check_timeline(cell: &Summary, source: &str) -> Result<()> {
                 ),
             }
         }
+    }
+    let completed = (cell
+        .timeline
+        .intervals
+        .iter()
+        .map(|interval| interval.completed))
+    .try_fold(0u64, u64::checked_add);
+    if completed != Some(answered) {
+        let sum = completed.map_or("more than 2^64 - 1".to_owned(), |sum| sum.to_string());
+        usage_bail!(
+            "'{source}': cell {index}: the timeline intervals' completed add up to {sum}, but requests.done less requests.errored is {answered}"
+        );
     }
     Ok(())
 }

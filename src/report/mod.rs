@@ -1174,6 +1174,23 @@ mod tests {
     }
 
     #[test]
+    fn interval_counts_past_two_to_the_64_are_refused() {
+        let empty = hdr::encode(&hdr::new_histogram());
+        let mut sums = IntervalSums::default();
+        sums.add(u64::MAX, 1, &empty, &empty, None).unwrap();
+        let error = sums.add(1, 0, &empty, &empty, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the intervals' completed add up past 2^64 - 1"
+        );
+        let error = sums.add(0, u64::MAX, &empty, &empty, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the intervals' errors add up past 2^64 - 1"
+        );
+    }
+
+    #[test]
     fn the_last_interval_ends_at_the_measured_end() {
         // 2.5 s in 1 s intervals: the last is [2, 2.5), half a second long.
         assert_eq!(last_index(2.5, 1.0), 2);
