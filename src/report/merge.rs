@@ -5,10 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
-
-use base64::Engine as _;
 
 use super::{
     latency_summary, Document, Histograms, IntervalSums, RateReport, Spread, Summary, Timeline,
@@ -60,7 +58,8 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
                 cell.cell.index
             ),
         };
-        check_totals(cell, &document.source)?;
+        let answered = check_totals(cell, &document.source)?;
+        check_timeline(cell, &document.source, answered)?;
     }
     Ok(document)
 }
@@ -68,8 +67,8 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
 /// Refuses a cell whose histograms disagree with its counters: every response answered (`done`
 /// less `errored`) is one value of the response time, time to first byte and service time
 /// histograms. A report edited by hand, or mangled, would otherwise merge into figures that
-/// contradict each other.
-fn check_totals(cell: &Summary, source: &str) -> Result<()> {
+/// contradict each other. Returns the responses answered.
+fn check_totals(cell: &Summary, source: &str) -> Result<u64> {
     let counters = &cell.requests.counters;
     let Some(answered) = counters.done.checked_sub(counters.errored) else {
         usage_bail!(
@@ -93,6 +92,50 @@ fn check_totals(cell: &Summary, source: &str) -> Result<()> {
                 cell.cell.index
             );
         }
+    }
+    Ok(answered)
+}
+
+/// Refuses a cell whose timeline disagrees with itself or with the cell's `answered` responses:
+/// each response completed in an interval is one value of that interval's response time, time to
+/// first byte and service time histograms, and the intervals' completions are the responses
+/// answered. Read without building the histograms, so a long timeline costs its size.
+fn check_timeline(cell: &Summary, source: &str, answered: u64) -> Result<()> {
+    let index = cell.cell.index;
+    for interval in &cell.timeline.intervals {
+        for (field, encoded) in [
+            ("hdr", Some(&interval.hdr)),
+            ("ttfb_hdr", Some(&interval.ttfb_hdr)),
+            ("service_hdr", interval.service_hdr.as_ref()),
+        ] {
+            let Some(encoded) = encoded else { continue };
+            let values =
+                hdr::base64_bytes(encoded).and_then(|bytes| hdr::scan(&bytes, |_, _| Ok(())));
+            match values {
+                Ok(values) if values == interval.completed => {}
+                Ok(values) => usage_bail!(
+                    "'{source}': cell {index}: timeline interval {}: {field} holds {values} values, but its completed is {}",
+                    interval.index,
+                    interval.completed
+                ),
+                Err(error) => usage_bail!(
+                    "'{source}' is not an h2load-rs JSON report: cell {index} has a broken histogram in timeline interval {} ({field}: {error:#})",
+                    interval.index
+                ),
+            }
+        }
+    }
+    let completed = (cell
+        .timeline
+        .intervals
+        .iter()
+        .map(|interval| interval.completed))
+    .try_fold(0u64, u64::checked_add);
+    if completed != Some(answered) {
+        let sum = completed.map_or("more than 2^64 - 1".to_owned(), |sum| sum.to_string());
+        usage_bail!(
+            "'{source}': cell {index}: the timeline intervals' completed add up to {sum}, but requests.done less requests.errored is {answered}"
+        );
     }
     Ok(())
 }
@@ -204,7 +247,7 @@ fn merge_urls(
             (Some(a), Some(b)) => {
                 let mut sum = latency_summary(&add_all(
                     [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
-                ));
+                )?);
                 // The parts' extremes are at the run's precision, finer than the URL histograms.
                 sum.bound(
                     a.spread.min.min(b.spread.min) as u64,
@@ -218,12 +261,21 @@ fn merge_urls(
     Ok(())
 }
 
-fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Histogram<u64> {
+/// The sum of `histograms`; values that add up past 2^64 - 1 are an error (a histogram's count
+/// would stop there and its percentiles read 0).
+fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Result<Histogram<u64>> {
     let mut sum = hdr::new_histogram();
+    let mut values = 0u64;
     for histogram in histograms {
+        let Some(total) =
+            (hdr::checked_len(&histogram).ok()).and_then(|len| values.checked_add(len))
+        else {
+            usage_bail!("the reports' histograms hold more than 2^64 values together");
+        };
+        values = total;
         sum.add(histogram).expect("histograms share bounds");
     }
-    sum
+    Ok(sum)
 }
 
 /// The parts' times of one optional distribution (a kind of TLS handshake, the proxy's
@@ -242,7 +294,7 @@ fn merge_optional_times(
     let histograms = found
         .map(|summary| hdr::from_base64(&summary.hdr))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Some(latency_summary(&add_all(histograms.into_iter()))))
+    Ok(Some(latency_summary(&add_all(histograms.into_iter())?)))
 }
 
 /// One cell from the same cell of every run; `sources` names the runs' files.
@@ -264,9 +316,9 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             0.0
         }
     };
-    let request = add_all(parts.iter().map(|part| part.histograms.request.clone()));
-    let connect = add_all(parts.iter().map(|part| part.histograms.connect.clone()));
-    let ttfb = add_all(parts.iter().map(|part| part.histograms.ttfb.clone()));
+    let request = add_all(parts.iter().map(|part| part.histograms.request.clone()))?;
+    let connect = add_all(parts.iter().map(|part| part.histograms.connect.clone()))?;
+    let ttfb = add_all(parts.iter().map(|part| part.histograms.ttfb.clone()))?;
     let handshake_full = merge_optional_times(&parts, |latency| latency.handshake_full.as_ref())?;
     let handshake_resumed =
         merge_optional_times(&parts, |latency| latency.handshake_resumed.as_ref())?;
@@ -279,9 +331,10 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
                     .iter()
                     .filter_map(|part| part.histograms.service.clone()),
             )
-        });
+        })
+        .transpose()?;
     let proxy = merge_optional_times(&parts, |latency| latency.proxy.as_ref())?;
-    let timeline = merge_timelines(&parts)?;
+    let timeline = merge_timelines(&parts, sources)?;
     let rate = match parts
         .iter()
         .map(|part| part.rate.as_ref())
@@ -293,21 +346,24 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
                 .map(|rate| hdr::from_base64(&rate.delay_hdr))
                 .collect::<Result<Vec<_>>>()?;
             let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
-            let done = parts
-                .iter()
-                .try_fold(0u64, |sum, part| {
-                    sum.checked_add(part.requests.counters.done)
-                })
-                .context("the reports' requests.done add up past 2^64 - 1")?;
+            // A report cannot make a sum wrap: that is bad input, like any count past 2^64 - 1.
+            let past = |field: &str| {
+                anyhow::Error::new(crate::error::UsageError(format!(
+                    "the reports' {field} add up past 2^64 - 1"
+                )))
+            };
+            let done = (parts.iter().map(|part| part.requests.counters.done))
+                .try_fold(0u64, u64::checked_add)
+                .ok_or_else(|| past("requests.done"))?;
             // Concurrent runs: their requests in flight and their limits add up.
             let in_flight = super::InFlight {
                 mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
-                limit: rates.iter().map(|rate| rate.in_flight.limit).sum(),
+                limit: (rates.iter().map(|rate| rate.in_flight.limit))
+                    .try_fold(0u64, u64::checked_add)
+                    .ok_or_else(|| past("rate.in_flight.limit"))?,
             };
-            // Concurrent runs' schedules add up too (known only if every run's is); a report
-            // cannot make the sum wrap.
-            let overflow =
-                || anyhow::anyhow!("the reports' rate.scheduled or rate.missed add up past 2^64");
+            // Concurrent runs' schedules add up too (known only if every run's is).
+            let overflow = || past("rate.scheduled or rate.missed");
             let scheduled = rates
                 .iter()
                 .map(|rate| rate.scheduled)
@@ -325,7 +381,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
                 ..RateReport::from_delays(
                     requested,
                     per_second(done),
-                    &add_all(delays.into_iter()),
+                    &add_all(delays.into_iter())?,
                     in_flight,
                 )
             })
@@ -597,8 +653,8 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Lines timelines up by wall-clock interval and adds them.
-fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
+/// Lines timelines up by wall-clock interval and adds them; `sources` names the parts' files.
+fn merge_timelines(parts: &[Summary], sources: &[String]) -> Result<Timeline> {
     // Automatic lengths may differ between runs (each picked its own from its length: 20 ms for
     // one worker, 50 ms for a slower one): the merge takes their least common multiple and
     // re-buckets every part into it. Lengths are compared in whole microseconds.
@@ -627,7 +683,8 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
     // A part's interval `index` in the merged timeline's units, counted from the Unix epoch.
     let absolute = |part: &Summary, factor: i64, index: u64| {
         let part_ms = (part.timeline.interval_s * 1000.0).max(1.0);
-        ((part.timeline.start_unix_ms as f64 / part_ms).round() as i64 + index as i64)
+        ((part.timeline.start_unix_ms as f64 / part_ms).round() as i64)
+            .saturating_add(i64::try_from(index).unwrap_or(i64::MAX))
             .div_euclid(factor)
     };
     let start_unix_ms = parts
@@ -636,27 +693,6 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
         .min()
         .unwrap_or(0);
     let first = (start_unix_ms as f64 / interval_ms).round() as i64;
-    let mut by_interval: BTreeMap<i64, IntervalSums> = BTreeMap::new();
-    for (part, factor) in parts.iter().zip(factors) {
-        for interval in &part.timeline.intervals {
-            let decode = |text: &str| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(text)
-                    .context("a timeline histogram is not base64")
-            };
-            let service = interval.service_hdr.as_deref().map(decode).transpose()?;
-            by_interval
-                .entry(absolute(part, factor, interval.index))
-                .or_default()
-                .add(
-                    interval.completed,
-                    interval.errors,
-                    &decode(&interval.hdr)?,
-                    &decode(&interval.ttfb_hdr)?,
-                    service.as_deref(),
-                )?;
-        }
-    }
     // The merged period ends where the last part's ends, seconds after the earliest start.
     let end_s = parts
         .iter()
@@ -665,22 +701,54 @@ fn merge_timelines(parts: &[Summary]) -> Result<Timeline> {
         })
         .fold(0.0, f64::max);
     let last = super::last_index(end_s, interval_s);
-    let mut folded: BTreeMap<u64, IntervalSums> = BTreeMap::new();
-    for (absolute, sums) in by_interval {
-        let index = ((absolute - first).max(0) as u64).min(last);
-        folded.entry(index).or_default().absorb(sums);
+    // Every part's intervals at their place in the merged timeline, in order, so the merged
+    // intervals are summed one at a time: memory holds one interval's histograms (540 KB)
+    // however long the timelines, and a few words for each interval read.
+    let mut places: Vec<(u64, usize, usize)> = Vec::new();
+    for (part_at, (part, factor)) in parts.iter().zip(factors).enumerate() {
+        for (interval_at, interval) in part.timeline.intervals.iter().enumerate() {
+            let index = absolute(part, factor, interval.index).saturating_sub(first);
+            places.push((
+                u64::try_from(index).unwrap_or(0).min(last),
+                part_at,
+                interval_at,
+            ));
+        }
+    }
+    places.sort_unstable();
+    let mut intervals = Vec::new();
+    for same_interval in places.chunk_by(|a, b| a.0 == b.0) {
+        let mut sums = IntervalSums::default();
+        for &(_, part_at, interval_at) in same_interval {
+            let interval = &parts[part_at].timeline.intervals[interval_at];
+            let bytes = |text: &str| hdr::base64_bytes(text);
+            let service = interval.service_hdr.as_deref().map(bytes).transpose();
+            let added = (|| {
+                sums.add(
+                    interval.completed,
+                    interval.errors,
+                    &bytes(&interval.hdr)?,
+                    &bytes(&interval.ttfb_hdr)?,
+                    service?.as_deref(),
+                )
+            })();
+            if let Err(error) = added {
+                usage_bail!(
+                    "'{}': timeline interval {}: {error:#}",
+                    sources[part_at],
+                    interval.index
+                );
+            }
+        }
+        let index = same_interval[0].0;
+        let length = super::interval_length(index, interval_s, end_s);
+        intervals.push(sums.summary(index, length));
     }
     Ok(Timeline {
         interval_s,
         end_s,
         start_unix_ms,
-        intervals: folded
-            .iter()
-            .map(|(index, sums)| {
-                let length = super::interval_length(*index, interval_s, end_s);
-                sums.summary(*index, length)
-            })
-            .collect(),
+        intervals,
     })
 }
 

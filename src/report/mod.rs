@@ -261,7 +261,8 @@ impl Default for IntervalSums {
 }
 
 impl IntervalSums {
-    /// Adds one part: its counts, and its histograms as V2 + deflate bytes.
+    /// Adds one part: its counts, and its histograms as V2 + deflate bytes. Counts that add up
+    /// past 2^64 - 1 are an error naming the field, never a count that wraps.
     pub fn add(
         &mut self,
         completed: u64,
@@ -270,32 +271,20 @@ impl IntervalSums {
         ttfb: &[u8],
         service: Option<&[u8]>,
     ) -> anyhow::Result<()> {
-        self.completed += completed;
-        self.errors += errors;
-        self.request.add(hdr::decode(request)?)?;
-        self.ttfb.add(hdr::decode(ttfb)?)?;
+        for (sum, value, field) in [
+            (&mut self.completed, completed, "completed"),
+            (&mut self.errors, errors, "errors"),
+        ] {
+            *sum = sum
+                .checked_add(value)
+                .ok_or_else(|| anyhow::anyhow!("the intervals' {field} add up past 2^64 - 1"))?;
+        }
+        hdr::add_encoded(&mut self.request, request)?;
+        hdr::add_encoded(&mut self.ttfb, ttfb)?;
         if let Some(service) = service {
-            self.service
-                .get_or_insert_with(hdr::new_histogram)
-                .add(hdr::decode(service)?)?;
+            hdr::add_encoded(self.service.get_or_insert_with(hdr::new_histogram), service)?;
         }
         Ok(())
-    }
-
-    /// Adds another interval's sums to these.
-    pub fn absorb(&mut self, other: IntervalSums) {
-        self.completed += other.completed;
-        self.errors += other.errors;
-        self.request
-            .add(&other.request)
-            .expect("histograms share bounds");
-        self.ttfb.add(&other.ttfb).expect("histograms share bounds");
-        if let Some(theirs) = other.service {
-            self.service
-                .get_or_insert_with(hdr::new_histogram)
-                .add(&theirs)
-                .expect("histograms share bounds");
-        }
     }
 
     /// The interval as reported, at position `index`, `length_s` seconds long.
@@ -1182,6 +1171,23 @@ mod tests {
         assert_eq!(spread.max, 10.0);
         assert_eq!(spread.mean, 4.0);
         assert_eq!(spread.within_sd_pct, 75.0);
+    }
+
+    #[test]
+    fn interval_counts_past_two_to_the_64_are_refused() {
+        let empty = hdr::encode(&hdr::new_histogram());
+        let mut sums = IntervalSums::default();
+        sums.add(u64::MAX, 1, &empty, &empty, None).unwrap();
+        let error = sums.add(1, 0, &empty, &empty, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the intervals' completed add up past 2^64 - 1"
+        );
+        let error = sums.add(0, u64::MAX, &empty, &empty, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the intervals' errors add up past 2^64 - 1"
+        );
     }
 
     #[test]

@@ -484,38 +484,52 @@ fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
     assert_eq!(merged.code, 0, "{}", merged.stderr);
 }
 
-#[test]
-fn a_long_timeline_is_compared_in_little_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    // 1500 intervals (1.2 MB of JSON per 3000): their histograms decoded and kept would take 180 KB
-    // each, 540 MB for both sides; their shares take a few numbers each.
-    let long = edited(dir.path(), "long.json", |cell| {
+/// `short("1ms")`'s report with its one interval repeated `intervals` times (one a second's
+/// interval, so a timeline hours long), written to `dir/name`; its counts and whole-run
+/// histograms hold as many responses.
+fn long_timeline(dir: &Path, name: &str, intervals: u64) -> String {
+    edited(dir, name, |cell| {
+        let answered = intervals
+            * cell["timeline"]["intervals"][0]["completed"]
+                .as_u64()
+                .unwrap();
+        cell["requests"]["done"] = answered.into();
+        cell["requests"]["errored"] = 0.into();
+        for field in ["request", "ttfb"] {
+            cell["latency"][field]["hdr"] = encoded(3, 3_600_000_000, &[(1000, answered)]).into();
+        }
         let timeline = &mut cell["timeline"];
         let first = timeline["intervals"][0].clone();
-        let intervals: Vec<serde_json::Value> = (0..1500u64)
+        let repeated: Vec<serde_json::Value> = (0..intervals)
             .map(|index| {
                 let mut interval = first.clone();
                 interval["index"] = index.into();
                 interval
             })
             .collect();
-        timeline["end_s"] = (1500.0 * timeline["interval_s"].as_f64().unwrap()).into();
-        timeline["intervals"] = intervals.into();
-    });
+        timeline["end_s"] = (intervals as f64 * timeline["interval_s"].as_f64().unwrap()).into();
+        timeline["intervals"] = repeated.into();
+    })
+}
+
+/// `command` run under an address-space limit of `limit_kb`.
+fn within_memory(limit_kb: u64, command: &[&str]) -> Output {
+    let limit = format!("ulimit -v {limit_kb}; exec \"$0\" \"$@\"");
+    let mut args = vec!["-c", &limit, BIN];
+    args.extend(command);
+    run_command("sh", &args)
+}
+
+#[test]
+fn a_long_timeline_is_compared_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500 intervals (1.2 MB of JSON per 3000): their histograms decoded and kept would take 180 KB
+    // each, 540 MB for both sides; their shares take a few numbers each.
+    let long = long_timeline(dir.path(), "long.json", 1500);
     let size = std::fs::metadata(&long).unwrap().len();
-    assert!(size < 1 << 20, "{size}");
+    assert!(size < 2 << 20, "{size}");
     // An address space of 400 MB: the binary and its threads take part of it.
-    let output = run_command(
-        "sh",
-        &[
-            "-c",
-            "ulimit -v 400000; exec \"$0\" \"$@\"",
-            BIN,
-            "diff",
-            &long,
-            &long,
-        ],
-    );
+    let output = within_memory(400_000, &["diff", &long, &long]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(
         output
@@ -524,4 +538,165 @@ fn a_long_timeline_is_compared_in_little_memory() {
         "{}",
         output.stdout
     );
+}
+
+#[test]
+fn a_long_timeline_is_merged_in_memory_a_small_multiple_of_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500 intervals merged with themselves: summed as histograms all at once they took 376 KB
+    // each (564 MB); one at a time, the merge holds little more than the reports it read.
+    let long = long_timeline(dir.path(), "long.json", 1500);
+    let size_kb = std::fs::metadata(&long).unwrap().len() / 1024;
+    let completed = json(Path::new(&long))["cells"][0]["timeline"]["intervals"][0]["completed"]
+        .as_u64()
+        .unwrap();
+    let merged = dir.path().join("merged.json");
+    let merged_path = merged.to_str().unwrap();
+    // The binary itself needs under 40 MB of address space; the reports read and written, a few
+    // times their size each.
+    let limit_kb = 48_000 + 3 * 8 * size_kb;
+    let output = within_memory(limit_kb, &["merge", &long, &long, "--json", merged_path]);
+    assert_eq!(output.code, 0, "under {limit_kb} KB: {}", output.stderr);
+    let intervals = json(&merged)["cells"][0]["timeline"]["intervals"].clone();
+    let intervals = intervals.as_array().unwrap();
+    assert_eq!(intervals.len(), 1500);
+    assert!(
+        intervals
+            .iter()
+            .enumerate()
+            .all(|(index, interval)| interval["index"] == index as u64
+                && interval["completed"] == 2 * completed),
+        "{:?}",
+        &intervals[..2]
+    );
+}
+
+/// The CPU time (user and system, seconds) `h2load-rs ARGS` takes, and its exit code.
+fn cpu_time(args: &[&str]) -> (f64, i32) {
+    let mut command = vec!["-c", "\"$0\" \"$@\" >/dev/null 2>&1; echo $?; times", BIN];
+    command.extend(args);
+    let output = run_command("sh", &command);
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    // `times` prints the shell's user and system time, then its children's: `0m1.230000s 0m0.010000s`.
+    let seconds = |field: &str| {
+        let (minutes, seconds) = field.trim_end_matches('s').split_once('m').unwrap();
+        minutes.parse::<f64>().unwrap() * 60.0 + seconds.parse::<f64>().unwrap()
+    };
+    let children: f64 = lines[2].split_whitespace().map(seconds).sum();
+    (children, lines[0].parse().unwrap())
+}
+
+#[test]
+fn a_long_timeline_is_compared_in_a_small_multiple_of_the_time_it_takes_to_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = long_timeline(dir.path(), "long.json", 2000);
+    // The same report as another experiment: `diff` reads and checks both, finds no cell in
+    // common and stops there.
+    let other = edited(dir.path(), "other.json", |cell| {
+        cell["cell"]["protocol"] = "h2c".into();
+    });
+    let other_long = dir.path().join("other_long.json");
+    let mut document = json(Path::new(&long));
+    document["cells"][0]["cell"] = json(Path::new(&other))["cells"][0]["cell"].clone();
+    std::fs::write(&other_long, serde_json::to_vec(&document).unwrap()).unwrap();
+    let (read, code) = cpu_time(&["diff", &long, other_long.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let (compared, code) = cpu_time(&["diff", &long, &long]);
+    assert_eq!(code, 0);
+    // CPU time, not wall-clock time, so a busy machine slows both alike. Comparing each interval
+    // decoded its histogram (a 180 KB array) several times over: 9 times the reading.
+    assert!(
+        compared < 3.0 * read,
+        "comparing took {compared:.2} s of CPU, reading {read:.2} s"
+    );
+}
+
+#[test]
+fn timeline_counts_that_disagree_or_add_up_past_two_to_the_64_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let good = short("1ms");
+    let good = good.to_str().unwrap();
+    let completed = json(&short("1ms"))["cells"][0]["timeline"]["intervals"][0]["completed"]
+        .as_u64()
+        .unwrap();
+    let interval = |cell: &mut serde_json::Value| cell["timeline"]["intervals"][0].take();
+    let with_interval = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        edited(dir, name, |cell| {
+            let mut first = interval(cell);
+            edit(&mut first);
+            cell["timeline"]["intervals"][0] = first;
+        })
+    };
+    let one_more = with_interval("one_more.json", &|interval| {
+        interval["completed"] = (completed + 1).into();
+    });
+    let ttfb = with_interval("ttfb.json", &|interval| {
+        interval["ttfb_hdr"] = encoded(3, 3_600_000_000, &[(100, completed - 1)]).into();
+    });
+    // Two intervals of the responses the report counts once.
+    let twice = edited(dir, "twice.json", |cell| {
+        let mut second = cell["timeline"]["intervals"][0].clone();
+        second["index"] = 1.into();
+        cell["timeline"]["intervals"]
+            .as_array_mut()
+            .unwrap()
+            .push(second);
+    });
+    let most = i64::MAX as u64;
+    let errors = with_interval("errors.json", &|interval| {
+        interval["errors"] = u64::MAX.into();
+    });
+    // Connection times of 2^63 - 1 connections: three reports' pass 2^64.
+    let connect = edited(dir, "connect.json", |cell| {
+        cell["latency"]["connect"]["hdr"] = encoded(3, 3_600_000_000, &[(100, most)]).into();
+    });
+    let limit = edited(dir, "limit.json", |cell| {
+        cell["rate"] = serde_json::json!({
+            "requested_per_s": 10.0, "achieved_per_s": 10.0, "late": 0, "late_pct": 0.0,
+            "delay_p50_us": 0, "delay_p99_us": 0, "delay_max_us": 0,
+            "delay_hdr": encoded(3, 3_600_000_000, &[]),
+            "in_flight": {"mean": 1.0, "limit": u64::MAX},
+        });
+    });
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["merge", good, &one_more],
+            format!("'{one_more}': cell 1: timeline interval 0: hdr holds {completed} values, but its completed is {}", completed + 1),
+        ),
+        (
+            vec!["diff", &one_more, good],
+            format!("'{one_more}': cell 1: timeline interval 0: hdr holds {completed} values"),
+        ),
+        (
+            vec!["merge", &ttfb, good],
+            format!("'{ttfb}': cell 1: timeline interval 0: ttfb_hdr holds {} values, but its completed is {completed}", completed - 1),
+        ),
+        (
+            vec!["diff", good, &twice],
+            format!("'{twice}': cell 1: the timeline intervals' completed add up to {}, but requests.done less requests.errored is {completed}", 2 * completed),
+        ),
+        (
+            vec!["merge", good, &errors, &errors],
+            format!("'{errors}': timeline interval 0: the intervals' errors add up past 2^64 - 1"),
+        ),
+        (
+            vec!["merge", &connect, &connect, &connect],
+            "the reports' histograms hold more than 2^64 values together".to_owned(),
+        ),
+        (
+            vec!["merge", &limit, &limit],
+            "the reports' rate.in_flight.limit add up past 2^64 - 1".to_owned(),
+        ),
+    ];
+    for (args, message) in cases {
+        let output = assert_usage_error(&args, &message);
+        assert!(output.stdout.is_empty(), "{args:?}: {}", output.stdout);
+    }
+    // An interval placed past any clock: folded into the last, never an overflow.
+    let far = with_interval("far.json", &|interval| {
+        interval["index"] = (i64::MAX as u64).into();
+    });
+    let merged = run_command(BIN, &["merge", &far, good]);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
 }

@@ -30,7 +30,6 @@
 pub mod render;
 
 use anyhow::Result;
-use hdrhistogram::Histogram;
 
 use super::stats::{ks_distance, mann_whitney, MannWhitney};
 use super::{Document, Summary, Timeline};
@@ -296,7 +295,7 @@ impl Samples {
             .timeline
             .intervals
             .iter()
-            .map(|interval| hdr::from_base64(&interval.hdr));
+            .map(|interval| hdr::base64_bytes(&interval.hdr));
         match Samples::from_histograms(interval_rates(&cell.timeline), histograms, lines) {
             Ok(samples) => Ok(samples),
             Err(error) => usage_bail!(
@@ -307,10 +306,11 @@ impl Samples {
         }
     }
 
-    /// The samples of `histograms`, one an interval, at `lines`.
+    /// The samples of encoded `histograms`, one an interval, at `lines`. Each is read without
+    /// being built (see [`hdr::scan`]): the work is the size of the encodings.
     fn from_histograms(
         rates: Vec<f64>,
-        histograms: impl Iterator<Item = Result<Histogram<u64>>>,
+        histograms: impl Iterator<Item = Result<Vec<u8>>>,
         lines: &[u64],
     ) -> Result<Samples> {
         let mut samples = Samples {
@@ -318,21 +318,25 @@ impl Samples {
             intervals: 0,
             shares: lines.iter().map(|&line| (line, Vec::new())).collect(),
         };
+        let mut above = vec![0u64; lines.len()];
         for histogram in histograms {
-            let histogram = histogram?;
+            above.fill(0);
+            // The sums stay within the total, which the scan refuses past 2^64 - 1.
+            let total = hdr::scan(&histogram?, |value, count| {
+                for (line, above) in lines.iter().zip(&mut above) {
+                    if value > *line {
+                        *above += count;
+                    }
+                }
+                Ok(())
+            })?;
             // Intervals with only failures have no latency to compare.
-            if histogram.is_empty() {
+            if total == 0 {
                 continue;
             }
             samples.intervals += 1;
-            for (line, shares) in &mut samples.shares {
-                shares.push(
-                    histogram
-                        .len()
-                        .saturating_sub(histogram.count_between(0, *line))
-                        as f64
-                        / histogram.len() as f64,
-                );
+            for ((_, shares), above) in samples.shares.iter_mut().zip(&above) {
+                shares.push(*above as f64 / total as f64);
             }
         }
         Ok(samples)
@@ -542,7 +546,7 @@ mod tests {
         for &(value, count) in values {
             histogram.record_n(value, count).unwrap();
         }
-        let histograms = std::iter::repeat_n(histogram, intervals).map(Ok);
+        let histograms = std::iter::repeat_n(hdr::encode(&histogram), intervals).map(Ok);
         Samples::from_histograms(vec![], histograms, &[1000, 5000]).unwrap()
     }
 
