@@ -141,7 +141,7 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
     writeln!(
         out,
         "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>8}  result",
-        "step", "phase", "offered", "achieved", "p50", "p99", "errors"
+        "step", "phase", "offered", "achieved", "p50", "p99", "failed"
     )?;
     for (index, step) in capacity.steps.iter().enumerate() {
         writeln!(
