@@ -352,6 +352,11 @@ fn table_columns_say_which_errors_they_count() {
         .collect();
     // One connection: streams 5, 10, … reset.
     assert_eq!(errored[0], "10");
+    // Every cell ran: no stop between cells to report.
+    assert_eq!(
+        run.json.get("stopped_between_cells"),
+        Some(&serde_json::Value::Null)
+    );
     let read = |path: &str| std::fs::read_to_string(path).unwrap();
     // The column of `title` in a table whose titles `split` divides, and its values.
     let column = |table: &str, split: &dyn Fn(&str) -> Vec<String>, title: &str| {
