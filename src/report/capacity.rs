@@ -78,6 +78,10 @@ pub struct CapacityStep {
     pub done: u64,
     /// Of them, failed.
     pub failed: u64,
+    /// Responses finished in it to requests sent before it (by its settling or the step
+    /// before): in none of its other figures.
+    #[serde(default)]
+    pub backlog: u64,
     /// `failed / done`, percent.
     pub errors_pct: f64,
     /// Request latency percentiles, µs, from each request's scheduled start.

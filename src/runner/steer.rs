@@ -110,6 +110,8 @@ impl Probe for Steered {
         self.throttle.set(offered);
         self.live.set_offered(rate);
         let interrupted = self.wait(settle);
+        // From here on, a response to a request sent earlier is the backlog's.
+        self.throttle.edge.set(Instant::now());
         let before = self.live.fresh_snapshot(PUBLISH_PATIENCE);
         let began = Instant::now();
         let interrupted = interrupted || self.wait(measure);
@@ -130,23 +132,30 @@ fn step_result(
 ) -> Result<StepResult> {
     let rate = after.rate_since(before, measured);
     let measured = after.span_since(before, measured);
+    // The step's figures are its own schedule's: the responses to requests sent before its
+    // measured part (by the settling or the step before, a backlog) are counted apart.
     let mut latency = after.request;
     latency
         .subtract(&before.request)
         .context("a later snapshot of the latency histogram holds fewer requests")?;
-    let finished = after.done - before.done;
-    // The step counts what its own schedule sent: not the requests in flight at its start (sent
-    // by the settling or the step before, a backlog that finishes in it), so no more than it
-    // sent, and no more than its schedule holds over the span (a client running late sends the
-    // settling's requests in it).
-    let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
+    let mut backlog = after.backlog;
+    backlog
+        .subtract(&before.backlog)
+        .context("a later snapshot of the backlog histogram holds fewer requests")?;
+    latency
+        .subtract(&backlog)
+        .context("the backlog holds requests the step did not finish")?;
+    let backlog = backlog.len();
+    let finished = (after.done - before.done).saturating_sub(backlog);
+    // No more than its schedule holds over the span (a client running late sends the settling's
+    // requests in it).
     let scheduled = offered_rps.map_or(u64::MAX, |rate| {
         (rate * measured.as_secs_f64()).ceil() as u64
     });
-    let done = finished.min(sent).min(scheduled);
+    let done = finished.min(scheduled);
     let achieved_rps = match finished {
         0 => 0.0,
-        finished => rate * done as f64 / finished as f64,
+        finished => rate * done as f64 / (finished + backlog) as f64,
     };
     Ok(StepResult {
         offered_rps,
@@ -154,6 +163,7 @@ fn step_result(
         done,
         failed: (after.failed - before.failed).min(done),
         latency,
+        backlog,
         measured,
         interrupted,
     })
@@ -165,19 +175,21 @@ mod tests {
     use crate::observe::live::{Mark, Tallies};
     use crate::recorder::hdr::new_histogram;
 
-    /// A snapshot of one worker that published at `at` with `done` finished, `in_flight` open.
-    fn snapshot(at: Instant, done: u64, in_flight: u64) -> Snapshot {
+    /// A snapshot of one worker that published at `at` with `done` finished, `backlog` of them
+    /// (at 5 ms each; its own at 1 ms) sent before the step's measured part.
+    fn snapshot(at: Instant, done: u64, backlog: u64) -> Snapshot {
         let mut request = new_histogram();
-        request.record_n(1_000, done).unwrap();
+        request.record_n(1_000, done - backlog).unwrap();
+        let mut late = new_histogram();
+        late.record_n(5_000, backlog).unwrap();
+        request.add(&late).unwrap();
         Snapshot {
             done,
             failed: 0,
             errored: 0,
             request,
-            tallies: Tallies {
-                in_flight,
-                ..Tallies::default()
-            },
+            backlog: late,
+            tallies: Tallies::default(),
             threads: vec![Mark { at: Some(at), done }],
         }
     }
@@ -190,16 +202,26 @@ mod tests {
             let before = snapshot(start, before.0, before.1);
             let after = snapshot(start + second, after.0, after.1);
             let step = step_result(rate, &before, after, second, false).unwrap();
-            (step.done, step.achieved_rps.round() as u64)
+            (
+                step.done,
+                step.achieved_rps.round() as u64,
+                step.backlog,
+                step.latency.len(),
+                step.latency.max(),
+            )
         };
-        // 50 requests of the step before were in flight at its start: 120 finished, 70 of them
-        // its own (it sent 70 and none is left in flight).
-        assert_eq!(result((0, 50), (120, 0), Some(100.0)), (70, 70));
+        // 50 requests of the step before finished in it: 120 finished, 70 of them its own, and
+        // only theirs are in its latency.
+        assert_eq!(
+            result((0, 0), (120, 50), Some(100.0)),
+            (70, 70, 50, 70, 1_000)
+        );
         // A late client sent the settling's requests in it: at most its 100 count.
-        assert_eq!(result((0, 0), (130, 0), Some(100.0)), (100, 100));
-        // A queue building up: what finished, below what it sent.
-        assert_eq!(result((0, 5), (80, 30), Some(100.0)), (80, 80));
-        // Unpaced: no schedule bounds it.
-        assert_eq!(result((0, 0), (130, 0), None), (130, 130));
+        assert_eq!(
+            result((0, 0), (130, 0), Some(100.0)),
+            (100, 100, 0, 130, 1_000)
+        );
+        // Unpaced: no schedule bounds it; a backlog counted before the step is not its own.
+        assert_eq!(result((10, 10), (140, 10), None), (130, 130, 0, 130, 1_000));
     }
 }
