@@ -13,14 +13,15 @@ pub struct StepResult {
     pub offered_rps: Option<f64>,
     /// `done` per second over the measured part.
     pub achieved_rps: f64,
-    /// Requests of the step's own schedule finished in the measured part: those finished but
-    /// the `backlog`, at most as many as its schedule holds over the part (the offered rate ×
-    /// its length, rounded up).
+    /// Requests of the step's own schedule finished in the measured part: those finished, at
+    /// most as many as it sent (the requests in flight at its start are the settling's or the
+    /// step before's) and as its schedule holds over the part (the offered rate × its length,
+    /// rounded up).
     pub done: u64,
     /// Of them, the ones that did not succeed (error statuses and errors), h2load's "failed".
     pub failed: u64,
     /// Responses finished in the measured part to requests sent before it began (by its settling
-    /// or the step before): counted apart, in none of the step's other figures.
+    /// or the step before): counted apart, not in `latency`.
     pub backlog: u64,
     /// Latency of the responses of its own schedule (not the `backlog`'s) finished in the
     /// measured part, in microseconds, from each request's intended start (so a step the server cannot keep up with shows its queue).

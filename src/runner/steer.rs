@@ -146,16 +146,19 @@ fn step_result(
         .subtract(&backlog)
         .context("the backlog holds requests the step did not finish")?;
     let backlog = backlog.len();
-    let finished = (after.done - before.done).saturating_sub(backlog);
-    // No more than its schedule holds over the span (a client running late sends the settling's
-    // requests in it).
+    let finished = after.done - before.done;
+    // Its count is what its own schedule sent: not the requests in flight at its start (the
+    // backlog, which finishes in it), so no more than it sent (its own requests still in flight
+    // at its end stand in for the backlog's), and no more than its schedule holds over the span
+    // (a client running late sends the settling's requests in it).
+    let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
     let scheduled = offered_rps.map_or(u64::MAX, |rate| {
         (rate * measured.as_secs_f64()).ceil() as u64
     });
-    let done = finished.min(scheduled);
+    let done = finished.min(sent).min(scheduled);
     let achieved_rps = match finished {
         0 => 0.0,
-        finished => rate * done as f64 / (finished + backlog) as f64,
+        finished => rate * done as f64 / finished as f64,
     };
     Ok(StepResult {
         offered_rps,
@@ -175,9 +178,10 @@ mod tests {
     use crate::observe::live::{Mark, Tallies};
     use crate::recorder::hdr::new_histogram;
 
-    /// A snapshot of one worker that published at `at` with `done` finished, `backlog` of them
-    /// (at 5 ms each; its own at 1 ms) sent before the step's measured part.
-    fn snapshot(at: Instant, done: u64, backlog: u64) -> Snapshot {
+    /// A snapshot of one worker that published at `at` with `done` finished, `in_flight` open
+    /// and `backlog` of the finished (at 5 ms each; the others at 1 ms) sent before the step's
+    /// measured part.
+    fn snapshot(at: Instant, done: u64, in_flight: u64, backlog: u64) -> Snapshot {
         let mut request = new_histogram();
         request.record_n(1_000, done - backlog).unwrap();
         let mut late = new_histogram();
@@ -189,7 +193,10 @@ mod tests {
             errored: 0,
             request,
             backlog: late,
-            tallies: Tallies::default(),
+            tallies: Tallies {
+                in_flight,
+                ..Tallies::default()
+            },
             threads: vec![Mark { at: Some(at), done }],
         }
     }
@@ -198,30 +205,37 @@ mod tests {
     fn a_step_counts_only_what_its_own_schedule_sent() {
         let start = Instant::now();
         let second = Duration::from_secs(1);
-        let result = |before: (u64, u64), after: (u64, u64), rate: Option<f64>| {
-            let before = snapshot(start, before.0, before.1);
-            let after = snapshot(start + second, after.0, after.1);
+        let result = |before: (u64, u64, u64), after: (u64, u64, u64), rate: Option<f64>| {
+            let before = snapshot(start, before.0, before.1, before.2);
+            let after = snapshot(start + second, after.0, after.1, after.2);
             let step = step_result(rate, &before, after, second, false).unwrap();
             (
                 step.done,
                 step.achieved_rps.round() as u64,
                 step.backlog,
-                step.latency.len(),
                 step.latency.max(),
             )
         };
-        // 50 requests of the step before finished in it: 120 finished, 70 of them its own, and
-        // only theirs are in its latency.
+        // 50 requests of the step before were in flight at its start: 120 finished, 70 of them
+        // its own (it sent 70 and none is left in flight); only theirs are in its latency.
         assert_eq!(
-            result((0, 0), (120, 50), Some(100.0)),
-            (70, 70, 50, 70, 1_000)
+            result((0, 50, 0), (120, 0, 50), Some(100.0)),
+            (70, 70, 50, 1_000)
         );
         // A late client sent the settling's requests in it: at most its 100 count.
         assert_eq!(
-            result((0, 0), (130, 0), Some(100.0)),
-            (100, 100, 0, 130, 1_000)
+            result((0, 0, 0), (130, 0, 0), Some(100.0)),
+            (100, 100, 0, 1_000)
+        );
+        // A queue building up: what finished, below what it sent.
+        assert_eq!(
+            result((0, 5, 0), (80, 30, 5), Some(100.0)),
+            (80, 80, 5, 1_000)
         );
         // Unpaced: no schedule bounds it; a backlog counted before the step is not its own.
-        assert_eq!(result((10, 10), (140, 10), None), (130, 130, 0, 130, 1_000));
+        assert_eq!(
+            result((10, 0, 10), (140, 0, 10), None),
+            (130, 130, 0, 1_000)
+        );
     }
 }
