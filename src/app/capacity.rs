@@ -371,6 +371,7 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         measured_s: result.measured.as_secs_f64(),
         done: result.done,
         failed: result.failed,
+        backlog: result.backlog,
         errors_pct: match result.done {
             0 => 0.0,
             done => 100.0 * result.failed as f64 / done as f64,
@@ -498,6 +499,7 @@ mod tests {
                 false => 0,
             };
             Ok(StepResult {
+                backlog: 0,
                 offered_rps: rate,
                 achieved_rps: achieved,
                 done,
@@ -529,6 +531,7 @@ mod tests {
             let mut latency = hdr::new_histogram();
             latency.record_n(800, done).expect("in range");
             Ok(StepResult {
+                backlog: 0,
                 offered_rps: rate,
                 achieved_rps: offered,
                 done,
@@ -767,6 +770,7 @@ mod tests {
     fn a_step_that_falls_short_of_its_rate_fails() {
         // Objectives all hold, but 96% of the offered rate is not delivering it.
         let result = StepResult {
+            backlog: 0,
             offered_rps: Some(1000.0),
             achieved_rps: 960.0,
             done: 960,

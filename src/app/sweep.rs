@@ -23,7 +23,7 @@ use crate::observe::watch::{self, Watch};
 use crate::plan::{self, CellSpec, RunPlan};
 use crate::report::export::outputs::{self, Outputs, StagedFile};
 use crate::report::paint::paint;
-use crate::report::{self, CellContext, Document, Summary};
+use crate::report::{self, CellContext, Document, Summary, SweepStop};
 use crate::runner::{self, signals};
 
 /// A load test ready to run: every cell planned, every destination checked.
@@ -135,10 +135,20 @@ impl<'a> Sweep<'a> {
             // A signal between cells (while exports were written, or during --cooldown) ends the
             // sweep too; no cell is marked interrupted then, so this line says where it stopped.
             if signals::received().is_some() {
+                let stop = SweepStop {
+                    after_cell: index,
+                    of: self.cells.len(),
+                };
                 errln!(
-                    "interrupted: the sweep stopped after cell {index} of {}",
-                    self.cells.len()
+                    "interrupted: the sweep stopped after cell {} of {}",
+                    stop.after_cell,
+                    stop.of
                 );
+                document.stopped_between_cells = Some(stop);
+                if index > 0 {
+                    // The files written after the last cell get the stop too.
+                    failures = self.write_exports(&document);
+                }
                 break;
             }
             let summary = match self.run_cell(index) {

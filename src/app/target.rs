@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{LoadArgs, ProtoArg};
+use crate::cli::LoadArgs;
 use crate::plan::CellSpec;
 use crate::usage_bail;
 
@@ -96,10 +96,7 @@ pub struct BuiltIn {
 impl BuiltIn {
     /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells`.
     pub fn start(args: &LoadArgs, cells: &[CellSpec]) -> Result<BuiltIn> {
-        if args.target_fault.is_some() && args.proto.contains(&ProtoArg::H3) {
-            // A faulty target is a raw TCP server: h3 cells would only time out connecting.
-            usage_bail!("--target-fault makes the built-in target misbehave over TCP, where h3 is not spoken; drop h3 from --proto");
-        }
+        crate::cli::fault_cells::check(args)?;
         if let Some(path) = &args.unix_socket {
             // The URL gives the scheme, Host and SNI of whatever listens there.
             usage_bail!(

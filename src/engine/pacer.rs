@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::limits::MAX_DURATION;
 use crate::plan::stages::Share;
+use crate::recorder::backlog::StepEdge;
 
 /// What a steered run offers at the moment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +55,9 @@ pub struct Throttle {
     epoch: AtomicU64,
     /// Wakes the connections waiting for a send time, so a change applies at once.
     changed: tokio::sync::Notify,
+    /// Where the current step's measured part began: the requests sent before it are its
+    /// backlog (the workers' recorders keep their latencies apart).
+    pub edge: Arc<StepEdge>,
 }
 
 impl Throttle {
@@ -63,6 +67,7 @@ impl Throttle {
             offered: AtomicU64::new(Offered::Paused.to_bits()),
             epoch: AtomicU64::new(0),
             changed: tokio::sync::Notify::new(),
+            edge: Arc::new(StepEdge::new()),
         }
     }
 

@@ -26,6 +26,8 @@ struct Published {
     failed: u64,
     errored: u64,
     request: Histogram<u64>,
+    /// Of `request`, a steered run's backlog (see [`crate::recorder::backlog`]).
+    backlog: Histogram<u64>,
     tallies: Tallies,
 }
 
@@ -120,6 +122,7 @@ impl Live {
                 failed: 0,
                 errored: 0,
                 request: new_histogram(),
+                backlog: new_histogram(),
                 tallies: Tallies::default(),
             })
         };
@@ -199,6 +202,10 @@ impl Live {
         published.request.reset();
         // Both come from `new_histogram`, so their bounds match.
         let _ = published.request.add(&recorder.request);
+        if let Some(backlog) = &recorder.backlog {
+            published.backlog.reset();
+            let _ = published.backlog.add(&backlog.latency);
+        }
     }
 
     /// The totals across workers, with their merged latency histogram.
@@ -208,6 +215,7 @@ impl Live {
             failed: 0,
             errored: 0,
             request: new_histogram(),
+            backlog: new_histogram(),
             tallies: Tallies::default(),
             threads: Vec::with_capacity(self.threads.len()),
         };
@@ -225,6 +233,7 @@ impl Live {
             snapshot.tallies.add(&published.tallies);
             // Both come from `new_histogram`, so their bounds match.
             let _ = snapshot.request.add(&published.request);
+            let _ = snapshot.backlog.add(&published.backlog);
         }
         snapshot
     }
@@ -253,6 +262,9 @@ pub struct Snapshot {
     pub errored: u64,
     /// Request latency.
     pub request: Histogram<u64>,
+    /// Of `request`, a steered run's responses to requests sent before their step's measured
+    /// part began.
+    pub backlog: Histogram<u64>,
     /// Requests by outcome, connections, requests in flight.
     pub tallies: Tallies,
     /// Each worker's count and when it published it: a rate between two snapshots is exact
@@ -409,6 +421,7 @@ mod tests {
             failed: 0,
             errored: 0,
             request: new_histogram(),
+            backlog: new_histogram(),
             tallies: Tallies::default(),
             threads: marks,
         };

@@ -3,6 +3,7 @@
 //! Each runner thread owns one [`Recorder`] and one [`WireMeter`]; nothing here is shared between
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 
+pub mod backlog;
 pub mod handshakes;
 pub mod hdr;
 pub mod paths;
@@ -368,6 +369,8 @@ pub struct Recorder {
     pub(crate) in_flight: InFlightMeter,
     /// Per-URL counts and latency, when the plan has two paths or more.
     pub paths: Option<paths::PathStats>,
+    /// A steered run's responses to requests sent before their step's measured part.
+    pub backlog: Option<backlog::Backlog>,
 }
 
 impl Recorder {
@@ -410,6 +413,7 @@ impl Recorder {
             stream_reset_codes: std::collections::BTreeMap::new(),
             in_flight: InFlightMeter::new(measure_start),
             paths: None,
+            backlog: None,
         }
     }
 
@@ -567,6 +571,9 @@ impl Recorder {
         let ttfb = micros(sample.first_byte.saturating_duration_since(start.actual));
         let service = micros(sample.end - start.actual);
         self.request.saturating_record(response);
+        if let Some(backlog) = &mut self.backlog {
+            backlog.completed(start.actual, response);
+        }
         self.ttfb.saturating_record(ttfb);
         if let Some(histogram) = &mut self.service {
             histogram.saturating_record(service);

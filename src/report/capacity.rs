@@ -78,6 +78,10 @@ pub struct CapacityStep {
     pub done: u64,
     /// Of them, failed.
     pub failed: u64,
+    /// Responses finished in it to requests sent before it (by its settling or the step
+    /// before): in none of its other figures.
+    #[serde(default)]
+    pub backlog: u64,
     /// `failed / done`, percent.
     pub errors_pct: f64,
     /// Request latency percentiles, µs, from each request's scheduled start.
@@ -141,7 +145,7 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
     writeln!(
         out,
         "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>8}  result",
-        "step", "phase", "offered", "achieved", "p50", "p99", "errors"
+        "step", "phase", "offered", "achieved", "p50", "p99", "failed"
     )?;
     for (index, step) in capacity.steps.iter().enumerate() {
         writeln!(

@@ -117,7 +117,17 @@ pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
         titles.push("rate");
     }
     titles.extend([
-        "req/s", "MB/s", "Gbps", "p50", "p90", "p99", "p99.9", "max", "errors", "conns", "gen CPU%",
+        "req/s",
+        "MB/s",
+        "Gbps",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "request errors",
+        "conns",
+        "gen CPU%",
     ]);
     if with_target {
         titles.extend(["target CPU%", "target RSS MB"]);

@@ -40,6 +40,10 @@ pub struct Document {
     pub cells: Vec<Summary>,
     /// One row per cell, with per-level ratios.
     pub comparison: Vec<comparison::Row>,
+    /// Where a signal between two cells stopped the sweep (a signal during a cell marks that
+    /// cell `interrupted` instead); `None` when no signal came between cells.
+    #[serde(default)]
+    pub stopped_between_cells: Option<SweepStop>,
     /// The file it was read from (`merge`, `diff`), for errors; not written.
     #[serde(skip)]
     pub source: String,
@@ -57,6 +61,7 @@ impl Document {
             },
             cells,
             comparison,
+            stopped_between_cells: None,
             source: String::new(),
         }
     }
@@ -66,6 +71,15 @@ impl Document {
         self.cells.push(cell);
         self.comparison = comparison::rows(&self.cells);
     }
+}
+
+/// Where a sweep stopped: after this many cells of the planned ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepStop {
+    /// The cells that ran (all of them to their end).
+    pub after_cell: usize,
+    /// The cells the sweep had.
+    pub of: usize,
 }
 
 /// Writes a document in one format (one implementation per format, like hyperfine's exports).

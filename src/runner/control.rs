@@ -20,8 +20,11 @@ pub struct StepResult {
     pub done: u64,
     /// Of them, the ones that did not succeed (error statuses and errors), h2load's "failed".
     pub failed: u64,
-    /// Latency of the requests finished in the measured part, in microseconds, from each
-    /// request's intended start (so a step the server cannot keep up with shows its queue).
+    /// Responses finished in the measured part to requests sent before it began (by its settling
+    /// or the step before): counted apart, not in `latency`.
+    pub backlog: u64,
+    /// Latency of the responses of its own schedule (not the `backlog`'s) finished in the
+    /// measured part, in microseconds, from each request's intended start (so a step the server cannot keep up with shows its queue).
     pub latency: Histogram<u64>,
     /// Length of the measured part, as the workers timed it (the mean of their spans between
     /// their publications at its edges, over which `achieved_rps` is counted).

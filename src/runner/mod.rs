@@ -36,6 +36,7 @@ use crate::observe::request_log::{LogFile, RequestLog};
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::stages::Share;
 use crate::plan::{IoBackend, Negotiation, Protocol, RunPlan, StopRule};
+use crate::recorder::backlog::Backlog;
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
@@ -451,6 +452,9 @@ impl Worker {
             self.plan.paced() || self.throttle.is_some(),
         );
         recorder.track_paths(self.plan.request.paths.len());
+        if let Some(throttle) = &self.throttle {
+            recorder.backlog = Some(Backlog::new(throttle.edge.clone()));
+        }
         let shared = Rc::new(ThreadShared {
             plan: self.plan.clone(),
             budget: self.budget,

@@ -110,6 +110,8 @@ impl Probe for Steered {
         self.throttle.set(offered);
         self.live.set_offered(rate);
         let interrupted = self.wait(settle);
+        // From here on, a response to a request sent earlier is the backlog's.
+        self.throttle.edge.set(Instant::now());
         let before = self.live.fresh_snapshot(PUBLISH_PATIENCE);
         let began = Instant::now();
         let interrupted = interrupted || self.wait(measure);
@@ -130,15 +132,25 @@ fn step_result(
 ) -> Result<StepResult> {
     let rate = after.rate_since(before, measured);
     let measured = after.span_since(before, measured);
+    // The step's figures are its own schedule's: the responses to requests sent before its
+    // measured part (by the settling or the step before, a backlog) are counted apart.
     let mut latency = after.request;
     latency
         .subtract(&before.request)
         .context("a later snapshot of the latency histogram holds fewer requests")?;
+    let mut backlog = after.backlog;
+    backlog
+        .subtract(&before.backlog)
+        .context("a later snapshot of the backlog histogram holds fewer requests")?;
+    latency
+        .subtract(&backlog)
+        .context("the backlog holds requests the step did not finish")?;
+    let backlog = backlog.len();
     let finished = after.done - before.done;
-    // The step counts what its own schedule sent: not the requests in flight at its start (sent
-    // by the settling or the step before, a backlog that finishes in it), so no more than it
-    // sent, and no more than its schedule holds over the span (a client running late sends the
-    // settling's requests in it).
+    // Its count is what its own schedule sent: not the requests in flight at its start (the
+    // backlog, which finishes in it), so no more than it sent (its own requests still in flight
+    // at its end stand in for the backlog's), and no more than its schedule holds over the span
+    // (a client running late sends the settling's requests in it).
     let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
     let scheduled = offered_rps.map_or(u64::MAX, |rate| {
         (rate * measured.as_secs_f64()).ceil() as u64
@@ -154,6 +166,7 @@ fn step_result(
         done,
         failed: (after.failed - before.failed).min(done),
         latency,
+        backlog,
         measured,
         interrupted,
     })
@@ -165,15 +178,21 @@ mod tests {
     use crate::observe::live::{Mark, Tallies};
     use crate::recorder::hdr::new_histogram;
 
-    /// A snapshot of one worker that published at `at` with `done` finished, `in_flight` open.
-    fn snapshot(at: Instant, done: u64, in_flight: u64) -> Snapshot {
+    /// A snapshot of one worker that published at `at` with `done` finished, `in_flight` open
+    /// and `backlog` of the finished (at 5 ms each; the others at 1 ms) sent before the step's
+    /// measured part.
+    fn snapshot(at: Instant, done: u64, in_flight: u64, backlog: u64) -> Snapshot {
         let mut request = new_histogram();
-        request.record_n(1_000, done).unwrap();
+        request.record_n(1_000, done - backlog).unwrap();
+        let mut late = new_histogram();
+        late.record_n(5_000, backlog).unwrap();
+        request.add(&late).unwrap();
         Snapshot {
             done,
             failed: 0,
             errored: 0,
             request,
+            backlog: late,
             tallies: Tallies {
                 in_flight,
                 ..Tallies::default()
@@ -186,20 +205,37 @@ mod tests {
     fn a_step_counts_only_what_its_own_schedule_sent() {
         let start = Instant::now();
         let second = Duration::from_secs(1);
-        let result = |before: (u64, u64), after: (u64, u64), rate: Option<f64>| {
-            let before = snapshot(start, before.0, before.1);
-            let after = snapshot(start + second, after.0, after.1);
+        let result = |before: (u64, u64, u64), after: (u64, u64, u64), rate: Option<f64>| {
+            let before = snapshot(start, before.0, before.1, before.2);
+            let after = snapshot(start + second, after.0, after.1, after.2);
             let step = step_result(rate, &before, after, second, false).unwrap();
-            (step.done, step.achieved_rps.round() as u64)
+            (
+                step.done,
+                step.achieved_rps.round() as u64,
+                step.backlog,
+                step.latency.max(),
+            )
         };
         // 50 requests of the step before were in flight at its start: 120 finished, 70 of them
-        // its own (it sent 70 and none is left in flight).
-        assert_eq!(result((0, 50), (120, 0), Some(100.0)), (70, 70));
+        // its own (it sent 70 and none is left in flight); only theirs are in its latency.
+        assert_eq!(
+            result((0, 50, 0), (120, 0, 50), Some(100.0)),
+            (70, 70, 50, 1_000)
+        );
         // A late client sent the settling's requests in it: at most its 100 count.
-        assert_eq!(result((0, 0), (130, 0), Some(100.0)), (100, 100));
+        assert_eq!(
+            result((0, 0, 0), (130, 0, 0), Some(100.0)),
+            (100, 100, 0, 1_000)
+        );
         // A queue building up: what finished, below what it sent.
-        assert_eq!(result((0, 5), (80, 30), Some(100.0)), (80, 80));
-        // Unpaced: no schedule bounds it.
-        assert_eq!(result((0, 0), (130, 0), None), (130, 130));
+        assert_eq!(
+            result((0, 5, 0), (80, 30, 5), Some(100.0)),
+            (80, 80, 5, 1_000)
+        );
+        // Unpaced: no schedule bounds it; a backlog counted before the step is not its own.
+        assert_eq!(
+            result((10, 0, 10), (140, 0, 10), None),
+            (130, 130, 0, 1_000)
+        );
     }
 }

@@ -39,6 +39,20 @@ pub enum Fault {
     ResetStreamEvery(u64),
 }
 
+/// What a fault mode's server speaks: a cell of any other protocol would only time out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaks {
+    /// Cleartext HTTP/1.1 (the raw server reads HTTP/1.1 heads).
+    Http1,
+    /// Cleartext HTTP/2 by prior knowledge.
+    H2c,
+    /// Anything over cleartext TCP: the raw server never answers, whatever it is sent (it
+    /// speaks no TLS, so a TLS client never gets past its handshake).
+    Cleartext,
+    /// Anything over TCP, TLS included: the connections it spares are served as usual.
+    Tcp,
+}
+
 /// The longest HTTP/1.1 request head a faulty target reads (hyper's default limit too).
 const MAX_HEAD: usize = 64 * 1024;
 
@@ -83,6 +97,22 @@ impl FromStr for Fault {
 }
 
 impl Fault {
+    /// What this mode's server speaks.
+    pub fn speaks(&self) -> Speaks {
+        match self {
+            Fault::CloseAfter(_)
+            | Fault::DropAfter(_)
+            | Fault::ResetMidResponse
+            | Fault::ShortBody
+            | Fault::Malformed => Speaks::Http1,
+            Fault::GoawayAfter(_) | Fault::GoawayErrorAfter(_) | Fault::ResetStreamEvery(_) => {
+                Speaks::H2c
+            }
+            Fault::Stall | Fault::NeverRead => Speaks::Cleartext,
+            Fault::DropEvery(_) => Speaks::Tcp,
+        }
+    }
+
     /// The mode as `serve --fault` spells it.
     pub fn name(&self) -> String {
         match self {

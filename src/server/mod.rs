@@ -37,7 +37,7 @@ use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
 use echo::EchoBudget;
-pub use faults::Fault;
+pub use faults::{Fault, Speaks};
 use gate::{AcceptFailures, Gate, Place};
 use idle::{Activity, Tracked};
 use routes::TargetBody;

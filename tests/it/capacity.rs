@@ -413,6 +413,14 @@ fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
         .skip(2)
         .take(steps.len())
         .collect();
+    // The share column counts failed requests (error statuses too), as `failed` does elsewhere.
+    let header = output
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("capacity search:"))
+        .nth(1)
+        .unwrap();
+    assert!(header.ends_with("   failed  result"), "{header}");
     let mut full_passes = Vec::new();
     for (step, row) in steps.iter().zip(&table) {
         let Some(offered) = step["offered_rps"].as_f64() else {

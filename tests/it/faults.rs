@@ -564,3 +564,68 @@ fn requests_that_time_out_together_reconnect_once_each() {
         assert_eq!(run.int(field), expected, "{field}");
     }
 }
+
+#[test]
+fn a_fault_mode_with_a_protocol_its_server_cannot_speak_is_a_usage_error() {
+    // Each fault's raw server speaks one thing; any other cell would only wait out its
+    // connect timeout (10 s a cell for h2 against an HTTP/1.1 fault), so it is refused at once.
+    for (fault, protocol, drop) in [
+        (
+            "close-after=5",
+            &["--proto", "h1,h2"][..],
+            "drop h2 from --proto",
+        ),
+        (
+            "drop-after=2",
+            &["--proto", "h2c"][..],
+            "drop h2c from --proto",
+        ),
+        (
+            "reset-mid-response",
+            &["--proto", "h1,h2c-upgrade"][..],
+            "drop h2c-upgrade from --proto",
+        ),
+        (
+            "short-body",
+            &["--proto", "auto"][..],
+            "drop auto from --proto",
+        ),
+        ("malformed", &[][..], "choose h1 with --proto"),
+        (
+            "close-after=5",
+            &["--h1", "--target-tls"][..],
+            "drop --target-tls",
+        ),
+        (
+            "goaway-after=3",
+            &["--proto", "h2c,h1"][..],
+            "drop h1 from --proto",
+        ),
+        (
+            "rst-stream-every=2",
+            &["--proto", "h2"][..],
+            "drop h2 from --proto",
+        ),
+        (
+            "goaway-error-after=1",
+            &["--h1"][..],
+            "choose h2c with --proto",
+        ),
+        ("stall", &["--proto", "h2"][..], "drop h2 from --proto"),
+        (
+            "never-read",
+            &["--proto", "h1", "--target-tls"][..],
+            "drop --target-tls",
+        ),
+        (
+            "drop-every=2",
+            &["--proto", "h2,h3"][..],
+            "drop h3 from --proto",
+        ),
+    ] {
+        let mut args = vec!["--target-fault", fault, "-n", "10"];
+        args.extend(protocol);
+        let output = crate::common::assert_usage_error(&args, drop);
+        assert!(output.stderr.contains(fault), "{args:?}: {}", output.stderr);
+    }
+}

@@ -310,3 +310,91 @@ fn every_protocol_reports_figures_that_agree() {
     ]);
     assert_figures_agree(&run, "timed");
 }
+
+/// Every table's error column names its unit, as the `errors:` line and the JSON do: the
+/// comparison's column (text, Markdown, HTML, CSV) and the timeline CSV's count requests that got
+/// no complete response, so they say "request errors"; the capacity table's is the share of
+/// requests that failed. Each holds the cell's `requests.errored` (10 of 50: every fifth stream
+/// reset on one connection).
+#[test]
+fn table_columns_say_which_errors_they_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (csv, markdown, html, timeline) = (
+        path("t.csv"),
+        path("t.md"),
+        path("t.html"),
+        path("timeline.csv"),
+    );
+    let run = h2load_rs(&[
+        "--target-fault",
+        "rst-stream-every=5",
+        "--proto",
+        "h2c",
+        "-c",
+        "1,2",
+        "-n",
+        "50",
+        "--csv",
+        &csv,
+        "--markdown",
+        &markdown,
+        "--html",
+        &html,
+        "--csv-timeline",
+        &timeline,
+    ]);
+    let errored: Vec<String> = run.json["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["requests"]["errored"].to_string())
+        .collect();
+    // One connection: streams 5, 10, … reset.
+    assert_eq!(errored[0], "10");
+    // Every cell ran: no stop between cells to report.
+    assert_eq!(
+        run.json.get("stopped_between_cells"),
+        Some(&serde_json::Value::Null)
+    );
+    let read = |path: &str| std::fs::read_to_string(path).unwrap();
+    // The column of `title` in a table whose titles `split` divides, and its values.
+    let column = |table: &str, split: &dyn Fn(&str) -> Vec<String>, title: &str| {
+        let mut lines = table.lines().filter(|line| !line.starts_with("|--"));
+        let titles = split(lines.next().unwrap());
+        assert!(!titles.iter().any(|t| t == "errors"), "{titles:?}");
+        let at = titles.iter().position(|t| t == title).unwrap_or_else(|| {
+            panic!("no {title:?} in {titles:?}");
+        });
+        lines
+            .map(|line| split(line).get(at).cloned().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    let by_comma = |line: &str| line.split(',').map(str::to_owned).collect::<Vec<_>>();
+    let by_bar = |line: &str| {
+        line.trim_matches('|')
+            .split('|')
+            .map(|cell| cell.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(column(&read(&csv), &by_comma, "request errors"), errored);
+    assert_eq!(column(&read(&markdown), &by_bar, "request errors"), errored);
+    let timeline = read(&timeline);
+    let in_timeline: u64 = column(&timeline, &by_comma, "request_errors")
+        .iter()
+        .map(|count| count.parse::<u64>().unwrap())
+        .sum();
+    let total: u64 = errored
+        .iter()
+        .map(|count| count.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(in_timeline, total, "{timeline}");
+    assert!(read(&html).contains("<th>request errors</th>"));
+    // The text table: titles are separated by two spaces or more.
+    let text = &run.output.stdout;
+    let header = text
+        .lines()
+        .find(|line| line.starts_with("#  protocol"))
+        .unwrap();
+    assert!(header.contains("  request errors  "), "{header}");
+}

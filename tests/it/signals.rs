@@ -307,7 +307,14 @@ fn a_signal_between_cells_stops_the_sweep_and_says_where() {
         stderr.contains("interrupted: the sweep stopped after cell 1 of 2"),
         "{stderr}"
     );
-    let cells = json.expect("the JSON report")["cells"].clone();
+    let json = json.expect("the JSON report");
+    // The JSON says it too (no cell was interrupted, so the cells alone cannot).
+    assert_eq!(
+        json["stopped_between_cells"],
+        serde_json::json!({ "after_cell": 1, "of": 2 }),
+        "{stderr}"
+    );
+    let cells = json["cells"].clone();
     // Before the fix, a signal while cell 1's exports were written waited out the cooldown.
     assert!(signalled.elapsed() < Duration::from_secs(15), "{stderr}");
     assert_eq!(cells.as_array().unwrap().len(), 1);

@@ -136,3 +136,51 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     );
     assert_eq!(outcome.recorder.counters.failed, 0);
 }
+
+/// A step's latency holds only the requests its own schedule sent: the requests an overloaded
+/// step left in flight finish in the next step, each late by the queue it waited in, and are
+/// counted apart (`backlog`), not in that step's percentiles.
+#[test]
+fn a_lighter_step_after_an_overloaded_one_does_not_carry_its_backlog() {
+    // 200 ms a response on 2 connections: 10 requests/s at most.
+    let delay = Duration::from_millis(200);
+    let options = ServeOptions {
+        behaviour: Behaviour {
+            delay: Some(delay),
+            ..Behaviour::default()
+        },
+        ..ServeOptions::default()
+    };
+    let target = spawn_background(1, options).expect("the delayed target starts");
+    let url = format!("http://{target}/");
+    let mut steered = steer(plan_of(&["--h1", "-c", "2", &url]), Sinks::default())
+        .expect("the steered run starts");
+    // 100/s for 1.5 s: the queue grows, so the last requests sent went ~1.3 s after their time.
+    let overloaded = steered
+        .step(Some(100.0), Duration::ZERO, Duration::from_millis(1500))
+        .unwrap();
+    // The 2 requests in flight when it ends finish 200 ms into the next step, past its 20 ms
+    // settling: in its measured part.
+    let settle = Duration::from_millis(20);
+    let lighter = steered
+        .step(Some(2.0), settle, Duration::from_millis(800))
+        .unwrap();
+    steered.finish().expect("the steered run ends");
+    assert!(!overloaded.interrupted && !lighter.interrupted);
+    assert!(
+        overloaded.latency.max() > 1_000_000,
+        "the overloaded step built no queue: max {} us",
+        overloaded.latency.max()
+    );
+    // Every request of the lighter step's own schedule was due in it (settling included) and
+    // finished in its measured part: none waited longer than the step (+ the edges' patience).
+    let longest = settle + lighter.measured + Duration::from_millis(100);
+    assert!(
+        lighter.latency.max() <= longest.as_micros() as u64,
+        "the lighter step carries the backlog: max {} us over a {longest:?} step, p99 {} us",
+        lighter.latency.max(),
+        lighter.latency.value_at_quantile(0.99)
+    );
+    // Exactly the 2 requests in flight at its start were the backlog.
+    assert_eq!(lighter.backlog, 2, "{lighter:?}");
+}

@@ -515,6 +515,7 @@ mod tests {
             measured_s,
             done: 0,
             failed: 0,
+            backlog: 0,
             errors_pct: 0.0,
             p50_us: 0,
             p90_us: 0,

@@ -13,7 +13,7 @@ pub struct TimelineCsv;
 impl Exporter for TimelineCsv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
         let mut csv = String::from(
-            "cell,protocol,interval,start_s,completed,errors,requests_per_s,p50_ms,p99_ms,max_ms,length_s\n",
+            "cell,protocol,interval,start_s,completed,request_errors,requests_per_s,p50_ms,p99_ms,max_ms,length_s\n",
         );
         for cell in &document.cells {
             let timeline = &cell.timeline;
