@@ -9,6 +9,7 @@
 //! run of failures is what it fears.
 
 mod capacity;
+mod fault_cells;
 pub mod sweep;
 pub mod target;
 

@@ -96,7 +96,7 @@ pub struct BuiltIn {
 impl BuiltIn {
     /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells`.
     pub fn start(args: &LoadArgs, cells: &[CellSpec]) -> Result<BuiltIn> {
-        crate::cli::fault_cells::check(args)?;
+        super::fault_cells::check(args)?;
         if let Some(path) = &args.unix_socket {
             // The URL gives the scheme, Host and SNI of whatever listens there.
             usage_bail!(

@@ -1,7 +1,6 @@
 //! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
 
 pub mod exposure;
-pub(crate) mod fault_cells;
 pub mod input;
 pub mod limits;
 pub mod scenario;

@@ -9,13 +9,14 @@
 //! at once, whatever the program is doing (running, draining, writing the exports, lingering),
 //! removing first the temporary files of exports not yet renamed into place.
 
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
+
+use crate::report::export::destination;
 
 /// The signals that stop a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,17 +56,6 @@ pub(crate) const ONE_REQUEST: Duration = Duration::from_secs(1);
 type First = Option<(Signal, Instant)>;
 
 static RECEIVED: OnceLock<watch::Sender<First>> = OnceLock::new();
-
-/// Our temporary files not yet renamed into place: a forced quit removes them, as the tool leaves
-/// nothing of its own behind (`process::exit` runs no destructor that would).
-static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// The list of temporary files a forced quit removes. Hold it while creating a file and adding
-/// its path, and while renaming one and taking its path out: a quit, which holds it from the
-/// removals to the exit, then finds each file either listed or no longer temporary.
-pub(crate) fn unfinished_files() -> MutexGuard<'static, Vec<PathBuf>> {
-    UNFINISHED.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Starts watching the signals (once per process; later calls do nothing). Until then they have
 /// their default effect, which ends the process.
@@ -163,11 +153,8 @@ fn record(which: Signal) {
     });
     if let Some(first) = quit {
         errln!("h2load-rs: signalled again: quitting at once");
-        let unfinished = unfinished_files();
-        for path in unfinished.iter() {
-            // Nothing more can be done about a file that cannot be removed while quitting.
-            let _ = std::fs::remove_file(path);
-        }
+        // Held to the exit: no export starts a temporary file after the removals.
+        let _removed = destination::remove_unfinished();
         std::process::exit(i32::from(first.exit_code()));
     }
 }

@@ -10,10 +10,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tempfile::NamedTempFile;
-
-use crate::runner::signals;
 
 /// How many symlinks a path may go through before it is refused, as Linux refuses (ELOOP).
 const MAX_LINKS: usize = 40;
@@ -162,7 +161,7 @@ impl Temporary {
         let name = path
             .file_name()
             .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-        let mut unfinished = signals::unfinished_files();
+        let mut unfinished = unfinished_files();
         let file = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
@@ -180,7 +179,7 @@ impl Temporary {
     /// Renames the file to `path`.
     pub fn persist(mut self, path: &Path) -> io::Result<()> {
         let file = self.file.take().expect("held until persisted");
-        let mut unfinished = signals::unfinished_files();
+        let mut unfinished = unfinished_files();
         forget(&mut unfinished, file.path());
         // On failure the file comes back in the error, whose drop removes it.
         file.persist(path).map(drop).map_err(|error| error.error)
@@ -190,11 +189,33 @@ impl Temporary {
 impl Drop for Temporary {
     fn drop(&mut self) {
         if let Some(file) = self.file.take() {
-            let mut unfinished = signals::unfinished_files();
+            let mut unfinished = unfinished_files();
             forget(&mut unfinished, file.path());
             drop(file);
         }
     }
+}
+
+/// Our temporary files not yet renamed into place: a forced quit removes them, as the tool leaves
+/// nothing of its own behind (`process::exit` runs no destructor that would).
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The list of temporary files a forced quit removes. Hold it while creating a file and adding
+/// its path, and while renaming one and taking its path out: a quit, which holds it from the
+/// removals to the exit, then finds each file either listed or no longer temporary.
+fn unfinished_files() -> MutexGuard<'static, Vec<PathBuf>> {
+    UNFINISHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes every temporary file not yet in place, for a quit forced by a second signal; the
+/// list stays locked while the guard is held, so hold it until the process exits.
+pub(crate) fn remove_unfinished() -> MutexGuard<'static, Vec<PathBuf>> {
+    let unfinished = unfinished_files();
+    for path in unfinished.iter() {
+        // Nothing more can be done about a file that cannot be removed while quitting.
+        let _ = fs::remove_file(path);
+    }
+    unfinished
 }
 
 /// Takes `path` out of the list of unfinished files.
@@ -209,7 +230,7 @@ mod tests {
     #[test]
     fn temporary_files_are_listed_for_a_forced_quit_until_placed_or_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let listed = |path: &Path| signals::unfinished_files().iter().any(|p| p == path);
+        let listed = |path: &Path| unfinished_files().iter().any(|p| p == path);
         let placed = Temporary::beside(&dir.path().join("a.json")).unwrap();
         let placed_path = placed.file.as_ref().unwrap().path().to_owned();
         let dropped = Temporary::beside(&dir.path().join("b.json")).unwrap();

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use clap::ValueEnum;
 
-use super::{LoadArgs, NoTlsProto, ProtoArg};
+use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
 use crate::server::Speaks;
 use crate::usage_bail;
 
