@@ -87,8 +87,9 @@ pub struct RunArgs {
 /// built-in target holds").
 const SERVE_BOUNDS: &str = "Bounds: at most --max-connections connections (over the cap: closed at once, \
 one stderr line a second); idle or stuck connections closed after --idle-timeout; per h2 connection \
-at most 4 MiB (1 MiB a stream) of uploads not read yet, per HTTP/3 connection that and 10 MiB \
-sent but unacknowledged; POST /echo holds at most 64 MiB over the whole target; /delay/MS at most \
+at most 4 MiB (1 MiB a stream) of uploads not read yet, 64 KiB once 128 MiB of such windows are \
+taken over the target, per HTTP/3 connection that and 10 MiB sent but unacknowledged; POST /echo \
+holds at most 64 MiB over the whole target, 16 MiB per connection; /delay/MS at most \
 30 days (else 400). A --host that is not loopback prints a warning: there is no authentication, \
 and the built-in TLS key in certs/ is public.";
 

@@ -71,7 +71,7 @@ pub fn accept(mut request: Request<Incoming>, max_streams: u32, conn: Conn) -> T
         };
         let io = InjectStreamOne::new(TokioIo::new(upgraded), stream_one);
         let service_conn = conn.clone();
-        let connection = super::http2_builder(max_streams).serve_connection(
+        let connection = super::http2_builder(max_streams, conn.held.1.sizes()).serve_connection(
             TokioIo::new(io),
             service_fn(move |request| service_conn.clone().answer(request)),
         );

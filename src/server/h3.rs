@@ -16,7 +16,8 @@ use super::echo::EchoBudget;
 use super::gate::Gate;
 use super::idle::{self, Activity};
 use super::routes::{self, Answer, Behaviour, Reply};
-use super::{ServeOptions, CONNECTION_WINDOW, STREAM_WINDOW};
+use super::windows::{Sizes, Windows};
+use super::ServeOptions;
 
 type RequestStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
@@ -34,14 +35,42 @@ pub(super) fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// The QUIC endpoint of the target on `socket`, with the certificate of `tls` (TLS 1.3, ALPN `h3`),
-/// room for `options.max_concurrent_streams` requests at once per connection, and QUIC's idle
-/// timeout (no packet either way) at `options.idle_timeout`. Must be called within a tokio runtime.
-pub(super) fn endpoint(
-    socket: UdpSocket,
+/// The QUIC endpoint of the target on `socket`, with [`Configs`]. Must be called within a tokio
+/// runtime.
+pub(super) fn endpoint(socket: UdpSocket, configs: &Configs) -> io::Result<quinn::Endpoint> {
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(quinn::ServerConfig::clone(&configs.full)),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+/// The QUIC server configurations of the target: with full receive windows, and for the
+/// connections beyond the window budget.
+#[derive(Clone)]
+pub(super) struct Configs {
+    full: Arc<quinn::ServerConfig>,
+    floor: Arc<quinn::ServerConfig>,
+}
+
+impl Configs {
+    pub(super) fn new(tls: &rustls::ServerConfig, options: &ServeOptions) -> io::Result<Configs> {
+        Ok(Configs {
+            full: Arc::new(server_config(tls, options, Sizes::FULL)?),
+            floor: Arc::new(server_config(tls, options, Sizes::FLOOR)?),
+        })
+    }
+}
+
+/// A QUIC server configuration with the certificate of `tls` (TLS 1.3, ALPN `h3`), room for
+/// `options.max_concurrent_streams` requests at once per connection, QUIC's idle timeout (no
+/// packet either way) at `options.idle_timeout`, and receive windows of `sizes`.
+fn server_config(
     tls: &rustls::ServerConfig,
     options: &ServeOptions,
-) -> io::Result<quinn::Endpoint> {
+    sizes: Sizes,
+) -> io::Result<quinn::ServerConfig> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     let crypto = QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
@@ -54,34 +83,40 @@ pub(super) fn endpoint(
     transport
         .max_idle_timeout(Some(idle))
         .max_concurrent_bidi_streams(options.max_concurrent_streams.into())
-        .stream_receive_window(STREAM_WINDOW.into())
-        .receive_window(CONNECTION_WINDOW.into());
+        .stream_receive_window(sizes.stream.into())
+        .receive_window(sizes.connection.into());
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
-    quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        Some(config),
-        socket,
-        Arc::new(quinn::TokioRuntime),
-    )
+    Ok(config)
 }
 
 /// Accepts QUIC connections on `endpoint` and serves HTTP/3 on them until the runtime shuts down;
-/// each takes a place at `gate` (without one it is refused), and `/echo` shares `echo`.
+/// each takes a place at `gate` (without one it is refused) and its receive windows from
+/// `windows` (`configs` has both sizes), and `/echo` shares `echo`.
 pub(super) async fn serve(
     endpoint: quinn::Endpoint,
+    configs: Configs,
     options: ServeOptions,
     gate: Arc<Gate>,
     echo: EchoBudget,
+    windows: Windows,
 ) {
     while let Some(incoming) = endpoint.accept().await {
         match gate.admit() {
             Some(place) => {
                 let behaviour = options.behaviour.clone();
-                let echo = echo.clone();
+                let echo = echo.for_connection();
+                let window = windows.reserve();
+                let config = match window.sizes() {
+                    Sizes::FULL => configs.full.clone(),
+                    _ => configs.floor.clone(),
+                };
+                let Ok(connecting) = incoming.accept_with(config) else {
+                    continue;
+                };
                 tokio::spawn(async move {
-                    let _place = place;
-                    serve_connection(incoming, behaviour, options.idle_timeout, echo).await
+                    let _held = (place, window);
+                    serve_connection(connecting, behaviour, options.idle_timeout, echo).await
                 });
             }
             None => incoming.refuse(),
@@ -93,12 +128,12 @@ pub(super) async fn serve(
 /// request's bytes moving) for `idle_timeout`. A client that goes away is normal under load:
 /// nothing is reported.
 async fn serve_connection(
-    incoming: quinn::Incoming,
+    connecting: quinn::Connecting,
     behaviour: Behaviour,
     idle_timeout: Duration,
     echo: EchoBudget,
 ) {
-    let Ok(quic) = incoming.await else {
+    let Ok(quic) = connecting.await else {
         return;
     };
     // No grease: every byte the target sends is then one a test can predict.
@@ -179,10 +214,12 @@ async fn serve_request(
             }
         }
         Reply::Echo => {
+            let mut reserver = echo.reserver();
             while let Some(mut chunk) = stream.recv_data().await? {
                 activity.moved();
-                let chunk = echo.hold(chunk.copy_to_bytes(chunk.remaining())).await;
-                stream.send_data(chunk).await?;
+                let chunk = chunk.copy_to_bytes(chunk.remaining());
+                reserver.room(chunk.len()).await;
+                stream.send_data(reserver.hold(chunk)).await?;
                 activity.moved();
             }
             return stream.finish().await;

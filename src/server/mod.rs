@@ -18,6 +18,7 @@ mod routes;
 mod sent;
 mod unix;
 mod watched;
+mod windows;
 
 use std::convert::Infallible;
 use std::io;
@@ -45,10 +46,12 @@ pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
 use watched::Watched;
+use windows::{Sizes, Window, Windows};
 
 /// HTTP/2 and QUIC receive windows of the target: what a connection's clients may send that it
-/// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later). Small,
-/// as they bound each connection's memory; downloads, which the large windows were for, go the
+/// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later), for
+/// the connections within the window budget (`windows`). Small, as they bound each connection's
+/// memory; downloads, which the large windows were for, go the
 /// other way (the client's windows). 256 KiB and 1 MiB made h2c uploads of 1 MiB bodies 40%
 /// slower than 16 MiB and 1 GiB (debug build, 2 connections x 4 streams); these, about 15%.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -167,37 +170,40 @@ pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
     let Sockets { tcp, udp } = sockets;
     let gate = Arc::new(Gate::new(options.max_connections));
     let echo = EchoBudget::new();
+    let windows = Windows::new();
     let mut alt_svc = None;
     if let (Some(udp), Some(tls), None) = (udp, &options.tls, options.fault) {
         let port = udp.local_addr()?.port();
-        let endpoint = h3::endpoint(udp, tls, &options)?;
+        let configs = h3::Configs::new(tls, &options)?;
+        let endpoint = h3::endpoint(udp, &configs)?;
         alt_svc = Some(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).expect("ASCII"));
         tokio::spawn(h3::serve(
             endpoint,
+            configs,
             options.clone(),
             gate.clone(),
             echo.clone(),
+            windows.clone(),
         ));
     }
-    serve_tcp(tcp, options, alt_svc, gate, echo).await
+    let server = Server::new(&options, alt_svc, echo, windows);
+    serve_tcp(tcp, options.fault, server, gate).await
 }
 
-/// Accepts TCP connections on `listener` and serves them; `alt_svc` is added to every response.
+/// Accepts TCP connections on `listener` and serves them with `server`, or with `fault`.
 async fn serve_tcp(
     listener: TcpListener,
-    options: ServeOptions,
-    alt_svc: Option<HeaderValue>,
+    fault: Option<Fault>,
+    server: Server,
     gate: Arc<Gate>,
-    echo: EchoBudget,
 ) -> io::Result<()> {
-    let server = Server::new(&options, alt_svc, echo);
     let mut failures = AcceptFailures::default();
     let mut accepted = 0u64;
     loop {
         let (stream, place) = admitted(|| listener.accept(), &gate, &mut failures).await;
         accepted += 1;
         let _ = stream.set_nodelay(true);
-        match options.fault {
+        match fault {
             // The connections `drop-every` spares are served as usual.
             Some(Fault::DropEvery(every)) if !accepted.is_multiple_of(every) => {
                 server.spawn(stream, place)
@@ -216,7 +222,7 @@ async fn serve_tcp(
 /// Serves the routes on a unix socket until the runtime shuts down: HTTP/1.1 and h2c, or with
 /// TLS h2 and HTTP/1.1 by ALPN (no HTTP/3, no faults: those need UDP and TCP).
 pub async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
-    let server = Server::new(&options, None, EchoBudget::new());
+    let server = Server::new(&options, None, EchoBudget::new(), Windows::new());
     let gate = Gate::new(options.max_connections);
     let mut failures = AcceptFailures::default();
     loop {
@@ -251,7 +257,10 @@ where
 
 /// What serving a connection needs, whatever socket it came on.
 struct Server {
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    /// For connections with full receive windows, and for those beyond the window budget.
+    full: Arc<auto::Builder<TokioExecutor>>,
+    floor: Arc<auto::Builder<TokioExecutor>>,
+    windows: Windows,
     acceptor: Option<TlsAcceptor>,
     max_streams: u32,
     front: Front,
@@ -260,23 +269,18 @@ struct Server {
 }
 
 impl Server {
-    /// The server `options` describe; `alt_svc` is added to every response, and `/echo` shares
-    /// `echo`.
-    fn new(options: &ServeOptions, alt_svc: Option<HeaderValue>, echo: EchoBudget) -> Server {
-        let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .timer(TokioTimer::new())
-            .keep_alive(true)
-            .header_read_timeout(options.idle_timeout);
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(options.max_concurrent_streams)
-            .initial_stream_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW);
+    /// The server `options` describe; `alt_svc` is added to every response, `/echo` shares
+    /// `echo` and the receive windows share `windows`.
+    fn new(
+        options: &ServeOptions,
+        alt_svc: Option<HeaderValue>,
+        echo: EchoBudget,
+        windows: Windows,
+    ) -> Server {
         Server {
-            builder: Arc::new(builder),
+            full: Arc::new(auto_builder(options, Sizes::FULL)),
+            floor: Arc::new(auto_builder(options, Sizes::FLOOR)),
+            windows,
             acceptor: options.tls.clone().map(TlsAcceptor::from),
             max_streams: options.max_concurrent_streams,
             front: Front {
@@ -295,16 +299,23 @@ impl Server {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let builder = self.builder.clone();
+        let window = self.windows.reserve();
+        let builder = match window.sizes() {
+            Sizes::FULL => self.full.clone(),
+            _ => self.floor.clone(),
+        };
         let acceptor = self.acceptor.clone();
         let max_streams = self.max_streams;
         let sent = self.sent.clone();
         let idle_timeout = self.idle_timeout;
         let conn = Conn {
-            front: self.front.clone(),
+            front: Front {
+                echo: self.front.echo.for_connection(),
+                ..self.front.clone()
+            },
             activity: Arc::new(Activity::default()),
             idle_timeout,
-            _place: Arc::new(place),
+            held: Arc::new((place, window)),
         };
         // A client that goes away mid-request is normal under load: nothing below is reported.
         tokio::spawn(async move {
@@ -331,14 +342,14 @@ struct Front {
     echo: EchoBudget,
 }
 
-/// One connection: what its responses get, what it is doing, and its place under the cap (kept
-/// by the HTTP/2 connection an `Upgrade: h2c` turns it into).
+/// One connection: what its responses get, what it is doing, and its place under the cap and
+/// its receive windows (kept by the HTTP/2 connection an `Upgrade: h2c` turns it into).
 #[derive(Clone)]
 struct Conn {
     front: Front,
     activity: Arc<Activity>,
     idle_timeout: Duration,
-    _place: Arc<Place>,
+    held: Arc<(Place, Window)>,
 }
 
 impl Conn {
@@ -417,14 +428,34 @@ async fn serve_connection<I>(
         .await;
 }
 
+/// The server of TCP and unix connections: HTTP/1.1 and HTTP/2 with receive windows of `sizes`.
+fn auto_builder(options: &ServeOptions, sizes: Sizes) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(options.idle_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(options.max_concurrent_streams)
+        .initial_stream_window_size(sizes.stream)
+        .initial_connection_window_size(sizes.connection);
+    builder
+}
+
 /// The HTTP/2 server for a connection upgraded from HTTP/1.1, configured like the main one.
-fn http2_builder(max_streams: u32) -> hyper::server::conn::http2::Builder<TokioExecutor> {
+fn http2_builder(
+    max_streams: u32,
+    sizes: Sizes,
+) -> hyper::server::conn::http2::Builder<TokioExecutor> {
     let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     builder
         .timer(TokioTimer::new())
         .max_concurrent_streams(max_streams)
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW);
+        .initial_stream_window_size(sizes.stream)
+        .initial_connection_window_size(sizes.connection);
     builder
 }
 
