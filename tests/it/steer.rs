@@ -75,7 +75,9 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     // A paced step achieves its rate (±3%) with the target's latency (10 ms + a little),
     // widened by the timer noise: responses late by it move across the step's two edges (at
     // 200/s over 3 s, 0.13 req/s a millisecond; at most 22 ms: +3 req/s), and each latency
-    // holds one late wake-up (at most 3 ms).
+    // holds one late wake-up (at most 3 ms). The 3 ms of client and target work around the
+    // delay stretch by the measured CPU slowdown (at most 2x: +3 ms), so the highest p50 is
+    // 19 ms, under the 20 ms of a delay applied twice (seen: 16.64 ms at a CPU share of 0.27).
     assert!(!paced.interrupted && !unpaced.interrupted);
     assert_eq!(paced.offered_rps, Some(200.0));
     let (rate_widening, latency_widening) = (
@@ -88,10 +90,12 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
         "paced step: {:.1} req/s, 200 ± {allowed:.1} (widened by {rate_widening:?}; {noise})",
         paced.achieved_rps
     );
-    let highest = 13.0 + latency_widening.as_secs_f64() * 1000.0;
+    let starved_ms = 3.0 * (noise.slowdown(2.0) - 1.0);
+    let highest = 13.0 + latency_widening.as_secs_f64() * 1000.0 + starved_ms;
     assert!(
         (10.0..=highest).contains(&p50_ms(&paced)),
-        "paced p50 {:.2} ms, at most {highest:.2} (widened by {latency_widening:?}; {noise})",
+        "paced p50 {:.2} ms, at most {highest:.2} (widened by {latency_widening:?} and \
+         {starved_ms:.2} ms of CPU starvation; {noise})",
         p50_ms(&paced)
     );
     assert_eq!(paced.failed, 0);
