@@ -233,7 +233,10 @@ fn under_rate_response_minus_service_time_is_the_pacing_error() {
     // within tens of µs. A starved run ([`starved`]) has no steady handler: the sum's p50
     // then lies within the service time's spread (max − min) of the parts' sum, which is the
     // tolerance, capped at half the pacing error so that a response time that leaves the pacing
-    // error out (the defect: response = service) still fails.
+    // error out (the defect: response = service) still fails. A machine short of CPU (slowdown
+    // over 1.25) makes the handler unsteady even when the schedule is kept (seen: 1769 − 1428
+    // µs against a pacing p50 of 80 µs at a CPU share of 0.5): there the percentiles say
+    // nothing, and the means below carry the check.
     let starved = starved(&noise, &run);
     let spread = match starved {
         true => {
@@ -242,9 +245,29 @@ fn under_rate_response_minus_service_time_is_the_pacing_error() {
         false => 0.0,
     };
     assert!(
-        (response - service - pacing).abs() <= 50.0 + spread,
+        noise.slowdown(2.0) > 1.25 || (response - service - pacing).abs() <= 50.0 + spread,
         "response p50 {response} − service p50 {service} vs pacing error p50 {pacing} (µs), \
          widened by {spread} µs ({noise})"
+    );
+    // Means do add up, request by request and under any load: response = start delay +
+    // service. Each mean is read from 0.1% buckets (the start delay's from its histogram).
+    let delay_mean = run
+        .cell()
+        .pointer("/rate/delay_hdr")
+        .and_then(serde_json::Value::as_str)
+        .map(h2load_rs::recorder::hdr::from_base64)
+        .expect("a start delay histogram")
+        .unwrap()
+        .mean();
+    let (response_mean, service_mean) = (
+        latency(&run, "request", "mean"),
+        latency(&run, "service", "mean"),
+    );
+    let buckets = 0.002 * response_mean + 2.0;
+    assert!(
+        (response_mean - service_mean - delay_mean).abs() <= buckets,
+        "response mean {response_mean} − service mean {service_mean} vs start delay mean \
+         {delay_mean} (µs), within {buckets:.1} ({noise})"
     );
     // Widened by the noise up to 300 µs (a millisecond timer, the defect, is ~500 µs late); not
     // bounded when the run fell behind on a starved machine: its sends are late by the backlog.
