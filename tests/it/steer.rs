@@ -128,15 +128,20 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     // One set of connections for the whole run; it counts the steps plus the settling: 1 s at
     // 200/s and 1 s unpaced (±25%: the change of rate and the drain at the end are in it, and
     // the unpaced rate of the settling second differs from the measured seconds' when other
-    // tests load the machine — seen 16% under the full suite).
+    // tests load the machine — seen 16% under the full suite). On a machine short of CPU the
+    // closed loop's rate follows the CPU share from second to second, so the unpaced second may
+    // differ by the measured slowdown too, at most 1.5x (seen: 930 against 738 at a share of
+    // 0.5); a settling counted twice or not at all still fails.
     assert_eq!(outcome.recorder.connections_opened, 10);
     assert!(!outcome.interrupted);
     let total = outcome.recorder.counters.done;
     let settling = total as f64 - (paced.done + unpaced.done) as f64;
     let expected = 200.0 + unpaced.achieved_rps;
+    let allowed = 0.25 * expected + unpaced.achieved_rps * (noise.slowdown(1.5) - 1.0);
     assert!(
-        (settling - expected).abs() <= 0.25 * expected,
-        "{total} requests in all: {settling} outside the steps, {expected:.0} expected"
+        (settling - expected).abs() <= allowed,
+        "{total} requests in all: {settling} outside the steps, {expected:.0} ± {allowed:.0} \
+         expected ({noise})"
     );
     assert_eq!(outcome.recorder.counters.failed, 0);
 }
