@@ -445,11 +445,17 @@ fn connections_dropped_mid_upload_give_their_sockets_back_on_both_backends() {
             run.cell()["errors"]
         );
         // Each slot holds one socket, and for a moment two (the new connection may be up before
-        // the old one's close has run); a leaked socket stays for the rest of the run.
-        let most = looks.iter().copied().max().unwrap_or(0);
+        // the old one's close has run); a leaked socket stays for the rest of the run, so a leak
+        // of 4 a round holds 12 to 24 through the later rounds. On a machine short of CPU a
+        // closed socket can stay established a while longer (under io_uring, until the ring's
+        // cancelled send lets go of it: seen 4, 52, 11, 38, 12 beside stress-ng, back to 4), so
+        // the bound is on three looks in four, not on the highest.
+        let mut during: Vec<usize> = looks.iter().copied().filter(|&n| n > 0).collect();
+        during.sort_unstable();
+        let most = during.get(during.len() * 3 / 4).copied().unwrap_or(0);
         assert!(
             most <= 8,
-            "{io}: up to {most} client sockets established at -c 4 ({looks:?})"
+            "{io}: {most} client sockets established at -c 4 in a quarter of the looks ({looks:?})"
         );
     }
 }
