@@ -26,7 +26,18 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
 /// machine was measured starved (each thread got under 0.8 of a core). On an idle machine, or
 /// for a run that says it kept its schedule, the bounds hold.
 pub fn starved(noise: &Noise, run: &Run) -> bool {
-    run.int("rate/missed") > 0 && noise.slowdown(2.0) > 1.25
+    run.int("rate/missed") > 0 && short_of_cpu(noise)
+}
+
+/// Whether the machine was measured short of CPU: each spinning probe thread got under 0.8 of a
+/// core. There a thread that works between its sends (the pacer's) waits in the run queue after
+/// its timer fires, which the sleeping probe does not see (the scheduler favours sleepers): beside
+/// `stress-ng --cpu 2`, at a share of 0.49, a run that missed no send time had pacing errors of
+/// 961–1021 µs at p50 and 5.5 ms at p99 while 1 ms sleeps woke 70 µs late at p50. The pacing-error
+/// bounds of a machine with CPU to spare are then not asserted (the test says so on stderr); the
+/// rate, the schedule's accounting and the means still are.
+pub fn short_of_cpu(noise: &Noise) -> bool {
+    noise.slowdown(2.0) > 1.25
 }
 
 /// How far below its schedule the paced `run`'s rates may fall: 1 for a run that kept its
