@@ -2,22 +2,34 @@
 //!
 //! Each runner thread owns one [`Recorder`] and one [`WireMeter`]; nothing here is shared between
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
+//!
+//! The types it records live beside it: `failure.rs` (ErrorKind, Failure), `events.rs` (what the
+//! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`.
 
 pub mod backlog;
+mod events;
+mod failure;
 pub mod handshakes;
 pub mod hdr;
+mod in_flight;
 pub mod paths;
+mod timeline;
+mod wire;
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 use crate::plan::{Protocol, TimelineInterval};
 use crate::runner::tls::TlsInfo;
 use handshakes::{Handshake, Handshakes};
 use hdr::new_histogram;
+use in_flight::InFlightMeter;
+
+pub use events::{CheckTally, RequestCounters, RequestStart, ResponseSample, Retried};
+pub use failure::{ErrorKind, Failure};
+pub use timeline::{IntervalRecord, Intervals};
+pub use wire::{WireMeter, WireTotals};
 
 /// A request started more than this long after its scheduled time counts as late (rate mode).
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
@@ -35,274 +47,12 @@ fn status_class(status: u16) -> Option<usize> {
         .then(|| usize::from(status / 100) - 1)
 }
 
-/// Why a request or connection did not get its response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The TCP connection could not be established.
-    Connect,
-    /// Connecting took longer than `--connect-timeout`.
-    ConnectTimeout,
-    /// The request, or its connection, ran past a timeout.
-    Timeout,
-    /// The connection was closed or reset before the response completed.
-    Closed,
-    /// The server sent something that is not valid HTTP, or reset the stream.
-    Protocol,
-    /// The TLS handshake failed, or ALPN selected a protocol the user ruled out.
-    Tls,
-    /// The connection was reset (TCP RST) before the response completed.
-    Reset,
-    /// The server's GOAWAY left the request unprocessed, on every attempt (or with `--no-retry`).
-    Goaway,
-    /// The server refused the request's HTTP/2 stream (REFUSED_STREAM) on every attempt.
-    Refused,
-    /// The server reset the request's HTTP/2 stream (its code is counted too).
-    StreamReset,
-    /// The generator ran out of file descriptors (EMFILE/ENFILE).
-    TooManyOpenFiles,
-    /// The `--proxy` refused the tunnel (a non-2xx answer to `CONNECT`) or answered badly.
-    Proxy,
-    /// A complete response failed a response check (`--expect-status`, `--expect-header`,
-    /// `--expect-body-contains`).
-    Check,
-}
-
-impl ErrorKind {
-    /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 13] = [
-        ErrorKind::Connect,
-        ErrorKind::ConnectTimeout,
-        ErrorKind::TooManyOpenFiles,
-        ErrorKind::Proxy,
-        ErrorKind::Tls,
-        ErrorKind::Timeout,
-        ErrorKind::Closed,
-        ErrorKind::Reset,
-        ErrorKind::Goaway,
-        ErrorKind::Refused,
-        ErrorKind::StreamReset,
-        ErrorKind::Protocol,
-        ErrorKind::Check,
-    ];
-
-    /// The kind's name in reports and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Connect => "connect",
-            ErrorKind::ConnectTimeout => "connect_timeout",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Closed => "closed",
-            ErrorKind::Protocol => "protocol",
-            ErrorKind::Tls => "tls",
-            ErrorKind::Reset => "reset",
-            ErrorKind::Goaway => "goaway",
-            ErrorKind::Refused => "refused",
-            ErrorKind::StreamReset => "stream_reset",
-            ErrorKind::TooManyOpenFiles => "too_many_open_files",
-            ErrorKind::Proxy => "proxy",
-            ErrorKind::Check => "check",
-        }
-    }
-
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Why a connection or a request could not go on: how it is counted, and what to tell the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// How the failure is counted.
-    pub kind: ErrorKind,
-    /// What happened, worded for the user.
-    pub message: String,
-}
-
-impl Failure {
-    /// A failure of `kind`, explained by `message`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    /// The server broke the protocol.
-    pub fn protocol(message: impl Into<String>) -> Self {
-        Failure::new(ErrorKind::Protocol, message)
-    }
-}
-
-/// Request counters with h2load's meanings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct RequestCounters {
-    /// Requests sent.
-    pub started: u64,
-    /// Requests finished: a complete response, or an error after sending.
-    pub done: u64,
-    /// Complete responses with status 2xx or 3xx.
-    pub succeeded: u64,
-    /// Requests that did not succeed: error responses, errors, and requests never sent.
-    pub failed: u64,
-    /// Requests without a complete response (a subset of failed).
-    pub errored: u64,
-    /// Errored requests that ran into a timeout (a subset of errored).
-    pub timeout: u64,
-}
-
-/// When a request was scheduled to go out, and when it did. Without `--rate` they are the same
-/// instant; with it, a request that waited for a free connection starts after its schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestStart {
-    /// The time the request was scheduled for.
-    pub intended: Instant,
-    /// The time the request was handed to the connection: read when the session queues its
-    /// bytes, in the same turn of the driver as, and microseconds before, the write to the socket
-    /// (so `actual - intended` is the pacing error, wake-up included).
-    pub actual: Instant,
-    /// The request's number on its connection, from 1.
-    pub sequence: u32,
-    /// Which of the plan's paths it asks for.
-    pub path: u32,
-    /// Its `{seq}`: the request's number over the whole run (0 when no template uses it). A
-    /// request sent again keeps it.
-    pub number: u64,
-    /// How many of its re-sends count against `--max-retries` (see `Ledger::retry`).
-    pub retries: u8,
-    /// Whether it was sent before and the server did not process it: it keeps its path.
-    pub resent: bool,
-}
-
-impl RequestStart {
-    /// A request's first attempt: scheduled for `intended`, handed to its connection at
-    /// `actual`, number `sequence` there.
-    pub fn first(intended: Instant, actual: Instant, sequence: u32) -> Self {
-        RequestStart {
-            intended,
-            actual,
-            sequence,
-            path: 0,
-            number: 0,
-            retries: 0,
-            resent: false,
-        }
-    }
-}
-
-/// Requests sent again because the server provably never processed them, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Retried {
-    /// Streams above a GOAWAY's last stream id.
-    pub goaway: u64,
-    /// Streams reset with REFUSED_STREAM.
-    pub refused: u64,
-    /// Idempotent HTTP/1.1 requests left unanswered when the server closed the connection.
-    pub closed: u64,
-}
-
-impl Retried {
-    /// Every retry, whatever its reason.
-    pub fn total(&self) -> u64 {
-        self.goaway + self.refused + self.closed
-    }
-
-    /// Counts one retry for `kind` (goaway, refused or closed).
-    fn count(&mut self, kind: ErrorKind) {
-        match kind {
-            ErrorKind::Goaway => self.goaway += 1,
-            ErrorKind::Refused => self.refused += 1,
-            _ => self.closed += 1,
-        }
-    }
-}
-
-impl std::ops::AddAssign for Retried {
-    fn add_assign(&mut self, other: Retried) {
-        self.goaway += other.goaway;
-        self.refused += other.refused;
-        self.closed += other.closed;
-    }
-}
-
-impl std::ops::AddAssign for RequestCounters {
-    fn add_assign(&mut self, other: RequestCounters) {
-        self.started += other.started;
-        self.done += other.done;
-        self.succeeded += other.succeeded;
-        self.failed += other.failed;
-        self.errored += other.errored;
-        self.timeout += other.timeout;
-    }
-}
-
-/// One completed response, as an engine reports it.
-#[derive(Debug, Clone, Copy)]
-pub struct ResponseSample {
-    /// When the request was scheduled and sent.
-    pub start: RequestStart,
-    /// When the first byte of the response arrived.
-    pub first_byte: Instant,
-    /// When the last byte of the response arrived.
-    pub end: Instant,
-    /// The response status.
-    pub status: u16,
-}
-
-/// Responses that failed a response check (`--expect-*`); JSON `checks`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct CheckTally {
-    /// How many (each also counts in `failed` and as an error of kind `check`).
-    pub failed: u64,
-    /// The first one's mismatch, in words (`status 204, expected 200`).
-    pub first_mismatch: Option<String>,
-}
-
-impl CheckTally {
-    /// Adds another thread's (or machine's) tally: the counts add, the earlier first stays.
-    pub fn add(&mut self, other: CheckTally) {
-        self.failed += other.failed;
-        if self.first_mismatch.is_none() {
-            self.first_mismatch = other.first_mismatch;
-        }
-    }
-}
-
 /// What one client slot (a connection and its reconnections) achieved, for h2load's req/s per client.
 #[derive(Debug, Clone, Copy, Default)]
 struct ClientSlot {
     began: Option<Instant>,
     last_response: Option<Instant>,
     responses: u64,
-}
-
-/// How many measured requests were in flight over time: its integral gives the time-weighted
-/// mean, which tells a rate that the concurrency could not carry (in flight at the limit most of
-/// the time) from one that slow responses held up for a while (stalls).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct InFlightMeter {
-    count: u64,
-    since: Instant,
-    /// Requests × seconds in flight so far.
-    pub(crate) integral: f64,
-}
-
-impl InFlightMeter {
-    fn new(start: Instant) -> Self {
-        InFlightMeter {
-            count: 0,
-            since: start,
-            integral: 0.0,
-        }
-    }
-
-    /// The count changes at `at` (events may arrive slightly out of order: time never goes back).
-    fn change(&mut self, at: Instant, started: u64, ended: u64) {
-        if at > self.since {
-            self.integral += self.count as f64 * (at - self.since).as_secs_f64();
-            self.since = at;
-        }
-        self.count = (self.count + started).saturating_sub(ended);
-    }
 }
 
 /// One thread's measurements.
@@ -743,260 +493,16 @@ impl Recorder {
     }
 }
 
-/// One thread's measurements of one interval, histograms encoded (V2 + deflate) to stay small.
-#[derive(Debug, Clone)]
-pub struct IntervalRecord {
-    /// Which interval: 0 is the first of the measured period.
-    pub index: u64,
-    /// Responses completed in it.
-    pub completed: u64,
-    /// Requests that failed in it.
-    pub errors: u64,
-    /// Response times of its responses.
-    pub request: Vec<u8>,
-    /// Times to first byte.
-    pub ttfb: Vec<u8>,
-    /// Service times (rate mode).
-    pub service: Option<Vec<u8>>,
-}
-
-impl IntervalRecord {
-    /// Adds `other` (an interval of the same index) to this one.
-    fn absorb(&mut self, other: &IntervalRecord) {
-        fn add(mine: &mut Vec<u8>, theirs: &[u8]) {
-            let mut sum = hdr::decode(mine).expect("recorded histograms decode");
-            sum.add(hdr::decode(theirs).expect("recorded histograms decode"))
-                .expect("histograms share bounds");
-            *mine = hdr::encode(&sum);
-        }
-        self.completed += other.completed;
-        self.errors += other.errors;
-        add(&mut self.request, &other.request);
-        add(&mut self.ttfb, &other.ttfb);
-        if let (Some(mine), Some(theirs)) = (&mut self.service, &other.service) {
-            add(mine, theirs);
-        }
-    }
-}
-
-/// When the interval length is chosen automatically (no `--interval`), a thread that has closed
-/// this many intervals makes them 2 or 5 times longer, merging neighbours: memory stays bounded
-/// however long a `-n` run takes, and the report re-buckets to its final length anyway.
-const MAX_AUTO_INTERVALS: usize = 2048;
-
-/// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:
-/// only the current interval has full histograms; closed ones are kept encoded.
-#[derive(Debug, Clone)]
-pub struct Intervals {
-    /// Interval length.
-    pub length: Duration,
-    /// Whether the length was chosen automatically, so it may grow (see [`MAX_AUTO_INTERVALS`]).
-    pub(crate) auto: bool,
-    start: Instant,
-    current: u64,
-    ends_at: Instant,
-    completed: u64,
-    errors: u64,
-    request: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    service: Option<Histogram<u64>>,
-    closed: Vec<IntervalRecord>,
-}
-
-impl Intervals {
-    fn new(start: Instant, length: Duration, auto: bool, rate_mode: bool) -> Self {
-        Intervals {
-            length,
-            auto,
-            start,
-            current: 0,
-            ends_at: start + length,
-            completed: 0,
-            errors: 0,
-            request: new_histogram(),
-            ttfb: new_histogram(),
-            service: rate_mode.then(new_histogram),
-            closed: Vec::new(),
-        }
-    }
-
-    /// Moves to the interval holding `at`, closing the current one if `at` is past it.
-    fn advance(&mut self, at: Instant) {
-        if at < self.ends_at {
-            return;
-        }
-        self.close();
-        if self.auto && self.closed.len() >= MAX_AUTO_INTERVALS {
-            // Along 1-2-10-20-100… multiples of the base, so the report can still pick a round
-            // length (10, 20, 50, 100, 200, 500 ms, 1 s) that is a multiple of this one.
-            let units = self.length.as_nanos() / TimelineInterval::AUTO_BASE.as_nanos();
-            let power_of_ten = units > 0 && 10u128.pow(units.ilog10()) == units;
-            self.coarsen(if power_of_ten { 2 } else { 5 });
-        }
-        let elapsed = at.saturating_duration_since(self.start).as_nanos();
-        self.current = (elapsed / self.length.as_nanos().max(1)) as u64;
-        self.ends_at = self.start + self.length.mul_f64((self.current + 1) as f64);
-    }
-
-    /// Makes the closed intervals `factor` times longer, merging the ones that now share an index.
-    fn coarsen(&mut self, factor: u32) {
-        if factor <= 1 {
-            return;
-        }
-        self.length *= factor;
-        let mut merged: Vec<IntervalRecord> = Vec::with_capacity(self.closed.len());
-        self.closed.sort_by_key(|record| record.index);
-        for mut record in self.closed.drain(..) {
-            record.index /= u64::from(factor);
-            match merged.last_mut() {
-                Some(last) if last.index == record.index => last.absorb(&record),
-                _ => merged.push(record),
-            }
-        }
-        self.closed = merged;
-    }
-
-    fn completed(&mut self, at: Instant, response: u64, ttfb: u64, service: u64) {
-        self.advance(at);
-        self.completed += 1;
-        self.request.saturating_record(response);
-        self.ttfb.saturating_record(ttfb);
-        if let Some(histogram) = &mut self.service {
-            histogram.saturating_record(service);
-        }
-    }
-
-    fn errored(&mut self, at: Instant, count: u64) {
-        self.advance(at);
-        self.errors += count;
-    }
-
-    /// Stores the current interval (if anything happened in it) and starts it afresh.
-    fn close(&mut self) {
-        if self.completed == 0 && self.errors == 0 {
-            return;
-        }
-        self.closed.push(IntervalRecord {
-            index: self.current,
-            completed: self.completed,
-            errors: self.errors,
-            request: hdr::encode(&self.request),
-            ttfb: hdr::encode(&self.ttfb),
-            service: self.service.as_ref().map(hdr::encode),
-        });
-        self.completed = 0;
-        self.errors = 0;
-        self.request.reset();
-        self.ttfb.reset();
-        if let Some(histogram) = &mut self.service {
-            histogram.reset();
-        }
-    }
-
-    /// Adds another thread's intervals, first bringing both to the longer of their lengths.
-    fn merge(&mut self, other: Intervals) {
-        let mut other_closed = other;
-        other_closed.close();
-        let ratio = |long: Duration, short: Duration| {
-            u32::try_from(long.as_nanos() / short.as_nanos().max(1)).unwrap_or(u32::MAX)
-        };
-        if other_closed.length > self.length {
-            self.close();
-            self.coarsen(ratio(other_closed.length, self.length));
-        } else {
-            other_closed.coarsen(ratio(self.length, other_closed.length));
-        }
-        self.closed.extend(other_closed.closed);
-    }
-
-    /// Every interval, the current one included; threads' records of one index are merged later.
-    pub fn into_closed(mut self) -> Vec<IntervalRecord> {
-        self.close();
-        self.closed
-    }
-}
-
-/// Bytes received, as plain numbers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct WireTotals {
-    /// Every byte read from sockets (after TLS, before HTTP framing is removed).
-    pub total: u64,
-    /// Response header bytes as sent (HPACK-compressed for HTTP/2).
-    pub headers: u64,
-    /// Response header bytes uncompressed (name + value lengths for HTTP/2).
-    pub headers_uncompressed: u64,
-    /// Response body bytes.
-    pub data: u64,
-}
-
-impl WireTotals {
-    /// The bytes counted since `earlier` was taken.
-    pub fn since(self, earlier: WireTotals) -> WireTotals {
-        WireTotals {
-            total: self.total - earlier.total,
-            headers: self.headers - earlier.headers,
-            headers_uncompressed: self.headers_uncompressed - earlier.headers_uncompressed,
-            data: self.data - earlier.data,
-        }
-    }
-
-    /// Adds another thread's totals.
-    pub fn add(&mut self, other: WireTotals) {
-        self.total += other.total;
-        self.headers += other.headers;
-        self.headers_uncompressed += other.headers_uncompressed;
-        self.data += other.data;
-    }
-}
-
-/// One thread's running byte counts, written by socket taps and engines.
-#[derive(Debug, Default)]
-pub struct WireMeter {
-    total: Cell<u64>,
-    headers: Cell<u64>,
-    headers_uncompressed: Cell<u64>,
-    data: Cell<u64>,
-}
-
-impl WireMeter {
-    /// Bytes read from a socket.
-    pub fn add_total(&self, bytes: u64) {
-        self.total.set(self.total.get() + bytes);
-    }
-
-    /// Header bytes as sent, and their uncompressed size.
-    pub fn add_headers(&self, wire: u64, uncompressed: u64) {
-        self.headers.set(self.headers.get() + wire);
-        self.headers_uncompressed
-            .set(self.headers_uncompressed.get() + uncompressed);
-    }
-
-    /// Response body bytes.
-    pub fn add_data(&self, bytes: u64) {
-        self.data.set(self.data.get() + bytes);
-    }
-
-    /// The counts so far.
-    pub fn totals(&self) -> WireTotals {
-        WireTotals {
-            total: self.total.get(),
-            headers: self.headers.get(),
-            headers_uncompressed: self.headers_uncompressed.get(),
-            data: self.data.get(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SECOND: TimelineInterval = TimelineInterval {
+    pub(super) const SECOND: TimelineInterval = TimelineInterval {
         length: Duration::from_secs(1),
         auto: false,
     };
 
-    fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
+    pub(super) fn sample(start: Instant, ms: u64, status: u16) -> ResponseSample {
         let end = start + Duration::from_millis(ms);
         ResponseSample {
             start: RequestStart::first(start, start, 1),
@@ -1093,60 +599,6 @@ mod tests {
         assert_eq!(service.max(), service.highest_equivalent(10_000));
         assert_eq!((rec.counters.started, rec.counters.done), (1, 1));
         assert_eq!(rec.retried.goaway, 1);
-    }
-
-    #[test]
-    fn intervals_rotate_and_keep_encoded_histograms() {
-        let t0 = Instant::now();
-        let mut rec = Recorder::new(t0, 1, SECOND, false);
-        for (at_ms, status) in [(100, 200), (900, 200), (1_100, 200), (3_500, 200)] {
-            let end = t0 + Duration::from_millis(at_ms);
-            let start = RequestStart::first(
-                end - Duration::from_millis(50),
-                end - Duration::from_millis(50),
-                1,
-            );
-            rec.response(
-                0,
-                ResponseSample {
-                    start,
-                    first_byte: end,
-                    end,
-                    status,
-                },
-            );
-        }
-        let intervals = rec.intervals.into_closed();
-        let shape: Vec<(u64, u64)> = intervals.iter().map(|i| (i.index, i.completed)).collect();
-        assert_eq!(shape, [(0, 2), (1, 1), (3, 1)]);
-        let histogram = crate::recorder::hdr::decode(&intervals[0].request).unwrap();
-        assert_eq!(histogram.len(), 2);
-    }
-
-    #[test]
-    fn automatic_intervals_grow_instead_of_piling_up() {
-        let t0 = Instant::now();
-        let auto = TimelineInterval {
-            length: TimelineInterval::AUTO_BASE,
-            auto: true,
-        };
-        let mut rec = Recorder::new(t0, 1, auto, false);
-        // One response per 10 ms interval for 3000 intervals (30 s): past 2048 closed intervals
-        // they merge in pairs, so memory stays bounded and nothing is lost.
-        for interval in 0..3000u64 {
-            let end = t0 + Duration::from_millis(interval * 10 + 5);
-            rec.request_started(RequestStart::first(
-                end - Duration::from_millis(1),
-                end - Duration::from_millis(1),
-                1,
-            ));
-            rec.response(0, sample(end - Duration::from_millis(1), 1, 200));
-        }
-        assert_eq!(rec.intervals.length, Duration::from_millis(20));
-        let records = rec.intervals.clone().into_closed();
-        assert!(records.len() <= MAX_AUTO_INTERVALS, "{}", records.len());
-        assert_eq!(records.iter().map(|r| r.completed).sum::<u64>(), 3000);
-        assert!(records[..1000].iter().all(|r| r.completed == 2));
     }
 
     #[test]

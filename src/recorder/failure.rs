@@ -1,0 +1,100 @@
+//! The error taxonomy: why a request or connection did not get its response ([`ErrorKind`]), and
+//! the [`Failure`] that carries it with a message for the user.
+
+/// Why a request or connection did not get its response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The TCP connection could not be established.
+    Connect,
+    /// Connecting took longer than `--connect-timeout`.
+    ConnectTimeout,
+    /// The request, or its connection, ran past a timeout.
+    Timeout,
+    /// The connection was closed or reset before the response completed.
+    Closed,
+    /// The server sent something that is not valid HTTP, or reset the stream.
+    Protocol,
+    /// The TLS handshake failed, or ALPN selected a protocol the user ruled out.
+    Tls,
+    /// The connection was reset (TCP RST) before the response completed.
+    Reset,
+    /// The server's GOAWAY left the request unprocessed, on every attempt (or with `--no-retry`).
+    Goaway,
+    /// The server refused the request's HTTP/2 stream (REFUSED_STREAM) on every attempt.
+    Refused,
+    /// The server reset the request's HTTP/2 stream (its code is counted too).
+    StreamReset,
+    /// The generator ran out of file descriptors (EMFILE/ENFILE).
+    TooManyOpenFiles,
+    /// The `--proxy` refused the tunnel (a non-2xx answer to `CONNECT`) or answered badly.
+    Proxy,
+    /// A complete response failed a response check (`--expect-status`, `--expect-header`,
+    /// `--expect-body-contains`).
+    Check,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::Connect,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::TooManyOpenFiles,
+        ErrorKind::Proxy,
+        ErrorKind::Tls,
+        ErrorKind::Timeout,
+        ErrorKind::Closed,
+        ErrorKind::Reset,
+        ErrorKind::Goaway,
+        ErrorKind::Refused,
+        ErrorKind::StreamReset,
+        ErrorKind::Protocol,
+        ErrorKind::Check,
+    ];
+
+    /// The kind's name in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Goaway => "goaway",
+            ErrorKind::Refused => "refused",
+            ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::TooManyOpenFiles => "too_many_open_files",
+            ErrorKind::Proxy => "proxy",
+            ErrorKind::Check => "check",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a connection or a request could not go on: how it is counted, and what to tell the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// How the failure is counted.
+    pub kind: ErrorKind,
+    /// What happened, worded for the user.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `kind`, explained by `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The server broke the protocol.
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Failure::new(ErrorKind::Protocol, message)
+    }
+}
