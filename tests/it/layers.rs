@@ -37,7 +37,6 @@ src/proto/h1.rs -> crate::plan::template::write_decimal
 src/recorder/mod.rs -> crate::runner::tls::TlsInfo
 src/report/mod.rs -> crate::runner::RunOutcome
 src/report/mod.rs -> crate::runner::tls::TlsInfo
-src/server/routes.rs -> crate::engine::clock::sleep_precisely
 ";
 
 #[test]
