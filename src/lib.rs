@@ -57,3 +57,4 @@ pub(crate) mod report;
 pub mod runner;
 pub mod server;
 pub(crate) mod time;
+pub(crate) mod units;
