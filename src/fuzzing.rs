@@ -33,9 +33,9 @@ pub fn arguments(text: &str) {
         let _ = crate::plan::cells(&cli.load, None);
     }
     for word in text.split_whitespace() {
-        let _ = crate::cli::units::parse_duration(word);
-        let _ = crate::cli::units::parse_size(word);
-        let _ = crate::cli::units::parse_rfc3339(word);
+        let _ = crate::units::parse_duration(word);
+        let _ = crate::units::parse_size(word);
+        let _ = crate::units::parse_rfc3339(word);
         let _ = word.parse::<http::Uri>();
     }
 }

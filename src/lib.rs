@@ -56,3 +56,5 @@ pub mod recorder;
 pub(crate) mod report;
 pub mod runner;
 pub mod server;
+pub(crate) mod time;
+pub(crate) mod units;

@@ -336,7 +336,7 @@ impl Steps<'_, '_> {
                     grouped(rate)
                 )),
                 grouped(step.achieved_rps),
-                crate::cli::units::format_micros(step.p99_us as f64),
+                crate::units::format_micros(step.p99_us as f64),
                 step.errors_pct,
                 match (passed, result.interrupted) {
                     (_, true) => ": interrupted",

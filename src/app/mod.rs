@@ -28,7 +28,7 @@ use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals, tls};
-use crate::{cli, error, report, server, usage_bail};
+use crate::{cli, error, report, server, units, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
@@ -176,7 +176,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     let document = report::merge::merge(documents)?;
     outln!(
         "merged {}",
-        report::counted(args.results.len() as u64, "report")
+        units::counted(args.results.len() as u64, "report")
     );
     for cell in &document.cells {
         if document.cells.len() > 1 {

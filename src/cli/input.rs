@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::cli::units::format_bytes;
+use crate::units::format_bytes;
 use crate::usage_bail;
 
 /// Reads the whole of `path`, the `what` of the command line (e.g. "-d file"), if it is a regular

@@ -30,8 +30,8 @@ pub const MAX_SCALE: f64 = 1000.0;
 /// `--scale`: the smallest factor.
 pub const MIN_SCALE: f64 = 0.000_001;
 
-/// Every duration flag (`-D`, timeouts, `--interval`, ...), also after `--scale`.
-pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+// Every duration flag's bound, `MAX_DURATION`, is in src/units.rs: `parse_duration` bounds by
+// it, and units sits below cli.
 
 /// `--interval`: the shortest timeline interval (each interval keeps its own histograms).
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);

@@ -4,7 +4,6 @@ pub mod exposure;
 pub mod input;
 pub mod limits;
 pub mod scenario;
-pub mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use crate::cli::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
-use crate::cli::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
+use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 /// The version `--version` prints: the package version and the commit it was built from.
 pub const VERSION: &str = concat!(
@@ -547,7 +546,7 @@ pub struct LoadArgs {
 
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
-    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::cli::units::parse_rfc3339)]
+    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]
     pub start_at: Option<std::time::SystemTime>,
 }
 

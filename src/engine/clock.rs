@@ -11,119 +11,27 @@
 //!
 //! The driver only knows the [`Timer`] trait, so another I/O backend (QUIC, io_uring) can bring
 //! its own timer.
+//!
+//! The timerfd and the wait on tokio's timer are [`crate::time`]'s, shared with the built-in
+//! target's `sleep_precisely`.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
-
-use rustix::time::{
-    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
-    Timespec,
-};
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
+use std::time::Instant;
 
 use super::uring::Uring;
+use crate::time::{approach, TimerFd};
 
 /// What an I/O driver waits with for its next deadline.
 pub(crate) trait Timer {
     /// Completes at `deadline` (at once if it has passed).
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + '_;
-}
-
-/// Deadlines at most this far away wait in the precise heap at once; farther ones wait on
-/// tokio's timer until [`HAND_OVER`] before them.
-const NEAR: Duration = Duration::from_millis(4);
-/// How long before a far deadline tokio's timer hands it to the precise one. tokio rounds a
-/// deadline up to its next millisecond tick and parks in `epoll_wait`, whose millisecond timeout
-/// rounds up again: measured 1.1–1.7 ms late on a loaded 2-core VM. 3 ms leaves over a
-/// millisecond to spare (with 1.5 ms, 10 ms sleeps came out up to 0.7 ms late there).
-const HAND_OVER: Duration = Duration::from_millis(3);
-
-/// A non-blocking `timerfd` on CLOCK_MONOTONIC (the clock of [`Instant`] on Linux), registered
-/// with the runtime.
-struct TimerFd {
-    fd: AsyncFd<OwnedFd>,
-}
-
-impl TimerFd {
-    /// A disarmed timer. Must be called inside a tokio runtime.
-    fn new() -> io::Result<Self> {
-        let fd = timerfd_create(
-            TimerfdClockId::Monotonic,
-            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
-        )?;
-        // Deprecated as unsound for inner types whose descriptor can change or close while
-        // registered; an `OwnedFd` moved into the `AsyncFd` cannot, and the sound replacement
-        // is `unsafe`, which the library does not use.
-        #[allow(deprecated)]
-        let fd = AsyncFd::with_interest(fd, Interest::READABLE)?;
-        Ok(TimerFd { fd })
-    }
-
-    /// Arms the timer to expire once, at `deadline` (at once if it has passed), replacing any
-    /// earlier setting.
-    fn arm(&self, deadline: Instant) -> io::Result<()> {
-        // `Instant` is opaque, so the deadline is given relative to now; the syscall follows
-        // within a microsecond, and a zero value would disarm the timer instead: 1 ns at least.
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_nanos(1));
-        let value = Itimerspec {
-            it_interval: Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: Timespec {
-                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
-                tv_nsec: left.subsec_nanos().into(),
-            },
-        };
-        timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &value)?;
-        Ok(())
-    }
-
-    /// Waits until the timer expires. The expiration count is not read (a syscall saved per
-    /// wake): each expiry wakes the epoll edge-triggered registration anew, read or not, and
-    /// re-arming resets the count.
-    async fn expired(&self) -> io::Result<()> {
-        self.fd.readable().await?.clear_ready();
-        Ok(())
-    }
-}
-
-/// Sleeps for `duration`, precisely, on a timerfd of its own: for tasks that may move between
-/// threads (the built-in target's multi-thread runtime). Returns how long it slept. A long sleep
-/// holds its timerfd only for its last [`HAND_OVER`]; if no timerfd can be had (out of
-/// descriptors), tokio's timer sleeps the rest, and the duration returned shows it.
-pub(crate) async fn sleep_precisely(duration: Duration) -> Duration {
-    let began = Instant::now();
-    let deadline = began + duration;
-    approach(deadline).await;
-    let precise = async {
-        let timer = TimerFd::new()?;
-        timer.arm(deadline)?;
-        // Once: the timer is armed a single time, so its one readiness is the expiry.
-        timer.expired().await
-    };
-    if precise.await.is_err() {
-        tokio::time::sleep_until(deadline.into()).await;
-    }
-    began.elapsed()
-}
-
-/// Waits on tokio's cheap timer until [`HAND_OVER`] before `deadline`, if it is far.
-async fn approach(deadline: Instant) {
-    if deadline.saturating_duration_since(Instant::now()) > NEAR {
-        tokio::time::sleep_until((deadline - HAND_OVER).into()).await;
-    }
 }
 
 /// One thread's precise timer: a heap of near deadlines served by one timerfd. Single-threaded
@@ -167,8 +75,8 @@ struct Queue {
     /// Deadlines, earliest first, with their sleeper's slot and that slot's generation when the
     /// deadline was pushed. An entry whose slot has moved on belongs to a sleeper that was
     /// dropped (the connection got bytes first) and is skipped when it comes due; as only near
-    /// deadlines are pushed, such entries leave within [`NEAR`] and the heap stays bounded by the
-    /// sleeps begun in that window.
+    /// deadlines are pushed, such entries leave within [`NEAR`](crate::time::NEAR) and the heap
+    /// stays bounded by the sleeps begun in that window.
     heap: BinaryHeap<Reverse<(Instant, usize, u64)>>,
     /// The sleepers, reused through `free`: no allocation per sleep once the thread warmed up.
     slots: Vec<Sleeper>,
@@ -372,6 +280,7 @@ impl Drop for PreciseSleep<'_> {
 #[cfg(test)]
 mod tests {
     use std::rc::Rc;
+    use std::time::Duration;
 
     use super::*;
 
@@ -438,23 +347,5 @@ mod tests {
             );
             assert_eq!(queue.free.len(), queue.slots.len());
         });
-    }
-
-    #[test]
-    fn a_precise_sleep_reports_what_it_slept() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        // A near sleep, and a far one that tokio's timer hands over to the timerfd.
-        for wait in [Duration::from_micros(700), Duration::from_millis(5)] {
-            let began = Instant::now();
-            let slept = runtime.block_on(sleep_precisely(wait));
-            assert!(
-                wait <= slept && slept <= began.elapsed(),
-                "{slept:?} for {wait:?}"
-            );
-        }
     }
 }

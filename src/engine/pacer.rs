@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::limits::MAX_DURATION;
 use crate::plan::stages::Share;
 use crate::recorder::backlog::StepEdge;
+use crate::units::MAX_DURATION;
 
 /// What a steered run offers at the moment.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::units::format_micros;
 use crate::observe::live::{Live, Progress, PUBLISH_EVERY};
 use crate::plan::StopRule;
+use crate::units::{counted, format_micros};
 
 /// A progress bar being redrawn by its own thread until [`Display::finish`].
 #[derive(Debug)]
@@ -78,7 +78,7 @@ fn update(bar: &ProgressBar, goal: StopRule, elapsed: Duration, progress: Progre
     );
     let mut message = format!(
         "{rate:.0} req/s, {}, p99 {p99}",
-        crate::report::counted(progress.errored, "error")
+        counted(progress.errored, "error")
     );
     match goal {
         StopRule::Requests(_) => bar.set_position(progress.done),

@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::units::format_micros;
 use crate::plan::{Protocol, RunPlan};
 use crate::proto::h2::error_code_name;
 use crate::proto::h2::{self as h2frame, FrameHead};
 use crate::proto::hpack;
 use crate::runner::tls::TlsInfo;
+use crate::units::format_micros;
 
 /// Connections traced per run.
 pub const TRACED_CONNECTIONS: usize = 4;

@@ -18,13 +18,12 @@ use rustls::pki_types::ServerName;
 use serde::Serialize;
 
 use crate::cli::input;
-use crate::cli::limits::{
-    MAX_BODY_FILE, MAX_CLIENTS, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STREAMS,
-};
+use crate::cli::limits::{MAX_BODY_FILE, MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_STREAMS};
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::error::quoted;
 use crate::proto::check::Checks;
 use crate::runner::tls;
+use crate::units::{counted, MAX_DURATION};
 use crate::usage_bail;
 
 pub mod stages;
@@ -603,7 +602,7 @@ pub fn build(
         if n < cell.clients {
             notes.push(format!(
                 "-n {n} is less than -c {clients}: only {} can carry a request, so only {} opened",
-                crate::report::counted(n, "connection"),
+                counted(n, "connection"),
                 if n == 1 { "it is" } else { "they are" }
             ));
             clients = n as usize;
@@ -613,8 +612,8 @@ pub fn build(
     if threads > clients {
         notes.push(format!(
             "-t {threads} is more than the {}: using {}",
-            crate::report::counted(clients as u64, "connection"),
-            crate::report::counted(clients as u64, "thread")
+            counted(clients as u64, "connection"),
+            counted(clients as u64, "thread")
         ));
         threads = clients;
     }

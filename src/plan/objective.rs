@@ -8,7 +8,7 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 
-use crate::cli::units::parse_duration;
+use crate::units::parse_duration;
 
 /// What an objective measures.
 #[derive(Debug, Clone, Copy, PartialEq)]

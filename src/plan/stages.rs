@@ -6,8 +6,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::cli::limits::{MAX_DURATION, MAX_RATE, MIN_RATE};
-use crate::cli::units::parse_duration;
+use crate::cli::limits::{MAX_RATE, MIN_RATE};
+use crate::units::{parse_duration, MAX_DURATION};
 
 /// One stage: the rate reaches `rate` (requests per second, in total) after `duration`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,8 +7,8 @@ use anyhow::Result;
 
 use crate::cli::input;
 use crate::cli::limits::{MAX_URL_FILE, MAX_URL_LIST_MEMORY, URL_COST, URL_COST_PER_THREAD};
-use crate::cli::units::format_bytes;
 use crate::error::quoted;
+use crate::units::format_bytes;
 use crate::usage_bail;
 
 /// The URLs and paths of `path`, in order: blank lines and `#` comments skipped, each line

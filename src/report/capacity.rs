@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::units::format_micros;
 use crate::report::Summary;
+use crate::units::format_micros;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
 /// first).

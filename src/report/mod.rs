@@ -25,6 +25,8 @@ use crate::recorder::hdr;
 use crate::recorder::{ErrorKind, RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
+// Named `super::counted` by text.rs and plain.rs.
+use crate::units::counted;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -394,15 +396,6 @@ impl Timeline {
     /// Responses completed per second of `interval`'s real length.
     pub fn rate_of(&self, interval: &IntervalSummary) -> f64 {
         interval.completed as f64 / self.length_of(interval)
-    }
-}
-
-/// `1 request`, `2 requests`: a count and its noun, singular or plural (nouns that take an `s`).
-pub(crate) fn counted(count: u64, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
     }
 }
 

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
-use crate::cli::units::{format_bytes, format_micros};
 use crate::recorder::ErrorKind;
+use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.
 pub fn render(summary: &Summary) -> String {

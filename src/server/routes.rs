@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use super::echo::{Echo, EchoBudget};
-use crate::engine::clock::sleep_precisely;
+use crate::time::sleep_precisely;
 
 /// The header of every delayed response: the delay the target applied, in whole microseconds
 /// (`--delay` and `/delay/MS` together, as measured around the sleeps), so tests need not trust

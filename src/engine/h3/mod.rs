@@ -35,7 +35,6 @@ use super::h1::earliest;
 use super::h2::CONNECTION_SPECIFIC;
 use super::render::Renderer;
 use super::{ConnEnd, Ledger, Slot, PREPARED_PATHS};
-use crate::cli::units::format_micros;
 use crate::observe::trace::ConnTrace;
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
@@ -49,6 +48,7 @@ use crate::proto::h3::{
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 use crate::runner::tls::TlsInfo;
+use crate::units::format_micros;
 pub(crate) use quic::QuicContext;
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 use std::fmt::Write;
 
 use super::{CellDiff, Diff, Figure, Kind, Verdict, ALPHA, MIN_INTERVALS, NOISE_FLOOR_PCT};
-use crate::cli::units::format_micros;
 use crate::report::export::markdown;
-use crate::report::{counted, text};
+use crate::report::text;
+use crate::units::{counted, format_micros};
 
 /// Which files were compared, and the `--fail-if-regressed` threshold if one was given.
 pub struct Context<'a> {

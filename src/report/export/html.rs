@@ -438,7 +438,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 {throughput}{latency}{timeline}{knee}</body></html>
 "#,
         version = escape(&document.tool.version),
-        cells = crate::report::counted(document.cells.len() as u64, "cell"),
+        cells = crate::units::counted(document.cells.len() as u64, "cell"),
         target = escape(&target),
         table = table,
         throughput = chart(

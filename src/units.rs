@@ -1,13 +1,16 @@
-//! Parsing and formatting of durations and byte sizes, in the notation h2load uses.
+//! Parsing and formatting of durations, byte sizes, percentages and times, in the notation h2load
+//! uses, and `counted` (`2 requests`): below every layer that reads or prints them.
 
 use std::time::{Duration, SystemTime};
 
-use crate::cli::limits::MAX_DURATION;
+/// Every duration flag (`-D`, timeouts, `--interval`, ...), also after `--scale`: a limit like
+/// those of cli/limits.rs, kept here because [`parse_duration`] bounds by it.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in
 /// h2load), up to [`MAX_DURATION`] (longer is a typo, and products with `--scale` stay far from
 /// `Duration`'s range).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -38,7 +41,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a positive duration; zero is rejected because every duration flag means "a limit".
-pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let duration = parse_duration(text)?;
     if duration.is_zero() {
         return Err(format!("'{text}' must be greater than zero"));
@@ -47,7 +50,7 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a percentage such as `10%`, `2.5%` or `10` (the sign is optional), from 0 to 1000.
-pub fn parse_percent(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_percent(text: &str) -> Result<f64, String> {
     let trimmed = text.trim();
     let number = trimmed.strip_suffix('%').unwrap_or(trimmed).trim_end();
     match number.parse::<f64>() {
@@ -60,7 +63,7 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 }
 
 /// Parses a byte size such as `16K`, `1M`, `2G` or `4096` (binary multiples, as in h2load).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let (number, multiplier) = match text.char_indices().last() {
         Some((at, 'K' | 'k')) => (&text[..at], 1u64 << 10),
@@ -81,7 +84,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// jiff checks the calendar (no 31 February) and does the arithmetic; it also reads the wider
 /// ISO 8601 / RFC 9557 syntax (`+0100`, `[Europe/Paris]`), so the RFC 3339 shape is checked first:
 /// machines that start together must agree on what the time means.
-pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     let invalid = || format!("'{text}' is not an RFC 3339 time (example: 2026-11-21T10:00:00Z)");
     if !has_rfc3339_shape(text) {
         return Err(invalid());
@@ -121,7 +124,7 @@ fn has_rfc3339_shape(text: &str) -> bool {
 }
 
 /// Formats microseconds like h2load: `185us`, `1.93ms`, `2.00s`.
-pub fn format_micros(micros: f64) -> String {
+pub(crate) fn format_micros(micros: f64) -> String {
     if micros >= 1e6 {
         format!("{:.2}s", micros / 1e6)
     } else if micros >= 1e3 {
@@ -132,7 +135,7 @@ pub fn format_micros(micros: f64) -> String {
 }
 
 /// Formats a byte count with binary units like h2load: `105.00KB`, `1.42MB`.
-pub fn format_bytes(bytes: f64) -> String {
+pub(crate) fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut value = bytes;
     let mut unit = 0;
@@ -141,6 +144,15 @@ pub fn format_bytes(bytes: f64) -> String {
         unit += 1;
     }
     format!("{value:.2}{}", UNITS[unit])
+}
+
+/// `1 request`, `2 requests`: a count and its noun, singular or plural (nouns that take an `s`).
+pub(crate) fn counted(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 #[cfg(test)]
