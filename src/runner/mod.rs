@@ -2,7 +2,6 @@
 //! the connections (h2load's model), drawing from one shared request budget. The main thread only
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
-pub mod budget;
 pub mod control;
 pub mod net;
 pub mod panics;
@@ -24,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
@@ -40,7 +40,6 @@ use crate::recorder::backlog::Backlog;
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
-use crate::runner::budget::Budget;
 use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
 pub use steer::{steer, Steered};
