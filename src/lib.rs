@@ -56,3 +56,4 @@ pub mod recorder;
 pub(crate) mod report;
 pub mod runner;
 pub mod server;
+pub mod tls;

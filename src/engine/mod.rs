@@ -32,7 +32,7 @@ use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 use budget::Budget;
 use pacer::Due;
 

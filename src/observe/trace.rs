@@ -16,7 +16,7 @@ use crate::plan::{Protocol, RunPlan};
 use crate::proto::h2::error_code_name;
 use crate::proto::h2::{self as h2frame, FrameHead};
 use crate::proto::hpack;
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 
 /// Connections traced per run.
 pub const TRACED_CONNECTIONS: usize = 4;

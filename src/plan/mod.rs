@@ -24,7 +24,7 @@ use crate::cli::limits::{
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::error::quoted;
 use crate::proto::check::Checks;
-use crate::runner::tls;
+use crate::tls;
 use crate::usage_bail;
 
 pub mod stages;

@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::plan::{Protocol, TimelineInterval};
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 use handshakes::{Handshake, Handshakes};
 use hdr::new_histogram;
 

@@ -8,7 +8,7 @@ pub mod panics;
 pub(crate) mod proxy;
 pub mod signals;
 pub mod steer;
-pub mod tls;
+mod tls_resume;
 
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
@@ -40,10 +40,10 @@ use crate::recorder::backlog::Backlog;
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
+use crate::tls::TlsInfo;
 use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
 pub use steer::{steer, Steered};
-use tls::TlsInfo;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -471,7 +471,7 @@ impl Worker {
                 .plan
                 .tls
                 .as_ref()
-                .map(|plan| tls::thread_plan(plan, self.slots)),
+                .map(|plan| tls_resume::thread_plan(plan, self.slots)),
             path_cursors: (0..self.slots).map(|_| Cell::new(0)).collect(),
         });
         let templates = Rc::new(Templates::new(&self.plan));

@@ -48,7 +48,7 @@ use crate::proto::h3::{
 };
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 pub(crate) use quic::QuicContext;
 
 #[cfg(test)]
