@@ -57,4 +57,5 @@ pub(crate) mod report;
 pub mod runner;
 pub mod server;
 pub(crate) mod time;
+pub mod tls;
 pub(crate) mod units;

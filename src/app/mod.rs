@@ -27,7 +27,8 @@ use crate::cli::scenario;
 use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs};
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
-use crate::runner::{panics, signals, tls};
+use crate::runner::{panics, signals};
+use crate::tls;
 use crate::{cli, error, report, server, units, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).

@@ -5,6 +5,7 @@
 //!
 //! Adding a protocol means adding a session module and a variant of [`session::AnySession`].
 
+pub(crate) mod budget;
 pub(crate) mod clock;
 pub(crate) mod driver;
 mod h1;
@@ -31,8 +32,8 @@ use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
-use crate::runner::budget::Budget;
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
+use budget::Budget;
 use pacer::Due;
 
 pub use pacer::Pacer;

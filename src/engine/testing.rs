@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use super::budget::Budget;
 use super::driver::{feed, read_buffer};
 use super::outgoing::{Outgoing, MAX_SLICES};
 use super::session::AnySession;
@@ -16,7 +17,6 @@ use super::{ConnState, Ledger, Templates, ThreadShared};
 use crate::plan::{self, Protocol};
 use crate::proto::h2 as frame;
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestCounters, WireMeter, WireTotals};
-use crate::runner::budget::Budget;
 
 /// One thread's world for a plan made from command-line words (the URL is added).
 pub(crate) struct World {

@@ -15,7 +15,7 @@ use crate::plan::{Protocol, RunPlan};
 use crate::proto::h2::error_code_name;
 use crate::proto::h2::{self as h2frame, FrameHead};
 use crate::proto::hpack;
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 use crate::units::format_micros;
 
 /// Connections traced per run.

@@ -22,7 +22,7 @@ use crate::cli::limits::{MAX_BODY_FILE, MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::error::quoted;
 use crate::proto::check::Checks;
-use crate::runner::tls;
+use crate::tls;
 use crate::units::{counted, MAX_DURATION};
 use crate::usage_bail;
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::plan::{Protocol, TimelineInterval};
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 use handshakes::{Handshake, Handshakes};
 use hdr::new_histogram;
 use in_flight::InFlightMeter;

@@ -23,10 +23,10 @@ use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::handshakes;
 use crate::recorder::hdr;
 use crate::recorder::{ErrorKind, RequestCounters, Retried};
-use crate::runner::tls::TlsInfo;
 use crate::runner::RunOutcome;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::units::counted;
+use crate::tls::TlsInfo;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;

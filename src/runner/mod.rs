@@ -2,14 +2,13 @@
 //! the connections (h2load's model), drawing from one shared request budget. The main thread only
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end.
 
-pub mod budget;
 pub mod control;
 pub mod net;
 pub mod panics;
 pub(crate) mod proxy;
 pub mod signals;
 pub mod steer;
-pub mod tls;
+mod tls_resume;
 
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
@@ -24,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
@@ -40,11 +40,10 @@ use crate::recorder::backlog::Backlog;
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
-use crate::runner::budget::Budget;
+use crate::tls::TlsInfo;
 use net::{Established, TappedIo, TlsOutcome, Transport};
 use quinn::VarInt;
 pub use steer::{steer, Steered};
-use tls::TlsInfo;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
@@ -472,7 +471,7 @@ impl Worker {
                 .plan
                 .tls
                 .as_ref()
-                .map(|plan| tls::thread_plan(plan, self.slots)),
+                .map(|plan| tls_resume::thread_plan(plan, self.slots)),
             path_cursors: (0..self.slots).map(|_| Cell::new(0)).collect(),
         });
         let templates = Rc::new(Templates::new(&self.plan));

@@ -20,7 +20,7 @@ use crate::plan::route::Route;
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, Failure, WireMeter};
 use crate::runner::proxy;
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 
 /// An established connection: plain or TLS, over TCP (maybe through a proxy's tunnel) or a unix
 /// socket.

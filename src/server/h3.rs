@@ -243,8 +243,8 @@ mod tests {
     use http::{HeaderMap, Method, Request, StatusCode};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    use crate::runner::tls;
     use crate::server::{spawn_background, ServeOptions};
+    use crate::tls;
 
     type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use h2load_rs::runner::tls;
 use h2load_rs::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
+use h2load_rs::tls;
 
 use crate::common::{h2load_rs, run_command, text_counts};
 

@@ -22,19 +22,11 @@ src/cli/mod.rs -> crate::plan::stages::Stage::parse
 src/cli/mod.rs -> crate::report::paint::ColorChoice
 src/cli/mod.rs -> crate::server::DEFAULT_MAX_CONNECTIONS
 src/cli/mod.rs -> crate::server::Fault
-src/engine/h3/mod.rs -> crate::runner::tls::TlsInfo
-src/engine/mod.rs -> crate::runner::budget::Budget
-src/engine/mod.rs -> crate::runner::tls::TlsInfo
-src/engine/testing.rs -> crate::runner::budget::Budget
 src/observe/metrics/endpoint.rs -> crate::runner
-src/observe/trace.rs -> crate::runner::tls::TlsInfo
 src/plan/mod.rs -> crate::engine::uring::probe::check
-src/plan/mod.rs -> crate::runner::tls
 src/proto/h1.rs -> crate::plan::RequestTemplate
 src/proto/h1.rs -> crate::plan::template::write_decimal
-src/recorder/mod.rs -> crate::runner::tls::TlsInfo
 src/report/mod.rs -> crate::runner::RunOutcome
-src/report/mod.rs -> crate::runner::tls::TlsInfo
 ";
 
 #[test]

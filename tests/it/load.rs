@@ -491,9 +491,9 @@ fn h2c_upgrade_against_the_built_in_target() {
 
 /// A built-in target serving TLS with the test certificate (certs/ca.crt signs it).
 fn tls_target() -> std::net::SocketAddr {
-    let tls = h2load_rs::runner::tls::server_config(
-        h2load_rs::runner::tls::test_pki::SERVER_CERT.as_bytes(),
-        h2load_rs::runner::tls::test_pki::SERVER_KEY.as_bytes(),
+    let tls = h2load_rs::tls::server_config(
+        h2load_rs::tls::test_pki::SERVER_CERT.as_bytes(),
+        h2load_rs::tls::test_pki::SERVER_KEY.as_bytes(),
     )
     .unwrap();
     let options = h2load_rs::server::ServeOptions {

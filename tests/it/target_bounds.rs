@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h2load_rs::proto::h2::{self as h2frame, FrameHead};
-use h2load_rs::runner::tls;
+use h2load_rs::tls;
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 

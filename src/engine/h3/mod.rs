@@ -47,7 +47,7 @@ use crate::proto::h3::{
 };
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
-use crate::runner::tls::TlsInfo;
+use crate::tls::TlsInfo;
 use crate::units::format_micros;
 pub(crate) use quic::QuicContext;
 

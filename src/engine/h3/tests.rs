@@ -16,7 +16,8 @@ use crate::proto::h3::{
 };
 use crate::proto::ResetCode;
 use crate::recorder::ErrorKind;
-use crate::runner::{self, tls, RunOutcome, Sinks};
+use crate::runner::{self, RunOutcome, Sinks};
+use crate::tls;
 
 /// What the scripted server does with each request stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

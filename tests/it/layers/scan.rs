@@ -18,7 +18,7 @@ pub(crate) struct Reference {
     pub(crate) line: usize,
     /// The top-level module the file belongs to.
     pub(crate) from: String,
-    /// The absolute path, `crate::` first and `self` segments dropped (`crate::runner::tls::TlsInfo`).
+    /// The absolute path, `crate::` first and `self` segments dropped (`crate::tls::TlsInfo`).
     pub(crate) path: String,
     /// The top-level module the path leads into: its first segment, or for an exported macro
     /// (`crate::usage_bail`) the module that defines it.

@@ -1,11 +1,12 @@
 //! The run's shared request budget: one counter all threads draw from, so no connection idles while
-//! another still has work queued, plus the stop flag that ends a timed or interrupted run.
+//! another still has work queued, plus the stop flag that ends a timed or interrupted run. The runner
+//! makes it; the engine's [`Ledger`](super::Ledger) draws from it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Requests still to send, shared by every connection of the run.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limit: Option<u64>,
     issued: AtomicU64,
     stopped: AtomicBool,
@@ -15,7 +16,7 @@ pub struct Budget {
 
 impl Budget {
     /// A budget of `limit` requests, or unlimited (until [`Budget::stop`]) with `None`.
-    pub fn new(limit: Option<u64>) -> Self {
+    pub(crate) fn new(limit: Option<u64>) -> Self {
         Budget {
             limit,
             issued: AtomicU64::new(0),
@@ -25,7 +26,7 @@ impl Budget {
     }
 
     /// Takes one request from the budget; `false` when the budget is spent or the run is stopping.
-    pub fn try_take(&self) -> bool {
+    pub(crate) fn try_take(&self) -> bool {
         if self.stopped.load(Ordering::Relaxed) {
             return false;
         }
@@ -42,19 +43,19 @@ impl Budget {
 
     /// The next request number over the whole run, from 1, for `{seq}`: one shared counter, so
     /// numbers are unique and without gaps across threads (taken only when a template uses it).
-    pub fn next_number(&self) -> u64 {
+    pub(crate) fn next_number(&self) -> u64 {
         self.numbered.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Returns a request taken with [`Budget::try_take`] that was never sent.
-    pub fn give_back(&self) {
+    pub(crate) fn give_back(&self) {
         if self.limit.is_some() {
             self.issued.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Whether a connection opened now could still get a request.
-    pub fn has_more(&self) -> bool {
+    pub(crate) fn has_more(&self) -> bool {
         !self.stopped.load(Ordering::Relaxed)
             && self
                 .limit
@@ -62,12 +63,12 @@ impl Budget {
     }
 
     /// Stops handing out requests (the deadline passed, or the user interrupted the run).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);
     }
 
     /// Requests of a counted budget that were never taken (0 for a timed run).
-    pub fn untaken(&self) -> u64 {
+    pub(crate) fn untaken(&self) -> u64 {
         self.limit.map_or(0, |limit| {
             limit.saturating_sub(self.issued.load(Ordering::Relaxed))
         })

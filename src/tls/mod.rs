@@ -1,9 +1,11 @@
 //! TLS on rustls: the client configuration a run uses, the built-in target's server configuration,
-//! and a description of what a handshake negotiated.
+//! the PEM files they read, and what a handshake negotiated ([`TlsInfo`]). Below `plan`, which
+//! builds a run's TLS from it; a runner thread's session cache for `--tls-resume` is the runner's.
 
-use std::collections::VecDeque;
+mod info;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -11,12 +13,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
-use serde::Serialize;
 
 use crate::cli::input;
 use crate::cli::limits::MAX_PEM_FILE;
-use crate::plan::TlsPlan;
 use crate::usage_bail;
+pub use info::TlsInfo;
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {
@@ -51,7 +52,7 @@ fn provider() -> Arc<CryptoProvider> {
 
 /// Builds the client configuration for a run. Every connection makes a full handshake (no session
 /// resumption), so each connect time measures the same work; `--tls-resume` replaces this per
-/// thread ([`thread_plan`]).
+/// thread (the runner's `tls_resume::thread_plan`).
 pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -102,111 +103,6 @@ pub fn client_config(options: &ClientTlsOptions<'_>) -> Result<Arc<ClientConfig>
     config.alpn_protocols = options.alpn.clone();
     config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
-}
-
-/// Server names a thread's session cache keeps TLS 1.2 sessions and key-exchange hints for.
-const SESSION_CACHE: usize = 256;
-
-/// A runner thread's TLS settings: the plan's, but with `--tls-resume` a session cache of the
-/// thread's own for its `connections` (they resume from it, with no lock shared between
-/// threads) and, with `--tls-early-data`, early data enabled.
-pub fn thread_plan(plan: &TlsPlan, connections: usize) -> TlsPlan {
-    if !plan.resume {
-        return plan.clone();
-    }
-    let mut config = ClientConfig::clone(&plan.config);
-    config.resumption = rustls::client::Resumption::store(Arc::new(ThreadSessions::new(
-        MIN_TICKETS.max(2 * connections),
-    )));
-    config.enable_early_data = plan.early_data;
-    TlsPlan {
-        config: Arc::new(config),
-        ..plan.clone()
-    }
-}
-
-/// The fewest TLS 1.3 tickets a thread's cache keeps (rustls's own cache keeps 8 per server).
-const MIN_TICKETS: usize = 8;
-
-/// A thread's session cache: rustls's in-memory cache, but with room for as many TLS 1.3 tickets
-/// as the thread has connections, twice over. A ticket is used once (RFC 8446 §C.4) and each
-/// connection takes one as it opens; with rustls's 8 per server, a thread of 20 connections
-/// found none now and then and fell back to a full handshake (55 of 2000 connections against
-/// nghttpx, where 1 connection at a time made a single full handshake in 2000).
-#[derive(Debug)]
-struct ThreadSessions {
-    others: rustls::client::ClientSessionMemoryCache,
-    tickets: Mutex<VecDeque<Ticket>>,
-    capacity: usize,
-}
-
-type Ticket = (ServerName<'static>, rustls::client::Tls13ClientSessionValue);
-
-impl ThreadSessions {
-    fn new(capacity: usize) -> Self {
-        ThreadSessions {
-            others: rustls::client::ClientSessionMemoryCache::new(SESSION_CACHE),
-            tickets: Mutex::new(VecDeque::with_capacity(capacity)),
-            capacity,
-        }
-    }
-
-    fn tickets(&self) -> MutexGuard<'_, VecDeque<Ticket>> {
-        // Only this thread's connections use it: a poisoned lock means a panic on this thread,
-        // which already ends the run; the tickets themselves are still whole.
-        self.tickets.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl rustls::client::ClientSessionStore for ThreadSessions {
-    fn set_kx_hint(&self, server_name: ServerName<'static>, group: rustls::NamedGroup) {
-        self.others.set_kx_hint(server_name, group);
-    }
-
-    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
-        self.others.kx_hint(server_name)
-    }
-
-    fn set_tls12_session(
-        &self,
-        server_name: ServerName<'static>,
-        value: rustls::client::Tls12ClientSessionValue,
-    ) {
-        self.others.set_tls12_session(server_name, value);
-    }
-
-    fn tls12_session(
-        &self,
-        server_name: &ServerName<'_>,
-    ) -> Option<rustls::client::Tls12ClientSessionValue> {
-        self.others.tls12_session(server_name)
-    }
-
-    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
-        self.others.remove_tls12_session(server_name);
-    }
-
-    fn insert_tls13_ticket(
-        &self,
-        server_name: ServerName<'static>,
-        value: rustls::client::Tls13ClientSessionValue,
-    ) {
-        let mut tickets = self.tickets();
-        if tickets.len() == self.capacity {
-            tickets.pop_front();
-        }
-        tickets.push_back((server_name, value));
-    }
-
-    fn take_tls13_ticket(
-        &self,
-        server_name: &ServerName<'static>,
-    ) -> Option<rustls::client::Tls13ClientSessionValue> {
-        let mut tickets = self.tickets();
-        // The newest first: the oldest are the nearest to their lifetime's end.
-        let at = tickets.iter().rposition(|(name, _)| name == server_name)?;
-        tickets.remove(at).map(|(_, value)| value)
-    }
 }
 
 /// Builds the built-in target's server configuration, offering `h2` and `http/1.1` by ALPN.
@@ -276,47 +172,6 @@ fn read_key(path: &Path, flag: &str) -> Result<PrivateKeyDer<'static>> {
             "the {flag} file '{}' holds no PEM private key: {error}",
             path.display()
         ),
-    }
-}
-
-/// What a TLS handshake settled on, as h2load reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct TlsInfo {
-    /// e.g. `TLSv1.3`.
-    pub version: String,
-    /// e.g. `TLS13_AES_256_GCM_SHA384`.
-    pub cipher: String,
-    /// Key exchange group, e.g. `X25519`.
-    pub key_exchange: String,
-    /// The ALPN protocol, if any was selected.
-    pub alpn: Option<String>,
-}
-
-impl TlsInfo {
-    /// Describes an established client connection.
-    pub fn of(connection: &rustls::ClientConnection) -> TlsInfo {
-        let version = match connection.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_owned(),
-            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".to_owned(),
-            Some(other) => format!("{other:?}"),
-            None => "unknown".to_owned(),
-        };
-        let cipher = connection.negotiated_cipher_suite().map_or_else(
-            || "unknown".to_owned(),
-            |suite| format!("{:?}", suite.suite()),
-        );
-        let key_exchange = connection.negotiated_key_exchange_group().map_or_else(
-            || "unknown".to_owned(),
-            |group| format!("{:?}", group.name()),
-        );
-        TlsInfo {
-            version,
-            cipher,
-            key_exchange,
-            alpn: connection
-                .alpn_protocol()
-                .map(|id| String::from_utf8_lossy(id).into_owned()),
-        }
     }
 }
 
