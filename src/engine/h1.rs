@@ -304,3 +304,6 @@ pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
         (a, b) => a.or(b),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -632,3 +632,6 @@ mod tests {
         assert_eq!(pacer.due(now), Due::Wait);
     }
 }
+
+#[cfg(test)]
+mod ledger_tests;

@@ -1,6 +1,6 @@
 //! A connection's world without a network, for the session unit tests and the fuzz targets:
-//! a plan from command-line words, a thread's shared state, and a loop that feeds a session the
-//! server's bytes the way the driver does.
+//! a plan from command-line words, a thread's shared state, a loop that feeds a session the
+//! server's bytes the way the driver does, and (tests only) the helpers the session tests share.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -144,4 +144,73 @@ pub(crate) fn drain(out: &mut Outgoing) -> Vec<u8> {
         out.advance(taken);
     }
     sent
+}
+
+// ---- Shared by the session tests (h1, h2, upgrade) ----
+
+#[cfg(test)]
+pub(crate) fn kind(outcome: &Outcome) -> Option<ErrorKind> {
+    outcome.failure.as_ref().map(|failure| failure.kind)
+}
+
+/// The requests waiting in the thread's queue to be sent again.
+#[cfg(test)]
+pub(crate) fn queued(world: &World) -> Vec<super::Retry> {
+    world.shared.retries.borrow().iter().copied().collect()
+}
+
+/// Frames a server sends: built with the same encoder the client uses.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Server(pub(crate) Vec<u8>);
+
+#[cfg(test)]
+impl Server {
+    pub(crate) fn frame(mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Self {
+        frame::write_frame(&mut self.0, kind, flags, stream, payload);
+        self
+    }
+
+    pub(crate) fn settings(self, settings: &[(u16, u32)]) -> Self {
+        let mut payload = Vec::new();
+        for (id, value) in settings {
+            payload.extend_from_slice(&id.to_be_bytes());
+            payload.extend_from_slice(&value.to_be_bytes());
+        }
+        self.frame(frame::SETTINGS, 0, 0, &payload)
+    }
+
+    /// `:status 200` (static index 8), whole.
+    pub(crate) fn ok(self, stream: u32, end_stream: bool) -> Self {
+        let flags = frame::END_HEADERS | if end_stream { frame::END_STREAM } else { 0 };
+        self.frame(frame::HEADERS, flags, stream, &[0x88])
+    }
+
+    pub(crate) fn data(self, stream: u32, body: &[u8], end_stream: bool) -> Self {
+        self.frame(
+            frame::DATA,
+            if end_stream { frame::END_STREAM } else { 0 },
+            stream,
+            body,
+        )
+    }
+}
+
+/// GOAWAY(NO_ERROR) naming `last` as the last stream processed.
+#[cfg(test)]
+pub(crate) fn goaway(last: u32) -> Vec<u8> {
+    [last.to_be_bytes(), frame::NO_ERROR.to_be_bytes()].concat()
+}
+
+/// The frames in `bytes` (whole ones, as the client writes them): type and stream of each.
+#[cfg(test)]
+pub(crate) fn frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
+    let mut frames = Vec::new();
+    while let Some(head) = bytes.first_chunk::<{ frame::HEADER_LEN }>() {
+        let head = frame::FrameHead::parse(head);
+        frames.push((head.kind, head.stream));
+        bytes = &bytes[frame::HEADER_LEN + head.length..];
+    }
+    assert!(bytes.is_empty(), "a partial frame");
+    frames
 }
