@@ -22,7 +22,7 @@ src/cli/mod.rs -> crate::plan::stages::Stage::parse
 src/cli/mod.rs -> crate::report::paint::ColorChoice
 src/cli/mod.rs -> crate::server::DEFAULT_MAX_CONNECTIONS
 src/cli/mod.rs -> crate::server::Fault
-src/engine/h3/mod.rs -> crate::runner::tls::TlsInfo
+src/engine/h3/describe.rs -> crate::runner::tls::TlsInfo
 src/engine/mod.rs -> crate::runner::budget::Budget
 src/engine/mod.rs -> crate::runner::tls::TlsInfo
 src/engine/testing.rs -> crate::runner::budget::Budget
