@@ -20,8 +20,7 @@ use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, RequestHead, ResponseReader};
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 
-/// Interim (1xx) responses accepted before one final response; more is a protocol error.
-pub(crate) const MAX_INTERIM: u32 = 16;
+use crate::proto::MAX_INTERIM;
 
 /// Requests prepared once per thread.
 pub(crate) struct H1Template {

@@ -10,6 +10,10 @@ pub mod h3;
 pub mod hpack;
 mod huffman;
 
+/// Interim (1xx) responses accepted before one request's final response, for every protocol
+/// (h1, h2, h3); more is a protocol error.
+pub(crate) const MAX_INTERIM: u32 = 16;
+
 /// Whether `first`, a server's first bytes, start a TLS record (a handshake or an alert, major
 /// version 3): what a TLS port answers a cleartext request with.
 pub(crate) fn is_tls_record(first: &[u8]) -> bool {

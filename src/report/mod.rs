@@ -25,8 +25,8 @@ use crate::recorder::hdr;
 use crate::recorder::{ErrorKind, RequestCounters, Retried};
 use crate::runner::RunOutcome;
 // Named `super::counted` by text.rs and plain.rs.
-use crate::units::counted;
 use crate::tls::TlsInfo;
+use crate::units::counted;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;

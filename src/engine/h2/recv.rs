@@ -4,12 +4,12 @@
 
 use std::time::Instant;
 
-use super::super::h1::MAX_INTERIM;
 use super::super::outgoing::Outgoing;
 use super::super::Ledger;
 use super::control::{not_http2, window_update};
 use super::{H2Session, MAX_HEADER_BLOCK, MAX_HEADER_LIST};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
+use crate::proto::MAX_INTERIM;
 use crate::recorder::{ErrorKind, Failure};
 
 /// A DATA frame whose payload is still arriving.
