@@ -96,7 +96,7 @@ impl fmt::Display for Objective {
 /// `errors` (failed / done, a percentage such as `1%`) and `rps` (achieved requests per second,
 /// `5000rps` or `5000`). Operators: `<`, `>`, `<=`, `>=`. Spaces are allowed anywhere between the
 /// parts.
-pub fn parse(text: &str) -> Result<Objective, String> {
+pub(crate) fn parse(text: &str) -> Result<Objective, String> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let Some(at) = compact.find(['<', '>']) else {
         return Err(format!(
