@@ -22,7 +22,7 @@ use crate::observe::trace::Tracer;
 use crate::observe::watch::{self, Watch};
 use crate::plan::{self, CellSpec, RunPlan};
 use crate::report::export::outputs::{self, Outputs, StagedFile};
-use crate::report::paint::paint;
+use crate::report::paint::{self, paint};
 use crate::report::{self, CellContext, Document, Summary, SweepStop};
 use crate::runner::{self, signals};
 
@@ -188,7 +188,7 @@ impl<'a> Sweep<'a> {
     }
 
     fn color(&self) -> bool {
-        self.args.color.enabled()
+        paint::enabled(self.args.color)
     }
 
     /// Runs cell `index` and prints its report.

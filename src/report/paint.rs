@@ -3,30 +3,16 @@
 
 use std::io::IsTerminal;
 
-use clap::ValueEnum;
+use crate::cli::values::ColorChoice;
 
-/// When to color the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    /// When stdout is a terminal and `NO_COLOR` is not set.
-    #[default]
-    Auto,
-    /// Always, even into a pipe.
-    Always,
-    /// Never.
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether stdout should be colored.
-    pub fn enabled(self) -> bool {
-        match self {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
-                    && std::io::stdout().is_terminal()
-            }
+/// Whether stdout should be colored.
+pub(crate) fn enabled(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+                && std::io::stdout().is_terminal()
         }
     }
 }

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::objective::{Measured, Objective};
+use crate::cli::objective::Objective;
+use crate::plan::objective::Measured;
 use crate::report::Summary;
 
 /// One `--fail-if` expression checked against a cell.

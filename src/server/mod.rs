@@ -37,8 +37,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
+use crate::cli::serve::{Fault, DEFAULT_MAX_CONNECTIONS};
+
 use echo::EchoBudget;
-pub use faults::{Fault, Speaks};
+pub use faults::Speaks;
 use gate::{AcceptFailures, Gate, Place};
 use idle::{Activity, Tracked};
 use routes::TargetBody;
@@ -56,9 +58,6 @@ use windows::{Sizes, Window, Windows};
 /// slower than 16 MiB and 1 GiB (debug build, 2 connections x 4 streams); these, about 15%.
 const STREAM_WINDOW: u32 = 1 << 20;
 const CONNECTION_WINDOW: u32 = 4 << 20;
-
-/// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
 
 /// Open-file descriptors `serve` keeps out of `--max-connections`: the cap is lowered to the
 /// open-file limit minus these.

@@ -1,0 +1,193 @@
+//! `h2load-rs serve`: its flags ([`ServeArgs`], the help's bounds), their defaults and the
+//! `--fault MODE` values ([`Fault`]); the built-in target that obeys them is `server`.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::builder::TypedValueParser as _;
+use clap::Args;
+
+use crate::cli::limits::{MAX_CLIENTS, MAX_THREADS};
+use crate::units::{parse_duration, parse_positive_duration};
+
+/// What `serve --help` says one client can make the target hold (reference.md, "What the
+/// built-in target holds").
+pub(super) const SERVE_BOUNDS: &str = "Bounds: at most --max-connections connections (over the cap: closed at once, \
+one stderr line a second); idle or stuck connections closed after --idle-timeout; per h2 connection \
+at most 4 MiB (1 MiB a stream) of uploads not read yet, 64 KiB once 128 MiB of such windows are \
+taken over the target, per HTTP/3 connection that and 10 MiB sent but unacknowledged; POST /echo \
+holds at most 64 MiB over the whole target, 16 MiB per connection; /delay/MS at most \
+30 days (else 400). A --host that is not loopback prints a warning: there is no authentication, \
+and the built-in TLS key in certs/ is public.";
+
+/// Options of `h2load-rs serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// TCP port to listen on (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Listen on this unix socket instead of TCP (HTTP/1.1 and h2c, or with --tls h2 and
+    /// http/1.1 by ALPN; no HTTP/3). A stale socket file there is replaced; the file is removed at exit.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["host", "port", "fault"])]
+    pub unix: Option<PathBuf>,
+    /// Worker threads of the server runtime, 1..=4096 (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
+    pub threads: Option<u16>,
+    /// Serve over TLS (h2 and http/1.1 by ALPN, and HTTP/3 on the UDP port of the same number) with
+    /// the built-in test certificate, or --tls-cert/--tls-key.
+    #[arg(long)]
+    pub tls: bool,
+    /// Server certificate chain (PEM) for --tls [default: the built-in test certificate for localhost].
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// Server private key (PEM) for --tls.
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// Delay every response by this long, to the µs (the x-delay-applied-us header says by how much).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Exit when standard input closes (a parent that started this target died or finished), and
+    /// ignore SIGINT, SIGTERM and SIGHUP, which reach the parent's whole process group: the
+    /// parent stops it after its report.
+    #[arg(long, hide = true)]
+    pub stop_with_parent: bool,
+    /// Misbehave on purpose (a raw-socket server): close-after=N, drop-after=N, reset-mid-response,
+    /// short-body, malformed, stall, never-read (HTTP/1.1); goaway-after=N, goaway-error-after=N,
+    /// rst-stream-every=N (h2c); drop-every=N (over TCP: h1, h2, h2c; every N-th connection closed at once). A target with a
+    /// fault serves no HTTP/3.
+    #[arg(long, value_name = "MODE")]
+    pub fault: Option<Fault>,
+    /// Stall periodically: answer nothing for --stall-for at the end of every this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_for")]
+    pub stall_every: Option<Duration>,
+    /// Length of each stall.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_every")]
+    pub stall_for: Option<Duration>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients, and the concurrent request
+    /// streams allowed to each HTTP/3 connection.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_streams: u32,
+    /// Connections served at once over TCP, the unix socket and QUIC together, 1..=1000000; one
+    /// more is closed at once (QUIC: refused), with one line on stderr a second at most. Lowered
+    /// to fit the open-file limit.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS).map(|n| n as usize))]
+    pub max_connections: usize,
+    /// Close a connection after this long with no request in progress, or with no byte moving
+    /// while no answer is delayed (a client that stopped reading or uploading); also the longest
+    /// wait for an HTTP/1.1 request head or a TLS handshake.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub idle_timeout: Duration,
+}
+
+/// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
+
+/// A fault mode of the built-in target (`--fault MODE`): one way of failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP/1.1: answer N requests, the last with `Connection: close`, then close.
+    CloseAfter(u64),
+    /// HTTP/1.1: answer N requests as if the connection stayed open, then close it unannounced,
+    /// as a server whose keep-alive timeout or request limit ends an idle connection does.
+    DropAfter(u64),
+    /// Close every N-th connection at once, before reading or sending anything (an h2c client is
+    /// still waiting for SETTINGS); serve the others as the built-in target does.
+    DropEvery(u64),
+    /// HTTP/1.1: send part of every response, then reset the connection (TCP RST).
+    ResetMidResponse,
+    /// HTTP/1.1: promise a 100-byte body, send 5 bytes, close.
+    ShortBody,
+    /// HTTP/1.1: answer with a malformed status line.
+    Malformed,
+    /// Read requests, never answer.
+    Stall,
+    /// Accept connections, never read them.
+    NeverRead,
+    /// h2c: answer N streams, then GOAWAY (NO_ERROR) naming the last one, and close.
+    GoawayAfter(u64),
+    /// h2c: like `GoawayAfter`, with error code INTERNAL_ERROR.
+    GoawayErrorAfter(u64),
+    /// h2c: answer every N-th stream with RST_STREAM (INTERNAL_ERROR) instead of a response.
+    ResetStreamEvery(u64),
+}
+
+impl FromStr for Fault {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Fault, String> {
+        let (name, count) = match text.split_once('=') {
+            Some((name, count)) => {
+                let count: u64 = count
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("'{text}': the count must be a positive number"))?;
+                (name, Some(count))
+            }
+            None => (text, None),
+        };
+        Ok(match (name, count) {
+            ("close-after", Some(n)) => Fault::CloseAfter(n),
+            ("drop-after", Some(n)) => Fault::DropAfter(n),
+            ("drop-every", Some(n)) => Fault::DropEvery(n),
+            ("reset-mid-response", None) => Fault::ResetMidResponse,
+            ("short-body", None) => Fault::ShortBody,
+            ("malformed", None) => Fault::Malformed,
+            ("stall", None) => Fault::Stall,
+            ("never-read", None) => Fault::NeverRead,
+            ("goaway-after", Some(n)) => Fault::GoawayAfter(n),
+            ("goaway-error-after", Some(n)) => Fault::GoawayErrorAfter(n),
+            ("rst-stream-every", Some(n)) => Fault::ResetStreamEvery(n),
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a fault: close-after=N, drop-after=N, drop-every=N, reset-mid-response, short-body, \
+                     malformed, stall, never-read, goaway-after=N, goaway-error-after=N, rst-stream-every=N"
+                ))
+            }
+        })
+    }
+}
+
+impl Fault {
+    /// The mode as `serve --fault` spells it.
+    pub fn name(&self) -> String {
+        match self {
+            Fault::CloseAfter(n) => format!("close-after={n}"),
+            Fault::DropAfter(n) => format!("drop-after={n}"),
+            Fault::DropEvery(n) => format!("drop-every={n}"),
+            Fault::ResetMidResponse => "reset-mid-response".to_owned(),
+            Fault::ShortBody => "short-body".to_owned(),
+            Fault::Malformed => "malformed".to_owned(),
+            Fault::Stall => "stall".to_owned(),
+            Fault::NeverRead => "never-read".to_owned(),
+            Fault::GoawayAfter(n) => format!("goaway-after={n}"),
+            Fault::GoawayErrorAfter(n) => format!("goaway-error-after={n}"),
+            Fault::ResetStreamEvery(n) => format!("rst-stream-every={n}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("close-after=3".parse(), Ok(Fault::CloseAfter(3)));
+        assert_eq!("drop-after=1".parse(), Ok(Fault::DropAfter(1)));
+        assert_eq!("drop-every=4".parse(), Ok(Fault::DropEvery(4)));
+        assert_eq!("rst-stream-every=5".parse(), Ok(Fault::ResetStreamEvery(5)));
+        assert_eq!("stall".parse(), Ok(Fault::Stall));
+        assert!("close-after".parse::<Fault>().is_err());
+        assert!("close-after=0".parse::<Fault>().is_err());
+        assert!("explode"
+            .parse::<Fault>()
+            .unwrap_err()
+            .contains("is not a fault"));
+    }
+}
