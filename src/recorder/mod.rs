@@ -6,6 +6,7 @@
 pub mod backlog;
 pub mod handshakes;
 pub mod hdr;
+pub(crate) mod outcome;
 pub mod paths;
 
 use std::cell::Cell;

@@ -22,9 +22,9 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::handshakes;
 use crate::recorder::hdr;
+use crate::recorder::outcome::RunOutcome;
 use crate::recorder::{ErrorKind, RequestCounters, Retried};
 use crate::runner::tls::TlsInfo;
-use crate::runner::RunOutcome;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;

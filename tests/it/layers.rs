@@ -35,7 +35,6 @@ src/plan/mod.rs -> crate::runner::tls
 src/proto/h1.rs -> crate::plan::RequestTemplate
 src/proto/h1.rs -> crate::plan::template::write_decimal
 src/recorder/mod.rs -> crate::runner::tls::TlsInfo
-src/report/mod.rs -> crate::runner::RunOutcome
 src/report/mod.rs -> crate::runner::tls::TlsInfo
 src/server/routes.rs -> crate::engine::clock::sleep_precisely
 ";
