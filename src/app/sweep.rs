@@ -116,7 +116,7 @@ impl<'a> Sweep<'a> {
     pub fn run(mut self) -> Result<Finished> {
         let finished = self.run_cells();
         if let Some((endpoint, _)) = self.metrics.take() {
-            endpoint.linger(self.args.metrics_linger);
+            endpoint.linger(self.args.metrics_linger, runner::pause);
         }
         finished
     }

@@ -26,7 +26,6 @@ src/engine/h3/mod.rs -> crate::runner::tls::TlsInfo
 src/engine/mod.rs -> crate::runner::budget::Budget
 src/engine/mod.rs -> crate::runner::tls::TlsInfo
 src/engine/testing.rs -> crate::runner::budget::Budget
-src/observe/metrics/endpoint.rs -> crate::runner
 src/observe/progress.rs -> crate::report::counted
 src/observe/trace.rs -> crate::runner::tls::TlsInfo
 src/plan/mod.rs -> crate::engine::uring::probe::check
