@@ -399,15 +399,17 @@ impl IoBackend {
 }
 
 /// Resolves `--io` and `--io-sqpoll` for a cell: `auto` becomes io_uring if the kernel allows it,
-/// else epoll with a note saying why (the probe runs once per process, and the sweep prints each
-/// note once); `uring` where the kernel refuses it is a runtime failure (status 1), not a usage
-/// error: the command line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
+/// else epoll with a note saying why (`uring_verdict`, the caller's probe, is asked only for
+/// `auto` and `uring`: it runs once per process, and the sweep prints each note once); `uring`
+/// where the kernel refuses it is a runtime failure (status 1), not a usage error: the command
+/// line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
 /// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says; so is a run
 /// through `--proxy` or with `--tls-early-data`, whose connections stay on tokio's TCP stream
 /// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' stream).
 fn io_backend(
     args: &LoadArgs,
     negotiation: Negotiation,
+    uring_verdict: &dyn Fn() -> Result<(), String>,
     notes: &mut Vec<String>,
 ) -> Result<IoBackend> {
     let uring = IoBackend::Uring {
@@ -421,11 +423,11 @@ fn io_backend(
         _ if negotiation == Negotiation::Quic || args.proxy.is_some() || args.tls_early_data => {
             Ok(IoBackend::Epoll)
         }
-        IoArg::Uring => match crate::engine::uring::probe::check() {
+        IoArg::Uring => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
         },
-        IoArg::Auto => match crate::engine::uring::probe::check() {
+        IoArg::Auto => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => {
                 notes.push(format!(
@@ -575,12 +577,15 @@ fn run_seed(given: Option<u64>) -> u64 {
 
 /// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
 /// target, whose CA `trust_test_ca` adds to the trusted roots); `file_urls` (`-i`) come after them.
+/// `uring_verdict` says whether io_uring is usable (the engine's probe, which the caller passes:
+/// the plan sits below the engine); it is asked only for `--io uring` or `--io auto`.
 pub fn build(
     args: &LoadArgs,
     urls: &[String],
     file_urls: &[String],
     cell: &CellSpec,
     trust_test_ca: bool,
+    uring_verdict: &dyn Fn() -> Result<(), String>,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
     let parsed = parse_target(urls, file_urls)?;
@@ -649,7 +654,7 @@ pub fn build(
     check_tls_reuse(args, negotiation, &request)?;
     let checks = checks(args)?;
     // Last: every usage error outranks a kernel that refuses io_uring.
-    let io = io_backend(args, negotiation, &mut notes)?;
+    let io = io_backend(args, negotiation, uring_verdict, &mut notes)?;
     Ok(RunPlan {
         request,
         destination,
@@ -1320,6 +1325,7 @@ fn parse_header(raw: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::uring::probe::check;
     use clap::Parser;
 
     fn plan(argv: &[&str]) -> Result<RunPlan> {
@@ -1328,7 +1334,7 @@ mod tests {
         )
         .expect("arguments parse");
         let cells = cells(&cli.load, None);
-        build(&cli.load, &cli.load.urls, &[], &cells[0], false)
+        build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check)
     }
 
     fn usage_message(argv: &[&str]) -> String {
@@ -1379,6 +1385,7 @@ mod tests {
             &file,
             &cells(&cli.load, None)[0],
             false,
+            &check,
         )
         .unwrap();
         assert_eq!(built.request.paths, ["/a", "/b/{seq}", "/c"]);
@@ -1488,7 +1495,7 @@ mod tests {
                 (Some(ProtoArg::H2c), 1, 10, 1),
             ]
         );
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Requests(20),
@@ -1522,7 +1529,7 @@ mod tests {
         .unwrap();
         let cells = cells(&cli.load, None);
         assert_eq!(cells[0].clients, 160);
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
         let timed = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -1534,7 +1541,15 @@ mod tests {
         ])
         .unwrap();
         let timed_cells = super::cells(&timed.load, None);
-        let plan = build(&timed.load, &timed.load.urls, &[], &timed_cells[0], false).unwrap();
+        let plan = build(
+            &timed.load,
+            &timed.load.urls,
+            &[],
+            &timed_cells[0],
+            false,
+            &check,
+        )
+        .unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Duration {
@@ -1557,6 +1572,7 @@ mod tests {
             &[],
             &super::cells(&floored.load, None)[0],
             false,
+            &check,
         )
         .unwrap();
         assert_eq!(

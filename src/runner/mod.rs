@@ -316,6 +316,12 @@ pub fn pause(duration: Duration) -> bool {
     sleep_unless_stopped(duration, !stopping)
 }
 
+/// Whether io_uring is usable here: the engine's probe, which [`plan::build`](crate::plan::build)
+/// takes for `--io uring` and `--io auto`, for callers outside the crate (tests, benches).
+pub fn uring_verdict() -> Result<(), String> {
+    crate::engine::uring::probe::check()
+}
+
 /// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were
 /// written) or during the pause.
 pub(crate) fn cool_down(duration: Duration) {

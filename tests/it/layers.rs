@@ -28,7 +28,6 @@ src/engine/mod.rs -> crate::runner::tls::TlsInfo
 src/engine/testing.rs -> crate::runner::budget::Budget
 src/observe/progress.rs -> crate::report::counted
 src/observe/trace.rs -> crate::runner::tls::TlsInfo
-src/plan/mod.rs -> crate::engine::uring::probe::check
 src/plan/mod.rs -> crate::report::counted
 src/plan/mod.rs -> crate::runner::tls
 src/proto/h1.rs -> crate::plan::RequestTemplate
