@@ -24,6 +24,7 @@ use crate::cli::limits::{
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::error::quoted;
 use crate::proto::check::Checks;
+use crate::proto::request::RequestParts;
 use crate::runner::tls;
 use crate::usage_bail;
 
@@ -173,8 +174,9 @@ pub struct Destination {
 /// What each request looks like. Engines prebuild their wire form from this once per thread.
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
-    /// Request method.
-    pub method: Method,
+    /// Method, authority, headers and body: what the wire encoders read (`proto` knows no plan).
+    /// Read as the template's own fields (`request.method`) through `Deref`.
+    pub parts: RequestParts,
     /// Paths (with query) used in turn, or at random with `random_paths`.
     pub paths: Vec<String>,
     /// `--urls-random`: each request picks its path at random.
@@ -184,12 +186,14 @@ pub struct RequestTemplate {
     /// Whether requests take a number over the whole run (`{seq}`, and what random draws
     /// derive from): one shared counter, touched only then.
     pub numbered: bool,
-    /// Host header / `:authority`.
-    pub authority: String,
-    /// Headers besides Host, lower-case names, defaults merged with `-H`.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// Request body (empty for none).
-    pub body: Bytes,
+}
+
+impl std::ops::Deref for RequestTemplate {
+    type Target = RequestParts;
+
+    fn deref(&self) -> &RequestParts {
+        &self.parts
+    }
 }
 
 /// The parts of a request that hold placeholders (`None`: sent as they are).
@@ -197,7 +201,7 @@ pub struct RequestTemplate {
 pub struct Templated {
     /// One per path of [`RequestTemplate::paths`].
     pub paths: Vec<Option<Template>>,
-    /// One per header of [`RequestTemplate::headers`].
+    /// One per header of [`RequestParts::headers`].
     pub headers: Vec<Option<Template>>,
     /// The body's.
     pub body: Option<Template>,
@@ -270,17 +274,6 @@ impl RequestTemplate {
     /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`).
     pub fn draws_random(&self) -> bool {
         self.random_paths || self.templated.as_ref().is_some_and(|t| t.uses_random())
-    }
-
-    /// The Content-Length the request declares: the body's, when there is one or the method expects one.
-    pub fn content_length(&self) -> Option<usize> {
-        self.content_length_of(self.body.len())
-    }
-
-    /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
-    pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
-        let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-        (expects_body || body_len > 0).then_some(body_len)
     }
 }
 
@@ -1254,14 +1247,16 @@ fn request_template(
         None => Method::GET,
     };
     let mut request = RequestTemplate {
-        method,
+        parts: RequestParts {
+            method,
+            authority,
+            headers,
+            body,
+        },
         paths,
         random_paths: args.urls_random,
         templated: None,
         numbered: false,
-        authority,
-        headers,
-        body,
     };
     request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
     request.numbered = request.draws_random()

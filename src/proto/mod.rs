@@ -9,6 +9,7 @@ pub mod h2;
 pub mod h3;
 pub mod hpack;
 mod huffman;
+pub mod request;
 
 /// Whether `first`, a server's first bytes, start a TLS record (a handshake or an alert, major
 /// version 3): what a TLS port answers a cleartext request with.

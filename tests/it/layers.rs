@@ -30,8 +30,6 @@ src/observe/progress.rs -> crate::report::counted
 src/observe/trace.rs -> crate::runner::tls::TlsInfo
 src/plan/mod.rs -> crate::report::counted
 src/plan/mod.rs -> crate::runner::tls
-src/proto/h1.rs -> crate::plan::RequestTemplate
-src/proto/h1.rs -> crate::plan::template::write_decimal
 src/recorder/mod.rs -> crate::runner::tls::TlsInfo
 src/report/mod.rs -> crate::runner::tls::TlsInfo
 src/server/routes.rs -> crate::engine::clock::sleep_precisely
