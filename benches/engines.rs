@@ -83,7 +83,17 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
         .chain([url]);
     let cli = Cli::try_parse_from(args).expect("bench flags parse");
     let cell = plan::cells(&cli.load, None)[0];
-    Arc::new(plan::build(&cli.load, &cli.load.urls, &[], &cell, false).expect("bench plan builds"))
+    Arc::new(
+        plan::build(
+            &cli.load,
+            &cli.load.urls,
+            &[],
+            &cell,
+            false,
+            &runner::uring_verdict,
+        )
+        .expect("bench plan builds"),
+    )
 }
 
 /// Allocations per request beyond a run's fixed setup: the difference between two run sizes.

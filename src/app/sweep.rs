@@ -78,7 +78,14 @@ impl<'a> Sweep<'a> {
                 Some(target) => vec![format!("{}{}", target.base_url(&spec), args.target_path)],
                 None => args.urls.clone(),
             };
-            let plan = plan::build(args, &urls, &file_urls, &spec, built_in.is_some())?;
+            let plan = plan::build(
+                args,
+                &urls,
+                &file_urls,
+                &spec,
+                built_in.is_some(),
+                &crate::engine::uring::probe::check,
+            )?;
             cells.push((spec, Arc::new(plan)));
         }
         print_notes(args, &cells);
@@ -116,7 +123,7 @@ impl<'a> Sweep<'a> {
     pub fn run(mut self) -> Result<Finished> {
         let finished = self.run_cells();
         if let Some((endpoint, _)) = self.metrics.take() {
-            endpoint.linger(self.args.metrics_linger);
+            endpoint.linger(self.args.metrics_linger, runner::pause);
         }
         finished
     }

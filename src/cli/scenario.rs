@@ -197,7 +197,15 @@ mod tests {
         let plan = |args: &crate::cli::LoadArgs| {
             let cells = crate::plan::cells(args, None);
             assert_eq!(cells.len(), 1, "a ramp is one cell");
-            crate::plan::build(args, &args.urls, &[], &cells[0], false).unwrap()
+            crate::plan::build(
+                args,
+                &args.urls,
+                &[],
+                &cells[0],
+                false,
+                &crate::engine::uring::probe::check,
+            )
+            .unwrap()
         };
         let (file_plan, flag_plan) = (plan(&from_file), plan(&from_flag));
         assert_eq!(file_plan.stages, flag_plan.stages);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::plan::stages::Share;
 use crate::recorder::backlog::StepEdge;
+use crate::recorder::outcome::Kept;
 use crate::units::MAX_DURATION;
 
 /// What a steered run offers at the moment.
@@ -137,26 +138,6 @@ pub enum Due {
     Ended,
     /// Nothing is offered (a steered run between steps): ask again at this time.
     Recheck(Instant),
-}
-
-/// How a timed schedule (`-D` with `--rate`, `--stages`) was kept over the measured period.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Kept {
-    /// Its send times from the start of the measured period to the schedule's end.
-    pub scheduled: u64,
-    /// Those no request took before the end: the client (or a server holding its connections)
-    /// could not keep up, and the run ended first. Each of the others started a request.
-    pub missed: u64,
-}
-
-impl Kept {
-    /// The two counts of several threads' schedules, added.
-    pub fn add(self, other: Kept) -> Kept {
-        Kept {
-            scheduled: self.scheduled + other.scheduled,
-            missed: self.missed + other.missed,
-        }
-    }
 }
 
 /// How often a connection of a paused steered run looks at the throttle again.

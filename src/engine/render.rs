@@ -27,25 +27,19 @@ impl Renderer {
     pub(crate) fn new(request: &RequestTemplate) -> Option<Renderer> {
         let templated = request.templated.clone()?;
         let RequestTemplate {
-            method,
+            parts,
             paths: _,
             random_paths,
             templated: _,
             numbered,
-            authority,
-            headers,
-            body,
         } = request;
         Some(Renderer {
             request: RequestTemplate {
-                method: method.clone(),
+                parts: parts.clone(),
                 paths: Vec::new(),
                 random_paths: *random_paths,
                 templated: Some(templated.clone()),
                 numbered: *numbered,
-                authority: authority.clone(),
-                headers: headers.clone(),
-                body: body.clone(),
             },
             templated,
             scratch: RefCell::default(),
@@ -112,7 +106,7 @@ impl Renderer {
     }
 
     /// The Content-Length of a request whose body is `body_len` bytes long (see
-    /// [`RequestTemplate::content_length_of`]).
+    /// [`RequestParts::content_length_of`](crate::proto::request::RequestParts::content_length_of)).
     pub(crate) fn content_length(&self, body_len: usize) -> Option<usize> {
         self.request.content_length_of(body_len)
     }
@@ -135,7 +129,7 @@ impl Renderer {
     ) {
         write_request_head(
             out,
-            &self.request,
+            &self.request.parts,
             extra,
             body_len,
             |part, out| match part {

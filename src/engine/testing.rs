@@ -31,7 +31,15 @@ pub(crate) fn world(argv: &[&str]) -> World {
         .chain(["http://127.0.0.1:9/"]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
     let cell = &plan::cells(&cli.load, None)[0];
-    let plan = plan::build(&cli.load, &cli.load.urls, &[], cell, false).expect("plan builds");
+    let plan = plan::build(
+        &cli.load,
+        &cli.load.urls,
+        &[],
+        cell,
+        false,
+        &super::uring::probe::check,
+    )
+    .expect("plan builds");
     let budget = Budget::new(match plan.stop {
         plan::StopRule::Requests(n) => Some(n),
         plan::StopRule::Duration { .. } => None,

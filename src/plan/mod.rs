@@ -22,6 +22,7 @@ use crate::cli::limits::{MAX_BODY_FILE, MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX
 use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg, Requests};
 use crate::error::quoted;
 use crate::proto::check::Checks;
+use crate::proto::request::RequestParts;
 use crate::tls;
 use crate::units::{counted, MAX_DURATION};
 use crate::usage_bail;
@@ -172,8 +173,9 @@ pub struct Destination {
 /// What each request looks like. Engines prebuild their wire form from this once per thread.
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
-    /// Request method.
-    pub method: Method,
+    /// Method, authority, headers and body: what the wire encoders read (`proto` knows no plan).
+    /// Read as the template's own fields (`request.method`) through `Deref`.
+    pub parts: RequestParts,
     /// Paths (with query) used in turn, or at random with `random_paths`.
     pub paths: Vec<String>,
     /// `--urls-random`: each request picks its path at random.
@@ -183,12 +185,14 @@ pub struct RequestTemplate {
     /// Whether requests take a number over the whole run (`{seq}`, and what random draws
     /// derive from): one shared counter, touched only then.
     pub numbered: bool,
-    /// Host header / `:authority`.
-    pub authority: String,
-    /// Headers besides Host, lower-case names, defaults merged with `-H`.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// Request body (empty for none).
-    pub body: Bytes,
+}
+
+impl std::ops::Deref for RequestTemplate {
+    type Target = RequestParts;
+
+    fn deref(&self) -> &RequestParts {
+        &self.parts
+    }
 }
 
 /// The parts of a request that hold placeholders (`None`: sent as they are).
@@ -196,7 +200,7 @@ pub struct RequestTemplate {
 pub struct Templated {
     /// One per path of [`RequestTemplate::paths`].
     pub paths: Vec<Option<Template>>,
-    /// One per header of [`RequestTemplate::headers`].
+    /// One per header of [`RequestParts::headers`].
     pub headers: Vec<Option<Template>>,
     /// The body's.
     pub body: Option<Template>,
@@ -269,17 +273,6 @@ impl RequestTemplate {
     /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`).
     pub fn draws_random(&self) -> bool {
         self.random_paths || self.templated.as_ref().is_some_and(|t| t.uses_random())
-    }
-
-    /// The Content-Length the request declares: the body's, when there is one or the method expects one.
-    pub fn content_length(&self) -> Option<usize> {
-        self.content_length_of(self.body.len())
-    }
-
-    /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
-    pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
-        let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-        (expects_body || body_len > 0).then_some(body_len)
     }
 }
 
@@ -398,15 +391,17 @@ impl IoBackend {
 }
 
 /// Resolves `--io` and `--io-sqpoll` for a cell: `auto` becomes io_uring if the kernel allows it,
-/// else epoll with a note saying why (the probe runs once per process, and the sweep prints each
-/// note once); `uring` where the kernel refuses it is a runtime failure (status 1), not a usage
-/// error: the command line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
+/// else epoll with a note saying why (`uring_verdict`, the caller's probe, is asked only for
+/// `auto` and `uring`: it runs once per process, and the sweep prints each note once); `uring`
+/// where the kernel refuses it is a runtime failure (status 1), not a usage error: the command
+/// line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
 /// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says; so is a run
 /// through `--proxy` or with `--tls-early-data`, whose connections stay on tokio's TCP stream
 /// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' stream).
 fn io_backend(
     args: &LoadArgs,
     negotiation: Negotiation,
+    uring_verdict: &dyn Fn() -> Result<(), String>,
     notes: &mut Vec<String>,
 ) -> Result<IoBackend> {
     let uring = IoBackend::Uring {
@@ -420,11 +415,11 @@ fn io_backend(
         _ if negotiation == Negotiation::Quic || args.proxy.is_some() || args.tls_early_data => {
             Ok(IoBackend::Epoll)
         }
-        IoArg::Uring => match crate::engine::uring::probe::check() {
+        IoArg::Uring => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
         },
-        IoArg::Auto => match crate::engine::uring::probe::check() {
+        IoArg::Auto => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => {
                 notes.push(format!(
@@ -574,12 +569,15 @@ fn run_seed(given: Option<u64>) -> u64 {
 
 /// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
 /// target, whose CA `trust_test_ca` adds to the trusted roots); `file_urls` (`-i`) come after them.
+/// `uring_verdict` says whether io_uring is usable (the engine's probe, which the caller passes:
+/// the plan sits below the engine); it is asked only for `--io uring` or `--io auto`.
 pub fn build(
     args: &LoadArgs,
     urls: &[String],
     file_urls: &[String],
     cell: &CellSpec,
     trust_test_ca: bool,
+    uring_verdict: &dyn Fn() -> Result<(), String>,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
     let parsed = parse_target(urls, file_urls)?;
@@ -648,7 +646,7 @@ pub fn build(
     check_tls_reuse(args, negotiation, &request)?;
     let checks = checks(args)?;
     // Last: every usage error outranks a kernel that refuses io_uring.
-    let io = io_backend(args, negotiation, &mut notes)?;
+    let io = io_backend(args, negotiation, uring_verdict, &mut notes)?;
     Ok(RunPlan {
         request,
         destination,
@@ -1248,14 +1246,16 @@ fn request_template(
         None => Method::GET,
     };
     let mut request = RequestTemplate {
-        method,
+        parts: RequestParts {
+            method,
+            authority,
+            headers,
+            body,
+        },
         paths,
         random_paths: args.urls_random,
         templated: None,
         numbered: false,
-        authority,
-        headers,
-        body,
     };
     request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
     request.numbered = request.draws_random()
@@ -1319,6 +1319,7 @@ fn parse_header(raw: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::uring::probe::check;
     use clap::Parser;
 
     fn plan(argv: &[&str]) -> Result<RunPlan> {
@@ -1327,7 +1328,7 @@ mod tests {
         )
         .expect("arguments parse");
         let cells = cells(&cli.load, None);
-        build(&cli.load, &cli.load.urls, &[], &cells[0], false)
+        build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check)
     }
 
     fn usage_message(argv: &[&str]) -> String {
@@ -1378,6 +1379,7 @@ mod tests {
             &file,
             &cells(&cli.load, None)[0],
             false,
+            &check,
         )
         .unwrap();
         assert_eq!(built.request.paths, ["/a", "/b/{seq}", "/c"]);
@@ -1487,7 +1489,7 @@ mod tests {
                 (Some(ProtoArg::H2c), 1, 10, 1),
             ]
         );
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Requests(20),
@@ -1521,7 +1523,7 @@ mod tests {
         .unwrap();
         let cells = cells(&cli.load, None);
         assert_eq!(cells[0].clients, 160);
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false).unwrap();
+        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
         let timed = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -1533,7 +1535,15 @@ mod tests {
         ])
         .unwrap();
         let timed_cells = super::cells(&timed.load, None);
-        let plan = build(&timed.load, &timed.load.urls, &[], &timed_cells[0], false).unwrap();
+        let plan = build(
+            &timed.load,
+            &timed.load.urls,
+            &[],
+            &timed_cells[0],
+            false,
+            &check,
+        )
+        .unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Duration {
@@ -1556,6 +1566,7 @@ mod tests {
             &[],
             &super::cells(&floored.load, None)[0],
             false,
+            &check,
         )
         .unwrap();
         assert_eq!(

@@ -8,6 +8,7 @@
 
 use anyhow::Result;
 
+use crate::proto::request::write_decimal;
 use crate::usage_bail;
 
 /// One part of a template.
@@ -170,21 +171,6 @@ fn placeholder(inner: &str, what: &str) -> Result<Piece> {
             shown()
         ),
     })
-}
-
-/// Appends `value` in decimal.
-pub(crate) fn write_decimal(out: &mut Vec<u8>, mut value: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// Appends a version-4 UUID (RFC 9562 §5.4) made of two random words.

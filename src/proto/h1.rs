@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
-use crate::plan::template::write_decimal;
-use crate::plan::RequestTemplate;
+use super::request::{write_decimal, RequestParts};
 
 /// The largest response head accepted (status line and header fields).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -27,7 +26,7 @@ pub enum HeadPart {
 /// writer of HTTP/1.1 request heads, prepared ([`RequestHead`]) or rendered per request.
 pub fn write_request_head(
     out: &mut Vec<u8>,
-    template: &RequestTemplate,
+    template: &RequestParts,
     extra: &[(&str, &str)],
     body_len: usize,
     mut value: impl FnMut(HeadPart, &mut Vec<u8>),
@@ -69,7 +68,7 @@ pub struct RequestHead {
 impl RequestHead {
     /// The head of `template`'s requests, with `extra` headers after the template's; its body
     /// (the template's) is sent after it, separately, so it is never copied.
-    pub fn new(template: &RequestTemplate, extra: &[(&str, &str)]) -> Self {
+    pub fn new(template: &RequestParts, extra: &[(&str, &str)]) -> Self {
         let mut bytes = Vec::new();
         let mut path_at = 0;
         write_request_head(

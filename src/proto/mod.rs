@@ -9,6 +9,7 @@ pub mod h2;
 pub mod h3;
 pub mod hpack;
 mod huffman;
+pub mod request;
 
 /// Interim (1xx) responses accepted before one request's final response, for every protocol
 /// (h1, h2, h3); more is a protocol error.

@@ -12,6 +12,7 @@ mod failure;
 pub mod handshakes;
 pub mod hdr;
 mod in_flight;
+pub(crate) mod outcome;
 pub mod paths;
 mod timeline;
 mod wire;

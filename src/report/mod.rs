@@ -22,8 +22,8 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::{H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval};
 use crate::recorder::handshakes;
 use crate::recorder::hdr;
+use crate::recorder::outcome::RunOutcome;
 use crate::recorder::{ErrorKind, RequestCounters, Retried};
-use crate::runner::RunOutcome;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::tls::TlsInfo;
 use crate::units::counted;

@@ -27,7 +27,7 @@ use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver::{self, ConnLimits};
 use crate::engine::h3::{self, QuicContext};
-use crate::engine::pacer::{Kept, Source, Steering, Throttle};
+use crate::engine::pacer::{Source, Steering, Throttle};
 use crate::engine::reserve::Reserved;
 use crate::engine::uring::Uring;
 use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Pacer, Templates, ThreadShared};
@@ -38,6 +38,8 @@ use crate::plan::stages::Share;
 use crate::plan::{IoBackend, Negotiation, Protocol, RunPlan, StopRule};
 use crate::recorder::backlog::Backlog;
 use crate::recorder::handshakes::Handshake;
+use crate::recorder::outcome::Kept;
+pub use crate::recorder::outcome::RunOutcome;
 use crate::recorder::Failure;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::tls::TlsInfo;
@@ -48,28 +50,6 @@ pub use steer::{steer, Steered};
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
-
-/// Everything measured by a run, merged across threads.
-#[derive(Debug)]
-pub struct RunOutcome {
-    /// Histograms and counters (requests never sent are already counted as failed and errored).
-    pub recorder: Recorder,
-    /// Bytes received during the measured period.
-    pub wire: WireTotals,
-    /// Length of the measured period: from its start until the last request finished or the run stopped.
-    pub elapsed: Duration,
-    /// Requests of `-n` never sent because every connection failed.
-    pub never_sent: u64,
-    /// Requests sent but unfinished when the run stopped waiting for them.
-    pub in_flight_at_stop: u64,
-    /// How a timed schedule (`-D` with `--rate`, `--stages`) was kept: its send times in the
-    /// measured period and those missed; `None` without one, or when the run was interrupted.
-    pub schedule: Option<Kept>,
-    /// Whether the user interrupted the run.
-    pub interrupted: bool,
-    /// Wall-clock time at the start of the measured period (to line up runs of several machines).
-    pub measure_start_wall: SystemTime,
-}
 
 /// How often a steered run's workers publish their numbers (its steps are measured from them).
 const STEERED_PUBLISH_EVERY: Duration = Duration::from_millis(50);
@@ -333,6 +313,12 @@ async fn control(
 pub fn pause(duration: Duration) -> bool {
     let stopping = signals::received().is_some();
     sleep_unless_stopped(duration, !stopping)
+}
+
+/// Whether io_uring is usable here: the engine's probe, which [`plan::build`](crate::plan::build)
+/// takes for `--io uring` and `--io auto`, for callers outside the crate (tests, benches).
+pub fn uring_verdict() -> Result<(), String> {
+    crate::engine::uring::probe::check()
 }
 
 /// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were

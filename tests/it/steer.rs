@@ -36,7 +36,15 @@ fn plan_of(args: &[&str]) -> Arc<RunPlan> {
     let cells = plan::cells(&cli.load, None);
     assert_eq!(cells.len(), 1);
     Arc::new(
-        plan::build(&cli.load, &cli.load.urls, &[], &cells[0], false).expect("the plan builds"),
+        plan::build(
+            &cli.load,
+            &cli.load.urls,
+            &[],
+            &cells[0],
+            false,
+            &runner::uring_verdict,
+        )
+        .expect("the plan builds"),
     )
 }
 

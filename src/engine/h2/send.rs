@@ -240,7 +240,7 @@ impl<'t> H2Session<'t> {
         let length = body_len.and_then(|len| renderer.content_length(len));
         if let Some(length) = length {
             self.value.clear();
-            crate::plan::template::write_decimal(&mut self.value, length as u64);
+            crate::proto::request::write_decimal(&mut self.value, length as u64);
             template.content_length.encode_unindexed(out, &self.value);
         }
         let end_stream = body_len.map_or(template.body.is_empty(), |len| len == 0);

@@ -313,7 +313,15 @@ fn run_with(
         .chain([url.as_str()]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
     let cell = &plan::cells(&cli.load, None)[0];
-    let mut plan = plan::build(&cli.load, &cli.load.urls, &[], cell, false).expect("plan builds");
+    let mut plan = plan::build(
+        &cli.load,
+        &cli.load.urls,
+        &[],
+        cell,
+        false,
+        &crate::engine::uring::probe::check,
+    )
+    .expect("plan builds");
     change(&mut plan);
     runner::run(Arc::new(plan), Sinks::default()).expect("the run ends")
 }

@@ -32,7 +32,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 const SCRAPE_CONNECTION_LIMIT: Duration = Duration::from_secs(30);
 
 use super::Board;
-use crate::{cli, runner};
+use crate::cli;
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
@@ -79,15 +79,16 @@ impl Endpoint {
     }
 
     /// Keeps serving for `linger` so a last scrape sees the final values, unless a signal
-    /// arrives meanwhile; then stops.
-    pub fn linger(self, linger: Duration) {
+    /// arrives meanwhile (`pause` waits, and knows the signals: the caller passes
+    /// `runner::pause`); then stops.
+    pub fn linger(self, linger: Duration, pause: impl FnOnce(Duration) -> bool) {
         if !linger.is_zero() {
             errln!(
                 "metrics: serving the final values at http://{}/metrics for {:.1} s (Ctrl-C ends it)",
                 self.addr,
                 linger.as_secs_f64()
             );
-            runner::pause(linger);
+            pause(linger);
         }
     }
 }
