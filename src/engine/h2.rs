@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::Method;
 
-use super::h1::{earliest, MAX_INTERIM};
+use super::earliest;
+use super::h1::MAX_INTERIM;
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::Progress;

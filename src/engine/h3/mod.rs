@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 
 use super::clock::Timer;
 use super::driver::ConnLimits;
-use super::h1::earliest;
+use super::earliest;
 use super::h2::CONNECTION_SPECIFIC;
 use super::render::Renderer;
 use super::{ConnEnd, Ledger, Slot, PREPARED_PATHS};
