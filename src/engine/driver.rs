@@ -8,8 +8,9 @@
 //! unconsumed (a partial frame or head) is copied into the connection's own buffer, which is
 //! given back once empty. An idle connection so holds almost no memory.
 //!
-//! This is the readiness-based (epoll) backend. A completion-based one (io_uring) replaces this
-//! module only: sessions read from and write into buffers lent to them and never await.
+//! Both I/O backends run under this one driver: with `--io uring` the connection's transport (TLS
+//! included) runs over a [`RingStream`](super::uring::RingStream) instead of a tokio socket, so
+//! the driver and the sessions are the same for epoll and io_uring (see [`super::uring`]).
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::clock::Timer;
-use super::h1::earliest;
+use super::earliest;
 use super::outgoing::{Outgoing, MAX_SLICES};
 use super::session::{AnySession, Progress};
 use super::{io_error_kind, ConnEnd, Ledger, Templates};

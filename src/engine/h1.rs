@@ -14,7 +14,7 @@ use http::Method;
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::Progress;
-use super::{Ledger, Slot};
+use super::{earliest, Ledger, Slot};
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, RequestHead, ResponseReader};
@@ -293,14 +293,6 @@ impl<'t> H1Session<'t> {
             ledger.fail(start, kind);
         }
         count
-    }
-}
-
-/// The earlier of two optional times.
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

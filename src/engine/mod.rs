@@ -500,6 +500,14 @@ impl<'a> Ledger<'a> {
     }
 }
 
+/// The earlier of two optional times.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// How an I/O error on an established connection is counted.
 pub fn io_error_kind(error: &io::Error) -> ErrorKind {
     match error.kind() {

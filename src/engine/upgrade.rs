@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use bytes::Bytes;
 
-use super::h1::{earliest, H1Session, H1Template};
+use super::earliest;
+use super::h1::{H1Session, H1Template};
 use super::h2::{settings_payload, H2Session, H2Template};
 use super::outgoing::Outgoing;
 use super::session::{AnySession, Progress};

@@ -4,7 +4,9 @@
 //! HTTP/1.1 head of the first request and response, then HTTP/2 frames. `-v` shows every frame but
 //! DATA, and the header fields of the first two header blocks each way; `-vv` shows every frame.
 //! Only the first [`TRACED_CONNECTIONS`] connections of a run are traced, so the trace stays
-//! readable and the engines never know it exists. Without `-v` no tap is installed at all.
+//! readable; the HTTP/1.1 and HTTP/2 engines never know it exists. HTTP/3 has no byte stream to
+//! tap (quinn owns the bytes): its engine reports its lines itself ([`ConnTrace::h3_line`] and
+//! the other `h3_` methods). Without `-v` no tap is installed at all.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,13 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
-use super::{counted, Summary};
+use super::{counted, CellInfo, LatencySummary, RateReport, Summary};
+use crate::units::format_micros;
+
+/// Two request rates within 2% of each other count as the same: a paced cell that achieved at
+/// least this share of its requested rate sustained it, and a protocol within this share of
+/// another (either way) served about as many requests per second.
+const SAME_RATE: f64 = 0.98;
 
 /// Sentences about one cell, most telling first; empty when there is nothing to add.
 pub fn cell(summary: &Summary) -> Vec<String> {
@@ -141,9 +147,10 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
             let first = rows
                 .iter()
                 .find(|other| other.ratio.is_none() && other.level == row.level)?;
-            let verdict = if *ratio >= 1.02 {
+            // The same band either way: 2 - 0.98 is 1.02.
+            let verdict = if *ratio >= 2.0 - SAME_RATE {
                 format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
-            } else if *ratio <= 0.98 {
+            } else if *ratio <= SAME_RATE {
                 format!("{:.0}% fewer requests per second than", (1.0 - ratio) * 100.0)
             } else {
                 "about as many requests per second as".to_owned()
@@ -163,6 +170,66 @@ pub fn comparison(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
+/// Why a paced cell fell short of its requested `rate`, in one sentence (the text report puts it
+/// under the rate figures); `None` when it sustained it. `cell` gives the concurrency, `service`
+/// the service times, `cpu_percent` the generator's CPU.
+pub(crate) fn rate_shortfall(
+    rate: &RateReport,
+    cell: &CellInfo,
+    service: Option<&LatencySummary>,
+    cpu_percent: f64,
+) -> Option<String> {
+    let fell_short = rate.achieved_per_s < SAME_RATE * rate.requested_per_s;
+    if !fell_short {
+        return None;
+    }
+    let in_flight = rate.in_flight;
+    let can_be = format!(
+        "{} that can be in flight (-c {} × -m {})",
+        counted(in_flight.limit, "request"),
+        cell.clients,
+        cell.streams
+    );
+    if in_flight.saturated() {
+        // The concurrency was the limit: every connection (stream) busy most of the time, so
+        // each request in flight carried achieved / limit per second; the rate needs more.
+        let needed = (rate.requested_per_s * in_flight.limit as f64
+            / rate.achieved_per_s.max(f64::MIN_POSITIVE))
+        .ceil();
+        Some(format!(
+            "the rate was not sustained for lack of concurrency: on average {:.1} of the {can_be} were; \
+             at this pace about {needed:.0} must be in flight for {:.0} req/s: raise -c or -m",
+            in_flight.mean, rate.requested_per_s
+        ))
+    } else {
+        let (service_p50, service_max) = service.map_or((0, 0), |service| {
+            (service.percentiles.p50, service.percentiles.max)
+        });
+        // A stall: some responses took far longer than the usual one, and long enough to
+        // matter (the same 100 ms a user notices).
+        let stalled = service_max >= 100_000 && service_max >= 10 * service_p50;
+        let reason = if stalled {
+            format!(
+                "because responses stalled (service time max {} against a median of {}), holding requests back",
+                format_micros(service_max as f64),
+                format_micros(service_p50 as f64)
+            )
+        } else {
+            format!(
+                "nor for stalls (service time max {}): the generator itself may be the limit \
+                 ({:.0}% CPU of one core; try more -t)",
+                format_micros(service_max as f64),
+                cpu_percent
+            )
+        };
+        Some(format!(
+            "the rate was not sustained, though on average only {:.1} of the {can_be} were: \
+             not for lack of concurrency but {reason}",
+            in_flight.mean
+        ))
+    }
+}
+
 /// `its one connection`, or `each of 10 connections`.
 fn connections_phrase(clients: usize) -> String {
     if clients == 1 {
@@ -177,5 +244,92 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         100.0 * part as f64 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{InFlight, Percentiles, Spread};
+
+    /// A paced cell of `-c 4 -m 2` asked for 1000 req/s that achieved `achieved`, with `mean`
+    /// requests in flight of the 8 it could have.
+    fn rate(achieved: f64, mean: f64) -> RateReport {
+        RateReport {
+            requested_per_s: 1000.0,
+            achieved_per_s: achieved,
+            late: 0,
+            late_pct: 0.0,
+            delay_p50_us: 0,
+            delay_p99_us: 0,
+            delay_max_us: 0,
+            delay_hdr: String::new(),
+            in_flight: InFlight { mean, limit: 8 },
+            scheduled: None,
+            missed: 0,
+        }
+    }
+
+    fn cell() -> CellInfo {
+        CellInfo {
+            index: 1,
+            label: "h1 c=4 m=2 rate=1000".to_owned(),
+            protocol: "h1".to_owned(),
+            clients: 4,
+            streams: 2,
+            rate: Some(1000.0),
+            level: 1,
+        }
+    }
+
+    /// Service times with this median and maximum (µs).
+    fn service(p50: u64, max: u64) -> LatencySummary {
+        LatencySummary {
+            count: 1,
+            spread: Spread::default(),
+            percentiles: Percentiles {
+                p50,
+                p75: p50,
+                p90: p50,
+                p95: p50,
+                p99: p50,
+                p99_9: p50,
+                p99_99: p50,
+                max,
+            },
+            hdr: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_rate_shortfall_says_why() {
+        let cell = cell();
+        // Within 2% of the rate: sustained, nothing to say.
+        assert_eq!(rate_shortfall(&rate(980.0, 8.0), &cell, None, 50.0), None);
+        assert_eq!(
+            rate_shortfall(&rate(500.0, 7.5), &cell, Some(&service(1_000, 2_000)), 50.0).unwrap(),
+            "the rate was not sustained for lack of concurrency: on average 7.5 of the 8 requests \
+             that can be in flight (-c 4 × -m 2) were; at this pace about 16 must be in flight for \
+             1000 req/s: raise -c or -m"
+        );
+        assert_eq!(
+            rate_shortfall(
+                &rate(500.0, 2.0),
+                &cell,
+                Some(&service(1_000, 200_000)),
+                50.0
+            )
+            .unwrap(),
+            "the rate was not sustained, though on average only 2.0 of the 8 requests that can be \
+             in flight (-c 4 × -m 2) were: not for lack of concurrency but because responses \
+             stalled (service time max 200.00ms against a median of 1.00ms), holding requests back"
+        );
+        assert_eq!(
+            rate_shortfall(&rate(500.0, 2.0), &cell, Some(&service(1_000, 2_000)), 97.4).unwrap(),
+            "the rate was not sustained, though on average only 2.0 of the 8 requests that can be \
+             in flight (-c 4 × -m 2) were: not for lack of concurrency but nor for stalls (service \
+             time max 2.00ms): the generator itself may be the limit (97% CPU of one core; try \
+             more -t)"
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
-use crate::recorder::ErrorKind;
+use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.
@@ -80,13 +80,28 @@ pub fn one_line(summary: &Summary) -> String {
     )
 }
 
-fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
-    let r = &s.requests;
-    let counters = &r.counters;
-    let t = &s.traffic;
-    let c = &s.status_codes;
-    if s.interrupted {
-        let warming_up = s.elapsed_s == 0.0 && s.settings.warm_up_s.is_some_and(|at| at > 0.0);
+/// The cell's report: h2load's lines in h2load's order (with the rate figures of a paced cell),
+/// then the per-URL table and the plain-words sentences.
+fn write_report(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    write_interrupted(out, summary)?;
+    writeln!(out)?;
+    write_counts(out, summary)?;
+    write_lifecycle(out, summary)?;
+    write_latencies(out, summary)?;
+    if let Some(rate) = &summary.rate {
+        write_rate(out, summary, rate)?;
+    }
+    writeln!(out)?;
+    write_protocol(out, summary)?;
+    write_urls(out, &summary.urls)?;
+    write_sentences(out, &super::plain::cell(summary))
+}
+
+/// The first line of an interrupted run's report: what its numbers cover.
+fn write_interrupted(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    if summary.interrupted {
+        let warming_up =
+            summary.elapsed_s == 0.0 && summary.settings.warm_up_s.is_some_and(|at| at > 0.0);
         writeln!(
             out,
             "{}",
@@ -96,18 +111,27 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
             }
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// h2load's count lines: how long and how fast, requests, status codes, traffic, errors and
+/// connections.
+fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    let requests = &summary.requests;
+    let counters = &requests.counters;
+    let traffic = &summary.traffic;
+    let codes = &summary.status_codes;
     writeln!(
         out,
         "finished in {}, {:.2} req/s, {}/s",
-        format_micros(s.elapsed_s * 1e6),
-        s.requests_per_s,
-        format_bytes(s.bytes_per_s)
+        format_micros(summary.elapsed_s * 1e6),
+        summary.requests_per_s,
+        format_bytes(summary.bytes_per_s)
     )?;
     writeln!(
         out,
         "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout",
-        r.total,
+        requests.total,
         counters.started,
         counters.done,
         counters.succeeded,
@@ -115,43 +139,43 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         counters.errored,
         counters.timeout
     )?;
-    if r.never_sent > 0 || r.in_flight_at_stop > 0 {
+    if requests.never_sent > 0 || requests.in_flight_at_stop > 0 {
         writeln!(
             out,
             "          {} never sent (no connection could carry them), {} in flight when the run stopped",
-            r.never_sent, r.in_flight_at_stop
+            requests.never_sent, requests.in_flight_at_stop
         )?;
     }
-    if r.retried.total() > 0 {
+    if requests.retried.total() > 0 {
         writeln!(
             out,
             "retried: {} (not processed by the server: goaway {}, refused {}, closed {})",
-            r.retried.total(),
-            r.retried.goaway,
-            r.retried.refused,
-            r.retried.closed
+            requests.retried.total(),
+            requests.retried.goaway,
+            requests.retried.refused,
+            requests.retried.closed
         )?;
     }
     writeln!(
         out,
         "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
-        c.success, c.redirection, c.client_error, c.server_error
+        codes.success, codes.redirection, codes.client_error, codes.server_error
     )?;
     writeln!(
         out,
         "traffic: {} ({}) total, {} ({}) headers (space savings {:.2}%), {} ({}) data",
-        format_bytes(t.total_bytes as f64),
-        t.total_bytes,
-        format_bytes(t.header_bytes as f64),
-        t.header_bytes,
-        t.header_space_savings * 100.0,
-        format_bytes(t.data_bytes as f64),
-        t.data_bytes
+        format_bytes(traffic.total_bytes as f64),
+        traffic.total_bytes,
+        format_bytes(traffic.header_bytes as f64),
+        traffic.header_bytes,
+        traffic.header_space_savings * 100.0,
+        format_bytes(traffic.data_bytes as f64),
+        traffic.data_bytes
     )?;
-    if let Some(line) = errors_line(s) {
+    if let Some(line) = errors_line(summary) {
         writeln!(out, "errors: {line}")?;
     }
-    if let Some(checks) = &s.checks {
+    if let Some(checks) = &summary.checks {
         if let Some(mismatch) = &checks.first_mismatch {
             writeln!(out, "check failed: {mismatch} (first of {})", checks.failed)?;
         }
@@ -159,21 +183,25 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(
         out,
         "connections: {} opened, {} failed",
-        s.connections.opened, s.connections.failed
-    )?;
-    write_lifecycle(out, s)?;
+        summary.connections.opened, summary.connections.failed
+    )
+}
+
+/// The latency tables: h2load's min/max/mean/sd rows (and req/s per client), then the
+/// percentiles of each distribution.
+fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(
         out,
         "                     min         max         mean         sd        +/- sd"
     )?;
-    let latency = &s.latency;
-    for (label, summary) in latency_rows(s) {
-        write_spread(out, label, &summary.spread, format_micros)?;
+    let latency = &summary.latency;
+    for (label, row) in latency_rows(summary) {
+        write_spread(out, label, &row.spread, format_micros)?;
     }
     write_spread(
         out,
         "req/s           :",
-        &s.requests_per_client_per_s,
+        &summary.requests_per_client_per_s,
         |v| format!("{v:.2}"),
     )?;
     writeln!(out)?;
@@ -182,36 +210,37 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
         write!(out, " {label:>10}")?;
     }
     writeln!(out)?;
-    for (label, summary) in latency_rows(s) {
-        write_percentiles(out, label, summary)?;
+    for (label, row) in latency_rows(summary) {
+        write_percentiles(out, label, row)?;
     }
-    if let Some(rate) = &s.rate {
-        write_rate(out, s, rate)?;
-    }
-    writeln!(out)?;
-    if let Some(tls) = &s.protocol.tls {
+    Ok(())
+}
+
+/// What was spoken: the TLS session, the application protocols (with the concurrent streams
+/// per connection) and, when not the default, the I/O backend.
+fn write_protocol(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    let protocol = &summary.protocol;
+    if let Some(tls) = &protocol.tls {
         writeln!(out, "TLS Protocol: {}", tls.version)?;
         writeln!(out, "Cipher: {}", tls.cipher)?;
         writeln!(out, "Server Temp Key: {}", tls.key_exchange)?;
     }
-    let protocols: Vec<String> = match s.protocol.connections.len() {
+    let protocols: Vec<String> = match protocol.connections.len() {
         0 => vec!["none (no connection was established)".to_owned()],
-        1 => s
-            .protocol
+        1 => protocol
             .connections
             .keys()
             .map(|id| id.to_string())
             .collect(),
-        _ => s
-            .protocol
+        _ => protocol
             .connections
             .iter()
             .map(|(id, count)| format!("{id} ({})", super::counted(*count, "connection")))
             .collect(),
     };
     write!(out, "Application protocol: {}", protocols.join(", "))?;
-    if let Some(effective) = s.protocol.max_concurrent_streams_effective {
-        let requested = s.settings.max_concurrent_streams;
+    if let Some(effective) = protocol.max_concurrent_streams_effective {
+        let requested = summary.settings.max_concurrent_streams;
         if effective < requested {
             write!(
                 out,
@@ -228,11 +257,10 @@ fn write_report(out: &mut String, s: &Summary) -> std::fmt::Result {
     }
     writeln!(out)?;
     // h2load's lines stay as they are for the default backend.
-    if s.settings.io != crate::plan::IoBackend::Epoll.name() {
-        writeln!(out, "I/O backend: {}", s.settings.io)?;
+    if summary.settings.io != crate::plan::IoBackend::Epoll.name() {
+        writeln!(out, "I/O backend: {}", summary.settings.io)?;
     }
-    write_urls(out, &s.urls)?;
-    write_sentences(out, &super::plain::cell(s))
+    Ok(())
 }
 
 /// URLs shown in the text report's per-URL table; the JSON report has them all.
@@ -387,19 +415,22 @@ fn write_lifecycle(out: &mut String, s: &Summary) -> std::fmt::Result {
     Ok(())
 }
 
-fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::fmt::Result {
+/// The rate figures of a paced cell, what response and service time mean, and why it fell short
+/// of its rate if it did.
+fn write_rate(out: &mut String, summary: &Summary, rate: &super::RateReport) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "rate: {:.1} req/s requested, {:.1} achieved; start delay p50 {} / p99 {} / max {} (generator CPU {:.0}%); {} ({:.2}%) started more than 1 ms late",
+        "rate: {:.1} req/s requested, {:.1} achieved; start delay p50 {} / p99 {} / max {} (generator CPU {:.0}%); {} ({:.2}%) started more than {} ms late",
         rate.requested_per_s,
         rate.achieved_per_s,
         format_micros(rate.delay_p50_us as f64),
         format_micros(rate.delay_p99_us as f64),
         format_micros(rate.delay_max_us as f64),
-        s.generator_cpu_percent,
+        summary.generator_cpu_percent,
         super::counted(rate.late, "request"),
         rate.late_pct,
+        LATE_AFTER.as_micros() as f64 / 1000.0,
     )?;
     if rate.missed > 0 {
         // Exact, so a run that fell behind says by how much instead of sending fewer silently.
@@ -417,54 +448,10 @@ fn write_rate(out: &mut String, s: &Summary, rate: &super::RateReport) -> std::f
          connection, as a user arriving on schedule would wait (coordinated omission corrected); service\n  \
          time counts from when the request was actually sent, as closed-loop tools measure."
     )?;
-    if rate.achieved_per_s < 0.98 * rate.requested_per_s {
-        let in_flight = rate.in_flight;
-        let can_be = format!(
-            "{} that can be in flight (-c {} × -m {})",
-            super::counted(in_flight.limit, "request"),
-            s.cell.clients,
-            s.cell.streams
-        );
-        if in_flight.saturated() {
-            // The concurrency was the limit: every connection (stream) busy most of the time, so
-            // each request in flight carried achieved / limit per second; the rate needs more.
-            let needed = (rate.requested_per_s * in_flight.limit as f64
-                / rate.achieved_per_s.max(f64::MIN_POSITIVE))
-            .ceil();
-            writeln!(
-                out,
-                "  the rate was not sustained for lack of concurrency: on average {:.1} of the {can_be} were; \
-                 at this pace about {needed:.0} must be in flight for {:.0} req/s: raise -c or -m",
-                in_flight.mean, rate.requested_per_s
-            )?;
-        } else {
-            let (service_p50, service_max) = s.latency.service.as_ref().map_or((0, 0), |service| {
-                (service.percentiles.p50, service.percentiles.max)
-            });
-            // A stall: some responses took far longer than the usual one, and long enough to
-            // matter (the same 100 ms a user notices).
-            let stalled = service_max >= 100_000 && service_max >= 10 * service_p50;
-            let reason = if stalled {
-                format!(
-                    "because responses stalled (service time max {} against a median of {}), holding requests back",
-                    format_micros(service_max as f64),
-                    format_micros(service_p50 as f64)
-                )
-            } else {
-                format!(
-                    "nor for stalls (service time max {}): the generator itself may be the limit \
-                     ({:.0}% CPU of one core; try more -t)",
-                    format_micros(service_max as f64),
-                    s.generator_cpu_percent
-                )
-            };
-            writeln!(
-                out,
-                "  the rate was not sustained, though on average only {:.1} of the {can_be} were: \
-                 not for lack of concurrency but {reason}",
-                in_flight.mean
-            )?;
-        }
+    let service = summary.latency.service.as_ref();
+    let cpu = summary.generator_cpu_percent;
+    if let Some(shortfall) = super::plain::rate_shortfall(rate, &summary.cell, service, cpu) {
+        writeln!(out, "  {shortfall}")?;
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::h1::earliest;
+use super::earliest;
 use super::outgoing::Outgoing;
 use super::session::Progress;
 use super::Ledger;

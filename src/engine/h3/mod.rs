@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 
 use super::clock::Timer;
 use super::driver::ConnLimits;
-use super::h1::earliest;
+use super::earliest;
 use super::{ConnEnd, Ledger};
 use crate::observe::trace::ConnTrace;
 use crate::proto::h3::{ControlEvent, H3Error, H3_NO_ERROR, H3_STREAM_CREATION_ERROR};

@@ -2,20 +2,20 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod timeline;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 
-use super::{
-    latency_summary, Document, Histograms, IntervalSums, RateReport, Spread, Summary, Timeline,
-    SCHEMA_VERSION,
-};
+use super::{latency_summary, Document, Histograms, RateReport, Spread, Summary, SCHEMA_VERSION};
 use crate::cli::input;
 use crate::cli::limits::MAX_REPORT_FILE;
 use crate::recorder::hdr;
 use crate::usage_bail;
+use timeline::merge_timelines;
 
 /// Reads a `--json` report, the `what` of the command line (e.g. "report to merge"), and
 /// rebuilds its histograms. Anything but an h2load-rs report of this schema is a usage error.
@@ -141,13 +141,14 @@ fn check_timeline(cell: &Summary, source: &str, answered: u64) -> Result<()> {
 }
 
 /// Adds the counts of the report `source` to the merged ones; a sum past 2^64 − 1 is a usage
-/// error naming the file and the field, never a count that wraps.
-struct Adder<'a> {
+/// error naming the file and the field, never a count that wraps. The Summary parts' `add`
+/// methods (beside their types) add field by field through it.
+pub(crate) struct Adder<'a> {
     source: &'a str,
 }
 
 impl Adder<'_> {
-    fn add(&self, sum: &mut u64, value: u64, field: &str) -> Result<()> {
+    pub(crate) fn add(&self, sum: &mut u64, value: u64, field: &str) -> Result<()> {
         match sum.checked_add(value) {
             Some(total) => *sum = total,
             None => usage_bail!(
@@ -169,7 +170,12 @@ impl Adder<'_> {
     }
 
     /// Adds optional counts: present when any part has them.
-    fn add_optional(&self, sum: &mut Option<u64>, value: Option<u64>, field: &str) -> Result<()> {
+    pub(crate) fn add_optional(
+        &self,
+        sum: &mut Option<u64>,
+        value: Option<u64>,
+        field: &str,
+    ) -> Result<()> {
         if sum.is_some() || value.is_some() {
             self.add(sum.get_or_insert(0), value.unwrap_or(0), field)?;
         }
@@ -397,7 +403,6 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     )];
     for (part, source) in parts.zip(sources.iter().skip(1)) {
         let adder = Adder { source };
-        let add = |sum: &mut u64, value: u64, field: &str| adder.add(sum, value, field);
         // A threshold's value and a capacity search belong to one run: they do not add up.
         merged.thresholds.clear();
         merged.capacity = None;
@@ -419,59 +424,8 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             merged.settings.io = format!("{},{}", merged.settings.io, part.settings.io);
         }
         merged.interrupted |= part.interrupted;
-        let (mine, theirs) = (&mut merged.requests, &part.requests);
-        add(&mut mine.total, theirs.total, "requests.total")?;
-        add(
-            &mut mine.never_sent,
-            theirs.never_sent,
-            "requests.never_sent",
-        )?;
-        add(
-            &mut mine.in_flight_at_stop,
-            theirs.in_flight_at_stop,
-            "requests.in_flight_at_stop",
-        )?;
-        let (retried, other) = (&mut mine.retried, &theirs.retried);
-        add(&mut retried.goaway, other.goaway, "requests.retried.goaway")?;
-        add(
-            &mut retried.refused,
-            other.refused,
-            "requests.retried.refused",
-        )?;
-        add(&mut retried.closed, other.closed, "requests.retried.closed")?;
-        let (counters, other) = (&mut mine.counters, &theirs.counters);
-        add(&mut counters.started, other.started, "requests.started")?;
-        add(&mut counters.done, other.done, "requests.done")?;
-        add(
-            &mut counters.succeeded,
-            other.succeeded,
-            "requests.succeeded",
-        )?;
-        add(&mut counters.failed, other.failed, "requests.failed")?;
-        add(&mut counters.errored, other.errored, "requests.errored")?;
-        add(&mut counters.timeout, other.timeout, "requests.timeout")?;
-        let (mine, theirs) = (&mut merged.status_codes, &part.status_codes);
-        add(
-            &mut mine.informational,
-            theirs.informational,
-            "status_codes.1xx",
-        )?;
-        add(&mut mine.success, theirs.success, "status_codes.2xx")?;
-        add(
-            &mut mine.redirection,
-            theirs.redirection,
-            "status_codes.3xx",
-        )?;
-        add(
-            &mut mine.client_error,
-            theirs.client_error,
-            "status_codes.4xx",
-        )?;
-        add(
-            &mut mine.server_error,
-            theirs.server_error,
-            "status_codes.5xx",
-        )?;
+        merged.requests.add(part.requests, &adder)?;
+        merged.status_codes.add(part.status_codes, &adder)?;
         adder.add_map(&mut merged.errors, part.errors, "errors")?;
         adder.add_map(
             &mut merged.request_errors,
@@ -491,63 +445,11 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         if let Some(theirs) = part.checks {
             let mine = merged.checks.get_or_insert_with(Default::default);
             let mut failed = mine.failed;
-            add(&mut failed, theirs.failed, "checks.failed")?;
+            adder.add(&mut failed, theirs.failed, "checks.failed")?;
             mine.add(theirs);
         }
-        let (mine, theirs) = (&mut merged.traffic, &part.traffic);
-        add(
-            &mut mine.total_bytes,
-            theirs.total_bytes,
-            "traffic.total_bytes",
-        )?;
-        add(
-            &mut mine.header_bytes,
-            theirs.header_bytes,
-            "traffic.header_bytes",
-        )?;
-        add(
-            &mut mine.header_bytes_uncompressed,
-            theirs.header_bytes_uncompressed,
-            "traffic.header_bytes_uncompressed",
-        )?;
-        add(
-            &mut mine.data_bytes,
-            theirs.data_bytes,
-            "traffic.data_bytes",
-        )?;
-        let (mine, theirs) = (&mut merged.connections, &part.connections);
-        add(&mut mine.opened, theirs.opened, "connections.opened")?;
-        add(&mut mine.failed, theirs.failed, "connections.failed")?;
-        add(
-            &mut mine.closed_by_client,
-            theirs.closed_by_client,
-            "connections.closed_by_client",
-        )?;
-        add(&mut mine.measured, theirs.measured, "connections.measured")?;
-        for (mine, theirs, field) in [
-            (
-                &mut mine.resumed_handshakes,
-                theirs.resumed_handshakes,
-                "connections.resumed_handshakes",
-            ),
-            (
-                &mut mine.full_handshakes,
-                theirs.full_handshakes,
-                "connections.full_handshakes",
-            ),
-            (
-                &mut mine.early_data_accepted,
-                theirs.early_data_accepted,
-                "connections.early_data_accepted",
-            ),
-            (
-                &mut mine.early_data_rejected,
-                theirs.early_data_rejected,
-                "connections.early_data_rejected",
-            ),
-        ] {
-            adder.add_optional(mine, theirs, field)?;
-        }
+        merged.traffic.add(part.traffic, &adder)?;
+        merged.connections.add(part.connections, &adder)?;
         adder.add_map(
             &mut merged.protocol.connections,
             part.protocol.connections,
@@ -640,120 +542,10 @@ fn pooled(groups: &[(usize, &Spread)]) -> Spread {
     }
 }
 
-/// How many times the longest of the parts' intervals their merged interval may be: beyond it a
-/// timeline would say too little to be worth merging (automatic lengths, 1-2-5 × 10 ms, need at
-/// most 10).
-const MAX_MERGED_INTERVALS: u64 = 10;
-
-/// The greatest common divisor of `a` and `b`.
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
-/// Lines timelines up by wall-clock interval and adds them; `sources` names the parts' files.
-fn merge_timelines(parts: &[Summary], sources: &[String]) -> Result<Timeline> {
-    // Automatic lengths may differ between runs (each picked its own from its length: 20 ms for
-    // one worker, 50 ms for a slower one): the merge takes their least common multiple and
-    // re-buckets every part into it. Lengths are compared in whole microseconds.
-    let micros = parts
-        .iter()
-        .map(|part| {
-            let us = (part.timeline.interval_s * 1e6).round();
-            (us >= 1.0 && (us - part.timeline.interval_s * 1e6).abs() < 1e-3).then_some(us as u64)
-        })
-        .collect::<Option<Vec<u64>>>();
-    let longest = micros.iter().flatten().copied().max().unwrap_or(1);
-    let common = micros.as_ref().and_then(|micros| {
-        micros
-            .iter()
-            .try_fold(1u64, |common, &us| common.checked_mul(us / gcd(common, us)))
-            .filter(|&common| common <= MAX_MERGED_INTERVALS * longest)
-    });
-    let (Some(micros), Some(common)) = (micros, common) else {
-        usage_bail!(
-            "the reports' --interval lengths have no common multiple within {MAX_MERGED_INTERVALS}× the longest, so their timelines cannot be merged"
-        );
-    };
-    let interval_s = common as f64 / 1e6;
-    let interval_ms = (interval_s * 1000.0).max(1.0);
-    let factors: Vec<i64> = micros.iter().map(|&us| (common / us) as i64).collect();
-    // A part's interval `index` in the merged timeline's units, counted from the Unix epoch.
-    let absolute = |part: &Summary, factor: i64, index: u64| {
-        let part_ms = (part.timeline.interval_s * 1000.0).max(1.0);
-        ((part.timeline.start_unix_ms as f64 / part_ms).round() as i64)
-            .saturating_add(i64::try_from(index).unwrap_or(i64::MAX))
-            .div_euclid(factor)
-    };
-    let start_unix_ms = parts
-        .iter()
-        .map(|part| part.timeline.start_unix_ms)
-        .min()
-        .unwrap_or(0);
-    let first = (start_unix_ms as f64 / interval_ms).round() as i64;
-    // The merged period ends where the last part's ends, seconds after the earliest start.
-    let end_s = parts
-        .iter()
-        .map(|part| {
-            (part.timeline.start_unix_ms - start_unix_ms) as f64 / 1000.0 + part.timeline.end_s
-        })
-        .fold(0.0, f64::max);
-    let last = super::last_index(end_s, interval_s);
-    // Every part's intervals at their place in the merged timeline, in order, so the merged
-    // intervals are summed one at a time: memory holds one interval's histograms (540 KB)
-    // however long the timelines, and a few words for each interval read.
-    let mut places: Vec<(u64, usize, usize)> = Vec::new();
-    for (part_at, (part, factor)) in parts.iter().zip(factors).enumerate() {
-        for (interval_at, interval) in part.timeline.intervals.iter().enumerate() {
-            let index = absolute(part, factor, interval.index).saturating_sub(first);
-            places.push((
-                u64::try_from(index).unwrap_or(0).min(last),
-                part_at,
-                interval_at,
-            ));
-        }
-    }
-    places.sort_unstable();
-    let mut intervals = Vec::new();
-    for same_interval in places.chunk_by(|a, b| a.0 == b.0) {
-        let mut sums = IntervalSums::default();
-        for &(_, part_at, interval_at) in same_interval {
-            let interval = &parts[part_at].timeline.intervals[interval_at];
-            let bytes = |text: &str| hdr::base64_bytes(text);
-            let service = interval.service_hdr.as_deref().map(bytes).transpose();
-            let added = (|| {
-                sums.add(
-                    interval.completed,
-                    interval.errors,
-                    &bytes(&interval.hdr)?,
-                    &bytes(&interval.ttfb_hdr)?,
-                    service?.as_deref(),
-                )
-            })();
-            if let Err(error) = added {
-                usage_bail!(
-                    "'{}': timeline interval {}: {error:#}",
-                    sources[part_at],
-                    interval.index
-                );
-            }
-        }
-        let index = same_interval[0].0;
-        let length = super::interval_length(index, interval_s, end_s);
-        intervals.push(sums.summary(index, length));
-    }
-    Ok(Timeline {
-        interval_s,
-        end_s,
-        start_unix_ms,
-        intervals,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]
@@ -777,5 +569,121 @@ mod tests {
         assert_eq!((union.min, union.max), (1.0, 9.0));
         assert!((union.mean - 5.0).abs() < 1e-12);
         assert!((union.sd - 8f64.sqrt()).abs() < 1e-12);
+    }
+
+    /// Gives every number of `value`, and every absent optional one, the next of 1, 2, 3…
+    fn numbered(value: &mut Value, next: &mut u64) {
+        match value {
+            Value::Number(_) | Value::Null => {
+                *value = (*next).into();
+                *next += 1;
+            }
+            Value::Object(fields) => fields.values_mut().for_each(|field| numbered(field, next)),
+            Value::Array(items) => items.iter_mut().for_each(|item| numbered(item, next)),
+            Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+
+    /// The fields at and under `path` whose sum is not twice the `part`'s value (or, for the
+    /// `derived` ones the merge works out again afterwards, not the part's value unchanged).
+    fn not_doubled(part: &Value, sum: &Value, path: &str, derived: &[&str]) -> Vec<String> {
+        match part {
+            Value::Object(fields) => fields
+                .iter()
+                .flat_map(|(name, field)| {
+                    let path = format!("{path}.{name}");
+                    not_doubled(field, &sum[name.as_str()], &path, derived)
+                })
+                .collect(),
+            Value::Number(number) => {
+                let value = number.as_f64().unwrap();
+                let expected = if derived.contains(&path) {
+                    value
+                } else {
+                    2.0 * value
+                };
+                (sum.as_f64() != Some(expected))
+                    .then(|| format!("{path}: {sum} where {expected} was due"))
+                    .into_iter()
+                    .collect()
+            }
+            _ => vec![format!("{path}: not a number ({part})")],
+        }
+    }
+
+    /// Adds a part whose every number is a distinct non-zero value to a copy of itself, and
+    /// checks in the JSON that each field doubled: a field `add` leaves out fails, whichever.
+    fn adds_every_field<T: serde::Serialize + serde::de::DeserializeOwned>(
+        name: &str,
+        zero: T,
+        add: fn(&mut T, T, &Adder<'_>) -> Result<()>,
+        derived: &[&str],
+    ) {
+        let mut part = serde_json::to_value(zero).unwrap();
+        numbered(&mut part, &mut 1);
+        let mut sum: T = serde_json::from_value(part.clone()).unwrap();
+        add(
+            &mut sum,
+            serde_json::from_value(part.clone()).unwrap(),
+            &Adder { source: "part" },
+        )
+        .unwrap();
+        let sum = serde_json::to_value(sum).unwrap();
+        assert_eq!(
+            not_doubled(&part, &sum, name, derived),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn every_count_of_a_summary_part_adds_up() {
+        let requests = super::super::Requests {
+            total: 0,
+            counters: Default::default(),
+            never_sent: 0,
+            in_flight_at_stop: 0,
+            retried: Default::default(),
+        };
+        adds_every_field("requests", requests, |a, b, adder| a.add(b, adder), &[]);
+        let status_codes = super::super::StatusCodes {
+            informational: 0,
+            success: 0,
+            redirection: 0,
+            client_error: 0,
+            server_error: 0,
+        };
+        adds_every_field(
+            "status_codes",
+            status_codes,
+            |a, b, adder| a.add(b, adder),
+            &[],
+        );
+        let traffic = super::super::Traffic {
+            total_bytes: 0,
+            header_bytes: 0,
+            header_bytes_uncompressed: 0,
+            header_space_savings: 0.0,
+            data_bytes: 0,
+        };
+        let derived = ["traffic.header_space_savings"];
+        adds_every_field("traffic", traffic, |a, b, adder| a.add(b, adder), &derived);
+        let connections = super::super::Connections {
+            opened: 0,
+            failed: 0,
+            closed_by_client: 0,
+            measured: 0,
+            per_s: 0.0,
+            resumed_handshakes: None,
+            full_handshakes: None,
+            early_data_accepted: None,
+            early_data_rejected: None,
+        };
+        let derived = ["connections.per_s"];
+        adds_every_field(
+            "connections",
+            connections,
+            |a, b, adder| a.add(b, adder),
+            &derived,
+        );
     }
 }
