@@ -446,16 +446,22 @@ fn connections_dropped_mid_upload_give_their_sockets_back_on_both_backends() {
         );
         // Each slot holds one socket, and for a moment two (the new connection may be up before
         // the old one's close has run); a leaked socket stays for the rest of the run, so a leak
-        // of 4 a round holds 12 to 24 through the later rounds. On a machine short of CPU a
-        // closed socket can stay established a while longer (under io_uring, until the ring's
-        // cancelled send lets go of it: seen 4, 52, 11, 38, 12 beside stress-ng, back to 4), so
-        // the bound is on three looks in four, not on the highest.
-        let mut during: Vec<usize> = looks.iter().copied().filter(|&n| n > 0).collect();
-        during.sort_unstable();
-        let most = during.get(during.len() * 3 / 4).copied().unwrap_or(0);
+        // of 4 a round holds 12 to 24 through the later rounds and at the end. On a machine short
+        // of CPU a closed socket can stay established a while longer (under io_uring, until the
+        // ring's cancelled send lets go of it: seen 4, 52, 11, 38, 12, back to 4, and 16, 20, 12,
+        // 8, 4 beside stress-ng), but it does let go: so the bound holds on three looks in four,
+        // or else on the run's end (the median of its last three looks), where a leak is highest.
+        let during: Vec<usize> = looks.iter().copied().filter(|&n| n > 0).collect();
+        let mut sorted = during.clone();
+        sorted.sort_unstable();
+        let most = sorted.get(sorted.len() * 3 / 4).copied().unwrap_or(0);
+        let mut last = during[during.len().saturating_sub(3)..].to_vec();
+        last.sort_unstable();
+        let end = last.get(last.len() / 2).copied().unwrap_or(0);
         assert!(
-            most <= 8,
-            "{io}: {most} client sockets established at -c 4 in a quarter of the looks ({looks:?})"
+            most <= 8 || end <= 8,
+            "{io}: {most} client sockets established at -c 4 in a quarter of the looks, {end} at \
+             the end ({looks:?})"
         );
     }
 }
