@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::clock::Timer;
 use super::earliest;
 use super::outgoing::{Outgoing, MAX_SLICES};
-use super::session::{AnySession, Progress};
+use super::session::{AnySession, Progress, Speaks};
 use super::{io_error_kind, ConnEnd, Ledger, Templates};
 use crate::plan::Protocol;
 use crate::recorder::{ErrorKind, Failure};
@@ -79,6 +79,8 @@ pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
 
 /// Drives one established connection that speaks `protocol` (`None`: an h2c upgrade decides)
 /// until the budget is spent, the server ends it, or it fails. Its deadlines wait on `timer`.
+/// HTTP/3 has no byte-stream session (it runs on QUIC, see [`super::h3`]): a connection said to
+/// speak it here fails as a connection.
 pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
     mut io: S,
     templates: &Templates,
@@ -88,10 +90,16 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
     read_buffer: &RefCell<Vec<u8>>,
     timer: &impl Timer,
 ) -> ConnEnd {
+    let Some(speaks) = Speaks::of(protocol) else {
+        ledger.connection_failed(Failure::protocol(
+            "HTTP/3 runs on QUIC streams, not on a byte-stream connection",
+        ));
+        return ConnEnd::Lost;
+    };
     let mut out = Outgoing::default();
     let mut session = AnySession::new(
         templates,
-        protocol,
+        speaks,
         limits.ready_by,
         limits.early_data,
         &mut out,
@@ -115,7 +123,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
                 return lose(&mut session, failure, &ledger);
             }
         }
-        match session.fill(&ledger, &mut out) {
+        match session.fill(now, &ledger, &mut out) {
             Ok(Progress::Continue) => {}
             Ok(Progress::Finished) => return ConnEnd::Finished,
             Ok(Progress::Reconnect) => return ConnEnd::Lost,

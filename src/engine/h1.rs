@@ -5,6 +5,7 @@
 //! and costs several times the CPU per request).
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use http::Method;
 
 use super::outgoing::Outgoing;
 use super::render::Renderer;
-use super::session::Progress;
+use super::session::{Progress, Read, Session};
 use super::{earliest, Ledger, Slot};
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
@@ -107,63 +108,6 @@ impl<'t> H1Session<'t> {
         session
     }
 
-    /// Bytes the server is sure to send before this connection has anything to do: the rest of
-    /// the body being received, when its length is known.
-    pub(crate) fn bytes_due(&self) -> u64 {
-        self.reader.body_due()
-    }
-
-    pub(crate) fn fill(
-        &mut self,
-        ledger: &Ledger<'_>,
-        out: &mut Outgoing,
-    ) -> Result<Progress, Failure> {
-        if self.closing {
-            return self.closed_by_server(ledger);
-        }
-        self.wake = None;
-        while !self.budget_spent && self.in_flight.len() < self.template.depth {
-            match ledger.next_request() {
-                Slot::Now(mut start) => {
-                    let path = ledger.pick_path(&mut start);
-                    if let Some(renderer) = &self.template.renderer {
-                        renderer.h1_request(path, &start, ledger, self.template.extra, out);
-                    } else {
-                        self.template.head.write(ledger.path(path), out.bytes());
-                        if !self.template.body.is_empty() {
-                            out.push_body(&self.template.body);
-                        }
-                    }
-                    self.in_flight.push_back(start);
-                }
-                Slot::At(time) => {
-                    self.wake = Some(time);
-                    break;
-                }
-                Slot::Done => self.budget_spent = true,
-            }
-        }
-        Ok(if self.in_flight.is_empty() && self.wake.is_none() {
-            Progress::Finished
-        } else {
-            Progress::Continue
-        })
-    }
-
-    pub(crate) fn on_read(
-        &mut self,
-        input: &[u8],
-        at: Instant,
-        ledger: &Ledger<'_>,
-    ) -> Result<usize, Failure> {
-        let mut used = 0;
-        let result = self.parse(input, at, ledger, &mut used);
-        let counts = std::mem::take(&mut self.counts);
-        ledger.wire().add_headers(counts.head, counts.head);
-        ledger.wire().add_data(counts.body);
-        result.map(|()| used)
-    }
-
     fn parse(
         &mut self,
         input: &[u8],
@@ -221,15 +165,6 @@ impl<'t> H1Session<'t> {
         );
     }
 
-    pub(crate) fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
-        if !self.in_flight.is_empty() {
-            if let Event::Complete { status, .. } = self.reader.finish_at_eof() {
-                self.complete(status, at, ledger);
-            }
-        }
-        self.closed_by_server(ledger).map(|_| ())
-    }
-
     /// The server ended the connection: requests it had not answered go again when the method
     /// is idempotent (one cut off in the middle of its response was processed: it fails with
     /// the rest); otherwise they are lost.
@@ -261,8 +196,80 @@ impl<'t> H1Session<'t> {
             },
         ))
     }
+}
 
-    pub(crate) fn next_timer(&self) -> Option<Instant> {
+impl Session for H1Session<'_> {
+    type Next = Infallible;
+
+    /// Bytes the server is sure to send before this connection has anything to do: the rest of
+    /// the body being received, when its length is known.
+    fn bytes_due(&self) -> u64 {
+        self.reader.body_due()
+    }
+
+    fn fill(
+        &mut self,
+        _now: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Progress, Failure> {
+        if self.closing {
+            return self.closed_by_server(ledger);
+        }
+        self.wake = None;
+        while !self.budget_spent && self.in_flight.len() < self.template.depth {
+            match ledger.next_request() {
+                Slot::Now(mut start) => {
+                    let path = ledger.pick_path(&mut start);
+                    if let Some(renderer) = &self.template.renderer {
+                        renderer.h1_request(path, &start, ledger, self.template.extra, out);
+                    } else {
+                        self.template.head.write(ledger.path(path), out.bytes());
+                        if !self.template.body.is_empty() {
+                            out.push_body(&self.template.body);
+                        }
+                    }
+                    self.in_flight.push_back(start);
+                }
+                Slot::At(time) => {
+                    self.wake = Some(time);
+                    break;
+                }
+                Slot::Done => self.budget_spent = true,
+            }
+        }
+        Ok(if self.in_flight.is_empty() && self.wake.is_none() {
+            Progress::Finished
+        } else {
+            Progress::Continue
+        })
+    }
+
+    fn on_read(
+        &mut self,
+        input: &[u8],
+        at: Instant,
+        ledger: &Ledger<'_>,
+        _out: &mut Outgoing,
+    ) -> Result<Read<Infallible>, Failure> {
+        let mut used = 0;
+        let result = self.parse(input, at, ledger, &mut used);
+        let counts = std::mem::take(&mut self.counts);
+        ledger.wire().add_headers(counts.head, counts.head);
+        ledger.wire().add_data(counts.body);
+        result.map(|()| Read::Used(used))
+    }
+
+    fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
+        if !self.in_flight.is_empty() {
+            if let Event::Complete { status, .. } = self.reader.finish_at_eof() {
+                self.complete(status, at, ledger);
+            }
+        }
+        self.closed_by_server(ledger).map(|_| ())
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
         let deadline = self
             .in_flight
             .front()
@@ -271,7 +278,12 @@ impl<'t> H1Session<'t> {
         earliest(deadline, self.wake)
     }
 
-    pub(crate) fn on_timer(&mut self, now: Instant) -> Result<(), Failure> {
+    fn on_timer(
+        &mut self,
+        now: Instant,
+        _ledger: &Ledger<'_>,
+        _out: &mut Outgoing,
+    ) -> Result<(), Failure> {
         let expired = self
             .in_flight
             .front()
@@ -287,7 +299,7 @@ impl<'t> H1Session<'t> {
         Ok(())
     }
 
-    pub(crate) fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
         let count = self.in_flight.len();
         for start in self.in_flight.drain(..) {
             ledger.fail(start, kind);

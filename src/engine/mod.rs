@@ -3,7 +3,8 @@
 //! and one I/O [`driver`] owns the socket, the buffers, the timers and transport errors for all
 //! of them. Sessions never touch a socket or the runtime, so they are tested with bytes alone.
 //!
-//! Adding a protocol means adding a session module and a variant of [`session::AnySession`].
+//! Adding a protocol means adding a session module that implements [`session::Session`] and a
+//! variant of [`session::AnySession`] (and of [`session::Speaks`]).
 
 pub(crate) mod budget;
 pub(crate) mod clock;

@@ -1,23 +1,111 @@
-//! What every protocol session offers the driver, and the one type the driver holds: a session
-//! for HTTP/1.1, HTTP/2, or an h2c upgrade that becomes one of the two.
-//!
-//! A session is a state machine: the driver hands it received bytes ([`AnySession::on_read`]),
-//! the end of input ([`AnySession::on_eof`]) and expired timers ([`AnySession::on_timer`]); the
-//! session queues bytes to send ([`AnySession::fill`]) and says when it next needs the clock
-//! ([`AnySession::next_timer`]). It never touches a socket or the runtime and never holds a borrow
-//! across an await (it has none), so any I/O backend can drive it.
+//! The one contract every byte-stream protocol session keeps ([`Session`]), and the one type the
+//! driver holds ([`AnySession`]): a session for HTTP/1.1, HTTP/2, or an h2c upgrade that becomes
+//! one of the two.
 
+use std::convert::Infallible;
 use std::time::Instant;
 
 use super::h1::{H1Session, H1Template};
 use super::h2::{H2Session, H2Template};
 use super::outgoing::Outgoing;
-use super::upgrade::{UpgradeSession, UpgradeTemplate, Upgraded};
+use super::upgrade::{UpgradeSession, UpgradeTemplate};
 use super::Ledger;
 use crate::plan::{Negotiation, Protocol, RunPlan};
-use crate::recorder::Failure;
+use crate::recorder::{ErrorKind, Failure};
 
-/// What the session wants after [`AnySession::fill`].
+/// A protocol session on a byte stream, as h2load's `Session` and quinn-proto's `Connection`
+/// are: a state machine with bytes and timer events in, bytes and request events out. The driver
+/// hands it received bytes ([`Session::on_read`]), the end of input ([`Session::on_eof`]) and
+/// expired timers ([`Session::on_timer`]); the session queues bytes to send ([`Session::fill`])
+/// into [`Outgoing`], says when it next needs the clock ([`Session::next_timer`]), and reports
+/// what became of each request through the [`Ledger`] (started, completed, failed, sent again).
+/// Time comes in as an argument (`now`, `at`: read by the driver once per turn and per read); a
+/// session never reads the clock itself (the ledger stamps the requests it hands out), never
+/// touches a socket or the runtime, and never holds a borrow across an await (it has none), so
+/// any I/O backend can drive it and a test can feed it bytes and times of its choosing.
+///
+/// HTTP/3 does not implement it: quinn owns the QUIC state machine (the UDP socket, its timers,
+/// loss recovery) and the streams, so there is no byte stream to hand over; `engine/h3` drives
+/// requests on quinn's streams itself. It shares everything on the request side: the [`Ledger`]
+/// (budget, `--rate`, retries, churn), [`Failure`]/[`ErrorKind`], and the request events the
+/// ledger records (start, response, failure, retry), so the recorder cannot tell them apart.
+pub(crate) trait Session {
+    /// What the session can become after a read: [`Infallible`] for a session that stays what
+    /// it is, an [`AnySession`] for an h2c upgrade.
+    type Next;
+
+    /// Queues what may be sent now (the driver's turn began at `now`): new requests (as the
+    /// budget, the schedule and the protocol's limits allow), request bodies, acknowledgements.
+    fn fill(
+        &mut self,
+        now: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Progress, Failure>;
+
+    /// Handles received bytes (read at `at`); says how many it used, and whether the connection
+    /// now belongs to another session. The driver keeps the rest and offers them again with what
+    /// arrives next.
+    fn on_read(
+        &mut self,
+        input: &[u8],
+        at: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Read<Self::Next>, Failure>;
+
+    /// The server closed its side at `at` (`Ok`: nothing was lost by it).
+    fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure>;
+
+    /// The earliest time the session needs [`Session::on_timer`]: a request deadline, the
+    /// handshake deadline, or the next scheduled send.
+    fn next_timer(&self) -> Option<Instant>;
+
+    /// The clock reached `now`, at or past [`Session::next_timer`].
+    fn on_timer(
+        &mut self,
+        now: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<(), Failure>;
+
+    /// Fails every request in flight with `kind` (the connection is going away); returns how
+    /// many there were.
+    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize;
+
+    /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
+    /// through them). None by default.
+    fn bytes_due(&self) -> u64 {
+        0
+    }
+
+    /// Whether the protocol's handshake is done: a failure before then is a failed connection,
+    /// not a failed request. Done from the start by default (a protocol with no handshake of its
+    /// own).
+    fn is_ready(&self) -> bool {
+        true
+    }
+}
+
+/// What a session did with the bytes given to [`Session::on_read`].
+pub(crate) enum Read<N> {
+    /// It used this many bytes (0: it waits for more).
+    Used(usize),
+    /// It used this many bytes and hands the connection to the session it became, which reads
+    /// the rest (an h2c upgrade, answered).
+    Became(N, usize),
+}
+
+impl Read<Infallible> {
+    /// The bytes used, from a session that stays what it is.
+    #[inline]
+    pub(crate) fn used(self) -> usize {
+        let Read::Used(used) = self;
+        used
+    }
+}
+
+/// What the session wants after [`Session::fill`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Progress {
     /// Keep the connection: there is work in flight or to come.
@@ -47,9 +135,47 @@ impl Templates {
     }
 }
 
+/// What a byte-stream connection speaks, as its session sees it. HTTP/3 has no variant: it runs
+/// on QUIC streams ([`super::h3`]), never through a byte-stream session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Speaks {
+    /// HTTP/1.1.
+    Http1,
+    /// HTTP/2, by prior knowledge (h2c) or by ALPN (h2).
+    H2,
+    /// An h2c upgrade, which finds out on the connection.
+    Upgrade,
+}
+
+impl Speaks {
+    /// What a connection that speaks `protocol` (`None`: an h2c upgrade decides) runs as a
+    /// byte-stream session; `None` for HTTP/3, which has none.
+    pub(crate) fn of(protocol: Option<Protocol>) -> Option<Self> {
+        match protocol {
+            Some(Protocol::Http1) => Some(Speaks::Http1),
+            Some(Protocol::H2c | Protocol::H2) => Some(Speaks::H2),
+            Some(Protocol::H3) => None,
+            None => Some(Speaks::Upgrade),
+        }
+    }
+}
+
+/// Forwards a call to the session inside an [`AnySession`], whichever it is.
+macro_rules! each {
+    ($any:expr, $session:ident => $call:expr) => {
+        match $any {
+            AnySession::H1($session) => $call,
+            AnySession::H2($session) => $call,
+            AnySession::Upgrade($session) => $call,
+        }
+    };
+}
+
 /// A connection's session. `ready_by` bounds the wait for the protocol's own handshake (the
 /// server's SETTINGS, after the `101` of an h2c upgrade), which is part of connecting. Requests
-/// wait for it, except on an upgraded connection (see [`super::upgrade`]).
+/// wait for it, except on an upgraded connection (see [`super::upgrade`]). Each call forwards to
+/// the [`Session`] inside (a `match`, no dynamic dispatch); [`AnySession::on_read`] also acts on
+/// an upgrade's [`Read::Became`], so the driver never sees one.
 pub(crate) enum AnySession<'t> {
     /// HTTP/1.1.
     H1(H1Session<'t>),
@@ -60,28 +186,25 @@ pub(crate) enum AnySession<'t> {
 }
 
 impl<'t> AnySession<'t> {
-    /// The session for a connection that speaks `protocol` (`None`: an h2c upgrade decides),
-    /// with `early_data` bytes of TLS early data to send its first requests in (h2).
+    /// The session for a connection that speaks `speaks`, with `early_data` bytes of TLS early
+    /// data to send its first requests in (h2).
     pub(crate) fn new(
         templates: &'t Templates,
-        protocol: Option<Protocol>,
+        speaks: Speaks,
         ready_by: Option<Instant>,
         early_data: Option<usize>,
         out: &mut Outgoing,
     ) -> Self {
-        match protocol {
-            Some(Protocol::Http1) => AnySession::H1(H1Session::new(&templates.h1)),
-            Some(Protocol::H2c | Protocol::H2) => AnySession::H2(Box::new(H2Session::new(
+        match speaks {
+            Speaks::Http1 => AnySession::H1(H1Session::new(&templates.h1)),
+            Speaks::H2 => AnySession::H2(Box::new(H2Session::new(
                 &templates.h2,
                 None,
                 ready_by,
                 early_data,
                 out,
             ))),
-            Some(Protocol::H3) => {
-                unreachable!("HTTP/3 runs on QUIC streams, not a byte-stream session")
-            }
-            None => AnySession::Upgrade(UpgradeSession::new(
+            Speaks::Upgrade => AnySession::Upgrade(UpgradeSession::new(
                 templates
                     .upgrade
                     .as_ref()
@@ -93,22 +216,20 @@ impl<'t> AnySession<'t> {
         }
     }
 
-    /// Queues what may be sent now: new requests (as the budget, the schedule and the protocol's
-    /// limits allow), request bodies, acknowledgements.
+    /// See [`Session::fill`].
+    #[inline]
     pub(crate) fn fill(
         &mut self,
+        now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
-        match self {
-            AnySession::H1(session) => session.fill(ledger, out),
-            AnySession::H2(session) => session.fill(ledger, out),
-            AnySession::Upgrade(session) => session.fill(ledger, out),
-        }
+        each!(self, session => session.fill(now, ledger, out))
     }
 
-    /// Handles received bytes (read at `at`); returns how many it used. The driver keeps the rest
-    /// and offers them again with what arrives next.
+    /// See [`Session::on_read`]: returns how many bytes were used, by this session and, after an
+    /// h2c upgrade is answered, by the session it became (which takes this one's place).
+    #[inline]
     pub(crate) fn on_read(
         &mut self,
         input: &[u8],
@@ -117,11 +238,11 @@ impl<'t> AnySession<'t> {
         out: &mut Outgoing,
     ) -> Result<usize, Failure> {
         match self {
-            AnySession::H1(session) => session.on_read(input, at, ledger),
-            AnySession::H2(session) => session.on_read(input, at, ledger, out),
+            AnySession::H1(session) => session.on_read(input, at, ledger, out).map(Read::used),
+            AnySession::H2(session) => session.on_read(input, at, ledger, out).map(Read::used),
             AnySession::Upgrade(session) => match session.on_read(input, at, ledger, out)? {
-                Upgraded::Waiting => Ok(0),
-                Upgraded::To(next, used) => {
+                Read::Used(used) => Ok(used),
+                Read::Became(next, used) => {
                     *self = next;
                     let more = self.on_read(&input[used..], at, ledger, out)?;
                     Ok(used + more)
@@ -130,67 +251,49 @@ impl<'t> AnySession<'t> {
         }
     }
 
-    /// The server closed its side (`Ok`: nothing was lost by it).
+    /// See [`Session::on_eof`].
+    #[inline]
     pub(crate) fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
-        match self {
-            AnySession::H1(session) => session.on_eof(at, ledger),
-            AnySession::H2(session) => session.on_eof(),
-            AnySession::Upgrade(session) => session.on_eof(ledger),
-        }
+        each!(self, session => session.on_eof(at, ledger))
     }
 
-    /// The earliest time the session needs [`AnySession::on_timer`]: a request deadline, the
-    /// handshake deadline, or the next scheduled send.
+    /// See [`Session::next_timer`].
+    #[inline]
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        match self {
-            AnySession::H1(session) => session.next_timer(),
-            AnySession::H2(session) => session.next_timer(),
-            AnySession::Upgrade(session) => session.next_timer(),
-        }
+        each!(self, session => session.next_timer())
     }
 
-    /// The clock reached [`AnySession::next_timer`].
+    /// See [`Session::on_timer`].
+    #[inline]
     pub(crate) fn on_timer(
         &mut self,
         now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<(), Failure> {
-        match self {
-            AnySession::H1(session) => session.on_timer(now),
-            AnySession::H2(session) => session.on_timer(now, ledger, out),
-            AnySession::Upgrade(session) => session.on_timer(now),
-        }
+        each!(self, session => session.on_timer(now, ledger, out))
     }
 
     /// Fails every request in flight with the failure's kind (the connection is going away);
     /// returns how many there were.
+    #[inline]
     pub(crate) fn fail_all(&mut self, failure: &Failure, ledger: &Ledger<'_>) -> usize {
-        match self {
-            AnySession::H1(session) => session.fail_all(failure.kind, ledger),
-            AnySession::H2(session) => session.fail_all(failure.kind, ledger),
-            AnySession::Upgrade(session) => session.fail_all(failure.kind, ledger),
-        }
+        each!(self, session => session.fail_all(failure.kind, ledger))
     }
 
-    /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
-    /// through them): the known rest of an HTTP/1.1 body. 0 for HTTP/2: its streams share the
-    /// connection, and a frame that needs an answer or ends a stream early (RST_STREAM, PING,
-    /// GOAWAY, a body shorter than its content-length) may come while the mark waits for more.
+    /// See [`Session::bytes_due`]: the known rest of an HTTP/1.1 body. 0 for HTTP/2: its streams
+    /// share the connection, and a frame that needs an answer or ends a stream early (RST_STREAM,
+    /// PING, GOAWAY, a body shorter than its content-length) may come while the mark waits for
+    /// more.
+    #[inline]
     pub(crate) fn bytes_due(&self) -> u64 {
-        match self {
-            AnySession::H1(session) => session.bytes_due(),
-            AnySession::H2(_) | AnySession::Upgrade(_) => 0,
-        }
+        each!(self, session => session.bytes_due())
     }
 
-    /// Whether the protocol's handshake is done (for HTTP/2, the server's SETTINGS arrived): a
-    /// failure before then is a failed connection, not a failed request.
+    /// See [`Session::is_ready`]: for HTTP/2, the server's SETTINGS arrived; never, for an
+    /// upgrade still waiting for its answer.
+    #[inline]
     pub(crate) fn is_ready(&self) -> bool {
-        match self {
-            AnySession::H1(_) => true,
-            AnySession::H2(session) => session.is_ready(),
-            AnySession::Upgrade(_) => false,
-        }
+        each!(self, session => session.is_ready())
     }
 }

@@ -12,7 +12,7 @@ use clap::Parser;
 use super::budget::Budget;
 use super::driver::{feed, read_buffer};
 use super::outgoing::{Outgoing, MAX_SLICES};
-use super::session::AnySession;
+use super::session::{AnySession, Speaks};
 use super::{ConnState, Ledger, Templates, ThreadShared};
 use crate::plan::{self, Protocol};
 use crate::proto::h2 as frame;
@@ -78,7 +78,8 @@ pub(crate) fn open(
     ready_by: Option<Instant>,
 ) -> (Ledger<'_>, Outgoing, AnySession<'_>) {
     let mut out = Outgoing::default();
-    let session = AnySession::new(&world.templates, protocol.into(), ready_by, None, &mut out);
+    let speaks = Speaks::of(protocol.into()).expect("HTTP/3 has no byte-stream session");
+    let session = AnySession::new(&world.templates, speaks, ready_by, None, &mut out);
     (Ledger::new(&world.shared, &world.conn, 0), out, session)
 }
 
@@ -106,7 +107,7 @@ pub(crate) fn converse(
     let protocol = protocol.into();
     let (ledger, mut out, mut session) = open(world, protocol, None);
     let mut pending = Vec::new();
-    let mut failure = session.fill(&ledger, &mut out).err();
+    let mut failure = session.fill(Instant::now(), &ledger, &mut out).err();
     // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its
     // own, so the client has opened its streams before their responses arrive.
     let first_frame = match protocol {
@@ -124,7 +125,7 @@ pub(crate) fn converse(
         }
         let at = Instant::now();
         failure = feed(&mut session, chunk, &mut pending, at, &ledger, &mut out)
-            .and_then(|()| session.fill(&ledger, &mut out))
+            .and_then(|()| session.fill(at, &ledger, &mut out))
             .err();
     }
     if let Some(failure) = &failure {

@@ -20,7 +20,10 @@ fn h1_connection_retires_after_its_requests_per_connection() {
         "3",
     ]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Continue)
+    );
     let sent = drain(&mut out);
     assert_eq!(sent.windows(4).filter(|w| w == b"GET ").count(), 3);
     assert!(world.conn.retiring(&world.shared.plan));
@@ -40,7 +43,10 @@ fn h1_connection_retires_after_its_requests_per_connection() {
     )
     .unwrap();
     // Answered: the connection is done; the rest of the budget is for the next one.
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Finished));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Finished)
+    );
     assert_eq!(world.shared.recorder.borrow().counters.succeeded, 3);
     assert!(world.shared.budget.has_more());
 }
@@ -49,7 +55,7 @@ fn h1_connection_retires_after_its_requests_per_connection() {
 fn no_keepalive_sends_one_request_with_connection_close() {
     let world = world(&["--h1", "-m", "4", "-n", "5", "--no-keepalive"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let sent = String::from_utf8(drain(&mut out)).unwrap();
     assert_eq!(sent.matches("GET ").count(), 1, "{sent}");
     assert!(sent.contains("\r\nconnection: close\r\n"), "{sent}");
@@ -63,7 +69,7 @@ fn a_reserved_request_is_the_connections_first() {
     world.conn.reserved.set(true);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     assert!(ledger.may_have_more());
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     assert_eq!(world.conn.requests.get(), 1);
     assert!(!world.conn.reserved.get());
     assert_eq!(world.shared.recorder.borrow().counters.started, 1);

@@ -20,7 +20,7 @@ use super::earliest;
 use super::h1::{H1Session, H1Template};
 use super::h2::{settings_payload, H2Session, H2Template};
 use super::outgoing::Outgoing;
-use super::session::{AnySession, Progress};
+use super::session::{AnySession, Progress, Read, Session};
 use super::{Ledger, Slot};
 use crate::plan::{H2Settings, Protocol, RunPlan};
 use crate::proto::h1::{RequestHead, MAX_HEAD};
@@ -54,14 +54,6 @@ impl UpgradeTemplate {
     }
 }
 
-/// What an upgrade session became after reading.
-pub(crate) enum Upgraded<'t> {
-    /// The answer's head is not complete yet.
-    Waiting,
-    /// The session to continue with, and how much of the input the upgrade itself used.
-    To(AnySession<'t>, usize),
-}
-
 /// A connection that sent (or will send) the upgrade request and waits for its answer.
 pub(crate) struct UpgradeSession<'t> {
     template: &'t UpgradeTemplate,
@@ -89,8 +81,20 @@ impl<'t> UpgradeSession<'t> {
         }
     }
 
-    pub(crate) fn fill(
+    /// When the upgrade request runs past `--request-timeout`.
+    fn deadline(&self) -> Option<Instant> {
+        self.sent
+            .zip(self.template.request_timeout)
+            .map(|(start, limit)| start.actual + limit)
+    }
+}
+
+impl<'t> Session for UpgradeSession<'t> {
+    type Next = AnySession<'t>;
+
+    fn fill(
         &mut self,
+        _now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
@@ -126,14 +130,16 @@ impl<'t> UpgradeSession<'t> {
         }
     }
 
-    /// Reads the answer's head; on `101` the rest of the input belongs to HTTP/2.
-    pub(crate) fn on_read(
+    /// Reads the answer's head; on `101` the rest of the input belongs to HTTP/2. `Used(0)`: the
+    /// head is not complete yet; `Became`: the session to continue with, and how much of the input
+    /// the upgrade itself used.
+    fn on_read(
         &mut self,
         input: &[u8],
         _at: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
-    ) -> Result<Upgraded<'t>, Failure> {
+    ) -> Result<Read<AnySession<'t>>, Failure> {
         let Some(start) = self.sent else {
             return Err(Failure::protocol(
                 "the server sent bytes before the h2c upgrade request",
@@ -143,7 +149,7 @@ impl<'t> UpgradeSession<'t> {
         let mut response = httparse::Response::new(&mut headers);
         let head_len = match response.parse(input) {
             Ok(httparse::Status::Complete(len)) => len,
-            Ok(httparse::Status::Partial) if input.len() <= MAX_HEAD => return Ok(Upgraded::Waiting),
+            Ok(httparse::Status::Partial) if input.len() <= MAX_HEAD => return Ok(Read::Used(0)),
             Ok(httparse::Status::Partial) => {
                 return Err(Failure::protocol(format!(
                     "the answer to the h2c upgrade has a head over {} KiB",
@@ -170,7 +176,7 @@ impl<'t> UpgradeSession<'t> {
                 format!("the server answered the h2c upgrade with {status} instead of 101, so those connections spoke HTTP/1.1")
             });
             // The HTTP/1.1 session reads this answer again, from its first byte, as a response.
-            return Ok(Upgraded::To(
+            return Ok(Read::Became(
                 AnySession::H1(H1Session::continuing(self.h1, start)),
                 0,
             ));
@@ -178,12 +184,12 @@ impl<'t> UpgradeSession<'t> {
         ledger.note_protocol(Protocol::H2c);
         ledger.wire().add_headers(head_len as u64, head_len as u64);
         let h2 = H2Session::new(self.h2, Some(start), self.ready_by, None, out);
-        Ok(Upgraded::To(AnySession::H2(Box::new(h2)), head_len))
+        Ok(Read::Became(AnySession::H2(Box::new(h2)), head_len))
     }
 
     /// The server closed without answering: an idempotent upgrade request goes again, like an
     /// HTTP/1.1 request left unanswered.
-    pub(crate) fn on_eof(&mut self, ledger: &Ledger<'_>) -> Result<(), Failure> {
+    fn on_eof(&mut self, _at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
         if let Some(start) = self.sent.filter(|_| self.h1.idempotent) {
             if ledger.retry(start, ErrorKind::Closed) {
                 self.sent = None;
@@ -196,18 +202,16 @@ impl<'t> UpgradeSession<'t> {
         ))
     }
 
-    /// When the upgrade request runs past `--request-timeout`.
-    fn deadline(&self) -> Option<Instant> {
-        self.sent
-            .zip(self.template.request_timeout)
-            .map(|(start, limit)| start.actual + limit)
-    }
-
-    pub(crate) fn next_timer(&self) -> Option<Instant> {
+    fn next_timer(&self) -> Option<Instant> {
         earliest(self.deadline(), self.wake)
     }
 
-    pub(crate) fn on_timer(&mut self, now: Instant) -> Result<(), Failure> {
+    fn on_timer(
+        &mut self,
+        now: Instant,
+        _ledger: &Ledger<'_>,
+        _out: &mut Outgoing,
+    ) -> Result<(), Failure> {
         if self.deadline().is_some_and(|due| now >= due) {
             return Err(Failure::new(
                 ErrorKind::Timeout,
@@ -217,7 +221,7 @@ impl<'t> UpgradeSession<'t> {
         Ok(())
     }
 
-    pub(crate) fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
         match self.sent.take() {
             Some(start) => {
                 ledger.fail(start, kind);
@@ -225,6 +229,12 @@ impl<'t> UpgradeSession<'t> {
             }
             None => 0,
         }
+    }
+
+    /// Never: the handshake ends with the server's SETTINGS, after the `101`, in the HTTP/2
+    /// session the upgrade becomes.
+    fn is_ready(&self) -> bool {
+        false
     }
 }
 

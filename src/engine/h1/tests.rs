@@ -36,7 +36,7 @@ fn pipelined_h1_responses_split_at_every_byte() {
 fn h1_body_delimited_by_close_completes_at_eof() {
     let world = world(&["--h1", "-n", "1"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     let at = Instant::now();
     feed(
@@ -52,7 +52,10 @@ fn h1_body_delimited_by_close_completes_at_eof() {
     session.on_eof(at, &ledger).unwrap();
     assert_eq!(world.shared.recorder.borrow().counters.succeeded, 1);
     assert_eq!(world.shared.wire.totals().data, 11);
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Finished));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Finished)
+    );
 }
 
 #[test]
@@ -84,11 +87,11 @@ fn h1_server_closing_with_requests_unanswered_fails_them_as_closed_unless_retrie
     for flags in [&["--method", "POST"][..], &["--no-retry"]] {
         let world = world(&[&["--h1", "-m", "3", "-n", "3"], flags].concat());
         let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-        session.fill(&ledger, &mut out).unwrap();
+        session.fill(Instant::now(), &ledger, &mut out).unwrap();
         let mut pending = Vec::new();
         let at = Instant::now();
         feed(&mut session, CLOSE, &mut pending, at, &ledger, &mut out).unwrap();
-        let failure = session.fill(&ledger, &mut out).unwrap_err();
+        let failure = session.fill(Instant::now(), &ledger, &mut out).unwrap_err();
         assert_eq!(failure.kind, ErrorKind::Closed, "{flags:?}");
         assert_eq!(session.fail_all(&failure, &ledger), 2, "{flags:?}");
         let recorder = world.shared.recorder.borrow();
@@ -101,7 +104,7 @@ fn h1_server_closing_with_requests_unanswered_fails_them_as_closed_unless_retrie
 fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
     let mut world = world(&["--h1", "-m", "3", "-n", "3"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     feed(
         &mut session,
@@ -112,7 +115,10 @@ fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
         &mut out,
     )
     .unwrap();
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Reconnect));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Reconnect)
+    );
     assert_eq!(world.conn.in_flight.get(), 0, "moved to the queue");
     let queued: Vec<_> = queued(&world).iter().map(|r| r.start).collect();
     // The connection completed a request before it closed: the re-sends are free.
@@ -141,7 +147,7 @@ fn h1_requests_unanswered_at_close_go_again_on_the_next_connection() {
 fn h1_close_in_the_middle_of_a_response_fails_everything_in_flight() {
     let world = world(&["--h1", "-m", "2", "-n", "2"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let mut pending = Vec::new();
     let at = Instant::now();
     let cut = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf";
@@ -157,7 +163,7 @@ fn h1_request_timeout_fires_from_the_oldest_request() {
     let world = world(&["--h1", "-n", "1", "--request-timeout", "50ms"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::Http1, None);
     let sent = Instant::now();
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let due = session.next_timer().expect("a deadline");
     assert!(
         due >= sent + Duration::from_millis(50)

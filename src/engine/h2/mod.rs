@@ -15,9 +15,10 @@
 //! below and the limits table in docs/reference.md).
 //!
 //! The session is one type, [`H2Session`], whose methods are spread by job: this file holds its
-//! state, setup and the calls the driver makes besides reading; `send.rs` opens streams and sends
-//! request bodies, `recv.rs` reads frames, `control.rs` answers control frames, `streams.rs` holds
-//! the stream map and a stream's start and finish, `prepared.rs` what is prepared once per thread.
+//! state, setup and its [`Session`] contract (whose `on_read` hands over to `recv.rs`); `send.rs`
+//! opens streams and sends request bodies, `recv.rs` reads frames, `control.rs` answers control
+//! frames, `streams.rs` holds the stream map and a stream's start and finish, `prepared.rs` what
+//! is prepared once per thread.
 
 mod control;
 mod prepared;
@@ -28,11 +29,12 @@ mod streams;
 mod tests;
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::time::Instant;
 
 use super::earliest;
 use super::outgoing::Outgoing;
-use super::session::Progress;
+use super::session::{Progress, Read, Session};
 use super::Ledger;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::proto::hpack;
@@ -180,34 +182,6 @@ impl<'t> H2Session<'t> {
         session
     }
 
-    /// Whether the connection can carry requests: the server's SETTINGS arrived and allow streams.
-    /// After an h2c upgrade requests are in flight before then, but the handshake still ends
-    /// with the server's SETTINGS.
-    pub(crate) fn is_ready(&self) -> bool {
-        self.settings_received && self.server_max_streams > 0
-    }
-
-    pub(crate) fn fill(
-        &mut self,
-        ledger: &Ledger<'_>,
-        out: &mut Outgoing,
-    ) -> Result<Progress, Failure> {
-        if out.is_empty() {
-            self.queued_control = 0;
-        }
-        while let Some(&(id, _)) = self.started.front() {
-            if self.streams.contains_key(&id) {
-                break;
-            }
-            self.started.pop_front();
-        }
-        if let Some(progress) = self.open_streams(ledger, out) {
-            return Ok(progress);
-        }
-        self.send_bodies(out);
-        Ok(self.progress())
-    }
-
     /// Whether the connection is done.
     fn progress(&self) -> Progress {
         if !self.streams.is_empty() {
@@ -221,8 +195,53 @@ impl<'t> H2Session<'t> {
             Progress::Continue
         }
     }
+}
 
-    pub(crate) fn on_eof(&mut self) -> Result<(), Failure> {
+impl Session for H2Session<'_> {
+    type Next = Infallible;
+
+    /// Whether the connection can carry requests: the server's SETTINGS arrived and allow streams.
+    /// After an h2c upgrade requests are in flight before then, but the handshake still ends
+    /// with the server's SETTINGS.
+    fn is_ready(&self) -> bool {
+        self.settings_received && self.server_max_streams > 0
+    }
+
+    fn fill(
+        &mut self,
+        now: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Progress, Failure> {
+        if out.is_empty() {
+            self.queued_control = 0;
+        }
+        while let Some(&(id, _)) = self.started.front() {
+            if self.streams.contains_key(&id) {
+                break;
+            }
+            self.started.pop_front();
+        }
+        if let Some(progress) = self.open_streams(now, ledger, out) {
+            return Ok(progress);
+        }
+        self.send_bodies(out);
+        Ok(self.progress())
+    }
+
+    /// Reads frames (see `recv.rs`).
+    #[inline]
+    fn on_read(
+        &mut self,
+        input: &[u8],
+        at: Instant,
+        ledger: &Ledger<'_>,
+        out: &mut Outgoing,
+    ) -> Result<Read<Infallible>, Failure> {
+        self.read_frames(input, at, ledger, out).map(Read::Used)
+    }
+
+    fn on_eof(&mut self, _at: Instant, _ledger: &Ledger<'_>) -> Result<(), Failure> {
         if self.streams.is_empty() {
             if !self.settings_received {
                 return Err(Failure::new(
@@ -238,7 +257,7 @@ impl<'t> H2Session<'t> {
         ))
     }
 
-    pub(crate) fn next_timer(&self) -> Option<Instant> {
+    fn next_timer(&self) -> Option<Instant> {
         let limit = self.template.request_timeout;
         // The front may have finished since the last fill: then the timer fires early, and
         // `on_timer` drops it without cancelling anything.
@@ -259,7 +278,7 @@ impl<'t> H2Session<'t> {
         )
     }
 
-    pub(crate) fn on_timer(
+    fn on_timer(
         &mut self,
         now: Instant,
         ledger: &Ledger<'_>,
@@ -298,7 +317,7 @@ impl<'t> H2Session<'t> {
         Ok(())
     }
 
-    pub(crate) fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
         let count = self.streams.len();
         for (_, stream) in self.streams.drain() {
             ledger.fail(stream.start, kind);

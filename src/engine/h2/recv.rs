@@ -37,7 +37,7 @@ pub(super) struct HeaderBlock {
 impl<'t> H2Session<'t> {
     /// Handles every complete frame in `input` (and the part of a DATA frame that has arrived);
     /// returns how much it used.
-    pub(crate) fn on_read(
+    pub(super) fn read_frames(
         &mut self,
         input: &[u8],
         at: Instant,

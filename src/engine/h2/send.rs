@@ -34,6 +34,7 @@ impl<'t> H2Session<'t> {
     /// Opens streams up to the lane count; `Some` ends the connection (stream ids ran out).
     pub(super) fn open_streams(
         &mut self,
+        now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Option<Progress> {
@@ -48,7 +49,7 @@ impl<'t> H2Session<'t> {
             limit = limit.min(EARLY_STREAMS);
         }
         if limit == 0 && !self.budget_spent {
-            self.blocked_since.get_or_insert_with(Instant::now);
+            self.blocked_since.get_or_insert(now);
             return None;
         }
         self.blocked_since = None;

@@ -86,7 +86,7 @@ fn answer(
     let mut pending = Vec::new();
     feed(session, server, &mut pending, Instant::now(), ledger, out).unwrap();
     assert!(pending.is_empty(), "whole heads and frames only");
-    session.fill(ledger, out).unwrap();
+    session.fill(Instant::now(), ledger, out).unwrap();
     drain(out)
 }
 
@@ -106,7 +106,7 @@ fn upgraded_connection_sends_its_requests_with_the_preface_before_the_server_set
     ]);
     let ready_by = Instant::now() + Duration::from_secs(10);
     let (ledger, mut out, mut session) = open(&world, None, Some(ready_by));
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     assert!(drain(&mut out).starts_with(b"GET / HTTP/1.1\r\n"));
     let write = answer(&mut session, &ledger, &mut out, SWITCHING);
     let after_preface = write
@@ -142,7 +142,7 @@ fn upgraded_connection_keeps_to_the_server_limit_once_its_settings_arrive() {
     // again as stream 7 once a stream is free, and never more than 2 are open.
     let world = world(&["--proto", "h2c-upgrade", "-m", "3", "-n", "3"]);
     let (ledger, mut out, mut session) = open(&world, None, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     drain(&mut out);
     // The streams the client opens in answer to `server`.
     let mut opened = |server: &[u8]| -> Vec<u32> {
@@ -199,7 +199,7 @@ fn upgraded_connection_sends_again_what_a_goaway_left_unprocessed() {
 fn upgrade_closed_unanswered_goes_again() {
     let world = world(&["--proto", "h2c-upgrade", "-n", "1"]);
     let (ledger, mut out, mut session) = open(&world, None, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     assert_eq!(session.on_eof(Instant::now(), &ledger), Ok(()));
     assert_eq!(world.shared.recorder.borrow().retried.closed, 1);
     assert_eq!(world.shared.retries.borrow().len(), 1);

@@ -131,7 +131,7 @@ fn h2_refused_streams_go_again_on_the_same_connection_up_to_max_retries() {
 fn h2_goaway_before_any_request_is_a_named_failure() {
     let world = world(&["--proto", "h2c", "-n", "3"]);
     let (ledger, mut out, mut session) = open(&world, Protocol::H2c, None);
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let server = Server::default()
         .settings(&[])
         .frame(frame::GOAWAY, 0, 0, &[0; 8]);

@@ -1,8 +1,10 @@
 //! Tests of the send side (`send.rs`): request bodies within the server's windows, streams that
 //! leave with the early data before the server's SETTINGS.
 
+use std::time::Instant;
+
 use crate::engine::outgoing::Outgoing;
-use crate::engine::session::AnySession;
+use crate::engine::session::{AnySession, Speaks};
 use crate::engine::testing::{converse, drain, frames, world, Server};
 use crate::engine::Ledger;
 use crate::plan::Protocol;
@@ -65,14 +67,8 @@ fn early_data_streams_before_the_server_settings_only_fit_its_room_and_the_defau
         let world = world(&["--proto", "h2c", "-m", "300", "-n", "600"]);
         let ledger = Ledger::new(&world.shared, &world.conn, 0);
         let mut out = Outgoing::default();
-        let mut session = AnySession::new(
-            &world.templates,
-            Some(Protocol::H2c),
-            None,
-            early_data,
-            &mut out,
-        );
-        session.fill(&ledger, &mut out).unwrap();
+        let mut session = AnySession::new(&world.templates, Speaks::H2, None, early_data, &mut out);
+        session.fill(Instant::now(), &ledger, &mut out).unwrap();
         let write = drain(&mut out);
         let after_preface = write.strip_prefix(frame::PREFACE).unwrap().to_vec();
         let headers = frames(&after_preface)

@@ -35,7 +35,7 @@ fn the_timeout_queue_holds_only_streams_in_flight() {
     )
     .unwrap();
     for round in 0..250u32 {
-        session.fill(&ledger, &mut out).unwrap();
+        session.fill(Instant::now(), &ledger, &mut out).unwrap();
         let mut answers = Vec::new();
         for lane in 0..4 {
             let id = 1 + 2 * (4 * round + lane);
@@ -73,7 +73,10 @@ fn h2_settings_wait_is_bounded_and_zero_streams_is_not_ready() {
     let world = world(&["--proto", "h2c", "-n", "1", "--request-timeout", "1s"]);
     let due = Instant::now() + Duration::from_millis(10);
     let (ledger, mut out, mut session) = open(&world, Protocol::H2c, Some(due));
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Continue)
+    );
     assert_eq!(session.next_timer(), Some(due));
     let failure = session.on_timer(due, &ledger, &mut out).unwrap_err();
     assert_eq!(failure.kind, ErrorKind::ConnectTimeout);
@@ -91,7 +94,10 @@ fn h2_settings_wait_is_bounded_and_zero_streams_is_not_ready() {
         &mut out,
     )
     .unwrap();
-    assert_eq!(session.fill(&ledger, &mut out), Ok(Progress::Continue));
+    assert_eq!(
+        session.fill(Instant::now(), &ledger, &mut out),
+        Ok(Progress::Continue)
+    );
     assert!(
         !session.is_ready(),
         "a server allowing no streams cannot carry requests"
@@ -131,7 +137,7 @@ fn h2_request_timeout_cancels_only_the_late_stream() {
         &mut out,
     )
     .unwrap();
-    session.fill(&ledger, &mut out).unwrap();
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
     let answer = Server::default().ok(3, true);
     feed(
         &mut session,
