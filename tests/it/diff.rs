@@ -432,6 +432,13 @@ fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
     let ttfb = edited(dir, "ttfb.json", |cell| {
         cell["latency"]["ttfb"]["hdr"] = encoded(3, 3_600_000_000, &[(100, done - 1)]).into();
     });
+    // Requests never sent are errored (but not done): never more of them than errored.
+    let unsent = edited(dir, "unsent.json", |cell| {
+        cell["requests"]["never_sent"] = 1.into();
+    });
+    let errored = edited(dir, "errored.json", |cell| {
+        cell["requests"]["errored"] = (done + 1).into();
+    });
     let wide = edited(dir, "wide.json", |cell| {
         cell["latency"]["request"]["hdr"] = encoded(5, u64::MAX / 2, &[(100, done)]).into();
     });
@@ -457,7 +464,7 @@ fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
         ),
         (
             vec!["merge", good, &one_more],
-            format!("'{one_more}': cell 1: latency.request.hdr holds {done} values, but requests.done less requests.errored is {}", done + 1),
+            format!("'{one_more}': cell 1: latency.request.hdr holds {done} values, but requests.done - (requests.errored - requests.never_sent) is {}", done + 1),
         ),
         (
             vec!["diff", good, &one_more],
@@ -466,6 +473,14 @@ fn merge_and_diff_refuse_reports_whose_numbers_cannot_be_true() {
         (
             vec!["merge", good, &ttfb],
             format!("'{ttfb}': cell 1: latency.ttfb.hdr holds {} values", done - 1),
+        ),
+        (
+            vec!["merge", good, &unsent],
+            format!("'{unsent}': cell 1: requests.never_sent (1) is more than requests.errored (0)"),
+        ),
+        (
+            vec!["diff", &errored, good],
+            format!("'{errored}': cell 1: requests.errored less requests.never_sent ({}) is more than requests.done ({done})", done + 1),
         ),
         (
             vec!["merge", good, &wide],
@@ -679,7 +694,7 @@ fn timeline_counts_that_disagree_or_add_up_past_two_to_the_64_are_refused() {
         ),
         (
             vec!["diff", good, &twice],
-            format!("'{twice}': cell 1: the timeline intervals' completed add up to {}, but requests.done less requests.errored is {completed}", 2 * completed),
+            format!("'{twice}': cell 1: the timeline intervals' completed add up to {}, but requests.done - (requests.errored - requests.never_sent) is {completed}", 2 * completed),
         ),
         (
             vec!["merge", good, &errors, &errors],

@@ -18,6 +18,7 @@ mod io;
 mod layers;
 mod lifecycle;
 mod load;
+mod merge;
 mod metrics;
 mod peers;
 mod rate;

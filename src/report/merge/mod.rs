@@ -64,17 +64,30 @@ pub fn load(path: &Path, what: &str) -> Result<Document> {
     Ok(document)
 }
 
+/// The responses answered, as the checks' messages name them: the requests never sent are
+/// `errored` but not `done`.
+const ANSWERED: &str = "requests.done - (requests.errored - requests.never_sent)";
+
 /// Refuses a cell whose histograms disagree with its counters: every response answered (`done`
-/// less `errored`) is one value of the response time, time to first byte and service time
-/// histograms. A report edited by hand, or mangled, would otherwise merge into figures that
-/// contradict each other. Returns the responses answered.
+/// less the `errored` requests that were sent) is one value of the response time, time to first
+/// byte and service time histograms. A report edited by hand, or mangled, would otherwise merge
+/// into figures that contradict each other. Returns the responses answered.
 fn check_totals(cell: &Summary, source: &str) -> Result<u64> {
     let counters = &cell.requests.counters;
-    let Some(answered) = counters.done.checked_sub(counters.errored) else {
+    let never_sent = cell.requests.never_sent;
+    // `errored` counts the requests never sent too (as h2load does), and those are not `done`:
+    // a run that never connected has more errored than done.
+    let Some(sent_errored) = counters.errored.checked_sub(never_sent) else {
         usage_bail!(
-            "'{source}': cell {}: requests.errored ({}) is more than requests.done ({})",
+            "'{source}': cell {}: requests.never_sent ({never_sent}) is more than requests.errored ({})",
             cell.cell.index,
-            counters.errored,
+            counters.errored
+        );
+    };
+    let Some(answered) = counters.done.checked_sub(sent_errored) else {
+        usage_bail!(
+            "'{source}': cell {}: requests.errored less requests.never_sent ({sent_errored}) is more than requests.done ({})",
+            cell.cell.index,
             counters.done
         );
     };
@@ -88,7 +101,7 @@ fn check_totals(cell: &Summary, source: &str) -> Result<u64> {
         let values = hdr::checked_len(histogram)?;
         if values != answered {
             usage_bail!(
-                "'{source}': cell {}: {field}.hdr holds {values} values, but requests.done less requests.errored is {answered}",
+                "'{source}': cell {}: {field}.hdr holds {values} values, but {ANSWERED} is {answered}",
                 cell.cell.index
             );
         }
@@ -134,7 +147,7 @@ fn check_timeline(cell: &Summary, source: &str, answered: u64) -> Result<()> {
     if completed != Some(answered) {
         let sum = completed.map_or("more than 2^64 - 1".to_owned(), |sum| sum.to_string());
         usage_bail!(
-            "'{source}': cell {index}: the timeline intervals' completed add up to {sum}, but requests.done less requests.errored is {answered}"
+            "'{source}': cell {index}: the timeline intervals' completed add up to {sum}, but {ANSWERED} is {answered}"
         );
     }
     Ok(())

@@ -1,0 +1,260 @@
+//! `merge` and `diff` read back every report the tool writes (each merges with itself, merges
+//! again and diffs): runs that never connected (requests never sent are errored, not done), timed
+//! out, were interrupted, missed send times, did no request, warmed up, failed checks, and h3 runs.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::{run_command, url};
+
+const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A loopback URL on a TCP port nothing listens on (free when the test asked for it).
+fn refusing_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}/ping")
+}
+
+/// Runs h2load-rs with `args` into `dir/report.json`, whatever its exit status (a run that fails
+/// still writes its report), and returns the report's path.
+fn report(dir: &Path, args: &[&str]) -> PathBuf {
+    let path = dir.join("report.json");
+    let mut full = args.to_vec();
+    full.extend(["-q", "--json", path.to_str().unwrap()]);
+    let run = run_command(BIN, &full);
+    assert!(!run.stderr.contains("panicked"), "{full:?}: {}", run.stderr);
+    assert!(
+        path.exists(),
+        "{full:?} wrote no report (status {}): {}",
+        run.code,
+        run.stderr
+    );
+    path
+}
+
+/// The counts of the first cell's `requests` that merging adds up.
+const COUNTS: [&str; 8] = [
+    "total",
+    "started",
+    "done",
+    "succeeded",
+    "failed",
+    "errored",
+    "timeout",
+    "never_sent",
+];
+
+/// Merges `report` with itself, that merge with it once more, and diffs it against itself: each
+/// succeeds, and the second merge's counts are three times the report's. Returns the report's
+/// first cell, for the caller to check the run was of the kind it meant.
+fn assert_read_back(report: &Path) -> serde_json::Value {
+    let dir = report.parent().unwrap();
+    let one = report.to_str().unwrap();
+    let twice = dir.join("twice.json");
+    let twice = twice.to_str().unwrap();
+    let thrice = dir.join("thrice.json");
+    let thrice = thrice.to_str().unwrap();
+    for args in [
+        vec!["merge", one, one, "--json", twice],
+        vec!["merge", twice, one, "--json", thrice],
+        vec!["diff", one, one],
+    ] {
+        let output = run_command(BIN, &args);
+        assert_eq!(output.code, 0, "{args:?}: {}", output.stderr);
+    }
+    let cell = json(report)["cells"][0].clone();
+    let merged = &json(Path::new(thrice))["cells"][0];
+    for count in COUNTS {
+        let value = |cell: &serde_json::Value| cell["requests"][count].as_u64().unwrap();
+        assert_eq!(value(merged), 3 * value(&cell), "requests.{count}");
+    }
+    cell
+}
+
+fn count(cell: &serde_json::Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(cell, |value, key| &value[key])
+        .as_u64()
+        .unwrap_or_else(|| panic!("{path} in {cell}"))
+}
+
+#[test]
+fn a_run_that_never_connected_merges_and_diffs() {
+    // Before the fix: "requests.errored (100) is more than requests.done (0)".
+    let dir = tempfile::tempdir().unwrap();
+    let target = refusing_url();
+    let cell = assert_read_back(&report(dir.path(), &["-n", "100", "-c", "2", &target]));
+    assert_eq!(count(&cell, "requests.done"), 0);
+    assert_eq!(count(&cell, "requests.never_sent"), 100);
+    assert_eq!(count(&cell, "requests.errored"), 100);
+}
+
+#[test]
+fn a_timed_run_that_never_connected_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = refusing_url();
+    let cell = assert_read_back(&report(dir.path(), &["-D", "1s", "-c", "2", &target]));
+    assert_eq!(count(&cell, "requests.done"), 0);
+    assert_eq!(count(&cell, "connections.failed"), 2);
+}
+
+#[test]
+fn an_h3_run_that_never_connected_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("https://127.0.0.1:{port}/ping");
+    let args = [
+        "--proto",
+        "h3",
+        "--cacert",
+        crate::h3::CA,
+        "--connect-timeout",
+        "1s",
+        "-n",
+        "10",
+        &target,
+    ];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert_eq!(count(&cell, "requests.done"), 0);
+    assert_eq!(count(&cell, "requests.never_sent"), 10);
+}
+
+#[test]
+fn an_h3_run_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = crate::h3::url("/ping");
+    let args = [
+        "--proto",
+        "h3",
+        "--cacert",
+        crate::h3::CA,
+        "-c",
+        "2",
+        "-m",
+        "2",
+        "-n",
+        "200",
+        &target,
+    ];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert_eq!(count(&cell, "requests.succeeded"), 200);
+}
+
+#[test]
+fn a_run_whose_requests_timed_out_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/delay/2000");
+    let args = [
+        "--h1",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "--request-timeout",
+        "100ms",
+        &target,
+    ];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert_eq!(count(&cell, "requests.timeout"), 3);
+}
+
+#[test]
+fn a_run_with_no_request_done_merges_and_diffs() {
+    // Its one request is still in flight when the drain (1 s) ends.
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/delay/5000");
+    let cell = assert_read_back(&report(
+        dir.path(),
+        &["--h1", "-c", "1", "-D", "1s", &target],
+    ));
+    assert_eq!(count(&cell, "requests.done"), 0);
+    assert_eq!(count(&cell, "requests.in_flight_at_stop"), 1);
+}
+
+#[test]
+fn a_rate_with_missed_sends_merges_and_diffs() {
+    // One connection, 50 ms a request: at most 20 of the 100 send times a second are taken.
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/delay/50");
+    let args = ["--h1", "-c", "1", "--rate", "100", "-D", "1s", &target];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert!(count(&cell, "rate.missed") > 0, "{}", cell["rate"]);
+}
+
+#[test]
+fn a_warm_up_with_requests_across_its_end_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/delay/70");
+    let args = [
+        "--h1",
+        "-c",
+        "2",
+        "--warm-up-time",
+        "300ms",
+        "-D",
+        "1s",
+        &target,
+    ];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert!(count(&cell, "requests.done") > 0);
+}
+
+#[test]
+fn a_run_whose_responses_failed_a_check_merges_and_diffs() {
+    // Failed, not errored: the responses arrived and are timed.
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/ping");
+    let args = ["--h1", "-n", "20", "--expect-status", "201", &target];
+    let cell = assert_read_back(&report(dir.path(), &args));
+    assert_eq!(count(&cell, "requests.failed"), 20);
+    assert_eq!(count(&cell, "checks.failed"), 20);
+}
+
+#[test]
+fn an_interrupted_run_merges_and_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let target = url("/delay/10");
+    let args = ["--h1", "-c", "2", "-n", "1000000", "--json"];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .arg(&path)
+        .arg(&target)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The signals are watched from before the cell starts.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    while !printed.contains("starting benchmark") {
+        let read = stdout.read_line(&mut printed).unwrap();
+        assert!(read > 0, "no 'starting benchmark' on stdout: {printed}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::io::copy(&mut stdout, &mut std::io::sink()).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let cell = assert_read_back(&path);
+    assert_eq!(cell["interrupted"], true);
+    assert!(count(&cell, "requests.done") > 0);
+}
