@@ -50,11 +50,11 @@ impl H1Template {
             &[]
         };
         H1Template {
-            head: RequestHead::new(template, extra),
+            head: RequestHead::new(&template.parts, extra),
             extra,
-            body: template.body.clone(),
+            body: template.parts.body.clone(),
             depth: plan.max_concurrent,
-            bodyless_responses: template.method == Method::HEAD,
+            bodyless_responses: template.parts.method == Method::HEAD,
             idempotent: [
                 Method::GET,
                 Method::HEAD,
@@ -62,7 +62,7 @@ impl H1Template {
                 Method::DELETE,
                 Method::OPTIONS,
             ]
-            .contains(&template.method),
+            .contains(&template.parts.method),
             request_timeout: plan.timeouts.request,
             checks: plan.checks.clone(),
             renderer: Renderer::new(template),

@@ -70,7 +70,7 @@ impl Renderer {
     ) {
         match &self.templated.headers[index] {
             Some(template) => ledger.render(template, start, index as u64 + 1, out),
-            None => out.extend_from_slice(self.request.headers[index].1.as_bytes()),
+            None => out.extend_from_slice(self.request.parts.headers[index].1.as_bytes()),
         }
     }
 
@@ -99,7 +99,7 @@ impl Renderer {
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
         if let Some(template) = &self.templated.body {
-            let part = self.request.headers.len() as u64 + 1;
+            let part = self.request.parts.headers.len() as u64 + 1;
             ledger.render(template, start, part, &mut scratch);
         }
         use_body(&scratch)
@@ -108,7 +108,7 @@ impl Renderer {
     /// The Content-Length of a request whose body is `body_len` bytes long (see
     /// [`RequestParts::content_length_of`](crate::proto::request::RequestParts::content_length_of)).
     pub(crate) fn content_length(&self, body_len: usize) -> Option<usize> {
-        self.request.content_length_of(body_len)
+        self.request.parts.content_length_of(body_len)
     }
 
     /// The plan's request (method, authority, headers, static body; no paths).
@@ -155,7 +155,7 @@ impl Renderer {
                 out.bytes().extend_from_slice(body);
             });
         } else {
-            let body = &self.request.body;
+            let body = &self.request.parts.body;
             self.h1_head(path, start, ledger, extra, body.len(), out.bytes());
             if !body.is_empty() {
                 out.push_body(body);

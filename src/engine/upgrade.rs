@@ -46,9 +46,9 @@ impl UpgradeTemplate {
             ("http2-settings", settings.as_str()),
         ];
         UpgradeTemplate {
-            head: RequestHead::new(&plan.request, &upgrade_headers),
+            head: RequestHead::new(&plan.request.parts, &upgrade_headers),
             upgrade_headers: upgrade_headers.map(|(name, value)| (name, value.to_owned())),
-            body: plan.request.body.clone(),
+            body: plan.request.parts.body.clone(),
             request_timeout: plan.timeouts.request,
         }
     }

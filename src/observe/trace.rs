@@ -41,16 +41,16 @@ impl Tracer {
     pub fn new(plan: &RunPlan, level: u8) -> Self {
         let template = &plan.request;
         let mut request_fields = vec![
-            format!(":method: {}", template.method),
+            format!(":method: {}", template.parts.method),
             format!(
                 ":scheme: {}",
                 if plan.tls.is_some() { "https" } else { "http" }
             ),
             format!(":path: {}", template.paths.join(" | ")),
-            format!(":authority: {}", template.authority),
+            format!(":authority: {}", template.parts.authority),
         ];
         request_fields.extend(
-            template.headers.iter().map(|(name, value)| {
+            template.parts.headers.iter().map(|(name, value)| {
                 format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
             }),
         );

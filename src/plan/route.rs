@@ -153,7 +153,7 @@ struct ProxyUrl {
 
 fn parse_proxy_url(url: &str) -> Result<ProxyUrl> {
     // Messages show the URL without its user name and password.
-    let shown = super::shown(url);
+    let shown = super::target::shown(url);
     let uri = match url.parse::<Uri>() {
         Ok(uri) => uri,
         Err(error) => usage_bail!("--proxy '{}' is not a valid URL: {error}", quoted(&shown)),

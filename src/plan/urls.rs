@@ -64,19 +64,19 @@ pub(crate) fn url_lines(text: &str, shown: &dyn std::fmt::Display) -> Result<Vec
         if !line.starts_with('/') && !line.contains("://") {
             usage_bail!(
                 "{shown}:{number}: '{}' is neither a URL (http://…) nor a path starting with /",
-                quoted(&super::shown(line))
+                quoted(&super::target::shown(line))
             );
         }
         if line.bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
             usage_bail!(
                 "{shown}:{number}: '{}' has a space or control character (write it as %20 …)",
-                quoted(&super::shown(line))
+                quoted(&super::target::shown(line))
             );
         }
         let valid = if line.starts_with('/') {
-            super::bare_path(line).map(drop)
+            super::target::bare_path(line).map(drop)
         } else {
-            super::parse_absolute_url(line).map(drop)
+            super::target::parse_absolute_url(line).map(drop)
         };
         if let Err(error) = valid {
             usage_bail!("{shown}:{number}: {error}");

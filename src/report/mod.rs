@@ -1111,16 +1111,17 @@ impl Summary {
                 requests,
                 duration_s: duration,
                 warm_up_s: warm_up,
-                method: plan.request.method.to_string(),
+                method: plan.request.parts.method.to_string(),
                 headers: plan
                     .request
+                    .parts
                     .headers
                     .iter()
                     .map(|(name, value)| {
                         format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
                     })
                     .collect(),
-                body_bytes: plan.request.body.len(),
+                body_bytes: plan.request.parts.body.len(),
                 timeouts_s,
                 max_retries: plan.max_retries,
                 stages: plan.stages.as_ref().map(StagesSettings::new),

@@ -54,12 +54,12 @@ impl H2Template {
             b"http"
         };
         let mut fields = vec![
-            hpack::Field::new(":method", template.method.as_str().as_bytes()),
+            hpack::Field::new(":method", template.parts.method.as_str().as_bytes()),
             hpack::Field::new(":scheme", scheme),
-            hpack::Field::new(":authority", template.authority.as_bytes()),
+            hpack::Field::new(":authority", template.parts.authority.as_bytes()),
         ];
         let mut field_headers = vec![None; fields.len()];
-        for (index, (name, value)) in template.headers.iter().enumerate() {
+        for (index, (name, value)) in template.parts.headers.iter().enumerate() {
             if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
                 fields.push(hpack::Field::new(name.as_str(), value.as_bytes()));
                 field_headers.push(Some(index));
@@ -67,8 +67,8 @@ impl H2Template {
         }
         let renderer = Renderer::new(template);
         let body_templated = renderer.as_ref().is_some_and(Renderer::body_templated)
-            && template.method != Method::HEAD;
-        if let Some(length) = template.content_length().filter(|_| !body_templated) {
+            && template.parts.method != Method::HEAD;
+        if let Some(length) = template.parts.content_length().filter(|_| !body_templated) {
             fields.push(hpack::Field::new(
                 "content-length",
                 length.to_string().as_bytes(),
@@ -83,10 +83,10 @@ impl H2Template {
                 .map(|path| hpack::Field::new(":path", path.as_bytes()))
                 .collect(),
             path_literal: hpack::Field::new(":path", b""),
-            body: if template.method == Method::HEAD {
+            body: if template.parts.method == Method::HEAD {
                 Bytes::new()
             } else {
-                template.body.clone()
+                template.parts.body.clone()
             },
             lanes: plan.max_concurrent,
             settings: plan.h2,
@@ -96,7 +96,7 @@ impl H2Template {
             field_headers,
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
-            head: template.method == Method::HEAD,
+            head: template.parts.method == Method::HEAD,
         }
     }
 

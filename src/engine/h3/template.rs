@@ -44,17 +44,20 @@ impl H3Template {
     pub(crate) fn new(plan: &RunPlan) -> Self {
         let template = &plan.request;
         let mut fields: Vec<(String, Vec<u8>)> = vec![
-            (":method".into(), template.method.as_str().into()),
+            (":method".into(), template.parts.method.as_str().into()),
             (":scheme".into(), b"https".to_vec()),
-            (":authority".into(), template.authority.as_bytes().to_vec()),
+            (
+                ":authority".into(),
+                template.parts.authority.as_bytes().to_vec(),
+            ),
             (":path".into(), Vec::new()),
         ];
-        for (name, value) in &template.headers {
+        for (name, value) in &template.parts.headers {
             if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
                 fields.push((name.as_str().into(), value.as_bytes().to_vec()));
             }
         }
-        if let Some(length) = template.content_length() {
+        if let Some(length) = template.parts.content_length() {
             fields.push(("content-length".into(), length.to_string().into_bytes()));
         }
         let headers = template
@@ -63,10 +66,10 @@ impl H3Template {
             .take(PREPARED_PATHS)
             .map(|path| headers_for(&fields, path.as_bytes()))
             .collect();
-        let body = if template.method == Method::HEAD {
+        let body = if template.parts.method == Method::HEAD {
             Bytes::new()
         } else {
-            template.body.clone()
+            template.parts.body.clone()
         };
         let mut body_head = Vec::new();
         if !body.is_empty() {
@@ -83,7 +86,7 @@ impl H3Template {
             credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
             checks: plan.checks.clone(),
             renderer: Renderer::new(template),
-            head: template.method == Method::HEAD,
+            head: template.parts.method == Method::HEAD,
         }
     }
 
@@ -107,14 +110,14 @@ impl H3Template {
         let mut path_value = Vec::new();
         renderer.path(path, start, ledger, &mut path_value);
         let mut rest: Vec<(&str, Vec<u8>)> = Vec::new();
-        for (index, (name, _)) in request.headers.iter().enumerate() {
+        for (index, (name, _)) in request.parts.headers.iter().enumerate() {
             if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
                 let mut value = Vec::new();
                 renderer.header_value(index, start, ledger, &mut value);
                 rest.push((name.as_str(), value));
             }
         }
-        let body = if renderer.body_templated() && request.method != Method::HEAD {
+        let body = if renderer.body_templated() && request.parts.method != Method::HEAD {
             renderer.with_body(start, ledger, Bytes::copy_from_slice)
         } else {
             self.body.clone()
@@ -123,9 +126,9 @@ impl H3Template {
             rest.push(("content-length", length.to_string().into_bytes()));
         }
         let mut fields: Vec<(&str, &[u8])> = vec![
-            (":method", request.method.as_str().as_bytes()),
+            (":method", request.parts.method.as_str().as_bytes()),
             (":scheme", b"https"),
-            (":authority", request.authority.as_bytes()),
+            (":authority", request.parts.authority.as_bytes()),
             (":path", &path_value),
         ];
         fields.extend(rest.iter().map(|(name, value)| (*name, value.as_slice())));

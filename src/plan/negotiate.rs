@@ -1,0 +1,257 @@
+//! How a cell's connections arrive at their protocol: the negotiation its flags and scheme ask
+//! for, the TLS settings (ALPN list, trust, SNI), the TLS-reuse checks, and the I/O backend.
+
+use anyhow::Result;
+use http::Method;
+
+use super::request::RequestTemplate;
+use super::run_plan::{IoBackend, Negotiation, Protocol, TlsPlan};
+use super::target::Scheme;
+use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg};
+use crate::tls;
+use crate::usage_bail;
+
+pub(super) fn choose_negotiation(
+    args: &LoadArgs,
+    proto: Option<ProtoArg>,
+    scheme: Scheme,
+) -> Result<Negotiation> {
+    let requested = match (proto, args.h1, args.no_tls_proto) {
+        (Some(proto), _, _) => Some(proto),
+        (None, true, _) => Some(ProtoArg::H1),
+        // h2load's -p applies to http:// URLs only.
+        (None, false, Some(_)) if scheme == Scheme::Https => None,
+        (None, false, Some(NoTlsProto::Http11)) => Some(ProtoArg::H1),
+        (None, false, Some(NoTlsProto::H2c)) => Some(ProtoArg::H2c),
+        (None, false, None) => None,
+    };
+    Ok(match (scheme, requested) {
+        (Scheme::Http, None | Some(ProtoArg::H2c)) => Negotiation::Direct(Protocol::H2c),
+        (Scheme::Http, Some(ProtoArg::H1)) => Negotiation::Direct(Protocol::Http1),
+        (Scheme::Http, Some(ProtoArg::H2cUpgrade)) => Negotiation::H2cUpgrade,
+        (Scheme::Http, Some(ProtoArg::H2)) => usage_bail!(
+            "--proto h2 is HTTP/2 over TLS and needs an https:// URL; use --proto h2c for cleartext HTTP/2"
+        ),
+        (Scheme::Http, Some(ProtoArg::H3)) => {
+            usage_bail!("--proto h3 is HTTP/3 over QUIC, always encrypted, and needs an https:// URL")
+        }
+        (Scheme::Https, Some(ProtoArg::H3)) => Negotiation::Quic,
+        (Scheme::Http, Some(ProtoArg::Auto)) => usage_bail!(
+            "--proto auto lets TLS ALPN choose and needs an https:// URL; for http:// use h1, h2c or h2c-upgrade"
+        ),
+        (Scheme::Https, None | Some(ProtoArg::Auto)) => Negotiation::Alpn { require: None },
+        (Scheme::Https, Some(ProtoArg::H2)) => Negotiation::Alpn {
+            require: Some(Protocol::H2),
+        },
+        (Scheme::Https, Some(ProtoArg::H1)) => Negotiation::Alpn {
+            require: Some(Protocol::Http1),
+        },
+        (Scheme::Https, Some(ProtoArg::H2c | ProtoArg::H2cUpgrade)) => {
+            usage_bail!("h2c is cleartext HTTP/2 and needs an http:// URL; use --proto h2 for https://")
+        }
+    })
+}
+
+/// `--tls-resume` and `--tls-early-data` need TLS over TCP; early data also needs a protocol known
+/// before the handshake ends (the requests leave before ALPN answers) and a method that is safe
+/// to replay (RFC 8470 §3: a server or an attacker may replay early data).
+pub(super) fn check_tls_reuse(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    request: &RequestTemplate,
+) -> Result<()> {
+    let flag = match (args.tls_early_data, args.tls_resume) {
+        (true, _) => "--tls-early-data",
+        (false, true) => "--tls-resume",
+        (false, false) => return Ok(()),
+    };
+    match negotiation {
+        Negotiation::Direct(_) | Negotiation::H2cUpgrade => {
+            usage_bail!("{flag} resumes TLS sessions and needs an https:// URL")
+        }
+        Negotiation::Quic => usage_bail!(
+            "{flag} is not supported with --proto h3: quinn does not tell whether a QUIC handshake resumed"
+        ),
+        Negotiation::Alpn { require: None } if args.tls_early_data => usage_bail!(
+            "--tls-early-data needs --proto h1 or --proto h2: requests leave before ALPN settles the protocol"
+        ),
+        Negotiation::Alpn { .. } => {}
+    }
+    if args.tls_early_data && ![Method::GET, Method::HEAD].contains(&request.parts.method) {
+        usage_bail!(
+            "--tls-early-data sends only GET or HEAD requests early (a server may replay early data), not {}",
+            request.parts.method
+        );
+    }
+    if args.tls_early_data && args.unix_socket.is_some() {
+        usage_bail!("--tls-early-data is not supported with --unix-socket (TLS over TCP only)");
+    }
+    Ok(())
+}
+
+pub(super) fn tls_plan(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    host: &str,
+    trust_test_ca: bool,
+) -> Result<TlsPlan> {
+    let alpn = match (&args.alpn_list, negotiation) {
+        (Some(list), _) => tls::parse_alpn_list(list)?,
+        (
+            None,
+            Negotiation::Alpn {
+                require: Some(Protocol::Http1),
+            },
+        ) => vec![b"http/1.1".to_vec()],
+        (None, Negotiation::Quic) => vec![b"h3".to_vec()],
+        // Early data goes out before ALPN answers: offer only the protocol it is written in.
+        (
+            None,
+            Negotiation::Alpn {
+                require: Some(Protocol::H2),
+            },
+        ) if args.tls_early_data => vec![b"h2".to_vec()],
+        (None, _) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
+    if negotiation == Negotiation::Quic && !alpn.iter().any(|id| id == b"h3") {
+        usage_bail!("--proto h3 needs h3 in --alpn-list");
+    }
+    if negotiation
+        == (Negotiation::Alpn {
+            require: Some(Protocol::H2),
+        })
+        && !alpn.iter().any(|id| id == b"h2")
+    {
+        usage_bail!("--proto h2 needs h2 in --alpn-list");
+    }
+    let config = tls::client_config(&tls::ClientTlsOptions {
+        alpn,
+        insecure: args.insecure,
+        ca_file: args.cacert.as_deref(),
+        trust_test_ca,
+        client_identity: args.cert.as_deref().zip(args.key.as_deref()),
+        // QUIC carries TLS 1.3 only (RFC 9001 §4.2).
+        tls13_only: negotiation == Negotiation::Quic,
+    })?;
+    Ok(TlsPlan {
+        config,
+        server_name: tls::server_name(args.sni.as_deref().unwrap_or(host))?,
+        resume: args.tls_resume || args.tls_early_data,
+        early_data: args.tls_early_data,
+    })
+}
+
+/// Resolves `--io` and `--io-sqpoll` for a cell: `auto` becomes io_uring if the kernel allows it,
+/// else epoll with a note saying why (`uring_verdict`, the caller's probe, is asked only for
+/// `auto` and `uring`: it runs once per process, and the sweep prints each note once); `uring`
+/// where the kernel refuses it is a runtime failure (status 1), not a usage error: the command
+/// line is right, the machine says no. HTTP/3 runs on quinn's UDP socket,
+/// which only the epoll reactor drives, so an h3 cell is epoll whatever `--io` says; so is a run
+/// through `--proxy` or with `--tls-early-data`, whose connections stay on tokio's TCP stream
+/// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' stream).
+pub(super) fn io_backend(
+    args: &LoadArgs,
+    negotiation: Negotiation,
+    uring_verdict: &dyn Fn() -> Result<(), String>,
+    notes: &mut Vec<String>,
+) -> Result<IoBackend> {
+    let uring = IoBackend::Uring {
+        sqpoll: args.io_sqpoll,
+    };
+    match args.io {
+        IoArg::Epoll if args.io_sqpoll => {
+            usage_bail!("--io-sqpoll needs --io uring or --io auto (it polls an io_uring)")
+        }
+        IoArg::Epoll => Ok(IoBackend::Epoll),
+        _ if negotiation == Negotiation::Quic || args.proxy.is_some() || args.tls_early_data => {
+            Ok(IoBackend::Epoll)
+        }
+        IoArg::Uring => match uring_verdict() {
+            Ok(()) => Ok(uring),
+            Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
+        },
+        IoArg::Auto => match uring_verdict() {
+            Ok(()) => Ok(uring),
+            Err(reason) => {
+                notes.push(format!(
+                    "--io auto: io_uring unavailable ({reason}); using epoll"
+                ));
+                Ok(IoBackend::Epoll)
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testing::{plan, usage_message};
+
+    #[test]
+    fn h1_spellings_agree() {
+        for argv in [["--h1"], ["--proto=h1"], ["-phttp/1.1"]] {
+            let plan = plan(&[argv[0], "http://127.0.0.1:1/"]).unwrap();
+            assert_eq!(
+                plan.negotiation,
+                Negotiation::Direct(Protocol::Http1),
+                "{argv:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn io_resolves_by_flag_kernel_and_protocol() {
+        let url = "http://127.0.0.1:1/";
+        let io = |argv: &[&str]| plan(&[&["-n", "10"], argv, &[url]].concat());
+        assert_eq!(io(&["--io", "epoll"]).unwrap().io, IoBackend::Epoll);
+        assert!(usage_message(&["--io", "epoll", "--io-sqpoll", url])
+            .contains("--io-sqpoll needs --io uring or --io auto"));
+        let h3 = plan(&["--io", "uring", "--proto", "h3", "https://127.0.0.1:1/"]).unwrap();
+        assert_eq!(h3.io, IoBackend::Epoll, "QUIC stays on its UDP socket");
+        assert!(h3.notes.is_empty(), "{:?}", h3.notes);
+        let proxied = io(&["--io", "uring", "--proxy", "http://127.0.0.1:2"]).unwrap();
+        assert_eq!(
+            proxied.io,
+            IoBackend::Epoll,
+            "a proxy's tunnel stays on epoll"
+        );
+        let early = plan(&[
+            "--io",
+            "auto",
+            "--tls-early-data",
+            "--proto",
+            "h1",
+            "https://127.0.0.1:1/",
+        ])
+        .unwrap();
+        assert_eq!(early.io, IoBackend::Epoll, "early data stays on epoll");
+        assert!(early.notes.is_empty(), "{:?}", early.notes);
+        match crate::engine::uring::probe::check() {
+            Ok(()) => {
+                let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
+                assert_eq!(auto.io, IoBackend::Uring { sqpoll: true });
+                assert!(auto.notes.is_empty(), "{:?}", auto.notes);
+                assert_eq!(
+                    io(&["--io", "uring"]).unwrap().io,
+                    IoBackend::Uring { sqpoll: false }
+                );
+            }
+            Err(reason) => {
+                let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
+                assert_eq!(auto.io, IoBackend::Epoll);
+                assert_eq!(
+                    auto.notes,
+                    [format!(
+                        "--io auto: io_uring unavailable ({reason}); using epoll"
+                    )]
+                );
+                let refused = io(&["--io", "uring"]).unwrap_err();
+                assert!(!crate::error::is_usage(&refused), "the kernel said no");
+                assert_eq!(
+                    refused.to_string(),
+                    format!("--io uring: io_uring unavailable ({reason})")
+                );
+            }
+        }
+    }
+}
