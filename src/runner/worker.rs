@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use futures_util::future::join_all;
 use quinn::VarInt;
+use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
@@ -86,11 +87,43 @@ impl Worker {
         (self.index * even + self.index.min(extra)) as u64
     }
 
+    /// Runs this thread's share: sets up its runtime, timer and what its connections share, runs
+    /// its client slots until they end (or the drain period is abandoned), and hands back what
+    /// they measured.
     pub(super) fn run(self) -> Result<ThreadResult> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start a worker runtime")?;
+        let (ring, timer) = self.ring_and_timer(&runtime)?;
+        let shared = Rc::new(self.thread_shared());
+        let templates = Rc::new(Templates::new(&self.plan));
+        let local = LocalSet::new();
+        let quic = self.quic(&local, &runtime, &shared)?;
+        // The bytes of the warm-up (`--warm-up-time`), which the measured period leaves out;
+        // `None` until it ends, so a run stopped during its warm-up (a signal) measured none.
+        let warm_up_bytes = Rc::new(Cell::new(None));
+        let ended = local.block_on(
+            &runtime,
+            self.run_slots(
+                shared.clone(),
+                templates,
+                quic.clone(),
+                ring.clone(),
+                timer.clone(),
+                warm_up_bytes.clone(),
+            ),
+        )?;
+        drop(local);
+        // After the connections and the timer: the ring's teardown waits for the kernel to
+        // finish with them.
+        drop(timer);
+        drop(ring);
+        Ok(self.collect(shared, warm_up_bytes.get(), ended))
+    }
+
+    /// The thread's timer, and with `--io uring` the ring it then runs on.
+    fn ring_and_timer(&self, runtime: &Runtime) -> Result<(Option<Rc<Uring>>, Rc<PreciseTimer>)> {
         // --io uring: one ring for all of this thread's TCP and unix-socket connections, and
         // their deadlines (HTTP/3 runs on quinn's UDP socket).
         let ring = match self.plan.io {
@@ -110,6 +143,12 @@ impl Worker {
                 PreciseTimer::new().context("cannot create the thread's timer (timerfd)")?
             }
         });
+        Ok((ring, timer))
+    }
+
+    /// What this thread's connections share: the plan, the budget, this thread's recorder and
+    /// share of the schedule, the request log, the TLS session cache.
+    fn thread_shared(&self) -> ThreadShared {
         let pacer = self.pacer();
         let first_slot = self.first_slot();
         let mut recorder = Recorder::new(
@@ -122,15 +161,16 @@ impl Worker {
         if let Some(throttle) = &self.throttle {
             recorder.backlog = Some(Backlog::new(throttle.edge.clone()));
         }
-        let shared = Rc::new(ThreadShared {
+        ThreadShared {
             plan: self.plan.clone(),
-            budget: self.budget,
+            budget: self.budget.clone(),
             recorder: RefCell::new(recorder),
             wire: Rc::new(WireMeter::default()),
             pacer,
             request_log: self
                 .sinks
                 .log
+                .clone()
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
             read_buffer: driver::read_buffer(),
             retries: RefCell::default(),
@@ -141,14 +181,22 @@ impl Worker {
                 .as_ref()
                 .map(|plan| tls_resume::thread_plan(plan, self.slots)),
             path_cursors: (0..self.slots).map(|_| Cell::new(0)).collect(),
-        });
-        let templates = Rc::new(Templates::new(&self.plan));
-        let local = LocalSet::new();
+        }
+    }
+
+    /// HTTP/3: the thread's QUIC endpoint; its warning goes to the recorder, its socket to the
+    /// `-v` trace.
+    fn quic(
+        &self,
+        local: &LocalSet,
+        runtime: &Runtime,
+        shared: &ThreadShared,
+    ) -> Result<Option<Rc<QuicContext>>> {
         // HTTP/3: one endpoint, one UDP socket, for all of this thread's connections; quinn's
         // drivers run on the LocalSet, beside the connections' tasks.
         let quic = match (&self.plan.negotiation, &self.plan.tls) {
             (Negotiation::Quic, Some(tls)) => {
-                Some(Rc::new(local.block_on(&runtime, async {
+                Some(Rc::new(local.block_on(runtime, async {
                     QuicContext::new(&self.plan, tls)
                 })?))
             }
@@ -162,87 +210,101 @@ impl Worker {
                 tracer.note(&format!("thread {}: {}", self.index, quic.socket));
             }
         }
-        // The bytes of the warm-up (`--warm-up-time`), which the measured period leaves out;
-        // `None` until it ends, so a run stopped during its warm-up (a signal) measured none.
-        let warm_up_bytes = Rc::new(Cell::new(None));
-        let live = self.sinks.live.clone();
-        let ended = local.block_on(&runtime, {
-            let shared = shared.clone();
-            let timer = timer.clone();
-            let warm_up_bytes = warm_up_bytes.clone();
-            let quic = quic.clone();
-            let ring = ring.clone();
-            async move {
-                if self.measure_start > Instant::now() {
-                    let wire = shared.wire.clone();
-                    tokio::task::spawn_local(async move {
-                        tokio::time::sleep_until(self.measure_start.into()).await;
-                        warm_up_bytes.set(Some(wire.totals()));
-                    });
-                } else {
-                    warm_up_bytes.set(Some(WireTotals::default()));
-                }
-                if let Some(live) = self.sinks.live {
-                    // A steered run's steps are measured from these: publish often enough that a
-                    // step of a few seconds is measured to within a fraction of a percent.
-                    let every = if self.throttle.is_some() {
-                        STEERED_PUBLISH_EVERY
-                    } else {
-                        PUBLISH_EVERY
-                    };
-                    tokio::task::spawn_local(publish_progress(
-                        shared.clone(),
-                        live,
-                        self.index,
-                        every,
-                    ));
-                }
-                let mut slots: Vec<_> = (0..self.slots).map(|slot| {
-                    let trace = self.sinks.trace.clone();
-                    tokio::task::spawn_local(run_slot(
-                        shared.clone(),
-                        templates.clone(),
-                        quic.clone(),
-                        ring.clone(),
-                        timer.clone(),
-                        slot,
-                        trace,
-                    ))
-                }).collect();
-                let pump = async {
-                    match &ring {
-                        Some(ring) => ring.clone().pump().await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    _ = join_all(slots.iter_mut()) => {}
-                    _ = self.abandon.cancelled() => {}
-                    // Returns only if the ring fails: no connection could make progress.
-                    Err(error) = pump => return Err(error).context("the thread's io_uring failed"),
-                    // Returns only if the timerfd fails: the connections' deadlines would never come.
-                    Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
-                }
-                let ended = Instant::now();
-                if let Some(quic) = quic {
-                    // The connections' tasks go first, never to be polled again: requests still
-                    // in flight (an abandoned drain) stay unfinished, as with TCP, instead of
-                    // failing when the endpoint closes under them.
-                    slots.iter().for_each(JoinHandle::abort);
-                    // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
-                    // the run's time): a server that never hears them holds their state until
-                    // its idle timeout.
-                    quic.endpoint.close(VarInt::from_u32(0x100), b"");
-                    let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
-                }
-                Ok(ended)
+        Ok(quic)
+    }
+
+    /// The thread's tasks beside its client slots: the warm-up's end (its bytes are left out)
+    /// and the progress published for the display.
+    fn spawn_observers(
+        &self,
+        shared: &Rc<ThreadShared>,
+        warm_up_bytes: Rc<Cell<Option<WireTotals>>>,
+    ) {
+        if self.measure_start > Instant::now() {
+            let wire = shared.wire.clone();
+            let measure_start = self.measure_start;
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep_until(measure_start.into()).await;
+                warm_up_bytes.set(Some(wire.totals()));
+            });
+        } else {
+            warm_up_bytes.set(Some(WireTotals::default()));
+        }
+        if let Some(live) = self.sinks.live.clone() {
+            // A steered run's steps are measured from these: publish often enough that a
+            // step of a few seconds is measured to within a fraction of a percent.
+            let every = if self.throttle.is_some() {
+                STEERED_PUBLISH_EVERY
+            } else {
+                PUBLISH_EVERY
+            };
+            tokio::task::spawn_local(publish_progress(shared.clone(), live, self.index, every));
+        }
+    }
+
+    /// Runs the thread's client slots until they end, the drain period is abandoned, or the ring
+    /// or the timer fails; returns when they ended.
+    async fn run_slots(
+        &self,
+        shared: Rc<ThreadShared>,
+        templates: Rc<Templates>,
+        quic: Option<Rc<QuicContext>>,
+        ring: Option<Rc<Uring>>,
+        timer: Rc<PreciseTimer>,
+        warm_up_bytes: Rc<Cell<Option<WireTotals>>>,
+    ) -> Result<Instant> {
+        self.spawn_observers(&shared, warm_up_bytes);
+        let mut slots: Vec<_> = (0..self.slots)
+            .map(|slot| {
+                let trace = self.sinks.trace.clone();
+                tokio::task::spawn_local(run_slot(
+                    shared.clone(),
+                    templates.clone(),
+                    quic.clone(),
+                    ring.clone(),
+                    timer.clone(),
+                    slot,
+                    trace,
+                ))
+            })
+            .collect();
+        let pump = async {
+            match &ring {
+                Some(ring) => ring.clone().pump().await,
+                None => std::future::pending().await,
             }
-        })?;
-        drop(local);
-        // After the connections and the timer: the ring's teardown waits for the kernel to
-        // finish with them.
-        drop(timer);
-        drop(ring);
+        };
+        tokio::select! {
+            _ = join_all(slots.iter_mut()) => {}
+            _ = self.abandon.cancelled() => {}
+            // Returns only if the ring fails: no connection could make progress.
+            Err(error) = pump => return Err(error).context("the thread's io_uring failed"),
+            // Returns only if the timerfd fails: the connections' deadlines would never come.
+            Err(error) = timer.serve() => return Err(error).context("the thread's timer failed"),
+        }
+        let ended = Instant::now();
+        if let Some(quic) = quic {
+            // The connections' tasks go first, never to be polled again: requests still
+            // in flight (an abandoned drain) stay unfinished, as with TCP, instead of
+            // failing when the endpoint closes under them.
+            slots.iter().for_each(JoinHandle::abort);
+            // Let the connections' CONNECTION_CLOSE frames leave, briefly (not part of
+            // the run's time): a server that never hears them holds their state until
+            // its idle timeout.
+            quic.endpoint.close(VarInt::from_u32(0x100), b"");
+            let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, quic.endpoint.wait_idle()).await;
+        }
+        Ok(ended)
+    }
+
+    /// What the thread hands back once its connections are gone: requests still waiting to be
+    /// sent again fail, the request log ends, the final numbers are published.
+    fn collect(
+        &self,
+        shared: Rc<ThreadShared>,
+        warm_up_bytes: Option<WireTotals>,
+        ended: Instant,
+    ) -> ThreadResult {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
@@ -254,19 +316,17 @@ impl Worker {
         }
         // The exact totals, so a last look (a final scrape of --metrics-listen) sees them, not
         // the numbers of up to PUBLISH_EVERY ago.
-        if let Some(live) = live {
+        if let Some(live) = &self.sinks.live {
             live.publish_final(self.index, &recorder);
         }
-        Ok(ThreadResult {
+        ThreadResult {
             recorder,
-            wire: warm_up_bytes
-                .get()
-                .map_or_else(WireTotals::default, |warm_up| {
-                    shared.wire.totals().since(warm_up)
-                }),
+            wire: warm_up_bytes.map_or_else(WireTotals::default, |warm_up| {
+                shared.wire.totals().since(warm_up)
+            }),
             ended,
             schedule,
-        })
+        }
     }
 }
 
