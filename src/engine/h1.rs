@@ -15,7 +15,7 @@ use http::Method;
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::session::{Progress, Read, Session};
-use super::{earliest, Ledger, Slot};
+use super::{earliest, Ledger, NextRequest};
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, RequestHead, ResponseReader};
@@ -219,7 +219,7 @@ impl Session for H1Session<'_> {
         self.wake = None;
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
             match ledger.next_request() {
-                Slot::Now(mut start) => {
+                NextRequest::Now(mut start) => {
                     let path = ledger.pick_path(&mut start);
                     if let Some(renderer) = &self.template.renderer {
                         renderer.h1_request(path, &start, ledger, self.template.extra, out);
@@ -231,11 +231,11 @@ impl Session for H1Session<'_> {
                     }
                     self.in_flight.push_back(start);
                 }
-                Slot::At(time) => {
+                NextRequest::At(time) => {
                     self.wake = Some(time);
                     break;
                 }
-                Slot::Done => self.budget_spent = true,
+                NextRequest::Done => self.budget_spent = true,
             }
         }
         Ok(if self.in_flight.is_empty() && self.wake.is_none() {

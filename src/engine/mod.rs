@@ -100,7 +100,7 @@ const PREPARED_PATHS: usize = 1000;
 
 /// When a connection may send its next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
+pub enum NextRequest {
     /// Now: the request is counted as sent, with these times.
     Now(RequestStart),
     /// Not before this time (`--rate`); ask again then.
@@ -227,9 +227,9 @@ impl<'a> Ledger<'a> {
     /// time (`--rate`), or never (the budget is spent or the run is stopping, and no request
     /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
     /// nothing from the budget or the schedule and was counted as started the first time.
-    pub fn next_request(&self) -> Slot {
+    pub fn next_request(&self) -> NextRequest {
         if self.conn.retiring(&self.shared.plan) {
-            return Slot::Done;
+            return NextRequest::Done;
         }
         let now = Instant::now();
         let retry = self.shared.retries.borrow_mut().pop_front();
@@ -242,18 +242,18 @@ impl<'a> Ledger<'a> {
             if self.shared.recorder.borrow().is_measured(start.intended) {
                 self.conn.in_flight.set(self.conn.in_flight.get() + 1);
             }
-            return Slot::Now(start);
+            return NextRequest::Now(start);
         }
         let scheduled = self.conn.scheduled.take();
         let intended = match (scheduled, &self.shared.pacer) {
             (Some(intended), _) => intended,
             (None, Some(pacer)) => match pacer.due(now) {
                 Due::Now(intended) => intended,
-                Due::Wait => return Slot::At(pacer.come_back_at(&self.conn.come_back_at)),
-                Due::Recheck(at) => return Slot::At(at),
+                Due::Wait => return NextRequest::At(pacer.come_back_at(&self.conn.come_back_at)),
+                Due::Recheck(at) => return NextRequest::At(at),
                 Due::Ended => {
                     pacer.wake.notify_waiters();
-                    return Slot::Done;
+                    return NextRequest::Done;
                 }
             },
             (None, None) => now,
@@ -262,7 +262,7 @@ impl<'a> Ledger<'a> {
             if let Some(pacer) = &self.shared.pacer {
                 pacer.wake.notify_waiters();
             }
-            return Slot::Done;
+            return NextRequest::Done;
         }
         if let Some(pacer) = self.shared.pacer.as_ref().filter(|_| scheduled.is_none()) {
             pacer.taken(intended);
@@ -276,7 +276,7 @@ impl<'a> Ledger<'a> {
             self.conn.in_flight.set(self.conn.in_flight.get() + 1);
             recorder.request_started(start);
         }
-        Slot::Now(start)
+        NextRequest::Now(start)
     }
 
     /// Whether a request may still come: the budget is not spent or a request waits to be sent

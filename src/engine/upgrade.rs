@@ -21,7 +21,7 @@ use super::h1::{H1Session, H1Template};
 use super::h2::{settings_payload, H2Session, H2Template};
 use super::outgoing::Outgoing;
 use super::session::{AnySession, Progress, Read, Session};
-use super::{Ledger, Slot};
+use super::{Ledger, NextRequest};
 use crate::plan::{H2Settings, Protocol, RunPlan};
 use crate::proto::h1::{RequestHead, MAX_HEAD};
 use crate::proto::h2::{self as frame, FrameHead};
@@ -103,7 +103,7 @@ impl<'t> Session for UpgradeSession<'t> {
         }
         self.wake = None;
         match ledger.next_request() {
-            Slot::Now(mut start) => {
+            NextRequest::Now(mut start) => {
                 // Like any request: the slot's next path, or a retried request's own.
                 let path = ledger.pick_path(&mut start);
                 if let Some(renderer) = &self.h1.renderer {
@@ -122,11 +122,11 @@ impl<'t> Session for UpgradeSession<'t> {
                 self.sent = Some(start);
                 Ok(Progress::Continue)
             }
-            Slot::At(time) => {
+            NextRequest::At(time) => {
                 self.wake = Some(time);
                 Ok(Progress::Continue)
             }
-            Slot::Done => Ok(Progress::Finished),
+            NextRequest::Done => Ok(Progress::Finished),
         }
     }
 

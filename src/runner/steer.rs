@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::control::{Probe, StepResult};
-use super::{signals, Launched, RunOutcome, Sinks};
+use super::launch::Launched;
+use super::{signals, RunOutcome, Sinks};
 use crate::cli::limits::{MAX_RATE, MIN_RATE};
 use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};

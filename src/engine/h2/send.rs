@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::super::outgoing::Outgoing;
 use super::super::render::Renderer;
 use super::super::session::Progress;
-use super::super::{Ledger, Slot};
+use super::super::{Ledger, NextRequest};
 use super::prepared::FIELDS_BEFORE_PATH;
 use super::H2Session;
 use crate::proto::h2::{self as frame, write_frame, FrameHead};
@@ -64,12 +64,12 @@ impl<'t> H2Session<'t> {
                 return self.streams.is_empty().then_some(Progress::Reconnect);
             }
             let mut start = match ledger.next_request() {
-                Slot::Now(start) => start,
-                Slot::At(time) => {
+                NextRequest::Now(start) => start,
+                NextRequest::At(time) => {
                     self.wake = Some(time);
                     break;
                 }
-                Slot::Done => {
+                NextRequest::Done => {
                     self.budget_spent = true;
                     break;
                 }

@@ -9,7 +9,7 @@ use quinn::{ReadError, RecvStream, SendStream, VarInt, WriteError};
 
 use super::{quic, Held, InFlight, Shared};
 use crate::engine::clock::Timer;
-use crate::engine::Slot;
+use crate::engine::NextRequest;
 use crate::proto::h3::{
     read_varint, H3Error, ResponseEvent, ResponseParser, Section, H3_MESSAGE_ERROR, H3_NO_ERROR,
     H3_REQUEST_CANCELLED, H3_REQUEST_REJECTED,
@@ -155,13 +155,13 @@ async fn take_request(shared: &Shared<'_>, timer: &impl Timer) -> Option<Request
             return None;
         }
         match shared.ledger.next_request() {
-            Slot::Now(start) => return Some(start),
-            Slot::At(at) => tokio::select! {
+            NextRequest::Now(start) => return Some(start),
+            NextRequest::At(at) => tokio::select! {
                 () = timer.sleep_until(at) => {}
                 () = shared.ledger.schedule_calls_back() => {}
                 () = shared.goaway_seen.notified() => {}
             },
-            Slot::Done => return None,
+            NextRequest::Done => return None,
         }
     }
 }

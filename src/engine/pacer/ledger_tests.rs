@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::testing::world;
-use crate::engine::{ConnState, Ledger, Slot};
+use crate::engine::{ConnState, Ledger, NextRequest};
 
 // ---- --rate ----
 
@@ -23,7 +23,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
         Ledger::new(&world.shared, &b, 1),
     );
     let at = |ledger: &Ledger<'_>| match ledger.next_request() {
-        Slot::At(time) => time,
+        NextRequest::At(time) => time,
         other => panic!("expected to wait, got {other:?}"),
     };
     assert_eq!(at(&ledger_a), start);
@@ -41,7 +41,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
     let mut context = Context::from_waker(Waker::noop());
     let mut waiting = Box::pin(ledger_b.schedule_calls_back());
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
-    assert_eq!(ledger_a.next_request(), Slot::Done);
+    assert_eq!(ledger_a.next_request(), NextRequest::Done);
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
 }
 
@@ -63,14 +63,18 @@ fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
         .collect();
     assert_eq!(
         told,
-        [Slot::At(start), Slot::At(start + period), Slot::At(ends)],
+        [
+            NextRequest::At(start),
+            NextRequest::At(start + period),
+            NextRequest::At(ends)
+        ],
         "the third send time is past the end: that connection comes back at the end"
     );
     // At the end, whoever asks learns the schedule is over and wakes the rest.
     let mut late = super::Pacer::new(period, Instant::now() + period, Some(Instant::now()));
     std::mem::swap(world.shared.pacer.as_mut().unwrap(), &mut late);
     let ledger = Ledger::new(&world.shared, &conns[0], 0);
-    assert_eq!(ledger.next_request(), Slot::Done);
+    assert_eq!(ledger.next_request(), NextRequest::Done);
     assert_eq!(conns[0].requests.get(), 0, "nothing sent");
 }
 
@@ -88,7 +92,7 @@ fn a_send_time_due_before_the_end_goes_just_after_it_but_a_backlog_does_not() {
     );
     world.shared.pacer = Some(late);
     let ledger = Ledger::new(&world.shared, &conn, 0);
-    assert!(matches!(ledger.next_request(), Slot::Now(_)));
+    assert!(matches!(ledger.next_request(), NextRequest::Now(_)));
     // Due 1 s before an end that passed 50 ms ago (an overloaded server's backlog): over.
     let ends = now - Duration::from_millis(50);
     let backlog = super::Pacer::new(
@@ -98,7 +102,7 @@ fn a_send_time_due_before_the_end_goes_just_after_it_but_a_backlog_does_not() {
     );
     world.shared.pacer = Some(backlog);
     let ledger = Ledger::new(&world.shared, &conn, 0);
-    assert_eq!(ledger.next_request(), Slot::Done);
+    assert_eq!(ledger.next_request(), NextRequest::Done);
 }
 
 // ---- --stages and the steered run ----
@@ -130,7 +134,7 @@ fn a_ramp_tells_waiting_connections_the_send_times_of_its_curve() {
         .iter()
         .map(|conn| Ledger::new(&world.shared, conn, 0).next_request())
         .collect();
-    let at = |micros| Slot::At(start + Duration::from_micros(micros));
+    let at = |micros| NextRequest::At(start + Duration::from_micros(micros));
     assert_eq!(
         told,
         [at(500), at(1500)],
@@ -159,7 +163,7 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     for _ in 0..2 {
         let asked = Instant::now();
         match ledger.next_request() {
-            Slot::At(time) => assert!(
+            NextRequest::At(time) => assert!(
                 time >= asked + Duration::from_millis(50)
                     && time <= Instant::now() + Duration::from_millis(50)
             ),
@@ -174,22 +178,22 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     // The new rate starts at once; the time told under the old one no longer holds.
     let before = Instant::now();
     let first = match ledger.next_request() {
-        Slot::Now(start) => start.intended,
+        NextRequest::Now(start) => start.intended,
         other => panic!("the first request of the step goes now, got {other:?}"),
     };
     assert!(first >= before);
     assert_eq!(
         ledger.next_request(),
-        Slot::At(first + Duration::from_millis(1)),
+        NextRequest::At(first + Duration::from_millis(1)),
         "1000/s: the next a millisecond later"
     );
     // Unpaced: every request goes at once, intended when sent.
     throttle.set(Offered::Unpaced);
     for _ in 0..3 {
         assert!(
-            matches!(ledger.next_request(), Slot::Now(start) if start.intended == start.actual)
+            matches!(ledger.next_request(), NextRequest::Now(start) if start.intended == start.actual)
         );
     }
     throttle.set(Offered::Stopped);
-    assert_eq!(ledger.next_request(), Slot::Done);
+    assert_eq!(ledger.next_request(), NextRequest::Done);
 }
