@@ -1,0 +1,598 @@
+//! The JSON schema of a cell's report: [`Summary`] and its serialized parts, field order being
+//! the JSON key order, with the `add` of each part `merge` sums.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::observe::watch::ProcessUsage;
+use crate::plan::H2Settings;
+use crate::recorder::{hdr, RequestCounters, Retried};
+use crate::report::rate::RateReport;
+use crate::report::timeline::Timeline;
+use crate::report::{capacity, merge, thresholds};
+use crate::tls::TlsInfo;
+
+/// Identifies a cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellInfo {
+    /// 1-based position in the run.
+    pub index: usize,
+    /// e.g. `h2c c=10 m=100`, or `h1 c=4 m=1 rate=500` when paced.
+    pub label: String,
+    /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
+    pub protocol: String,
+    /// Connections.
+    pub clients: usize,
+    /// Requests in flight per connection.
+    pub streams: usize,
+    /// Total requests per second asked for (`--rate`, or `--rps` × connections), if paced.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The concurrency level it belongs to.
+    pub level: usize,
+}
+
+/// The merged histograms of a cell, for exporters that need whole distributions.
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    /// Request latency (µs): the response time, from the scheduled send with `--rate`.
+    pub request: Histogram<u64>,
+    /// Service time (µs), from the actual send (with `--rate` only).
+    pub service: Option<Histogram<u64>>,
+    /// Connect time (µs).
+    pub connect: Histogram<u64>,
+    /// Time to first byte (µs).
+    pub ttfb: Histogram<u64>,
+}
+
+impl Default for Histograms {
+    fn default() -> Self {
+        Histograms {
+            request: hdr::new_histogram(),
+            service: None,
+            connect: hdr::new_histogram(),
+            ttfb: hdr::new_histogram(),
+        }
+    }
+}
+
+/// Everything a cell's report shows.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// Which cell this is.
+    pub cell: CellInfo,
+    /// The options the run used.
+    pub settings: Settings,
+    /// What was actually spoken.
+    pub protocol: ProtocolInfo,
+    /// Whether the user interrupted the run.
+    pub interrupted: bool,
+    /// Length of the measured period, in seconds.
+    pub elapsed_s: f64,
+    /// Finished requests per second over the measured period.
+    pub requests_per_s: f64,
+    /// Received bytes per second over the measured period.
+    pub bytes_per_s: f64,
+    /// Request counters.
+    pub requests: Requests,
+    /// Responses by status class.
+    pub status_codes: StatusCodes,
+    /// Errors by kind: connection attempts, requests and failed checks together (the sum of
+    /// `request_errors`, `connection_errors` and `checks.failed`).
+    pub errors: BTreeMap<String, u64>,
+    /// Requests that got no complete response, by kind (with `requests.never_sent`, they make
+    /// `requests.errored`).
+    #[serde(default)]
+    pub request_errors: BTreeMap<String, u64>,
+    /// Connection attempts that failed, by kind (they make `connections.failed`).
+    #[serde(default)]
+    pub connection_errors: BTreeMap<String, u64>,
+    /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
+    pub stream_reset_codes: BTreeMap<String, u64>,
+    /// The response checks' failures (absent without `--expect-*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::recorder::CheckTally>,
+    /// Bytes received.
+    pub traffic: Traffic,
+    /// Connection counters.
+    pub connections: Connections,
+    /// Latency distributions.
+    pub latency: Latencies,
+    /// Spread of requests per second across clients (h2load's "req/s" row).
+    pub requests_per_client_per_s: Spread,
+    /// The first connection-level problem, if any, in words.
+    pub first_error: Option<String>,
+    /// Things worth knowing that are not errors (e.g. a server declined the h2c upgrade).
+    pub warnings: Vec<String>,
+    /// CPU the generator used during the cell, in percent of one core.
+    pub generator_cpu_percent: f64,
+    /// What each watched process (e.g. the target) used during the cell.
+    pub watched: Vec<ProcessUsage>,
+    /// Requests, errors and latency per interval of the measured period.
+    pub timeline: Timeline,
+    /// Scheduling figures, with `--rate`.
+    pub rate: Option<RateReport>,
+    /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<thresholds::Threshold>,
+    /// What `--find-max` found (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
+    /// Per-URL figures, one row per path in the order given (absent with a single path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<UrlRow>,
+    /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
+    #[serde(skip)]
+    pub histograms: Histograms,
+}
+
+/// One URL's figures in a cell.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UrlRow {
+    /// The path and query requested, as given (placeholders unrendered).
+    pub url: String,
+    /// Measured requests that finished: `succeeded + failed`.
+    pub requests: u64,
+    /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
+    /// checks (`--expect-*`) every check met.
+    pub succeeded: u64,
+    /// The rest: error responses, failed checks and requests that ended without a response.
+    pub failed: u64,
+    /// Response latency (null beyond the first 1000 URLs, or without a response).
+    pub latency: Option<Box<LatencySummary>>,
+}
+
+/// Name and version of the generator.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Tool {
+    /// Always `h2load-rs`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+/// The options the run used.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Settings {
+    /// Target URLs.
+    pub urls: Vec<String>,
+    /// Connections.
+    pub clients: usize,
+    /// Threads.
+    pub threads: usize,
+    /// Requested concurrent requests per connection (`-m`).
+    pub max_concurrent_streams: usize,
+    /// `-n`, for counted runs.
+    pub requests: Option<u64>,
+    /// `-D` in seconds, for timed runs.
+    pub duration_s: Option<f64>,
+    /// `--warm-up-time` in seconds.
+    pub warm_up_s: Option<f64>,
+    /// Request method.
+    pub method: String,
+    /// Request headers besides Host, as `name: value`.
+    pub headers: Vec<String>,
+    /// Request body size.
+    pub body_bytes: usize,
+    /// Time limits in seconds (absent: none).
+    pub timeouts_s: BTreeMap<String, f64>,
+    /// `--max-retries` (null with `--no-retry`).
+    #[serde(default)]
+    pub max_retries: Option<u8>,
+    /// `--stages`: the ramp of rates (null without).
+    #[serde(default)]
+    pub stages: Option<StagesSettings>,
+    /// HTTP/2 settings announced (h2 runs).
+    pub h2: H2Settings,
+    /// `-i`: the file the other URLs came from (absent without).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file: Option<String>,
+    /// `--urls-random`: paths picked at random instead of in turn (absent without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urls_random: bool,
+    /// The seed of `--urls-random`, `{rand:N}` and `{uuid}` (`--seed`, or drawn), when the run
+    /// draws random numbers: give it to `--seed` to repeat the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Requests per connection before it closes and another opens (`--requests-per-connection`,
+    /// 1 with `--no-keepalive`; null: as many as it can carry).
+    #[serde(default)]
+    pub requests_per_connection: Option<u64>,
+    /// `--no-keepalive`: HTTP/1.1 requests carried `Connection: close`.
+    #[serde(default)]
+    pub no_keepalive: bool,
+    /// `--tls-resume` (or `--tls-early-data`): connections resumed TLS sessions.
+    #[serde(default)]
+    pub tls_resume: bool,
+    /// `--tls-early-data`: requests left as TLS 1.3 early data on resumed connections.
+    #[serde(default)]
+    pub tls_early_data: bool,
+    /// The I/O backend the connections used (`--io` resolved): `epoll`, `uring` or
+    /// `uring+sqpoll` (reports from before `--io` were epoll).
+    #[serde(default = "epoll")]
+    pub io: String,
+}
+
+/// The I/O backend of reports written before `--io` existed.
+fn epoll() -> String {
+    crate::plan::IoBackend::Epoll.name().to_owned()
+}
+
+/// A `--stages` ramp, as the JSON report shows it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StagesSettings {
+    /// The rate at the start (`--rate`, else 0), requests per second.
+    pub start_rps: f64,
+    /// Each stage: its length and the rate reached at its end.
+    pub stages: Vec<StageSettings>,
+    /// Requests the ramp offers in all (the area under its curve).
+    pub offered: f64,
+}
+
+/// One stage of a `--stages` ramp.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StageSettings {
+    /// Its length in seconds (0: a step).
+    pub duration_s: f64,
+    /// The rate at its end, requests per second.
+    pub rps: f64,
+}
+
+/// The protocol spoken.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProtocolInfo {
+    /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
+    pub negotiated: Option<String>,
+    /// Connections by the protocol they spoke.
+    pub connections: BTreeMap<String, u64>,
+    /// The first TLS session's parameters (https only).
+    pub tls: Option<TlsInfo>,
+    /// Concurrent streams per connection after the server's limit (h2 only).
+    pub max_concurrent_streams_effective: Option<usize>,
+}
+
+/// Request counters with h2load's meanings.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Requests {
+    /// `-n`, or the requests started in a timed run.
+    pub total: u64,
+    /// started, done, succeeded, failed, errored, timeout (failed and errored include `never_sent`).
+    #[serde(flatten)]
+    pub counters: RequestCounters,
+    /// Requests of `-n` never sent because no connection could carry them.
+    pub never_sent: u64,
+    /// Requests sent but unfinished when the run stopped.
+    pub in_flight_at_stop: u64,
+    /// Requests sent again because the server never processed them, by reason (each counts
+    /// once above, as what finally happened).
+    #[serde(default)]
+    pub retried: Retried,
+}
+
+impl Requests {
+    /// Adds another run's counts (`merge`), each checked by `adder`; every field is named, so a
+    /// new one does not compile until it is added here.
+    pub(crate) fn add(&mut self, other: Requests, adder: &merge::Adder<'_>) -> anyhow::Result<()> {
+        let Requests {
+            total,
+            counters,
+            never_sent,
+            in_flight_at_stop,
+            retried,
+        } = other;
+        adder.add(&mut self.total, total, "requests.total")?;
+        adder.add(&mut self.never_sent, never_sent, "requests.never_sent")?;
+        adder.add(
+            &mut self.in_flight_at_stop,
+            in_flight_at_stop,
+            "requests.in_flight_at_stop",
+        )?;
+        let Retried {
+            goaway,
+            refused,
+            closed,
+        } = retried;
+        let mine = &mut self.retried;
+        adder.add(&mut mine.goaway, goaway, "requests.retried.goaway")?;
+        adder.add(&mut mine.refused, refused, "requests.retried.refused")?;
+        adder.add(&mut mine.closed, closed, "requests.retried.closed")?;
+        let RequestCounters {
+            started,
+            done,
+            succeeded,
+            failed,
+            errored,
+            timeout,
+        } = counters;
+        let mine = &mut self.counters;
+        adder.add(&mut mine.started, started, "requests.started")?;
+        adder.add(&mut mine.done, done, "requests.done")?;
+        adder.add(&mut mine.succeeded, succeeded, "requests.succeeded")?;
+        adder.add(&mut mine.failed, failed, "requests.failed")?;
+        adder.add(&mut mine.errored, errored, "requests.errored")?;
+        adder.add(&mut mine.timeout, timeout, "requests.timeout")
+    }
+}
+
+/// Responses by status class.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StatusCodes {
+    /// 1xx responses (final ones only).
+    #[serde(rename = "1xx")]
+    pub informational: u64,
+    /// 2xx responses.
+    #[serde(rename = "2xx")]
+    pub success: u64,
+    /// 3xx responses.
+    #[serde(rename = "3xx")]
+    pub redirection: u64,
+    /// 4xx responses.
+    #[serde(rename = "4xx")]
+    pub client_error: u64,
+    /// 5xx responses.
+    #[serde(rename = "5xx")]
+    pub server_error: u64,
+}
+
+impl StatusCodes {
+    /// Adds another run's counts (`merge`), each checked by `adder`.
+    pub(crate) fn add(
+        &mut self,
+        other: StatusCodes,
+        adder: &merge::Adder<'_>,
+    ) -> anyhow::Result<()> {
+        let StatusCodes {
+            informational,
+            success,
+            redirection,
+            client_error,
+            server_error,
+        } = other;
+        adder.add(&mut self.informational, informational, "status_codes.1xx")?;
+        adder.add(&mut self.success, success, "status_codes.2xx")?;
+        adder.add(&mut self.redirection, redirection, "status_codes.3xx")?;
+        adder.add(&mut self.client_error, client_error, "status_codes.4xx")?;
+        adder.add(&mut self.server_error, server_error, "status_codes.5xx")
+    }
+}
+
+/// Bytes received during the measured period.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Traffic {
+    /// All bytes read from sockets.
+    pub total_bytes: u64,
+    /// Response header bytes as sent.
+    pub header_bytes: u64,
+    /// Response header bytes uncompressed (equals `header_bytes` for HTTP/1.1).
+    pub header_bytes_uncompressed: u64,
+    /// `1 - header_bytes / header_bytes_uncompressed` (HPACK's saving), 0 to 1.
+    pub header_space_savings: f64,
+    /// Response body bytes.
+    pub data_bytes: u64,
+}
+
+impl Traffic {
+    /// Adds another run's byte counts (`merge`), each checked by `adder`; the merge works out
+    /// `header_space_savings` again from the sums.
+    pub(crate) fn add(&mut self, other: Traffic, adder: &merge::Adder<'_>) -> anyhow::Result<()> {
+        let Traffic {
+            total_bytes,
+            header_bytes,
+            header_bytes_uncompressed,
+            header_space_savings: _,
+            data_bytes,
+        } = other;
+        adder.add(&mut self.total_bytes, total_bytes, "traffic.total_bytes")?;
+        adder.add(&mut self.header_bytes, header_bytes, "traffic.header_bytes")?;
+        adder.add(
+            &mut self.header_bytes_uncompressed,
+            header_bytes_uncompressed,
+            "traffic.header_bytes_uncompressed",
+        )?;
+        adder.add(&mut self.data_bytes, data_bytes, "traffic.data_bytes")
+    }
+}
+
+/// Connection counters.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Connections {
+    /// Connections established (warm-up included).
+    pub opened: u64,
+    /// Connection attempts that failed.
+    pub failed: u64,
+    /// Established connections the client closed because of its own timeout (`-T`, `-N`, a
+    /// request timeout), so not the server.
+    #[serde(default)]
+    pub closed_by_client: u64,
+    /// Connections begun in the measured period (warm-up left out).
+    #[serde(default)]
+    pub measured: u64,
+    /// `measured` per second of the measured period.
+    #[serde(default)]
+    pub per_s: f64,
+    /// Of the measured TLS connections, those that resumed a session (null for cleartext).
+    #[serde(default)]
+    pub resumed_handshakes: Option<u64>,
+    /// Of the measured TLS connections, those with a full handshake (null for cleartext).
+    #[serde(default)]
+    pub full_handshakes: Option<u64>,
+    /// Connections whose early data the server accepted (null without `--tls-early-data`).
+    #[serde(default)]
+    pub early_data_accepted: Option<u64>,
+    /// Connections whose early data the server rejected: their requests went again after the
+    /// handshake, each counted once (null without `--tls-early-data`).
+    #[serde(default)]
+    pub early_data_rejected: Option<u64>,
+}
+
+impl Connections {
+    /// Adds another run's counts (`merge`), each checked by `adder`; an optional count is
+    /// present when either run has it. The merge works out `per_s` again from the sum.
+    pub(crate) fn add(
+        &mut self,
+        other: Connections,
+        adder: &merge::Adder<'_>,
+    ) -> anyhow::Result<()> {
+        let Connections {
+            opened,
+            failed,
+            closed_by_client,
+            measured,
+            per_s: _,
+            resumed_handshakes,
+            full_handshakes,
+            early_data_accepted,
+            early_data_rejected,
+        } = other;
+        adder.add(&mut self.opened, opened, "connections.opened")?;
+        adder.add(&mut self.failed, failed, "connections.failed")?;
+        adder.add(
+            &mut self.closed_by_client,
+            closed_by_client,
+            "connections.closed_by_client",
+        )?;
+        adder.add(&mut self.measured, measured, "connections.measured")?;
+        for (mine, theirs, field) in [
+            (
+                &mut self.resumed_handshakes,
+                resumed_handshakes,
+                "connections.resumed_handshakes",
+            ),
+            (
+                &mut self.full_handshakes,
+                full_handshakes,
+                "connections.full_handshakes",
+            ),
+            (
+                &mut self.early_data_accepted,
+                early_data_accepted,
+                "connections.early_data_accepted",
+            ),
+            (
+                &mut self.early_data_rejected,
+                early_data_rejected,
+                "connections.early_data_rejected",
+            ),
+        ] {
+            adder.add_optional(mine, theirs, field)?;
+        }
+        Ok(())
+    }
+}
+
+/// The latency distributions, in microseconds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Request sent to last response byte; with `--rate`, from the scheduled send (response time).
+    pub request: LatencySummary,
+    /// With `--rate`: actual send to last response byte (service time).
+    pub service: Option<LatencySummary>,
+    /// Connection setup.
+    pub connect: LatencySummary,
+    /// With `--proxy`: from the start of connecting until the proxy answered `CONNECT` (a part
+    /// of `connect`).
+    #[serde(default)]
+    pub proxy: Option<LatencySummary>,
+    /// Request sent to first response byte.
+    pub ttfb: LatencySummary,
+    /// TLS handshake time of full handshakes: TCP connect start to TLS established (null for
+    /// cleartext).
+    #[serde(default)]
+    pub handshake_full: Option<LatencySummary>,
+    /// TLS handshake time of resumed handshakes, measured the same way (null for cleartext).
+    #[serde(default)]
+    pub handshake_resumed: Option<LatencySummary>,
+}
+
+/// Percentiles reported for each distribution.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: u64,
+    /// 75th percentile.
+    pub p75: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 95th percentile.
+    pub p95: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    #[serde(rename = "p99.9")]
+    pub p99_9: u64,
+    /// 99.99th percentile.
+    #[serde(rename = "p99.99")]
+    pub p99_99: u64,
+    /// Largest value.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Label and value pairs in report order.
+    pub fn labelled(&self) -> [(&'static str, u64); 8] {
+        [
+            ("p50", self.p50),
+            ("p75", self.p75),
+            ("p90", self.p90),
+            ("p95", self.p95),
+            ("p99", self.p99),
+            ("p99.9", self.p99_9),
+            ("p99.99", self.p99_99),
+            ("max", self.max),
+        ]
+    }
+}
+
+/// One latency distribution (microseconds).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Samples recorded.
+    pub count: u64,
+    /// min, max, mean, standard deviation and share within one sd of the mean.
+    #[serde(flatten)]
+    pub spread: Spread,
+    /// Percentiles.
+    pub percentiles: Percentiles,
+    /// The full histogram: HdrHistogram V2 + deflate encoding, base64.
+    pub hdr: String,
+}
+
+impl LatencySummary {
+    /// Makes `min` and `max` the distribution's extremes (values at the run's precision, where
+    /// the histogram's own are coarser), every percentile within them.
+    pub(crate) fn bound(&mut self, min: u64, max: u64) {
+        self.spread.min = min as f64;
+        self.spread.max = max as f64;
+        let p = &mut self.percentiles;
+        for value in [
+            &mut p.p50,
+            &mut p.p75,
+            &mut p.p90,
+            &mut p.p95,
+            &mut p.p99,
+            &mut p.p99_9,
+            &mut p.p99_99,
+            &mut p.max,
+        ] {
+            *value = (*value).clamp(min, max);
+        }
+        p.max = max;
+    }
+}
+
+/// min / max / mean / sd / share within mean ± sd, h2load's five columns.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Spread {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub sd: f64,
+    /// Percentage of values within mean ± sd.
+    pub within_sd_pct: f64,
+}
