@@ -1,5 +1,6 @@
 //! Entry points for the `cargo fuzz` targets in `fuzz/`: the parsers that read what the outside
-//! world sends, reachable without a network. Not part of the supported API.
+//! world sends, reachable without a network. Not part of the supported API, and compiled only
+//! with the `fuzzing` feature (fuzz/Cargo.toml enables it) or for the unit tests that call it.
 
 use std::ffi::OsString;
 use std::sync::Arc;

@@ -51,6 +51,7 @@ pub(crate) mod console;
 pub(crate) mod engine;
 pub(crate) mod error;
 #[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub(crate) mod observe;
 pub mod plan;

@@ -17,6 +17,7 @@ pub(crate) mod pacer;
 mod render;
 pub(crate) mod reserve;
 pub(crate) mod session;
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod testing;
 mod upgrade;
 pub mod uring;

@@ -1,6 +1,8 @@
 //! A connection's world without a network, for the session unit tests and the fuzz targets:
 //! a plan from command-line words, a thread's shared state, a loop that feeds a session the
 //! server's bytes the way the driver does, and (tests only) the helpers the session tests share.
+//! Compiled for tests and with the `fuzzing` feature only (src/fuzzing.rs uses it), never into
+//! the program.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

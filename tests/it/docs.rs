@@ -1,6 +1,6 @@
 //! The documentation against the program, so they cannot drift apart: the flags named in
-//! docs/reference.md are exactly the ones clap defines, and the JSON example in docs/json.md has
-//! exactly the keys of a real report.
+//! docs/reference.md are exactly the ones clap defines, the JSON example in docs/json.md has
+//! exactly the keys of a real report, and every file docs/internals.md names exists.
 
 use std::collections::BTreeSet;
 
@@ -317,6 +317,56 @@ fn the_readme_counts_the_io_uring_tests() {
     assert!(
         readme.contains(&said),
         "README.md should say {said:?}: tests/run.sh runs {count} tests on io_uring"
+    );
+}
+
+/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
+/// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
+fn repository_paths(text: &str) -> BTreeSet<String> {
+    const FOLDERS: [&str; 8] = [
+        "src/", "tests/", "docs/", "benches/", "fuzz/", "configs/", "certs/", ".ci/",
+    ];
+    let mut fenced = false;
+    let prose: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect();
+    prose
+        .join("\n")
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| FOLDERS.iter().any(|folder| quoted.starts_with(folder)))
+        .filter(|quoted| !quoted.contains(|c: char| c.is_whitespace() || "*{}<>".contains(c)))
+        .map(|quoted| quoted.split(':').next().unwrap_or(quoted).to_owned())
+        .collect()
+}
+
+/// docs/internals.md's map (the path of one request, where a change goes) and the rest of it name
+/// only files that exist, so a move that forgets the map fails here.
+#[test]
+fn internals_names_only_files_that_exist() {
+    let named = repository_paths(&repository_file("docs/internals.md"));
+    assert!(named.len() > 60, "the path finder found only {named:?}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|path| !root.join(path).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/internals.md names files that do not exist: {missing:?}"
+    );
+    // The finder itself: a line number is left out, a fenced block and prose are not paths.
+    assert_eq!(
+        repository_paths("`src/a.rs:3` and `b.rs`\n```\n`src/fenced.rs`\n```\n`src/c/` `src/*.rs`"),
+        BTreeSet::from(["src/a.rs".to_owned(), "src/c/".to_owned()])
     );
 }
 

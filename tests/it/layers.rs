@@ -1,7 +1,8 @@
 //! The layer order declared once, in docs/internals.md (the fenced `layers` block), against every
 //! path the production code of src/ names into another top-level module (see [`scan`]): a module
 //! may use only the modules of the layers below its own, so no two top-level modules can depend
-//! on each other, and a cycle between them fails too.
+//! on each other, and a cycle between them fails too. There are no exceptions: a path that breaks
+//! the order fails the test, with its file and line.
 
 mod scan;
 
@@ -10,20 +11,10 @@ use std::path::Path;
 
 use scan::Reference;
 
-/// The paths into a higher layer (or into the same layer) that the code still has today, one
-/// `file -> path` a line. Issue 25 removes them move by move (the plan is in
-/// /work/notes/layering-plan.md): this list may only shrink. An entry that no longer occurs fails
-/// the test, so the list cannot go stale.
-const ALLOWED: &str = "
-";
-
 #[test]
 fn imports_follow_the_declared_layers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let problems: Vec<String> = check(root, &internals(root), ALLOWED)
-        .into_iter()
-        .map(|problem| problem.message)
-        .collect();
+    let problems = check(root, &internals(root));
     assert!(
         problems.is_empty(),
         "{} problems:\n{}",
@@ -32,74 +23,36 @@ fn imports_follow_the_declared_layers() {
     );
 }
 
-/// With no edge allowed, the violations are exactly the allowed list: each entry is still
-/// needed, and nothing else breaks the order.
-#[test]
-fn without_the_allowed_list_each_entry_is_a_violation() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let problems = check(root, &internals(root), "");
-    let violations: BTreeSet<String> = problems
-        .iter()
-        .filter_map(|problem| problem.edge.clone())
-        .collect();
-    assert_eq!(violations, allowed_entries(ALLOWED));
-    // And the cycles they make are reported: one strongly connected component today.
-    let cycles = problems
-        .iter()
-        .filter(|problem| problem.message.starts_with("cycle"))
-        .count();
-    assert_eq!(cycles, usize::from(!violations.is_empty()), "{problems:#?}");
-}
-
 fn internals(root: &Path) -> String {
     let path = root.join("docs/internals.md");
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-/// One thing wrong, with its file and line.
-#[derive(Debug)]
-struct Problem {
-    message: String,
-    /// For a path that breaks the order: its `file -> path` (the form of an [`ALLOWED`] entry).
-    edge: Option<String>,
-}
-
-impl Problem {
-    fn new(message: String) -> Self {
-        Self {
-            message,
-            edge: None,
-        }
-    }
-}
-
-/// Every problem of the crate at `root` against the order declared in `doc`, with the edges of
-/// `allowed` let through.
-fn check(root: &Path, doc: &str, allowed: &str) -> Vec<Problem> {
+/// Every problem of the crate at `root` against the order declared in `doc`, each with its file
+/// and line.
+fn check(root: &Path, doc: &str) -> Vec<String> {
     let layers = match declared_layers(doc) {
         Ok(layers) => layers,
-        Err(problem) => return vec![Problem::new(problem)],
+        Err(problem) => return vec![problem],
     };
     let scanned = match scan::scan(root) {
         Ok(scanned) => scanned,
-        Err(problem) => return vec![Problem::new(problem)],
+        Err(problem) => return vec![problem],
     };
     let mut problems = Vec::new();
     let declared: BTreeSet<&String> = layers.keys().collect();
     let actual: BTreeSet<&String> = scanned.top_modules.iter().collect();
     for missing in actual.difference(&declared) {
-        problems.push(Problem::new(format!(
+        problems.push(format!(
             "src/lib.rs: module `{missing}` is missing from the layers of docs/internals.md"
-        )));
+        ));
     }
     for extra in declared.difference(&actual) {
-        problems.push(Problem::new(format!(
+        problems.push(format!(
             "docs/internals.md: the layers name `{extra}`, which src/lib.rs does not declare"
-        )));
+        ));
     }
-    let allowed = allowed_entries(allowed);
-    let mut unused = allowed.clone();
-    // Module → module it uses → the first reference that makes the edge (allowed ones left out).
+    // Module → module it uses → the first reference that makes the edge.
     let mut graph: BTreeMap<&str, BTreeMap<&str, &Reference>> = BTreeMap::new();
     for reference in &scanned.references {
         let (from, to) = (reference.from.as_str(), reference.to.as_str());
@@ -110,23 +63,15 @@ fn check(root: &Path, doc: &str, allowed: &str) -> Vec<Problem> {
             continue;
         }
         if to_layer >= from_layer {
-            let edge = format!("{} -> {}", reference.file, reference.path);
-            if allowed.contains(&edge) {
-                unused.remove(&edge);
-                continue;
-            }
             let place = if to_layer == from_layer {
                 "its own layer"
             } else {
                 "a higher layer"
             };
-            problems.push(Problem {
-                message: format!(
-                    "{}:{}: {} (`{from}` uses `{to}`, {place})",
-                    reference.file, reference.line, reference.path
-                ),
-                edge: Some(edge),
-            });
+            problems.push(format!(
+                "{}:{}: {} (`{from}` uses `{to}`, {place})",
+                reference.file, reference.line, reference.path
+            ));
         }
         graph
             .entry(from)
@@ -134,15 +79,8 @@ fn check(root: &Path, doc: &str, allowed: &str) -> Vec<Problem> {
             .entry(to)
             .or_insert(reference);
     }
-    for stale in unused {
-        problems.push(Problem::new(format!(
-            "ALLOWED in tests/it/layers.rs: `{stale}` no longer occurs: delete the entry"
-        )));
-    }
     for cycle in cycles(&graph, &layers) {
-        problems.push(Problem::new(format!(
-            "cycle between top-level modules: {cycle}"
-        )));
+        problems.push(format!("cycle between top-level modules: {cycle}"));
     }
     problems
 }
@@ -181,15 +119,6 @@ fn declared_layers(doc: &str) -> Result<BTreeMap<String, usize>, String> {
         }
     }
     Ok(layers)
-}
-
-fn allowed_entries(allowed: &str) -> BTreeSet<String> {
-    allowed
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .map(String::from)
-        .collect()
 }
 
 /// Each cycle of `graph` (a strongly connected component of two or more modules): its modules,
@@ -272,16 +201,9 @@ mod fixtures {
         dir
     }
 
-    fn messages(dir: &tempfile::TempDir, doc: &str, allowed: &str) -> Vec<String> {
-        check(dir.path(), doc, allowed)
-            .into_iter()
-            .map(|problem| problem.message)
-            .collect()
-    }
-
     #[test]
     fn a_downward_path_passes() {
-        assert_eq!(messages(&crate_with(&[]), DOC, ""), Vec::<String>::new());
+        assert_eq!(check(crate_with(&[]).path(), DOC), Vec::<String>::new());
     }
 
     #[test]
@@ -296,7 +218,7 @@ mod fixtures {
             ("low/mod.rs", low),
             ("low/inner.rs", "pub(crate) use super::super::high::J;\n"),
         ]);
-        let found = messages(&dir, DOC, "");
+        let found = check(dir.path(), DOC);
         let expected = [
             "src/low/inner.rs:1: crate::high::J (`low` uses `high`, a higher layer)",
             "src/low/mod.rs:2: crate::high::A (`low` uses `high`, a higher layer)",
@@ -313,6 +235,24 @@ mod fixtures {
     }
 
     #[test]
+    fn a_cycle_fails_naming_its_modules_and_the_paths_against_the_order() {
+        let dir = crate_with(&[
+            ("lib.rs", "mod high;\nmod middle;\nmod low;\n"),
+            ("high/mod.rs", "use crate::middle::M;\n"),
+            ("middle/mod.rs", "use crate::low::L;\n"),
+            ("low/mod.rs", "\nfn f() { crate::high::h(); }\n"),
+        ]);
+        assert_eq!(
+            check(dir.path(), "```layers\nhigh\nmiddle\nlow\n```\n"),
+            [
+                "src/low/mod.rs:2: crate::high::h (`low` uses `high`, a higher layer)",
+                "cycle between top-level modules: high, low, middle \
+                 (against the order: src/low/mod.rs:2: crate::high::h)",
+            ]
+        );
+    }
+
+    #[test]
     fn test_code_is_left_out() {
         let low = "#[cfg(test)]\nmod tests;\n\
                    #[cfg(test)]\nmod inline { use crate::high::A; }\n\
@@ -324,7 +264,7 @@ mod fixtures {
             ("low/mod.rs", low),
             ("low/tests.rs", "use crate::high::F;\n"),
         ]);
-        let found = messages(&dir, DOC, "");
+        let found = check(dir.path(), DOC);
         assert_eq!(
             found[0],
             "src/low/mod.rs:12: crate::high::E (`low` uses `high`, a higher layer)"
@@ -337,7 +277,7 @@ mod fixtures {
         let unplaced = "struct S {\n    #[cfg(test)]\n    a: u8,\n}\n";
         let moved = "\n#[path = \"elsewhere.rs\"]\nmod inner;\n";
         for low in [unplaced, moved] {
-            let found = messages(&crate_with(&[("low/mod.rs", low)]), DOC, "");
+            let found = check(crate_with(&[("low/mod.rs", low)]).path(), DOC);
             assert_eq!(found.len(), 1, "{found:?}");
             assert!(
                 found[0].starts_with("src/low/mod.rs:2: #[path], or #[cfg(test)]"),
@@ -347,25 +287,12 @@ mod fixtures {
     }
 
     #[test]
-    fn an_allowed_path_passes_and_a_stale_one_fails() {
-        let dir = crate_with(&[("low/mod.rs", "use crate::high::A;\n")]);
-        assert_eq!(
-            messages(&dir, DOC, "src/low/mod.rs -> crate::high::A"),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            messages(&dir, DOC, "src/low/mod.rs -> crate::high::A\nsrc/low/mod.rs -> crate::high::Gone"),
-            ["ALLOWED in tests/it/layers.rs: `src/low/mod.rs -> crate::high::Gone` no longer occurs: delete the entry"]
-        );
-    }
-
-    #[test]
     fn a_root_macro_counts_where_it_is_invoked_and_an_exported_one_where_it_is_defined() {
         let lib = "macro_rules! say { () => { $crate::high::say() } }\nmod high;\nmod low;\n";
         let low = "fn f() { say!(); crate::shout!(); }\n";
         let high = "use crate::low::Low;\n#[macro_export]\nmacro_rules! shout { () => {} }\n";
         let dir = crate_with(&[("lib.rs", lib), ("low/mod.rs", low), ("high/mod.rs", high)]);
-        let found = messages(&dir, DOC, "");
+        let found = check(dir.path(), DOC);
         assert_eq!(
             found[..2],
             [
@@ -379,11 +306,11 @@ mod fixtures {
     fn same_layer_and_missing_modules_fail() {
         let dir = crate_with(&[]);
         assert_eq!(
-            messages(&dir, "```layers\nhigh low\n```\n", ""),
+            check(dir.path(), "```layers\nhigh low\n```\n"),
             ["src/high/mod.rs:1: crate::low::Low (`high` uses `low`, its own layer)"]
         );
         assert_eq!(
-            messages(&dir, "```layers\nhigh\nother\n```\n", ""),
+            check(dir.path(), "```layers\nhigh\nother\n```\n"),
             [
                 "src/lib.rs: module `low` is missing from the layers of docs/internals.md",
                 "docs/internals.md: the layers name `other`, which src/lib.rs does not declare",
