@@ -4,7 +4,7 @@ use std::fmt;
 
 /// The user asked for something impossible (bad URL, flag value or combination): exit code 2.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -26,26 +26,26 @@ macro_rules! usage_bail {
 }
 
 /// The exit status of a usage error.
-pub const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 
 /// Whether `error` is, or was caused by, a [`UsageError`].
-pub fn is_usage(error: &anyhow::Error) -> bool {
+pub(crate) fn is_usage(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| cause.is::<UsageError>())
 }
 
 /// The most bytes of the user's input one quote shows: enough to recognise the line, and a
 /// 50 MB line in an `-i` file still makes one short line on stderr.
-pub const QUOTE_LIMIT: usize = 200;
+pub(crate) const QUOTE_LIMIT: usize = 200;
 
 /// The longest message [`clipped`] leaves whole: a few quotes and the words around them.
 const MESSAGE_LIMIT: usize = 4 * QUOTE_LIMIT;
 
 /// How an error shows a piece of the user's input: escaped (a CR or LF cannot break the line),
 /// and cut after [`QUOTE_LIMIT`] bytes with "…(N bytes)" saying how long it was.
-pub struct Quoted<'a>(&'a str);
+pub(crate) struct Quoted<'a>(&'a str);
 
 /// The quote of `text` in an error message; see [`Quoted`].
-pub fn quoted(text: &str) -> Quoted<'_> {
+pub(crate) fn quoted(text: &str) -> Quoted<'_> {
     Quoted(text)
 }
 
@@ -62,7 +62,7 @@ impl fmt::Display for Quoted<'_> {
 
 /// `message`, or when it is longer than [`MESSAGE_LIMIT`] its start and end around "…(N bytes)…":
 /// the net under every usage error, for the input a parser's own message quotes.
-pub fn clipped(message: String) -> String {
+pub(crate) fn clipped(message: String) -> String {
     if message.len() <= MESSAGE_LIMIT {
         return message;
     }

@@ -8,6 +8,7 @@
 //! test.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 #![deny(unsafe_code)]
 
 /// Writes to a standard stream and drops the error: a reader that went away (EPIPE) must neither

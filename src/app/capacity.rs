@@ -102,7 +102,7 @@ pub(crate) struct Search {
 
 impl Search {
     /// The search `--find-max` asks for, `None` without it.
-    pub fn from_args(args: &LoadArgs) -> Option<Search> {
+    pub(super) fn from_args(args: &LoadArgs) -> Option<Search> {
         if !args.find_max {
             return None;
         }
@@ -127,7 +127,7 @@ impl Search {
 
     /// Runs the search on `probe`. A probe error ends it with that error; a step a signal
     /// interrupted ends it with what was found so far.
-    pub fn run(&self, probe: &mut dyn Probe) -> Result<Capacity> {
+    pub(super) fn run(&self, probe: &mut dyn Probe) -> Result<Capacity> {
         let mut steps = Steps {
             search: self,
             probe,

@@ -10,7 +10,7 @@ use crate::server::Speaks;
 use crate::usage_bail;
 
 /// A usage error if `args` sweep a protocol their `--target-fault` cannot serve.
-pub fn check(args: &LoadArgs) -> Result<()> {
+pub(super) fn check(args: &LoadArgs) -> Result<()> {
     let Some(fault) = args.target_fault else {
         return Ok(());
     };

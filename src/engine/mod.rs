@@ -20,7 +20,7 @@ pub(crate) mod session;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod testing;
 mod upgrade;
-pub mod uring;
+pub(crate) mod uring;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -38,12 +38,12 @@ use crate::tls::TlsInfo;
 use budget::Budget;
 use pacer::Due;
 
-pub use pacer::Pacer;
-pub use session::Templates;
+pub(crate) use pacer::Pacer;
+pub(crate) use session::Templates;
 
 /// How a connection ended, from the runner's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnEnd {
+pub(crate) enum ConnEnd {
     /// No more requests to send on it: the budget is spent or the run is stopping.
     Finished,
     /// The connection closed or failed while there was still work: reconnect.
@@ -52,7 +52,7 @@ pub enum ConnEnd {
 
 /// The protocol an established connection will speak, when it is known before the first byte
 /// (an h2c upgrade finds out on the connection: `Ok(None)`). `Err` says why the connection is unusable.
-pub fn pick_protocol(
+pub(crate) fn pick_protocol(
     negotiation: Negotiation,
     tls: Option<&TlsInfo>,
 ) -> Result<Option<Protocol>, Failure> {
@@ -101,7 +101,7 @@ const PREPARED_PATHS: usize = 1000;
 
 /// When a connection may send its next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextRequest {
+pub(crate) enum NextRequest {
     /// Now: the request is counted as sent, with these times.
     Now(RequestStart),
     /// Not before this time (`--rate`); ask again then.
@@ -111,7 +111,7 @@ pub enum NextRequest {
 }
 
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
-pub struct ThreadShared {
+pub(crate) struct ThreadShared {
     /// The run's plan.
     pub plan: Arc<RunPlan>,
     /// The run's request budget (shared with other threads).
@@ -140,7 +140,7 @@ pub struct ThreadShared {
 
 /// A request the server never processed, to be sent again.
 #[derive(Debug, Clone, Copy)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// Its first scheduled send (kept: latency counts from it), path and retries so far.
     start: RequestStart,
     /// Why it goes again (goaway, refused, closed): what it fails as if no attempt gets through.
@@ -150,13 +150,13 @@ pub struct Retry {
 impl ThreadShared {
     /// Whether requests are waiting to be sent again: a slot must connect for them even when
     /// the budget is spent.
-    pub fn has_retries(&self) -> bool {
+    pub(crate) fn has_retries(&self) -> bool {
         !self.retries.borrow().is_empty()
     }
 
     /// Fails the requests still waiting to be sent again once the thread's connections are
     /// done: none could carry them.
-    pub fn fail_unsent_retries(&self) {
+    pub(crate) fn fail_unsent_retries(&self) {
         let mut recorder = self.recorder.borrow_mut();
         for Retry { start, kind } in self.retries.borrow_mut().drain(..) {
             if recorder.is_measured(start.intended) {
@@ -178,7 +178,7 @@ impl ThreadShared {
 
 /// The state of one live connection that outlives its driver (the runner reads it afterwards).
 #[derive(Debug, Default)]
-pub struct ConnState {
+pub(crate) struct ConnState {
     /// The connection's number, unique in the process (for `--log-file`).
     pub id: u64,
     /// The protocol it speaks, once known.
@@ -203,7 +203,7 @@ pub struct ConnState {
 impl ConnState {
     /// Whether the connection has carried its `--requests-per-connection`: it takes no more
     /// requests and closes once they are answered, and its slot connects again.
-    pub fn retiring(&self, plan: &RunPlan) -> bool {
+    pub(crate) fn retiring(&self, plan: &RunPlan) -> bool {
         plan.requests_per_connection
             .is_some_and(|limit| self.requests.get() >= limit)
     }
@@ -212,7 +212,7 @@ impl ConnState {
 /// A session's handle on the world while it drives one connection: it takes requests from the
 /// run's budget and schedule, and records what became of them.
 #[derive(Clone, Copy)]
-pub struct Ledger<'a> {
+pub(crate) struct Ledger<'a> {
     shared: &'a ThreadShared,
     conn: &'a ConnState,
     slot: usize,
@@ -220,7 +220,7 @@ pub struct Ledger<'a> {
 
 impl<'a> Ledger<'a> {
     /// A ledger for client slot `slot` (a thread-local index) on connection `conn`.
-    pub fn new(shared: &'a ThreadShared, conn: &'a ConnState, slot: usize) -> Self {
+    pub(crate) fn new(shared: &'a ThreadShared, conn: &'a ConnState, slot: usize) -> Self {
         Ledger { shared, conn, slot }
     }
 
@@ -228,7 +228,7 @@ impl<'a> Ledger<'a> {
     /// time (`--rate`), or never (the budget is spent or the run is stopping, and no request
     /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
     /// nothing from the budget or the schedule and was counted as started the first time.
-    pub fn next_request(&self) -> NextRequest {
+    pub(crate) fn next_request(&self) -> NextRequest {
         if self.conn.retiring(&self.shared.plan) {
             return NextRequest::Done;
         }
@@ -282,7 +282,7 @@ impl<'a> Ledger<'a> {
 
     /// Whether a request may still come: the budget is not spent or a request waits to be sent
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
-    pub fn may_have_more(&self) -> bool {
+    pub(crate) fn may_have_more(&self) -> bool {
         (self.conn.reserved.get() || self.shared.budget.has_more() || self.shared.has_retries())
             && !self.conn.retiring(&self.shared.plan)
     }
@@ -332,14 +332,14 @@ impl<'a> Ledger<'a> {
     }
 
     /// Requests this connection has taken so far.
-    pub fn requests_taken(&self) -> u64 {
+    pub(crate) fn requests_taken(&self) -> u64 {
         self.conn.requests.get()
     }
 
     /// Completes when the schedule calls waiting connections back early (never without a
     /// schedule): it ended, a send time came that no connection waits for, or a steered run's
     /// rate changed. A connection waiting for its send time then asks again at once.
-    pub async fn schedule_calls_back(&self) {
+    pub(crate) async fn schedule_calls_back(&self) {
         match &self.shared.pacer {
             Some(pacer) => pacer.calls_back().await,
             None => std::future::pending().await,
@@ -363,7 +363,7 @@ impl<'a> Ledger<'a> {
     /// (Apache ends every upgraded connection that runs out of streams), not refusing work.
     /// The run still ends: every such re-send follows a completed request. A refused stream
     /// always counts, as it is re-sent on the same connection.
-    pub fn retry(&self, start: RequestStart, kind: ErrorKind) -> bool {
+    pub(crate) fn retry(&self, start: RequestStart, kind: ErrorKind) -> bool {
         let Some(max_retries) = self.shared.plan.max_retries else {
             return false;
         };
@@ -398,7 +398,7 @@ impl<'a> Ledger<'a> {
 
     /// Records a completed response, judged by the response checks if the run has any (`check`
     /// is what its headers and body showed of them).
-    pub fn complete(&self, sample: ResponseSample, check: &ResponseCheck) {
+    pub(crate) fn complete(&self, sample: ResponseSample, check: &ResponseCheck) {
         self.conn.completed.set(self.conn.completed.get() + 1);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(sample.start.intended) {
@@ -420,7 +420,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// Records a request that ended without a complete response.
-    pub fn fail(&self, start: RequestStart, kind: ErrorKind) {
+    pub(crate) fn fail(&self, start: RequestStart, kind: ErrorKind) {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
@@ -431,7 +431,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// Records a request whose stream the server reset with `code`.
-    pub fn fail_stream_reset(&self, start: RequestStart, code: crate::proto::ResetCode) {
+    pub(crate) fn fail_stream_reset(&self, start: RequestStart, code: crate::proto::ResetCode) {
         self.fail(start, ErrorKind::StreamReset);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
@@ -441,7 +441,7 @@ impl<'a> Ledger<'a> {
 
     /// Records a connection that failed with no request to blame: before it became usable, or
     /// with a protocol error while idle.
-    pub fn connection_failed(&self, failure: Failure) {
+    pub(crate) fn connection_failed(&self, failure: Failure) {
         self.shared
             .recorder
             .borrow_mut()
@@ -462,7 +462,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// Tells the user, once per run, why a connection was lost.
-    pub fn note_error(&self, message: impl FnOnce() -> String) {
+    pub(crate) fn note_error(&self, message: impl FnOnce() -> String) {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.first_error.is_none() {
             recorder.note_error(message());
@@ -470,7 +470,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// Records that the client closed this connection itself (a timeout), not the server.
-    pub fn closed_by_client(&self) {
+    pub(crate) fn closed_by_client(&self) {
         self.shared
             .recorder
             .borrow_mut()
@@ -478,18 +478,18 @@ impl<'a> Ledger<'a> {
     }
 
     /// Records the protocol this connection settled on.
-    pub fn note_protocol(&self, protocol: Protocol) {
+    pub(crate) fn note_protocol(&self, protocol: Protocol) {
         self.conn.protocol.set(Some(protocol));
         self.shared.recorder.borrow_mut().note_protocol(protocol);
     }
 
     /// Tells the user, once per run, something that is not an error.
-    pub fn warn(&self, message: impl FnOnce() -> String) {
+    pub(crate) fn warn(&self, message: impl FnOnce() -> String) {
         self.shared.recorder.borrow_mut().warn(message());
     }
 
     /// Records the per-connection concurrency this connection settled on.
-    pub fn note_effective_concurrency(&self, value: usize) {
+    pub(crate) fn note_effective_concurrency(&self, value: usize) {
         self.shared
             .recorder
             .borrow_mut()
@@ -497,7 +497,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// The thread's byte counters.
-    pub fn wire(&self) -> &'a WireMeter {
+    pub(crate) fn wire(&self) -> &'a WireMeter {
         &self.shared.wire
     }
 }
@@ -511,7 +511,7 @@ pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
 }
 
 /// How an I/O error on an established connection is counted.
-pub fn io_error_kind(error: &io::Error) -> ErrorKind {
+pub(crate) fn io_error_kind(error: &io::Error) -> ErrorKind {
     match error.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::BrokenPipe

@@ -14,7 +14,7 @@ use crate::units::MAX_DURATION;
 
 /// What a steered run offers at the moment.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Offered {
+pub(crate) enum Offered {
     /// Nothing: connections stay open and idle (before the first step).
     Paused,
     /// This many requests per second, in total.
@@ -50,7 +50,7 @@ impl Offered {
 /// The rate a steered run's controller sets and every thread's pacer reads: no lock, one atomic
 /// load per request to see whether it changed.
 #[derive(Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     offered: AtomicU64,
     /// Counts the changes, so a pacer notices one with a single load.
     epoch: AtomicU64,
@@ -63,7 +63,7 @@ pub struct Throttle {
 
 impl Throttle {
     /// A throttle that offers nothing yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Throttle {
             offered: AtomicU64::new(Offered::Paused.to_bits()),
             epoch: AtomicU64::new(0),
@@ -73,7 +73,7 @@ impl Throttle {
     }
 
     /// Offers `offered` from now on, on every thread.
-    pub fn set(&self, offered: Offered) {
+    pub(crate) fn set(&self, offered: Offered) {
         self.offered.store(offered.to_bits(), Ordering::Relaxed);
         // Release: a pacer that sees the new epoch sees the new rate.
         self.epoch.fetch_add(1, Ordering::Release);
@@ -83,7 +83,7 @@ impl Throttle {
 
 /// A thread's view of a [`Throttle`].
 #[derive(Debug)]
-pub struct Steering {
+pub(crate) struct Steering {
     throttle: Arc<Throttle>,
     /// The throttle's epoch this thread last applied.
     seen: Cell<u64>,
@@ -94,7 +94,7 @@ pub struct Steering {
 
 impl Steering {
     /// The share `fraction` of what `throttle` offers.
-    pub fn new(throttle: Arc<Throttle>, fraction: f64) -> Self {
+    pub(crate) fn new(throttle: Arc<Throttle>, fraction: f64) -> Self {
         Steering {
             throttle,
             seen: Cell::new(0),
@@ -118,7 +118,7 @@ impl Steering {
 
 /// Where a thread's send times come from.
 #[derive(Debug)]
-pub enum Source {
+pub(crate) enum Source {
     /// `--rate`: one request every period.
     Constant(Duration),
     /// `--stages`: this thread's share of the ramp.
@@ -129,7 +129,7 @@ pub enum Source {
 
 /// Whether a request may go now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
+pub(crate) enum Due {
     /// Now, with this intended start.
     Now(Instant),
     /// Not yet: the connection waits (see [`Pacer::come_back_at`]).
@@ -162,7 +162,7 @@ const LATE_AT_END: Duration = Duration::from_millis(5);
 /// schedule ends (the budget is spent, the run stops, or a timed run's end comes), the first
 /// connection to find out wakes the others at once through `wake`, so none sleeps past the end.
 #[derive(Debug)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     source: Source,
     /// Time zero of the schedule.
     start: Instant,
@@ -186,12 +186,12 @@ pub struct Pacer {
 impl Pacer {
     /// A schedule of one request every `period`, from `start` (until `ends`, if given).
     #[cfg(test)]
-    pub fn new(period: Duration, start: Instant, ends: Option<Instant>) -> Self {
+    pub(crate) fn new(period: Duration, start: Instant, ends: Option<Instant>) -> Self {
         Self::with_source(Source::Constant(period), start, ends)
     }
 
     /// A schedule whose times come from `source`, from `start` (until `ends`, if given).
-    pub fn with_source(source: Source, start: Instant, ends: Option<Instant>) -> Self {
+    pub(crate) fn with_source(source: Source, start: Instant, ends: Option<Instant>) -> Self {
         let first = match &source {
             Source::Stages(share) => start + share.send_time(0),
             Source::Constant(_) | Source::Steered(_) => start,

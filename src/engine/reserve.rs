@@ -15,7 +15,7 @@ use super::ThreadShared;
 
 /// What a slot took before connecting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reserved {
+pub(crate) struct Reserved {
     /// A request taken from the budget, to be given back if the connection never sends it.
     pub taken: bool,
     /// The send time taken from the schedule for it: its intended start.
@@ -32,7 +32,7 @@ impl ThreadShared {
     /// which its connections carry on). `None`:
     /// nothing is left to connect for. Requests waiting to be sent again need no send time: the
     /// slot connects for them at once.
-    pub async fn reserve_first(
+    pub(crate) async fn reserve_first(
         &self,
         timer: &impl Timer,
         told: &Cell<Option<Instant>>,
@@ -87,7 +87,7 @@ impl ThreadShared {
 
     /// Gives back what a slot took before connecting and never sent: the request to the budget,
     /// its send time to the schedule (another connection sends it, measured from that time).
-    pub fn give_back(&self, reserved: Reserved) {
+    pub(crate) fn give_back(&self, reserved: Reserved) {
         if reserved.taken {
             self.budget.give_back();
         }
@@ -102,7 +102,11 @@ impl ThreadShared {
     /// for it else, and the next connection to wake would take it a period late (and its own
     /// time later still). That wake-up is a task of its own, which the end of the thread's
     /// connections does not wait for.
-    pub fn slot_stopped(self: &Rc<Self>, told: Option<Instant>, timer: &Rc<impl Timer + 'static>) {
+    pub(crate) fn slot_stopped(
+        self: &Rc<Self>,
+        told: Option<Instant>,
+        timer: &Rc<impl Timer + 'static>,
+    ) {
         let Some(pacer) = &self.pacer else {
             return;
         };

@@ -117,7 +117,7 @@ pub(crate) enum Progress {
 }
 
 /// The prepared requests of every protocol a plan can need, built once per runner thread.
-pub struct Templates {
+pub(crate) struct Templates {
     h1: H1Template,
     h2: H2Template,
     upgrade: Option<UpgradeTemplate>,
@@ -125,7 +125,7 @@ pub struct Templates {
 
 impl Templates {
     /// Prepares requests for `plan` (serialized heads, HPACK fields, the shared body).
-    pub fn new(plan: &RunPlan) -> Self {
+    pub(crate) fn new(plan: &RunPlan) -> Self {
         Templates {
             h1: H1Template::new(plan),
             h2: H2Template::new(plan),

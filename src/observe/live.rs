@@ -13,7 +13,7 @@ use crate::recorder::hdr::new_histogram;
 use crate::recorder::{ErrorKind, Recorder};
 
 /// How often workers publish.
-pub const PUBLISH_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 
 /// One worker's latest numbers.
 #[derive(Debug)]

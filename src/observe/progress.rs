@@ -14,14 +14,14 @@ use crate::units::{counted, format_micros};
 
 /// A progress bar being redrawn by its own thread until [`Display::finish`].
 #[derive(Debug)]
-pub struct Display {
+pub(crate) struct Display {
     stop: Sender<()>,
     drawer: JoinHandle<()>,
 }
 
 impl Display {
     /// Starts drawing the progress of `live` towards `goal`, labelled `label`.
-    pub fn start(live: Arc<Live>, goal: StopRule, label: String) -> Self {
+    pub(crate) fn start(live: Arc<Live>, goal: StopRule, label: String) -> Self {
         let (stop, stopped) = mpsc::channel();
         let drawer = std::thread::spawn(move || {
             let bar = new_bar(goal, label);
@@ -44,7 +44,7 @@ impl Display {
     }
 
     /// Removes the bar, so the report follows on a clean line.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         let _ = self.stop.send(());
         let _ = self.drawer.join();
     }

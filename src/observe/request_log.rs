@@ -33,7 +33,7 @@ impl LogFile {
 
 /// How one request ended, as the log needs it.
 #[derive(Debug, Clone, Copy)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// When the request was scheduled and sent.
     pub start: RequestStart,
     /// The response's first byte and status, if a complete response came.
@@ -48,7 +48,7 @@ pub struct Entry {
 
 /// One runner thread's share of the log.
 #[derive(Debug)]
-pub struct RequestLog {
+pub(crate) struct RequestLog {
     file: LogFile,
     buffer: Vec<u8>,
     anchor: Instant,
@@ -59,7 +59,7 @@ pub struct RequestLog {
 
 impl RequestLog {
     /// A thread's writer for the log of cell number `cell`.
-    pub fn new(file: LogFile, cell: usize) -> Self {
+    pub(crate) fn new(file: LogFile, cell: usize) -> Self {
         let anchor = Instant::now();
         let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -75,7 +75,7 @@ impl RequestLog {
     }
 
     /// Appends one request's line, writing the buffer out when it is full.
-    pub fn record(&mut self, entry: Entry) {
+    pub(crate) fn record(&mut self, entry: Entry) {
         let sent = entry.start.actual;
         let start_us = self.anchor_epoch_us + signed_micros(self.anchor, sent);
         let (status, ttfb) = match entry.response {
@@ -116,7 +116,7 @@ impl RequestLog {
     }
 
     /// Writes the rest of the buffer; `Err` describes the first write that failed.
-    pub fn finish(mut self) -> Result<(), String> {
+    pub(crate) fn finish(mut self) -> Result<(), String> {
         self.write_out();
         match self.error {
             Some(error) => Err(format!("cannot write --log-file: {error}")),

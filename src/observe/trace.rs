@@ -21,7 +21,7 @@ use crate::tls::TlsInfo;
 use crate::units::format_micros;
 
 /// Connections traced per run.
-pub const TRACED_CONNECTIONS: usize = 4;
+pub(crate) const TRACED_CONNECTIONS: usize = 4;
 
 /// Header blocks whose fields `-v` lists, per direction and connection.
 const HEADER_BLOCKS_SHOWN: usize = 2;

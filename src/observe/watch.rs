@@ -25,7 +25,7 @@ pub struct ProcessUsage {
 }
 
 /// CPU time a process has used so far (user + system), or None if it is gone.
-pub fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+pub(crate) fn cpu_time(pid: Option<u32>) -> Option<Duration> {
     let path = match pid {
         Some(pid) => format!("/proc/{pid}/stat"),
         None => "/proc/self/stat".to_owned(),
@@ -56,7 +56,7 @@ fn resident_kb(pid: u32) -> Option<u64> {
 }
 
 /// Samples processes from a background thread until [`Watch::finish`].
-pub struct Watch {
+pub(crate) struct Watch {
     stop: Arc<AtomicBool>,
     sampler: JoinHandle<Vec<Vec<u64>>>,
     pids: Vec<u32>,
@@ -66,7 +66,7 @@ pub struct Watch {
 
 impl Watch {
     /// Starts watching `pids` (a process that does not exist reports zeros).
-    pub fn start(pids: &[u32]) -> Watch {
+    pub(crate) fn start(pids: &[u32]) -> Watch {
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = {
             let stop = stop.clone();
@@ -96,7 +96,7 @@ impl Watch {
     }
 
     /// Stops sampling and reports each process's usage since [`Watch::start`].
-    pub fn finish(self) -> Vec<ProcessUsage> {
+    pub(crate) fn finish(self) -> Vec<ProcessUsage> {
         let wall = self.started.elapsed().as_secs_f64();
         self.stop.store(true, Ordering::Relaxed);
         let samples = self.sampler.join().unwrap_or_default();

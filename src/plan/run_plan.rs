@@ -215,11 +215,11 @@ pub struct Timeouts {
 /// How long a QUIC connection may hear nothing before it is given up (RFC 9000 §10.1). The
 /// client sends keep-alive PINGs at a third of it, so only a vanished server reaches it; a
 /// response may take any time (`--request-timeout` bounds it).
-pub const QUIC_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const QUIC_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long connecting may take (TCP, TLS and the server's HTTP/2 SETTINGS) when
 /// `--connect-timeout` is not given: a server that never completes a handshake ends the run.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// HTTP/2 settings the client announces.
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]

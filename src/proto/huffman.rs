@@ -69,10 +69,10 @@ fn canonical() -> &'static Canonical {
 
 /// Why a Huffman string could not be decoded.
 #[derive(Debug, PartialEq, Eq)]
-pub struct InvalidHuffman;
+pub(super) struct InvalidHuffman;
 
 /// Decodes `input`, handing each decoded byte to `sink`; returns how many bytes it decoded.
-pub fn decode(input: &[u8], mut sink: impl FnMut(u8)) -> Result<usize, InvalidHuffman> {
+pub(super) fn decode(input: &[u8], mut sink: impl FnMut(u8)) -> Result<usize, InvalidHuffman> {
     let tables = canonical();
     let mut decoded = 0;
     let (mut code, mut length) = (0u32, 0usize);

@@ -128,7 +128,7 @@ pub(crate) fn grouped(rate: f64) -> String {
 }
 
 /// The cell's search as text: the steps tried, the capacity, the latency below it.
-pub fn render(capacity: &Capacity) -> String {
+pub(crate) fn render(capacity: &Capacity) -> String {
     let mut out = String::new();
     write(&mut out, capacity).expect("writing to a String cannot fail");
     out
@@ -232,7 +232,7 @@ fn no_capacity(capacity: &Capacity) -> &'static str {
 /// `capacity: h1 8,450 req/s at p99<20ms; h2c 7,900 req/s (h2c/h1 = 0.93)`: the objectives once,
 /// each protocol's ratio to the level's first. The level's `c=… m=…` is named when the sweep
 /// has several levels.
-pub fn sweep_lines(cells: &[Summary]) -> Vec<String> {
+pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
     let searched: Vec<(&Summary, &Capacity)> = cells
         .iter()
         .filter_map(|cell| Some((cell, cell.capacity.as_ref()?)))

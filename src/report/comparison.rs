@@ -61,7 +61,7 @@ impl Row {
 }
 
 /// Builds the rows of `cells`.
-pub fn rows(cells: &[Summary]) -> Vec<Row> {
+pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
     cells
         .iter()
         .map(|cell| {
@@ -108,7 +108,7 @@ pub fn rows(cells: &[Summary]) -> Vec<Row> {
 }
 
 /// Column titles and cell texts of the comparison, shared by the text, Markdown and CSV forms.
-pub fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+pub(crate) fn table(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let with_target = rows.iter().any(|row| row.target_cpu_percent.is_some());
     // A rate column only when it tells rows apart: the labels carry a constant rate already.
     let with_rate = rows.iter().any(|row| row.rate != rows[0].rate);

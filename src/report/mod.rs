@@ -3,18 +3,18 @@
 //! whole run's [`Document`]; the parts of a cell's report are in `summary/`, `timeline.rs` and
 //! `rate.rs`.
 
-pub mod capacity;
-pub mod comparison;
-pub mod diff;
-pub mod export;
-pub mod merge;
-pub mod paint;
-pub mod plain;
+pub(crate) mod capacity;
+pub(crate) mod comparison;
+pub(crate) mod diff;
+pub(crate) mod export;
+pub(crate) mod merge;
+pub(crate) mod paint;
+pub(crate) mod plain;
 mod rate;
-pub mod stats;
+pub(crate) mod stats;
 mod summary;
-pub mod text;
-pub mod thresholds;
+pub(crate) mod text;
+pub(crate) mod thresholds;
 mod timeline;
 
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,7 @@ pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
 pub(crate) use timeline::IntervalSummary;
 
 /// Version of the JSON layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -93,7 +93,7 @@ pub struct SweepStop {
 }
 
 /// Writes a document in one format (one implementation per format, like hyperfine's exports).
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// Writes `document` to `path` (a file, or a directory for formats with one file per cell).
     fn export(&self, document: &Document, path: &std::path::Path) -> anyhow::Result<()>;
 }

@@ -24,7 +24,7 @@ const CYAN: &str = "\x1b[1;36m";
 const RESET: &str = "\x1b[0m";
 
 /// `report` with its headline, error and summary lines highlighted when `enabled`.
-pub fn paint(report: &str, enabled: bool) -> String {
+pub(crate) fn paint(report: &str, enabled: bool) -> String {
     if !enabled {
         return report.to_owned();
     }

@@ -11,7 +11,7 @@ use crate::units::format_micros;
 const SAME_RATE: f64 = 0.98;
 
 /// Sentences about one cell, most telling first; empty when there is nothing to add.
-pub fn cell(summary: &Summary) -> Vec<String> {
+pub(crate) fn cell(summary: &Summary) -> Vec<String> {
     let mut sentences = Vec::new();
     let counters = &summary.requests.counters;
     let clients = summary.settings.clients;
@@ -140,7 +140,7 @@ pub fn cell(summary: &Summary) -> Vec<String> {
 }
 
 /// Sentences comparing protocols at each level of a sweep.
-pub fn comparison(rows: &[Row]) -> Vec<String> {
+pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter_map(|row| {
             let (label, ratio) = row.ratio.as_ref()?;

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 
 /// The outcome of a two-sided Mann–Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U of the first sample: how many (first, second) pairs have the first larger, ties
     /// counting one half.
     pub u: f64,
@@ -32,7 +32,7 @@ const EXACT_LARGER_UP_TO: usize = 10_000;
 /// The two-sided Mann–Whitney U test of `a` against `b`. Exact when one sample has at most 8
 /// values and no value is tied; otherwise the normal approximation with the tie correction and
 /// the continuity correction. `p` is 1 when either sample is empty or every value is the same.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
+pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
         return MannWhitney {
@@ -124,7 +124,7 @@ fn u_distribution(m: usize, n: usize) -> Vec<i128> {
 }
 
 /// The standard normal distribution's upper tail, P(Z ≥ z).
-pub fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 
@@ -153,7 +153,7 @@ fn erfc(x: f64) -> f64 {
 /// between their cumulative distributions, from 0 (the same distribution) to 1 (no overlap).
 /// The histograms must share their bucket layout (every one from `recorder::hdr` does), so
 /// equal values fall in equal buckets; 0 when either is empty.
-pub fn ks_distance(a: &Histogram<u64>, b: &Histogram<u64>) -> f64 {
+pub(crate) fn ks_distance(a: &Histogram<u64>, b: &Histogram<u64>) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }

@@ -8,7 +8,7 @@ use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.
-pub fn render(summary: &Summary) -> String {
+pub(crate) fn render(summary: &Summary) -> String {
     let mut out = String::new();
     write_report(&mut out, summary).expect("writing to a String cannot fail");
     out
@@ -61,7 +61,7 @@ fn listed(counts: &[(String, u64)]) -> String {
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
-pub fn one_line(summary: &Summary) -> String {
+pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
         "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
@@ -487,7 +487,7 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 }
 
 /// The comparison table, columns aligned (latencies in milliseconds).
-pub fn comparison(document: &super::Document) -> String {
+pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) = super::comparison::table(&document.comparison);
     let mut out = format!(
         "\ncomparison of {} (latencies in ms):\n",

@@ -31,7 +31,7 @@ fn measured(summary: &Summary) -> Measured<'_> {
 }
 
 /// Checks every `--fail-if` expression against `summary`, in the order given.
-pub fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> {
+pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> {
     let measured = measured(summary);
     fail_if
         .iter()
@@ -48,7 +48,7 @@ pub fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> {
 
 /// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every
 /// cell, in run order; `fail_if` is the list each cell's thresholds were checked from.
-pub fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
+pub(crate) fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
     cells
         .iter()
         .flat_map(|cell| {

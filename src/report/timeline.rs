@@ -58,7 +58,7 @@ pub struct IntervalSummary {
 
 /// One interval's counts and histograms, summed over threads (or over runs, when merging).
 #[derive(Debug)]
-pub struct IntervalSums {
+pub(crate) struct IntervalSums {
     completed: u64,
     errors: u64,
     request: Histogram<u64>,
@@ -81,7 +81,7 @@ impl Default for IntervalSums {
 impl IntervalSums {
     /// Adds one part: its counts, and its histograms as V2 + deflate bytes. Counts that add up
     /// past 2^64 - 1 are an error naming the field, never a count that wraps.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         completed: u64,
         errors: u64,
@@ -106,7 +106,7 @@ impl IntervalSums {
     }
 
     /// The interval as reported, at position `index`, `length_s` seconds long.
-    pub fn summary(&self, index: u64, length_s: f64) -> IntervalSummary {
+    pub(crate) fn summary(&self, index: u64, length_s: f64) -> IntervalSummary {
         IntervalSummary {
             index,
             completed: self.completed,

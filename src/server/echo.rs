@@ -157,7 +157,7 @@ impl AsRef<[u8]> for Held {
 
 /// The body of an `/echo` response (HTTP/1.1 and HTTP/2): the request's body, each chunk read
 /// once the budget has room for it.
-pub struct Echo {
+pub(super) struct Echo {
     incoming: Incoming,
     reserver: Reserver,
     /// A chunk read, waiting for room.

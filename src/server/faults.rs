@@ -49,7 +49,7 @@ impl Fault {
 }
 
 /// Serves one connection the faulty way.
-pub async fn serve(stream: TcpStream, fault: Fault) {
+pub(super) async fn serve(stream: TcpStream, fault: Fault) {
     match fault {
         // Closed unread (the accept loop serves the connections it spares).
         Fault::DropEvery(_) => drop(stream),

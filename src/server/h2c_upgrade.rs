@@ -34,7 +34,7 @@ const NOT_FORWARDED: [&str; 8] = [
 
 /// Whether the request asks for h2c and can have it: HTTP/1.1, `Upgrade: h2c`, `HTTP2-Settings`,
 /// and no body (a body would have to be forwarded as DATA frames; such requests are served as HTTP/1.1).
-pub fn is_requested(request: &Request<Incoming>) -> bool {
+pub(super) fn is_requested(request: &Request<Incoming>) -> bool {
     let headers = request.headers();
     let lists = |name: header::HeaderName, token: &str| {
         headers.get_all(name).iter().any(|value| {
@@ -58,7 +58,11 @@ pub fn is_requested(request: &Request<Incoming>) -> bool {
 
 /// Answers `101` and, once hyper hands over the connection, serves HTTP/2 on it. Falls back to
 /// serving the request as HTTP/1.1 when its headers do not fit in one frame.
-pub fn accept(mut request: Request<Incoming>, max_streams: u32, conn: Conn) -> TargetResponse {
+pub(super) fn accept(
+    mut request: Request<Incoming>,
+    max_streams: u32,
+    conn: Conn,
+) -> TargetResponse {
     let Some(stream_one) = stream_one_headers(&request) else {
         let mut response = Response::new(TargetBody::Static(None));
         *response.status_mut() = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;

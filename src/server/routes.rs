@@ -90,7 +90,7 @@ impl Stall {
 
 /// Answers one HTTP/1.1 or HTTP/2 request (hyper), after the target's delay and any stall in
 /// progress; `/echo` within `echo`'s budget.
-pub async fn route(
+pub(super) async fn route(
     request: Request<Incoming>,
     behaviour: Behaviour,
     echo: &EchoBudget,
@@ -244,7 +244,7 @@ fn text(status: StatusCode, body: &'static str) -> (StatusCode, Reply) {
 }
 
 /// Response bodies of the target, without boxing.
-pub enum TargetBody {
+pub(super) enum TargetBody {
     /// A fixed body (or none).
     Static(Option<Bytes>),
     /// `left` filler bytes, sent in 64 KiB slices of a static buffer.

@@ -142,7 +142,7 @@ fn remember(slot: &mut Option<Waker>, cx: &Context<'_>) {
 }
 
 /// Where a connection goes.
-pub enum Peer<'a> {
+pub(crate) enum Peer<'a> {
     /// A TCP address.
     Tcp(SocketAddr),
     /// A unix socket path.

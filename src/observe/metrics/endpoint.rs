@@ -36,7 +36,7 @@ use crate::cli;
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -45,7 +45,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// Listens on `addr` (before any load is sent, so a port in use fails the run at once) and
     /// serves `board` from another thread.
-    pub fn start(addr: SocketAddr, board: Arc<Board>) -> Result<Endpoint> {
+    pub(crate) fn start(addr: SocketAddr, board: Arc<Board>) -> Result<Endpoint> {
         let anyone = "anyone who can reach it can read the metrics (no authentication)";
         if let Some(line) = cli::exposure::warning("--metrics-listen", addr.ip(), anyone) {
             errln!("{line}");
@@ -74,14 +74,14 @@ impl Endpoint {
     }
 
     /// The address it listens on (the port chosen when asked for port 0).
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Keeps serving for `linger` so a last scrape sees the final values, unless a signal
     /// arrives meanwhile (`pause` waits, and knows the signals: the caller passes
     /// `runner::pause`); then stops.
-    pub fn linger(self, linger: Duration, pause: impl FnOnce(Duration) -> bool) {
+    pub(crate) fn linger(self, linger: Duration, pause: impl FnOnce(Duration) -> bool) {
         if !linger.is_zero() {
             errln!(
                 "metrics: serving the final values at http://{}/metrics for {:.1} s (Ctrl-C ends it)",

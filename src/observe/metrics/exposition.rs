@@ -17,9 +17,9 @@ use super::{Board, Reading};
 use crate::recorder::ErrorKind;
 
 /// The media type of OpenMetrics text, which Prometheus asks for first.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The media type of Prometheus's classic text format.
-pub const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Upper bounds of the latency histogram's buckets, in microseconds (shown in seconds): 0.5 ms to
 /// 10 s in 1-2.5-5 steps, then +Inf.
@@ -32,14 +32,14 @@ const BUCKETS_MICROS: [u64; 14] = [
 const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// The registry whose only collector reads `board` at each scrape.
-pub fn registry(board: std::sync::Arc<Board>) -> Registry {
+pub(crate) fn registry(board: std::sync::Arc<Board>) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(BoardCollector(board)));
     registry
 }
 
 /// The registry's exposition: OpenMetrics when `openmetrics`, else the classic text format.
-pub fn render(registry: &Registry, openmetrics: bool) -> String {
+pub(crate) fn render(registry: &Registry, openmetrics: bool) -> String {
     let mut text = String::new();
     // Writing into a String cannot fail, nor can the collector (it only formats numbers).
     let _ = prometheus_client::encoding::text::encode(&mut text, registry);

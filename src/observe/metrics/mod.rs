@@ -2,8 +2,8 @@
 //! (see [`crate::observe::live`]), served at `/metrics` for Prometheus. Nothing here touches the
 //! load threads: a scrape reads the published copies.
 
-pub mod endpoint;
-pub mod exposition;
+pub(crate) mod endpoint;
+pub(crate) mod exposition;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -13,7 +13,7 @@ use crate::plan::stages::Stages;
 
 /// Where a cell's requested rate comes from.
 #[derive(Debug, Clone)]
-pub enum Requested {
+pub(crate) enum Requested {
     /// No pacing: no requested rate.
     Nothing,
     /// `--rate`.
@@ -26,7 +26,7 @@ pub enum Requested {
 
 /// The cells exposed so far: a cell's series stay after it ends, with its final values.
 #[derive(Debug, Default)]
-pub struct Board {
+pub(crate) struct Board {
     cells: Mutex<Vec<CellSeries>>,
 }
 
@@ -59,7 +59,7 @@ pub(crate) struct Reading {
 
 impl Board {
     /// Exposes a cell from now on; returns its number for [`Board::finish_cell`].
-    pub fn add_cell(
+    pub(crate) fn add_cell(
         &self,
         cell: String,
         protocol: &'static str,
@@ -79,7 +79,7 @@ impl Board {
     }
 
     /// Cell `index` has ended: its achieved rate is from now on the report's.
-    pub fn finish_cell(&self, index: usize, achieved_rps: f64) {
+    pub(crate) fn finish_cell(&self, index: usize, achieved_rps: f64) {
         if let Some(cell) = self.lock().get_mut(index) {
             cell.achieved_rps = Some(achieved_rps);
         }

@@ -27,7 +27,7 @@
 //! beside as the size of the change of the whole distribution (0 the same, 1 no overlap); it
 //! decides nothing.
 
-pub mod render;
+pub(crate) mod render;
 
 use anyhow::Result;
 
@@ -38,13 +38,13 @@ use crate::usage_bail;
 
 /// Fewer samples than this in either run and a figure's change is not tested: the runs are too
 /// short to tell, and `--fail-if-regressed` decides on its threshold alone.
-pub const MIN_INTERVALS: usize = 5;
+pub(crate) const MIN_INTERVALS: usize = 5;
 
 /// The Mann–Whitney p-value below which a change is more than noise.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// The smallest change, in percent, that can be significant.
-pub const NOISE_FLOOR_PCT: f64 = 5.0;
+pub(crate) const NOISE_FLOOR_PCT: f64 = 5.0;
 
 /// The most intervals read from one timeline (zero-filled gaps included), so a report claiming an
 /// absurd length cannot make the samples fill memory.
@@ -55,7 +55,7 @@ const PERCENTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)
 
 /// What a figure measures, which decides the direction that is worse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Requests per second: lower is worse.
     Throughput,
     /// A latency percentile, µs: higher is worse.
@@ -64,7 +64,7 @@ pub enum Kind {
 
 /// How a figure changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Significantly worse.
     Worse,
     /// Significantly better.
@@ -77,7 +77,7 @@ pub enum Verdict {
 
 /// One figure of a cell in both runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// `req/s`, `p50`, `p90`, `p99` or `p99.9`.
     pub name: &'static str,
     /// What it measures.
@@ -93,7 +93,7 @@ pub struct Figure {
 
 /// What the test of a figure's per-interval samples found.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shift {
+pub(crate) struct Shift {
     /// The two-sided Mann–Whitney p-value.
     pub p: f64,
     /// Whether the new run's samples tend to be the larger ones.
@@ -111,12 +111,12 @@ impl Shift {
 
 impl Figure {
     /// `(new − base) / base` in percent; `None` when the base is 0.
-    pub fn change_pct(&self) -> Option<f64> {
+    pub(crate) fn change_pct(&self) -> Option<f64> {
         (self.base > 0.0).then(|| (self.new - self.base) / self.base * 100.0)
     }
 
     /// How much worse the new run is, in percent (negative: better); `None` when the base is 0.
-    pub fn worse_pct(&self) -> Option<f64> {
+    pub(crate) fn worse_pct(&self) -> Option<f64> {
         self.change_pct().map(|change| match self.kind {
             Kind::Throughput => -change,
             Kind::Latency => change,
@@ -125,7 +125,7 @@ impl Figure {
 
     /// Whether the change was tested and found significant (see the module's definition); the
     /// samples must have moved the way the whole-run figure did.
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         match (self.test, self.change_pct(), self.worse_pct()) {
             (Some(test), Some(change), Some(worse))
                 if test.p < ALPHA
@@ -154,7 +154,7 @@ impl Figure {
 
 /// One cell found in both runs.
 #[derive(Debug)]
-pub struct CellDiff {
+pub(crate) struct CellDiff {
     /// The cell's label, e.g. `h1 c=10 m=1`.
     pub label: String,
     /// Intervals with completions in the base run's timeline (the latency samples).
@@ -169,14 +169,14 @@ pub struct CellDiff {
 
 impl CellDiff {
     /// Whether some figure could not be tested for lack of samples.
-    pub fn too_short(&self) -> bool {
+    pub(crate) fn too_short(&self) -> bool {
         self.figures.iter().any(|figure| figure.test.is_none())
     }
 }
 
 /// A figure that regressed beyond the `--fail-if-regressed` threshold.
 #[derive(Debug)]
-pub struct Regression<'a> {
+pub(crate) struct Regression<'a> {
     /// The cell's label.
     pub cell: &'a str,
     /// The figure.
@@ -185,7 +185,7 @@ pub struct Regression<'a> {
 
 /// The comparison of two runs.
 #[derive(Debug)]
-pub struct Diff {
+pub(crate) struct Diff {
     /// The cells in both, in the base run's order.
     pub cells: Vec<CellDiff>,
     /// Labels of the cells only the base run has.
@@ -196,7 +196,7 @@ pub struct Diff {
 
 impl Diff {
     /// Every figure worse by more than `pct` percent that counts (see [`Figure::regressed`]).
-    pub fn regressions(&self, pct: f64) -> Vec<Regression<'_>> {
+    pub(crate) fn regressions(&self, pct: f64) -> Vec<Regression<'_>> {
         self.cells
             .iter()
             .flat_map(|cell| {
@@ -239,7 +239,7 @@ fn key(cell: &Summary) -> Key<'_> {
 
 /// Compares the cells `base` and `new` have in common. No cell in common is a usage error: the
 /// files are not two runs of one experiment.
-pub fn compare(base: &Document, new: &Document) -> Result<Diff> {
+pub(crate) fn compare(base: &Document, new: &Document) -> Result<Diff> {
     let mut unmatched: Vec<&Summary> = new.cells.iter().collect();
     let mut cells = Vec::new();
     let mut only_in_base = Vec::new();

@@ -9,7 +9,7 @@ use crate::report::text;
 use crate::units::{counted, format_micros};
 
 /// Which files were compared, and the `--fail-if-regressed` threshold if one was given.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The base report's path as given.
     pub base: &'a str,
     /// The new report's path as given.
@@ -20,7 +20,7 @@ pub struct Context<'a> {
 
 /// The comparison as text: one table per cell, then the cells without a match, what
 /// "significant" means and the regressions.
-pub fn text(diff: &Diff, context: &Context) -> String {
+pub(crate) fn text(diff: &Diff, context: &Context) -> String {
     let mut out = format!(
         "comparing {} → {}: {} in common\n",
         context.base,
@@ -74,7 +74,7 @@ pub fn text(diff: &Diff, context: &Context) -> String {
 
 /// The comparison as Markdown: a table with one row per cell in common, then the same notes as
 /// the text.
-pub fn markdown(diff: &Diff, context: &Context) -> String {
+pub(crate) fn markdown(diff: &Diff, context: &Context) -> String {
     let mut out = format!(
         "`h2load-rs diff` of `{}` (base) → `{}` (new)\n\n",
         context.base, context.new

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 
 /// Writes the comparison as CSV (RFC 4180 quoting).
-pub struct Csv;
+pub(crate) struct Csv;
 
 /// `text` as one CSV field, quoted when it must be.
 pub(crate) fn field(text: &str) -> String {

@@ -19,7 +19,7 @@ const MAX_LINKS: usize = 40;
 
 /// Where a path's bytes go.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Destination {
+pub(crate) enum Destination {
     /// `-`, or the very file (pipe, terminal, ...) standard output already is: written through
     /// the process's standard output, after what it holds.
     Stdout,
@@ -34,7 +34,7 @@ pub enum Destination {
 impl Destination {
     /// Where the bytes for `path` go; an error for a directory, a loop of symlinks, or a path
     /// that cannot be looked at.
-    pub fn of(path: &Path) -> io::Result<Destination> {
+    pub(crate) fn of(path: &Path) -> io::Result<Destination> {
         if path == Path::new("-") {
             return Ok(Destination::Stdout);
         }
@@ -61,12 +61,12 @@ impl Destination {
 
     /// Whether the file is replaced whole, so writing it again (after each cell of a sweep)
     /// leaves one complete copy; a node or standard output would receive every copy.
-    pub fn is_replaced(&self) -> bool {
+    pub(crate) fn is_replaced(&self) -> bool {
         matches!(self, Destination::File(_))
     }
 
     /// Writes `bytes` to the destination.
-    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write(&self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Destination::Stdout => {
                 let mut stdout = io::stdout().lock();
@@ -119,7 +119,7 @@ fn end_of_links(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// The directory a path's file lives in (`.` for a bare name).
-pub fn directory_of(path: &Path) -> &Path {
+pub(crate) fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -128,7 +128,7 @@ pub fn directory_of(path: &Path) -> &Path {
 
 /// Opens the node at `path` for writing: a socket is connected to, anything else opened (a
 /// regular file reached here is truncated, a device or FIFO is not a file to truncate).
-pub fn open_through(path: &Path) -> io::Result<File> {
+pub(crate) fn open_through(path: &Path) -> io::Result<File> {
     let kind = fs::metadata(path)?.file_type();
     if kind.is_socket() {
         return Ok(File::from(OwnedFd::from(UnixStream::connect(path)?)));
@@ -150,13 +150,13 @@ fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// A temporary file beside the path it is to become, with the permissions a new file gets (0666
 /// less the umask) rather than tempfile's private 0600. Until it is renamed into place it is
 /// removed when dropped, and by a quit forced by a second signal.
-pub struct Temporary {
+pub(crate) struct Temporary {
     file: Option<NamedTempFile>,
 }
 
 impl Temporary {
     /// An empty temporary file in the directory of `path`, named after it (`.NAME.XXXXXX.tmp`).
-    pub fn beside(path: &Path) -> io::Result<Temporary> {
+    pub(crate) fn beside(path: &Path) -> io::Result<Temporary> {
         use std::os::unix::fs::PermissionsExt;
         let name = path
             .file_name()
@@ -172,12 +172,12 @@ impl Temporary {
     }
 
     /// The open file, to write into (a handle that stays valid after the rename).
-    pub fn as_file(&self) -> &File {
+    pub(crate) fn as_file(&self) -> &File {
         self.file.as_ref().expect("held until persisted").as_file()
     }
 
     /// Renames the file to `path`.
-    pub fn persist(mut self, path: &Path) -> io::Result<()> {
+    pub(crate) fn persist(mut self, path: &Path) -> io::Result<()> {
         let file = self.file.take().expect("held until persisted");
         let mut unfinished = unfinished_files();
         forget(&mut unfinished, file.path());

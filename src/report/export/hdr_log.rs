@@ -14,7 +14,7 @@ use crate::recorder::hdr;
 use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the interval log.
-pub struct HdrLog;
+pub(crate) struct HdrLog;
 
 impl Exporter for HdrLog {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
@@ -76,7 +76,7 @@ impl Exporter for HdrLog {
 }
 
 /// The wall-clock start of a run, for logs and merging.
-pub fn unix_ms(time: SystemTime) -> u64 {
+pub(crate) fn unix_ms(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
 }

@@ -15,10 +15,10 @@ const SCALE: f64 = 1000.0;
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 
 /// Writes `cell-NN-PROTOCOL-cC-mM.{request,connect,ttfb}.hgrm` files.
-pub struct Hgrm;
+pub(crate) struct Hgrm;
 
 /// The percentile distribution of `histogram` in HdrHistogram's text format.
-pub fn distribution(histogram: &Histogram<u64>) -> String {
+pub(crate) fn distribution(histogram: &Histogram<u64>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -25,7 +25,7 @@ const TOP: f64 = 20.0;
 const BOTTOM: f64 = 45.0;
 
 /// Writes the page.
-pub struct Html;
+pub(crate) struct Html;
 
 /// One line on a chart.
 struct Series {
@@ -306,7 +306,7 @@ fn knee_charts(document: &Document) -> String {
 }
 
 /// The whole page.
-pub fn render(document: &Document) -> String {
+pub(crate) fn render(document: &Document) -> String {
     // One throughput line per protocol, and per rate when the cells ran at different rates (a
     // line through two rates at one concurrency would say nothing).
     let rates_vary = document

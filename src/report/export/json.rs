@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the document as pretty-printed JSON.
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {

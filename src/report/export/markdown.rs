@@ -7,10 +7,10 @@ use anyhow::{Context, Result};
 use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// The comparison as Markdown.
-pub fn render(document: &Document) -> String {
+pub(crate) fn render(document: &Document) -> String {
     let (titles, lines) = comparison::table(&document.comparison);
     table(&titles, &lines)
 }

@@ -17,7 +17,7 @@ use crate::report::{Document, Exporter};
 use crate::usage_bail;
 
 /// The exports a run was asked for, each checked writable.
-pub struct Outputs {
+pub(crate) struct Outputs {
     exports: Vec<Export>,
     /// Whether an export (or the request log) writes to standard output, so the text report
     /// must go elsewhere.
@@ -36,7 +36,7 @@ struct Export {
 impl Outputs {
     /// The exports of `args`, and the request log at `log_file`; a usage error names the first
     /// that could not be written, or the two that both take standard output (`-`).
-    pub fn check(args: &OutputArgs, log_file: Option<&Path>) -> Result<Outputs> {
+    pub(crate) fn check(args: &OutputArgs, log_file: Option<&Path>) -> Result<Outputs> {
         let asked: [(&str, &Option<PathBuf>, &'static dyn Exporter); 8] = [
             ("--json", &args.json, &super::json::Json),
             ("--csv", &args.csv, &super::csv::Csv),
@@ -89,19 +89,19 @@ impl Outputs {
 
     /// Whether an export or the request log was given `-`: the text report then goes to
     /// standard error, leaving standard output to that export alone.
-    pub fn takes_stdout(&self) -> bool {
+    pub(crate) fn takes_stdout(&self) -> bool {
         self.takes_stdout
     }
 
     /// Writes the exports that are files replaced whole (after each cell of a sweep); returns
     /// the failures, the others having been written.
-    pub fn write_files(&self, document: &Document) -> Vec<anyhow::Error> {
+    pub(crate) fn write_files(&self, document: &Document) -> Vec<anyhow::Error> {
         self.write_where(document, |export| export.replaced)
     }
 
     /// Writes the exports that go to a node or standard output, which take one document: at the
     /// end of a sweep, with every cell that ran. Nothing when no cell ran.
-    pub fn write_streams(&self, document: &Document) -> Vec<anyhow::Error> {
+    pub(crate) fn write_streams(&self, document: &Document) -> Vec<anyhow::Error> {
         if document.cells.is_empty() {
             return Vec::new();
         }
@@ -109,7 +109,7 @@ impl Outputs {
     }
 
     /// Writes every export of `document` once.
-    pub fn write_all(&self, document: &Document) -> Vec<anyhow::Error> {
+    pub(crate) fn write_all(&self, document: &Document) -> Vec<anyhow::Error> {
         self.write_where(document, |_| true)
     }
 
@@ -123,7 +123,7 @@ impl Outputs {
 }
 
 /// Reports each failure in one line on stderr.
-pub fn report_failures(failures: &[anyhow::Error]) {
+pub(crate) fn report_failures(failures: &[anyhow::Error]) {
     for failure in failures {
         errln!("h2load-rs: {failure:#}");
     }
@@ -194,7 +194,7 @@ fn check_can_create_in(directory: &Path, path: &Path, flag: &str) -> Result<()> 
 }
 
 /// Writes `bytes` where `path` leads (see [`Destination`]).
-pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
     Destination::of(path)?.write(bytes)?;
     Ok(())
 }
@@ -202,14 +202,14 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A file written while the run goes (`--log-file`). A regular file is written under a temporary
 /// name beside it and renamed into place by [`StagedFile::place`] once it holds something worth
 /// keeping; a node or standard output is written through from the start.
-pub struct StagedFile {
+pub(crate) struct StagedFile {
     pending: Option<(Temporary, PathBuf)>,
 }
 
 impl StagedFile {
     /// Opens where `path` leads (a FIFO's open waits for its reader); returns it and a handle to
     /// write into it (which stays valid after the rename).
-    pub fn create(path: &Path) -> Result<(StagedFile, File)> {
+    pub(crate) fn create(path: &Path) -> Result<(StagedFile, File)> {
         let cannot = || format!("cannot open '{}'", path.display());
         let (pending, file) = match Destination::of(path).with_context(cannot)? {
             Destination::Stdout => {
@@ -231,7 +231,7 @@ impl StagedFile {
     }
 
     /// Renames the file into place (the first time; later calls have nothing to do).
-    pub fn place(&mut self) -> Result<()> {
+    pub(crate) fn place(&mut self) -> Result<()> {
         if let Some((temporary, path)) = self.pending.take() {
             temporary
                 .persist(&path)

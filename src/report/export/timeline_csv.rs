@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the timelines as CSV.
-pub struct TimelineCsv;
+pub(crate) struct TimelineCsv;
 
 impl Exporter for TimelineCsv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {

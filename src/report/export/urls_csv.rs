@@ -10,7 +10,7 @@ use super::csv::field;
 use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the per-URL rows as CSV.
-pub struct UrlsCsv;
+pub(crate) struct UrlsCsv;
 
 impl Exporter for UrlsCsv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {

@@ -19,7 +19,7 @@ use timeline::merge_timelines;
 
 /// Reads a `--json` report, the `what` of the command line (e.g. "report to merge"), and
 /// rebuilds its histograms. Anything but an h2load-rs report of this schema is a usage error.
-pub fn load(path: &Path, what: &str) -> Result<Document> {
+pub(crate) fn load(path: &Path, what: &str) -> Result<Document> {
     let text = input::read(path, what, MAX_REPORT_FILE)?;
     let mut document: Document = match serde_json::from_slice(&text) {
         Ok(document) => document,
@@ -210,7 +210,7 @@ impl Adder<'_> {
 }
 
 /// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
-pub fn merge(documents: Vec<Document>) -> Result<Document> {
+pub(crate) fn merge(documents: Vec<Document>) -> Result<Document> {
     let Some(first) = documents.first() else {
         bail!("nothing to merge");
     };
