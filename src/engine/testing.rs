@@ -87,7 +87,7 @@ pub(crate) fn open(
 
 /// What a session made of the server's bytes.
 #[derive(Debug)]
-pub(crate) struct Outcome {
+pub(crate) struct Conversation {
     /// The failure that ended the connection, if one did.
     pub(crate) failure: Option<Failure>,
     pub(crate) counters: RequestCounters,
@@ -105,7 +105,7 @@ pub(crate) fn converse(
     protocol: impl Into<Option<Protocol>>,
     server: &[u8],
     piece: usize,
-) -> Outcome {
+) -> Conversation {
     let protocol = protocol.into();
     let (ledger, mut out, mut session) = open(world, protocol, None);
     let mut pending = Vec::new();
@@ -134,7 +134,7 @@ pub(crate) fn converse(
         session.fail_all(failure, &ledger);
     }
     let recorder = world.shared.recorder.borrow();
-    Outcome {
+    Conversation {
         failure,
         counters: recorder.counters,
         errors: recorder.errors().filter(|(_, n)| *n > 0).collect(),
@@ -160,7 +160,7 @@ pub(crate) fn drain(out: &mut Outgoing) -> Vec<u8> {
 // ---- Shared by the session tests (h1, h2, upgrade) ----
 
 #[cfg(test)]
-pub(crate) fn kind(outcome: &Outcome) -> Option<ErrorKind> {
+pub(crate) fn kind(outcome: &Conversation) -> Option<ErrorKind> {
     outcome.failure.as_ref().map(|failure| failure.kind)
 }
 

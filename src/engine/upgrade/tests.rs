@@ -8,7 +8,7 @@ use super::*;
 use crate::engine::driver::feed;
 use crate::engine::outgoing::Outgoing;
 use crate::engine::session::AnySession;
-use crate::engine::testing::{converse, drain, frames, goaway, open, world, Outcome, Server};
+use crate::engine::testing::{converse, drain, frames, goaway, open, world, Conversation, Server};
 use crate::engine::Ledger;
 use crate::plan::Protocol;
 use crate::proto::h2 as frame;
@@ -37,7 +37,7 @@ const SWITCHING: &[u8] =
 
 /// An upgrade connection (`-m 2 -n 2`) over `server` bytes in pieces of `piece` bytes, and the
 /// protocol it settled on.
-fn upgrade(server: &[u8], piece: usize) -> (Outcome, Option<Protocol>) {
+fn upgrade(server: &[u8], piece: usize) -> (Conversation, Option<Protocol>) {
     let world = world(&["--proto", "h2c-upgrade", "-m", "2", "-n", "2"]);
     let outcome = converse(&world, None, server, piece);
     (outcome, world.conn.protocol.get())

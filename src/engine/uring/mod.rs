@@ -17,6 +17,10 @@
 //! - **Deadlines**: the thread's precise timer waits on one ring timeout ([`Uring::arm_alarm`]).
 //!
 //! All `unsafe` (pointers the kernel holds across calls) is in [`sys`], which owns that memory.
+//!
+//! One file past ~600 lines: [`Uring`] is one state machine whose connection table, pump,
+//! completions and alarm share its fields, and [`RingStream`] is only its face for the driver;
+//! split, each part would reach into the others' state.
 
 pub(crate) mod probe;
 mod sys;

@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use crate::engine::driver::feed;
-use crate::engine::testing::{converse, goaway, kind, open, queued, world, Outcome, Server, World};
+use crate::engine::testing::{
+    converse, goaway, kind, open, queued, world, Conversation, Server, World,
+};
 use crate::engine::ConnState;
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
@@ -13,7 +15,7 @@ use crate::recorder::ErrorKind;
 
 /// Streams 1, 3 and 5 (`-m 3 -n 3`, plus `flags`) on a connection whose server answers stream 1
 /// and sends GOAWAY naming it the last stream processed.
-fn goaway_after_stream_1(flags: &[&str]) -> (World, Outcome) {
+fn goaway_after_stream_1(flags: &[&str]) -> (World, Conversation) {
     let world = world(&[&["--proto", "h2c", "-m", "3", "-n", "3"], flags].concat());
     let server = Server::default()
         .settings(&[])
