@@ -4,9 +4,13 @@
 //! HTTP/1.1 head of the first request and response, then HTTP/2 frames. `-v` shows every frame but
 //! DATA, and the header fields of the first two header blocks each way; `-vv` shows every frame.
 //! Only the first [`TRACED_CONNECTIONS`] connections of a run are traced, so the trace stays
-//! readable; the HTTP/1.1 and HTTP/2 engines never know it exists. HTTP/3 has no byte stream to
-//! tap (quinn owns the bytes): its engine reports its lines itself ([`ConnTrace::h3_line`] and
-//! the other `h3_` methods). Without `-v` no tap is installed at all.
+//! readable; the HTTP/1.1 and HTTP/2 engines never know it exists. HTTP/3 has no one byte stream
+//! (quinn owns the datagrams): its engine hands each stream's bytes to the same kind of tap
+//! ([`ConnTrace::on_stream_sent`], [`ConnTrace::on_stream_received`]; parsed in `trace/h3.rs`),
+//! and what only quinn knows of the connection, its handshake and its end, as a line
+//! ([`ConnTrace::quic_line`]). Without `-v` no tap is installed at all.
+
+mod h3;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -105,13 +109,14 @@ impl Tracer {
             sent: Tap::new(Direction::Send, protocol),
             received: Tap::new(Direction::Recv, protocol),
             decoder: hpack::Decoder::new(self.header_table_size),
+            streams: h3::StreamTaps::default(),
         };
         conn.print(&[line]);
         Some(conn)
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Direction {
     Send,
     Recv,
@@ -173,6 +178,8 @@ pub struct ConnTrace {
     sent: Tap,
     received: Tap,
     decoder: hpack::Decoder,
+    /// HTTP/3's streams.
+    streams: h3::StreamTaps,
 }
 
 impl ConnTrace {
@@ -188,51 +195,28 @@ impl ConnTrace {
         self.print(&lines);
     }
 
-    /// HTTP/3, whose engine reports what it sends and receives (quinn owns the bytes): a line
-    /// about the connection (its handshake, transport, SETTINGS).
-    pub fn h3_line(&self, line: String) {
+    /// HTTP/3: bytes the engine wrote on `stream`.
+    pub fn on_stream_sent(&mut self, stream: u64, bytes: &[u8]) {
+        self.on_stream(stream, Direction::Send, bytes);
+    }
+
+    /// HTTP/3: bytes the server sent on `stream`.
+    pub fn on_stream_received(&mut self, stream: u64, bytes: &[u8]) {
+        self.on_stream(stream, Direction::Recv, bytes);
+    }
+
+    /// HTTP/3: a fact only quinn knows of the connection (its handshake, its end).
+    pub fn quic_line(&self, line: String) {
         self.print(&[line]);
     }
 
-    /// HTTP/3: a HEADERS frame of `length` bytes on `stream`, sent, or received with its
-    /// `:status` and decoded size. Fields shown as for HTTP/2's first header blocks.
-    pub fn h3_headers(&mut self, stream: u64, length: u64, received: Option<(Option<u16>, u64)>) {
-        let direction = if received.is_some() {
-            Direction::Recv
-        } else {
-            Direction::Send
+    fn on_stream(&mut self, stream: u64, direction: Direction, bytes: &[u8]) {
+        let shown = h3::Shown {
+            every_frame: self.tracer.every_frame,
+            request_fields: &self.tracer.request_fields,
         };
-        let every_frame = self.tracer.every_frame;
-        let tap = self.tap(direction);
-        let shown = every_frame || tap.header_blocks < HEADER_BLOCKS_SHOWN;
-        tap.header_blocks += 1;
-        if !shown {
-            return;
-        }
-        let mut lines = vec![format!(
-            "{} HEADERS frame <length={length}, stream_id={stream}>",
-            direction.word()
-        )];
-        match received {
-            None => lines.extend(
-                self.tracer
-                    .request_fields
-                    .iter()
-                    .map(|field| format!("  {field}")),
-            ),
-            Some((status, uncompressed)) => lines.push(format!(
-                "  :status: {} ({uncompressed} bytes of header fields)",
-                status.map_or("none".to_owned(), |status| status.to_string())
-            )),
-        }
+        let lines = self.streams.feed(stream, direction, bytes, &shown);
         self.print(&lines);
-    }
-
-    /// HTTP/3: `length` response body bytes arrived on `stream` (shown with `-vv`).
-    pub fn h3_data(&self, stream: u64, length: usize) {
-        if self.tracer.every_frame {
-            self.print(&[format!("recv DATA <length={length}, stream_id={stream}>")]);
-        }
     }
 
     fn print(&self, lines: &[String]) {

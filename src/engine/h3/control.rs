@@ -9,8 +9,8 @@ use quinn::{ReadError, RecvStream, SendStream, VarInt, WriteError};
 use super::{quic, Shared};
 use crate::engine::clock::Timer;
 use crate::proto::h3::{
-    H3Error, UniStreamParser, H3_CLOSED_CRITICAL_STREAM, H3_STREAM_CREATION_ERROR, MAX_HEADER_LIST,
-    STREAM_CONTROL, STREAM_QPACK_DECODER, STREAM_QPACK_ENCODER,
+    H3Error, UniStreamParser, H3_CLOSED_CRITICAL_STREAM, H3_STREAM_CREATION_ERROR, STREAM_CONTROL,
+    STREAM_QPACK_DECODER, STREAM_QPACK_ENCODER,
 };
 use crate::recorder::{ErrorKind, Failure};
 use crate::units::format_micros;
@@ -37,12 +37,8 @@ pub(super) async fn open_control(
     };
     match control.write_chunk(shared.template.control.clone()).await {
         Ok(()) => {
-            shared.trace_line(|| {
-                format!(
-                    "send SETTINGS <QPACK_MAX_TABLE_CAPACITY=0, QPACK_BLOCKED_STREAMS=0, MAX_FIELD_SECTION_SIZE={MAX_HEADER_LIST}> on control stream {}",
-                    VarInt::from(control.id())
-                )
-            });
+            let id = VarInt::from(control.id()).into_inner();
+            shared.trace_sent(id, &shared.template.control);
             Ok(control)
         }
         Err(WriteError::ConnectionLost(error)) => Err(lost(error)),
@@ -94,6 +90,7 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
         };
         shared.last_read.set(Instant::now());
         shared.ledger.wire().add_total(chunk.bytes.len() as u64);
+        shared.trace_received(VarInt::from(stream.id()).into_inner(), &chunk.bytes);
         let known = parser.kind();
         parser
             .feed(&chunk.bytes, |event| shared.on_control(event))
@@ -102,17 +99,6 @@ async fn read_server_stream(shared: &Shared<'_>, mut stream: RecvStream) -> Resu
             (known, parser.kind())
         {
             shared.critical_opened(kind)?;
-        }
-        // The control stream shows in its SETTINGS line.
-        if let (None, Some(kind)) = (known, parser.kind().filter(|kind| *kind != STREAM_CONTROL)) {
-            shared.trace_line(|| {
-                let name = match kind {
-                    STREAM_QPACK_ENCODER => "QPACK encoder".to_owned(),
-                    STREAM_QPACK_DECODER => "QPACK decoder".to_owned(),
-                    other => format!("unknown type 0x{other:x}, not read"),
-                };
-                format!("recv stream {}: {name}", VarInt::from(stream.id()))
-            });
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What the `-v` trace and the report say of an HTTP/3 connection: its TLS facts, its
-//! handshake and end as quinn tells them, the server's settings by name.
+//! handshake and end as quinn tells them.
 
 use quinn::Connection;
 
@@ -75,16 +75,4 @@ pub(super) fn describe_end(stats: &quinn::ConnectionStats) -> String {
         format_micros(path.min_rtt.as_micros() as f64),
         path.cwnd
     )
-}
-
-/// A setting's name in the trace (RFC 9114 §7.2.4.1, RFC 9204 §5, RFC 9220, RFC 9297).
-pub(super) fn setting_name(id: u64) -> String {
-    match id {
-        0x01 => "QPACK_MAX_TABLE_CAPACITY".to_owned(),
-        0x06 => "MAX_FIELD_SECTION_SIZE".to_owned(),
-        0x07 => "QPACK_BLOCKED_STREAMS".to_owned(),
-        0x08 => "ENABLE_CONNECT_PROTOCOL".to_owned(),
-        0x33 => "H3_DATAGRAM".to_owned(),
-        other => format!("0x{other:x}"),
-    }
 }

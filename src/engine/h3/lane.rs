@@ -11,7 +11,7 @@ use super::{quic, Held, InFlight, Shared};
 use crate::engine::clock::Timer;
 use crate::engine::NextRequest;
 use crate::proto::h3::{
-    read_varint, H3Error, ResponseEvent, ResponseParser, Section, H3_MESSAGE_ERROR, H3_NO_ERROR,
+    H3Error, ResponseEvent, ResponseParser, Section, H3_MESSAGE_ERROR, H3_NO_ERROR,
     H3_REQUEST_CANCELLED, H3_REQUEST_REJECTED,
 };
 use crate::proto::ResetCode;
@@ -188,15 +188,15 @@ async fn exchange(
     let work = async {
         let mut frames = template.frames(path, &start, &shared.ledger);
         let count = if frames[2].is_empty() { 1 } else { 3 };
-        // Read before writing: `write_all_chunks` consumes the frames it sends.
-        let headers_len = read_varint(&frames[0][1..]).map_or(0, |(length, _)| length);
+        // Kept for the trace: `write_all_chunks` consumes the frames it sends.
+        let traced = shared.trace.as_ref().map(|_| frames.clone());
         let write = async {
             let result = send.write_all_chunks(&mut frames[..count]).await;
             if result.is_ok() {
                 let _ = send.finish();
                 written.set(true);
-                if let Some(trace) = &shared.trace {
-                    trace.borrow_mut().h3_headers(id, headers_len, None);
+                for chunk in traced.iter().flat_map(|frames| &frames[..count]) {
+                    shared.trace_sent(id, chunk);
                 }
             }
             result
@@ -240,6 +240,7 @@ async fn exchange(
                 Ok(Some(chunk)) => {
                     shared.last_read.set(at);
                     wire.add_total(chunk.bytes.len() as u64);
+                    shared.trace_received(id, &chunk.bytes);
                     let fed = parser.feed(&chunk.bytes, |event| match event {
                         ResponseEvent::Headers {
                             section,
@@ -250,27 +251,12 @@ async fn exchange(
                                 request.headers.0 += wire_len;
                                 request.headers.1 += uncompressed;
                             }
-                            let status = match section {
-                                Section::Final(status) => {
-                                    first_byte = Some(at);
-                                    Some(status)
-                                }
-                                Section::Interim(status) => Some(status),
-                                Section::Trailers => None,
-                            };
-                            if let Some(trace) = &shared.trace {
-                                trace.borrow_mut().h3_headers(
-                                    id,
-                                    wire_len,
-                                    Some((status, uncompressed)),
-                                );
+                            if let Section::Final(_) = section {
+                                first_byte = Some(at);
                             }
                         }
                         ResponseEvent::Data(length) => {
                             wire.add_data(length as u64);
-                            if let Some(trace) = &shared.trace {
-                                trace.borrow().h3_data(id, length);
-                            }
                         }
                     });
                     match fed {

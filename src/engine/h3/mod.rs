@@ -15,7 +15,8 @@
 //!
 //! The parts: `template.rs` (the request frames prepared once), `lane.rs` (one request stream
 //! at a time), `control.rs` (the client's control stream and the server's unidirectional
-//! streams), `describe.rs` (TLS facts and the `-v` trace's lines), `quic.rs` (the endpoint,
+//! streams), `describe.rs` (TLS facts, and what the `-v` trace says of the QUIC handshake and end; the
+//! trace reads the streams' bytes, handed to it as they are written and read), `quic.rs` (the endpoint,
 //! connecting, QUIC errors); this file runs a connection's tasks and holds what they share.
 
 mod control;
@@ -25,7 +26,6 @@ mod quic;
 mod template;
 
 use std::cell::{Cell, RefCell};
-use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
@@ -44,7 +44,7 @@ use crate::proto::h3::{ControlEvent, H3Error, H3_NO_ERROR, H3_STREAM_CREATION_ER
 use crate::recorder::{ErrorKind, Failure, RequestStart};
 use control::{open_control, server_streams};
 pub(crate) use describe::tls_info;
-use describe::{describe_end, describe_handshake, setting_name};
+use describe::{describe_end, describe_handshake};
 use lane::lane;
 pub(crate) use quic::QuicContext;
 pub(crate) use template::H3Template;
@@ -68,8 +68,6 @@ struct Shared<'c> {
     last_read: Cell<Instant>,
     /// The `-v` trace, if this connection is traced.
     trace: Option<RefCell<ConnTrace>>,
-    /// The server's SETTINGS as the trace shows them, gathered until they end.
-    settings_seen: RefCell<String>,
     /// Which of the server's control, QPACK encoder and decoder streams have opened (bit:
     /// the stream type): each may open once.
     critical_opened: Cell<u8>,
@@ -131,36 +129,26 @@ impl Shared<'_> {
             self.goaway.set(Some(id));
             self.goaway_seen.notify_waiters();
         }
-        let Some(trace) = &self.trace else {
-            return;
-        };
-        let mut seen = self.settings_seen.borrow_mut();
-        match event {
-            ControlEvent::Setting { id, value } => {
-                let separator = if seen.is_empty() { "" } else { ", " };
-                let _ = write!(seen, "{separator}{}={value}", setting_name(id));
-            }
-            ControlEvent::SettingsDone => {
-                let settings = std::mem::take(&mut *seen);
-                trace.borrow().h3_line(format!(
-                    "recv SETTINGS <{}> on the control stream",
-                    if settings.is_empty() {
-                        "none"
-                    } else {
-                        &settings
-                    }
-                ));
-            }
-            ControlEvent::Goaway(id) => trace
-                .borrow()
-                .h3_line(format!("recv GOAWAY <stream_id={id}>")),
+    }
+
+    /// Hands bytes sent on stream `id` to the `-v` trace, if this connection is traced.
+    fn trace_sent(&self, id: u64, bytes: &[u8]) {
+        if let Some(trace) = &self.trace {
+            trace.borrow_mut().on_stream_sent(id, bytes);
         }
     }
 
-    /// Shows a line of the `-v` trace, if this connection is traced.
-    fn trace_line(&self, line: impl FnOnce() -> String) {
+    /// Hands bytes received on stream `id` to the `-v` trace, if this connection is traced.
+    fn trace_received(&self, id: u64, bytes: &[u8]) {
         if let Some(trace) = &self.trace {
-            trace.borrow().h3_line(line());
+            trace.borrow_mut().on_stream_received(id, bytes);
+        }
+    }
+
+    /// Shows what quinn tells of the connection in the `-v` trace, if it is traced.
+    fn trace_quic(&self, line: impl FnOnce() -> String) {
+        if let Some(trace) = &self.trace {
+            trace.borrow().quic_line(line());
         }
     }
 
@@ -227,10 +215,9 @@ pub(crate) async fn drive(
         goaway_seen: Notify::new(),
         last_read: Cell::new(Instant::now()),
         trace: trace.map(RefCell::new),
-        settings_seen: RefCell::default(),
         critical_opened: Cell::new(0),
     };
-    shared.trace_line(|| describe_handshake(&conn, template, lanes_open));
+    shared.trace_quic(|| describe_handshake(&conn, template, lanes_open));
     // Held open for the connection's life: closing it is H3_CLOSED_CRITICAL_STREAM. Opening
     // it waits for the server's credit, so -T/-N bound it too.
     let control = tokio::select! {
@@ -242,7 +229,7 @@ pub(crate) async fn drive(
         Err(failure) => Some(failure),
         Ok(_control) => run_tasks(&shared, first, limits, timer).await,
     };
-    shared.trace_line(|| describe_end(&conn.stats()));
+    shared.trace_quic(|| describe_end(&conn.stats()));
     let end = match failure {
         Some(failure) => {
             lose(&shared, failure);

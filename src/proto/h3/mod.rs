@@ -21,6 +21,7 @@ mod varint;
 use std::fmt;
 
 pub use control::{client_control_stream, ControlEvent, UniStreamParser};
+pub(crate) use qpack::decode_field_section;
 pub use qpack::{encode_field_section, headers_frame};
 pub use response::{ResponseEvent, ResponseParser, Section};
 pub use varint::{read_varint, write_frame_head, write_varint, MAX_VARINT};
@@ -114,6 +115,19 @@ pub fn error_code_name(code: u64) -> String {
     match ERROR_NAMES.iter().find(|(known, _)| *known == code) {
         Some((_, name)) => (*name).to_owned(),
         None => format!("HTTP/3 error 0x{code:x}"),
+    }
+}
+
+/// A setting's name (RFC 9114 §7.2.4.1, RFC 9204 §5, RFC 9220, RFC 9297), without its
+/// `SETTINGS_` prefix; others by number.
+pub fn setting_name(id: u64) -> String {
+    match id {
+        SETTINGS_QPACK_MAX_TABLE_CAPACITY => "QPACK_MAX_TABLE_CAPACITY".to_owned(),
+        SETTINGS_MAX_FIELD_SECTION_SIZE => "MAX_FIELD_SECTION_SIZE".to_owned(),
+        SETTINGS_QPACK_BLOCKED_STREAMS => "QPACK_BLOCKED_STREAMS".to_owned(),
+        0x08 => "ENABLE_CONNECT_PROTOCOL".to_owned(),
+        0x33 => "H3_DATAGRAM".to_owned(),
+        other => format!("0x{other:x}"),
     }
 }
 
