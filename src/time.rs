@@ -74,6 +74,20 @@ impl TimerFd {
     }
 }
 
+/// How long the calling thread has been on a CPU or runnable waiting for one, since it began:
+/// the first two fields of Linux's `/proc/thread-self/schedstat` (CPU time and run-queue wait,
+/// ns). A thread's wall time minus this is the time it slept (waiting for I/O or a timer), so a
+/// thread starved by other processes on its core counts as busy as one working flat out: either
+/// way it was not waiting for its peer. `None` where the kernel does not keep it.
+pub(crate) fn thread_busy_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = stat
+        .split_whitespace()
+        .map(|field| field.parse::<u64>().ok());
+    let (on_cpu, waiting) = (fields.next()??, fields.next()??);
+    Some(Duration::from_nanos(on_cpu.saturating_add(waiting)))
+}
+
 /// Sleeps for `duration`, precisely, on a timerfd of its own: for tasks that may move between
 /// threads (the built-in target's multi-thread runtime). Returns how long it slept. A long sleep
 /// holds its timerfd only for its last [`HAND_OVER`]; if no timerfd can be had (out of

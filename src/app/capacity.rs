@@ -37,7 +37,7 @@ use crate::cli::objective::Objective;
 use crate::cli::LoadArgs;
 use crate::plan::objective::Measured;
 use crate::plan::{RunPlan, StopRule};
-use crate::report::capacity::{grouped, Capacity, CapacityStep, LoadPoint, Phase};
+use crate::report::capacity::{grouped, Capacity, CapacityStep, Consistency, LoadPoint, Phase};
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
 
@@ -151,10 +151,13 @@ impl Search {
                 .into_iter()
                 .filter(|share| share * capacity >= MIN_RATE)
             {
-                if steps
-                    .take(Phase::Load, Some(share * capacity), self.step)?
-                    .is_some()
-                {
+                let mut passed = steps.take(Phase::Load, Some(share * capacity), self.step)?;
+                // A rate below the capacity that fails contradicts the search: once more, and
+                // if it fails again the report says the search was inconsistent.
+                if passed == Some(false) {
+                    passed = steps.take(Phase::Load, Some(share * capacity), self.step)?;
+                }
+                if passed.is_some() {
                     latency_at.push(point(share, steps.done.last().expect("a step was taken")));
                 }
             }
@@ -172,6 +175,7 @@ impl Search {
             limited_by_client: found.failing.is_none() && capacity_rps > 0.0 && !steps.interrupted,
             interrupted: steps.interrupted,
             latency_at,
+            consistency: Some(Consistency::of(&steps.done)),
             steps: steps.done,
         })
     }

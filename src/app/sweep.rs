@@ -224,7 +224,9 @@ impl<'a> Sweep<'a> {
         let show_progress =
             !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
         let metrics = self.metrics.as_ref().map(|(_, board)| board);
-        let live = (show_progress || metrics.is_some()).then(|| Arc::new(Live::new(plan.threads)));
+        // `--until-stable` reads the workers' totals as the progress bar does.
+        let live = (show_progress || metrics.is_some() || plan.until_stable.is_some())
+            .then(|| Arc::new(Live::new(plan.threads)));
         let requested = match (&search, &plan.stages, plan.rate) {
             (Some(_), _, _) => Requested::Steered,
             (None, Some(stages), _) => Requested::Ramp(stages.clone()),

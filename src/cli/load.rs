@@ -14,7 +14,7 @@ use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
 use crate::cli::serve::Fault;
 use crate::cli::stages::Stage;
-use crate::cli::values::{ColorChoice, IoArg, NoTlsProto, ProtoArg};
+use crate::cli::values::{Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg};
 use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 /// Options of a load test. Flag names and meanings follow h2load.
@@ -35,7 +35,7 @@ pub struct LoadArgs {
     #[arg(long = "urls-random")]
     pub urls_random: bool,
 
-    /// Seed of --urls-random, {rand:N} and {uuid}: the same seed, -c and -t draw the same numbers
+    /// Seed of --urls-random, {rand:N}, {uuid} and --arrival poisson: the same seed, -c and -t draw the same numbers
     /// again [default: random; -v and the JSON report show it].
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
@@ -75,13 +75,26 @@ pub struct LoadArgs {
           conflicts_with_all = ["requests", "duration", "warm_up_time", "rps"])]
     pub stages: Vec<Stage>,
 
+    /// How paced send times are spaced (--rate, --rps, --stages, --find-max): uniform (one every
+    /// 1/rate) or poisson (exponential gaps of mean 1/rate, as independent users arrive; drawn from
+    /// --seed, so the same seed repeats the same send times).
+    #[arg(long = "arrival", value_name = "KIND", value_enum, default_value_t = Arrival::Uniform)]
+    pub arrival: Arrival,
+
+    /// Measure each cell until the 95% confidence intervals of its p99 and of its request rate are
+    /// each within PCT of their value (0.1%..50%; looked at once a second), -n or -D staying the
+    /// cap: the report says which came first.
+    #[arg(long = "until-stable", value_name = "PCT", value_parser = parse_precision,
+          conflicts_with = "find_max")]
+    pub until_stable: Option<f64>,
+
     /// h2load's per-client rate: each connection's share of --rate is this many requests per second
     /// (0.001 or more; times the connections, at most 100000000).
     #[arg(long = "rps", value_name = "N", value_parser = parse_rate)]
     pub rps: Option<f64>,
 
     /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
-    /// Default: chosen per cell for at least 10 intervals, at most 1s.
+    /// Default: chosen per cell for at least 20 intervals, at most 1s.
     #[arg(long = "interval", value_name = "DURATION", value_parser = parse_interval)]
     pub interval: Option<Duration>,
 

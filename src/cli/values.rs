@@ -34,6 +34,27 @@ pub enum IoArg {
     Epoll,
 }
 
+/// How `--rate`, `--stages` and `--find-max` space their send times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Arrival {
+    /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps of mean 1/rate, as independent users arrive; drawn
+    /// from --seed, so a run with the same seed repeats its send times exactly.
+    Poisson,
+}
+
+impl Arrival {
+    /// Its name in the report and in `--arrival`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
 /// Values of h2load's `-p/--no-tls-proto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NoTlsProto {

@@ -3,6 +3,7 @@
 //! makes it; the engine's [`Ledger`](super::Ledger) draws from it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Requests still to send, shared by every connection of the run.
 #[derive(Debug)]
@@ -12,6 +13,10 @@ pub(crate) struct Budget {
     stopped: AtomicBool,
     /// The last `{seq}` handed out (templates only).
     numbered: AtomicU64,
+    /// When the budget was made: the clock of `stopped_at`.
+    made: Instant,
+    /// When [`Budget::stop_at`] ended the run, ns after `made` (0: it did not).
+    stopped_at: AtomicU64,
 }
 
 impl Budget {
@@ -22,6 +27,8 @@ impl Budget {
             issued: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             numbered: AtomicU64::new(0),
+            made: Instant::now(),
+            stopped_at: AtomicU64::new(0),
         }
     }
 
@@ -65,6 +72,22 @@ impl Budget {
     /// Stops handing out requests (the deadline passed, or the user interrupted the run).
     pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends the run at `at` (`--until-stable` found the answer sure enough): no more requests,
+    /// and a schedule ends there, as at its deadline (its send times after `at` are not missed).
+    pub(crate) fn stop_at(&self, at: Instant) {
+        let since = at.saturating_duration_since(self.made).as_nanos() as u64;
+        self.stopped_at.store(since.max(1), Ordering::Relaxed);
+        self.stop();
+    }
+
+    /// When [`Budget::stop_at`] ended the run, if it did.
+    pub(crate) fn stopped_at(&self) -> Option<Instant> {
+        match self.stopped_at.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(self.made + Duration::from_nanos(since)),
+        }
     }
 
     /// Requests of a counted budget that were never taken (0 for a timed run).

@@ -1,6 +1,7 @@
 //! A thread's schedule of send times: `--rate` (a constant period), `--stages` (a ramp, each send
 //! time computed from the inverse of the cumulative count) or a steered run (the rate the
-//! controller last set, read with one atomic load per request).
+//! controller last set, read with one atomic load per request); spaced evenly, or with
+//! `--arrival poisson` as a Poisson process ([`Gaps`]).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::plan::stages::Share;
+use crate::plan::template::Rng;
 use crate::recorder::backlog::StepEdge;
 use crate::recorder::outcome::Kept;
 use crate::units::MAX_DURATION;
@@ -127,6 +129,60 @@ pub(crate) enum Source {
     Steered(Steering),
 }
 
+/// Poisson arrivals (`--arrival poisson`). An even schedule puts send time k at position k on
+/// the count axis (k periods in; a ramp's at k + ½ of its cumulative count); a Poisson one at
+/// S_k = E_0 + … + E_k, the E_i exponential with mean 1, so the gaps are exponential with mean
+/// one period and a ramp's become an inhomogeneous Poisson process (time rescaling). Each E_i
+/// comes from the seed, the thread and i alone, so a run with the same seed repeats its send
+/// times exactly, and the threads' streams are independent (their union is a Poisson process of
+/// the whole rate).
+#[derive(Debug)]
+pub(crate) struct Gaps {
+    seed: u64,
+    thread: u64,
+    /// The last position computed, (k, S_k): positions are read in order, so each costs one draw.
+    last: Cell<(u64, f64)>,
+}
+
+/// The `part` of [`Rng::for_request`] the send-time gaps draw from, apart from every request's
+/// placeholders (parts 0 and up) and its URL choice (`u64::MAX`); one per thread below it.
+const GAPS_PART: u64 = u64::MAX / 2;
+
+impl Gaps {
+    /// Thread `thread`'s gaps for `--seed` `seed`.
+    pub(crate) fn new(seed: u64, thread: u64) -> Self {
+        let gaps = Gaps {
+            seed,
+            thread,
+            last: Cell::new((0, 0.0)),
+        };
+        gaps.last.set((0, gaps.gap(0)));
+        gaps
+    }
+
+    /// E_index: exponential with mean 1.
+    fn gap(&self, index: u64) -> f64 {
+        let word = Rng::for_request(self.seed, index, GAPS_PART + self.thread).next_u64();
+        // A uniform in (0, 1]: never 0, whose logarithm is infinite.
+        let uniform = ((word >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        -uniform.ln()
+    }
+
+    /// S_index, the position of send time `index` on the count axis.
+    fn position(&self, index: u64) -> f64 {
+        let (mut at, mut position) = self.last.get();
+        if index < at {
+            (at, position) = (0, self.gap(0));
+        }
+        while at < index {
+            at += 1;
+            position += self.gap(at);
+        }
+        self.last.set((at, position));
+        position
+    }
+}
+
 /// Whether a request may go now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Due {
@@ -164,6 +220,8 @@ const LATE_AT_END: Duration = Duration::from_millis(5);
 #[derive(Debug)]
 pub(crate) struct Pacer {
     source: Source,
+    /// Poisson arrivals; `None`: evenly spaced.
+    gaps: Option<Gaps>,
     /// Time zero of the schedule.
     start: Instant,
     /// The next scheduled send time.
@@ -187,17 +245,22 @@ impl Pacer {
     /// A schedule of one request every `period`, from `start` (until `ends`, if given).
     #[cfg(test)]
     pub(crate) fn new(period: Duration, start: Instant, ends: Option<Instant>) -> Self {
-        Self::with_source(Source::Constant(period), start, ends)
+        Self::with_source(Source::Constant(period), None, start, ends)
     }
 
-    /// A schedule whose times come from `source`, from `start` (until `ends`, if given).
-    pub(crate) fn with_source(source: Source, start: Instant, ends: Option<Instant>) -> Self {
-        let first = match &source {
-            Source::Stages(share) => start + share.send_time(0),
-            Source::Constant(_) | Source::Steered(_) => start,
-        };
+    /// A schedule whose times come from `source`, spaced by `gaps` (Poisson) or evenly, from
+    /// `start` (until `ends`, if given).
+    pub(crate) fn with_source(
+        source: Source,
+        gaps: Option<Gaps>,
+        start: Instant,
+        ends: Option<Instant>,
+    ) -> Self {
+        // A steered run's first send time is its first rate's; the others' is known now.
+        let first = start + Self::offset(&source, gaps.as_ref(), 0).unwrap_or_default();
         Pacer {
             source,
+            gaps,
             start,
             next: Cell::new(first),
             index: Cell::new(0),
@@ -273,12 +336,17 @@ impl Pacer {
 
     /// The send time that follows number `index`, scheduled at `time`.
     fn after(&self, time: Instant, index: u64) -> Instant {
-        match &self.source {
-            Source::Constant(period) => time + *period,
-            Source::Stages(share) => self.start + share.send_time(index + 1),
-            Source::Steered(steering) => match steering.offered.get() {
+        match (&self.source, &self.gaps) {
+            (Source::Constant(period), None) => time + *period,
+            // From the start, as `scheduled_time` counts them: the same instants to the
+            // nanosecond, so a timed run's accounting of them agrees.
+            (Source::Constant(_), Some(_)) | (Source::Stages(_), _) => self
+                .scheduled_time(index + 1)
+                .unwrap_or(time + MAX_DURATION),
+            (Source::Steered(steering), gaps) => match steering.offered.get() {
                 Offered::Paced(rate) => {
-                    time + Duration::from_secs_f64(1.0 / (rate * steering.fraction))
+                    let gap = gaps.as_ref().map_or(1.0, |gaps| gaps.gap(index + 1));
+                    time + Duration::from_secs_f64(gap / (rate * steering.fraction))
                 }
                 Offered::Unpaced => time,
                 Offered::Paused | Offered::Stopped => time + MAX_DURATION,
@@ -289,20 +357,36 @@ impl Pacer {
     /// Send time number `index` (from 0) of a schedule known in advance (not a steered one);
     /// `None` past any representable time.
     fn scheduled_time(&self, index: u64) -> Option<Instant> {
-        let offset = match &self.source {
+        self.start
+            .checked_add(Self::offset(&self.source, self.gaps.as_ref(), index)?)
+    }
+
+    /// How long after the start send time `index` of `source`, spaced by `gaps`, is due;
+    /// `None` for a steered run (known only as it goes) or past any representable time.
+    fn offset(source: &Source, gaps: Option<&Gaps>, index: u64) -> Option<Duration> {
+        match (source, gaps) {
             // `taken` adds the period to each time: the k-th is k periods after the start.
-            Source::Constant(period) => {
-                Duration::from_nanos(u64::try_from(period.as_nanos() * u128::from(index)).ok()?)
+            (Source::Constant(period), None) => Some(Duration::from_nanos(
+                u64::try_from(period.as_nanos() * u128::from(index)).ok()?,
+            )),
+            (Source::Constant(period), Some(gaps)) => {
+                Duration::try_from_secs_f64(period.as_secs_f64() * gaps.position(index)).ok()
             }
-            Source::Stages(share) => share.send_time(index),
-            Source::Steered(_) => return None,
-        };
-        self.start.checked_add(offset)
+            (Source::Stages(share), None) => Some(share.send_time(index)),
+            (Source::Stages(share), Some(gaps)) => Some(share.time_at(gaps.position(index))),
+            (Source::Steered(_), _) => None,
+        }
     }
 
     /// How many send times of the schedule come before `at` (times are non-decreasing in their
-    /// number: a doubling search, then a binary one).
+    /// number: a doubling search, then a binary one; Poisson times one by one, each position
+    /// costing one draw in order where a search would start its sum over each time).
     fn count_before(&self, at: Instant) -> u64 {
+        if self.gaps.is_some() {
+            return (0..)
+                .find(|&index| self.scheduled_time(index).is_none_or(|time| time >= at))
+                .unwrap_or(u64::MAX);
+        }
         let before = |index| self.scheduled_time(index).is_some_and(|time| time < at);
         if !before(0) {
             return 0;
@@ -331,8 +415,10 @@ impl Pacer {
     /// done; `None` for a schedule without an end (`-n`) or known only as it goes (steered).
     /// Send times are taken in order (but for handed-back ones, which were counted taken), so
     /// the first `index` were taken and the handed-back ones still here were not sent.
-    pub(crate) fn kept(&self, measured_from: Instant) -> Option<Kept> {
+    /// `stopped`: an earlier end (`--until-stable` stopped the run there).
+    pub(crate) fn kept(&self, measured_from: Instant, stopped: Option<Instant>) -> Option<Kept> {
         let ends = self.ends?;
+        let ends = stopped.map_or(ends, |stopped| stopped.min(ends));
         if matches!(self.source, Source::Steered(_)) {
             return None;
         }
@@ -538,7 +624,7 @@ mod tests {
         // Times 0, 10, 20 and 30 ms come before the end at 35 ms.
         let pacer = Pacer::new(PERIOD, start, Some(start + PERIOD * 7 / 2));
         assert_eq!(
-            pacer.kept(start),
+            pacer.kept(start, None),
             Some(Kept {
                 scheduled: 4,
                 missed: 4
@@ -549,7 +635,7 @@ mod tests {
         // The first one's connection was lost before sending it: it was not sent either.
         pacer.hand_back(first);
         assert_eq!(
-            pacer.kept(start),
+            pacer.kept(start, None),
             Some(Kept {
                 scheduled: 4,
                 missed: 3
@@ -557,13 +643,17 @@ mod tests {
         );
         // A warm-up until 15 ms: times 20 and 30 are measured, and neither was taken.
         assert_eq!(
-            pacer.kept(start + PERIOD * 3 / 2),
+            pacer.kept(start + PERIOD * 3 / 2, None),
             Some(Kept {
                 scheduled: 2,
                 missed: 2
             })
         );
-        assert_eq!(Pacer::new(PERIOD, start, None).kept(start), None, "-n");
+        assert_eq!(
+            Pacer::new(PERIOD, start, None).kept(start, None),
+            None,
+            "-n"
+        );
     }
 
     #[test]
@@ -579,8 +669,8 @@ mod tests {
         let kept: Vec<Kept> = (0..2)
             .map(|_| {
                 let share = Share::new(ramp.clone(), 0.5);
-                Pacer::with_source(Source::Stages(share), start, ends)
-                    .kept(start)
+                Pacer::with_source(Source::Stages(share), None, start, ends)
+                    .kept(start, None)
                     .unwrap()
             })
             .collect();
@@ -599,6 +689,7 @@ mod tests {
         let start = Instant::now();
         let pacer = Pacer::with_source(
             Source::Steered(Steering::new(throttle.clone(), 1.0)),
+            None,
             start,
             None,
         );

@@ -4,7 +4,9 @@
 //! Columns: request start (µs since the Unix epoch), status (`-1` when no complete response came),
 //! duration (µs, send to last byte or to the failure), time to first byte (µs, `-1` without a
 //! response), connection id, stream id (HTTP/2) or the request's number on its connection
-//! (HTTP/1.1), protocol, and the cell number of a sweep.
+//! (HTTP/1.1), protocol, the cell number of a sweep, and the request's scheduled start (µs since
+//! the Unix epoch: with `--rate`/`--stages`/`--find-max` its send time on the schedule, column 1
+//! minus the pacing delay; column 1 itself unpaced).
 //!
 //! Each runner thread formats into its own buffer and writes whole lines in large blocks, so the hot
 //! path neither locks nor allocates once the buffer has grown.
@@ -78,6 +80,7 @@ impl RequestLog {
     pub(crate) fn record(&mut self, entry: Entry) {
         let sent = entry.start.actual;
         let start_us = self.anchor_epoch_us + signed_micros(self.anchor, sent);
+        let scheduled_us = self.anchor_epoch_us + signed_micros(self.anchor, entry.start.intended);
         let (status, ttfb) = match entry.response {
             Some((first_byte, status)) => (
                 i64::from(status),
@@ -93,7 +96,7 @@ impl RequestLog {
         // Writing into a Vec cannot fail.
         let _ = writeln!(
             self.buffer,
-            "{start_us}\t{status}\t{}\t{ttfb}\t{}\t{stream}\t{}\t{}",
+            "{start_us}\t{status}\t{}\t{ttfb}\t{}\t{stream}\t{}\t{}\t{scheduled_us}",
             entry.end.saturating_duration_since(sent).as_micros(),
             entry.connection,
             entry.protocol.map_or("-", Protocol::id),
@@ -152,7 +155,8 @@ mod tests {
         let path = dir.path().join("log.tsv");
         let mut log = RequestLog::new(LogFile::new(File::create(&path).unwrap()), 2);
         let sent = Instant::now();
-        let start = |sequence| RequestStart::first(sent, sent, sequence);
+        let scheduled = sent - Duration::from_micros(250);
+        let start = |sequence| RequestStart::first(scheduled, sent, sequence);
         log.record(Entry {
             start: start(3),
             response: Some((sent + Duration::from_micros(700), 204)),
@@ -175,7 +179,15 @@ mod tests {
             .as_micros() as i64;
         let logged_start: i64 = lines[0][0].parse().unwrap();
         assert!((epoch_us - logged_start).abs() < 60_000_000);
-        assert_eq!(lines[0][1..], ["204", "1500", "700", "9", "5", "h2c", "2"]);
-        assert_eq!(lines[1][1..], ["-1", "40", "-1", "4", "2", "http/1.1", "2"]);
+        assert_eq!(lines[0][1..8], ["204", "1500", "700", "9", "5", "h2c", "2"]);
+        assert_eq!(
+            lines[1][1..8],
+            ["-1", "40", "-1", "4", "2", "http/1.1", "2"]
+        );
+        // The scheduled start: 250 µs before the actual one.
+        for line in &lines {
+            let delay = line[0].parse::<i64>().unwrap() - line[8].parse::<i64>().unwrap();
+            assert!((249..=251).contains(&delay), "{line:?}");
+        }
     }
 }

@@ -19,6 +19,7 @@ use super::run_plan::{
 use super::target::{parse_target, resolve, resolve_connect_to, Scheme};
 use super::{objective, DEFAULT_REQUESTS};
 use crate::cli::limits::MAX_REQUESTS;
+use crate::cli::values::Arrival;
 use crate::cli::{LoadArgs, Requests};
 use crate::proto::check::Checks;
 use crate::units::{counted, MAX_DURATION};
@@ -89,6 +90,9 @@ pub fn build(
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
+    if args.arrival == Arrival::Poisson && rate.is_none() && stages.is_none() && !args.find_max {
+        usage_bail!("--arrival poisson spaces paced send times: give it --rate, --rps, --stages or --find-max");
+    }
     let destination = Destination {
         urls: parsed.urls,
         route,
@@ -133,6 +137,8 @@ pub fn build(
         },
         rate,
         stages,
+        arrival: args.arrival,
+        until_stable: args.until_stable,
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
         warnings: parsed.warnings,

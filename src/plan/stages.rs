@@ -167,7 +167,13 @@ impl Share {
     /// When (from the start) this thread's request `index` (from 0) is due; the end of the
     /// stages once the curve has no more for it.
     pub fn send_time(&self, index: u64) -> Duration {
-        self.stages.time_of((index as f64 + 0.5) / self.fraction)
+        self.time_at(index as f64 + 0.5)
+    }
+
+    /// When (from the start) the thread's part of N(t) reaches `position` (Poisson arrivals
+    /// put their send times at positions of their own).
+    pub fn time_at(&self, position: f64) -> Duration {
+        self.stages.time_of(position / self.fraction)
     }
 }
 

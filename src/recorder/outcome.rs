@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use serde::{Deserialize, Serialize};
+
 use super::{Recorder, WireTotals};
 
 /// Everything measured by a run, merged across threads.
@@ -25,6 +27,28 @@ pub struct RunOutcome {
     pub interrupted: bool,
     /// Wall-clock time at the start of the measured period (to line up runs of several machines).
     pub measure_start_wall: SystemTime,
+    /// Each runner thread's busy share (0 to 1): the part of its time it was on a CPU or
+    /// runnable waiting for one, not asleep waiting for I/O or a timer.
+    pub threads_busy: Vec<f64>,
+    /// With `--until-stable`: how sure the answer got, and whether that stopped the run.
+    pub stability: Option<Stability>,
+}
+
+/// How an `--until-stable` run ended: the 95% half-widths of its p99 and request rate at the last
+/// look, as percentages of their values, against the target.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stability {
+    /// `--until-stable`: the largest half-width accepted, percent.
+    pub target_pct: f64,
+    /// Both half-widths were within the target at the last look.
+    pub reached: bool,
+    /// When the run stopped for it, seconds after the start of the measured period; `None`:
+    /// the cap (`-n`, `-D`) or a signal came first.
+    pub stopped_after_s: Option<f64>,
+    /// The p99's half-width, percent (`None`: not enough batches yet, or no upper end).
+    pub p99_half_width_pct: Option<f64>,
+    /// The request rate's half-width, percent.
+    pub rate_half_width_pct: Option<f64>,
 }
 
 /// How a timed schedule (`-D` with `--rate`, `--stages`) was kept over the measured period.

@@ -33,6 +33,9 @@ pub struct Capacity {
     pub interrupted: bool,
     /// Latency at 50%, 80% and 100% of the capacity (100%: the step that established it).
     pub latency_at: Vec<LoadPoint>,
+    /// How far the full steps' verdicts agree with each other; absent in older reports.
+    #[serde(default)]
+    pub consistency: Option<Consistency>,
     /// Every step, in the order tried.
     pub steps: Vec<CapacityStep>,
 }
@@ -97,6 +100,71 @@ pub struct CapacityStep {
     /// Every objective held and at least 97% of the offered rate was achieved (`null` for the
     /// unpaced step, which offers no rate).
     pub passed: Option<bool>,
+}
+
+/// How far a search's full steps agree: the capacity as an interval, and the steps that
+/// contradict it. A full step at a rate below one that failed should pass, and one above a rate
+/// that passed may fail; verdicts that disagree say the step length cannot tell these rates
+/// apart (a noisy machine, too few connections, a server whose capacity drifts).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Consistency {
+    /// No full step contradicts another.
+    pub consistent: bool,
+    /// The highest rate a full step passed with no full step at or below it failing (0: none).
+    pub passed_consistently_rps: f64,
+    /// The lowest rate a full step failed (`null`: none did).
+    pub lowest_failed_rps: Option<f64>,
+    /// Full steps that passed, and that failed.
+    pub full_steps_passed: u64,
+    /// Full steps that failed.
+    pub full_steps_failed: u64,
+    /// The steps (numbered from 1, as the text shows them) whose verdict contradicts another's:
+    /// a pass above a failed rate, or a failure at or below a passed one.
+    pub contradicting_steps: Vec<usize>,
+}
+
+impl Consistency {
+    /// The agreement of `steps`' full steps (bisection and load points; short ramp steps and
+    /// the unpaced ceiling judge nothing on their own).
+    pub(crate) fn of(steps: &[CapacityStep]) -> Consistency {
+        let full: Vec<(usize, f64, bool)> = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| matches!(step.phase, Phase::Bisect | Phase::Load))
+            .filter_map(|(index, step)| Some((index + 1, step.offered_rps?, step.passed?)))
+            .collect();
+        let failed_rates = || {
+            full.iter()
+                .filter(|(_, _, passed)| !passed)
+                .map(|(_, rate, _)| *rate)
+        };
+        let passed_rates = || {
+            full.iter()
+                .filter(|(_, _, passed)| *passed)
+                .map(|(_, rate, _)| *rate)
+        };
+        let lowest_failed = failed_rates().reduce(f64::min);
+        let highest_passed = passed_rates().reduce(f64::max);
+        let contradicting_steps: Vec<usize> = full
+            .iter()
+            .filter(|(_, rate, passed)| match passed {
+                true => lowest_failed.is_some_and(|failed| *rate >= failed),
+                false => highest_passed.is_some_and(|passed| *rate <= passed),
+            })
+            .map(|(number, _, _)| *number)
+            .collect();
+        let passed_consistently_rps = passed_rates()
+            .filter(|rate| failed_rates().all(|failed| failed > *rate))
+            .fold(0.0, f64::max);
+        Consistency {
+            consistent: contradicting_steps.is_empty(),
+            passed_consistently_rps,
+            lowest_failed_rps: lowest_failed,
+            full_steps_passed: passed_rates().count() as u64,
+            full_steps_failed: failed_rates().count() as u64,
+            contradicting_steps,
+        }
+    }
 }
 
 /// The latency at a share of the capacity.
@@ -200,6 +268,22 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
         "capacity: {} req/s ({bound})",
         grouped(capacity.capacity_rps)
     )?;
+    if let Some(consistency) = capacity.consistency.as_ref().filter(|c| !c.consistent) {
+        writeln!(
+            out,
+            "the search was inconsistent: steps {} contradict each other (full steps passed up to {} req/s with none below failing; the lowest that failed: {} req/s; {} passed, {} failed): at this step length these rates cannot be told apart. The capacity is somewhere between; use a longer --step-duration, more connections, or an idle machine",
+            consistency
+                .contradicting_steps
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            grouped(consistency.passed_consistently_rps),
+            consistency.lowest_failed_rps.map_or("none".to_owned(), grouped),
+            consistency.full_steps_passed,
+            consistency.full_steps_failed
+        )?;
+    }
     if !capacity.latency_at.is_empty() {
         let points: Vec<String> = capacity
             .latency_at
@@ -310,6 +394,71 @@ mod tests {
         assert_eq!(grouped(1_234_567.0), "1,234,567");
     }
 
+    fn full(phase: Phase, rate: f64, passed: bool) -> CapacityStep {
+        CapacityStep {
+            phase,
+            offered_rps: Some(rate),
+            achieved_rps: rate,
+            measured_s: 3.0,
+            done: 3000,
+            failed: 0,
+            backlog: 0,
+            errors_pct: 0.0,
+            p50_us: 1000,
+            p90_us: 2000,
+            p99_us: 3000,
+            p99_9_us: 4000,
+            max_us: 5000,
+            passed: Some(passed),
+        }
+    }
+
+    #[test]
+    fn full_steps_that_contradict_each_other_are_named() {
+        let agreeing = [
+            full(Phase::Ramp, 2000.0, true),
+            full(Phase::Bisect, 1500.0, false),
+            full(Phase::Bisect, 1250.0, true),
+            full(Phase::Bisect, 1375.0, false),
+            full(Phase::Load, 625.0, true),
+            full(Phase::Load, 1000.0, true),
+        ];
+        let consistency = Consistency::of(&agreeing);
+        assert!(consistency.consistent, "{consistency:?}");
+        assert_eq!(consistency.passed_consistently_rps, 1250.0);
+        assert_eq!(consistency.lowest_failed_rps, Some(1375.0));
+        assert_eq!(
+            (consistency.full_steps_passed, consistency.full_steps_failed),
+            (3, 2)
+        );
+        // A short step's pass at 2000 judges nothing; a load point at 80% failing twice does.
+        let mut contradicting = agreeing.to_vec();
+        contradicting[5] = full(Phase::Load, 1000.0, false);
+        contradicting.push(full(Phase::Load, 1000.0, false));
+        let consistency = Consistency::of(&contradicting);
+        assert!(!consistency.consistent);
+        assert_eq!(consistency.contradicting_steps, [3, 6, 7]);
+        assert_eq!(consistency.passed_consistently_rps, 625.0);
+        assert_eq!(consistency.lowest_failed_rps, Some(1000.0));
+        let text = render(&Capacity {
+            capacity_rps: 1250.0,
+            failing_rps: Some(1375.0),
+            objectives: vec!["p99<10ms".into()],
+            precision_pct: 10.0,
+            step_duration_s: 3.0,
+            ceiling_rps: 2000.0,
+            limited_by_client: false,
+            interrupted: false,
+            latency_at: Vec::new(),
+            consistency: Some(consistency),
+            steps: contradicting,
+        });
+        assert!(
+            text.contains("the search was inconsistent: steps 3, 6, 7 contradict each other (full steps passed up to 625 req/s"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_search_that_stopped_short_of_its_precision_says_so() {
         let capacity = |failing: f64| Capacity {
@@ -322,6 +471,7 @@ mod tests {
             limited_by_client: false,
             interrupted: false,
             latency_at: Vec::new(),
+            consistency: None,
             steps: Vec::new(),
         };
         assert!(render(&capacity(1050.0)).contains("capacity: 1,000 req/s (1,050 req/s failed)\n"));

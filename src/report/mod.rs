@@ -5,13 +5,16 @@
 
 pub(crate) mod capacity;
 pub(crate) mod comparison;
+pub(crate) mod confidence;
 pub(crate) mod diff;
 pub(crate) mod export;
+pub(crate) mod generator;
 pub(crate) mod merge;
 pub(crate) mod paint;
 pub(crate) mod plain;
 mod rate;
 pub(crate) mod stats;
+pub(crate) mod steadiness;
 mod summary;
 pub(crate) mod text;
 pub(crate) mod thresholds;

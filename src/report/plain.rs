@@ -128,6 +128,13 @@ pub(crate) fn cell(summary: &Summary) -> Vec<String> {
                 .unwrap_or("an unknown mismatch")
         ));
     }
+    if let Some(sentence) = summary.steadiness.as_ref().and_then(|s| s.sentence()) {
+        sentences.push(sentence);
+    }
+    if let Some(sentence) = summary.generator.sentence() {
+        // The first thing to know of a result the generator itself may have set.
+        sentences.insert(0, sentence);
+    }
     let error_statuses = summary.status_codes.client_error + summary.status_codes.server_error;
     if error_statuses > 0 {
         sentences.push(format!(
@@ -147,16 +154,27 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
             let first = rows
                 .iter()
                 .find(|other| other.ratio.is_none() && other.level == row.level)?;
-            // The same band either way: 2 - 0.98 is 1.02.
-            let verdict = if *ratio >= 2.0 - SAME_RATE {
+            // The same band either way: 2 - 0.98 is 1.02. A difference the ratio's 95% interval
+            // does not tell from 1 is noise, however large it reads.
+            let noise = row.ratio_ci.filter(|bounds| bounds.contains(1.0));
+            let verdict = if noise.is_some() && (*ratio >= 2.0 - SAME_RATE || *ratio <= SAME_RATE) {
+                "about as many requests per second (the difference is within the noise: the ratio's 95% interval includes 1) as".to_owned()
+            } else if *ratio >= 2.0 - SAME_RATE {
                 format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
             } else if *ratio <= SAME_RATE {
                 format!("{:.0}% fewer requests per second than", (1.0 - ratio) * 100.0)
             } else {
                 "about as many requests per second as".to_owned()
             };
+            let interval = row.ratio_ci.map_or_else(String::new, |bounds| {
+                format!(
+                    ", 95% interval {:.2}–{:.2}",
+                    bounds.ci_low,
+                    bounds.ci_high.unwrap_or(f64::INFINITY)
+                )
+            });
             Some(format!(
-                "at {} ({label} = {ratio:.2}), {} served {verdict} {}, using {} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
+                "at {} ({label} = {ratio:.2}{interval}), {} served {verdict} {}, using {} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
                 row.setting(),
                 row.protocol,
                 first.protocol,
@@ -297,6 +315,7 @@ mod tests {
                 p99_99: p50,
                 max,
             },
+            confidence: None,
             hdr: String::new(),
         }
     }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
+use crate::report::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.
@@ -212,6 +213,100 @@ fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     for (label, row) in latency_rows(summary) {
         write_percentiles(out, label, row)?;
+        if row.count > 0 {
+            write_intervals(out, row)?;
+        }
+    }
+    write_how_sure(out, summary)
+}
+
+/// The row under a distribution's percentiles: each one's 95% interval, in its value's unit.
+fn write_intervals(out: &mut String, summary: &LatencySummary) -> std::fmt::Result {
+    let Some(confidence) = &summary.confidence else {
+        return Ok(());
+    };
+    write!(out, "{:17}", "  95% interval  :")?;
+    for (label, value) in summary.percentiles.labelled() {
+        let cell = confidence
+            .of(label)
+            .map_or_else(String::new, |bounds| format_range(value, bounds));
+        write!(out, " {cell:>10}")?;
+    }
+    writeln!(out)
+}
+
+/// `low–high` in the unit `format_micros` gives `value`, three significant digits; `?` for an
+/// open end.
+fn format_range(value: u64, bounds: Bounds<u64>) -> String {
+    let scale = if value >= 1_000_000 {
+        1e6
+    } else if value >= 1_000 {
+        1e3
+    } else {
+        1.0
+    };
+    let number = |micros: u64| {
+        let x = micros as f64 / scale;
+        if x < 10.0 && scale > 1.0 {
+            format!("{x:.2}")
+        } else if x < 100.0 && scale > 1.0 {
+            format!("{x:.1}")
+        } else {
+            format!("{x:.0}")
+        }
+    };
+    let high = bounds.ci_high.map_or("?".to_owned(), number);
+    format!("{}–{high}", number(bounds.ci_low))
+}
+
+/// How sure the rate is, and how the intervals were made.
+fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    let Some(confidence) = &summary.latency.request.confidence else {
+        return Ok(());
+    };
+    let method = match confidence.method {
+        Method::BatchMeans => format!(
+            "batch means over {} batches of the timeline",
+            confidence.batches
+        ),
+        Method::Independent => {
+            "samples assumed independent: too few intervals to measure their dependence".to_owned()
+        }
+    };
+    let rate = match summary.requests_per_s_ci {
+        Some(bounds) => format!(
+            "{:.2} req/s (95% interval {:.2}–{:.2})",
+            summary.requests_per_s,
+            bounds.ci_low,
+            bounds.ci_high.unwrap_or(f64::INFINITY)
+        ),
+        None => format!(
+            "{:.2} req/s (too few intervals for an interval)",
+            summary.requests_per_s
+        ),
+    };
+    writeln!(out, "95% intervals: {method}; {rate}")?;
+    if let Some(stable) = &summary.until_stable {
+        let half = |pct: Option<f64>| {
+            pct.map_or("not yet bounded".to_owned(), |pct| format!("±{pct:.1}%"))
+        };
+        let widths = format!(
+            "p99 {}, req/s {}",
+            half(stable.p99_half_width_pct),
+            half(stable.rate_half_width_pct)
+        );
+        match stable.stopped_after_s {
+            Some(after) => writeln!(
+                out,
+                "until stable (±{:.1}%): reached after {after:.1}s of measuring ({widths})",
+                stable.target_pct
+            )?,
+            None => writeln!(
+                out,
+                "until stable (±{:.1}%): not reached; the cap (-n/-D) or a signal ended the run first ({widths}): measure longer",
+                stable.target_pct
+            )?,
+        }
     }
     Ok(())
 }
@@ -488,7 +583,8 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 
 /// The comparison table, columns aligned (latencies in milliseconds).
 pub(crate) fn comparison(document: &super::Document) -> String {
-    let (titles, lines) = super::comparison::table(&document.comparison);
+    let (titles, lines) =
+        super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
     let mut out = format!(
         "\ncomparison of {} (latencies in ms):\n",
         super::counted(lines.len() as u64, "cell")

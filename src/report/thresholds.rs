@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::objective::Objective;
+use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
+use crate::report::confidence::{self, Bounds};
 use crate::report::Summary;
 
 /// One `--fail-if` expression checked against a cell.
@@ -16,6 +17,15 @@ pub struct Threshold {
     pub value: f64,
     /// Whether the expression held, so the run fails.
     pub breached: bool,
+    /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
+    /// (`max`, or a run without samples).
+    #[serde(default)]
+    pub ci: Option<Bounds<f64>>,
+    /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
+    /// breach within the noise still fails the run (the value measured is past the bound); the
+    /// message says a longer run can tell.
+    #[serde(default)]
+    pub within_noise: bool,
 }
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
@@ -37,17 +47,46 @@ pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> 
         .iter()
         .map(|objective| {
             let checked = objective.check(&measured);
+            let ci = interval(summary, objective);
             Threshold {
                 expr: checked.expr,
                 value: checked.value,
                 breached: checked.holds,
+                ci,
+                within_noise: ci.is_some_and(|bounds| bounds.contains(objective.bound)),
             }
         })
         .collect()
 }
 
+/// The 95% interval of `objective`'s metric in `summary`: a latency percentile's (batch means
+/// over the timeline), the rate's, or for `errors` the Wilson score interval of the failed share
+/// (as if requests failed independently: a failure's cause often is shared, so it is narrow when
+/// failures come in bursts). `max` has none.
+fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
+    match objective.metric {
+        Metric::Latency(_, quantile) if quantile >= 1.0 => None,
+        Metric::Latency(_, quantile) => {
+            let bounds = confidence::request_quantile(summary, quantile)?;
+            Some(Bounds {
+                ci_low: bounds.ci_low as f64,
+                ci_high: bounds.ci_high.map(|high| high as f64),
+            })
+        }
+        Metric::Errors => {
+            let measured = measured(summary);
+            confidence::wilson(measured.failed, measured.done).map(|bounds| Bounds {
+                ci_low: 100.0 * bounds.ci_low,
+                ci_high: bounds.ci_high.map(|high| 100.0 * high),
+            })
+        }
+        Metric::Rps => summary.requests_per_s_ci,
+    }
+}
+
 /// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every
-/// cell, in run order; `fail_if` is the list each cell's thresholds were checked from.
+/// cell, in run order, with what its interval says when the breach is within the noise;
+/// `fail_if` is the list each cell's thresholds were checked from.
 pub(crate) fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
     cells
         .iter()
@@ -57,8 +96,18 @@ pub(crate) fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> 
                 .zip(&cell.thresholds)
                 .filter(|(_, threshold)| threshold.breached)
                 .map(|(objective, threshold)| {
+                    let noise = match threshold.ci {
+                        Some(bounds) if threshold.within_noise => format!(
+                            "; within the noise: its 95% interval {}–{} holds the bound (a longer run, or --until-stable, can tell)",
+                            objective.show(bounds.ci_low),
+                            bounds
+                                .ci_high
+                                .map_or_else(|| "?".to_owned(), |high| objective.show(high))
+                        ),
+                        _ => String::new(),
+                    };
                     format!(
-                        "threshold breached: {} (cell {})",
+                        "threshold breached: {} (cell {}){noise}",
                         objective.describe(threshold.value),
                         cell.cell.label
                     )

@@ -262,14 +262,14 @@ mod tests {
     }
 
     #[test]
-    fn automatic_lengths_are_round_and_give_ten_intervals() {
+    fn automatic_lengths_are_round_and_give_twenty_intervals() {
         let base = TimelineInterval::AUTO_BASE;
         let ms = Duration::from_millis;
-        assert_eq!(TimelineInterval::longest_round(ms(2500), base), ms(200));
+        assert_eq!(TimelineInterval::longest_round(ms(2500), base), ms(100));
         assert_eq!(TimelineInterval::longest_round(ms(60_000), base), ms(1000));
-        assert_eq!(TimelineInterval::longest_round(ms(150), base), ms(10));
+        assert_eq!(TimelineInterval::longest_round(ms(300), base), ms(10));
         assert_eq!(TimelineInterval::longest_round(ms(50), base), base);
         // Recorded at 20 ms (a long run that coarsened): 50 ms is no multiple, 100 ms is.
-        assert_eq!(TimelineInterval::longest_round(ms(1200), ms(20)), ms(100));
+        assert_eq!(TimelineInterval::longest_round(ms(2400), ms(20)), ms(100));
     }
 }

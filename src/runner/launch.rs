@@ -10,6 +10,7 @@ use futures_util::future::join_all;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::stable::{UntilStable, LOOK_EVERY};
 use super::worker::{ThreadResult, Worker};
 use super::{panics, signals, Sinks, DEFAULT_DRAIN};
 use crate::engine::budget::Budget;
@@ -32,6 +33,8 @@ pub(super) struct Launched {
     drain: Duration,
     /// Whether latency counts from intended starts (a schedule, or a steered run).
     paced: bool,
+    /// `--until-stable`: the looks that may stop the run early.
+    stable: Option<UntilStable>,
     /// The main thread's runtime: the deadline, the signals, a steered run's steps.
     pub(super) controller: tokio::runtime::Runtime,
 }
@@ -100,6 +103,11 @@ impl Launched {
             results.push(receiver);
         }
         let paced = plan.paced() || throttle.is_some();
+        // A steered run's steps decide its end; `--find-max` and `--until-stable` do not mix.
+        let stable = match (plan.until_stable, &sinks.live, &throttle) {
+            (Some(target), Some(live), None) => Some(UntilStable::new(target, live.clone())),
+            _ => None,
+        };
         Ok(Launched {
             plan,
             results,
@@ -111,6 +119,7 @@ impl Launched {
             deadline,
             drain,
             paced,
+            stable,
             controller,
         })
     }
@@ -129,26 +138,32 @@ impl Launched {
             deadline,
             drain,
             paced,
+            mut stable,
             controller,
         } = self;
-        let (threads, interrupted) = controller.block_on(supervise(
+        let (threads, interrupted, stopped_stable) = controller.block_on(supervise(
             results,
             &budget,
             &abandon,
-            deadline,
-            drain,
-            stop_now,
-            // A timed schedule ends itself at the deadline, and a send time due before it
-            // still goes when its connection wakes a little late: the counts stay exact.
-            plan.paced(),
+            Limits {
+                deadline,
+                drain,
+                stop_now,
+                // A timed schedule ends itself at the deadline, and a send time due before it
+                // still goes when its connection wakes a little late: the counts stay exact.
+                schedule_ends: plan.paced(),
+            },
+            stable.as_mut().map(|stable| (stable, measure_start)),
         ));
 
         let mut merged = Recorder::new(measure_start, 0, plan.interval, paced);
         let mut wire = WireTotals::default();
         let mut last_end = measure_start;
         let mut schedule: Option<Kept> = None;
+        let mut threads_busy = Vec::new();
         for thread in threads {
             let thread = thread?;
+            threads_busy.push(thread.busy);
             merged.merge(thread.recorder);
             wire.add(thread.wire);
             last_end = last_end.max(thread.ended);
@@ -171,31 +186,55 @@ impl Launched {
             schedule: schedule.filter(|_| !interrupted),
             interrupted,
             measure_start_wall: start_wall + (measure_start - start),
+            threads_busy,
+            stability: stable.map(|stable| {
+                stable
+                    .stability(stopped_stable.map(|at| at.saturating_duration_since(measure_start)))
+            }),
         })
     }
 }
 
+/// How a run may end besides its workers finishing: the deadline, the drain period after it,
+/// and whether to stop at once.
+struct Limits {
+    deadline: Option<Instant>,
+    drain: Duration,
+    /// Stop the run at once (a steered run's end).
+    stop_now: bool,
+    /// The deadline only starts the drain period, the workers' schedule ending by itself.
+    schedule_ends: bool,
+}
+
 /// Waits for the workers while enforcing the deadline, the drain period and the signals that stop a
-/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`], which also quits on a later one). `stop_now`
-/// stops the run at once (a steered run's end); with `schedule_ends` the deadline only starts the
-/// drain period, the workers' schedule ending by itself.
+/// run (SIGINT, SIGTERM, SIGHUP: see [`signals`], which also quits on a later one), and with
+/// `stable` (`--until-stable`, and the start of the measured period) its looks, which stop the run
+/// as the deadline would once the answer is sure enough. Returns the workers' results, whether
+/// a signal interrupted the run, and when `stable` stopped it.
 async fn supervise(
     results: Vec<oneshot::Receiver<Result<ThreadResult>>>,
     budget: &Budget,
     abandon: &CancellationToken,
-    deadline: Option<Instant>,
-    drain: Duration,
-    stop_now: bool,
-    schedule_ends: bool,
-) -> (Vec<Result<ThreadResult>>, bool) {
+    limits: Limits,
+    mut stable: Option<(&mut UntilStable, Instant)>,
+) -> (Vec<Result<ThreadResult>>, bool, Option<Instant>) {
+    let Limits {
+        deadline,
+        drain,
+        stop_now,
+        schedule_ends,
+    } = limits;
     let workers = join_all(results);
     tokio::pin!(workers);
     let mut interrupted = false;
     let mut abandon_at: Option<Instant> = None;
+    let mut stopped_stable = None;
     if stop_now {
         budget.stop();
         abandon_at = Some(Instant::now() + drain);
     }
+    // The first look at the start of the measured period, then one a second.
+    let mut next_look = stable.as_ref().map(|(_, measure_start)| *measure_start);
     loop {
         tokio::select! {
             results = &mut workers => {
@@ -205,13 +244,25 @@ async fn supervise(
                     .collect();
                 // The workers can end (the deadline, every connection failed) in the same wake-up
                 // as the signal: a run that a signal asked to stop is interrupted either way.
-                return (results, interrupted || signals::received().is_some());
+                return (results, interrupted || signals::received().is_some(), stopped_stable);
             }
             _ = sleep_until_some(deadline), if abandon_at.is_none() => {
                 if !schedule_ends {
                     budget.stop();
                 }
                 abandon_at = Some(Instant::now() + drain);
+            }
+            _ = sleep_until_some(next_look), if abandon_at.is_none() => {
+                let now = Instant::now();
+                next_look = next_look.map(|at| at + LOOK_EVERY);
+                if let Some((stable, _)) = stable.as_mut() {
+                    if stable.look(now) {
+                        // Sure enough: the run ends here, its schedule too.
+                        budget.stop_at(now);
+                        stopped_stable = Some(now);
+                        abandon_at = Some(now + drain);
+                    }
+                }
             }
             () = signals::requested(), if !interrupted => {
                 errln!(

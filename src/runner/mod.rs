@@ -10,6 +10,7 @@ pub mod panics;
 pub(crate) mod proxy;
 pub mod signals;
 mod slot;
+mod stable;
 pub mod steer;
 mod tls_resume;
 mod worker;

@@ -15,11 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::slot::run_slot;
 use super::{tls_resume, Sinks};
+use crate::cli::values::Arrival;
 use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver;
 use crate::engine::h3::QuicContext;
-use crate::engine::pacer::{Source, Steering, Throttle};
+use crate::engine::pacer::{Gaps, Source, Steering, Throttle};
 use crate::engine::uring::Uring;
 use crate::engine::{Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
@@ -29,6 +30,7 @@ use crate::plan::{IoBackend, Negotiation, RunPlan};
 use crate::recorder::backlog::Backlog;
 use crate::recorder::outcome::Kept;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
+use crate::time::thread_busy_time;
 
 /// How often a steered run's workers publish their numbers (its steps are measured from them).
 const STEERED_PUBLISH_EVERY: Duration = Duration::from_millis(50);
@@ -40,6 +42,9 @@ pub(super) struct ThreadResult {
     pub(super) recorder: Recorder,
     pub(super) wire: WireTotals,
     pub(super) ended: Instant,
+    /// The share of its time the thread was working or waiting for a CPU, not asleep waiting
+    /// for I/O or a timer (0 where the kernel does not tell).
+    pub(super) busy: f64,
     /// How the thread's share of a timed schedule was kept.
     pub(super) schedule: Option<Kept>,
 }
@@ -74,7 +79,14 @@ impl Worker {
             )),
             (None, None, None) => return None,
         };
-        Some(Pacer::with_source(source, self.run_start, self.deadline))
+        let gaps = (self.plan.arrival == Arrival::Poisson)
+            .then(|| Gaps::new(self.plan.seed, self.index as u64));
+        Some(Pacer::with_source(
+            source,
+            gaps,
+            self.run_start,
+            self.deadline,
+        ))
     }
 
     /// The run-wide number of this thread's first client slot: threads before it hold
@@ -91,6 +103,7 @@ impl Worker {
     /// its client slots until they end (or the drain period is abandoned), and hands back what
     /// they measured.
     pub(super) fn run(self) -> Result<ThreadResult> {
+        let began = (Instant::now(), thread_busy_time());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -119,7 +132,20 @@ impl Worker {
         // finish with them.
         drop(timer);
         drop(ring);
-        Ok(self.collect(shared, warm_up_bytes.get(), ended))
+        // Working, or runnable and waiting for a CPU: the time the thread was not asleep
+        // waiting for I/O or a timer, over its life.
+        let busy = match (began.1, thread_busy_time()) {
+            (Some(before), Some(after)) => {
+                let elapsed = ended.saturating_duration_since(began.0).as_secs_f64();
+                if elapsed > 0.0 {
+                    (after.saturating_sub(before).as_secs_f64() / elapsed).min(1.0)
+                } else {
+                    0.0
+                }
+            }
+            _ => 0.0,
+        };
+        Ok(self.collect(shared, warm_up_bytes.get(), ended, busy))
     }
 
     /// The thread's timer, and with `--io uring` the ring it then runs on.
@@ -304,12 +330,14 @@ impl Worker {
         shared: Rc<ThreadShared>,
         warm_up_bytes: Option<WireTotals>,
         ended: Instant,
+        busy: f64,
     ) -> ThreadResult {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
         shared.fail_unsent_retries();
-        let schedule = (shared.pacer.as_ref()).and_then(|pacer| pacer.kept(self.measure_start));
+        let schedule = (shared.pacer.as_ref())
+            .and_then(|pacer| pacer.kept(self.measure_start, self.budget.stopped_at()));
         let mut recorder = shared.recorder.into_inner();
         if let Some(Err(problem)) = shared.request_log.map(|log| log.into_inner().finish()) {
             recorder.warn(problem);
@@ -325,6 +353,7 @@ impl Worker {
                 shared.wire.totals().since(warm_up)
             }),
             ended,
+            busy,
             schedule,
         }
     }

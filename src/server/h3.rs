@@ -416,6 +416,9 @@ mod tests {
             .parse()
             .unwrap();
         assert!((20_000..200_000).contains(&applied), "{applied} µs");
+        let (status, headers, body) = fetch(&mut send, Method::GET, "/exp/1", b"").await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"pong"[..]));
+        assert!(headers.contains_key("x-delay-applied-us"));
 
         let upload: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         let (status, _, body) = fetch(&mut send, Method::POST, "/echo", &upload).await;

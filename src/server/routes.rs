@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
@@ -12,6 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use super::echo::{Echo, EchoBudget};
+use crate::plan::template::Rng;
 use crate::time::sleep_precisely;
 
 /// The header of every delayed response: the delay the target applied, in whole microseconds
@@ -199,6 +201,17 @@ async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> A
                 "/delay/MS takes milliseconds, at most 2592000000 (30 days; decimals allowed: /delay/0.25)",
             ),
         },
+        (_, Some("exp"), Some(millis)) => match parse_millis(millis) {
+            Some(mean) => {
+                let slept = sleep_precisely(exponential_delay(mean)).await;
+                applied = Some(applied.unwrap_or_default() + slept);
+                text(StatusCode::OK, "pong")
+            }
+            None => text(
+                StatusCode::BAD_REQUEST,
+                "/exp/MS takes the mean delay in milliseconds, at most 2592000000 (decimals allowed: /exp/0.5)",
+            ),
+        },
         (_, Some("status"), Some(code)) => match code
             .parse::<u16>()
             .ok()
@@ -226,6 +239,24 @@ async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> A
 /// The longest `/delay/MS`: 30 days, as `serve --delay` (a deadline further away would overflow
 /// the clock's `Instant`, and no benchmark waits longer).
 const MAX_DELAY: Duration = Duration::from_secs(30 * 86_400);
+
+/// The `/exp/MS` requests answered so far: the k-th draws the k-th delay of one seeded sequence,
+/// so a fresh target gives the same delays in the same order.
+static EXP_DRAWS: AtomicU64 = AtomicU64::new(0);
+
+/// The next `/exp/MS` delay: exponential with mean `mean` (its p-quantile is −mean·ln(1 − p)),
+/// at most [`MAX_DELAY`].
+fn exponential_delay(mean: Duration) -> Duration {
+    let draw = EXP_DRAWS.fetch_add(1, Ordering::Relaxed);
+    let word = Rng::for_request(EXP_SEED, draw, 0).next_u64();
+    // A uniform in (0, 1]: never 0, whose logarithm is infinite.
+    let uniform = ((word >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    Duration::try_from_secs_f64(-mean.as_secs_f64() * uniform.ln())
+        .map_or(MAX_DELAY, |delay| delay.min(MAX_DELAY))
+}
+
+/// The seed of `/exp/MS`'s delays.
+const EXP_SEED: u64 = 0x6578_705f_6465_6c61;
 
 /// A `/delay/MS` argument: milliseconds, decimals allowed (sub-millisecond delays are precise),
 /// at most [`MAX_DELAY`].
@@ -307,6 +338,23 @@ mod tests {
         for text in ["2592000001", "1e22", "-1", "inf", "NaN", ""] {
             assert_eq!(parse_millis(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn exponential_delays_have_their_mean_and_quantiles() {
+        let mean = Duration::from_millis(10);
+        let mut delays: Vec<f64> = (0..100_000)
+            .map(|_| exponential_delay(mean).as_secs_f64() * 1e3)
+            .collect();
+        delays.sort_by(f64::total_cmp);
+        let average = delays.iter().sum::<f64>() / delays.len() as f64;
+        // The mean of 100,000 draws has an sd of 10 ms / √100,000 = 0.03 ms.
+        assert!((average - 10.0).abs() < 0.15, "mean {average} ms");
+        // p50 = 10 ln 2, p99 = 10 ln 100: rank sds of 158 and 31 draws.
+        let p50 = delays[50_000];
+        let p99 = delays[99_000];
+        assert!((p50 - 6.931).abs() < 0.1, "p50 {p50} ms");
+        assert!((p99 - 46.05).abs() < 1.6, "p99 {p99} ms");
     }
 
     #[test]

@@ -46,9 +46,27 @@ fn sixty_bad_inputs() {
         path("broken.toml"),
     );
     let directory = dir.path().to_str().unwrap().to_owned();
-    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+    let cases: Vec<(Vec<&str>, i32, &str)> =
+        vec![
         // URLs, schemes, ports
         (vec!["ftp://127.0.0.1/"], 2, "unsupported scheme 'ftp'"),
+        // Open-loop arrivals and --until-stable
+        (
+            vec!["--arrival", "poisson", "-n", "10", &good],
+            2,
+            "--arrival poisson spaces paced send times",
+        ),
+        (vec!["--arrival", "bursty", &good], 2, "invalid value 'bursty'"),
+        (
+            vec!["--until-stable", "0", &good],
+            2,
+            "is not a precision between 0.1% and 50%",
+        ),
+        (
+            vec!["--until-stable", "5%", "--find-max", &good],
+            2,
+            "cannot be used with",
+        ),
         (vec!["127.0.0.1:8080/ping"], 2, "has no scheme"),
         (vec!["http://"], 2, "is not valid"),
         (vec!["http://127.0.0.1:0/"], 2, "port 0"),

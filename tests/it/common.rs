@@ -349,6 +349,12 @@ fn thread_cpu_time() -> Duration {
 }
 
 impl Noise {
+    /// The median lateness measured.
+    #[allow(dead_code)] // by tests/truth only
+    pub fn p50(&self) -> Duration {
+        self.late[NOISE_SAMPLES / 2]
+    }
+
     /// The 99th percentile of the lateness measured.
     pub fn p99(&self) -> Duration {
         self.late[NOISE_SAMPLES * 99 / 100 - 1]

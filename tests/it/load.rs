@@ -600,7 +600,9 @@ fn log_file_has_one_parsable_line_per_request() {
         let protocol = if name == "h2c" { "h2c" } else { "http/1.1" };
         let mut streams = std::collections::HashSet::new();
         for columns in &lines {
-            assert_eq!(columns.len(), 8, "{name}: {columns:?}");
+            assert_eq!(columns.len(), 9, "{name}: {columns:?}");
+            // Unpaced: the scheduled start is the actual one.
+            assert_eq!(columns[8], columns[0], "{name}");
             let start: u64 = columns[0].parse().unwrap();
             let duration: u64 = columns[2].parse().unwrap();
             let ttfb: u64 = columns[3].parse().unwrap();

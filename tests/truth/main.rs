@@ -4,8 +4,11 @@
 #[path = "../it/common.rs"]
 #[allow(dead_code)]
 mod common;
+mod confidence;
+mod generator;
 mod latency;
 mod rate;
+mod steadiness;
 mod throughput;
 mod timeline;
 

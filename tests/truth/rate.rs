@@ -171,3 +171,114 @@ fn the_rate_is_kept_and_spread_evenly() {
         "the CSV timeline matches the JSON"
     );
 }
+
+/// The Kolmogorov–Smirnov statistic of `sample` against the exponential distribution of mean
+/// `mean`: the largest distance between the two CDFs.
+fn ks_exponential(sample: &mut [f64], mean: f64) -> f64 {
+    sample.sort_by(f64::total_cmp);
+    let n = sample.len() as f64;
+    sample
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let cdf = 1.0 - (-x / mean).exp();
+            (cdf - i as f64 / n)
+                .abs()
+                .max(((i + 1) as f64 / n - cdf).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
+/// `--arrival poisson`: the scheduled send times (the log's column 9) of a 10 s run at 1,000/s
+/// have exponential gaps (a Kolmogorov–Smirnov test does not reject at 1%), the schedule holds
+/// as many send times as a Poisson process of that rate would (within 3 sd: √10,000 = 100), every
+/// one of them is started or counted missed, and the rate achieved is within 1% of the
+/// schedule's own. The same seed gives the same send times again.
+#[test]
+fn poisson_arrivals_have_exponential_gaps_and_keep_the_rate() {
+    let _machine = exclusive();
+    let noise = timer_noise();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.tsv");
+    let poisson = |seconds: &str| {
+        h2load_rs(&[
+            "--h1",
+            "-t",
+            "1",
+            "-c",
+            "20",
+            "--rate",
+            "1000",
+            "--arrival",
+            "poisson",
+            "--seed",
+            "7",
+            "-D",
+            seconds,
+            "--log-file",
+            log.to_str().unwrap(),
+            &url("/ping"),
+        ])
+    };
+    let scheduled_times = || -> Vec<i64> {
+        let mut times: Vec<i64> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|line| line.split('\t').nth(8).unwrap().parse().unwrap())
+            .collect();
+        times.sort_unstable();
+        times
+    };
+    let run = poisson("10");
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.cell()["settings"]["arrival"], "poisson");
+    assert_eq!(run.int("settings/seed"), 7);
+    let scheduled = run.int("rate/scheduled");
+    assert_schedule_kept(&run, "--arrival poisson", scheduled);
+    assert!(
+        (9_700..=10_300).contains(&scheduled),
+        "{scheduled} send times in 10 s at 1,000/s"
+    );
+    let times = scheduled_times();
+    assert_eq!(times.len() as u64, run.int("requests/done"));
+    let mut gaps: Vec<f64> = times
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]) as f64)
+        .collect();
+    let n = gaps.len() as f64;
+    let distance = ks_exponential(&mut gaps, 1000.0);
+    // The 1% critical value of the one-sample KS statistic, for large n.
+    let critical = 1.628 / n.sqrt();
+    eprintln!("poisson arrivals: {scheduled} send times, KS distance {distance:.4} (1% critical {critical:.4}); {noise}");
+    assert!(
+        distance < critical,
+        "KS distance {distance:.4} of {n} gaps against Exp(1 ms): rejected at 1% ({critical:.4})"
+    );
+    // Evenly spaced send times are far from it: the test can fail.
+    let mut even = vec![1000.0; gaps.len()];
+    assert!(ks_exponential(&mut even, 1000.0) > 0.5);
+    // What was sent kept the schedule's own rate.
+    let achieved = run.num("rate/achieved_per_s");
+    let own = scheduled as f64 / 10.0;
+    let slowdown = shortfall(&noise, &run);
+    assert!(
+        achieved >= own * 0.99 / slowdown && achieved <= own * 1.01,
+        "achieved {achieved:.1}/s against the schedule's {own:.1}/s (slowdown allowed {slowdown:.2}; {noise})"
+    );
+    // The same seed, the same send times (offsets from the first).
+    let first = poisson("1");
+    assert_eq!(first.output.code, 0, "{}", first.output.stderr);
+    let again = scheduled_times();
+    let offsets = |times: &[i64]| -> Vec<i64> { times.iter().map(|t| t - times[0]).collect() };
+    let (before, now) = (offsets(&times), offsets(&again));
+    let same = before
+        .iter()
+        .zip(&now)
+        .take_while(|(a, b)| (*a - *b).abs() <= 2)
+        .count();
+    assert!(
+        same + 1 >= now.len(),
+        "the same seed drew other send times: {same} of {} agree",
+        now.len()
+    );
+}

@@ -126,6 +126,7 @@ fn a_ramp_tells_waiting_connections_the_send_times_of_its_curve() {
     let ends = start + Duration::from_secs(1);
     world.shared.pacer = Some(super::Pacer::with_source(
         Source::Stages(Share::new(stages, 1.0)),
+        None,
         start,
         Some(ends),
     ));
@@ -153,6 +154,7 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     let throttle = Arc::new(Throttle::new());
     world.shared.pacer = Some(super::Pacer::with_source(
         Source::Steered(Steering::new(throttle.clone(), 1.0)),
+        None,
         Instant::now(),
         None,
     ));

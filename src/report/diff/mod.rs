@@ -31,6 +31,7 @@ pub(crate) mod render;
 
 use anyhow::Result;
 
+use super::confidence::Bounds;
 use super::stats::{ks_distance, mann_whitney, MannWhitney};
 use super::{Document, Summary, Timeline};
 use crate::recorder::hdr;
@@ -89,6 +90,8 @@ pub(crate) struct Figure {
     /// The test of the per-interval samples; `None` when either run has fewer than
     /// [`MIN_INTERVALS`].
     pub test: Option<Shift>,
+    /// Each run's 95% confidence interval of the figure, base then new, as its report has it.
+    pub intervals: [Option<Bounds<f64>>; 2],
 }
 
 /// What the test of a figure's per-interval samples found.
@@ -440,7 +443,15 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
         base: base.requests_per_s,
         new: new.requests_per_s,
         test: tested(&base_samples.rates, &new_samples.rates),
+        intervals: [base.requests_per_s_ci, new.requests_per_s_ci],
     }];
+    let percentile_interval = |cell: &Summary, name: &str| {
+        let bounds = cell.latency.request.confidence.as_ref()?.of(name)?;
+        Some(Bounds {
+            ci_low: bounds.ci_low as f64,
+            ci_high: bounds.ci_high.map(|high| high as f64),
+        })
+    };
     figures.extend(PERCENTILES.iter().map(|&(name, quantile)| {
         let (base_line, new_line) = (
             base_latency.value_at_quantile(quantile),
@@ -452,6 +463,10 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
             base: base_line as f64,
             new: new_line as f64,
             test: percentile_tested(&base_samples, &new_samples, base_line, new_line),
+            intervals: [
+                percentile_interval(base, name),
+                percentile_interval(new, name),
+            ],
         }
     }));
     Ok(CellDiff {
@@ -485,6 +500,7 @@ mod tests {
                 p,
                 new_larger: new > base,
             }),
+            intervals: [None, None],
         }
     }
 

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::{CellDiff, Diff, Figure, Kind, Verdict, ALPHA, MIN_INTERVALS, NOISE_FLOOR_PCT};
+use crate::report::confidence::Bounds;
 use crate::report::export::markdown;
 use crate::report::text;
 use crate::units::{counted, format_micros};
@@ -45,8 +46,8 @@ pub(crate) fn text(diff: &Diff, context: &Context) -> String {
             .map(|figure| {
                 vec![
                     figure.name.to_owned(),
-                    value(figure, figure.base),
-                    value(figure, figure.new),
+                    with_interval(figure, figure.base, figure.intervals[0]),
+                    with_interval(figure, figure.new, figure.intervals[1]),
                     change(figure),
                     figure
                         .test
@@ -172,6 +173,21 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
 }
 
 /// A figure's value as the text report shows it: req/s with two decimals, latencies in us/ms/s.
+/// A figure's value with its 95% interval, `1.23ms (1.10–1.40)` in the value's unit; the value
+/// alone when the report has none.
+fn with_interval(figure: &Figure, at: f64, bounds: Option<Bounds<f64>>) -> String {
+    let shown = value(figure, at);
+    let Some(bounds) = bounds else {
+        return shown;
+    };
+    let number = |x: f64| match figure.kind {
+        Kind::Throughput => format!("{x:.0}"),
+        Kind::Latency => format_micros(x),
+    };
+    let high = bounds.ci_high.map_or("?".to_owned(), number);
+    format!("{shown} ({}–{high})", number(bounds.ci_low))
+}
+
 fn value(figure: &Figure, value: f64) -> String {
     match figure.kind {
         Kind::Throughput => format!("{value:.2}"),

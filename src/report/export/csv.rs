@@ -20,7 +20,8 @@ pub(crate) fn field(text: &str) -> String {
 
 impl Exporter for Csv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        let (titles, lines) = comparison::table(&document.comparison);
+        let (titles, lines) =
+            comparison::table(&document.comparison, comparison::Intervals::Columns);
         let mut csv = titles
             .iter()
             .map(|title| field(title))

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::capacity::{Capacity, CapacityStep};
-use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, Document, Exporter, LatencySummary};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
@@ -31,6 +31,9 @@ pub(crate) struct Html;
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
+    /// 95% confidence intervals drawn as error bars: at x, from low to high (`None`: open,
+    /// drawn to the top of the plot).
+    bars: Vec<(f64, f64, Option<f64>)>,
 }
 
 /// How an axis maps values to pixels.
@@ -132,7 +135,13 @@ fn chart(
         x_log,
     );
     let y = Axis::fit(
-        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        series.iter().flat_map(|s| {
+            s.points.iter().map(|p| p.1).chain(
+                s.bars
+                    .iter()
+                    .flat_map(|&(_, low, high)| std::iter::once(low).chain(high)),
+            )
+        }),
         y_log,
     );
     let (plot_width, plot_height) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
@@ -210,6 +219,21 @@ fn chart(
                 path.trim_end()
             );
         }
+        for &(at, low, high) in &line.bars {
+            let (x_px, low_px) = (px(at), py(low));
+            let high_px = high.map_or(TOP, py);
+            if !(x_px.is_finite() && low_px.is_finite() && high_px.is_finite()) {
+                continue;
+            }
+            let _ = write!(
+                svg,
+                r#"<path class="ci" d="M{:.1} {low_px:.1} H{:.1} M{x_px:.1} {low_px:.1} V{high_px:.1} M{:.1} {high_px:.1} H{:.1}" stroke="{color}"/>"#,
+                x_px - 3.0,
+                x_px + 3.0,
+                x_px - 3.0,
+                x_px + 3.0
+            );
+        }
         svg.push_str("</g>");
         let legend_y = TOP + 14.0 + index as f64 * 18.0;
         let _ = write!(
@@ -223,6 +247,33 @@ fn chart(
     }
     svg.push_str("</svg></figure>\n");
     svg
+}
+
+/// The error bars of a latency curve: each reported percentile's 95% interval, in ms, at its
+/// place on the 1/(1 − percentile) axis.
+fn latency_bars(latency: &LatencySummary) -> Vec<(f64, f64, Option<f64>)> {
+    let Some(confidence) = &latency.confidence else {
+        return Vec::new();
+    };
+    [
+        ("p50", 0.5),
+        ("p75", 0.75),
+        ("p90", 0.9),
+        ("p95", 0.95),
+        ("p99", 0.99),
+        ("p99.9", 0.999),
+        ("p99.99", 0.9999),
+    ]
+    .into_iter()
+    .filter_map(|(label, quantile)| {
+        let bounds = confidence.of(label)?;
+        Some((
+            1.0 / (1.0 - quantile),
+            bounds.ci_low as f64 / 1000.0,
+            bounds.ci_high.map(|high| high as f64 / 1000.0),
+        ))
+    })
+    .collect()
 }
 
 fn escape(text: &str) -> String {
@@ -270,6 +321,7 @@ fn knee_charts(document: &Document) -> String {
     let mut rates = vec![Series {
         name: "achieved = offered".to_owned(),
         points: vec![(0.0, 0.0), (most, most)],
+        bars: Vec::new(),
     }];
     let mut latency = Vec::new();
     for (label, steps) in &searched {
@@ -279,6 +331,7 @@ fn knee_charts(document: &Document) -> String {
                 .iter()
                 .map(|(offered, step)| (*offered, value(step)))
                 .collect(),
+            bars: Vec::new(),
         };
         rates.push(series(label.to_string(), |step| step.achieved_rps));
         latency.push(series(format!("{label} p50"), |step| {
@@ -344,6 +397,22 @@ pub(crate) fn render(document: &Document) -> String {
                     )
                 })
                 .collect(),
+            bars: document
+                .cells
+                .iter()
+                .filter(|cell| {
+                    cell.cell.protocol == *protocol
+                        && cell.cell.rate.filter(|_| rates_vary) == *rate
+                })
+                .filter_map(|cell| {
+                    let bounds = cell.requests_per_s_ci?;
+                    Some((
+                        (cell.cell.clients * cell.cell.streams) as f64,
+                        bounds.ci_low,
+                        bounds.ci_high,
+                    ))
+                })
+                .collect(),
         })
         .collect();
     let spread = |values: &mut dyn Iterator<Item = f64>| {
@@ -375,6 +444,7 @@ pub(crate) fn render(document: &Document) -> String {
                     )
                 })
                 .collect(),
+            bars: latency_bars(&cell.latency.request),
         })
         .collect();
     let timeline: Vec<Series> = document
@@ -394,10 +464,11 @@ pub(crate) fn render(document: &Document) -> String {
                     )
                 })
                 .collect(),
+            bars: Vec::new(),
         })
         .collect();
 
-    let (titles, lines) = comparison::table(&document.comparison);
+    let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
     let mut table = String::from("<table><thead><tr>");
     for title in titles {
         let _ = write!(table, "<th>{}</th>", escape(title));
@@ -431,6 +502,7 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 .tick, .legend {{ font-size: 11px; fill: #444; }}
 .axis {{ font-size: 12px; fill: #222; }}
 .line {{ fill: none; stroke-width: 2; }}
+.ci {{ fill: none; stroke-width: 1; opacity: 0.7; }}
 </style></head><body>
 <h1>h2load-rs {version}</h1>
 <p>{cells} against {target}</p>
@@ -496,15 +568,20 @@ mod tests {
             Series {
                 name: "h1".into(),
                 points: vec![(1.0, 10.0), (10.0, 90.0)],
+                bars: vec![(1.0, 8.0, Some(12.0)), (10.0, 80.0, None)],
             },
             Series {
                 name: "h2c <fast>".into(),
                 points: vec![(1.0, 20.0), (10.0, 150.0)],
+                bars: Vec::new(),
             },
         ];
         let svg = chart("x", "t", "x", "y", &series, (true, false));
         assert_eq!(svg.matches(r#"class="series""#).count(), 2);
         assert!(svg.contains("h2c &lt;fast&gt;"));
+        // One error bar per interval, an open one drawn to the top of the plot.
+        assert_eq!(svg.matches(r#"class="ci""#).count(), 2);
+        assert!(svg.contains(&format!(" V{TOP:.1} ")), "{svg}");
     }
 
     fn step(offered: Option<f64>, achieved: f64, measured_s: f64) -> CapacityStep {
@@ -538,6 +615,7 @@ mod tests {
             limited_by_client: false,
             interrupted: false,
             latency_at: Vec::new(),
+            consistency: None,
             steps: vec![
                 step(None, 1000.0, 1.0),
                 step(Some(750.0), 749.0, 1.0),

@@ -11,7 +11,7 @@ pub(crate) struct Markdown;
 
 /// The comparison as Markdown.
 pub(crate) fn render(document: &Document) -> String {
-    let (titles, lines) = comparison::table(&document.comparison);
+    let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
     table(&titles, &lines)
 }
 

@@ -482,6 +482,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         }
         merge_urls(&mut merged.urls, part.urls, &adder)?;
         merged.generator_cpu_percent += part.generator_cpu_percent;
+        merged.generator.add(&part.generator);
         merged.watched.extend(part.watched);
         spreads.push((part.cell.clients, part.requests_per_client_per_s));
     }
@@ -521,6 +522,9 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         connect,
         ttfb,
     };
+    // The intervals of the whole, from the merged histograms and timeline.
+    super::confidence::annotate(&mut merged);
+    merged.steadiness = super::steadiness::Steadiness::of(&merged.timeline);
     Ok(merged)
 }
 

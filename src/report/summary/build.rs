@@ -10,11 +10,15 @@ use super::schema::{
     Requests, Settings, Spread, StageSettings, StagesSettings, StatusCodes, Summary, Traffic,
     UrlRow,
 };
+use crate::cli::values::Arrival;
 use crate::plan::{Negotiation, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshakes;
 use crate::recorder::outcome::RunOutcome;
 use crate::recorder::{hdr, ErrorKind, Recorder, WireTotals};
+use crate::report::confidence;
+use crate::report::generator::GeneratorLoad;
 use crate::report::rate::{requested_rate, InFlight, RateReport};
+use crate::report::steadiness::Steadiness;
 use crate::report::timeline::Timeline;
 use crate::report::CellContext;
 
@@ -27,13 +31,14 @@ impl Summary {
         let empty = Handshakes::default();
         let handshakes = (plan.tls.is_some() && plan.negotiation != Negotiation::Quic)
             .then(|| recorder.handshakes.as_deref().unwrap_or(&empty));
-        Summary {
+        let mut summary = Summary {
             cell: cell_info(plan, &context),
             settings: settings(plan),
             protocol: protocol_info(recorder),
             interrupted: outcome.interrupted,
             elapsed_s,
             requests_per_s: per_second(recorder.counters.done, elapsed_s),
+            requests_per_s_ci: None,
             bytes_per_s: per_second(outcome.wire.total, elapsed_s),
             requests: requests(plan, outcome),
             status_codes: status_codes(recorder),
@@ -53,6 +58,9 @@ impl Summary {
             first_error: recorder.first_error.clone(),
             warnings: recorder.warnings.clone(),
             generator_cpu_percent: context.generator_cpu_percent,
+            generator: GeneratorLoad::new(&outcome.threads_busy),
+            steadiness: None,
+            until_stable: outcome.stability,
             watched: context.watched,
             timeline: Timeline::new(
                 &recorder.intervals,
@@ -64,7 +72,10 @@ impl Summary {
             capacity: None,
             urls: url_rows(plan, recorder),
             histograms: histograms(recorder),
-        }
+        };
+        confidence::annotate(&mut summary);
+        summary.steadiness = Steadiness::of(&summary.timeline);
+        summary
     }
 }
 
@@ -138,7 +149,9 @@ fn settings(plan: &RunPlan) -> Settings {
         h2: plan.h2,
         input_file: plan.destination.input_file.clone(),
         urls_random: plan.request.random_paths,
-        seed: plan.request.draws_random().then_some(plan.seed),
+        arrival: (plan.arrival == Arrival::Poisson).then(|| plan.arrival.name().to_owned()),
+        seed: (plan.request.draws_random() || plan.arrival == Arrival::Poisson)
+            .then_some(plan.seed),
         requests_per_connection: plan.requests_per_connection,
         no_keepalive: plan.no_keepalive,
         tls_resume: plan.tls.as_ref().is_some_and(|tls| tls.resume),
@@ -346,6 +359,7 @@ pub(crate) fn latency_summary(histogram: &Histogram<u64>) -> LatencySummary {
             p99_99: at(0.9999),
             max: histogram.max(),
         },
+        confidence: None,
         hdr: hdr::to_base64(histogram),
     }
 }

@@ -8,8 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
 use crate::plan::H2Settings;
+use crate::recorder::outcome::Stability;
 use crate::recorder::{hdr, RequestCounters, Retried};
+use crate::report::confidence::{Bounds, PercentileBounds};
+use crate::report::generator::GeneratorLoad;
 use crate::report::rate::RateReport;
+use crate::report::steadiness::Steadiness;
 use crate::report::timeline::Timeline;
 use crate::report::{capacity, merge, thresholds};
 use crate::tls::TlsInfo;
@@ -73,6 +77,10 @@ pub struct Summary {
     pub elapsed_s: f64,
     /// Finished requests per second over the measured period.
     pub requests_per_s: f64,
+    /// Its 95% confidence interval (batch means over the timeline; absent when the run has
+    /// too few intervals to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s_ci: Option<Bounds<f64>>,
     /// Received bytes per second over the measured period.
     pub bytes_per_s: f64,
     /// Request counters.
@@ -108,6 +116,17 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// CPU the generator used during the cell, in percent of one core.
     pub generator_cpu_percent: f64,
+    /// How busy its runner threads were, and whether that bounded the result.
+    #[serde(default)]
+    pub generator: GeneratorLoad,
+    /// Whether the run was steady: trends in its per-interval rate and p99, a first part unlike
+    /// the rest (absent under 10 intervals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadiness: Option<Steadiness>,
+    /// With `--until-stable`: how sure the p99 and the rate got, and whether that or the cap
+    /// ended the run (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_stable: Option<Stability>,
     /// What each watched process (e.g. the target) used during the cell.
     pub watched: Vec<ProcessUsage>,
     /// Requests, errors and latency per interval of the measured period.
@@ -192,8 +211,11 @@ pub struct Settings {
     /// `--urls-random`: paths picked at random instead of in turn (absent without).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub urls_random: bool,
-    /// The seed of `--urls-random`, `{rand:N}` and `{uuid}` (`--seed`, or drawn), when the run
-    /// draws random numbers: give it to `--seed` to repeat the run.
+    /// `--arrival poisson`: paced send times were a Poisson process (absent: evenly spaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// The seed of `--urls-random`, `{rand:N}`, `{uuid}` and `--arrival poisson` (`--seed`, or
+    /// drawn), when the run draws random numbers: give it to `--seed` to repeat the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Requests per connection before it closes and another opens (`--requests-per-connection`,
@@ -555,6 +577,9 @@ pub struct LatencySummary {
     pub spread: Spread,
     /// Percentiles.
     pub percentiles: Percentiles,
+    /// Their 95% confidence intervals (absent without samples, and in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<PercentileBounds>,
     /// The full histogram: HdrHistogram V2 + deflate encoding, base64.
     pub hdr: String,
 }

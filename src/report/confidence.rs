@@ -1,0 +1,531 @@
+//! 95% confidence intervals for what a report prints: every latency percentile and the request
+//! rate.
+//!
+//! **Percentiles** are read distribution-free, from ranks: the p-th percentile's estimate `x` has
+//! a share `p̂` of the samples at or below it, and an interval for that share maps back through
+//! the histogram to values (the value at rank `p̂ ± h`). Were the samples independent, the share
+//! would vary as a binomial proportion, `p(1 − p)/n`. They are not: a server stall or a GC pause
+//! slows many neighbouring requests at once, so a run holds fewer independent facts than samples.
+//! So the variance is measured, by **batch means** over the timeline: the run's intervals are
+//! joined into at most [`MAX_BATCHES`] consecutive batches, and the spread of each batch's share
+//! of samples at or below `x` around `p̂` (the ratio estimator's variance, batches of any size)
+//! gives the variance of `p̂` as this run's own dependence made it. Its interval uses Student's
+//! t with (batches − 1) degrees of freedom. The binomial variance is a floor: a run is not
+//! credited with more precision than independent samples would give, whatever a few batches
+//! happened to show. Fewer than [`MIN_BATCHES`] batches (a run shorter than that many intervals)
+//! say too little about dependence: the interval then assumes independent samples and says so
+//! (`method: independent`), as for the connection and handshake times, which have no timeline.
+//!
+//! An end beyond the samples (the rank interval of p99.99 of 2,000 samples reaches past the
+//! largest) is open: the run is too short to bound it (`ci_high: null`, shown as `?`).
+//!
+//! **The rate** (finished requests per second) gets the batch-means interval of a ratio of
+//! totals, the same estimator over the batches' counts and lengths, empty intervals counted as
+//! such; it needs [`MIN_BATCHES`] batches too.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::timeline::{interval_length, last_index, IntervalSummary, Timeline};
+use super::{LatencySummary, Summary};
+use crate::recorder::hdr;
+
+/// The confidence level of every interval.
+pub(crate) const LEVEL: f64 = 0.95;
+
+/// The normal distribution's 97.5th percentile: the two-sided 95% critical value.
+const Z_975: f64 = 1.959_964;
+
+/// At most this many batches: neighbouring intervals are joined beyond it, so each batch is long
+/// enough for its mean to be nearly independent of the next one's (the usual 10–30).
+pub(crate) const MAX_BATCHES: usize = 30;
+
+/// With fewer batches than this their spread says too little: intervals assume independence.
+pub(crate) const MIN_BATCHES: usize = 5;
+
+/// The most intervals a rate's interval reads from one timeline (empty ones included).
+const MAX_INTERVALS: u64 = 1 << 20;
+
+/// Student's t distribution's 97.5th percentile for 1 to 29 degrees of freedom.
+const T_975: [f64; 29] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045,
+];
+
+/// A 95% confidence interval; `ci_high` is `None` when the run is too short to bound it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bounds<T> {
+    /// Its lower end.
+    pub ci_low: T,
+    /// Its upper end, `None` when it lies beyond what the run measured.
+    pub ci_high: Option<T>,
+}
+
+impl<T: PartialOrd + Copy> Bounds<T> {
+    /// Whether `value` lies within (an open upper end reaching any value above its low end).
+    pub(crate) fn contains(&self, value: T) -> bool {
+        value >= self.ci_low && self.ci_high.is_none_or(|high| value <= high)
+    }
+}
+
+/// How an interval accounts for the dependence between samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Batch means over the timeline: the run's own dependence measured.
+    BatchMeans,
+    /// As if the samples were independent (no timeline, or too few intervals to tell).
+    Independent,
+}
+
+/// The 95% intervals of a distribution's percentiles.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PercentileBounds {
+    /// The confidence level (0.95).
+    pub level: f64,
+    /// How dependence was accounted for.
+    pub method: Method,
+    /// Batches used (0 with `independent`).
+    pub batches: u32,
+    /// Median.
+    pub p50: Bounds<u64>,
+    /// 75th percentile.
+    pub p75: Bounds<u64>,
+    /// 90th percentile.
+    pub p90: Bounds<u64>,
+    /// 95th percentile.
+    pub p95: Bounds<u64>,
+    /// 99th percentile.
+    pub p99: Bounds<u64>,
+    /// 99.9th percentile.
+    #[serde(rename = "p99.9")]
+    pub p99_9: Bounds<u64>,
+    /// 99.99th percentile.
+    #[serde(rename = "p99.99")]
+    pub p99_99: Bounds<u64>,
+}
+
+impl PercentileBounds {
+    /// The interval of the percentile labelled `label` (as [`super::Percentiles::labelled`]
+    /// names them); `None` for `max`, which has none.
+    pub(crate) fn of(&self, label: &str) -> Option<Bounds<u64>> {
+        Some(match label {
+            "p50" => self.p50,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p99.9" => self.p99_9,
+            "p99.99" => self.p99_99,
+            _ => return None,
+        })
+    }
+}
+
+/// (Re)computes every interval of `summary` from its histograms and timeline: after
+/// `Summary::new`, and after `merge` (whose timeline is the parts' added up).
+pub(crate) fn annotate(summary: &mut Summary) {
+    let timeline = &summary.timeline;
+    let latency = &mut summary.latency;
+    let batched = |summary: &mut LatencySummary, pick: fn(&IntervalSummary) -> Option<&str>| {
+        let batches = latency_batches(timeline, pick);
+        summary.confidence = percentile_bounds(summary, batches.as_deref());
+    };
+    batched(&mut latency.request, |interval| Some(interval.hdr.as_str()));
+    batched(&mut latency.ttfb, |interval| {
+        Some(interval.ttfb_hdr.as_str())
+    });
+    if let Some(service) = &mut latency.service {
+        batched(service, |interval| interval.service_hdr.as_deref());
+    }
+    for summary in [Some(&mut latency.connect), latency.proxy.as_mut()]
+        .into_iter()
+        .chain([
+            latency.handshake_full.as_mut(),
+            latency.handshake_resumed.as_mut(),
+        ])
+        .flatten()
+    {
+        summary.confidence = percentile_bounds(summary, None);
+    }
+    summary.requests_per_s_ci = rate_bounds(&summary.timeline, summary.requests_per_s);
+}
+
+/// The percentiles' intervals of `summary`, by batch means over `batches` when there are
+/// enough of them; `None` without samples.
+fn percentile_bounds(
+    summary: &LatencySummary,
+    batches: Option<&[Histogram<u64>]>,
+) -> Option<PercentileBounds> {
+    let whole = hdr::from_base64(&summary.hdr).ok()?;
+    if whole.is_empty() {
+        return None;
+    }
+    let batches = batches.filter(|batches| batches.len() >= MIN_BATCHES);
+    let at = |quantile| quantile_bounds(&whole, batches, quantile);
+    Some(PercentileBounds {
+        level: LEVEL,
+        method: if batches.is_some() {
+            Method::BatchMeans
+        } else {
+            Method::Independent
+        },
+        batches: batches.map_or(0, |batches| batches.len() as u32),
+        p50: at(0.5),
+        p75: at(0.75),
+        p90: at(0.9),
+        p95: at(0.95),
+        p99: at(0.99),
+        p99_9: at(0.999),
+        p99_99: at(0.9999),
+    })
+}
+
+/// The 95% interval of the `quantile` of `whole` (not empty), from the spread of `batches`
+/// (consecutive parts of it) when given, else as if its samples were independent.
+pub(crate) fn quantile_bounds(
+    whole: &Histogram<u64>,
+    batches: Option<&[Histogram<u64>]>,
+    quantile: f64,
+) -> Bounds<u64> {
+    let n = whole.len() as f64;
+    let estimate = whole.value_at_quantile(quantile);
+    // The share of samples at or below the estimate: the quantile as the histogram holds it.
+    let share = whole.count_between(0, estimate) as f64 / n;
+    let independent = (share * (1.0 - share)).max(quantile * (1.0 - quantile)) / n;
+    let effect = batches.and_then(|batches| design_effect(batches, estimate));
+    let (variance, critical) = match effect {
+        Some((effect, count)) if effect > 1.0 => (effect * independent, t_975(count - 1)),
+        _ => (independent, Z_975),
+    };
+    let half = critical * variance.sqrt();
+    let low = share - half;
+    let high = share + half;
+    Bounds {
+        ci_low: if low <= 0.0 {
+            whole.min()
+        } else {
+            whole.value_at_quantile(low).min(estimate)
+        },
+        // Past the last sample's rank the run says nothing about where the percentile lies.
+        ci_high: (high * n < n - 0.5).then(|| whole.value_at_quantile(high).max(estimate)),
+    }
+}
+
+/// How much the batches' spread of their shares of samples at or below `line` exceeds what
+/// independent samples would give (the design effect: measured variance over binomial), and the
+/// number of batches it rests on; `None` when it cannot be measured (too few batches, or every
+/// sample on one side of the line). The variance is the ratio estimator's, over the batches'
+/// own samples, which may be fewer than the whole run's (the edge intervals left out).
+fn design_effect(batches: &[Histogram<u64>], line: u64) -> Option<(f64, usize)> {
+    let count = batches.len();
+    if count < 2 {
+        return None;
+    }
+    let n: f64 = batches.iter().map(|batch| batch.len() as f64).sum();
+    let below: f64 = batches
+        .iter()
+        .map(|batch| batch.count_between(0, line) as f64)
+        .sum();
+    let share = below / n;
+    let binomial = share * (1.0 - share) / n;
+    if n <= 0.0 || binomial <= 0.0 {
+        return None;
+    }
+    let spread: f64 = batches
+        .iter()
+        .map(|batch| (batch.count_between(0, line) as f64 - share * batch.len() as f64).powi(2))
+        .sum();
+    let measured = count as f64 / (count - 1) as f64 * spread / (n * n);
+    Some((measured / binomial, count))
+}
+
+/// The 95% interval of the request latency's `quantile` in `summary` (by batch means over its
+/// timeline when it has batches enough); `None` without samples.
+pub(crate) fn request_quantile(summary: &Summary, quantile: f64) -> Option<Bounds<u64>> {
+    let whole = &summary.histograms.request;
+    if whole.is_empty() {
+        return None;
+    }
+    let batches = latency_batches(&summary.timeline, |interval| Some(interval.hdr.as_str()));
+    let batches = batches
+        .as_deref()
+        .filter(|batches| batches.len() >= MIN_BATCHES);
+    Some(quantile_bounds(whole, batches, quantile))
+}
+
+/// The Wilson score 95% interval of the share `hits` of `trials` (independent trials); `None`
+/// without trials.
+pub(crate) fn wilson(hits: u64, trials: u64) -> Option<Bounds<f64>> {
+    if trials == 0 {
+        return None;
+    }
+    let n = trials as f64;
+    let share = hits as f64 / n;
+    let z2 = Z_975 * Z_975;
+    let centre = (share + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z_975 / (1.0 + z2 / n) * (share * (1.0 - share) / n + z2 / (4.0 * n * n)).sqrt();
+    // At the ends the interval closes on them exactly (the formula leaves a rounding error).
+    Some(Bounds {
+        ci_low: if hits == 0 {
+            0.0
+        } else {
+            (centre - half).max(0.0)
+        },
+        ci_high: Some(if hits == trials {
+            1.0
+        } else {
+            (centre + half).min(1.0)
+        }),
+    })
+}
+
+/// The 95% interval of the finished requests per second, `rate`, by batch means over the
+/// timeline's intervals (empty ones too); `None` with fewer than [`MIN_BATCHES`] batches.
+fn rate_bounds(timeline: &Timeline, rate: f64) -> Option<Bounds<f64>> {
+    if timeline.interval_s <= 0.0 || timeline.end_s <= 0.0 {
+        return None;
+    }
+    let last = last_index(timeline.end_s, timeline.interval_s);
+    // A report claiming an absurd length must not make the counts fill memory.
+    if last >= MAX_INTERVALS {
+        return None;
+    }
+    let mut finished = vec![0u64; usize::try_from(last + 1).ok()?];
+    for interval in &timeline.intervals {
+        if let Some(count) = finished.get_mut(interval.index as usize) {
+            *count += interval.completed + interval.errors;
+        }
+    }
+    let lengths: Vec<f64> = (0..=last)
+        .map(|index| interval_length(index, timeline.interval_s, timeline.end_s))
+        .collect();
+    // The first interval (connections opening) and the last (the drain) are partial by
+    // construction: the spread is measured without them when enough remain (as `inner`).
+    let (finished, lengths) = if finished.len() >= MIN_BATCHES + 2 {
+        (
+            &finished[1..finished.len() - 1],
+            &lengths[1..lengths.len() - 1],
+        )
+    } else {
+        (&finished[..], &lengths[..])
+    };
+    let batches: Vec<(f64, f64)> = batch_ranges(finished.len())
+        .into_iter()
+        .map(|range| {
+            (
+                finished[range.clone()].iter().sum::<u64>() as f64,
+                lengths[range].iter().sum::<f64>(),
+            )
+        })
+        .collect();
+    let (ratio, bounds) = ratio_bounds(&batches)?;
+    // Around the report's own rate (finished over the whole measured period): the half-width
+    // measured over the batches' length, scaled to the period's (a rate's variance falls as
+    // one over the length it is measured over).
+    let measured: f64 = lengths.iter().sum();
+    let half = (bounds.ci_high? - ratio) * (measured / timeline.end_s).min(1.0).sqrt();
+    Some(Bounds {
+        ci_low: (rate - half).max(0.0),
+        ci_high: Some(rate + half),
+    })
+}
+
+/// The ratio of totals Σ count / Σ length of `batches` (count, length) and its 95% interval by
+/// batch means (the ratio estimator's variance, batches of any length); `None` with fewer than
+/// [`MIN_BATCHES`] batches or no length.
+pub(crate) fn ratio_bounds(batches: &[(f64, f64)]) -> Option<(f64, Bounds<f64>)> {
+    let k = batches.len();
+    if k < MIN_BATCHES {
+        return None;
+    }
+    let total: f64 = batches.iter().map(|(_, length)| length).sum();
+    let count: f64 = batches.iter().map(|(count, _)| count).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let ratio = count / total;
+    let spread: f64 = batches
+        .iter()
+        .map(|(count, length)| (count - ratio * length).powi(2))
+        .sum();
+    let half = t_975(k - 1) * (k as f64 / (k - 1) as f64 * spread / (total * total)).sqrt();
+    Some((
+        ratio,
+        Bounds {
+            ci_low: (ratio - half).max(0.0),
+            ci_high: Some(ratio + half),
+        },
+    ))
+}
+
+/// The batches of a timeline's latency histograms (`pick` reads an interval's), joined from
+/// consecutive intervals; `None` when an interval lacks the histogram or it does not decode.
+fn latency_batches(
+    timeline: &Timeline,
+    pick: fn(&IntervalSummary) -> Option<&str>,
+) -> Option<Vec<Histogram<u64>>> {
+    let intervals = inner(&timeline.intervals, timeline);
+    let mut batches = Vec::new();
+    for range in batch_ranges(intervals.len()) {
+        let mut batch = hdr::new_histogram();
+        for interval in &intervals[range] {
+            let part = hdr::from_base64(pick(interval)?).ok()?;
+            batch.add(part).ok()?;
+        }
+        batches.push(batch);
+    }
+    Some(batches)
+}
+
+/// The intervals whose spread measures the run's variability: all but the first and the last
+/// of the measured period when enough remain. Those two are partial by construction: the first
+/// holds only requests sent and answered within it (the fast ones), the last the stragglers of
+/// the drain, so their shares differ from the others' for reasons that are not the run's.
+fn inner<'a>(intervals: &'a [IntervalSummary], timeline: &Timeline) -> &'a [IntervalSummary] {
+    let last = last_index(timeline.end_s, timeline.interval_s);
+    let start = usize::from(intervals.first().is_some_and(|first| first.index == 0));
+    let end = intervals.len()
+        - usize::from(intervals.len() > start && intervals.last().is_some_and(|l| l.index == last));
+    if end.saturating_sub(start) >= MIN_BATCHES + 2 {
+        &intervals[start..end]
+    } else {
+        intervals
+    }
+}
+
+/// `count` items cut into at most [`MAX_BATCHES`] consecutive ranges of (nearly) equal size.
+pub(crate) fn batch_ranges(count: usize) -> Vec<std::ops::Range<usize>> {
+    let batches = count.min(MAX_BATCHES);
+    (0..batches)
+        .map(|batch| batch * count / batches..(batch + 1) * count / batches)
+        .collect()
+}
+
+/// Student's t 97.5th percentile for `dof` degrees of freedom (the normal's past the table).
+fn t_975(dof: usize) -> f64 {
+    T_975.get(dof.wrapping_sub(1)).copied().unwrap_or(Z_975)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic stream of uniform numbers in (0, 1) (a 64-bit LCG's top bits).
+    fn uniforms(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+    }
+
+    /// `n` exponential samples of mean 10,000 µs, recorded into `batches` histograms in turn of
+    /// equal runs, plus the whole.
+    fn exponential(n: usize, batches: usize, seed: u64) -> (Histogram<u64>, Vec<Histogram<u64>>) {
+        let mut next = uniforms(seed);
+        let mut whole = hdr::new_histogram();
+        let mut parts: Vec<Histogram<u64>> = (0..batches).map(|_| hdr::new_histogram()).collect();
+        for i in 0..n {
+            let value = (-10_000.0 * (1.0 - next()).ln()) as u64 + 1;
+            whole.record(value).unwrap();
+            parts[i * batches / n].record(value).unwrap();
+        }
+        (whole, parts)
+    }
+
+    #[test]
+    fn independent_samples_are_covered_about_95_times_in_100() {
+        // The true p50 and p99 of an exponential of mean 10 ms: ln 2 and ln 100 times it.
+        let truths = [(0.5, 6_931.0), (0.99, 46_052.0)];
+        let runs = 400;
+        for (quantile, truth) in truths {
+            let covered = (0..runs)
+                .filter(|&run| {
+                    let (whole, batches) = exponential(4_000, 20, run);
+                    quantile_bounds(&whole, Some(&batches), quantile).contains(truth as u64)
+                })
+                .count();
+            // 95% of 400 is 380, sd 4.4; the binomial floor makes it a little wider.
+            assert!(
+                (364..=396).contains(&covered),
+                "p{}: {covered} of {runs} covered",
+                quantile * 100.0
+            );
+        }
+    }
+
+    #[test]
+    fn four_times_the_samples_halve_the_width() {
+        let width = |n| {
+            let (whole, batches) = exponential(n, 20, 7);
+            let bounds = quantile_bounds(&whole, Some(&batches), 0.99);
+            (bounds.ci_high.unwrap() - bounds.ci_low) as f64
+        };
+        let ratio = width(64_000) / width(16_000);
+        assert!((0.35..0.7).contains(&ratio), "width ratio {ratio}");
+    }
+
+    #[test]
+    fn dependent_samples_widen_the_interval() {
+        // The same samples, sorted into batches by size: each batch holds neighbours, as a
+        // stall puts slow responses together. The batches' spread is far above a binomial's.
+        let (whole, _) = exponential(4_000, 20, 3);
+        let mut values: Vec<u64> = whole
+            .iter_recorded()
+            .flat_map(|v| std::iter::repeat_n(v.value_iterated_to(), v.count_at_value() as usize))
+            .collect();
+        values.sort_unstable();
+        let mut clumped: Vec<Histogram<u64>> = (0..20).map(|_| hdr::new_histogram()).collect();
+        for (i, value) in values.iter().enumerate() {
+            clumped[i * 20 / values.len()].record(*value).unwrap();
+        }
+        let independent = quantile_bounds(&whole, None, 0.5);
+        let batched = quantile_bounds(&whole, Some(&clumped), 0.5);
+        let width = |b: Bounds<u64>| b.ci_high.unwrap() - b.ci_low;
+        assert!(
+            width(batched) > 3 * width(independent),
+            "{batched:?} against {independent:?}"
+        );
+    }
+
+    #[test]
+    fn an_end_past_the_samples_is_open() {
+        let (whole, batches) = exponential(2_000, 20, 1);
+        let bounds = quantile_bounds(&whole, Some(&batches), 0.9999);
+        assert_eq!(bounds.ci_high, None);
+        assert!(bounds.ci_low <= whole.value_at_quantile(0.9999));
+        assert!(bounds.contains(u64::MAX));
+    }
+
+    #[test]
+    fn wilson_intervals_match_known_values() {
+        // 5 of 100: 2.15%–11.2% (the Wilson interval's textbook value).
+        let bounds = wilson(5, 100).unwrap();
+        assert!((bounds.ci_low - 0.0215).abs() < 0.0005, "{bounds:?}");
+        assert!(
+            (bounds.ci_high.unwrap() - 0.1118).abs() < 0.0005,
+            "{bounds:?}"
+        );
+        // None of 1,000: from 0 to 0.38%, not a zero-width interval.
+        let none = wilson(0, 1000).unwrap();
+        assert_eq!(none.ci_low, 0.0);
+        assert!((none.ci_high.unwrap() - 0.00383).abs() < 0.0001, "{none:?}");
+        assert_eq!(wilson(0, 0), None);
+    }
+
+    #[test]
+    fn batches_are_consecutive_and_cover_everything() {
+        assert_eq!(batch_ranges(3), [0..1, 1..2, 2..3]);
+        let ranges = batch_ranges(100);
+        assert_eq!(ranges.len(), MAX_BATCHES);
+        assert_eq!(ranges[0].start, 0);
+        assert_eq!(ranges.last().unwrap().end, 100);
+        assert!(ranges.windows(2).all(|pair| pair[0].end == pair[1].start));
+        assert_eq!(t_975(1), 12.706);
+        assert_eq!(t_975(100), Z_975);
+    }
+}

@@ -1,0 +1,230 @@
+//! The 95% intervals against a known truth. The built-in target's `/exp/MS` draws each delay from
+//! an exponential distribution of mean MS, whose quantiles are known: −MS·ln(1 − p). A response
+//! takes that delay plus what both ends add, about a millisecond at 4,000 requests a second in
+//! debug builds: as much as a short run's p50 interval is wide. So the truth of the coverage test
+//! is the quantile of one reference run 50 times as long under the same load (its own error a
+//! twentieth of a short run's), and the `--until-stable` test adds the overhead it measures (its
+//! p50 beyond the exponential's) to the exponential's p99. The delays (p50 6.9 ms, p99 46 ms)
+//! are short against the timeline's intervals (25 ms in a 0.5 s run), so that a batch of
+//! intervals holds its own requests from send to answer.
+
+use h2load_rs::server::{spawn_background, ServeOptions};
+
+use crate::common::{h2load_rs, timer_noise, Run};
+use crate::exclusive;
+
+/// The mean delay, ms.
+const MEAN_MS: f64 = 10.0;
+/// Short runs for the coverage, each independent of the others.
+const RUNS: usize = 100;
+/// Requests of a short run, and of a long one (four times as many).
+const SHORT: u64 = 2_000;
+const LONG: u64 = 8_000;
+/// Long runs, to compare their intervals' widths with the short runs'.
+const LONG_RUNS: usize = 10;
+/// Connections: at 10 ms a request, about 4,000 requests a second.
+const CLIENTS: &str = "40";
+/// At most this much of what both ends add to a delay is added to the truth: beyond it the
+/// target is not serving the distribution configured.
+const OVERHEAD_CAP_US: f64 = 3_000.0;
+
+/// The exponential's `quantile`, µs (mean 10 ms).
+fn exponential(quantile: f64) -> f64 {
+    -MEAN_MS * 1000.0 * (1.0 - quantile).ln()
+}
+
+/// A run of `requests` against `/exp/10` on the target at `addr`.
+fn run(addr: std::net::SocketAddr, requests: u64) -> Run {
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        CLIENTS,
+        "-n",
+        &requests.to_string(),
+        &format!("http://{addr}/exp/{MEAN_MS}"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert_eq!(run.int("requests/succeeded"), requests);
+    run
+}
+
+/// The interval of `label` in `run` (µs): low, and high (`None`: open).
+fn bounds(run: &Run, label: &str) -> (f64, Option<f64>) {
+    let at = &run.cell()["latency"]["request"]["confidence"][label];
+    (
+        at["ci_low"].as_f64().expect("a lower end"),
+        at["ci_high"].as_f64(),
+    )
+}
+
+#[test]
+fn intervals_cover_the_true_percentiles_and_narrow_as_the_run_grows() {
+    let _machine = exclusive();
+    let noise = timer_noise();
+    let addr = spawn_background(2, ServeOptions::default()).expect("built-in target starts");
+    // The truth: the quantiles of one run 50 times as long under the same load. At 4,000
+    // requests a second both debug-built ends add about a millisecond to each delay, as much as
+    // a short run's p50 interval is wide: the configured distribution's quantiles alone would
+    // be wrong by that. The reference's own error is a twentieth of a short run's.
+    let reference = run(addr, 50 * SHORT);
+    let reference_quantile =
+        |label: &str| reference.num(&format!("latency/request/percentiles/{label}"));
+    eprintln!(
+        "confidence truth: reference p50 {:.0} µs, p99 {:.0} µs (the exponential's: {:.0} and {:.0}); {noise}",
+        reference_quantile("p50"),
+        reference_quantile("p99"),
+        exponential(0.5),
+        exponential(0.99)
+    );
+    let quantiles = [("p50", 0.5), ("p99", 0.99)];
+    let truth = |quantile: f64| reference_quantile(if quantile == 0.5 { "p50" } else { "p99" });
+    let mut covered = [0usize; 2];
+    let mut open = [0usize; 2];
+    let mut widths = [0f64; 2];
+    let mut misses = Vec::new();
+    for _ in 0..RUNS {
+        let run = run(addr, SHORT);
+        assert_eq!(
+            run.cell()["latency"]["request"]["confidence"]["method"],
+            "batch_means",
+            "a run of 20 intervals measures its dependence"
+        );
+        for (i, (label, quantile)) in quantiles.iter().enumerate() {
+            let (low, high) = bounds(&run, label);
+            // An open end: the run cannot bound it (counted; it covers what lies above `low`).
+            let high = high.unwrap_or_else(|| {
+                open[i] += 1;
+                f64::INFINITY
+            });
+            if high.is_finite() {
+                widths[i] += high - low;
+            }
+            if (low..=high).contains(&truth(*quantile)) {
+                covered[i] += 1;
+            } else {
+                misses.push(format!("{label} {low:.0}–{high:.0}"));
+            }
+        }
+    }
+    let total: usize = covered.iter().sum();
+    eprintln!(
+        "confidence truth: p50 covered in {} of {RUNS} runs, p99 in {} (truths {:.0} and {:.0} µs); \
+         open: {open:?}; missed: {misses:?}",
+        covered[0],
+        covered[1],
+        truth(0.5),
+        truth(0.99)
+    );
+    for i in 0..2 {
+        widths[i] /= (RUNS - open[i]).max(1) as f64;
+    }
+    // A p99 of 2,000 samples has 20 above it: its interval is bounded but for a rare run whose
+    // batches spread widely.
+    assert!(
+        open[0] == 0 && open[1] <= RUNS / 10,
+        "open intervals: {open:?}"
+    );
+    // 95% intervals: 90–99% of the 200 intervals cover (190 expected, sd 3.1).
+    assert!(
+        (180..=198).contains(&total),
+        "{total} of {} intervals covered the truth; p50 {} and p99 {} of {RUNS}; {noise}",
+        2 * RUNS,
+        covered[0],
+        covered[1]
+    );
+    // Four times the samples: about half the width (the rank interval shrinks as 1/√n).
+    let mut long_widths = [0f64; 2];
+    for _ in 0..LONG_RUNS {
+        let run = run(addr, LONG);
+        for (i, (label, _)) in quantiles.iter().enumerate() {
+            let (low, high) = bounds(&run, label);
+            long_widths[i] += (high.expect("bounded") - low) / LONG_RUNS as f64;
+        }
+    }
+    for (i, (label, _)) in quantiles.iter().enumerate() {
+        let ratio = long_widths[i] / widths[i];
+        eprintln!(
+            "confidence truth: {label} width {:.0} µs at {SHORT} requests, {:.0} µs at {LONG}: ratio {ratio:.2}",
+            widths[i], long_widths[i]
+        );
+        assert!(
+            (0.35..=0.7).contains(&ratio),
+            "{label}: widths {:.0} and {:.0} µs, ratio {ratio:.2}",
+            widths[i],
+            long_widths[i]
+        );
+    }
+}
+
+/// `--until-stable 5%` against exponential delays of mean 10 ms: the run stops once the p99's and
+/// the rate's intervals are within ±5% (well before its 60 s cap: a p99 within ±5% needs about
+/// 7,000 samples, 2–3 s at this rate), its own report's p99 interval is about that narrow and
+/// holds the true p99; with a target it cannot reach in 3 s, the cap ends the run and the report
+/// says so.
+#[test]
+fn until_stable_stops_when_the_p99_is_sure_enough_and_says_when_the_cap_came_first() {
+    let _machine = exclusive();
+    let noise = timer_noise();
+    let addr = spawn_background(2, ServeOptions::default()).expect("built-in target starts");
+    let stable = |target: &str, cap: &str| {
+        let run = h2load_rs(&[
+            "--h1",
+            "-c",
+            "50",
+            "-D",
+            cap,
+            "--until-stable",
+            target,
+            &format!("http://{addr}/exp/10"),
+        ]);
+        assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+        run
+    };
+    let run = stable("5%", "60s");
+    let until = &run.cell()["until_stable"];
+    // What both ends add to each delay at this load, measured: the run's p50 beyond the
+    // exponential's (at most OVERHEAD_CAP_US), added to the exponential's p99.
+    let p50 = run.num("latency/request/percentiles/p50");
+    let added = (p50 - exponential(0.5)).clamp(0.0, OVERHEAD_CAP_US);
+    let true_p99 = -10_000.0 * (0.01f64).ln() + added;
+    eprintln!("until stable: {until}; true p99 {true_p99:.0} µs ({added:.0} µs added); {noise}");
+    assert_eq!(until["reached"], true, "{until}");
+    let after = until["stopped_after_s"]
+        .as_f64()
+        .expect("stopped by --until-stable");
+    assert!((5.0..30.0).contains(&after), "stopped after {after} s");
+    assert!(run.num("elapsed_s") < 40.0);
+    for field in ["p99_half_width_pct", "rate_half_width_pct"] {
+        let half = until[field].as_f64().unwrap();
+        assert!(half <= 5.0, "{field} {half}");
+    }
+    assert!(
+        run.output
+            .stdout
+            .contains("until stable (±5.0%): reached after"),
+        "{}",
+        run.output.stdout
+    );
+    // The report's own interval, from its timeline: about as narrow, and right.
+    let p99 = run.num("latency/request/percentiles/p99");
+    let (low, high) = bounds(&run, "p99");
+    let high = high.expect("bounded");
+    assert!(
+        (high - low) / 2.0 <= 0.08 * p99,
+        "p99 {p99} µs, interval {low}–{high}"
+    );
+    assert!(
+        (low..=high).contains(&true_p99),
+        "true p99 {true_p99:.0} µs outside {low}–{high}"
+    );
+    // A target no 3 s run reaches: the cap comes first, and the report says so.
+    let capped = stable("0.1%", "3s");
+    let until = &capped.cell()["until_stable"];
+    assert_eq!(until["reached"], false, "{until}");
+    assert!(until["stopped_after_s"].is_null(), "{until}");
+    assert!(
+        capped.output.stdout.contains("not reached; the cap"),
+        "{}",
+        capped.output.stdout
+    );
+}
