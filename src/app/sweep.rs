@@ -276,6 +276,10 @@ impl<'a> Sweep<'a> {
             board.finish_cell(series, summary.requests_per_s);
         }
         summary.thresholds = report::thresholds::check(&summary, &args.fail_if);
+        // A search changes the rate by design: a trend in its whole run says nothing.
+        if capacity.is_some() {
+            summary.steadiness = None;
+        }
         summary.capacity = capacity;
         self.print_summary(&summary);
         Ok(summary)

@@ -313,8 +313,9 @@ fn no_capacity(capacity: &Capacity) -> &'static str {
 }
 
 /// After a sweep, one line per concurrency level that searched:
-/// `capacity: h1 8,450 req/s at p99<20ms; h2c 7,900 req/s (h2c/h1 = 0.93)`: the objectives once,
-/// each protocol's ratio to the level's first. The level's `c=… m=…` is named when the sweep
+/// `capacity: h1 8,450 req/s at p99<20ms; h2c 7,900 req/s (h2c/h1 = 0.93, between 0.89 and
+/// 0.98)`: the objectives once, each protocol's ratio to the level's first, with the range the
+/// two searches' passing and failing rates leave it. The level's `c=… m=…` is named when the sweep
 /// has several levels.
 pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
     let searched: Vec<(&Summary, &Capacity)> = cells
@@ -366,8 +367,18 @@ pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
                     if position == 0 {
                         format!("{rate} at {}", capacity.objectives.join(", "))
                     } else if kind(capacity).is_some() && kind(capacity) == kind(first_capacity) {
+                        // Each capacity lies between the rate that passed and the one that
+                        // failed: the ratio between the extremes those allow.
+                        let range = match (capacity.failing_rps, first_capacity.failing_rps) {
+                            (Some(failing), Some(first_failing)) => format!(
+                                ", between {:.2} and {:.2}",
+                                capacity.capacity_rps / first_failing,
+                                failing / first_capacity.capacity_rps
+                            ),
+                            _ => String::new(),
+                        };
                         format!(
-                            "{rate} ({}/{} = {:.2})",
+                            "{rate} ({}/{} = {:.2}{range})",
                             cell.cell.protocol,
                             first.cell.protocol,
                             capacity.capacity_rps / first_capacity.capacity_rps

@@ -151,9 +151,11 @@ impl Steadiness {
     }
 }
 
-/// The Mann–Kendall trend of `series` (in order): Sen's slope over its length as a percent of
-/// its median, and the two-sided p-value (with the tie correction and the continuity
-/// correction). No trend (0, 1) for fewer than [`MIN_INTERVALS`] values.
+/// The Mann–Kendall trend of `series` (in order): the change of Sen's line over the series
+/// (from its first point to its last) as a percent of where it starts (of the median when the
+/// line starts at or below 0), so a fall is at most 100%; and the two-sided p-value (with the
+/// tie correction and the continuity correction). No trend (0, 1) for fewer than
+/// [`MIN_INTERVALS`] values.
 pub(crate) fn trend(series: &[f64]) -> (f64, f64) {
     let n = series.len();
     if n < MIN_INTERVALS {
@@ -188,8 +190,12 @@ pub(crate) fn trend(series: &[f64]) -> (f64, f64) {
     slopes.sort_by(f64::total_cmp);
     let slope = slopes[slopes.len() / 2];
     let median = sorted[sorted.len() / 2];
-    let pct = if median > 0.0 {
-        100.0 * slope * n / median
+    // Sen's line passes through the median at the middle of the series.
+    let change = slope * (n - 1.0);
+    let start = median - change / 2.0;
+    let base = if start > 0.0 { start } else { median };
+    let pct = if base > 0.0 {
+        100.0 * change / base
     } else {
         0.0
     };
@@ -240,7 +246,12 @@ mod tests {
             .collect();
         let (pct, p) = trend(&rising);
         assert!(p < 0.001, "rising: p {p}");
+        // From about 1,000 to about 1,500 (the last point 1,483): about +48%.
         assert!((40.0..60.0).contains(&pct), "rising: {pct}%");
+        // Falling from 1,000 to 130: about -86% of where Sen's line starts, never past -100%.
+        let falling: Vec<f64> = (0..30).map(|i| 1000.0 - 30.0 * f64::from(i)).collect();
+        let (pct, _) = trend(&falling);
+        assert!((-88.0..=-84.0).contains(&pct), "falling: {pct}%");
         // scipy-free check of S and its variance: 1..=10 rising has S = 45, var = 125, z = 3.94.
         let (_, p) = trend(&(1..=10).map(f64::from).collect::<Vec<_>>());
         assert!((p - 2.0 * normal_sf(44.0 / 125f64.sqrt())).abs() < 1e-12);

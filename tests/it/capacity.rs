@@ -143,7 +143,7 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
         let found = capacity["capacity_rps"].as_f64().unwrap();
         assert!(found > 0.0, "{capacity}");
         let client_bound = capacity["limited_by_client"].as_bool().unwrap();
-        capacities.push((found, client_bound));
+        capacities.push((found, client_bound, capacity["failing_rps"].as_f64()));
         let steps = capacity["steps"].as_array().unwrap();
         assert_eq!(steps[0]["phase"], "ceiling");
         // The ceiling is the unpaced step's rate of successful responses.
@@ -209,7 +209,7 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
     }
     // After the sweep: one line, the objectives once; a capacity that is the client's ceiling
     // says so, and the ratio to the first protocol is there only between two of a kind.
-    let [(h1, h1_client), (h2c, h2c_client)] = capacities[..] else {
+    let [(h1, h1_client, h1_failing), (h2c, h2c_client, h2c_failing)] = capacities[..] else {
         panic!("{capacities:?}")
     };
     let line = output
@@ -232,8 +232,17 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
         true => " (the client's ceiling: raise -c or -m)",
         false => "",
     };
+    // With both searches' failing rates, the range they leave the ratio.
+    let range = match (h2c_failing, h1_failing) {
+        (Some(h2c_failing), Some(h1_failing)) => format!(
+            ", between {:.2} and {:.2}",
+            h2c / h1_failing,
+            h2c_failing / h1
+        ),
+        _ => String::new(),
+    };
     let ratio = match h1_client == h2c_client {
-        true => format!(" (h2c/h1 = {:.2})", h2c / h1),
+        true => format!(" (h2c/h1 = {:.2}{range})", h2c / h1),
         false => String::new(),
     };
     assert_eq!(

@@ -74,7 +74,10 @@ impl Summary {
             histograms: histograms(recorder),
         };
         confidence::annotate(&mut summary);
-        summary.steadiness = Steadiness::of(&summary.timeline);
+        // A ramp changes the rate by design: a trend in it says nothing.
+        if plan.stages.is_none() {
+            summary.steadiness = Steadiness::of(&summary.timeline);
+        }
         summary
     }
 }
