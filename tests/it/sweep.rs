@@ -147,6 +147,13 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
         .map(|line| line.split(',').collect())
         .collect();
     assert_eq!(csv_rows.len(), 6);
+    // Columns by title: each figure is followed by its interval's two ends.
+    let titles: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = |title: &str| titles.iter().position(|t| *t == title).unwrap();
+    assert_eq!(
+        titles[column("p99")..column("p99") + 3],
+        ["p99", "p99 low", "p99 high"]
+    );
     assert_eq!(markdown.lines().count(), 2 + 6);
     for (index, cell) in cells.iter().enumerate() {
         let rps = format!("{:.1}", cell["requests_per_s"].as_f64().unwrap());
@@ -157,8 +164,20 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
                 .unwrap() as f64
                 / 1000.0
         );
-        assert_eq!(csv_rows[index][4], rps, "CSV row {index}");
-        assert_eq!(csv_rows[index][9], p99, "CSV row {index}");
+        assert_eq!(csv_rows[index][column("req/s")], rps, "CSV row {index}");
+        assert_eq!(csv_rows[index][column("p99")], p99, "CSV row {index}");
+        // The interval's ends hold the value.
+        let (low, high): (f64, f64) = (
+            csv_rows[index][column("p99 low")].parse().unwrap(),
+            csv_rows[index][column("p99 high")]
+                .parse()
+                .unwrap_or(f64::INFINITY),
+        );
+        let value: f64 = p99.parse().unwrap();
+        assert!(
+            low <= value && value <= high,
+            "CSV row {index}: {low}–{high}"
+        );
         assert_eq!(
             table_rows[index].split_whitespace().nth(4),
             Some(rps.as_str()),
@@ -171,8 +190,13 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
             .split('|')
             .map(str::trim)
             .collect();
-        assert_eq!(markdown_row[5], rps, "Markdown row {index}");
-        assert!(html.contains(&format!("<td>{rps}</td>")), "HTML has {rps}");
+        // Figures for people carry their interval inline: `15278.9 (13820.8–16736.9)`.
+        assert!(
+            markdown_row[5].starts_with(&format!("{rps} (")),
+            "Markdown row {index}: {}",
+            markdown_row[5]
+        );
+        assert!(html.contains(&format!("<td>{rps} (")), "HTML has {rps}");
         let ratio = &run.json["comparison"][index]["ratio"];
         if index % 2 == 1 {
             let expected = cell["requests_per_s"].as_f64().unwrap()
@@ -182,7 +206,7 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
             assert!(csv_rows[index].last().unwrap().starts_with("h2c/h1 = "));
             let clients = cell["settings"]["clients"].as_u64().unwrap();
             let sentence = format!(
-                "  - at c={clients} m=1 (h2c/h1 = {:.2}), h2c served ",
+                "  - at c={clients} m=1 (h2c/h1 = {:.2}, 95% interval ",
                 ratio[1].as_f64().unwrap()
             );
             let said = run
@@ -192,7 +216,8 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
                 .find(|line| line.starts_with(&sentence))
                 .unwrap_or_else(|| panic!("no {sentence:?} in\n{}", run.output.stdout));
             assert!(
-                said.contains(&format!("using {clients} connection")),
+                said.contains(&format!("using {clients} connection"))
+                    && said.contains("h2c served"),
                 "{said}"
             );
         } else {
@@ -429,17 +454,17 @@ fn rate_lists_are_told_apart_in_every_export() {
     let timeline = drawn_series(&html, "timeline");
     for (series, cell) in timeline.iter().zip(cells) {
         assert_eq!(series.name, cell["cell"]["label"].as_str().unwrap());
-        // -D 1s picks 100 ms intervals: 10 of them, and an 11th when the last responses come
+        // -D 1s picks 50 ms intervals: 20 of them, and a 21st when the last responses come
         // more than a quarter interval after the end (a loaded machine's drain: a shorter
         // stub joins the 10th); a point for each.
         let timeline = &cell["timeline"];
         assert_eq!(
             timeline["interval_s"].as_f64(),
-            Some(0.1),
+            Some(0.05),
             "{}",
             series.name
         );
-        let end = timeline["end_s"].as_f64().unwrap() / 0.1;
+        let end = timeline["end_s"].as_f64().unwrap() / 0.05;
         let intervals = if end - end.floor() <= 0.25 {
             end.floor() as usize
         } else {
