@@ -129,8 +129,7 @@ pub(crate) fn annotate(summary: &mut Summary) {
     let timeline = &summary.timeline;
     let latency = &mut summary.latency;
     let batched = |summary: &mut LatencySummary, pick: fn(&IntervalSummary) -> Option<&str>| {
-        let batches = latency_batches(timeline, pick);
-        summary.confidence = percentile_bounds(summary, batches.as_deref());
+        summary.confidence = percentile_bounds(summary, Some((timeline, pick)));
     };
     batched(&mut latency.request, |interval| Some(interval.hdr.as_str()));
     batched(&mut latency.ttfb, |interval| {
@@ -152,41 +151,59 @@ pub(crate) fn annotate(summary: &mut Summary) {
     summary.requests_per_s_ci = rate_bounds(&summary.timeline, summary.requests_per_s);
 }
 
-/// The percentiles' intervals of `summary`, by batch means over `batches` when there are
-/// enough of them; `None` without samples.
+/// The quantiles a report gives, in [`PercentileBounds`]'s order.
+const QUANTILES: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
+
+/// Where a distribution's batches come from: a timeline, and which of an interval's histograms.
+type Source<'a> = (&'a Timeline, fn(&IntervalSummary) -> Option<&str>);
+
+/// The percentiles' intervals of `summary`, by batch means over the timeline's histograms that
+/// `source` picks when there are enough of them; `None` without samples.
 fn percentile_bounds(
     summary: &LatencySummary,
-    batches: Option<&[Histogram<u64>]>,
+    source: Option<Source<'_>>,
 ) -> Option<PercentileBounds> {
     let whole = hdr::from_base64(&summary.hdr).ok()?;
     if whole.is_empty() {
         return None;
     }
-    let batches = batches.filter(|batches| batches.len() >= MIN_BATCHES);
-    let at = |quantile| quantile_bounds(&whole, batches, quantile);
+    let lines = QUANTILES.map(|quantile| whole.value_at_quantile(quantile));
+    let counts = source
+        .and_then(|(timeline, pick)| batch_counts(timeline, pick, &lines))
+        .filter(|counts| counts.len() >= MIN_BATCHES);
+    let at = |index: usize| {
+        let batches: Option<Vec<(f64, f64)>> = counts.as_ref().map(|counts| {
+            counts
+                .iter()
+                .map(|(samples, below)| (*samples, below[index]))
+                .collect()
+        });
+        quantile_bounds(&whole, batches.as_deref(), QUANTILES[index])
+    };
     Some(PercentileBounds {
         level: LEVEL,
-        method: if batches.is_some() {
+        method: if counts.is_some() {
             Method::BatchMeans
         } else {
             Method::Independent
         },
-        batches: batches.map_or(0, |batches| batches.len() as u32),
-        p50: at(0.5),
-        p75: at(0.75),
-        p90: at(0.9),
-        p95: at(0.95),
-        p99: at(0.99),
-        p99_9: at(0.999),
-        p99_99: at(0.9999),
+        batches: counts.as_ref().map_or(0, |counts| counts.len() as u32),
+        p50: at(0),
+        p75: at(1),
+        p90: at(2),
+        p95: at(3),
+        p99: at(4),
+        p99_9: at(5),
+        p99_99: at(6),
     })
 }
 
 /// The 95% interval of the `quantile` of `whole` (not empty), from the spread of `batches`
-/// (consecutive parts of it) when given, else as if its samples were independent.
+/// when given: each batch (consecutive samples) as its count of samples and of those at or below
+/// `whole.value_at_quantile(quantile)`; else as if the samples were independent.
 pub(crate) fn quantile_bounds(
     whole: &Histogram<u64>,
-    batches: Option<&[Histogram<u64>]>,
+    batches: Option<&[(f64, f64)]>,
     quantile: f64,
 ) -> Bounds<u64> {
     let n = whole.len() as f64;
@@ -194,7 +211,7 @@ pub(crate) fn quantile_bounds(
     // The share of samples at or below the estimate: the quantile as the histogram holds it.
     let share = whole.count_between(0, estimate) as f64 / n;
     let independent = (share * (1.0 - share)).max(quantile * (1.0 - quantile)) / n;
-    let effect = batches.and_then(|batches| design_effect(batches, estimate));
+    let effect = batches.and_then(design_effect);
     let (variance, critical) = match effect {
         Some((effect, count)) if effect > 1.0 => (effect * independent, t_975(count - 1)),
         _ => (independent, Z_975),
@@ -213,29 +230,30 @@ pub(crate) fn quantile_bounds(
     }
 }
 
-/// How much the batches' spread of their shares of samples at or below `line` exceeds what
+/// How much the batches' spread of their shares of samples at or below the line exceeds what
 /// independent samples would give (the design effect: measured variance over binomial), and the
 /// number of batches it rests on; `None` when it cannot be measured (too few batches, or every
-/// sample on one side of the line). The variance is the ratio estimator's, over the batches'
-/// own samples, which may be fewer than the whole run's (the edge intervals left out).
-fn design_effect(batches: &[Histogram<u64>], line: u64) -> Option<(f64, usize)> {
+/// sample on one side of the line). `batches` are (samples, samples at or below the line). The
+/// variance is the ratio estimator's, over the batches' own samples, which may be fewer than the
+/// whole run's (the edge intervals left out).
+fn design_effect(batches: &[(f64, f64)]) -> Option<(f64, usize)> {
     let count = batches.len();
     if count < 2 {
         return None;
     }
-    let n: f64 = batches.iter().map(|batch| batch.len() as f64).sum();
-    let below: f64 = batches
-        .iter()
-        .map(|batch| batch.count_between(0, line) as f64)
-        .sum();
+    let n: f64 = batches.iter().map(|(samples, _)| samples).sum();
+    let below: f64 = batches.iter().map(|(_, below)| below).sum();
+    if n <= 0.0 {
+        return None;
+    }
     let share = below / n;
     let binomial = share * (1.0 - share) / n;
-    if n <= 0.0 || binomial <= 0.0 {
+    if binomial <= 0.0 {
         return None;
     }
     let spread: f64 = batches
         .iter()
-        .map(|batch| (batch.count_between(0, line) as f64 - share * batch.len() as f64).powi(2))
+        .map(|(samples, below)| (below - share * samples).powi(2))
         .sum();
     let measured = count as f64 / (count - 1) as f64 * spread / (n * n);
     Some((measured / binomial, count))
@@ -248,11 +266,20 @@ pub(crate) fn request_quantile(summary: &Summary, quantile: f64) -> Option<Bound
     if whole.is_empty() {
         return None;
     }
-    let batches = latency_batches(&summary.timeline, |interval| Some(interval.hdr.as_str()));
-    let batches = batches
-        .as_deref()
-        .filter(|batches| batches.len() >= MIN_BATCHES);
-    Some(quantile_bounds(whole, batches, quantile))
+    let line = whole.value_at_quantile(quantile);
+    let counts = batch_counts(
+        &summary.timeline,
+        |interval| Some(interval.hdr.as_str()),
+        &[line],
+    )
+    .filter(|counts| counts.len() >= MIN_BATCHES);
+    let batches: Option<Vec<(f64, f64)>> = counts.map(|counts| {
+        counts
+            .into_iter()
+            .map(|(samples, below)| (samples, below[0]))
+            .collect()
+    });
+    Some(quantile_bounds(whole, batches.as_deref(), quantile))
 }
 
 /// The Wilson score 95% interval of the share `hits` of `trials` (independent trials); `None`
@@ -360,23 +387,30 @@ pub(crate) fn ratio_bounds(batches: &[(f64, f64)]) -> Option<(f64, Bounds<f64>)>
     ))
 }
 
-/// The batches of a timeline's latency histograms (`pick` reads an interval's), joined from
-/// consecutive intervals; `None` when an interval lacks the histogram or it does not decode.
-fn latency_batches(
+/// Each batch of a timeline's latency histograms (`pick` reads an interval's), joined from
+/// consecutive intervals: its samples, and for each of `lines` its samples at or below it. One
+/// batch's histogram is held at a time (each is about 180 KB); `None` when an interval lacks the
+/// histogram or it does not decode.
+fn batch_counts(
     timeline: &Timeline,
     pick: fn(&IntervalSummary) -> Option<&str>,
-) -> Option<Vec<Histogram<u64>>> {
+    lines: &[u64],
+) -> Option<Vec<(f64, Vec<f64>)>> {
     let intervals = inner(&timeline.intervals, timeline);
-    let mut batches = Vec::new();
+    let mut counts = Vec::new();
+    let mut batch = hdr::new_histogram();
     for range in batch_ranges(intervals.len()) {
-        let mut batch = hdr::new_histogram();
+        batch.reset();
         for interval in &intervals[range] {
-            let part = hdr::from_base64(pick(interval)?).ok()?;
-            batch.add(part).ok()?;
+            hdr::add_encoded(&mut batch, &hdr::base64_bytes(pick(interval)?).ok()?).ok()?;
         }
-        batches.push(batch);
+        let below = lines
+            .iter()
+            .map(|line| batch.count_between(0, *line) as f64)
+            .collect();
+        counts.push((batch.len() as f64, below));
     }
-    Some(batches)
+    Some(counts)
 }
 
 /// The intervals whose spread measures the run's variability: all but the first and the last
@@ -423,6 +457,16 @@ mod tests {
         }
     }
 
+    /// `batches`' (samples, samples at or below `whole`'s `quantile`): the form
+    /// [`quantile_bounds`] takes.
+    fn at(whole: &Histogram<u64>, batches: &[Histogram<u64>], quantile: f64) -> Vec<(f64, f64)> {
+        let line = whole.value_at_quantile(quantile);
+        batches
+            .iter()
+            .map(|batch| (batch.len() as f64, batch.count_between(0, line) as f64))
+            .collect()
+    }
+
     /// `n` exponential samples of mean 10,000 µs, recorded into `batches` histograms in turn of
     /// equal runs, plus the whole.
     fn exponential(n: usize, batches: usize, seed: u64) -> (Histogram<u64>, Vec<Histogram<u64>>) {
@@ -446,7 +490,8 @@ mod tests {
             let covered = (0..runs)
                 .filter(|&run| {
                     let (whole, batches) = exponential(4_000, 20, run);
-                    quantile_bounds(&whole, Some(&batches), quantile).contains(truth as u64)
+                    quantile_bounds(&whole, Some(&at(&whole, &batches, quantile)), quantile)
+                        .contains(truth as u64)
                 })
                 .count();
             // 95% of 400 is 380, sd 4.4; the binomial floor makes it a little wider.
@@ -462,7 +507,7 @@ mod tests {
     fn four_times_the_samples_halve_the_width() {
         let width = |n| {
             let (whole, batches) = exponential(n, 20, 7);
-            let bounds = quantile_bounds(&whole, Some(&batches), 0.99);
+            let bounds = quantile_bounds(&whole, Some(&at(&whole, &batches, 0.99)), 0.99);
             (bounds.ci_high.unwrap() - bounds.ci_low) as f64
         };
         let ratio = width(64_000) / width(16_000);
@@ -484,7 +529,7 @@ mod tests {
             clumped[i * 20 / values.len()].record(*value).unwrap();
         }
         let independent = quantile_bounds(&whole, None, 0.5);
-        let batched = quantile_bounds(&whole, Some(&clumped), 0.5);
+        let batched = quantile_bounds(&whole, Some(&at(&whole, &clumped, 0.5)), 0.5);
         let width = |b: Bounds<u64>| b.ci_high.unwrap() - b.ci_low;
         assert!(
             width(batched) > 3 * width(independent),
@@ -495,7 +540,7 @@ mod tests {
     #[test]
     fn an_end_past_the_samples_is_open() {
         let (whole, batches) = exponential(2_000, 20, 1);
-        let bounds = quantile_bounds(&whole, Some(&batches), 0.9999);
+        let bounds = quantile_bounds(&whole, Some(&at(&whole, &batches, 0.9999)), 0.9999);
         assert_eq!(bounds.ci_high, None);
         assert!(bounds.ci_low <= whole.value_at_quantile(0.9999));
         assert!(bounds.contains(u64::MAX));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::observe::live::Live;
-use crate::recorder::hdr::new_histogram;
+use crate::recorder::hdr::{self, new_histogram};
 use crate::recorder::outcome::Stability;
 use crate::report::confidence::{self, Bounds};
 
@@ -29,11 +29,16 @@ pub(super) struct UntilStable {
     live: Arc<Live>,
     /// The totals at the last look: when, the latency histogram, the requests finished.
     last: Option<(Instant, Histogram<u64>, u64)>,
-    /// Each batch: its latency histogram, its requests finished, its length in seconds.
-    batches: Vec<(Histogram<u64>, u64, f64)>,
+    /// Each batch: its latency histogram encoded (a few KB, where a histogram is about 180 KB),
+    /// its requests finished, its length in seconds. At most [`KEPT_BATCHES`]: neighbours are
+    /// joined beyond that, so a long run's memory stays bounded.
+    batches: Vec<(Vec<u8>, u64, f64)>,
     /// The totals now.
     whole: Histogram<u64>,
 }
+
+/// Batches kept: twice the most the intervals use, so joining pairs keeps them consecutive.
+const KEPT_BATCHES: usize = 2 * confidence::MAX_BATCHES;
 
 impl UntilStable {
     /// A run that stops once its p99's and rate's intervals are within `target` (a share).
@@ -59,14 +64,39 @@ impl UntilStable {
                 let length = now.saturating_duration_since(at).as_secs_f64();
                 // Batches before the first response (a warm-up, a slow start) say nothing.
                 if done > done_before || !self.batches.is_empty() {
-                    self.batches
-                        .push((batch, done.saturating_sub(done_before), length));
+                    self.batches.push((
+                        hdr::encode(&batch),
+                        done.saturating_sub(done_before),
+                        length,
+                    ));
                 }
             }
+        }
+        if self.batches.len() > KEPT_BATCHES {
+            self.join_pairs();
         }
         self.whole = snapshot.request.clone();
         self.last = Some((now, snapshot.request, done));
         self.stability(None).reached
+    }
+
+    /// Joins neighbouring batches two by two (the last alone if odd).
+    fn join_pairs(&mut self) {
+        let mut joined = Vec::with_capacity(self.batches.len() / 2 + 1);
+        let mut histogram = new_histogram();
+        for pair in self.batches.chunks(2) {
+            histogram.reset();
+            for (encoded, _, _) in pair {
+                // Encoded here from a histogram of the same bounds: it decodes.
+                let _ = hdr::add_encoded(&mut histogram, encoded);
+            }
+            joined.push((
+                hdr::encode(&histogram),
+                pair.iter().map(|(_, done, _)| done).sum(),
+                pair.iter().map(|(_, _, length)| length).sum(),
+            ));
+        }
+        self.batches = joined;
     }
 
     /// Where the answer stands: the half-widths now, and whether both are within the target;
@@ -90,19 +120,32 @@ impl UntilStable {
         if self.batches.len() < confidence::MIN_BATCHES || self.whole.is_empty() {
             return (None, None);
         }
-        let grouped = grouped(&self.batches);
-        let histograms: Vec<Histogram<u64>> =
-            grouped.iter().map(|(batch, _, _)| batch.clone()).collect();
-        let p99 = self.whole.value_at_quantile(0.99) as f64;
-        let bounds = confidence::quantile_bounds(&self.whole, Some(histograms.as_slice()), 0.99);
+        let p99 = self.whole.value_at_quantile(0.99);
+        // Each group of batches: its samples and those at or below the p99, its requests
+        // finished and its length.
+        let mut histogram = new_histogram();
+        let mut latency = Vec::new();
+        let mut counts = Vec::new();
+        for range in confidence::batch_ranges(self.batches.len()) {
+            histogram.reset();
+            let (mut done, mut length) = (0u64, 0.0);
+            for (encoded, finished, seconds) in &self.batches[range] {
+                let _ = hdr::add_encoded(&mut histogram, encoded);
+                done += finished;
+                length += seconds;
+            }
+            latency.push((
+                histogram.len() as f64,
+                histogram.count_between(0, p99) as f64,
+            ));
+            counts.push((done as f64, length));
+        }
+        let bounds = confidence::quantile_bounds(&self.whole, Some(&latency), 0.99);
+        let p99 = p99 as f64;
         let p99_half = bounds
             .ci_high
             .filter(|_| p99 > 0.0)
             .map(|high| (high as f64 - p99).max(p99 - bounds.ci_low as f64) / p99);
-        let counts: Vec<(f64, f64)> = grouped
-            .iter()
-            .map(|(_, done, length)| (*done as f64, *length))
-            .collect();
         let rate_half = confidence::ratio_bounds(&counts).and_then(|(rate, bounds)| {
             let Bounds { ci_low, ci_high } = bounds;
             let high = ci_high?;
@@ -110,21 +153,4 @@ impl UntilStable {
         });
         (p99_half, rate_half)
     }
-}
-
-/// The batches joined into at most [`confidence::MAX_BATCHES`] consecutive groups.
-fn grouped(batches: &[(Histogram<u64>, u64, f64)]) -> Vec<(Histogram<u64>, u64, f64)> {
-    confidence::batch_ranges(batches.len())
-        .into_iter()
-        .map(|range| {
-            let mut histogram = new_histogram();
-            let (mut done, mut length) = (0, 0.0);
-            for (batch, finished, seconds) in &batches[range] {
-                let _ = histogram.add(batch);
-                done += finished;
-                length += seconds;
-            }
-            (histogram, done, length)
-        })
-        .collect()
 }
