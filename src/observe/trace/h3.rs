@@ -62,6 +62,33 @@ impl StreamTaps {
         bytes: &[u8],
         shown: &Shown<'_>,
     ) -> Vec<String> {
+        let lines = self.follow(stream, direction, bytes, shown);
+        // A tap between frames holds nothing a later chunk needs: a request stream's is dropped
+        // (it would start again the same), as is a stream the client does not read, so a long
+        // traced connection keeps no state per stream it is done with.
+        let key = (stream, direction);
+        if let Some(tap) = self.streams.get(&key) {
+            let request_idle = stream & 0x2 == 0 && tap.pending.is_empty() && tap.skip == 0;
+            let unread = tap.done
+                && !matches!(
+                    tap.kind,
+                    Some(STREAM_CONTROL | STREAM_QPACK_ENCODER | STREAM_QPACK_DECODER)
+                );
+            if request_idle || unread {
+                self.streams.remove(&key);
+            }
+        }
+        lines
+    }
+
+    /// [`Self::feed`]'s parsing of one stream's bytes.
+    fn follow(
+        &mut self,
+        stream: u64,
+        direction: Direction,
+        bytes: &[u8],
+        shown: &Shown<'_>,
+    ) -> Vec<String> {
         let mut lines = Vec::new();
         let header_blocks = &mut self.header_blocks[direction as usize];
         let tap = self.streams.entry((stream, direction)).or_default();
@@ -322,7 +349,18 @@ mod tests {
         );
         let tap = &taps.streams[&(16, Direction::Recv)];
         assert!(tap.pending.is_empty() && tap.skip == MAX_BUFFERED + 1);
-        taps.feed(16, Direction::Recv, &vec![0; 70_000], &SHOWN);
-        assert!(taps.streams[&(16, Direction::Recv)].pending.len() < 100);
+        // The rest of the frame, then zeros that read as empty DATA frames (type 0, length 0,
+        // an even number of them): between frames, nothing is kept.
+        taps.feed(16, Direction::Recv, &vec![0; 65_537 + 4_464], &SHOWN);
+        assert!(!taps.streams.contains_key(&(16, Direction::Recv)));
+        // No state is left for the request streams that are done, however many there were.
+        let every = Shown {
+            every_frame: true,
+            request_fields: &[],
+        };
+        for stream in 0..1000u64 {
+            taps.feed(stream * 4, Direction::Recv, &section, &every);
+        }
+        assert!(taps.streams.is_empty(), "{} kept", taps.streams.len());
     }
 }
