@@ -9,7 +9,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::capacity::{Capacity, CapacityStep};
-use crate::report::{comparison, export::outputs::write_to, Document, Exporter, LatencySummary};
+use crate::report::{
+    comparison, export::outputs::write_to, Document, Exporter, LatencySummary, Summary,
+};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
@@ -378,41 +380,33 @@ pub(crate) fn render(document: &Document) -> String {
     }
     let throughput: Vec<Series> = lines
         .iter()
-        .map(|(protocol, rate)| Series {
-            name: match rate {
-                Some(rate) => format!("{protocol} rate={rate}"),
-                None => protocol.to_string(),
-            },
-            points: document
+        .map(|(protocol, rate)| {
+            let cells: Vec<&Summary> = document
                 .cells
                 .iter()
                 .filter(|cell| {
                     cell.cell.protocol == *protocol
                         && cell.cell.rate.filter(|_| rates_vary) == *rate
                 })
-                .map(|cell| {
-                    (
-                        (cell.cell.clients * cell.cell.streams) as f64,
-                        cell.requests_per_s,
-                    )
-                })
-                .collect(),
-            bars: document
-                .cells
-                .iter()
-                .filter(|cell| {
-                    cell.cell.protocol == *protocol
-                        && cell.cell.rate.filter(|_| rates_vary) == *rate
-                })
-                .filter_map(|cell| {
-                    let bounds = cell.requests_per_s_ci?;
-                    Some((
-                        (cell.cell.clients * cell.cell.streams) as f64,
-                        bounds.ci_low,
-                        bounds.ci_high,
-                    ))
-                })
-                .collect(),
+                .collect();
+            let concurrency = |cell: &Summary| (cell.cell.clients * cell.cell.streams) as f64;
+            Series {
+                name: match rate {
+                    Some(rate) => format!("{protocol} rate={rate}"),
+                    None => protocol.to_string(),
+                },
+                points: cells
+                    .iter()
+                    .map(|cell| (concurrency(cell), cell.requests_per_s))
+                    .collect(),
+                bars: cells
+                    .iter()
+                    .filter_map(|cell| {
+                        let bounds = cell.requests_per_s_ci?;
+                        Some((concurrency(cell), bounds.ci_low, bounds.ci_high))
+                    })
+                    .collect(),
+            }
         })
         .collect();
     let spread = |values: &mut dyn Iterator<Item = f64>| {
