@@ -30,6 +30,9 @@ const HEAD_SHARE: f64 = 0.2;
 pub(crate) const MIN_INTERVALS: usize = 10;
 /// The most intervals read (a report claiming an absurd length must not fill memory).
 const MAX_INTERVALS: u64 = 100_000;
+/// The longest series tested: Mann–Kendall compares every pair (Sen's slope keeps each), so a
+/// longer timeline (`--interval 1ms` over minutes) is first joined into this many groups.
+const MAX_SERIES: usize = 400;
 
 /// What the steadiness checks found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -84,11 +87,14 @@ impl Steadiness {
         {
             rates.pop();
         }
+        let interval_s = timeline.interval_s * rates.len().div_ceil(MAX_SERIES) as f64;
+        let rates = coarsened(&rates);
+        let p99s = coarsened(&p99s);
         let (rate_trend_pct, rate_trend_p) = trend(&rates);
         let (p99_trend_pct, p99_trend_p) = trend(&p99s);
         let head = ((rates.len() as f64 * HEAD_SHARE).round() as usize).max(2);
         let warm_up_until_s = (head < rates.len() && differs(&rates[..head], &rates[head..]))
-            .then_some(head as f64 * timeline.interval_s);
+            .then_some(head as f64 * interval_s);
         let trended = |pct: f64, p: f64| p < ALPHA && pct.abs() >= SIZE_PCT;
         Some(Steadiness {
             steady: !trended(rate_trend_pct, rate_trend_p)
@@ -202,6 +208,15 @@ pub(crate) fn trend(series: &[f64]) -> (f64, f64) {
     (pct, p)
 }
 
+/// `series` joined into at most [`MAX_SERIES`] consecutive groups of equal size, each its mean.
+fn coarsened(series: &[f64]) -> Vec<f64> {
+    let size = series.len().div_ceil(MAX_SERIES).max(1);
+    series
+        .chunks(size)
+        .map(|group| group.iter().sum::<f64>() / group.len() as f64)
+        .collect()
+}
+
 /// Whether `head` differs from `rest` by more than chance and by at least [`SIZE_PCT`] of the
 /// rest's median.
 fn differs(head: &[f64], rest: &[f64]) -> bool {
@@ -255,6 +270,16 @@ mod tests {
         // scipy-free check of S and its variance: 1..=10 rising has S = 45, var = 125, z = 3.94.
         let (_, p) = trend(&(1..=10).map(f64::from).collect::<Vec<_>>());
         assert!((p - 2.0 * normal_sf(44.0 / 125f64.sqrt())).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_long_series_is_joined_before_its_pairs_are_compared() {
+        let long: Vec<f64> = (0..100_000).map(f64::from).collect();
+        let joined = coarsened(&long);
+        assert_eq!(joined.len(), MAX_SERIES);
+        assert_eq!(joined[0], 124.5);
+        let (pct, p) = trend(&joined);
+        assert!(p < 1e-6 && pct > 100.0, "{pct}% p {p}");
     }
 
     #[test]
