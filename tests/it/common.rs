@@ -25,6 +25,60 @@ pub fn url(path: &str) -> String {
     format!("http://{}{path}", target())
 }
 
+/// `h2load-rs serve --port 0` in a process of its own, started behind `wrapper` (a command such
+/// as `nice -n -20 taskset -c 1` that then runs it; empty for none), killed when dropped.
+pub struct TargetProcess {
+    child: std::process::Child,
+    /// Its base URL, `http://127.0.0.1:PORT`, as it printed it.
+    pub base: String,
+}
+
+impl TargetProcess {
+    /// Starts it with `flags` and waits until it says where it listens.
+    pub fn start(wrapper: &[&str], flags: &[&str]) -> TargetProcess {
+        let bin = env!("CARGO_BIN_EXE_h2load-rs");
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(bin);
+                command
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
+            .args(["serve", "--port", "0"])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {wrapper:?} serve: {error}"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("piped stdout")),
+            &mut line,
+        )
+        .expect("the target prints its address");
+        let base = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        TargetProcess { child, base }
+    }
+
+    /// Kills it now (as a server dying mid-run would).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TargetProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// What a finished command produced.
 #[derive(Debug)]
 pub struct Output {

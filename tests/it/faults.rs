@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{h2load_rs, Run};
+use crate::common::{h2load_rs, Run, TargetProcess};
 
 /// The counters always add up, whatever happened.
 fn assert_consistent(run: &Run, name: &str) {
@@ -337,26 +337,11 @@ fn log_file_marks_failed_requests_with_status_minus_one() {
 
 #[test]
 fn a_server_that_dies_mid_run_ends_the_run_with_a_report() {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
-        .args(["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let mut server = TargetProcess::start(&[], &[]);
+    let base = server.base.clone();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
-        server.kill().unwrap();
-        server.wait().unwrap();
+        server.kill();
     });
     let run = h2load_rs(&[
         "--h1",

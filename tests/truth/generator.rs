@@ -8,7 +8,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{h2load_rs, run_command_within, timer_noise, url};
+use crate::common::{h2load_rs, run_command_within, timer_noise, url, Run, TargetProcess};
 use crate::exclusive;
 
 /// A busy loop pinned to CPU 0, killed when dropped.
@@ -46,41 +46,43 @@ fn a_client_waiting_for_a_slow_handler_is_not_flagged() {
     assert!(!run.output.stdout.contains("busy, rarely waiting"));
 }
 
+/// Runs h2load-rs (with `--json`) against `path` on a target of its own, so that the client, not
+/// the server, is what limits the run, even on a machine whose cores are all busy: the client is
+/// pinned to CPU 0 beside two busy loops (about a third of that core, less if more load lands
+/// there); the target, two threads at nice -20, gets nearly all of the machine it asks for,
+/// whatever else runs (pinned to CPU 1 with one thread instead, it was at times barely faster
+/// than the client: 90% busy). Unpinned, a debug client and a debug target take turns being the slower
+/// one and "the client was the limit" becomes a coin toss (CI saw a 2,000,000/s schedule over 50
+/// connections wait on the server; beside `stress-ng --cpu 2` the shared target starved too).
+fn starved_client(args: &[&str], path: &str) -> Run {
+    let target = TargetProcess::start(&["nice", "-n", "-20"], &["--threads", "2"]);
+    let url = format!("{}{path}", target.base);
+    let _hogs = [Hog::on_cpu0(), Hog::on_cpu0()];
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut full = vec!["-c", "0", env!("CARGO_BIN_EXE_h2load-rs")];
+    full.extend(args);
+    full.extend(["--json", json.to_str().unwrap(), &url]);
+    let output = run_command_within("taskset", &full, Duration::from_secs(60));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let json = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    Run { output, json }
+}
+
 #[test]
 fn a_client_sharing_its_core_with_a_busy_loop_against_a_fast_server_is_flagged() {
     let _machine = exclusive();
     let noise = timer_noise();
-    // Two busy loops: the client gets a third of its core, so responses wait for it, never it
-    // for them (with one, a debug-built client was still 88% busy, near the 90% line).
-    let _hogs = [Hog::on_cpu0(), Hog::on_cpu0()];
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("report.json");
-    let output = run_command_within(
-        "taskset",
-        &[
-            "-c",
-            "0",
-            env!("CARGO_BIN_EXE_h2load-rs"),
-            "--h1",
-            "-c",
-            "50",
-            "-D",
-            "2s",
-            "--json",
-            json.to_str().unwrap(),
-            &url("/ping"),
-        ],
-        Duration::from_secs(60),
-    );
-    assert_eq!(output.code, 0, "{}", output.stderr);
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let generator = &report["cells"][0]["generator"];
+    // With one busy loop, a debug-built client was still 88% busy, near the 90% line; with two it
+    // gets a third of its core, so responses wait for it, never it for them.
+    let run = starved_client(&["--h1", "-c", "50", "-D", "2s"], "/ping");
+    let generator = &run.cell()["generator"];
     eprintln!("a client sharing its core: {generator}; {noise}");
     assert_eq!(generator["limited"], true, "{generator}; {noise}");
     assert!(
-        output.stdout.contains("runner thread 0 was") && output.stdout.contains("raise -t"),
+        run.output.stdout.contains("runner thread 0 was") && run.output.stdout.contains("raise -t"),
         "{}",
-        output.stdout
+        run.output.stdout
     );
 }
 
@@ -88,23 +90,19 @@ fn a_client_sharing_its_core_with_a_busy_loop_against_a_fast_server_is_flagged()
 fn a_rate_beyond_one_thread_is_flagged_with_its_late_and_missed_sends_counted() {
     let _machine = exclusive();
     let noise = timer_noise();
-    let run = h2load_rs(&[
-        "--h1",
-        "-t",
-        "1",
-        "-c",
-        "50",
-        "--rate",
-        "2000000",
-        "-D",
-        "2s",
-        &url("/ping"),
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    assert_eq!(run.cell()["generator"]["limited"], true, "{noise}");
+    let run = starved_client(
+        &[
+            "--h1", "-t", "1", "-c", "50", "--rate", "2000000", "-D", "2s",
+        ],
+        "/ping",
+    );
+    let generator = &run.cell()["generator"];
+    eprintln!("a rate beyond one thread: {generator}; {noise}");
+    assert_eq!(generator["limited"], true, "{generator}; {noise}");
     let scheduled = run.int("rate/scheduled");
     let (started, missed) = (run.int("requests/started"), run.int("rate/missed"));
-    // The schedule holds 4,000,000 send times; no debug build sends them from one thread.
+    // The schedule holds 4,000,000 send times; no thread sends them all, least of all a third of
+    // a core running a debug build.
     assert_eq!(scheduled, 4_000_000);
     assert_eq!(
         started + missed,
