@@ -3,8 +3,12 @@
 #
 #   benches/compare.sh [ROUNDS]      (default 3 rounds; writes benches/RESULTS.md)
 #   benches/compare.sh pacing [ROUNDS]   (only the --rate pacing rows; replaces that section of
-#                                         RESULTS.md; PACING_BASELINE=/path/to/h2load-rs adds the
-#                                         same rows measured with another build, e.g. main's)
+#                                         RESULTS.md; BASELINE=/path/to/h2load-rs adds the same
+#                                         rows measured with another build, e.g. main's)
+#   BASELINE=/path/to/h2load-rs benches/compare.sh ab [ROUNDS]
+#                                        (the four request rows of `io`, h2load-rs against another
+#                                         build of itself alone, interleaved: the check that a change
+#                                         kept CPU per request and RSS; replaces that section)
 #   benches/compare.sh h3 [ROUNDS]       (only the HTTP/3 section: h3 and h2 against Caddy and the
 #                                         built-in TLS target, 1 GiB downloads, who sets the pace;
 #                                         replaces that section of RESULTS.md)
@@ -36,7 +40,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
 case "${1:-}" in
-  pacing | h3 | tls | io | downloads | profile | memory)
+  pacing | h3 | tls | io | downloads | profile | memory | ab)
     only=$1
     shift
     ;;
@@ -73,6 +77,8 @@ tls_begin="<!-- TLS-handshake section: benches/compare.sh tls replaces it -->"
 tls_end="<!-- end of the TLS-handshake section -->"
 profile_begin="<!-- profile section: benches/compare.sh profile replaces it -->"
 profile_end="<!-- end of the profile section -->"
+ab_begin="<!-- build-against-build section: benches/compare.sh ab replaces it -->"
+ab_end="<!-- end of the build-against-build section -->"
 # Requests of each profiled run, and perf's sampling period: one sample per 100 µs of CPU time
 # (cpu-clock, in ns: hardware counters are often missing in VMs), so samples x 100 = µs.
 profile_requests=${PROFILE_REQUESTS:-300000}
@@ -307,7 +313,7 @@ measure() {
   # the load ran, when the tool's wall time holds more than that.
   local rate done_requests window=""
   case "$tool" in
-    h2load-rs* | h2load)
+    h2load-rs* | h2load | baseline*)
       local elapsed
       elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
       done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
@@ -481,7 +487,7 @@ row() {
 pacing() {
   local h1="http://127.0.0.1:$h1_port/ping"
   local builds=("h2load-rs|$ours")
-  [ -n "${PACING_BASELINE:-}" ] && builds+=("baseline ($(basename "$PACING_BASELINE"))|$PACING_BASELINE")
+  [ -n "${BASELINE:-}" ] && builds+=("$(baseline_name)|$BASELINE")
   {
     printf '\n### Pacing: --rate against nginx /ping, HTTP/1.1, one thread, 5 s\n\n'
     printf '| build | run | achieved req/s | delay p50 µs | delay p99 µs | response p50 − service p50 µs | generator CPU %% | verdict |\n|---|---|---|---|---|---|---|---|\n'
@@ -846,6 +852,13 @@ main() {
     echo "updated the HTTP/3 section of $results"
     return
   fi
+  if [ "$only" = ab ]; then
+    ab_section
+    splice_section "$ab_begin" "$ab_end"
+    echo
+    echo "updated the build-against-build section of $results"
+    return
+  fi
   if [ "$only" = io ] || [ "$only" = downloads ]; then
     "${only}_rows"
     echo
@@ -877,6 +890,9 @@ main() {
   memory "$h2c"
   pacing
 
+  # A build-against-build section (`ab`) is measured on its own occasion: kept as it is.
+  local kept=""
+  [ ! -f "$results" ] || kept=$(awk -v b="$ab_begin" -v e="$ab_end" 'index($0, b) { on = 1 } on { print } index($0, e) { on = 0 }' "$results")
   {
     echo "# h2load-rs against its peers"
     echo
@@ -889,6 +905,7 @@ main() {
     echo "the server's share of its core during the run: near 100 % the server, not the client, sets"
     echo "the throughput; server CPU µs/request shows what each client's traffic costs the server."
     cat "$work/report"
+    [ -z "$kept" ] || printf '\n%s\n' "$kept"
   } >"$results"
   echo
   echo "wrote $results"
@@ -937,27 +954,59 @@ downloads_rows() {
 io_rows() {
   local h2c="http://127.0.0.1:$h2c_port" h1="http://127.0.0.1:$h1_port"
   server_pids=$nghttpd_pid
-  row "h2c, -c 10 -m 100, nghttpd /ping, 1M requests" requests \
-    "h2load-rs|$ours -c 10 -m 100 -n 1000000 $h2c/ping" \
-    "h2load-rs --io uring|$ours --io uring -c 10 -m 100 -n 1000000 $h2c/ping" \
+  request_row "h2c, -c 10 -m 100, nghttpd /ping, 1M requests" "-c 10 -m 100 -n 1000000 $h2c/ping" "" \
     "h2load|h2load -c 10 -m 100 -n 1000000 $h2c/ping" \
     "oha|$oha --no-tui --http2 -c 10 -p 100 -n 1000000 $h2c/ping"
-  row "h2c, -c 1000 -m 1, nghttpd /ping, 100k requests" requests \
-    "h2load-rs|$ours -c 1000 -n 100000 $h2c/ping" \
-    "h2load-rs --io uring|$ours --io uring -c 1000 -n 100000 $h2c/ping" \
+  request_row "h2c, -c 1000 -m 1, nghttpd /ping, 100k requests" "-c 1000 -n 100000 $h2c/ping" "" \
     "h2load|h2load -c 1000 -n 100000 $h2c/ping"
   server_pids=$nginx_pids
-  row "HTTP/1.1 keep-alive, -c 100, nginx /ping" requests \
-    "h2load-rs|$ours --h1 -c 100 -n 300000 $h1/ping" \
-    "h2load-rs --io uring|$ours --io uring --h1 -c 100 -n 300000 $h1/ping" \
-    "h2load-rs --io uring --io-sqpoll|$ours --io uring --io-sqpoll --h1 -c 100 -n 300000 $h1/ping" \
+  request_row "HTTP/1.1 keep-alive, -c 100, nginx /ping" "--h1 -c 100 -n 300000 $h1/ping" sqpoll \
     "wrk|wrk -t1 -c100 -d3s $h1/ping" \
     "oha|$oha --no-tui -c 100 -n 300000 $h1/ping" \
     "h2load|h2load --h1 -c 100 -n 300000 $h1/ping"
-  row "HTTP/1.1 pipelined, -c 100 -m 16, nginx /ping, 1M requests" requests \
-    "h2load-rs|$ours --h1 -c 100 -m 16 -n 1000000 $h1/ping" \
-    "h2load-rs --io uring|$ours --io uring --h1 -c 100 -m 16 -n 1000000 $h1/ping" \
+  request_row "HTTP/1.1 pipelined, -c 100 -m 16, nginx /ping, 1M requests" "--h1 -c 100 -m 16 -n 1000000 $h1/ping" "" \
     "h2load|h2load --h1 -c 100 -m 16 -n 1000000 $h1/ping"
+}
+
+# One request row: h2load-rs with $2, its --io uring variant (and --io uring --io-sqpoll when $3 is
+# "sqpoll"), then the peers given; under `ab`, h2load-rs and the BASELINE build alone (the
+# baseline's line then carries the ratios: throughput ours/baseline, CPU and RSS baseline/ours).
+request_row() {
+  local name=$1 args=$2 sqpoll=$3
+  shift 3
+  local entries=("h2load-rs|$ours $args")
+  if [ "$only" = ab ]; then
+    entries+=("$(baseline_name)|$BASELINE $args")
+  else
+    entries+=("h2load-rs --io uring|$ours --io uring $args")
+    [ -z "$sqpoll" ] || entries+=("h2load-rs --io uring --io-sqpoll|$ours --io uring --io-sqpoll $args")
+    entries+=("$@")
+  fi
+  row "$name" requests "${entries[@]}"
+}
+
+# How the BASELINE build is named in a table: "baseline (FILE NAME)" (not starting with
+# "h2load-rs", so that row() treats it as a peer and our build as the first entry).
+baseline_name() {
+  printf 'baseline (%s)' "$(basename "$BASELINE")"
+}
+
+# The build-against-build section (`ab`): the request rows of h2load-rs beside BASELINE, between
+# markers so that a full run keeps it and `ab` replaces it alone.
+ab_section() {
+  [ -n "${BASELINE:-}" ] || {
+    echo "compare.sh ab: set BASELINE=/path/to/h2load-rs (the build to compare with)" >&2
+    exit 2
+  }
+  {
+    printf '\n%s\n\n### This build against %s\n\n' "$ab_begin" "$(baseline_name)"
+    echo "$(measured_alone "ab $rounds"). Both builds on CPU $client_cpu, the servers on CPU $server_cpu,"
+    echo "$rounds interleaved rounds per row (A B A B ...), medians; the baseline's line carries the ratios"
+    echo "(throughput ours/baseline, CPU per request and peak RSS baseline/ours: >= 1.0 means this build is"
+    echo "at least as good). BASELINE: $BASELINE ($("$BASELINE" --version 2>/dev/null | head -1))."
+  } >>"$work/report"
+  io_rows
+  printf '\n%s\n' "$ab_end" >>"$work/report"
 }
 
 # Peak RSS for 1M and 10M requests (same -c), the latter also without the per-second timeline

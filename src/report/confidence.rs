@@ -388,9 +388,12 @@ pub(crate) fn ratio_bounds(batches: &[(f64, f64)]) -> Option<(f64, Bounds<f64>)>
 }
 
 /// Each batch of a timeline's latency histograms (`pick` reads an interval's), joined from
-/// consecutive intervals: its samples, and for each of `lines` its samples at or below it. One
-/// batch's histogram is held at a time (each is about 180 KB); `None` when an interval lacks the
-/// histogram or it does not decode.
+/// consecutive intervals: its samples, and for each of `lines` its samples at or below it. The
+/// encoded histograms are read value by value, never decoded into one: a histogram of the standard
+/// bounds is about 180 KB, which would add to the run's peak memory at report time. Exact for
+/// `lines` that are the highest value of their bucket (`value_at_quantile` gives those): a
+/// bucket is then at or below the line as a whole. `None` when an interval lacks the histogram
+/// or it does not decode.
 fn batch_counts(
     timeline: &Timeline,
     pick: fn(&IntervalSummary) -> Option<&str>,
@@ -398,17 +401,25 @@ fn batch_counts(
 ) -> Option<Vec<(f64, Vec<f64>)>> {
     let intervals = inner(&timeline.intervals, timeline);
     let mut counts = Vec::new();
-    let mut batch = hdr::new_histogram();
     for range in batch_ranges(intervals.len()) {
-        batch.reset();
+        let (mut samples, mut below) = (0u64, vec![0u64; lines.len()]);
         for interval in &intervals[range] {
-            hdr::add_encoded(&mut batch, &hdr::base64_bytes(pick(interval)?).ok()?).ok()?;
+            let bytes = hdr::base64_bytes(pick(interval)?).ok()?;
+            hdr::scan(&bytes, |value, count| {
+                samples += count;
+                for (line, below) in lines.iter().zip(&mut below) {
+                    if value <= *line {
+                        *below += count;
+                    }
+                }
+                Ok(())
+            })
+            .ok()?;
         }
-        let below = lines
-            .iter()
-            .map(|line| batch.count_between(0, *line) as f64)
-            .collect();
-        counts.push((batch.len() as f64, below));
+        counts.push((
+            samples as f64,
+            below.into_iter().map(|n| n as f64).collect(),
+        ));
     }
     Some(counts)
 }
@@ -560,6 +571,47 @@ mod tests {
         assert_eq!(none.ci_low, 0.0);
         assert!((none.ci_high.unwrap() - 0.00383).abs() < 0.0001, "{none:?}");
         assert_eq!(wilson(0, 0), None);
+    }
+
+    #[test]
+    fn batch_counts_read_from_the_encoded_intervals_match_joined_histograms() {
+        // 24 intervals of exponential samples (their inner 22 make the batches), counted at
+        // quantile lines of the whole, against the same counts from histograms joined per batch.
+        let parts: Vec<Histogram<u64>> = exponential(24_000, 24, 11).1;
+        let mut whole = hdr::new_histogram();
+        parts.iter().for_each(|part| whole.add(part).unwrap());
+        let lines = [0.5, 0.9, 0.99].map(|quantile| whole.value_at_quantile(quantile));
+        let interval = |(index, part): (usize, &Histogram<u64>)| {
+            serde_json::from_value(serde_json::json!({
+                "index": index, "completed": part.len(), "errors": 0, "length_s": 1.0,
+                "requests_per_s": part.len(), "p50_us": 0, "p99_us": 0, "max_us": 0,
+                "hdr": hdr::to_base64(part), "ttfb_hdr": "",
+            }))
+            .unwrap()
+        };
+        let timeline = Timeline {
+            interval_s: 1.0,
+            end_s: 24.0,
+            start_unix_ms: 0,
+            intervals: parts.iter().enumerate().map(interval).collect(),
+        };
+        let counts =
+            batch_counts(&timeline, |interval| Some(interval.hdr.as_str()), &lines).unwrap();
+        let inner = &parts[1..23];
+        let expected: Vec<(f64, Vec<f64>)> = batch_ranges(inner.len())
+            .into_iter()
+            .map(|range| {
+                let mut batch = hdr::new_histogram();
+                inner[range]
+                    .iter()
+                    .for_each(|part| batch.add(part).unwrap());
+                let below = lines
+                    .iter()
+                    .map(|line| batch.count_between(0, *line) as f64);
+                (batch.len() as f64, below.collect())
+            })
+            .collect();
+        assert_eq!(counts, expected);
     }
 
     #[test]
