@@ -12,6 +12,7 @@ use super::control::{Probe, StepResult};
 use super::launch::Launched;
 use super::{signals, RunOutcome, Sinks};
 use crate::cli::limits::{MAX_RATE, MIN_RATE};
+use crate::cli::values::Arrival;
 use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};
 use crate::plan::{RunPlan, DEFAULT_CONNECT_TIMEOUT};
@@ -31,6 +32,8 @@ pub struct Steered {
     launched: Launched,
     throttle: Arc<Throttle>,
     live: Arc<Live>,
+    /// `--arrival poisson`: a step's count of send times is itself random.
+    poisson: bool,
 }
 
 /// Starts a steered run of `plan` (its stop rule and rate are replaced by the steps): its
@@ -49,12 +52,14 @@ pub fn steer(plan: Arc<RunPlan>, sinks: Sinks) -> Result<Steered> {
         .clone();
     let throttle = Arc::new(Throttle::new());
     let clients = plan.clients as u64;
+    let poisson = plan.arrival == Arrival::Poisson;
     let connecting = plan.timeouts.connect.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let launched = Launched::start(Arc::new(plan), sinks, Some(throttle.clone()))?;
     let steered = Steered {
         launched,
         throttle,
         live,
+        poisson,
     };
     steered.wait_for_connections(clients, connecting);
     Ok(steered)
@@ -118,7 +123,12 @@ impl Probe for Steered {
         let interrupted = interrupted || self.wait(measure);
         let after = self.live.fresh_snapshot(PUBLISH_PATIENCE);
         let measured = began.elapsed();
-        step_result(rate, &before, after, measured, interrupted)
+        let arrivals = if self.poisson {
+            Arrival::Poisson
+        } else {
+            Arrival::Uniform
+        };
+        step_result(rate, arrivals, &before, after, measured, interrupted)
     }
 }
 
@@ -126,6 +136,7 @@ impl Probe for Steered {
 /// controller's clock (the step reports the workers' own span, over which its rate was counted).
 fn step_result(
     offered_rps: Option<f64>,
+    arrival: Arrival,
     before: &Snapshot,
     after: Snapshot,
     measured: Duration,
@@ -153,8 +164,14 @@ fn step_result(
     // at its end stand in for the backlog's), and no more than its schedule holds over the span
     // (a client running late sends the settling's requests in it).
     let sent = (finished + after.tallies.in_flight).saturating_sub(before.tallies.in_flight);
+    // Poisson send times: the part's count is random (sd √(rate × length)); up to 3 sd above the
+    // mean are its own, or a lucky step would be cut to the mean and judged below it.
+    let count_sd = match (offered_rps, arrival) {
+        (Some(rate), Arrival::Poisson) => (rate * measured.as_secs_f64()).sqrt(),
+        _ => 0.0,
+    };
     let scheduled = offered_rps.map_or(u64::MAX, |rate| {
-        (rate * measured.as_secs_f64()).ceil() as u64
+        (rate * measured.as_secs_f64() + 3.0 * count_sd).ceil() as u64
     });
     let done = finished.min(sent).min(scheduled);
     let achieved_rps = match finished {
@@ -169,6 +186,7 @@ fn step_result(
         latency,
         backlog,
         measured,
+        count_sd,
         interrupted,
     })
 }
@@ -209,7 +227,7 @@ mod tests {
         let result = |before: (u64, u64, u64), after: (u64, u64, u64), rate: Option<f64>| {
             let before = snapshot(start, before.0, before.1, before.2);
             let after = snapshot(start + second, after.0, after.1, after.2);
-            let step = step_result(rate, &before, after, second, false).unwrap();
+            let step = step_result(rate, Arrival::Uniform, &before, after, second, false).unwrap();
             (
                 step.done,
                 step.achieved_rps.round() as u64,

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use crate::common::{
-    assert_usage_error, h2load_rs, run_command, run_command_within, timer_noise, url, Noise, Output,
+    assert_usage_error, h2load_rs, poisson_pair_distance, run_command, run_command_within,
+    scheduled_send_times, timer_noise, url, Noise, Output,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
@@ -464,4 +465,51 @@ fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
         assert!(full_passes.is_empty(), "{capacity}");
         assert!(line.contains("no rate passed a full step"), "{line}");
     }
+}
+
+/// `--find-max --arrival poisson`: the paced steps' send times are a Poisson process at each
+/// step's rate (neighbouring gaps in the proportions of exponential ones), and the search still
+/// finds a capacity that a full step passed.
+#[test]
+fn a_search_with_poisson_arrivals_paces_its_steps_with_exponential_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.tsv");
+    let target = url("/ping");
+    let (output, json) = search(&[
+        "--h1",
+        "-c",
+        "16",
+        "--find-max",
+        "--step-duration",
+        "300ms",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "5",
+        "--log-file",
+        log.to_str().unwrap(),
+        &target,
+    ]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let cell = &json["cells"][0];
+    assert_eq!(cell["settings"]["arrival"], "poisson");
+    let capacity = &cell["capacity"];
+    let found = capacity["capacity_rps"].as_f64().unwrap();
+    assert!(found > 0.0, "{capacity}");
+    let steps = capacity["steps"].as_array().unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|step| step["offered_rps"].as_f64() == Some(found) && step["passed"] == true),
+        "{capacity}"
+    );
+    // The unpaced ceiling step comes first and sends as fast as it can; the later part of the
+    // search (its first fifth at most) is paced steps alone.
+    let times = scheduled_send_times(&log);
+    let (distance, critical) = poisson_pair_distance(&times[times.len() * 2 / 5..]);
+    assert!(
+        distance < critical,
+        "pairs of gaps {distance:.4} from exponential ones (1% critical {critical:.4}), {} send times",
+        times.len()
+    );
 }

@@ -445,3 +445,47 @@ impl std::fmt::Display for Noise {
         )
     }
 }
+
+/// The scheduled send times of a `--log-file` (its 9th column, µs since the Unix epoch), sorted.
+pub fn scheduled_send_times(log: &std::path::Path) -> Vec<i64> {
+    let mut times: Vec<i64> = std::fs::read_to_string(log)
+        .expect("the request log is written")
+        .lines()
+        .map(|line| {
+            let column = line.split('\t').nth(8).expect("a 9th column");
+            column.parse().expect("a number of µs")
+        })
+        .collect();
+    times.sort_unstable();
+    times
+}
+
+/// How far send times are from a Poisson process whose rate may drift slowly (a ramp, the steps
+/// of a search): for exponential gaps of one rate, a gap over the sum of it and the next,
+/// g1 / (g1 + g2), is uniform on (0, 1) whatever the rate, so disjoint pairs of neighbouring
+/// gaps give a Kolmogorov–Smirnov distance against the uniform without knowing the rate curve.
+/// Returns (distance, its 1% critical value for that many pairs); evenly spaced times are about
+/// 0.5 away.
+pub fn poisson_pair_distance(times: &[i64]) -> (f64, f64) {
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]) as f64)
+        .collect();
+    let mut shares: Vec<f64> = gaps
+        .chunks_exact(2)
+        .filter(|pair| pair[0] + pair[1] > 0.0)
+        .map(|pair| pair[0] / (pair[0] + pair[1]))
+        .collect();
+    shares.sort_by(f64::total_cmp);
+    let n = shares.len() as f64;
+    let distance = shares
+        .iter()
+        .enumerate()
+        .map(|(i, share)| {
+            (share - i as f64 / n)
+                .abs()
+                .max(((i + 1) as f64 / n - share).abs())
+        })
+        .fold(0.0, f64::max);
+    (distance, 1.628 / n.sqrt())
+}

@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    assert_schedule_kept, assert_usage_error, h2load_rs, run_command, timer_noise, url, Run,
+    assert_schedule_kept, assert_usage_error, h2load_rs, poisson_pair_distance, run_command,
+    scheduled_send_times, timer_noise, url, Run,
 };
 
 /// Requests completed per second in the first and the last full-length interval of cell `cell`.
@@ -81,6 +82,55 @@ fn a_ramp_is_one_cell_on_the_same_connections_sending_the_area_under_its_curve()
     assert!(
         first_stage.abs_diff(200) <= allowed,
         "{first_stage} in the first stage, 200 ± {allowed} (widened by {widening:?}; {noise})"
+    );
+}
+
+/// `--arrival poisson` on a ramp: the send times are a Poisson process following the ramp's
+/// rate curve (neighbouring gaps in the proportions exponential gaps have), about as many as its
+/// area (2,400: a Poisson count, sd 49), each sent or missed; and the uniform ramp's are not.
+#[test]
+fn a_ramp_with_poisson_arrivals_sends_its_area_with_exponential_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.tsv");
+    let ramp = |arrival: &str| {
+        let run = h2load_rs(&[
+            "--h1",
+            "-c",
+            "8",
+            "--stages",
+            "2s:200,2s:2000",
+            "--arrival",
+            arrival,
+            "--seed",
+            "3",
+            "--log-file",
+            log.to_str().unwrap(),
+            &url("/ping"),
+        ]);
+        assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+        // The default, uniform, is left out of the report's settings.
+        let named = run.cell()["settings"]["arrival"].as_str().unwrap_or("uniform");
+        assert_eq!(named, arrival);
+        let scheduled = run.int("rate/scheduled");
+        assert_schedule_kept(&run, arrival, scheduled);
+        let times = scheduled_send_times(&log);
+        assert_eq!(times.len() as u64, run.int("requests/done"));
+        (scheduled, poisson_pair_distance(&times))
+    };
+    let (scheduled, (distance, critical)) = ramp("poisson");
+    assert!(
+        scheduled.abs_diff(2400) <= 200,
+        "{scheduled} send times for an area of 2,400"
+    );
+    assert!(
+        distance < critical,
+        "pairs of gaps {distance:.4} from exponential ones (1% critical {critical:.4})"
+    );
+    let (scheduled, (distance, _)) = ramp("uniform");
+    assert_eq!(scheduled, 2400);
+    assert!(
+        distance > 0.3,
+        "uniform send times {distance:.4} from Poisson's"
     );
 }
 
