@@ -109,7 +109,9 @@ fn a_ramp_with_poisson_arrivals_sends_its_area_with_exponential_gaps() {
         ]);
         assert_eq!(run.output.code, 0, "{}", run.output.stderr);
         // The default, uniform, is left out of the report's settings.
-        let named = run.cell()["settings"]["arrival"].as_str().unwrap_or("uniform");
+        let named = run.cell()["settings"]["arrival"]
+            .as_str()
+            .unwrap_or("uniform");
         assert_eq!(named, arrival);
         let scheduled = run.int("rate/scheduled");
         assert_schedule_kept(&run, arrival, scheduled);

@@ -1,20 +1,23 @@
 //! The 95% intervals against a known truth. The built-in target's `/exp/MS` draws each delay from
 //! an exponential distribution of mean MS, whose quantiles are known: −MS·ln(1 − p). A response
-//! takes that delay plus what both ends add, about a millisecond at 4,000 requests a second in
-//! debug builds: as much as a short run's p50 interval is wide. So the coverage test's truth is
-//! the quantile of all its short runs together (merged exactly), the distribution each of them
-//! samples; the `--until-stable` test adds the overhead it measures (its p50 beyond the
-//! exponential's) to the exponential's p99. The delays (p50 6.9 ms, p99 46 ms) are short
-//! against the timeline's intervals (25 ms in a 0.5 s run), so that a batch of intervals holds
-//! its own requests from send to answer.
+//! takes that delay plus what both ends add, about a millisecond at 2,000 requests a second in
+//! debug builds, and that drifts from run to run. So the coverage test's truth is the quantile
+//! of all its short runs together (merged exactly), the distribution each of them samples, and
+//! its delays are long (mean 20 ms) so that a p50 interval (±1 ms) is wide against the drift;
+//! the `--until-stable` test adds the overhead it measures (its p50 beyond the exponential's) to
+//! the exponential's p99.
 
 use h2load_rs::server::{spawn_background, ServeOptions};
 
 use crate::common::{h2load_rs, run_command, timer_noise, Run};
-use crate::exclusive;
+use crate::{exclusive, short_of_cpu};
 
-/// The mean delay, ms.
-const MEAN_MS: f64 = 10.0;
+/// The mean delay of the coverage runs, ms: at 10 ms (4,000 requests a second over 40
+/// connections) what both ends add drifted by as much as a p50 interval is wide, and only 85–91
+/// of 100 p50 intervals covered the pooled truth.
+const COVERAGE_MEAN_MS: f64 = 20.0;
+/// The mean delay of the `--until-stable` runs, ms.
+const STABLE_MEAN_MS: f64 = 10.0;
 /// Short runs for the coverage, each independent of the others.
 const RUNS: usize = 100;
 /// Requests of a short run, and of a long one (four times as many).
@@ -22,18 +25,26 @@ const SHORT: u64 = 2_000;
 const LONG: u64 = 8_000;
 /// Long runs, to compare their intervals' widths with the short runs'.
 const LONG_RUNS: usize = 10;
-/// Connections: at 10 ms a request, about 4,000 requests a second.
+/// Connections: at 20 ms a request, about 2,000 requests a second.
 const CLIENTS: &str = "40";
 /// At most this much of what both ends add to a delay is added to the truth: beyond it the
 /// target is not serving the distribution configured.
 const OVERHEAD_CAP_US: f64 = 3_000.0;
 
-/// The exponential's `quantile`, µs (mean 10 ms).
-fn exponential(quantile: f64) -> f64 {
-    -MEAN_MS * 1000.0 * (1.0 - quantile).ln()
+/// The `quantile` of an exponential of mean `mean_ms`, µs.
+fn exponential(mean_ms: f64, quantile: f64) -> f64 {
+    -mean_ms * 1000.0 * (1.0 - quantile).ln()
 }
 
-/// A run of `requests` against `/exp/10` on the target at `addr`.
+/// How wide, µs, the 95% interval of `quantile` would be from `n` independent samples of the
+/// exponential of mean `mean_ms`: ±1.96 binomial standard deviations of its share, over the
+/// density there, (1 − quantile) / mean.
+fn independent_width(mean_ms: f64, quantile: f64, n: u64) -> f64 {
+    let share_sd = (quantile * (1.0 - quantile) / n as f64).sqrt();
+    2.0 * 1.96 * share_sd * mean_ms * 1000.0 / (1.0 - quantile)
+}
+
+/// A run of `requests` against `/exp/20` on the target at `addr`.
 fn run(addr: std::net::SocketAddr, requests: u64) -> Run {
     let run = h2load_rs(&[
         "--h1",
@@ -41,7 +52,7 @@ fn run(addr: std::net::SocketAddr, requests: u64) -> Run {
         CLIENTS,
         "-n",
         &requests.to_string(),
-        &format!("http://{addr}/exp/{MEAN_MS}"),
+        &format!("http://{addr}/exp/{COVERAGE_MEAN_MS}"),
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     assert_eq!(run.int("requests/succeeded"), requests);
@@ -105,8 +116,8 @@ fn intervals_cover_the_true_percentiles_and_narrow_as_the_run_grows() {
         "confidence truth: pooled p50 {:.0} µs, p99 {:.0} µs (the exponential's: {:.0} and {:.0}); {noise}",
         pooled("p50"),
         pooled("p99"),
-        exponential(0.5),
-        exponential(0.99)
+        exponential(COVERAGE_MEAN_MS, 0.5),
+        exponential(COVERAGE_MEAN_MS, 0.99)
     );
     let quantiles = ["p50", "p99"];
     let truth = |label: &str| pooled(label);
@@ -149,22 +160,46 @@ fn intervals_cover_the_true_percentiles_and_narrow_as_the_run_grows() {
         open[0] == 0 && open[1] <= RUNS / 10,
         "open intervals: {open:?}"
     );
-    // The p99's 95% intervals: 90–99 of 100 cover (95 expected, sd 2.2). Seen: 97, 98, 98, 98.
-    assert!(
-        (90..=99).contains(&covered[1]),
-        "p99: {} of {RUNS} intervals covered the truth; {noise}",
-        covered[1]
-    );
-    // The p50's fall short of 95: 86, 85, 91 of 100 (73 at 2,000 requests a second). What both
-    // ends add to a 7 ms delay (about 1 ms here) drifts from run to run by about as much as a
-    // p50 interval is wide (±0.5 ms), and one run's interval sees only the variation within it.
-    // A p99 interval (±5 ms) dwarfs the drift. So the p50 is held to 75 (three sd of 95 below
-    // 90 would be 83: the drift costs about ten) and the shortfall is a finding, not a pass.
-    assert!(
-        covered[0] >= 75,
-        "p50: {} of {RUNS} intervals covered the truth; {noise}",
-        covered[0]
-    );
+    // 95% intervals: at least 90 of 100 cover (95 expected, sd 2.2; seen: p50 95, 97; p99 97–99).
+    // Their upper limit, 99 of 100, cannot be held to with 100 runs (an interval of exactly 99%
+    // covers all 100 in a third of the tests); what over-wide intervals would show is their
+    // width, held below 1.6 times what independent samples give (seen: 1.15 and 1.24; the batch
+    // means see the closed loop's dependence), and above 0.8 times (narrower would be a
+    // precision the run does not have).
+    // On a machine short of CPU (measured before and after the runs), what both ends add to a
+    // delay drifts from run to run by more than a p50 interval is wide: beside `stress-ng --cpu
+    // 2`, 4.7 ms added on average, and 70 of 100 p50 intervals covered the pooled p50 while 98
+    // p99 intervals covered theirs. The p50's coverage is then not asserted (said on stderr);
+    // the p99's, which is wide against that drift, and both widths still are.
+    let after = timer_noise();
+    let starved = short_of_cpu(&noise) || short_of_cpu(&after);
+    for (i, label) in quantiles.iter().enumerate() {
+        let quantile = [0.5, 0.99][i];
+        let independent = independent_width(COVERAGE_MEAN_MS, quantile, SHORT);
+        let ratio = widths[i] / independent;
+        eprintln!(
+            "confidence truth: {label} covered in {} of {RUNS}; mean width {:.0} µs, {ratio:.2} times \
+             independent samples' {independent:.0} µs",
+            covered[i], widths[i]
+        );
+        if starved && *label == "p50" {
+            eprintln!(
+                "confidence truth: p50 coverage not asserted on a machine short of CPU ({noise}; \
+                 after the runs: {after})"
+            );
+        } else {
+            assert!(
+                covered[i] >= 90,
+                "{label}: {} of {RUNS} intervals covered the truth; {noise}; after: {after}",
+                covered[i]
+            );
+        }
+        assert!(
+            (0.8..=1.6).contains(&ratio),
+            "{label}: mean width {:.0} µs is {ratio:.2} times independent samples' {independent:.0} µs",
+            widths[i]
+        );
+    }
     // Four times the samples: about half the width (the rank interval shrinks as 1/√n).
     let mut long_widths = [0f64; 2];
     for _ in 0..LONG_RUNS {
@@ -208,7 +243,7 @@ fn until_stable_stops_when_the_p99_is_sure_enough_and_says_when_the_cap_came_fir
             cap,
             "--until-stable",
             target,
-            &format!("http://{addr}/exp/10"),
+            &format!("http://{addr}/exp/{STABLE_MEAN_MS}"),
         ]);
         assert_eq!(run.output.code, 0, "{}", run.output.stderr);
         run
@@ -218,8 +253,8 @@ fn until_stable_stops_when_the_p99_is_sure_enough_and_says_when_the_cap_came_fir
     // What both ends add to each delay at this load, measured: the run's p50 beyond the
     // exponential's (at most OVERHEAD_CAP_US), added to the exponential's p99.
     let p50 = run.num("latency/request/percentiles/p50");
-    let added = (p50 - exponential(0.5)).clamp(0.0, OVERHEAD_CAP_US);
-    let true_p99 = -10_000.0 * (0.01f64).ln() + added;
+    let added = (p50 - exponential(STABLE_MEAN_MS, 0.5)).clamp(0.0, OVERHEAD_CAP_US);
+    let true_p99 = exponential(STABLE_MEAN_MS, 0.99) + added;
     eprintln!("until stable: {until}; true p99 {true_p99:.0} µs ({added:.0} µs added); {noise}");
     assert_eq!(until["reached"], true, "{until}");
     let after = until["stopped_after_s"]
