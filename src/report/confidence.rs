@@ -149,6 +149,13 @@ pub(crate) fn annotate(summary: &mut Summary) {
     {
         summary.confidence = percentile_bounds(summary, None);
     }
+    // A URL's samples have no timeline of their own: its intervals assume them independent
+    // (`method: independent` says so), which a run whose requests move together makes too narrow.
+    for row in &mut summary.urls {
+        if let Some(latency) = row.latency.as_deref_mut() {
+            latency.confidence = percentile_bounds(latency, None);
+        }
+    }
     summary.requests_per_s_ci = rate_bounds(&summary.timeline, summary.requests_per_s);
 }
 

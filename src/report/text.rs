@@ -368,14 +368,24 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
     }
     let mut order: Vec<&super::UrlRow> = urls.iter().collect();
     order.sort_by_key(|row| std::cmp::Reverse(row.requests));
-    let percentile = |row: &super::UrlRow, pick: fn(&super::Percentiles) -> u64| {
-        row.latency
+    // A percentile and, for the three quantiles, its 95% interval.
+    let percentile = |row: &super::UrlRow, label: &str, pick: fn(&super::Percentiles) -> u64| {
+        let Some(latency) = row.latency.as_ref().filter(|latency| latency.count > 0) else {
+            return "-".to_owned();
+        };
+        let value = pick(&latency.percentiles);
+        let interval = latency
+            .confidence
             .as_ref()
-            .filter(|latency| latency.count > 0)
-            .map_or_else(
-                || "-".to_owned(),
-                |latency| format_micros(pick(&latency.percentiles) as f64),
-            )
+            .and_then(|bounds| bounds.of(label));
+        match interval {
+            Some(bounds) => format!(
+                "{} ({})",
+                format_micros(value as f64),
+                format_range(value, bounds)
+            ),
+            None => format_micros(value as f64),
+        }
     };
     let lines: Vec<Vec<String>> = order
         .iter()
@@ -386,10 +396,10 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
                 row.requests.to_string(),
                 row.succeeded.to_string(),
                 row.failed.to_string(),
-                percentile(row, |p| p.p50),
-                percentile(row, |p| p.p90),
-                percentile(row, |p| p.p99),
-                percentile(row, |p| p.max),
+                percentile(row, "p50", |p| p.p50),
+                percentile(row, "p90", |p| p.p90),
+                percentile(row, "p99", |p| p.p99),
+                percentile(row, "max", |p| p.max),
             ]
         })
         .collect();
@@ -422,6 +432,11 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
     titles[0] = format!("{:width$}", titles[0]);
     let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
     out.push_str(&aligned(&titles, &lines));
+    writeln!(
+        out,
+        "(95% intervals in brackets; a URL has no timeline of its own, so they assume its samples \
+         independent)"
+    )?;
     if urls.len() > TOP_URLS {
         writeln!(out, "… and {} more in JSON", urls.len() - TOP_URLS)?;
     }

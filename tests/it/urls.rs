@@ -482,13 +482,41 @@ fn per_url_rows_are_exported_merged_and_cut_in_text() {
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(
         rows[0],
-        "cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms"
+        "cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms,\
+         p50_low_ms,p50_high_ms,p90_low_ms,p90_high_ms,p99_low_ms,p99_high_ms"
     );
     assert_eq!(rows.len(), 13);
     assert!(
         rows[12].starts_with("1,h2c c=1 m=1,/bytes/11,20,20,0,"),
         "{}",
         rows[12]
+    );
+    // Each URL's percentiles carry 95% intervals that assume its 20 samples independent, the same
+    // in JSON, CSV and text: the p50 of 20 lies between their 6th and 15th (binomial ranks), so
+    // both ends exist and hold it; the p99 of 20 has no upper end.
+    let json_rows = run.cell()["urls"].as_array().unwrap();
+    for (row, line) in json_rows.iter().zip(&rows[1..]) {
+        let latency = &row["latency"];
+        let confidence = &latency["confidence"];
+        assert_eq!(confidence["method"], "independent", "{row}");
+        let p50 = latency["percentiles"]["p50"].as_u64().unwrap();
+        let (low, high) = (
+            confidence["p50"]["ci_low"].as_u64().unwrap(),
+            confidence["p50"]["ci_high"].as_u64().unwrap(),
+        );
+        assert!(low <= p50 && p50 <= high, "{row}");
+        assert!(confidence["p99"]["ci_high"].is_null(), "{row}");
+        let fields: Vec<&str> = line.split(',').collect();
+        let ms = |micros: u64| format!("{:.3}", micros as f64 / 1000.0);
+        assert_eq!(fields[10..12], [ms(low), ms(high)], "{line}");
+        assert_eq!(fields[15], "", "an open end: {line}");
+    }
+    assert!(
+        run.output
+            .stdout
+            .contains("a URL has no timeline of its own"),
+        "{}",
+        run.output.stdout
     );
     // Two runs merged: the rows add up, the latency of each URL too.
     let reports: Vec<String> = (0..2)

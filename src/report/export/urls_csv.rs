@@ -1,5 +1,6 @@
 //! `--csv-urls FILE`: every cell's per-URL figures, one row per cell and URL (the `urls` of the
-//! JSON report; a cell with a single URL has no row).
+//! JSON report; a cell with a single URL has no row), with the 95% intervals of p50, p90 and p99
+//! in columns after the figures, so that scripts reading the first ten keep working.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -14,8 +15,10 @@ pub(crate) struct UrlsCsv;
 
 impl Exporter for UrlsCsv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        let mut csv =
-            String::from("cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms\n");
+        let mut csv = String::from(
+            "cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms,\
+                          p50_low_ms,p50_high_ms,p90_low_ms,p90_high_ms,p99_low_ms,p99_high_ms\n",
+        );
         for cell in &document.cells {
             for row in &cell.urls {
                 // Empty latency fields: a URL past the first 1000, or without a response.
@@ -25,9 +28,24 @@ impl Exporter for UrlsCsv {
                         format!("{:.3}", pick(&latency.percentiles) as f64 / 1000.0)
                     })
                 };
+                // The 95% interval's ends (empty: none, or an open upper end).
+                let ends = |label: &str| {
+                    let bounds = latency
+                        .and_then(|latency| latency.confidence.as_ref())
+                        .and_then(|confidence| confidence.of(label));
+                    let millis = |micros: u64| format!("{:.3}", micros as f64 / 1000.0);
+                    (
+                        bounds.map_or_else(String::new, |bounds| millis(bounds.ci_low)),
+                        bounds
+                            .and_then(|bounds| bounds.ci_high)
+                            .map_or_else(String::new, millis),
+                    )
+                };
+                let [(p50_low, p50_high), (p90_low, p90_high), (p99_low, p99_high)] =
+                    ["p50", "p90", "p99"].map(ends);
                 let _ = writeln!(
                     csv,
-                    "{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     cell.cell.index,
                     field(&cell.cell.label),
                     field(&row.url),
@@ -38,6 +56,12 @@ impl Exporter for UrlsCsv {
                     ms(|p| p.p90),
                     ms(|p| p.p99),
                     ms(|p| p.max),
+                    p50_low,
+                    p50_high,
+                    p90_low,
+                    p90_high,
+                    p99_low,
+                    p99_high,
                 );
             }
         }
