@@ -120,7 +120,7 @@ pub struct Summary {
     #[serde(default)]
     pub generator: GeneratorLoad,
     /// Whether the run was steady: trends in its per-interval rate and p99, a first part unlike
-    /// the rest (absent under 10 intervals).
+    /// the rest (absent under 10 intervals or a measured period under 1 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steadiness: Option<Steadiness>,
     /// With `--until-stable`: how sure the p99 and the rate got, and whether that or the cap
