@@ -38,16 +38,13 @@ use crate::cli::LoadArgs;
 use crate::plan::objective::Measured;
 use crate::plan::{RunPlan, StopRule};
 use crate::report::capacity::{grouped, Capacity, CapacityStep, Consistency, LoadPoint, Phase};
+use crate::report::POISSON_SLACK_SD;
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
 
 /// A step passes only if at least this share of the offered rate was achieved (less, under
-/// Poisson arrivals, what the schedule's own count may fall short by: [`COUNT_SLACK`]).
+/// Poisson arrivals, what the schedule's own count may fall short by: [`POISSON_SLACK_SD`]).
 const DELIVERED: f64 = 0.97;
-/// Standard deviations of a Poisson schedule's count below its mean a step may deliver and still
-/// pass: the one-sided 99% point, so a server that keeps up fails a step by chance one time in
-/// 100, not one in four.
-const COUNT_SLACK: f64 = 2.33;
 /// The coarse ramp, in shares of the ceiling.
 const RAMP: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 /// Below the ramp's first share, how many times the rate is halved before giving up.
@@ -398,7 +395,8 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         .offered_rps
         .filter(|_| !result.interrupted)
         .map(|offered| {
-            let slack = COUNT_SLACK * result.count_sd / result.measured.as_secs_f64().max(1e-9);
+            let slack =
+                POISSON_SLACK_SD * result.count_sd / result.measured.as_secs_f64().max(1e-9);
             delivered_rps(&step) >= DELIVERED * offered - slack
                 && objectives
                     .iter()

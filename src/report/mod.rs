@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::observe::watch::ProcessUsage;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::units::counted;
-pub(crate) use rate::{InFlight, RateReport};
+pub(crate) use rate::{InFlight, RateReport, POISSON_SLACK_SD};
 // Named `super::latency_summary` by merge.
 use summary::latency_summary;
 pub(crate) use summary::schema::{

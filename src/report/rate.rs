@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 use crate::plan::RunPlan;
 use crate::recorder::hdr;
 
+/// How many standard deviations of its own count a Poisson schedule may fall short of its
+/// requested rate by chance before a shortfall is the run's: the one-sided 99% point. A Poisson
+/// schedule's count over a period is random (sd √(rate × period)), so "98% of the requested
+/// rate" alone fails a server that kept up one short run in four.
+pub(crate) const POISSON_SLACK_SD: f64 = 2.33;
+
 /// Scheduling with `--rate`: what was asked, what happened, and how late requests went out.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RateReport {

@@ -29,7 +29,7 @@ pub fn url(path: &str) -> String {
 /// as `nice -n -20 taskset -c 1` that then runs it; empty for none), killed when dropped.
 pub struct TargetProcess {
     child: std::process::Child,
-    /// Its base URL, `http://127.0.0.1:PORT`, as it printed it.
+    /// Its base URL, `http://127.0.0.1:PORT` (`https://` with `--tls`), as it printed it.
     pub base: String,
 }
 
@@ -60,10 +60,18 @@ impl TargetProcess {
         .expect("the target prints its address");
         let base = line
             .split_whitespace()
-            .find(|word| word.starts_with("http://"))
+            .find(|word| word.starts_with("http://") || word.starts_with("https://"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_owned();
         TargetProcess { child, base }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        let authority = self.base.split("://").nth(1).expect("a scheme");
+        authority
+            .parse()
+            .unwrap_or_else(|_| panic!("no address in {}", self.base))
     }
 
     /// Kills it now (as a server dying mid-run would).

@@ -3,9 +3,9 @@
 //! scripts. Nothing here may outlive its test: every socket has short timeouts so that every loop
 //! re-checks the server's stop flag, and every connection has a hard lifetime on top.
 
+use crate::common::TargetProcess;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -35,7 +35,7 @@ pub struct Server {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
-    process: Option<Child>,
+    process: Option<TargetProcess>,
     never_processed: Arc<AtomicU64>,
     /// Connections whose script is still running.
     active: Arc<AtomicUsize>,
@@ -68,10 +68,8 @@ impl Drop for Server {
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
         }
-        if let Some(mut process) = self.process.take() {
-            let _ = process.kill();
-            let _ = process.wait();
-        }
+        // A built-in target's process is killed as it drops.
+        drop(self.process.take());
     }
 }
 
@@ -147,26 +145,9 @@ fn serve(behaviour: Behaviour, conn: Conn) {
 
 /// `h2load-rs serve --tls` on a free port, its address read from the line it prints.
 fn builtin_tls() -> Server {
-    let mut process = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
-        .args(["serve", "--tls", "--port", "0", "--threads", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the built-in target starts");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(process.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("the built-in target prints its address");
-    let addr = line
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("https://"))
-        .and_then(|host_port| host_port.parse().ok())
-        .unwrap_or_else(|| panic!("no https:// address in {line:?}"));
+    let process = TargetProcess::start(&[], &["--tls", "--threads", "1"]);
     Server {
-        addr,
+        addr: process.addr(),
         stop: Arc::new(AtomicBool::new(false)),
         acceptor: None,
         process: Some(process),
