@@ -134,18 +134,18 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     );
 
     // One set of connections for the whole run; it counts the steps plus the settling: 1 s at
-    // 200/s and 1 s unpaced (±25%: the change of rate and the drain at the end are in it, and
-    // the unpaced rate of the settling second differs from the measured seconds' when other
-    // tests load the machine — seen 16% under the full suite). On a machine short of CPU the
-    // closed loop's rate follows the CPU share from second to second, so the unpaced second may
-    // differ by the measured slowdown too, at most 1.5x (seen: 930 against 738 at a share of
-    // 0.5); a settling counted twice or not at all still fails.
+    // 200/s and 1 s unpaced. The unpaced settling second runs at whatever rate the machine's
+    // load of that second allows, which under the full suite differs from the measured seconds'
+    // by more than any measured noise predicts (seen: 16% under, and 36% under at a CPU share
+    // of 0.97 measured before the run, on CI). What the check is for is the two wrong answers,
+    // a settling not counted (0 outside the steps) or counted twice (2x): ±50% stays half-way
+    // from both.
     assert_eq!(outcome.recorder.connections_opened, 10);
     assert!(!outcome.interrupted);
     let total = outcome.recorder.counters.done;
     let settling = total as f64 - (paced.done + unpaced.done) as f64;
     let expected = 200.0 + unpaced.achieved_rps;
-    let allowed = 0.25 * expected + unpaced.achieved_rps * (noise.slowdown(1.5) - 1.0);
+    let allowed = 0.5 * expected;
     assert!(
         (settling - expected).abs() <= allowed,
         "{total} requests in all: {settling} outside the steps, {expected:.0} ± {allowed:.0} \
