@@ -17,7 +17,7 @@ use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -58,6 +58,21 @@ impl<T: LowWater + ?Sized> LowWater for &mut T {
     }
 }
 
+/// A connection that can tell when the bytes it read arrived in the kernel, so that the driver
+/// can measure how long responses waited for h2load-rs (its own part of their latency).
+pub(crate) trait Arrivals {
+    /// When the newest byte read since the last call arrived, as time since the Unix epoch
+    /// (the kernel's receive timestamp, `CLOCK_REALTIME`); `None` where the transport does not
+    /// tell.
+    fn take_arrival(&mut self) -> Option<Duration>;
+}
+
+impl<T: Arrivals + ?Sized> Arrivals for &mut T {
+    fn take_arrival(&mut self) -> Option<Duration> {
+        (**self).take_arrival()
+    }
+}
+
 /// A connection's client-side limits besides the session's own deadlines.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ConnLimits {
@@ -81,7 +96,7 @@ pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
 /// until the budget is spent, the server ends it, or it fails. Its deadlines wait on `timer`.
 /// HTTP/3 has no byte-stream session (it runs on QUIC, see [`super::h3`]): a connection said to
 /// speak it here fails as a connection.
-pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
+pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Arrivals + Unpin>(
     mut io: S,
     templates: &Templates,
     protocol: Option<Protocol>,
@@ -106,6 +121,8 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
     );
     let mut pending: Vec<u8> = Vec::new();
     let mut last_read = Instant::now();
+    // When the newest byte read so far arrived in the kernel, where the transport tells.
+    let mut arrived = None;
     let mut low_water = 1;
     let mut unflushed = false;
     loop {
@@ -165,15 +182,25 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Unpin>(
             },
             Ok(count) => {
                 last_read = at;
+                // Bytes a TLS layer had already taken off the socket come with no stamp of
+                // their own: they arrived with the newest stamped ones before them.
+                arrived = io.take_arrival().or(arrived);
+                let waited = arrived.map(waited_since);
+                let before = ledger.responses_completed();
                 let buffer = read_buffer.borrow();
-                feed(
+                let fed = feed(
                     &mut session,
                     &buffer[..count],
                     &mut pending,
                     at,
                     &ledger,
                     &mut out,
-                )
+                );
+                let responses = ledger.responses_completed() - before;
+                if let (Some(waited), 1..) = (waited, responses) {
+                    ledger.received_after(at, waited, responses);
+                }
+                fed
             }
             Err(error) => Err(Failure::new(
                 io_error_kind(&error),
@@ -208,6 +235,16 @@ pub(super) fn feed(
         *pending = Vec::new();
     }
     Ok(())
+}
+
+/// How long ago, on the wall clock the kernel stamps with, `arrived` (time since the Unix epoch)
+/// was; zero if the clock stepped back since. Read right after the read, beside its `Instant`,
+/// so that the wait never holds the time the session then spends on the bytes.
+fn waited_since(arrived: Duration) -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(arrived)
 }
 
 /// The connection cannot go on: its requests fail with the failure's kind. A failure with no
@@ -349,6 +386,12 @@ mod tests {
     impl LowWater for Pieces {
         fn set_low_water(&mut self, bytes: usize) {
             self.marks.push((self.delivered, bytes));
+        }
+    }
+
+    impl Arrivals for Pieces {
+        fn take_arrival(&mut self) -> Option<Duration> {
+            None
         }
     }
 

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::template::{Draw, Rng, PATH_CHOICE};
@@ -417,6 +417,20 @@ impl<'a> Ledger<'a> {
             let response = Some((sample.first_byte, sample.status));
             self.log(sample.start, response, sample.end);
         }
+    }
+
+    /// Responses completed on this connection so far.
+    pub(crate) fn responses_completed(&self) -> u64 {
+        self.conn.completed.get()
+    }
+
+    /// A read at `at` completed `responses` responses whose newest byte had waited `waited` in
+    /// the kernel.
+    pub(crate) fn received_after(&self, at: Instant, waited: Duration, responses: u64) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .received_after(at, waited, responses);
     }
 
     /// Records a request that ended without a complete response.

@@ -112,6 +112,11 @@ pub struct Recorder {
     pub service: Option<Histogram<u64>>,
     /// How long after its schedule each request went out (rate mode).
     pub start_delay: Option<Histogram<u64>>,
+    /// How long each response waited, whole in the kernel's socket buffer, for h2load-rs to
+    /// read it: from the kernel's receive timestamp of the newest byte of the read that
+    /// completed it to that read. Created by the first stamped read, so `None` where the
+    /// transport gives no timestamps (io_uring, unix sockets, HTTP/3).
+    pub receive_wait: Option<Histogram<u64>>,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
     /// Stream resets (HTTP/2 and HTTP/3) by error code.
@@ -160,6 +165,7 @@ impl Recorder {
             clients: vec![ClientSlot::default(); slots],
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
+            receive_wait: None,
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             stream_reset_codes: std::collections::BTreeMap::new(),
             in_flight: InFlightMeter::new(measure_start),
@@ -258,6 +264,16 @@ impl Recorder {
             if let Some(histogram) = &mut self.start_delay {
                 histogram.saturating_record(micros(start.actual - start.intended));
             }
+        }
+    }
+
+    /// A read at `at` completed `responses` responses, whose newest byte had arrived `waited`
+    /// before it.
+    pub fn received_after(&mut self, at: Instant, waited: Duration, responses: u64) {
+        if self.is_measured(at) {
+            self.receive_wait
+                .get_or_insert_with(new_histogram)
+                .saturating_record_n(micros(waited), responses);
         }
     }
 
@@ -419,11 +435,15 @@ impl Recorder {
                 mine.add(theirs).expect("histograms share bounds");
             }
         }
-        if let Some(theirs) = &other.proxy {
-            self.proxy
-                .get_or_insert_with(new_histogram)
-                .add(theirs)
-                .expect("histograms share bounds");
+        for (mine, theirs) in [
+            (&mut self.proxy, &other.proxy),
+            (&mut self.receive_wait, &other.receive_wait),
+        ] {
+            if let Some(theirs) = theirs {
+                mine.get_or_insert_with(new_histogram)
+                    .add(theirs)
+                    .expect("histograms share bounds");
+            }
         }
         self.request
             .add(&other.request)

@@ -142,6 +142,7 @@ pub(crate) fn annotate(summary: &mut Summary) {
     for summary in [Some(&mut latency.connect), latency.proxy.as_mut()]
         .into_iter()
         .chain([
+            latency.receive_wait.as_mut(),
             latency.handshake_full.as_mut(),
             latency.handshake_resumed.as_mut(),
         ])

@@ -2,7 +2,7 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
-use super::{counted, CellInfo, LatencySummary, RateReport, Summary, POISSON_SLACK_SD};
+use super::{counted, CellInfo, Latencies, LatencySummary, RateReport, Summary, POISSON_SLACK_SD};
 use crate::units::format_micros;
 
 /// Two request rates within 2% of each other count as the same: a paced cell that achieved at
@@ -131,6 +131,9 @@ pub(crate) fn cell(summary: &Summary) -> Vec<String> {
     if let Some(sentence) = summary.steadiness.as_ref().and_then(|s| s.sentence()) {
         sentences.push(sentence);
     }
+    if let Some(sentence) = receive_wait(&summary.latency) {
+        sentences.push(sentence);
+    }
     if let Some(sentence) = summary.generator.sentence() {
         // The first thing to know of a result the generator itself may have set.
         sentences.insert(0, sentence);
@@ -144,6 +147,28 @@ pub(crate) fn cell(summary: &Summary) -> Vec<String> {
         ));
     }
     sentences
+}
+
+/// The share of the latency's p99 from which the responses' own p99 wait for h2load-rs is worth
+/// a sentence: below it, the generator's part is within what a user reads as the server's.
+const NOTABLE_WAIT: f64 = 0.1;
+
+/// How long responses waited in the kernel for h2load-rs, when that is a notable part of the
+/// latency (of the service time with `--rate`: the response time holds the schedule's lateness).
+fn receive_wait(latency: &Latencies) -> Option<String> {
+    let wait = &latency.receive_wait.as_ref()?.percentiles;
+    let (what, whole) = match &latency.service {
+        Some(service) => ("service time", service.percentiles.p99),
+        None => ("request", latency.request.percentiles.p99),
+    };
+    (whole > 0 && wait.p99 as f64 >= NOTABLE_WAIT * whole as f64).then(|| {
+        format!(
+            "responses waited in the kernel for h2load-rs to read them: p50 {} / p99 {}, against a {what} p99 of {}; that part of each latency is the generator's own, not the server's (more -t, or an idle core for h2load-rs, shrinks it)",
+            format_micros(wait.p50 as f64),
+            format_micros(wait.p99 as f64),
+            format_micros(whole as f64)
+        )
+    })
 }
 
 /// Sentences comparing protocols at each level of a sweep.
@@ -322,6 +347,35 @@ mod tests {
             confidence: None,
             hdr: String::new(),
         }
+    }
+
+    #[test]
+    fn a_wait_of_a_tenth_of_the_p99_or_more_is_said() {
+        let at = |p99: u64| service(p99, p99);
+        let latencies = |wait: Option<u64>, paced: Option<u64>| Latencies {
+            request: at(2_000),
+            service: paced.map(at),
+            connect: at(100),
+            proxy: None,
+            ttfb: at(2_000),
+            receive_wait: wait.map(at),
+            handshake_full: None,
+            handshake_resumed: None,
+        };
+        assert_eq!(receive_wait(&latencies(None, None)), None);
+        assert_eq!(receive_wait(&latencies(Some(199), None)), None);
+        let said = receive_wait(&latencies(Some(200), None)).unwrap();
+        assert!(
+            said.contains("p99 200us, against a request p99 of 2.00ms"),
+            "{said}"
+        );
+        // Paced: against the service time, the response time holding the schedule's lateness.
+        assert_eq!(receive_wait(&latencies(Some(200), Some(2_001))), None);
+        let said = receive_wait(&latencies(Some(200), Some(1_000))).unwrap();
+        assert!(
+            said.contains("against a service time p99 of 1.00ms"),
+            "{said}"
+        );
     }
 
     #[test]

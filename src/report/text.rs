@@ -482,6 +482,9 @@ fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
         rows.push(("time for proxy  :", proxy));
     }
     rows.push(("time to 1st byte:", &latency.ttfb));
+    if let Some(wait) = &latency.receive_wait {
+        rows.push(("kernel to client:", wait));
+    }
     if s.settings.tls_resume {
         let kinds = [
             ("full handshake  :", &latency.handshake_full),

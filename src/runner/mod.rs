@@ -11,6 +11,7 @@ pub(crate) mod proxy;
 pub mod signals;
 mod slot;
 mod stable;
+pub(crate) mod stamped;
 pub mod steer;
 mod tls_resume;
 mod worker;

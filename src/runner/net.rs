@@ -13,22 +13,23 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::engine::driver::LowWater;
+use crate::engine::driver::{Arrivals, LowWater};
 use crate::engine::uring::{set_receive_low_water, Peer, RingStream, Uring};
 use crate::observe::trace::ConnTrace;
 use crate::plan::route::Route;
 use crate::plan::TlsPlan;
 use crate::recorder::{ErrorKind, Failure, WireMeter};
 use crate::runner::proxy;
+use crate::runner::stamped::StampedTcp;
 use crate::tls::TlsInfo;
 
 /// An established connection: plain or TLS, over TCP (maybe through a proxy's tunnel) or a unix
 /// socket.
 pub enum Transport {
     /// Cleartext.
-    Tcp(TcpStream),
+    Tcp(StampedTcp),
     /// TLS (boxed: the session state is large).
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<StampedTcp>>),
     /// Cleartext on a unix socket.
     Unix(UnixStream),
     /// TLS on a unix socket.
@@ -44,7 +45,7 @@ pub enum Transport {
 /// A TLS stream sending early data: tokio-rustls finishes the handshake (and sends again what
 /// the server rejected) only when flushed, and reads nothing until then, so a read flushes first.
 pub struct EarlyTls {
-    stream: TlsStream<TcpStream>,
+    stream: TlsStream<StampedTcp>,
     /// When the handshake ended (`None`: still under way).
     settled: Option<Instant>,
     /// Told the handshake's outcome when it ends ([`Transport::on_handshake_settled`]).
@@ -266,13 +267,15 @@ async fn on_ring(
     })
 }
 
-/// Completes a TCP connection: TLS when `tls` is given.
+/// Completes a TCP connection: TLS when `tls` is given. From here on its reads are stamped with
+/// their arrival (a tunnel's `CONNECT` answer is not a response).
 async fn over_tcp(
     stream: TcpStream,
     tls: Option<&TlsPlan>,
     route: &Route,
     proxy_time: Option<Duration>,
 ) -> Result<Established, Failure> {
+    let stream = StampedTcp::new(stream);
     let Some(tls) = tls else {
         return Ok(Established {
             transport: Transport::Tcp(stream),
@@ -414,6 +417,22 @@ impl LowWater for Transport {
     }
 }
 
+impl Arrivals for Transport {
+    /// On TCP sockets only (TLS included: the stamp is the newest TLS record byte's): the
+    /// io_uring backend's reads are not `recvmsg` calls, and unix sockets are not stamped.
+    fn take_arrival(&mut self) -> Option<Duration> {
+        match self {
+            Transport::Tcp(stream) => stream.take_arrival(),
+            Transport::Tls(stream) => stream.get_mut().0.take_arrival(),
+            Transport::EarlyTls(early) => early.stream.get_mut().0.take_arrival(),
+            Transport::Unix(_)
+            | Transport::UnixTls(_)
+            | Transport::Ring(_)
+            | Transport::RingTls(_) => None,
+        }
+    }
+}
+
 impl AsyncWrite for Transport {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -505,6 +524,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for TappedIo<S> {
 impl<S: LowWater> LowWater for TappedIo<S> {
     fn set_low_water(&mut self, bytes: usize) {
         self.inner.set_low_water(bytes);
+    }
+}
+
+impl<S: Arrivals> Arrivals for TappedIo<S> {
+    fn take_arrival(&mut self) -> Option<Duration> {
+        self.inner.take_arrival()
     }
 }
 

@@ -256,6 +256,31 @@ fn assert_figures_agree(run: &crate::common::Run, name: &str) {
     crate::common::assert_text_matches_json(run, name);
 }
 
+/// The responses' wait in the kernel for h2load-rs: one sample per response where the transport
+/// is a TCP socket (TLS included), none where it gives no receive timestamps (HTTP/3). A wait
+/// runs from the arrival of the newest byte read to the read, after the request was sent: it is
+/// within its response's latency, so each percentile is within the latency's (give or take the
+/// wall clock's slew against the monotonic one, at most 0.05%, and a microsecond of rounding).
+pub(crate) fn assert_receive_wait(run: &crate::common::Run, name: &str, stamped: bool) {
+    let latency = &run.cell()["latency"];
+    let wait = &latency["receive_wait"];
+    if !stamped {
+        assert!(wait.is_null(), "{name}: {wait}");
+        return;
+    }
+    assert_eq!(wait["count"], latency["request"]["count"], "{name}");
+    for label in ["p50", "p99", "p99.9", "max"] {
+        let (ours, whole) = (
+            wait["percentiles"][label].as_u64().unwrap(),
+            latency["request"]["percentiles"][label].as_u64().unwrap(),
+        );
+        assert!(
+            ours as f64 <= whole as f64 * 1.0005 + 1.0,
+            "{name}: {label} wait {ours} µs, latency {whole} µs"
+        );
+    }
+}
+
 /// The figures of one run per protocol (h1, h2c, h2, h3 against the built-in target) agree.
 #[test]
 fn every_protocol_reports_figures_that_agree() {
@@ -283,6 +308,7 @@ fn every_protocol_reports_figures_that_agree() {
         assert_eq!(run.output.code, 0, "{proto}: {}", run.output.stderr);
         assert_eq!(run.int("requests/succeeded"), 400, "{proto}");
         assert_figures_agree(&run, proto);
+        assert_receive_wait(&run, proto, proto != "h3");
     }
     // And runs with errors: a TLS failure (connection attempts, requests never sent), streams
     // reset (requests), a timed run's drain.

@@ -44,6 +44,8 @@ fn uring_runs_are_reported_as_uring() {
             return;
         }
         assert_clean(&run, name, 400);
+        // The ring's reads are not `recvmsg` calls: no receive timestamps, no wait reported.
+        crate::figures::assert_receive_wait(&run, name, false);
         assert_eq!(run.cell()["settings"]["io"], name, "{args:?}");
         assert!(
             run.output

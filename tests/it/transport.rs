@@ -94,6 +94,8 @@ fn unix_socket_h1_and_h2c_exact_counts_and_the_socket_file_goes_at_sigterm() {
         assert_exact(&run, proto, negotiated);
         assert_eq!(run.int("connections/opened"), 4, "{proto}");
         assert!(run.cell()["latency"]["proxy"].is_null(), "{proto}");
+        // A unix socket gives no receive timestamps: no wait reported.
+        crate::figures::assert_receive_wait(&run, proto, false);
     }
     assert_eq!(server.stop("-TERM"), 0);
     assert!(!socket.exists(), "the socket file is removed at exit");
@@ -318,6 +320,7 @@ fn proxy_tunnels_with_credentials_count_only_the_http_traffic() {
         let proxied = h2load_rs(&[&["--proxy", proxied_url.as_str()][..], &args].concat());
         assert_exact(&proxied, proto, negotiated);
         assert_proxy_time(&proxied, proto);
+        crate::figures::assert_receive_wait(&proxied, proto, true);
         // The CONNECT exchange is not HTTP traffic of the run: HTTP/1.1's total (heads and
         // bodies) is the direct run's exactly. (h2c's total has control frames and HPACK blocks
         // whose size varies from run to run: the target's date header changes each second.)
@@ -375,6 +378,16 @@ fn assert_merged_proxy_times(runs: &[&Run]) {
     let proxy = &two["cells"][0]["latency"]["proxy"];
     assert_eq!(proxy["count"], proxied["count"].as_u64().unwrap() * 2);
     assert_eq!(proxy["max"], proxied["max"]);
+    // The responses' waits for the client add up the same way, from both runs' histograms.
+    let wait = |cell: &serde_json::Value, key: &str| cell["latency"]["receive_wait"][key].clone();
+    let (first, second) = (runs[0].cell(), runs[1].cell());
+    let sum = wait(first, "count").as_u64().unwrap() + wait(second, "count").as_u64().unwrap();
+    assert_eq!(wait(&one["cells"][0], "count"), sum);
+    let highest = f64::max(
+        wait(first, "max").as_f64().unwrap(),
+        wait(second, "max").as_f64().unwrap(),
+    );
+    assert_eq!(wait(&one["cells"][0], "max").as_f64(), Some(highest));
 }
 
 #[test]

@@ -6,7 +6,11 @@
 //! can send is flagged, and its schedule says exactly how many send times were late or missed.
 
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use crate::common::{h2load_rs, run_command_within, timer_noise, url, Run, TargetProcess};
 use crate::exclusive;
@@ -118,5 +122,90 @@ fn a_rate_beyond_one_thread_is_flagged_with_its_late_and_missed_sends_counted() 
         run.output.stdout.contains("busy, rarely waiting"),
         "{}",
         run.output.stdout
+    );
+}
+
+/// A client stopped (`SIGSTOP`) for a known time while responses are in flight: they arrive while
+/// it is stopped and wait in the kernel until it runs again. Each waits the stop, less how long
+/// after the stop began it arrived (at most the 10 ms handler and the target's lateness: paced
+/// sends every 5 ms keep one or two requests in flight at any moment), plus the wake-up after
+/// `SIGCONT`; the responses that arrived while the client ran waited far less.
+#[test]
+fn responses_that_arrived_while_the_client_was_stopped_waited_the_stop() {
+    let _machine = exclusive();
+    let noise = timer_noise();
+    let target = TargetProcess::start(&["nice", "-n", "-20"], &["--threads", "2"]);
+    let url = format!("{}/delay/10", target.base);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut client = Command::new(env!("CARGO_BIN_EXE_h2load-rs"))
+        .args(["--h1", "-c", "4", "--rate", "200", "-D", "4s", "--json"])
+        .args([json.as_os_str(), url.as_ref()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = Pid::from_raw(i32::try_from(client.id()).unwrap());
+    let (stops, stop) = (4_u64, Duration::from_millis(150));
+    // Each stop lasted at least from the end of SIGSTOP's delivery to the start of SIGCONT's,
+    // at most from the start of one to the end of the other.
+    let (mut shortest, mut longest) = (Duration::MAX, Duration::ZERO);
+    sleep(Duration::from_millis(800));
+    for _ in 0..stops {
+        let before = Instant::now();
+        kill(pid, Signal::SIGSTOP).unwrap();
+        let stopped = Instant::now();
+        sleep(stop);
+        let resuming = Instant::now();
+        kill(pid, Signal::SIGCONT).unwrap();
+        shortest = shortest.min(resuming - stopped);
+        longest = longest.max(before.elapsed());
+        sleep(Duration::from_millis(400));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = client.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = client.kill();
+            panic!("the client did not end");
+        }
+        sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let wait = &report["cells"][0]["latency"]["receive_wait"];
+    let histogram = h2load_rs::recorder::hdr::from_base64(wait["hdr"].as_str().unwrap()).unwrap();
+    let micros = |duration: Duration| duration.as_micros() as u64;
+    let long = histogram.count_between(micros(stop / 2), u64::MAX);
+    let max = Duration::from_micros(histogram.max());
+    eprintln!(
+        "stopped {stops} times for {shortest:?}..{longest:?}: {long} responses waited over \
+         {:?}, the longest {max:?}; {noise}",
+        stop / 2
+    );
+    // A request leaves every 5 ms and is answered 10 ms later (and the target's lateness, which
+    // the timer noise bounds): at each stop one to 1 + (10 ms + lateness) / 5 ms were in flight,
+    // never none, and every one of them waited.
+    let lateness = noise.widening(Duration::from_millis(20));
+    let in_flight = 1
+        + (Duration::from_millis(10) + lateness)
+            .as_micros()
+            .div_ceil(5_000) as u64;
+    assert!(
+        (stops..=in_flight * stops).contains(&long),
+        "{long} long waits, {stops} to {} expected",
+        in_flight * stops
+    );
+    // The first response of a stop arrived at most the handler's 10 ms and that lateness after
+    // the stop began; the longest wait adds the client's wake-up after SIGCONT, within the noise.
+    assert!(
+        max + Duration::from_millis(10) + lateness >= shortest,
+        "longest wait {max:?}, stops of {shortest:?} or more"
+    );
+    assert!(
+        max <= longest + lateness,
+        "longest wait {max:?}, stops of {longest:?} or less (+{lateness:?})"
     );
 }

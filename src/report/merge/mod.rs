@@ -353,6 +353,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         })
         .transpose()?;
     let proxy = merge_optional_times(&parts, |latency| latency.proxy.as_ref())?;
+    let receive_wait = merge_optional_times(&parts, |latency| latency.receive_wait.as_ref())?;
     let timeline = merge_timelines(&parts, sources)?;
     let rate = match parts
         .iter()
@@ -514,6 +515,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     merged.latency.ttfb = latency_summary(&ttfb);
     merged.latency.service = service.as_ref().map(latency_summary);
     merged.latency.proxy = proxy;
+    merged.latency.receive_wait = receive_wait;
     merged.timeline = timeline;
     merged.rate = rate;
     merged.histograms = Histograms {

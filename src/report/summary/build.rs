@@ -266,6 +266,7 @@ fn latencies(recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies 
         connect: latency_summary(&recorder.connect),
         proxy: recorder.proxy.as_ref().map(latency_summary),
         ttfb: latency_summary(&recorder.ttfb),
+        receive_wait: recorder.receive_wait.as_ref().map(latency_summary),
         handshake_full: handshakes.map(|h| latency_summary(&h.full)),
         handshake_resumed: handshakes.map(|h| latency_summary(&h.resumed)),
     }

@@ -519,6 +519,12 @@ pub struct Latencies {
     pub proxy: Option<LatencySummary>,
     /// Request sent to first response byte.
     pub ttfb: LatencySummary,
+    /// How long each response waited, received whole by the kernel, for h2load-rs to read it:
+    /// the generator's own part of `request` (from the kernel's receive timestamp of the newest
+    /// byte of the read that completed the response). Null where the transport gives no
+    /// timestamps: `--io uring`, unix sockets, HTTP/3.
+    #[serde(default)]
+    pub receive_wait: Option<LatencySummary>,
     /// TLS handshake time of full handshakes: TCP connect start to TLS established (null for
     /// cleartext).
     #[serde(default)]
