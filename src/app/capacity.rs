@@ -38,7 +38,7 @@ use crate::cli::LoadArgs;
 use crate::plan::objective::Measured;
 use crate::plan::{RunPlan, StopRule};
 use crate::report::capacity::{grouped, Capacity, CapacityStep, Consistency, LoadPoint, Phase};
-use crate::report::POISSON_SLACK_SD;
+use crate::report::{confidence, POISSON_SLACK_SD};
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
 
@@ -371,6 +371,10 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         achieved_rps: result.achieved_rps,
     };
     let at = |quantile: f64| result.latency.value_at_quantile(quantile);
+    let bounds = |quantile: f64| {
+        (!result.latency.is_empty())
+            .then(|| confidence::quantile_bounds(&result.latency, None, quantile))
+    };
     let mut step = CapacityStep {
         phase,
         offered_rps: result.offered_rps,
@@ -388,6 +392,8 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         p99_us: at(0.99),
         p99_9_us: at(0.999),
         max_us: result.latency.max(),
+        p50_ci: bounds(0.5),
+        p99_ci: bounds(0.99),
         passed: None,
     };
     // An interrupted step's part-measurement judges nothing; failed responses are not delivered.

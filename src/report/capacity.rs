@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::confidence::Bounds;
 use crate::report::Summary;
 use crate::units::format_micros;
 
@@ -97,6 +98,14 @@ pub struct CapacityStep {
     pub p99_9_us: u64,
     /// Largest.
     pub max_us: u64,
+    /// The 95% confidence interval of `p50_us`, as if the step's samples were independent (a
+    /// step has no timeline of its own to measure their dependence: too narrow where they move
+    /// together); `null` without samples.
+    #[serde(default)]
+    pub p50_ci: Option<Bounds<u64>>,
+    /// The same for `p99_us`.
+    #[serde(default)]
+    pub p99_ci: Option<Bounds<u64>>,
     /// Every objective held and at least 97% of the offered rate was achieved (`null` for the
     /// unpaced step, which offers no rate).
     pub passed: Option<bool>,
@@ -420,6 +429,8 @@ mod tests {
             p99_us: 3000,
             p99_9_us: 4000,
             max_us: 5000,
+            p50_ci: None,
+            p99_ci: None,
             passed: Some(passed),
         }
     }

@@ -105,20 +105,31 @@ impl AsyncRead for StampedTcp {
         loop {
             ready!(this.stream.poll_read_ready(cx))?;
             let into = buf.initialize_unfilled();
-            let read = this
-                .stream
-                .try_io(Interest::READABLE, || this.receive(into));
-            match read {
-                Ok((count, arrived)) => {
-                    buf.advance(count);
-                    if arrived.is_some() {
-                        this.arrived = this.arrived.max(arrived);
-                    }
-                    return Poll::Ready(Ok(()));
+            let room = into.len();
+            let mut received = None;
+            let read = this.stream.try_io(Interest::READABLE, || {
+                let (count, arrived) = this.receive(into)?;
+                received = Some((count, arrived));
+                // A read that did not fill the buffer emptied the socket: readiness is cleared
+                // (by answering "would block"), so the next poll waits for the next segment
+                // instead of paying a system call to hear EAGAIN, as tokio's own reads do.
+                if count > 0 && count < room {
+                    return Err(io::ErrorKind::WouldBlock.into());
                 }
-                // Readiness was stale: `try_io` cleared it, so the next poll waits again.
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-                Err(error) => return Poll::Ready(Err(error)),
+                Ok(())
+            });
+            if let Some((count, arrived)) = received {
+                buf.advance(count);
+                if arrived.is_some() {
+                    this.arrived = this.arrived.max(arrived);
+                }
+                return Poll::Ready(Ok(()));
+            }
+            // Otherwise readiness was stale: `try_io` cleared it, so the next poll waits again.
+            if let Err(error) = read {
+                if error.kind() != io::ErrorKind::WouldBlock {
+                    return Poll::Ready(Err(error));
+                }
             }
         }
     }

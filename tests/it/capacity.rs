@@ -170,6 +170,21 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
             let succeeded = achieved * (done - step["failed"].as_f64().unwrap()) / done.max(1.0);
             let keeps = step["p99_us"].as_u64().unwrap() < 50_000 && succeeded >= 0.97 * offered;
             assert_eq!(step["passed"], keeps, "{step}");
+            // Its p50 and p99 each within their 95% interval (an open upper end reaching any
+            // value), present whenever it has samples.
+            for (value, ci) in [("p50_us", "p50_ci"), ("p99_us", "p99_ci")] {
+                let bounds = &step[ci];
+                if done == 0.0 {
+                    assert!(bounds.is_null(), "{step}");
+                    continue;
+                }
+                let value = step[value].as_u64().unwrap();
+                assert!(bounds["ci_low"].as_u64().unwrap() <= value, "{step}");
+                assert!(
+                    bounds["ci_high"].as_u64().is_none_or(|high| value <= high),
+                    "{step}"
+                );
+            }
             // The measured part follows the settling (a third of the step) and lasts at least
             // as long as the search waited: the worker published when asked at both edges.
             // Under load it runs longer, by the waits for a CPU at its end (14 ms seen with both
@@ -261,6 +276,10 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
     for id in ["knee-rate", "knee-latency"] {
         assert!(page.contains(&format!("id=\"{id}\"")), "{id}");
     }
+    // Each step's p50 and p99 carry their interval as an error bar.
+    let knee = &page[page.find("id=\"knee-latency\"").unwrap()..];
+    let knee = &knee[..knee.find("</figure>").unwrap()];
+    assert!(knee.matches(r#"class="ci""#).count() >= 4, "{knee}");
     for series in ["h1 c=2 m=1", "h2c c=2 m=1 p99", "achieved = offered"] {
         assert!(
             page.contains(&format!("data-series=\"{series}\"")),

@@ -258,3 +258,94 @@ fn an_interrupted_run_merges_and_diffs() {
     assert_eq!(cell["interrupted"], true);
     assert!(count(&cell, "requests.done") > 0);
 }
+
+/// Parts run with `--until-stable` merge into a whole judged on its own intervals: the merged
+/// half-widths are those of the merged p99's and rate's 95% intervals (narrower than a part's:
+/// twice the samples), not the first part's; the target is the tightest part's.
+#[test]
+fn until_stable_parts_merge_into_a_whole_judged_on_its_own_intervals() {
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let target = url("/ping");
+    let part = |dir: &Path, pct: &str| {
+        report(
+            dir,
+            &[
+                "--h1",
+                "-c",
+                "4",
+                "-D",
+                "2s",
+                "--until-stable",
+                pct,
+                &target,
+            ],
+        )
+    };
+    let (a, b) = (part(first.path(), "5%"), part(second.path(), "3%"));
+    let merged_path = first.path().join("merged.json");
+    let output = run_command(
+        BIN,
+        &[
+            "merge",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+            merged_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let cell = &json(&merged_path)["cells"][0];
+    let stable = &cell["until_stable"];
+    assert_eq!(stable["target_pct"], 3.0, "{stable}");
+    let half = |value: f64, bounds: &serde_json::Value| {
+        let (low, high) = (
+            bounds["ci_low"].as_f64().unwrap(),
+            bounds["ci_high"].as_f64().unwrap(),
+        );
+        100.0 * (high - value).max(value - low) / value
+    };
+    let p99 = cell["latency"]["request"]["percentiles"]["p99"]
+        .as_f64()
+        .unwrap();
+    let p99_half = half(p99, &cell["latency"]["request"]["confidence"]["p99"]);
+    let rate_half = half(
+        cell["requests_per_s"].as_f64().unwrap(),
+        &cell["requests_per_s_ci"],
+    );
+    let close = |reported: &serde_json::Value, computed: f64| {
+        (reported.as_f64().unwrap() - computed).abs() < 1e-9 * computed.max(1.0)
+    };
+    assert!(close(&stable["p99_half_width_pct"], p99_half), "{stable}");
+    assert!(close(&stable["rate_half_width_pct"], rate_half), "{stable}");
+    assert_eq!(
+        stable["reached"],
+        p99_half <= 3.0 && rate_half <= 3.0,
+        "{stable}"
+    );
+    let parts = [json(&a), json(&b)];
+    let stops: Vec<Option<f64>> = parts
+        .iter()
+        .map(|part| part["cells"][0]["until_stable"]["stopped_after_s"].as_f64())
+        .collect();
+    match stops.iter().copied().collect::<Option<Vec<f64>>>() {
+        Some(all) => assert_eq!(
+            stable["stopped_after_s"].as_f64(),
+            Some(all.into_iter().fold(0.0, f64::max))
+        ),
+        None => assert!(stable["stopped_after_s"].is_null(), "{stable}"),
+    }
+    // Without the flag in every part, the whole ran with none.
+    let plain = report(second.path(), &["--h1", "-c", "4", "-D", "1s", &target]);
+    let output = run_command(
+        BIN,
+        &[
+            "merge",
+            a.to_str().unwrap(),
+            plain.to_str().unwrap(),
+            "--json",
+            merged_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(json(&merged_path)["cells"][0]["until_stable"].is_null());
+}

@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::capacity::{Capacity, CapacityStep};
+use crate::report::confidence::Bounds;
 use crate::report::{
     comparison, export::outputs::write_to, Document, Exporter, LatencySummary, Summary,
 };
@@ -335,13 +336,27 @@ fn knee_charts(document: &Document) -> String {
                 .collect(),
             bars: Vec::new(),
         };
+        // Each step's p50 and p99 with their 95% intervals, as error bars at its offered rate.
+        let with_bars = |mut series: Series, bounds: fn(&CapacityStep) -> Option<Bounds<u64>>| {
+            let ms = |micros: u64| micros as f64 / 1000.0;
+            series.bars = steps
+                .iter()
+                .filter_map(|(offered, step)| {
+                    let bounds = bounds(step)?;
+                    Some((*offered, ms(bounds.ci_low), bounds.ci_high.map(ms)))
+                })
+                .collect();
+            series
+        };
         rates.push(series(label.to_string(), |step| step.achieved_rps));
-        latency.push(series(format!("{label} p50"), |step| {
-            step.p50_us as f64 / 1000.0
-        }));
-        latency.push(series(format!("{label} p99"), |step| {
-            step.p99_us as f64 / 1000.0
-        }));
+        latency.push(with_bars(
+            series(format!("{label} p50"), |step| step.p50_us as f64 / 1000.0),
+            |step| step.p50_ci,
+        ));
+        latency.push(with_bars(
+            series(format!("{label} p99"), |step| step.p99_us as f64 / 1000.0),
+            |step| step.p99_ci,
+        ));
     }
     chart(
         "knee-rate",
@@ -593,6 +608,8 @@ mod tests {
             p99_us: 0,
             p99_9_us: 0,
             max_us: 0,
+            p50_ci: None,
+            p99_ci: None,
             passed: None,
         }
     }

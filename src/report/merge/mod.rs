@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod stability;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -409,6 +410,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         None => None,
     };
 
+    let stabilities: Vec<_> = parts.iter().map(|part| part.until_stable).collect();
     let mut parts = parts.into_iter();
     let mut merged = parts.next().expect("at least one part");
     let mut spreads = vec![(
@@ -526,6 +528,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     };
     // The intervals of the whole, from the merged histograms and timeline.
     super::confidence::annotate(&mut merged);
+    merged.until_stable = stability::of(&stabilities, &merged);
     merged.steadiness = super::steadiness::Steadiness::of(&merged.timeline);
     Ok(merged)
 }
