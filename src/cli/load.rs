@@ -382,6 +382,14 @@ pub struct LoadArgs {
     /// several machines begin together.
     #[arg(long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]
     pub start_at: Option<std::time::SystemTime>,
+
+    /// Run part I of N of the scenario, so that N machines run it once between them (N alone: I
+    /// from JOB_COMPLETION_INDEX + 1, as an Indexed Job's pods have it): -n and -c are split
+    /// exactly (the remainders to the first parts), --rate and --stages too (each part takes
+    /// every N-th send time of the whole schedule), so `merge` of the N reports has one machine's
+    /// totals. Not with --find-max or --until-stable, which need one decider.
+    #[arg(long = "shard", value_name = "I/N", value_parser = crate::cli::shard::Shard::parse)]
+    pub shard: Option<crate::cli::shard::Shard>,
 }
 
 /// A request count: a total, or a multiple of each cell's concurrency.

@@ -10,6 +10,7 @@ pub(crate) mod objective;
 mod output;
 pub mod scenario;
 pub(crate) mod serve;
+pub mod shard;
 pub(crate) mod stages;
 pub(crate) mod values;
 

@@ -52,8 +52,8 @@ pub fn build(
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
-    let stop = stop_rule(args, cell)?;
-    let mut clients = to_usize(cell.clients, "-c")?;
+    let stop = shard_stop(args, stop_rule(args, cell)?)?;
+    let mut clients = to_usize(shard_clients(args, cell.clients)?, "-c")?;
     if let StopRule::Requests(n) = stop {
         if n < cell.clients {
             notes.push(format!(
@@ -83,10 +83,11 @@ pub fn build(
     let Ok(header_table_size) = u32::try_from(args.header_table_size) else {
         usage_bail!("--header-table-size must be below 4G");
     };
-    let stages = stages_plan(args, cell)?;
+    let shard_share = args.shard.map_or(1.0, |shard| 1.0 / shard.count as f64);
+    let stages = stages_plan(args, cell)?.map(|stages| stages.scaled(shard_share));
     let rate = match (cell.rate, args.rps) {
         (Some(_), _) if stages.is_some() => None,
-        (Some(rate), _) => Some(rate),
+        (Some(rate), _) => Some(rate * shard_share),
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
@@ -138,6 +139,7 @@ pub fn build(
         rate,
         stages,
         arrival: args.arrival,
+        shard: args.shard,
         until_stable: args.until_stable,
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
@@ -221,6 +223,42 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
             cell.streams
         ),
     }
+}
+
+/// `-n` split for `--shard` (a timed run's length is every part's); the modes with one decider
+/// refused.
+fn shard_stop(args: &LoadArgs, stop: StopRule) -> Result<StopRule> {
+    let Some(shard) = args.shard else {
+        return Ok(stop);
+    };
+    if args.find_max {
+        usage_bail!("--shard cannot split --find-max: its search decides each step from the whole load, which one machine must see; run it on one machine");
+    }
+    if args.until_stable.is_some() {
+        usage_bail!("--shard cannot split --until-stable: each part would stop on its own intervals, so the parts would not add up to one run; give -D or -n");
+    }
+    Ok(match stop {
+        StopRule::Requests(n) if n < shard.count => usage_bail!(
+            "-n {n} leaves shard {shard} without a request: give -n at least {}",
+            shard.count
+        ),
+        StopRule::Requests(n) => StopRule::Requests(shard.part(n)),
+        timed => timed,
+    })
+}
+
+/// `-c` split for `--shard`: every part needs a connection.
+fn shard_clients(args: &LoadArgs, clients: u64) -> Result<u64> {
+    let Some(shard) = args.shard else {
+        return Ok(clients);
+    };
+    if clients < shard.count {
+        usage_bail!(
+            "-c {clients} leaves shard {shard} without a connection: give -c at least {}",
+            shard.count
+        );
+    }
+    Ok(shard.part(clients))
 }
 
 fn to_usize(value: u64, flag: &str) -> Result<usize> {

@@ -49,6 +49,9 @@ pub struct RunPlan {
     pub stages: Option<Stages>,
     /// `--arrival`: how the paced send times (`rate`, `stages`, or a steered run's) are spaced.
     pub arrival: Arrival,
+    /// `--shard`: the part of the scenario this run is (its counts, connections and schedule
+    /// are that part's already; the pacer places its send times by it).
+    pub shard: Option<crate::cli::shard::Shard>,
     /// `--until-stable`: stop once the p99's and the rate's 95% half-widths are within this
     /// share of their values.
     pub until_stable: Option<f64>,

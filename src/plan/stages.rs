@@ -74,6 +74,32 @@ impl Stages {
         })
     }
 
+    /// The same ramp at `share` of its rates (a `--shard`'s part): every rate, and so every
+    /// count of the curve, times `share`.
+    pub fn scaled(&self, share: f64) -> Stages {
+        Stages {
+            start_rate: self.start_rate * share,
+            stages: self
+                .stages
+                .iter()
+                .map(|stage| Stage {
+                    rate: stage.rate * share,
+                    ..*stage
+                })
+                .collect(),
+            segments: self
+                .segments
+                .iter()
+                .map(|segment| Segment {
+                    from: segment.from * share,
+                    to: segment.to * share,
+                    before: segment.before * share,
+                    ..*segment
+                })
+                .collect(),
+        }
+    }
+
     /// `2s:200,2s:2000`.
     fn list(stages: &[Stage]) -> String {
         let shown: Vec<String> = stages.iter().map(Stage::to_string).collect();
@@ -156,18 +182,36 @@ pub struct Share {
     stages: Stages,
     /// The thread's fraction of the total rate (its connections / all connections).
     fraction: f64,
+    /// Where its first request falls on its part of N(t): ½, or a `--shard`'s place among the
+    /// whole ramp's send times.
+    first: f64,
 }
 
 impl Share {
     /// The part `fraction` (0..=1) of `stages`.
     pub fn new(stages: Stages, fraction: f64) -> Share {
-        Share { stages, fraction }
+        Share {
+            stages,
+            fraction,
+            first: 0.5,
+        }
+    }
+
+    /// The share of shard `shard`, whose ramp is the whole one's times 1/N: it takes every N-th
+    /// of the whole ramp's send times from the I-th (the whole's k-th is due at N(t) = k + ½,
+    /// which is the shard's N(t)/N = j + (I - ½)/N for k = I - 1 + jN), so the N shards'
+    /// times together are the whole's.
+    pub fn striped(self, shard: &crate::cli::shard::Shard) -> Share {
+        Share {
+            first: shard.phase() + 0.5 / shard.count as f64,
+            ..self
+        }
     }
 
     /// When (from the start) this thread's request `index` (from 0) is due; the end of the
     /// stages once the curve has no more for it.
     pub fn send_time(&self, index: u64) -> Duration {
-        self.time_at(index as f64 + 0.5)
+        self.time_at(index as f64 + self.first)
     }
 
     /// When (from the start) the thread's part of N(t) reaches `position` (Poisson arrivals
@@ -191,6 +235,40 @@ mod tests {
         (0..)
             .take_while(|&k| share.send_time(k).as_secs_f64() < end)
             .count() as u64
+    }
+
+    #[test]
+    fn shards_take_every_nth_send_time_of_the_whole_ramp() {
+        use crate::cli::shard::Shard;
+        let ramp = stages(50.0, "2s:200,0s:1000,1s:0");
+        let whole = Share::new(ramp.clone(), 1.0);
+        let all: Vec<Duration> = (0..)
+            .map(|k| whole.send_time(k))
+            .take_while(|time| *time < ramp.duration())
+            .collect();
+        for count in [1, 3, 7] {
+            let mut union: Vec<(Duration, u64)> = Vec::new();
+            for index in 1..=count {
+                let shard = Shard { index, count };
+                let part = Share::new(ramp.scaled(1.0 / count as f64), 1.0).striped(&shard);
+                union.extend(
+                    (0..)
+                        .map(|j| part.send_time(j))
+                        .take_while(|time| *time < ramp.duration())
+                        .map(|time| (time, index)),
+                );
+            }
+            union.sort();
+            assert_eq!(union.len(), all.len(), "{count} shards");
+            for (k, ((time, index), whole)) in union.iter().zip(&all).enumerate() {
+                let apart = time.abs_diff(*whole);
+                assert!(
+                    apart < Duration::from_micros(1),
+                    "{count} shards, time {k}: {apart:?}"
+                );
+                assert_eq!(*index, k as u64 % count + 1, "{count} shards, time {k}");
+            }
+        }
     }
 
     #[test]

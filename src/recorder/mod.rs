@@ -435,14 +435,15 @@ impl Recorder {
                 mine.add(theirs).expect("histograms share bounds");
             }
         }
+        // Moved where this side has none (no third ~180 KB histogram for a sum of one).
         for (mine, theirs) in [
-            (&mut self.proxy, &other.proxy),
-            (&mut self.receive_wait, &other.receive_wait),
+            (&mut self.proxy, other.proxy),
+            (&mut self.receive_wait, other.receive_wait),
         ] {
-            if let Some(theirs) = theirs {
-                mine.get_or_insert_with(new_histogram)
-                    .add(theirs)
-                    .expect("histograms share bounds");
+            match (mine.as_mut(), theirs) {
+                (Some(mine), Some(theirs)) => mine.add(&theirs).expect("histograms share bounds"),
+                (None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
             }
         }
         self.request

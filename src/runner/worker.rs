@@ -71,7 +71,13 @@ impl Worker {
         let fraction = self.slots as f64 / self.plan.clients as f64;
         let source = match (&self.throttle, &self.plan.stages, self.plan.rate) {
             (Some(throttle), _, _) => Source::Steered(Steering::new(throttle.clone(), fraction)),
-            (None, Some(stages), _) => Source::Stages(Share::new(stages.clone(), fraction)),
+            (None, Some(stages), _) => {
+                let share = Share::new(stages.clone(), fraction);
+                Source::Stages(match &self.plan.shard {
+                    Some(shard) => share.striped(shard),
+                    None => share,
+                })
+            }
             // Rounded up to the nanosecond: rounded down, `-D 1s --rate 300` had a 301st send
             // time (300 periods of 3,333,333 ns end before 1 s).
             (None, None, Some(rate)) => Source::Constant(Duration::from_nanos(
@@ -79,14 +85,24 @@ impl Worker {
             )),
             (None, None, None) => return None,
         };
+        // A shard's constant schedule takes every N-th send time of the whole from the I-th:
+        // its own period (N whole periods) starts (I - 1) whole periods late.
+        let start = match (&source, &self.plan.shard) {
+            (Source::Constant(period), Some(shard)) => {
+                self.run_start + period.mul_f64(shard.phase())
+            }
+            _ => self.run_start,
+        };
         let gaps = (self.plan.arrival == Arrival::Poisson)
-            .then(|| Gaps::new(self.plan.seed, self.index as u64));
-        Some(Pacer::with_source(
-            source,
-            gaps,
-            self.run_start,
-            self.deadline,
-        ))
+            .then(|| Gaps::new(self.plan.seed, self.gap_stream()));
+        Some(Pacer::with_source(source, gaps, start, self.deadline))
+    }
+
+    /// This thread's stream of Poisson gaps: one per thread, and per `--shard`, so the parts of
+    /// a sharded run given one `--seed` do not send in step (their union stays a Poisson process).
+    fn gap_stream(&self) -> u64 {
+        let shard = self.plan.shard.map_or(0, |shard| shard.index - 1);
+        (shard << 16) + self.index as u64
     }
 
     /// The run-wide number of this thread's first client slot: threads before it hold

@@ -23,6 +23,7 @@ mod metrics;
 mod peers;
 mod rate;
 mod scale;
+mod shard;
 mod signals;
 mod stages;
 mod steer;

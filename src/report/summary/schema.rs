@@ -235,6 +235,9 @@ pub struct Settings {
     /// `uring+sqpoll` (reports from before `--io` were epoll).
     #[serde(default = "epoll")]
     pub io: String,
+    /// `--shard`: which part of the scenario the run was (absent for a whole one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::cli::shard::Shard>,
 }
 
 /// The I/O backend of reports written before `--io` existed.

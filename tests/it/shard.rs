@@ -1,0 +1,178 @@
+//! `--shard I/N`: N runs of one scenario split its counts, connections and schedule exactly, so
+//! their merged report has one machine's totals; the modes with one decider are refused.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{assert_usage_error, run_command, run_command_with_env, url};
+
+const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
+/// Long enough for a 30-request run on a busy machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs `args` with `--json` into `dir/NAME.json`, which it returns; the run must succeed.
+fn run_into(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    let mut full = args.to_vec();
+    full.extend(["-q", "--json", path.to_str().unwrap()]);
+    let output = run_command(BIN, &full);
+    assert_eq!(output.code, 0, "{full:?}: {}", output.stderr);
+    path
+}
+
+fn cell(path: &Path) -> serde_json::Value {
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    json["cells"][0].clone()
+}
+
+/// Runs the N shards of `args` one after another and merges them: the shards' first cells and
+/// the merged one.
+fn sharded(dir: &Path, args: &[&str], count: u64) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let paths: Vec<PathBuf> = (1..=count)
+        .map(|index| {
+            let shard = format!("{index}/{count}");
+            run_into(
+                dir,
+                &format!("part{index}"),
+                &[args, &["--shard", &shard]].concat(),
+            )
+        })
+        .collect();
+    let merged = dir.join("merged.json");
+    let mut merge = vec!["merge"];
+    merge.extend(paths.iter().map(|path| path.to_str().unwrap()));
+    merge.extend(["--json", merged.to_str().unwrap()]);
+    let output = run_command(BIN, &merge);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    (paths.iter().map(|path| cell(path)).collect(), cell(&merged))
+}
+
+#[test]
+fn shards_of_a_counted_run_split_requests_and_connections_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/ping");
+    let (parts, merged) = sharded(dir.path(), &["-n", "1000", "-c", "7", &target], 3);
+    let field = |part: &serde_json::Value, path: &str| {
+        part.pointer(path)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap()
+    };
+    // The remainders go to the first shards: 334 + 333 + 333 requests, 3 + 2 + 2 connections.
+    let requests: Vec<u64> = parts
+        .iter()
+        .map(|part| field(part, "/requests/total"))
+        .collect();
+    let clients: Vec<u64> = parts
+        .iter()
+        .map(|part| field(part, "/settings/clients"))
+        .collect();
+    assert_eq!((requests, clients), (vec![334, 333, 333], vec![3, 2, 2]));
+    for (index, part) in parts.iter().enumerate() {
+        assert_eq!(part["settings"]["shard"]["index"], index as u64 + 1);
+        assert_eq!(part["settings"]["shard"]["count"], 3);
+    }
+    // Merged: one machine's totals, to the request.
+    assert_eq!(field(&merged, "/requests/total"), 1000);
+    assert_eq!(field(&merged, "/requests/succeeded"), 1000);
+    assert_eq!(field(&merged, "/latency/request/count"), 1000);
+    assert_eq!(field(&merged, "/connections/opened"), 7);
+}
+
+/// A paced schedule split N ways: each shard takes every N-th send time of the whole from its
+/// own, so the shards' schedules hold exactly the whole's send times (rounding each shard's count
+/// alone would give 7 shards of 300/s over 1 s 43 each: 301).
+#[test]
+fn shards_of_a_paced_run_hold_the_whole_schedule_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/ping");
+    for (name, args) in [
+        (
+            "rate",
+            &["--h1", "-c", "7", "--rate", "300", "-D", "1s"][..],
+        ),
+        (
+            "stages",
+            &["--h1", "-c", "7", "--stages", "500ms:200,500ms:400"],
+        ),
+    ] {
+        let whole = cell(&run_into(dir.path(), "whole", &[args, &[&target]].concat()));
+        let scheduled = whole["rate"]["scheduled"].as_u64().unwrap();
+        for count in [3, 7] {
+            let (parts, merged) = sharded(dir.path(), &[args, &[&target]].concat(), count);
+            let sum: u64 = parts
+                .iter()
+                .map(|part| part["rate"]["scheduled"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, scheduled, "{name}, {count} shards");
+            // The rates add up to the whole's, which the merged cell offers.
+            let requested = merged["rate"]["requested_per_s"].as_f64().unwrap();
+            let expected = whole["rate"]["requested_per_s"].as_f64().unwrap();
+            assert!(
+                (requested - expected).abs() <= 1e-9 * expected,
+                "{name}, {count} shards: {requested} vs {expected}"
+            );
+        }
+    }
+}
+
+#[test]
+fn what_cannot_be_split_is_a_usage_error() {
+    let target = url("/ping");
+    for (args, says) in [
+        (&["--shard", "4/3"][..], "shard 4 of 3 does not exist"),
+        (
+            &["--shard", "1/3", "-c", "2"],
+            "-c 2 leaves shard 1/3 without a connection",
+        ),
+        (
+            &["--shard", "1/3", "-c", "3", "-n", "2"],
+            "-n 2 leaves shard 1/3 without a request",
+        ),
+        (
+            &["--shard", "1/2", "-c", "2", "--find-max"],
+            "--shard cannot split --find-max",
+        ),
+        (
+            &[
+                "--shard",
+                "1/2",
+                "-c",
+                "2",
+                "--until-stable",
+                "5%",
+                "-D",
+                "1s",
+            ],
+            "--shard cannot split --until-stable",
+        ),
+    ] {
+        assert_usage_error(&[args, &[&target]].concat(), says);
+    }
+    // The index from an Indexed Job's pod: from 0 there, from 1 here; without it, an error.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("job.json");
+    let args = [
+        "--shard",
+        "3",
+        "-c",
+        "3",
+        "-n",
+        "30",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        &target,
+    ];
+    let output = run_command_with_env(BIN, &args, &[("JOB_COMPLETION_INDEX", Some("2"))], LIMIT);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        cell(&json)["settings"]["shard"],
+        serde_json::json!({"index": 3, "count": 3})
+    );
+    let output = run_command_with_env(BIN, &args, &[("JOB_COMPLETION_INDEX", None)], LIMIT);
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("JOB_COMPLETION_INDEX"),
+        "{}",
+        output.stderr
+    );
+}
