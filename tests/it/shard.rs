@@ -114,6 +114,80 @@ fn shards_of_a_paced_run_hold_the_whole_schedule_exactly() {
     }
 }
 
+/// A part that never reported is named and fails the merge (exit status 1), its report still
+/// written with the parts there are; a part given twice, parts of different splits and a whole
+/// run among parts are usage errors.
+#[test]
+fn a_missing_part_is_named_and_fails_the_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/ping");
+    let part = |index: u64, count: u64| {
+        let shard = format!("{index}/{count}");
+        run_into(
+            dir.path(),
+            &format!("p{index}of{count}"),
+            &["-n", "90", "-c", "3", "--shard", &shard, &target],
+        )
+    };
+    let (first, third) = (part(1, 3), part(3, 3));
+    let merged = dir.path().join("merged.json");
+    let paths = |list: &[&PathBuf]| -> Vec<String> {
+        list.iter()
+            .map(|path| path.to_str().unwrap().to_owned())
+            .collect()
+    };
+    let merge = |inputs: &[&PathBuf]| {
+        let inputs = paths(inputs);
+        let mut args = vec!["merge"];
+        args.extend(inputs.iter().map(String::as_str));
+        args.extend(["--json", merged.to_str().unwrap()]);
+        run_command(BIN, &args)
+    };
+    let output = merge(&[&first, &third]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("shard 2/3 missing"),
+        "{}",
+        output.stderr
+    );
+    let incomplete = cell(&merged);
+    assert_eq!(
+        incomplete["requests"]["total"], 60,
+        "the parts there are: 30 + 30"
+    );
+    assert!(incomplete["settings"]["shard"].is_null());
+    let warned = incomplete["warnings"].as_array().unwrap();
+    assert!(
+        warned
+            .iter()
+            .any(|warning| warning.as_str().unwrap().starts_with("shard 2/3 missing")),
+        "{warned:?}"
+    );
+    // Every part: no warning, status 0.
+    let second = part(2, 3);
+    let output = merge(&[&third, &first, &second]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(cell(&merged)["requests"]["total"], 90);
+    for (inputs, says) in [
+        (vec![&first, &first], "shard 1/3 is in two reports"),
+        (
+            vec![&first, &part(1, 2)],
+            "the reports come from different splits",
+        ),
+        (
+            vec![
+                &first,
+                &run_into(dir.path(), "whole", &["-n", "90", "-c", "3", &target]),
+            ],
+            "is a whole run",
+        ),
+    ] {
+        let output = merge(&inputs);
+        assert_eq!(output.code, 2, "{says}: {}", output.stderr);
+        assert!(output.stderr.contains(says), "{}", output.stderr);
+    }
+}
+
 #[test]
 fn what_cannot_be_split_is_a_usage_error() {
     let target = url("/ping");

@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod shards;
 mod stability;
 mod timeline;
 
@@ -211,7 +212,9 @@ impl Adder<'_> {
 }
 
 /// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
-pub(crate) fn merge(documents: Vec<Document>) -> Result<Document> {
+/// Merges `documents` into one; with the sentence naming the `--shard` parts that are missing,
+/// if any (also among each merged cell's warnings).
+pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String>)> {
     let Some(first) = documents.first() else {
         bail!("nothing to merge");
     };
@@ -233,6 +236,7 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<Document> {
         .iter()
         .map(|document| document.source.clone())
         .collect();
+    let missing = shards::missing(&documents, &sources)?;
     let mut columns: Vec<Vec<Summary>> = (0..cell_count)
         .map(|_| Vec::with_capacity(documents.len()))
         .collect();
@@ -241,11 +245,16 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<Document> {
             column.push(cell);
         }
     }
-    let cells = columns
+    let mut cells = columns
         .into_iter()
         .map(|parts| merge_cells(parts, &sources))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Document::new(cells))
+    for cell in &mut cells {
+        // The whole of the parts there are: no one part of it.
+        cell.settings.shard = None;
+        cell.warnings.extend(missing.clone());
+    }
+    Ok((Document::new(cells), missing))
 }
 
 /// Adds the per-URL rows of another run of the same cell (same URLs, same order).
