@@ -174,7 +174,10 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         .iter()
         .map(|path| report::merge::load(path, "report to merge"))
         .collect::<Result<Vec<_>>>()?;
-    let (document, missing_shards) = report::merge::merge(documents)?;
+    let (mut document, missing_shards) = report::merge::merge(documents)?;
+    for cell in &mut document.cells {
+        cell.thresholds = report::thresholds::check(cell, &args.fail_if);
+    }
     outln!(
         "merged {}",
         units::counted(args.results.len() as u64, "report")
@@ -190,14 +193,21 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     }
     let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);
-    // An incomplete sharded run is written and shown, and fails: its totals are not the scenario's.
+    let breaches = report::thresholds::breaches(&document.cells, &args.fail_if);
+    for breach in &breaches {
+        errln!("{breach}");
+    }
+    // An incomplete sharded run is written and shown, and fails: its totals are not the
+    // scenario's, so a threshold read on them says nothing (1 before 3).
     if let Some(missing) = &missing_shards {
         errln!("h2load-rs: merge: {missing}");
     }
-    Ok(if failures.is_empty() && missing_shards.is_none() {
-        0
-    } else {
+    Ok(if !failures.is_empty() || missing_shards.is_some() {
         FAILURE
+    } else if !breaches.is_empty() {
+        BREACHED
+    } else {
+        0
     })
 }
 

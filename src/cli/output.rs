@@ -71,6 +71,10 @@ pub struct MergeArgs {
     /// Files to write the merged results to.
     #[command(flatten)]
     pub outputs: OutputArgs,
+    /// Fail the merge (exit status 3) when this holds for a merged cell, read on the merged
+    /// histograms and counts: a run's --fail-if, e.g. 'p99>50ms' (repeatable).
+    #[arg(long = "fail-if", value_name = "EXPR", value_parser = crate::cli::objective::parse)]
+    pub fail_if: Vec<crate::cli::objective::Objective>,
 }
 
 /// Arguments of `h2load-rs diff`.

@@ -349,3 +349,63 @@ fn until_stable_parts_merge_into_a_whole_judged_on_its_own_intervals() {
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(json(&merged_path)["cells"][0]["until_stable"].is_null());
 }
+
+/// `merge --fail-if` reads its thresholds on the merged cell (histograms added, counts summed):
+/// exit status 3 on a breach, 0 otherwise, as a run's `--fail-if`.
+#[test]
+fn fail_if_on_the_merged_histograms_gates_a_distributed_run() {
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let target = url("/ping");
+    let a = report(first.path(), &["-n", "200", "-c", "2", &target]);
+    let b = report(second.path(), &["-n", "300", "-c", "2", &target]);
+    let merged = first.path().join("merged.json");
+    let merge = |gate: &str| {
+        run_command(
+            BIN,
+            &[
+                "merge",
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "--fail-if",
+                gate,
+                "--fail-if",
+                "errors>1%",
+                "--json",
+                merged.to_str().unwrap(),
+            ],
+        )
+    };
+    let breached = merge("p99>1us");
+    assert_eq!(breached.code, 3, "{}", breached.stderr);
+    assert!(
+        breached.stderr.contains("threshold breached: p99"),
+        "{}",
+        breached.stderr
+    );
+    let cell = &json(&merged)["cells"][0];
+    assert_eq!(cell["requests"]["done"], 500);
+    let thresholds = cell["thresholds"].as_array().unwrap();
+    assert_eq!(thresholds.len(), 2);
+    // The merged p99 is the value read, and the errors share is 0 of 500.
+    assert_eq!(
+        thresholds[0]["value"].as_f64(),
+        cell["latency"]["request"]["percentiles"]["p99"].as_f64()
+    );
+    assert_eq!(
+        (&thresholds[0]["breached"], &thresholds[1]["breached"]),
+        (&true.into(), &false.into())
+    );
+    let held = merge("p99>1h");
+    assert_eq!(held.code, 0, "{}", held.stderr);
+    assert!(
+        !held.stderr.contains("threshold breached"),
+        "{}",
+        held.stderr
+    );
+    // A bad expression is a usage error, before anything is read.
+    let output = run_command(
+        BIN,
+        &["merge", a.to_str().unwrap(), "--fail-if", "p99>>1ms"],
+    );
+    assert_eq!(output.code, 2, "{}", output.stderr);
+}
