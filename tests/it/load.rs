@@ -261,8 +261,13 @@ fn server_stream_limit_caps_streams_per_connection() {
         run.output.stdout
     );
     let plain = run.output.stdout.split("in plain words:\n").nth(1).unwrap();
+    // How long responses waited for the client is the machine's: said or not, it is not this
+    // test's (a debug client beside other tests waits a notable part of a fast target's p99).
     assert_eq!(
-        plain.lines().collect::<Vec<_>>(),
+        plain
+            .lines()
+            .filter(|line| !line.starts_with("  - responses waited in the kernel"))
+            .collect::<Vec<_>>(),
         [
             "  - h2c multiplexed up to 8 concurrent requests on each of 2 connections (16 in flight at once)",
             "  - the server limited streams to 8 per connection; -m 32 was capped",
