@@ -433,6 +433,17 @@ impl Noise {
         (1.0 / self.cpu_share.max(f64::MIN_POSITIVE)).clamp(1.0, cap)
     }
 
+    /// The worse of two measurements, each figure the worse one: for a test whose run lasts
+    /// long enough for the machine's load to change, noise measured before and after it.
+    #[allow(dead_code)] // by tests/it only
+    pub fn worse(mut self, other: Noise) -> Noise {
+        for (mine, theirs) in self.late.iter_mut().zip(other.late) {
+            *mine = (*mine).max(theirs);
+        }
+        self.cpu_share = self.cpu_share.min(other.cpu_share);
+        self
+    }
+
     /// `limit` stretched by [`Noise::slowdown`] (at most `cap` times): a command's time limit.
     pub fn stretch(&self, limit: Duration, cap: f64) -> Duration {
         limit.mul_f64(self.slowdown(cap))

@@ -79,6 +79,9 @@ fn steps_on_warm_connections_measure_the_offered_rate_and_the_closed_loop_capaci
     let paced = steered.step(Some(200.0), settle, measure).unwrap();
     let unpaced = steered.step(None, settle, measure).unwrap();
     let outcome = steered.finish().expect("the steered run ends");
+    // Ten seconds after the first measure, the machine's load may be another (a paced p50 of
+    // 13.35 ms beside a build started meanwhile, against 13.18 allowed by the noise before).
+    let noise = noise.worse(timer_noise());
 
     // A paced step achieves its rate (±3%) with the target's latency (10 ms + a little),
     // widened by the timer noise: responses late by it move across the step's two edges (at
