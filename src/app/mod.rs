@@ -182,6 +182,11 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         "merged {}",
         units::counted(args.results.len() as u64, "report")
     );
+    if let Some(parts) = document.cells.first().and_then(|cell| cell.parts.as_ref()) {
+        for line in parts.lines() {
+            outln!("{line}");
+        }
+    }
     for cell in &document.cells {
         if document.cells.len() > 1 {
             outln!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);

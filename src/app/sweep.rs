@@ -272,6 +272,14 @@ impl<'a> Sweep<'a> {
             watched: watch.finish(),
         };
         let mut summary = Summary::new(&reported, &outcome, context);
+        // How late the first measured period began after --start-at: the runs of several
+        // machines line up only as well as this.
+        if let (0, Some(at)) = (index, args.start_at) {
+            summary.start_late_ms = Some(match outcome.measure_start_wall.duration_since(at) {
+                Ok(late) => late.as_secs_f64() * 1000.0,
+                Err(early) => -early.duration().as_secs_f64() * 1000.0,
+            });
+        }
         if let Some((board, series)) = metrics.zip(series) {
             board.finish_cell(series, summary.requests_per_s);
         }

@@ -250,3 +250,100 @@ fn what_cannot_be_split_is_a_usage_error() {
         output.stderr
     );
 }
+
+/// Parts started together by `--start-at` (three processes at once here): each says how late
+/// after that time its measured period began, the merge reports their skew (within 100 ms, the
+/// flagging tolerance, widened by the timer noise measured) and flags none. Parts run one after
+/// another are each flagged as late, and a paced part that could not keep its rate as starved.
+#[test]
+fn the_merge_reports_the_parts_start_skew_and_flags_a_late_or_starved_part() {
+    let noise = crate::common::timer_noise();
+    let dir = tempfile::tempdir().unwrap();
+    let target = url("/ping");
+    let at = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    let at = jiff::Timestamp::try_from(at).unwrap().to_string();
+    let children: Vec<(PathBuf, std::process::Child)> = (1..=3)
+        .map(|index| {
+            let path = dir.path().join(format!("together{index}.json"));
+            let shard = format!("{index}/3");
+            let child = std::process::Command::new(BIN)
+                .args([
+                    "-n",
+                    "300",
+                    "-c",
+                    "3",
+                    "--shard",
+                    &shard,
+                    "--start-at",
+                    &at,
+                    "-q",
+                ])
+                .args(["--json", path.to_str().unwrap(), &target])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            (path, child)
+        })
+        .collect();
+    let paths: Vec<PathBuf> = children
+        .into_iter()
+        .map(|(path, mut child)| {
+            assert!(child.wait().unwrap().success());
+            path
+        })
+        .collect();
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(|path| path.to_str().unwrap()));
+    args.extend(["--json", merged.to_str().unwrap()]);
+    let output = run_command(BIN, &args);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let parts = &cell(&merged)["parts"];
+    let skew = parts["start_skew_ms"].as_f64().unwrap();
+    let allowed = 100.0
+        + noise
+            .widening(std::time::Duration::from_millis(400))
+            .as_secs_f64()
+            * 1000.0;
+    assert!(
+        skew <= allowed,
+        "skew {skew} ms, {allowed} allowed; {noise}"
+    );
+    for part in parts["parts"].as_array().unwrap() {
+        let late = part["start_late_ms"].as_f64().unwrap();
+        assert!((0.0..allowed + 1000.0).contains(&late), "{part}");
+        assert!(part["outside"].is_null(), "{part}");
+    }
+    assert!(
+        output.stdout.contains(&format!(
+            "parts: 3; their measured periods began within {skew:.0} ms of each other"
+        )),
+        "{}",
+        output.stdout
+    );
+    // One after another: each later part began a whole run after the first.
+    let (_, one_by_one) = sharded(dir.path(), &["-D", "500ms", "-c", "2", &target], 2);
+    let second = &one_by_one["parts"]["parts"][1];
+    assert!(
+        second["started_after_ms"].as_f64().unwrap() >= 500.0,
+        "{second}"
+    );
+    assert!(
+        second["outside"].as_str().unwrap().starts_with("began"),
+        "{second}"
+    );
+    // Paced beyond what its 2 connections can carry from a 50 ms handler (40 req/s): starved.
+    let slow = url("/delay/50");
+    let (_, starved) = sharded(
+        dir.path(),
+        &["--rate", "200", "-D", "1s", "-c", "4", &slow],
+        2,
+    );
+    let first = &starved["parts"]["parts"][0];
+    assert!(
+        first["outside"].as_str().unwrap().starts_with("achieved"),
+        "{first}"
+    );
+    assert_eq!(first["requested_per_s"], 100.0);
+}

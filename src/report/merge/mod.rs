@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+pub(crate) mod parts;
 mod shards;
 mod stability;
 mod timeline;
@@ -420,6 +421,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     };
 
     let stabilities: Vec<_> = parts.iter().map(|part| part.until_stable).collect();
+    let part_figures = parts::Parts::of(&parts, sources);
     let mut parts = parts.into_iter();
     let mut merged = parts.next().expect("at least one part");
     let mut spreads = vec![(
@@ -538,6 +540,9 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     // The intervals of the whole, from the merged histograms and timeline.
     super::confidence::annotate(&mut merged);
     merged.until_stable = stability::of(&stabilities, &merged);
+    // A merge's own start lateness is its parts' (each in `parts`).
+    merged.start_late_ms = None;
+    merged.parts = Some(part_figures);
     merged.steadiness = super::steadiness::Steadiness::of(&merged.timeline);
     Ok(merged)
 }

@@ -61,6 +61,8 @@ impl Summary {
             generator: GeneratorLoad::new(&outcome.threads_busy),
             steadiness: None,
             until_stable: outcome.stability,
+            start_late_ms: None,
+            parts: None,
             watched: context.watched,
             timeline: Timeline::new(
                 &recorder.intervals,

@@ -127,6 +127,14 @@ pub struct Summary {
     /// ended the run (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_stable: Option<Stability>,
+    /// With `--start-at`, the run's first cell: how long after that time its measured period
+    /// began, ms (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_late_ms: Option<f64>,
+    /// A merged cell: each part's start and rates, and which are outside tolerance (absent for
+    /// a run's own cell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<crate::report::merge::parts::Parts>,
     /// What each watched process (e.g. the target) used during the cell.
     pub watched: Vec<ProcessUsage>,
     /// Requests, errors and latency per interval of the measured period.
