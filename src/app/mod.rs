@@ -169,11 +169,10 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     if outputs.takes_stdout() {
         crate::console::text_to_stderr();
     }
-    let documents = args
-        .results
-        .iter()
-        .map(|path| report::merge::load(path, "report to merge"))
-        .collect::<Result<Vec<_>>>()?;
+    let mut documents = Vec::new();
+    for path in &args.results {
+        documents.extend(report::merge::load_all(path)?);
+    }
     let (mut document, missing_shards) = report::merge::merge(documents)?;
     for cell in &mut document.cells {
         cell.thresholds = report::thresholds::check(cell, &args.fail_if);

@@ -1,5 +1,5 @@
 //! Reading the files the user names (`-d`, scenarios, PEM files, reports to merge): regular files
-//! only, and never more than a cap. A device (`/dev/zero`), a FIFO or a directory is refused before
+//! (or standard input, where a command takes `-`) only, and never more than a cap. A device (`/dev/zero`), a FIFO or a directory is refused before
 //! it is opened, so nothing blocks or fills memory; a file that grows while being read stops at the
 //! cap. Every problem is a usage error (exit 2) naming the file.
 
@@ -42,6 +42,26 @@ pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
     if bytes.len() as u64 > cap {
         usage_bail!(
             "the {what} '{shown}' grew past the limit of {} while being read",
+            format_bytes(cap as f64)
+        );
+    }
+    Ok(bytes)
+}
+
+/// Reads standard input to its end (`-` on the command line, e.g. `kubectl logs ... | h2load-rs
+/// merge -`), at most `cap` bytes: a stream longer than that is refused, not held.
+pub fn read_stdin(what: &str, cap: u64) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if let Err(error) = std::io::stdin()
+        .lock()
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+    {
+        usage_bail!("cannot read the {what} from standard input: {error}");
+    }
+    if bytes.len() as u64 > cap {
+        usage_bail!(
+            "the {what} on standard input is longer than the limit of {}",
             format_bytes(cap as f64)
         );
     }

@@ -347,3 +347,70 @@ fn the_merge_reports_the_parts_start_skew_and_flags_a_late_or_starved_part() {
     );
     assert_eq!(first["requested_per_s"], 100.0);
 }
+
+/// Workers that write `--json -` leave their reports in their pods' logs, among their other
+/// lines; `kubectl logs` of the Job, piped to `merge -`, merges them (no shared volume).
+#[test]
+fn reports_in_a_log_of_every_worker_merge_from_standard_input() {
+    use std::io::Write;
+    let target = url("/ping");
+    let pods: Vec<(u64, Vec<u8>)> = [1, 3, 2]
+        .into_iter()
+        .map(|index| {
+            let shard = format!("{index}/3");
+            let output = std::process::Command::new(BIN)
+                .args([
+                    "-n", "300", "-c", "3", "--shard", &shard, "--json", "-", &target,
+                ])
+                .output()
+                .unwrap();
+            assert!(output.status.success());
+            // As a pod's log has them: its standard error (here the text report) and output.
+            (index, [output.stderr, output.stdout].concat())
+        })
+        .collect();
+    let log_of = |skip: Option<u64>| -> Vec<u8> {
+        pods.iter()
+            .filter(|(index, _)| Some(*index) != skip)
+            .flat_map(|(_, log)| log.clone())
+            .collect()
+    };
+    let log = log_of(None);
+    let merge = |log: &[u8]| {
+        let mut child = std::process::Command::new(BIN)
+            .args(["merge", "-", "--json", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(log).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let output = merge(&log);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let merged: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let cell = &merged["cells"][0];
+    assert_eq!(cell["requests"]["total"], 300);
+    assert_eq!(cell["connections"]["opened"], 3);
+    let sources: Vec<&str> = cell["parts"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|part| part["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources.len(), 3);
+    assert!(
+        sources.iter().all(|source| source.starts_with("-:")),
+        "{sources:?}"
+    );
+    // The log of a Job whose second pod died: named, and the status says so.
+    let without_second = log_of(Some(2));
+    let output = merge(&without_second);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("shard 2/3 missing"));
+    // Nothing that is a report: a usage error.
+    let output = merge(b"h2load-rs: error\n");
+    assert_eq!(output.status.code(), Some(2));
+}

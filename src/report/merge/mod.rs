@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod logs;
 pub(crate) mod parts;
 mod shards;
 mod stability;
@@ -24,21 +25,52 @@ use timeline::merge_timelines;
 /// rebuilds its histograms. Anything but an h2load-rs report of this schema is a usage error.
 pub(crate) fn load(path: &Path, what: &str) -> Result<Document> {
     let text = input::read(path, what, MAX_REPORT_FILE)?;
-    let mut document: Document = match serde_json::from_slice(&text) {
+    let document: Document = match serde_json::from_slice(&text) {
         Ok(document) => document,
         Err(error) => usage_bail!(
             "'{}' is not an h2load-rs JSON report: {error}",
             path.display()
         ),
     };
+    prepare(document, path.display().to_string())
+}
+
+/// Reads what `merge` is given: a `--json` report, or a log holding several (`kubectl logs` of a
+/// Job's pods that wrote `--json -`, with their other lines), from a file or `-` (standard
+/// input); each report is named by where it was found.
+pub(crate) fn load_all(path: &Path) -> Result<Vec<Document>> {
+    const WHAT: &str = "report to merge";
+    let name = path.display().to_string();
+    let text = if name == "-" {
+        input::read_stdin(WHAT, MAX_REPORT_FILE)?
+    } else {
+        input::read(path, WHAT, MAX_REPORT_FILE)?
+    };
+    if let Ok(document) = serde_json::from_slice::<Document>(&text) {
+        return Ok(vec![prepare(document, name)?]);
+    }
+    let found = logs::reports_in(&text);
+    if found.is_empty() {
+        // The error of the whole as one report says best what is wrong with a file meant as one.
+        if let Err(error) = serde_json::from_slice::<Document>(&text) {
+            usage_bail!("'{name}' is not an h2load-rs JSON report, nor a log holding any: {error}");
+        }
+    }
+    found
+        .into_iter()
+        .map(|(line, document)| prepare(document, format!("{name}:{line}")))
+        .collect()
+}
+
+/// Checks a parsed report read from `source` and rebuilds its histograms.
+fn prepare(mut document: Document, source: String) -> Result<Document> {
     if document.schema_version != SCHEMA_VERSION {
         usage_bail!(
-            "'{}' has schema_version {}; this h2load-rs reads {SCHEMA_VERSION}",
-            path.display(),
+            "'{source}' has schema_version {}; this h2load-rs reads {SCHEMA_VERSION}",
             document.schema_version
         );
     }
-    document.source = path.display().to_string();
+    document.source = source;
     for cell in &mut document.cells {
         let latency = &cell.latency;
         let histograms = || -> Result<Histograms> {
@@ -57,7 +89,7 @@ pub(crate) fn load(path: &Path, what: &str) -> Result<Document> {
             Ok(histograms) => histograms,
             Err(error) => usage_bail!(
                 "'{}' is not an h2load-rs JSON report: cell {} has a broken histogram ({error:#})",
-                path.display(),
+                document.source,
                 cell.cell.index
             ),
         };
