@@ -10,6 +10,7 @@
 
 mod capacity;
 mod fault_cells;
+mod k8s;
 pub mod sweep;
 pub mod target;
 
@@ -80,6 +81,7 @@ fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Some(Command::Run(args)) => run_scenario(&args),
         Some(Command::Merge(args)) => merge(&args),
         Some(Command::Diff(args)) => diff(&args),
+        Some(Command::K8sJob(args)) => k8s::render(&args),
         Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Man) => manual(),
         None => load_test(&cli.load),

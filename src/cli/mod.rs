@@ -4,6 +4,7 @@
 
 pub mod exposure;
 pub mod input;
+mod k8s;
 pub mod limits;
 mod load;
 pub(crate) mod objective;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use k8s::K8sJobArgs;
 pub use load::{LoadArgs, Requests};
 pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};
 pub use serve::ServeArgs;
@@ -64,6 +66,11 @@ pub enum Command {
     /// until interrupted.
     #[command(after_help = SERVE_BOUNDS)]
     Serve(ServeArgs),
+    /// Print a Kubernetes Indexed Job (JSON, for `kubectl apply -f -`) whose pods run the load
+    /// given after `--` once between them: each pod one `--shard` of it, all starting together
+    /// `--lead` from now, each writing its report to its log (`--json -`); then
+    /// `kubectl logs -l job-name=NAME --tail=-1 | h2load-rs merge -` merges them.
+    K8sJob(K8sJobArgs),
     /// Print a shell completion script (e.g. `h2load-rs completions bash > /etc/bash_completion.d/h2load-rs`).
     Completions {
         /// The shell to complete for.

@@ -62,6 +62,37 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// Why the load of `args` cannot be split into `self.count` parts (`requests`: its `-n`
+    /// total for a cell of `clients` connections, if counted), if it cannot: a part with no
+    /// connection or request, or a mode whose one decider must see the whole load.
+    pub fn refusal(
+        &self,
+        args: &crate::cli::LoadArgs,
+        clients: u64,
+        requests: Option<u64>,
+    ) -> Option<String> {
+        let shard = self;
+        if args.find_max {
+            return Some("--shard cannot split --find-max: its search decides each step from the whole load, which one machine must see; run it on one machine".to_owned());
+        }
+        if args.until_stable.is_some() {
+            return Some("--shard cannot split --until-stable: each part would stop on its own intervals, so the parts would not add up to one run; give -D or -n".to_owned());
+        }
+        if clients < shard.count {
+            return Some(format!(
+                "-c {clients} leaves shard {shard} without a connection: give -c at least {}",
+                shard.count
+            ));
+        }
+        match requests {
+            Some(n) if n < shard.count => Some(format!(
+                "-n {n} leaves shard {shard} without a request: give -n at least {}",
+                shard.count
+            )),
+            _ => None,
+        }
+    }
+
     /// This shard's part of `total` things split between the shards: `total / N` each, and one
     /// more for each of the first `total % N` (the parts add up to `total`).
     pub fn part(&self, total: u64) -> u64 {

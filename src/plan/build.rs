@@ -52,10 +52,10 @@ pub fn build(
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
-    let stop = shard_stop(args, stop_rule(args, cell)?)?;
-    let mut clients = to_usize(shard_clients(args, cell.clients)?, "-c")?;
+    let (stop, clients) = shard_split(args, stop_rule(args, cell)?, cell.clients)?;
+    let mut clients = to_usize(clients, "-c")?;
     if let StopRule::Requests(n) = stop {
-        if n < cell.clients {
+        if n < clients as u64 {
             notes.push(format!(
                 "-n {n} is less than -c {clients}: only {} can carry a request, so only {} opened",
                 counted(n, "connection"),
@@ -225,40 +225,24 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
     }
 }
 
-/// `-n` split for `--shard` (a timed run's length is every part's); the modes with one decider
-/// refused.
-fn shard_stop(args: &LoadArgs, stop: StopRule) -> Result<StopRule> {
+/// `-n` and `-c` split for `--shard` (a timed run's length is every part's), unless the load
+/// cannot be split.
+fn shard_split(args: &LoadArgs, stop: StopRule, clients: u64) -> Result<(StopRule, u64)> {
     let Some(shard) = args.shard else {
-        return Ok(stop);
+        return Ok((stop, clients));
     };
-    if args.find_max {
-        usage_bail!("--shard cannot split --find-max: its search decides each step from the whole load, which one machine must see; run it on one machine");
+    let requests = match stop {
+        StopRule::Requests(n) => Some(n),
+        StopRule::Duration { .. } => None,
+    };
+    if let Some(refusal) = shard.refusal(args, clients, requests) {
+        usage_bail!("{refusal}");
     }
-    if args.until_stable.is_some() {
-        usage_bail!("--shard cannot split --until-stable: each part would stop on its own intervals, so the parts would not add up to one run; give -D or -n");
-    }
-    Ok(match stop {
-        StopRule::Requests(n) if n < shard.count => usage_bail!(
-            "-n {n} leaves shard {shard} without a request: give -n at least {}",
-            shard.count
-        ),
+    let stop = match stop {
         StopRule::Requests(n) => StopRule::Requests(shard.part(n)),
         timed => timed,
-    })
-}
-
-/// `-c` split for `--shard`: every part needs a connection.
-fn shard_clients(args: &LoadArgs, clients: u64) -> Result<u64> {
-    let Some(shard) = args.shard else {
-        return Ok(clients);
     };
-    if clients < shard.count {
-        usage_bail!(
-            "-c {clients} leaves shard {shard} without a connection: give -c at least {}",
-            shard.count
-        );
-    }
-    Ok(shard.part(clients))
+    Ok((stop, shard.part(clients)))
 }
 
 fn to_usize(value: u64, flag: &str) -> Result<usize> {

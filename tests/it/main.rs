@@ -15,6 +15,7 @@ mod figures;
 mod h3;
 mod hostile;
 mod io;
+mod k8s;
 mod layers;
 mod lifecycle;
 mod load;

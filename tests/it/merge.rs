@@ -283,18 +283,19 @@ fn until_stable_parts_merge_into_a_whole_judged_on_its_own_intervals() {
     };
     let (a, b) = (part(first.path(), "5%"), part(second.path(), "3%"));
     let merged_path = first.path().join("merged.json");
-    let output = run_command(
-        BIN,
-        &[
-            "merge",
+    // `merge A B --json merged.json`, which must succeed; the merged report's first cell.
+    let merge_two = |a: &Path, b: &Path| {
+        let (a, b, out) = (
             a.to_str().unwrap(),
             b.to_str().unwrap(),
-            "--json",
             merged_path.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(output.code, 0, "{}", output.stderr);
-    let cell = &json(&merged_path)["cells"][0];
+        );
+        let output = run_command(BIN, &["merge", a, b, "--json", out]);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        json(&merged_path)["cells"][0].clone()
+    };
+    let merged = merge_two(&a, &b);
+    let cell = &merged;
     let stable = &cell["until_stable"];
     assert_eq!(stable["target_pct"], 3.0, "{stable}");
     let half = |value: f64, bounds: &serde_json::Value| {
@@ -336,18 +337,7 @@ fn until_stable_parts_merge_into_a_whole_judged_on_its_own_intervals() {
     }
     // Without the flag in every part, the whole ran with none.
     let plain = report(second.path(), &["--h1", "-c", "4", "-D", "1s", &target]);
-    let output = run_command(
-        BIN,
-        &[
-            "merge",
-            a.to_str().unwrap(),
-            plain.to_str().unwrap(),
-            "--json",
-            merged_path.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(output.code, 0, "{}", output.stderr);
-    assert!(json(&merged_path)["cells"][0]["until_stable"].is_null());
+    assert!(merge_two(&a, &plain)["until_stable"].is_null());
 }
 
 /// `merge --fail-if` reads its thresholds on the merged cell (histograms added, counts summed):

@@ -376,40 +376,6 @@ fn reports_whose_intervals_do_not_divide_merge_at_their_common_multiple() {
     assert_eq!(completed, done);
 }
 
-#[test]
-fn the_kubernetes_scenario_and_worker_flags_run() {
-    let manifest =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/k8s/job.yaml"))
-            .unwrap();
-    let scenario: String = manifest
-        .lines()
-        .skip_while(|line| !line.contains("scenario.toml: |"))
-        .skip(1)
-        .take_while(|line| line.starts_with("    "))
-        .map(|line| format!("{}\n", &line[4..]))
-        .collect();
-    assert!(scenario.contains("rate = [5000]"), "{scenario}");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("scenario.toml");
-    std::fs::write(&file, scenario).unwrap();
-    // The worker's command line, against the built-in target, small, starting "now".
-    let run = h2load_rs(&[
-        "run",
-        file.to_str().unwrap(),
-        "--scale",
-        "0.01",
-        "--start-at",
-        "2020-01-01T00:00:00Z",
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    assert_eq!(run.json["cells"].as_array().unwrap().len(), 2);
-    assert!(run.output.stderr.contains("--start-at is in the past"));
-    assert!(
-        manifest.contains("--start-at \"$START_AT\"")
-            && manifest.contains("--json \"/results/worker-${JOB_COMPLETION_INDEX}.json\"")
-    );
-}
-
 /// Requests of `run` that started `at_least_us` or more after their scheduled time, from the
 /// start delay histogram (µs).
 fn started_late_by(run: &Run, at_least_us: u64) -> u64 {

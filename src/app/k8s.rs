@@ -1,0 +1,152 @@
+//! `h2load-rs k8s-job`: renders the Kubernetes Indexed Job whose pods run one load once between
+//! them, each pod a `--shard` of it (its index from `JOB_COMPLETION_INDEX`), all starting at one
+//! time a lead ahead of now, each writing its report to its log for `merge -` to collect. The
+//! load is checked here, before anything reaches the cluster: the same flags a run takes, and the
+//! same rules for what can be split.
+
+use std::ffi::OsString;
+use std::time::SystemTime;
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::cli::shard::Shard;
+use crate::cli::{Cli, K8sJobArgs, Requests};
+use crate::usage_bail;
+
+/// The longest Job name: Kubernetes adds the index and a suffix to make its pods' names.
+const MAX_NAME: usize = 52;
+
+/// Prints the Job (JSON, which `kubectl apply -f -` takes), and on stderr when it starts and how
+/// to collect the reports.
+pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
+    check_name(&args.name)?;
+    check_load(args)?;
+    let start = SystemTime::now() + args.lead;
+    let start = match jiff::Timestamp::try_from(start) {
+        Ok(timestamp) => timestamp.round(jiff::Unit::Second)?.to_string(),
+        Err(error) => usage_bail!("--lead {:?} reaches past the calendar: {error}", args.lead),
+    };
+    let mut container_args: Vec<String> = args
+        .load
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    container_args.extend([
+        "--shard".to_owned(),
+        args.workers.to_string(),
+        "--start-at".to_owned(),
+        start.clone(),
+        "--json".to_owned(),
+        "-".to_owned(),
+    ]);
+    let job = serde_json::json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": { "name": args.name, "labels": { "app.kubernetes.io/name": "h2load-rs" } },
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": args.workers,
+            "parallelism": args.workers,
+            // A part that fails is not run again: its load would land late and alone.
+            "backoffLimit": 0,
+            "template": {
+                "metadata": { "labels": { "app.kubernetes.io/name": "h2load-rs" } },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "hostNetwork": args.host_network,
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532
+                    },
+                    "containers": [{
+                        "name": "h2load-rs",
+                        "image": args.image,
+                        "imagePullPolicy": args.pull,
+                        "args": container_args,
+                        "resources": {
+                            "requests": { "cpu": args.cpu, "memory": args.memory },
+                            "limits": { "memory": args.memory }
+                        },
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": { "drop": ["ALL"] }
+                        }
+                    }]
+                }
+            }
+        }
+    });
+    outln!("{}", serde_json::to_string_pretty(&job)?);
+    errln!(
+        "the {} pods start at {start}: apply the Job before then (kubectl apply -f -); then collect: kubectl wait --for=condition=complete job/{name} && kubectl logs -l job-name={name} --tail=-1 | h2load-rs merge -",
+        args.workers,
+        name = args.name
+    );
+    Ok(0)
+}
+
+/// A Job name Kubernetes takes: a DNS label, short enough for its pods' names.
+fn check_name(name: &str) -> Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !valid {
+        usage_bail!("--name '{name}' is not a Job name: lowercase letters, digits and '-', at most {MAX_NAME}, not starting or ending with '-'");
+    }
+    Ok(())
+}
+
+/// The load parses as a run's flags with a URL, leaves the Job's own flags to it, and can be
+/// split between the workers.
+fn check_load(args: &K8sJobArgs) -> Result<()> {
+    for arg in &args.load {
+        let arg = arg.to_string_lossy();
+        if let Some(own) = ["--shard", "--start-at", "--json"]
+            .into_iter()
+            .find(|own| arg == *own || arg.starts_with(&format!("{own}=")))
+        {
+            usage_bail!("k8s-job sets {own} itself: leave it out of the load");
+        }
+    }
+    let command_line =
+        std::iter::once(OsString::from("h2load-rs")).chain(args.load.iter().cloned());
+    let cli = match Cli::try_parse_from(command_line) {
+        Ok(cli) => cli,
+        Err(error) => usage_bail!(
+            "the load after -- is not a run's: {}",
+            error
+                .render()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+        ),
+    };
+    if cli.command.is_some() {
+        usage_bail!("the load after -- must be a run's options and URL, not a command");
+    }
+    let load = &cli.load;
+    if load.urls.is_empty() && load.input_file.is_none() {
+        usage_bail!("the load after -- names no URL: the pods need a target they can reach");
+    }
+    let shard = Shard {
+        index: 1,
+        count: args.workers,
+    };
+    let fewest = load.clients.iter().copied().min().unwrap_or(1);
+    let requests = match load.requests {
+        Some(Requests::Total(n)) => Some(n),
+        Some(Requests::PerConcurrency(_)) | None => None,
+    };
+    if let Some(refusal) = shard.refusal(load, fewest, requests) {
+        usage_bail!("{} workers: {refusal}", args.workers);
+    }
+    Ok(())
+}
