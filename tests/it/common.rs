@@ -422,6 +422,12 @@ impl Noise {
         self.late[NOISE_SAMPLES * 99 / 100 - 1]
     }
 
+    /// The latest of the sleeps measured, at most `cap`: what one rare wake-up may take.
+    #[allow(dead_code)] // by tests/truth only
+    pub fn worst(&self, cap: Duration) -> Duration {
+        self.late[NOISE_SAMPLES - 1].min(cap)
+    }
+
     /// What a tolerance may widen by: the 99th percentile of the lateness, at most `cap`.
     pub fn widening(&self, cap: Duration) -> Duration {
         self.p99().min(cap)
