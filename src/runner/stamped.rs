@@ -49,11 +49,6 @@ impl StampedTcp {
         }
     }
 
-    /// The TCP stream.
-    pub fn get_ref(&self) -> &TcpStream {
-        &self.stream
-    }
-
     /// When the newest byte read since the last call arrived, as time since the Unix epoch;
     /// `None` when nothing stamped was read.
     pub fn take_arrival(&mut self) -> Option<Duration> {

@@ -424,7 +424,7 @@ impl Noise {
 
     /// The latest of the sleeps measured, at most `cap`: what one rare wake-up may take.
     #[allow(dead_code)] // by tests/truth only
-    pub fn worst(&self, cap: Duration) -> Duration {
+    pub fn latest_wake(&self, cap: Duration) -> Duration {
         self.late[NOISE_SAMPLES - 1].min(cap)
     }
 

@@ -213,7 +213,7 @@ fn responses_that_arrived_while_the_client_was_stopped_waited_the_stop() {
     // returning: longer as the machine is short of CPU, and at worst a wake-up as late as the
     // latest measured (seen over the stop, rounding and resuming in it: 0.58 ms idle; beside
     // `stress-ng --cpu 2`, 1.6 ms with 0.1 ms the latest wake-up, 3.6 ms with 3.7 ms).
-    let resume = RESUME.mul_f64(noise.slowdown(5.0)) + noise.worst(Duration::from_millis(20));
+    let resume = RESUME.mul_f64(noise.slowdown(5.0)) + noise.latest_wake(Duration::from_millis(20));
     let highest = longest.mul_f64(1.001) + resume;
     assert!(
         max <= highest,
