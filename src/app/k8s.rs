@@ -48,13 +48,16 @@ pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
             "completionMode": "Indexed",
             "completions": args.workers,
             "parallelism": args.workers,
-            // A part that fails is not run again: its load would land late and alone.
-            "backoffLimit": 0,
+            // A part that fails is not run again (its load would land late and alone), and the
+            // others run on: with `backoffLimit: 0` the first failure would stop every pod.
+            "backoffLimitPerIndex": 0,
             "template": {
                 "metadata": { "labels": { "app.kubernetes.io/name": "h2load-rs" } },
                 "spec": {
                     "restartPolicy": "Never",
                     "hostNetwork": args.host_network,
+                    // A load generator has no business with the cluster's API.
+                    "automountServiceAccountToken": false,
                     "securityContext": {
                         "runAsNonRoot": true,
                         "runAsUser": 65532,
@@ -81,7 +84,7 @@ pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
     });
     outln!("{}", serde_json::to_string_pretty(&job)?);
     errln!(
-        "the {} pods start at {start}: apply the Job before then (kubectl apply -f -); then collect: kubectl wait --for=condition=complete job/{name} && kubectl logs -l job-name={name} --tail=-1 | h2load-rs merge -",
+        "the {} pods start at {start}: apply the Job before then (kubectl apply -f -); then, once every pod has ended (kubectl wait pod -l job-name={name} --for=jsonpath='{{.status.containerStatuses[0].state.terminated}}' --timeout=-1s), collect: kubectl logs -l job-name={name} --tail=-1 | h2load-rs merge -",
         args.workers,
         name = args.name
     );

@@ -175,14 +175,12 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     for path in &args.results {
         documents.extend(report::merge::load_all(path)?);
     }
+    let document_count = documents.len();
     let (mut document, missing_shards) = report::merge::merge(documents)?;
     for cell in &mut document.cells {
         cell.thresholds = report::thresholds::check(cell, &args.fail_if);
     }
-    outln!(
-        "merged {}",
-        units::counted(args.results.len() as u64, "report")
-    );
+    outln!("merged {}", units::counted(document_count as u64, "report"));
     if let Some(parts) = document.cells.first().and_then(|cell| cell.parts.as_ref()) {
         for line in parts.lines() {
             outln!("{line}");
@@ -203,8 +201,9 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     for breach in &breaches {
         errln!("{breach}");
     }
-    // An incomplete sharded run is written and shown, and fails: its totals are not the
-    // scenario's, so a threshold read on them says nothing (1 before 3).
+    // An incomplete sharded run (a part missing or interrupted) is written and shown, and
+    // fails: its totals are not the scenario's, so a threshold read on them says nothing (1
+    // before 3).
     if let Some(missing) = &missing_shards {
         errln!("h2load-rs: merge: {missing}");
     }

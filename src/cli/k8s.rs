@@ -15,7 +15,7 @@ pub struct K8sJobArgs {
     #[arg(long = "workers", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=MAX_SHARDS))]
     pub workers: u64,
-    /// The image holding h2load-rs as its entry point (configs/k8s/Dockerfile builds one).
+    /// The image holding h2load-rs as its entry point (configs/k8s/image.sh builds one).
     #[arg(long = "image", value_name = "IMAGE")]
     pub image: String,
     /// The Job's name (lowercase letters, digits and '-', at most 52): its pods' label

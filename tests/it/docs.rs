@@ -60,8 +60,8 @@ fn named_flags(text: &str) -> BTreeSet<String> {
 }
 
 /// Flags the reference names that are not h2load-rs's: clap's own, and kubectl's where it shows
-/// how to collect a Job's reports.
-const OTHER_TOOLS: [&str; 3] = ["--help", "--version", "--tail"];
+/// how to wait for a Job's pods and collect their reports (`--for`, `--tail`).
+const OTHER_TOOLS: [&str; 4] = ["--help", "--version", "--tail", "--for"];
 
 #[test]
 fn the_reference_names_every_flag_and_no_other() {

@@ -51,9 +51,13 @@ fn the_job_s_pods_run_the_load_once_between_them() {
         ),
         (&"Indexed".into(), &3.into(), &3.into())
     );
+    // A failed part is not run again, and does not stop the others (backoffLimit 0 would).
+    assert_eq!(spec["backoffLimitPerIndex"], 0);
+    assert!(spec["backoffLimit"].is_null());
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["hostNetwork"], true);
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["automountServiceAccountToken"], false);
     let container = &pod["containers"][0];
     assert_eq!(
         (&container["image"], &container["imagePullPolicy"]),

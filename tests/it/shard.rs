@@ -115,8 +115,8 @@ fn shards_of_a_paced_run_hold_the_whole_schedule_exactly() {
 }
 
 /// A part that never reported is named and fails the merge (exit status 1), its report still
-/// written with the parts there are; a part given twice, parts of different splits and a whole
-/// run among parts are usage errors.
+/// written with the parts there are, and so is one that was interrupted; a part given twice,
+/// parts of different splits and a whole run among parts are usage errors.
 #[test]
 fn a_missing_part_is_named_and_fails_the_merge() {
     let dir = tempfile::tempdir().unwrap();
@@ -168,6 +168,19 @@ fn a_missing_part_is_named_and_fails_the_merge() {
     let output = merge(&[&third, &first, &second]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert_eq!(cell(&merged)["requests"]["total"], 90);
+    // A part stopped by a signal (its pod deleted or evicted) wrote what it ran: named, and the
+    // merge fails as for a missing one.
+    let mut stopped: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&second).unwrap()).unwrap();
+    stopped["cells"][0]["interrupted"] = true.into();
+    let stopped_path = dir.path().join("stopped.json");
+    std::fs::write(&stopped_path, stopped.to_string()).unwrap();
+    let output = merge(&[&first, &stopped_path, &third]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    let says = format!("shard 2/3 ({}) interrupted", stopped_path.display());
+    assert!(output.stderr.contains(&says), "{}", output.stderr);
+    assert!(!output.stderr.contains("missing"), "{}", output.stderr);
+    assert_eq!(cell(&merged)["interrupted"], true);
     for (inputs, says) in [
         (vec![&first, &first], "shard 1/3 is in two reports"),
         (
@@ -365,6 +378,8 @@ fn reports_in_a_log_of_every_worker_merge_from_standard_input() {
                 .output()
                 .unwrap();
             assert!(output.status.success());
+            // Ends its line, or the next pod's first line in the log is glued to its brace.
+            assert!(output.stdout.ends_with(b"}\n"), "{}", index);
             // As a pod's log has them: its standard error (here the text report) and output.
             (index, [output.stderr, output.stdout].concat())
         })

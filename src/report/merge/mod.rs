@@ -245,8 +245,8 @@ impl Adder<'_> {
 }
 
 /// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
-/// Merges `documents` into one; with the sentence naming the `--shard` parts that are missing,
-/// if any (also among each merged cell's warnings).
+/// Merges `documents` into one; with the sentence naming the `--shard` parts that are missing or
+/// were interrupted, if any (also among each merged cell's warnings).
 pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String>)> {
     let Some(first) = documents.first() else {
         bail!("nothing to merge");
@@ -269,7 +269,7 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
         .iter()
         .map(|document| document.source.clone())
         .collect();
-    let missing = shards::missing(&documents, &sources)?;
+    let missing = shards::incomplete(&documents, &sources)?;
     let mut columns: Vec<Vec<Summary>> = (0..cell_count)
         .map(|_| Vec::with_capacity(documents.len()))
         .collect();

@@ -1,6 +1,7 @@
 //! Which parts of a sharded scenario (`--shard I/N`) a merge holds. Parts of different splits, a
 //! part given twice and whole runs mixed with parts are refused; a part that is missing (its
-//! machine or pod died before writing its report) is named, never a silently smaller total.
+//! machine or pod died before writing its report) or that was interrupted (its pod deleted or
+//! evicted: SIGTERM, and the report of what it ran) is named, never a silently smaller total.
 
 use anyhow::Result;
 
@@ -9,9 +10,9 @@ use crate::report::Document;
 use crate::usage_bail;
 
 /// The parts of `documents` (by their first cell's `settings.shard`; `sources` names them) that
-/// are missing, as a sentence for the merged report; `None` when they are whole runs or every
-/// part is there.
-pub(super) fn missing(documents: &[Document], sources: &[String]) -> Result<Option<String>> {
+/// are missing or were interrupted, as a sentence for the merged report; `None` when they are
+/// whole runs or every part is there and ran whole.
+pub(super) fn incomplete(documents: &[Document], sources: &[String]) -> Result<Option<String>> {
     let shards: Vec<Option<Shard>> = documents
         .iter()
         .map(|document| document.cells.first().and_then(|cell| cell.settings.shard))
@@ -40,12 +41,42 @@ pub(super) fn missing(documents: &[Document], sources: &[String]) -> Result<Opti
         .filter(|(_, source)| source.is_none())
         .map(|(index, _)| format!("{}/{count}", index + 1))
         .collect();
-    Ok((!absent.is_empty()).then(|| {
-        format!(
+    let mut cut_short: Vec<(u64, &str)> = documents
+        .iter()
+        .zip(&shards)
+        .zip(sources)
+        .filter(|((document, _), _)| document.cells.iter().any(|cell| cell.interrupted))
+        .filter_map(|((_, shard), source)| shard.map(|shard| (shard.index, source.as_str())))
+        .collect();
+    cut_short.sort_unstable();
+    let mut sentences = Vec::new();
+    if !absent.is_empty() {
+        sentences.push(format!(
             "shard{} {} missing: these totals lack {} part of the load (a part of the scenario that never reported)",
-            if absent.len() == 1 { "" } else { "s" },
+            plural(absent.len()),
             absent.join(", "),
             if absent.len() == 1 { "its" } else { "their" }
-        )
-    }))
+        ));
+    }
+    if !cut_short.is_empty() {
+        let named: Vec<String> = cut_short
+            .iter()
+            .map(|(index, source)| format!("{index}/{count} ({source})"))
+            .collect();
+        sentences.push(format!(
+            "shard{} {} interrupted: these totals lack the rest of {} part of the load (stopped by a signal before it ran all of it)",
+            plural(cut_short.len()),
+            named.join(", "),
+            if cut_short.len() == 1 { "its" } else { "their" }
+        ));
+    }
+    Ok((!sentences.is_empty()).then(|| sentences.join("; ")))
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
