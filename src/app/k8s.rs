@@ -32,6 +32,15 @@ pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
         .iter()
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
+    // A pod's stdout and stderr reach its log through two pipes and can interleave line by
+    // line: -q keeps stderr to unindented lines (warnings, the one-line summary), which the
+    // merge can tell from the report's own lines.
+    if !container_args
+        .iter()
+        .any(|arg| arg == "-q" || arg == "--quiet")
+    {
+        container_args.push("-q".to_owned());
+    }
     container_args.extend([
         "--shard".to_owned(),
         args.workers.to_string(),

@@ -172,8 +172,14 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         crate::console::text_to_stderr();
     }
     let mut documents = Vec::new();
+    let mut unreadable = Vec::new();
     for path in &args.results {
-        documents.extend(report::merge::load_all(path)?);
+        let (found, broken) = report::merge::load_all(path)?;
+        documents.extend(found);
+        unreadable.extend(broken);
+    }
+    if documents.is_empty() {
+        usage_bail!("no report could be read: {}", unreadable.join("; "));
     }
     let document_count = documents.len();
     let (mut document, missing_shards) = report::merge::merge(documents)?;
@@ -207,13 +213,19 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     if let Some(missing) = &missing_shards {
         errln!("h2load-rs: merge: {missing}");
     }
-    Ok(if !failures.is_empty() || missing_shards.is_some() {
-        FAILURE
-    } else if !breaches.is_empty() {
-        BREACHED
-    } else {
-        0
-    })
+    // What was measured and could not be read is lost from these totals: said, and a failure.
+    for sentence in &unreadable {
+        errln!("h2load-rs: merge: {sentence}");
+    }
+    Ok(
+        if !failures.is_empty() || missing_shards.is_some() || !unreadable.is_empty() {
+            FAILURE
+        } else if !breaches.is_empty() {
+            BREACHED
+        } else {
+            0
+        },
+    )
 }
 
 /// `h2load-rs diff`: 3 when `--fail-if-regressed` finds a regression, 0 otherwise.

@@ -70,9 +70,9 @@ fn the_job_s_pods_run_the_load_once_between_them() {
         .map(|arg| arg.as_str().unwrap().to_owned())
         .collect();
     assert_eq!(args[..4], ["-n", "300", "-c", "3"]);
-    assert_eq!(args[5..7], ["--shard", "3"]);
-    assert_eq!(args[9..], ["--json", "-"]);
-    let start: jiff::Timestamp = args[8].parse().unwrap();
+    assert_eq!(args[5..8], ["-q", "--shard", "3"]);
+    assert_eq!(args[10..], ["--json", "-"]);
+    let start: jiff::Timestamp = args[9].parse().unwrap();
     let ahead = start.duration_since(jiff::Timestamp::now()).as_secs_f64();
     assert!((0.0..=3.0).contains(&ahead), "starts {ahead} s from now");
     // The pods, here: each with its index, all at once, their logs (stderr and stdout) one

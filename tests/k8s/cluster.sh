@@ -162,6 +162,7 @@ build_binaries() {
     mv "$bin/$c.partial" "$bin/$c"
   done
   rm -rf "$src"
+  say "Kubernetes $K8S_VERSION binaries: built into $bin"
 }
 
 # --- certificates and kubeconfigs -----------------------------------------------------------

@@ -141,8 +141,11 @@ timing "merge" "$(took "$t")"
 cat "$work/merge.out"
 check "merge exit status" 0 "$status"
 cell() { jq -r ".cells[0] | $1" "$work/merged.json"; }
-# The JSON reports in a log (`--json -` writes each from a line "{" to a line "}").
-reports() { awk '/^\{$/ { on = 1 } on { print } /^\}$/ { on = 0 }' "$1"; }
+# The JSON reports in a log (`--json -` writes each from a line "{" to a line "}"), without the
+# unindented stderr lines the runtime may have copied in between (as `merge` reads them).
+reports() {
+  awk '/^\{$/ { on = 1; print; next } on && /^\}$/ { on = 0; print; next } on && /^[ \t]/ { print }' "$1"
+}
 check "merged requests" "$TOTAL" "$(cell .requests.total)"
 check "merged successes" "$TOTAL" "$(cell .requests.succeeded)"
 check "merged connections" 6 "$(cell .connections.opened)"

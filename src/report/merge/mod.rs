@@ -37,8 +37,9 @@ pub(crate) fn load(path: &Path, what: &str) -> Result<Document> {
 
 /// Reads what `merge` is given: a `--json` report, or a log holding several (`kubectl logs` of a
 /// Job's pods that wrote `--json -`, with their other lines), from a file or `-` (standard
-/// input); each report is named by where it was found.
-pub(crate) fn load_all(path: &Path) -> Result<Vec<Document>> {
+/// input); each report is named by where it was found. Also a sentence for each object in a log
+/// that looked like a report and could not be read: the caller says so, and fails.
+pub(crate) fn load_all(path: &Path) -> Result<(Vec<Document>, Vec<String>)> {
     const WHAT: &str = "report to merge";
     let name = path.display().to_string();
     let text = if name == "-" {
@@ -47,19 +48,26 @@ pub(crate) fn load_all(path: &Path) -> Result<Vec<Document>> {
         input::read(path, WHAT, MAX_REPORT_FILE)?
     };
     if let Ok(document) = serde_json::from_slice::<Document>(&text) {
-        return Ok(vec![prepare(document, name)?]);
+        return Ok((vec![prepare(document, name)?], Vec::new()));
     }
     let found = logs::reports_in(&text);
-    if found.is_empty() {
+    if found.reports.is_empty() && found.unreadable.is_empty() {
         // The error of the whole as one report says best what is wrong with a file meant as one.
         if let Err(error) = serde_json::from_slice::<Document>(&text) {
             usage_bail!("'{name}' is not an h2load-rs JSON report, nor a log holding any: {error}");
         }
     }
-    found
+    let documents = found
+        .reports
         .into_iter()
         .map(|(line, document)| prepare(document, format!("{name}:{line}")))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let unreadable = found
+        .unreadable
+        .into_iter()
+        .map(|sentence| format!("{name}: {sentence}"))
+        .collect();
+    Ok((documents, unreadable))
 }
 
 /// Checks a parsed report read from `source` and rebuilds its histograms.
