@@ -38,11 +38,25 @@ fail() {
 check() {
   if [ "$2" = "$3" ]; then echo "e2e: ok: $1 ($3)"; else fail "$1: expected $2, got $3"; fi
 }
+# The kernel settings the kubelet changes, as they were before the cluster came up.
+sysctls() {
+  local s
+  for s in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops; do
+    echo "$s=$(cat "/proc/sys/${s//.//}")"
+  done
+}
+sysctls_before=$(sysctls)
+state=${H2LOAD_RS_K8S_STATE:-/tmp/h2load-rs-k8s}
 finish() {
   local t
   t=$(now)
   "$cluster" down
   timing "tear-down" "$(took "$t")"
+  # Nothing left running or changed on the host.
+  check "processes of the cluster left" 0 "$(pgrep -f -c "$state|/k8s-v1\.37\.2/bin/|^/usr/local/bin/h2load-rs" || true)"
+  check "mounts under $state left" 0 "$(grep -c " $state" /proc/mounts || true)"
+  check "kubepods cgroups left" 0 "$(find /sys/fs/cgroup -maxdepth 3 -type d -name 'kubepods*' | wc -l)"
+  check "kernel settings restored" "$sysctls_before" "$(sysctls)"
   rm -rf "$work"
   echo "e2e: timings: $(IFS=';'; echo "${timings[*]}")"
   if [ "$failures" -eq 0 ]; then
