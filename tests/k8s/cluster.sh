@@ -21,9 +21,10 @@
 # /tmp/h2load-rs-k8s), fresh for each `up`.
 #
 # `down` stops every process `up` started and every container the kubelet ran, unmounts and
-# removes the state, removes the kubepods cgroups, the shim sockets, network namespaces and
-# /var/log/containers links made while the cluster ran, and restores the kernel settings the
-# kubelet changes (vm.overcommit_memory, kernel.panic, ...).
+# removes the state, removes the kubepods cgroups, the shim sockets, network namespaces,
+# /var/log/containers links and the directories (/var/lib/kubelet, /run/containerd, ...) made
+# while the cluster ran, and restores the kernel settings the kubelet changes
+# (vm.overcommit_memory, kernel.panic, ...).
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
@@ -339,6 +340,12 @@ up() {
   # What the kubelet and containerd leave outside $state is told apart from what was there.
   ls /run/containerd/s 2>/dev/null >"$state/run/shims.before" || true
   ls /var/run/netns 2>/dev/null >"$state/run/netns.before" || true
+  # Paths they make whatever they are told (the kubelet's device-plugin socket, runc's state, the
+  # containers' log links): removed by `down` when they were not there before.
+  local p
+  for p in /var/lib/kubelet /var/log/containers /var/log/pods /run/containerd /var/run/netns; do
+    [ -e "$p" ] || echo "$p" >>"$state/run/created"
+  done
   pki
   export KUBECONFIG=$state/admin.kubeconfig
 
@@ -448,6 +455,9 @@ down() {
     done
   fi
   find /var/log/containers -maxdepth 1 -lname "$state/*" -delete 2>/dev/null || true
+  if [ -f "$state/run/created" ]; then
+    while read -r f; do rm -rf "$f"; done <"$state/run/created"
+  fi
   ip link delete h2lrs0 2>/dev/null || true
   if [ -f "$state/sysctls" ]; then
     while IFS='=' read -r k v; do sysctl -q -w "$k=$v" >/dev/null 2>&1 || say "could not restore $k=$v"; done <"$state/sysctls"

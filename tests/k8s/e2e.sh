@@ -46,6 +46,14 @@ sysctls() {
   done
 }
 sysctls_before=$(sysctls)
+# Paths outside its state that a cluster makes: none may be left that was not there before.
+host_paths() {
+  local p
+  for p in /var/lib/kubelet /var/log/containers /var/log/pods /run/containerd /var/run/netns; do
+    [ -e "$p" ] && echo "$p"
+  done
+}
+host_paths_before=$(host_paths)
 state=${H2LOAD_RS_K8S_STATE:-/tmp/h2load-rs-k8s}
 finish() {
   local t
@@ -57,6 +65,7 @@ finish() {
   check "mounts under $state left" 0 "$(grep -c " $state" /proc/mounts || true)"
   check "kubepods cgroups left" 0 "$(find /sys/fs/cgroup -maxdepth 3 -type d -name 'kubepods*' | wc -l)"
   check "kernel settings restored" "$sysctls_before" "$(sysctls)"
+  check "host paths as before" "$host_paths_before" "$(host_paths)"
   rm -rf "$work"
   echo "e2e: timings: $(IFS=';'; echo "${timings[*]}")"
   if [ "$failures" -eq 0 ]; then

@@ -23,66 +23,92 @@ pub(super) struct Found {
 
 /// The reports in `bytes`, in order.
 pub(super) fn reports_in(bytes: &[u8]) -> Found {
-    let lines = Line::all(bytes);
-    let text = |line: &Line| &bytes[line.start..line.end];
     let mut found = Found {
         reports: Vec::new(),
         unreadable: Vec::new(),
     };
-    let mut index = 0;
-    while index < lines.len() {
-        let line = &lines[index];
-        let number = index + 1;
-        if text(line) == b"{" {
-            let Some(close) = (index + 1..lines.len()).find(|&at| text(&lines[at]) == b"}") else {
+    let mut lines = Lines::new(bytes);
+    while let Some(line) = lines.next() {
+        let text = &bytes[line.start..line.end];
+        if text == b"{" {
+            let mut ahead = lines.clone();
+            let Some(close) = ahead.find(|close| &bytes[close.start..close.end] == b"}") else {
                 break;
             };
-            let block = &lines[index..=close];
-            let whole = &bytes[line.start..block[block.len() - 1].next];
-            match parse(whole).or_else(|_| parse(&without_strangers(bytes, block))) {
-                Ok(document) => found.reports.push((number, document)),
-                Err(error) => found.unreadable.extend(unreadable(number, whole, &error)),
-            }
-            // Past the block, whatever it held: each line is read in one attempt at most.
-            index = close + 1;
-            continue;
-        }
-        if text(line).starts_with(b"{") {
-            match parse(text(line)) {
-                Ok(document) => found.reports.push((number, document)),
+            let whole = &bytes[line.start..close.next];
+            match parse(whole).or_else(|_| parse(&without_strangers(whole))) {
+                Ok(document) => found.reports.push((line.number, document)),
                 Err(error) => found
                     .unreadable
-                    .extend(unreadable(number, text(line), &error)),
+                    .extend(unreadable(line.number, whole, &error)),
+            }
+            // Past the block, whatever it held: each line is read in one attempt at most.
+            lines = ahead;
+        } else if text.starts_with(b"{") {
+            match parse(text) {
+                Ok(document) => found.reports.push((line.number, document)),
+                Err(error) => found
+                    .unreadable
+                    .extend(unreadable(line.number, text, &error)),
             }
         }
-        index += 1;
     }
     found
 }
 
-/// Where a line of the log lies: its text without the line end, and where the next one begins.
+/// Where a line of the log lies: its text without the line end, where the next one begins, and
+/// its number (from 1).
 struct Line {
     start: usize,
     end: usize,
     next: usize,
+    number: usize,
 }
 
-impl Line {
-    fn all(bytes: &[u8]) -> Vec<Line> {
-        let mut lines = Vec::new();
-        let mut start = 0;
-        for line in bytes.split_inclusive(|&byte| byte == b'\n') {
-            let next = start + line.len();
-            let text = line.strip_suffix(b"\n").unwrap_or(line);
-            let text = text.strip_suffix(b"\r").unwrap_or(text);
-            lines.push(Line {
-                start,
-                end: start + text.len(),
-                next,
-            });
-            start = next;
+/// The lines of a log, one at a time (a log of empty lines must not become a vector of them).
+#[derive(Clone)]
+struct Lines<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    number: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(bytes: &'a [u8]) -> Lines<'a> {
+        Lines {
+            bytes,
+            at: 0,
+            number: 0,
         }
-        lines
+    }
+}
+
+impl Iterator for Lines<'_> {
+    type Item = Line;
+
+    fn next(&mut self) -> Option<Line> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        let rest = &self.bytes[start..];
+        let (end, next) = match rest.iter().position(|&byte| byte == b'\n') {
+            Some(newline) => (start + newline, start + newline + 1),
+            None => (self.bytes.len(), self.bytes.len()),
+        };
+        let end = if end > start && self.bytes[end - 1] == b'\r' {
+            end - 1
+        } else {
+            end
+        };
+        self.at = next;
+        self.number += 1;
+        Some(Line {
+            start,
+            end,
+            next,
+            number: self.number,
+        })
     }
 }
 
@@ -92,15 +118,18 @@ fn parse(bytes: &[u8]) -> serde_json::Result<Document> {
 
 /// The block's lines that a pretty-printed object can hold: its first and last, and the
 /// indented ones between.
-fn without_strangers(bytes: &[u8], block: &[Line]) -> Vec<u8> {
-    let last = block.len() - 1;
-    let mut kept = Vec::new();
-    for (at, line) in block.iter().enumerate() {
-        let text = &bytes[line.start..line.end];
-        if at == 0 || at == last || text.starts_with(b" ") || text.starts_with(b"\t") {
+fn without_strangers(block: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(block.len());
+    let mut lines = Lines::new(block).peekable();
+    let mut first = true;
+    while let Some(line) = lines.next() {
+        let text = &block[line.start..line.end];
+        let last = lines.peek().is_none();
+        if first || last || text.starts_with(b" ") || text.starts_with(b"\t") {
             kept.extend_from_slice(text);
             kept.push(b'\n');
         }
+        first = false;
     }
     kept
 }
