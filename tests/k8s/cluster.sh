@@ -332,8 +332,13 @@ up() {
     say "a cluster from an earlier run is in $state: taking it down first"
     down
   fi
+  # Only a directory of ours is ever removed: one this script made, with its mark.
+  if [ -e "$state" ] && [ ! -f "$state/.h2load-rs-k8s" ] && [ -n "$(ls -A "$state" 2>/dev/null)" ]; then
+    die "$state is not empty and not a state this script made: set H2LOAD_RS_K8S_STATE to another path"
+  fi
   rm -rf "$state"
   mkdir -p "$state/logs" "$state/run" "$state/pod-logs"
+  touch "$state/.h2load-rs-k8s"
   # A failed start leaves nothing running.
   trap 'say "start failed: taking down what started"; down' EXIT
   save_sysctls
@@ -420,7 +425,7 @@ kubepods_cgroups() {
 }
 
 down() {
-  [ -d "$state/run" ] || return 0
+  [ -d "$state/run" ] && [ -f "$state/.h2load-rs-k8s" ] || return 0
   local t0 pid f
   t0=$(now)
   # The kubelet first, so that nothing restarts what is stopped next.
