@@ -185,6 +185,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     let (mut document, missing_shards) = report::merge::merge(documents)?;
     for cell in &mut document.cells {
         cell.thresholds = report::thresholds::check(cell, &args.fail_if);
+        cell.warnings.extend(unreadable.iter().cloned());
     }
     outln!("merged {}", units::counted(document_count as u64, "report"));
     if let Some(parts) = document.cells.first().and_then(|cell| cell.parts.as_ref()) {

@@ -440,6 +440,26 @@ fn reports_in_a_log_of_every_worker_merge_from_standard_input() {
     let output = merge(&without_second);
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("shard 2/3 missing"));
+    // A report that cannot be read (cut in the middle of a value): named, in the merged
+    // report's warnings too, and the status says so.
+    let broken =
+        String::from_utf8(log.clone())
+            .unwrap()
+            .replacen("\"cells\": [", "\"cells\": [}", 1);
+    let output = merge(broken.as_bytes());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a report that could not be read"),
+        "{stderr}"
+    );
+    let merged: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let warnings = merged["cells"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains("a report that could not be read"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("missing"), "{warnings}");
     // Nothing that is a report: a usage error.
     let output = merge(b"h2load-rs: error\n");
     assert_eq!(output.status.code(), Some(2));
