@@ -21,7 +21,7 @@
 # /tmp/h2load-rs-k8s), fresh for each `up`.
 #
 # `down` stops every process `up` started and every container the kubelet ran, unmounts and
-# removes the state, removes the kubepods cgroups, the shim sockets, network namespaces,
+# removes the state, removes its pods' cgroups, the shim sockets, network namespaces,
 # /var/log/containers links and the directories (/var/lib/kubelet, /run/containerd, ...) made
 # while the cluster ran, and restores the kernel settings the kubelet changes
 # (vm.overcommit_memory, kernel.panic, ...).
@@ -38,6 +38,7 @@ ETCD_PORT=12379
 APISERVER_PORT=16443
 KUBELET_PORT=20250
 PAUSE_IMAGE=localhost/pause:h2load-rs
+CGROUP_ROOT=h2load-rs-k8s
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -290,6 +291,7 @@ tlsCertFile: $state/pki/kubelet-serving.crt
 tlsPrivateKeyFile: $state/pki/kubelet-serving.key
 # PID 1 is not systemd, and the host may have cgroup v1 only.
 cgroupDriver: cgroupfs
+cgroupRoot: /$CGROUP_ROOT
 failCgroupV1: false
 makeIPTablesUtilChains: false
 failSwapOn: false
@@ -391,6 +393,17 @@ up() {
   start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
   kubelet_config
+  # The kubelet's cgroup root must exist in every hierarchy; a new cpuset has no CPUs or memory
+  # nodes until given its parent's.
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -f "$h/cgroup.procs" ] || continue
+    mkdir -p "$h$CGROUP_ROOT"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
+    fi
+  done
   local kubelet_started
   kubelet_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   start kubelet "$bin/kubelet" --config "$state/kubelet.yaml" \
@@ -420,8 +433,10 @@ signal_daemons() {
   done
 }
 
-kubepods_cgroups() {
-  find /sys/fs/cgroup -depth -type d -path '*kubepods*' 2>/dev/null
+# The cgroups of this cluster's pods, deepest first: all under a root of its own (the kubelet's
+# cgroupRoot), so a kubelet of the host's own is never touched.
+pod_cgroups() {
+  find /sys/fs/cgroup -depth -type d -path "*/$CGROUP_ROOT*" 2>/dev/null
 }
 
 down() {
@@ -431,8 +446,8 @@ down() {
   # The kubelet first, so that nothing restarts what is stopped next.
   [ -f "$state/run/kubelet.pid" ] && kill "$(cat "$state/run/kubelet.pid")" 2>/dev/null || true
   # Every container's processes, wherever the kubelet put them.
-  for f in $(kubepods_cgroups | sed 's#$#/cgroup.procs#'); do
-    [ -f "$f" ] && for pid in $(cat "$f"); do kill -9 "$pid" 2>/dev/null || true; done
+  for f in $(pod_cgroups | sed 's#$#/cgroup.procs#'); do
+    [ -f "$f" ] && for pid in $(cat "$f" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
   done
   # The shims of our containerd exit once their containers are gone; the ones still there go now.
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
@@ -448,7 +463,7 @@ down() {
   # Mounts under the state (container root filesystems, shm, kubelet volumes), deepest first.
   awk -v s="$state" '$2 == s || index($2, s "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  for f in $(kubepods_cgroups); do rmdir "$f" 2>/dev/null || true; done
+  for f in $(pod_cgroups); do rmdir "$f" 2>/dev/null || true; done
   if [ -f "$state/run/shims.before" ]; then
     for f in $(ls /run/containerd/s 2>/dev/null); do
       grep -qx "$f" "$state/run/shims.before" || rm -f "/run/containerd/s/$f"
@@ -469,8 +484,8 @@ down() {
   fi
   rm -rf "$state"
   local left
-  left=$(kubepods_cgroups | wc -l)
-  [ "$left" -eq 0 ] || say "$left kubepods cgroups could not be removed"
+  left=$(pod_cgroups | wc -l)
+  [ "$left" -eq 0 ] || say "$left cgroups of its pods could not be removed"
   say "cluster down in $(since "$t0") s"
 }
 
