@@ -14,6 +14,16 @@ use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, ResponseReader};
 use crate::proto::hpack::Decoder;
 
+/// What `merge` reads (a report, or a log holding several, as `kubectl logs` prints them), each
+/// report's histograms rebuilt, and the reports merged.
+pub fn merge_input(bytes: &[u8]) {
+    if let Ok((documents, _)) = crate::report::merge::reports_from(bytes, "fuzz") {
+        if !documents.is_empty() {
+            let _ = crate::report::merge::merge(documents);
+        }
+    }
+}
+
 /// A scenario file's text, merged with no overrides, then parsed as the command line.
 pub fn scenario(text: &str) {
     if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {

@@ -47,13 +47,20 @@ pub(crate) fn load_all(path: &Path) -> Result<(Vec<Document>, Vec<String>)> {
     } else {
         input::read(path, WHAT, MAX_REPORT_FILE)?
     };
-    if let Ok(document) = serde_json::from_slice::<Document>(&text) {
+    reports_from(&text, &name)
+}
+
+/// The reports in `text`, read from `name`: one report, or a log holding several (see
+/// [`load_all`]).
+pub(crate) fn reports_from(text: &[u8], name: &str) -> Result<(Vec<Document>, Vec<String>)> {
+    let name = name.to_owned();
+    if let Ok(document) = serde_json::from_slice::<Document>(text) {
         return Ok((vec![prepare(document, name)?], Vec::new()));
     }
-    let found = logs::reports_in(&text);
+    let found = logs::reports_in(text);
     if found.reports.is_empty() && found.unreadable.is_empty() {
         // The error of the whole as one report says best what is wrong with a file meant as one.
-        if let Err(error) = serde_json::from_slice::<Document>(&text) {
+        if let Err(error) = serde_json::from_slice::<Document>(text) {
             usage_bail!("'{name}' is not an h2load-rs JSON report, nor a log holding any: {error}");
         }
     }
