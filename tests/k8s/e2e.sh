@@ -19,10 +19,12 @@ cluster=$here/cluster.sh
 work=$(mktemp -d)
 IMAGE=localhost/h2load-rs:e2e
 # The shards sleep until a start this far ahead of the Job's creation: time for the pods to be
-# scheduled and started on a busy 2-core machine (3-9 s seen).
+# scheduled and started (their containers started within 1-2 s of the Job here; 20 s leaves
+# room for a loaded machine, and a late pod fails the skew check below, which says so).
 LEAD=20s
 # How far apart the shards' measured periods may begin: `merge`'s own tolerance for a part
-# (100 ms). The shards wake from a sleep to the same instant on one node; 1-12 ms seen.
+# (100 ms). The shards wake from a sleep to the same instant on one node; 0-6 ms seen, each
+# 1.5-7 ms after the start time.
 BOUND_SKEW_MS=100
 
 failures=0
