@@ -46,7 +46,9 @@ cache=${H2LOAD_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs}
 bin=$cache/k8s-$K8S_VERSION/bin
 state=${H2LOAD_RS_K8S_STATE:-/tmp/h2load-rs-k8s}
 sock=$state/containerd/containerd.sock
-node=$(hostname)
+# The node's name: the apiserver reaches the kubelet by it (a node IP may not be loopback), so
+# it must resolve to the loopback address the kubelet listens on, whatever this host is called.
+node=localhost
 
 say() { echo "cluster.sh: $*" >&2; }
 die() {
@@ -77,11 +79,10 @@ prerequisites() {
   fi
   grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
     die "needs overlayfs (containerd's snapshotter): the kernel has no 'overlay' filesystem"
-  # The apiserver reaches the kubelet by the node's name (a node IP may not be loopback).
   node_address=$(getent ahostsv4 "$node" | awk 'NR == 1 { print $1 }')
   case "$node_address" in
     127.*) ;;
-    *) die "needs the host name '$node' to resolve to a loopback address (it gives '${node_address:-nothing}'): add '127.0.0.1 $node' to /etc/hosts" ;;
+    *) die "needs '$node' to resolve to a loopback address (it gives '${node_address:-nothing}'): add '127.0.0.1 $node' to /etc/hosts" ;;
   esac
   local need=()
   command -v containerd >/dev/null || need+=(containerd)
