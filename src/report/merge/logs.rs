@@ -9,8 +9,8 @@
 //! report every line but the last is indented; an unindented line there is such a stranger, and
 //! is left out when the report does not parse as it stands.
 //!
-//! Each candidate is parsed within its own lines, and the reading goes on after them, so a log
-//! is read in time linear in its size whatever it holds.
+//! Each candidate is parsed within its own lines, each line in two attempts at most, so a log is
+//! read in time linear in its size whatever it holds.
 
 use crate::report::Document;
 
@@ -28,21 +28,46 @@ pub(super) fn reports_in(bytes: &[u8]) -> Found {
         unreadable: Vec::new(),
     };
     let mut lines = Lines::new(bytes);
+    // Whether a line `}` lies ahead: once none does, no block can close.
+    let mut closes_ahead = true;
     while let Some(line) = lines.next() {
         let text = &bytes[line.start..line.end];
-        if text == b"{" {
+        if text == b"{" && closes_ahead {
+            // The block up to the first close, and the last opening inside it: a report cut
+            // short (its pod killed while writing) followed by a whole one reads as one block.
             let mut ahead = lines.clone();
-            let Some(close) = ahead.find(|close| &bytes[close.start..close.end] == b"}") else {
-                break;
+            let mut last_open = None;
+            let close = loop {
+                let before = ahead.clone();
+                let Some(next) = ahead.next() else {
+                    break None;
+                };
+                match &bytes[next.start..next.end] {
+                    b"}" => break Some(next),
+                    b"{" => last_open = Some(before),
+                    _ => {}
+                }
+            };
+            let Some(close) = close else {
+                closes_ahead = false;
+                continue;
             };
             let whole = &bytes[line.start..close.next];
             match parse(whole).or_else(|_| parse(&without_strangers(whole))) {
                 Ok(document) => found.reports.push((line.number, document)),
-                Err(error) => found
-                    .unreadable
-                    .extend(unreadable(line.number, whole, &error)),
+                Err(error) => {
+                    found
+                        .unreadable
+                        .extend(unreadable(line.number, whole, &error));
+                    // Again from the last opening: that block holds no other, so each line is
+                    // read in two attempts at most.
+                    if let Some(open) = last_open {
+                        lines = open;
+                        continue;
+                    }
+                }
             }
-            // Past the block, whatever it held: each line is read in one attempt at most.
+            // Past the block, whatever it held.
             lines = ahead;
         } else if text.starts_with(b"{") {
             match parse(text) {
@@ -191,6 +216,17 @@ mod tests {
         assert_eq!(found.reports[0].0, broken.lines().count() + 1);
         assert_eq!(found.unreadable.len(), 2, "{:?}", found.unreadable);
         assert!(found.unreadable[0].starts_with("line 1: a report that could not be read"));
+    }
+
+    #[test]
+    fn a_report_cut_short_does_not_take_the_next_one_with_it() {
+        let pretty = report();
+        let lines: Vec<&str> = pretty.lines().collect();
+        let cut = lines[..lines.len() / 2].join("\n");
+        let log = format!("{cut}\n{pretty}\n");
+        let found = reports_in(log.as_bytes());
+        assert_eq!(found.reports.len(), 1, "{:?}", found.unreadable);
+        assert_eq!(found.reports[0].0, lines.len() / 2 + 1);
     }
 
     #[test]
