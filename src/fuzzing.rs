@@ -84,7 +84,7 @@ pub fn http1_responses(bytes: &[u8], split: usize) {
 fn fuzz_checks() -> Arc<Checks> {
     let headers = ["server: x".to_owned(), "content-type".to_owned()];
     Arc::new(
-        Checks::parse(&[], &headers, Some("ab"))
+        Checks::parse(false, &[], &headers, Some("ab"))
             .expect("valid checks")
             .expect("some checks"),
     )

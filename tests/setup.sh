@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust and Go: the peer tools the cross-checks compare
 # against, the real servers of the test bed, and Chromium (the HTML report is checked in it). Idempotent: installs only what is missing.
+# The Python gRPC server's venv and ghz (a gRPC load generator, from the Go module proxy) go into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/, outside the checkout.
 # Needs root (CI runs as root) or sudo. Services are never started by the install: tests start
 # their own instances on loopback ports (tests/testbed.sh).
 set -euo pipefail
@@ -22,7 +24,33 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v promtool >/dev/null || need+=(prometheus)
 # tinyproxy: the real HTTP proxy --proxy tunnels through (CONNECT).
 command -v tinyproxy >/dev/null || need+=(tinyproxy)
+# Python 3 with venv, for the test bed's Python gRPC server (grpcio).
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs
+# The Python gRPC server's venv (tests/grpc-target/server.py), remade when its pinned
+# requirements change; and ghz, built from the Go module proxy (a pinned release: @latest
+# resolves to a 2020 one).
+cached_tools() {
+  local venv="$cache/grpc-py" reqs="$root/tests/grpc-target/requirements.txt"
+  if ! cmp -s "$reqs" "$venv/requirements.txt"; then
+    echo "tests/setup.sh: making the gRPC venv $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs"
+    cp "$reqs" "$venv/requirements.txt"
+  fi
+  local ghz="$cache/ghz-v0.121.0/bin"
+  if [ ! -x "$ghz/ghz" ]; then
+    echo "tests/setup.sh: installing ghz v0.121.0 into $ghz"
+    GOBIN="$ghz" go install github.com/bojand/ghz/cmd/ghz@v0.121.0
+  fi
+}
+root=$(cd "$(dirname "$0")/.." && pwd)
+
 if [ ${#need[@]} -eq 0 ]; then
+  cached_tools
   exit 0
 fi
 sudo=""
@@ -44,3 +72,4 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
 if [[ " ${need[*]} " == *" tinyproxy "* ]] && command -v systemctl >/dev/null; then
   $sudo systemctl disable --now tinyproxy >/dev/null 2>&1 || true
 fi
+cached_tools

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy, Apache httpd and ngtcp2's
-# HTTP/3 example server on loopback
+# The real-target test bed: starts Gin, nginx, nghttpd, nghttpx, Caddy, Apache httpd, ngtcp2's
+# HTTP/3 example server and two gRPC servers (grpc-go and Python's grpcio) on loopback
 # ports with the certificates in certs/, and Prometheus, or stops them. Install them first with
 # tests/setup.sh.
 #
@@ -21,12 +21,18 @@
 #   19888 tinyproxy: HTTP proxy (CONNECT to any port), for --proxy
 #   19490 Prometheus (HTTP API), scraping 127.0.0.1:19464/metrics every second: the port the live
 #         metrics test gives --metrics-listen (nothing listens there between tests)
+#   19085 gRPC grpc-go h2c                                     19445 gRPC grpc-go TLS: h2
+#   19086 gRPC grpc-go h2c, at most 8 concurrent streams
+#   19087 gRPC Python grpcio h2c                               19447 gRPC Python grpcio TLS: h2
+# The gRPC servers (tests/grpc-target/) serve h2loadrs.probe.Probe (proto/probe.proto),
+# helloworld.Greeter and server reflection.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/target/testbed"
 certs="$root/certs"
-ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490 19888)
+ports=(19080 19443 19180 19543 19544 19545 19546 19280 19643 19743 19843 19380 19943 19490 19888
+  19085 19086 19445 19087 19447)
 # UDP ports (HTTP/3): Caddy's QUIC side of 19843 and gtlsserver.
 udp_ports=(19843 19844)
 
@@ -87,6 +93,14 @@ start() {
   (cd "$root/tests/gin-target" && go build -o "$state/gin-target" .)
   launch gin "$state/gin-target" -h2c 127.0.0.1:19080 -tls 127.0.0.1:19443 \
     -cert "$certs/server.crt" -key "$certs/server.key"
+
+  # The gRPC servers: grpc-go (built like Gin) and grpcio from the venv tests/setup.sh makes.
+  (cd "$root/tests/grpc-target" && go build -o "$state/grpc-target" .)
+  launch grpc-go "$state/grpc-target" -h2c 127.0.0.1:19085 -h2c-capped 127.0.0.1:19086 \
+    -tls 127.0.0.1:19445 -cert "$certs/server.crt" -key "$certs/server.key"
+  launch grpc-py "${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/grpc-py/bin/python" \
+    "$root/tests/grpc-target/server.py" --h2c 127.0.0.1:19087 --tls 127.0.0.1:19447 \
+    --cert "$certs/server.crt" --key "$certs/server.key"
 
   cat >"$state/nginx.conf" <<CONF
 daemon off;

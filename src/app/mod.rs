@@ -328,7 +328,11 @@ fn no_success_reason(document: &Document) -> Option<String> {
                 let counters = &cell.requests.counters;
                 counters.failed - counters.errored - checks_failed(cell)
             }),
-            "got a 4xx/5xx status",
+            if document.cells.iter().any(|cell| cell.grpc.is_some()) {
+                "got a 4xx/5xx status or a grpc-status other than OK"
+            } else {
+                "got a 4xx/5xx status"
+            },
         ),
         (total(document, checks_failed), "failed a response check"),
         (

@@ -378,6 +378,10 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub checks: CheckArgs,
 
+    /// gRPC: the method to call and its message.
+    #[command(flatten)]
+    pub grpc: crate::cli::GrpcArgs,
+
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
     #[arg(long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]

@@ -3,6 +3,7 @@
 //! (`load.rs`, `serve.rs`, `output.rs`), as do the flags' value types (`values.rs`, ...).
 
 pub mod exposure;
+mod grpc;
 pub mod input;
 mod k8s;
 pub mod limits;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use grpc::GrpcArgs;
 pub use k8s::K8sJobArgs;
 pub use load::{LoadArgs, Requests};
 pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};

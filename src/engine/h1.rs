@@ -160,6 +160,7 @@ impl<'t> H1Session<'t> {
                 first_byte: self.first_byte.take().unwrap_or(at),
                 end: at,
                 status,
+                grpc: None,
             },
             self.reader.check(),
         );

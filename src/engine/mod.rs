@@ -405,7 +405,7 @@ impl<'a> Ledger<'a> {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             match &self.shared.plan.checks {
                 None => recorder.response(self.slot, sample),
-                Some(checks) => match checks.judge(sample.status, check) {
+                Some(checks) => match checks.judge(sample.grpc.unwrap_or(sample.status), check) {
                     Verdict::Passed => recorder.response_passed(self.slot, sample),
                     Verdict::ErrorStatus => recorder.response(self.slot, sample),
                     Verdict::Failed(mismatch) => {
@@ -441,6 +441,30 @@ impl<'a> Ledger<'a> {
             recorder.requests_failed(1, kind);
             recorder.path_failed(start.path);
             self.log(start, None, Instant::now());
+        }
+    }
+
+    /// Counts the messages a gRPC call `start` sent.
+    pub(crate) fn grpc_sent(
+        &self,
+        start: &RequestStart,
+        sent: crate::recorder::grpc::MessageBytes,
+    ) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start.intended) {
+            recorder.grpc.sent.add(sent);
+        }
+    }
+
+    /// Counts the messages a gRPC call `start` received.
+    pub(crate) fn grpc_received(
+        &self,
+        start: &RequestStart,
+        received: crate::recorder::grpc::MessageBytes,
+    ) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start.intended) {
+            recorder.grpc.received.add(received);
         }
     }
 

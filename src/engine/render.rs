@@ -20,6 +20,8 @@ pub(crate) struct Renderer {
     templated: Arc<Templated>,
     /// The rendered body of the request being written (templated bodies only).
     scratch: RefCell<Vec<u8>>,
+    /// A gRPC message encoded from the rendered JSON in `scratch`.
+    encoded: RefCell<Vec<u8>>,
 }
 
 impl Renderer {
@@ -43,6 +45,7 @@ impl Renderer {
             },
             templated,
             scratch: RefCell::default(),
+            encoded: RefCell::default(),
         })
     }
 
@@ -102,7 +105,19 @@ impl Renderer {
             let part = self.request.parts.headers.len() as u64 + 1;
             ledger.render(template, start, part, &mut scratch);
         }
-        use_body(&scratch)
+        let Some(message) = &self.templated.message else {
+            return use_body(&scratch);
+        };
+        let mut encoded = self.encoded.borrow_mut();
+        encoded.clear();
+        if let Err(problem) = message.encode(&scratch, &mut encoded) {
+            // The plan encoded one rendering; another (a {rand:N} past a field's range, say)
+            // may not encode: the call goes with the empty message, and the first is named.
+            ledger.note_error(|| format!("a rendered --grpc-data did not encode: {problem}"));
+            encoded.clear();
+            crate::proto::grpc::write_prefix(&mut encoded, 0);
+        }
+        use_body(&encoded)
     }
 
     /// The Content-Length of a request whose body is `body_len` bytes long (see

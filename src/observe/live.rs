@@ -358,6 +358,7 @@ mod tests {
                         first_byte: end,
                         end,
                         status: 200,
+                        grpc: None,
                     },
                 );
             }
@@ -396,6 +397,7 @@ mod tests {
                     first_byte: t0,
                     end: t0,
                     status: 404,
+                    grpc: None,
                 },
             );
             // Counts add up across threads; only the thread still running has anything open.

@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::cells::{
     check_cell_limits, per_client_rate, run_seed, scaled, scaled_stages, stages_plan, CellSpec,
 };
+use super::grpc::grpc_plan;
 use super::negotiate::{check_tls_reuse, choose_negotiation, io_backend, tls_plan};
 use super::request::request_template;
 use super::route::{self, Route};
@@ -38,6 +39,7 @@ pub fn build(
     uring_verdict: &dyn Fn() -> Result<(), String>,
 ) -> Result<RunPlan> {
     objective::check_slo(&args.slo)?;
+    let urls = grpc_url(args, urls, cell)?;
     let parsed = parse_target(urls, file_urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
@@ -104,9 +106,26 @@ pub fn build(
         authority: parsed.authority,
     };
 
-    let request = request_template(args, parsed.paths, &destination.authority)?;
+    let grpc = grpc_plan(&args.grpc)?;
+    if grpc.is_some() {
+        if args.data.is_some() {
+            usage_bail!("-d cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
+        }
+        if parsed.paths.len() > 1 {
+            usage_bail!(
+                "--grpc calls one method on one server: give one URL (its path is not used)"
+            );
+        }
+    }
+    let (grpc, body) = grpc.map_or((None, None), |(plan, body)| (Some(plan), Some(body)));
+    let request = request_template(
+        args,
+        parsed.paths,
+        &destination.authority,
+        grpc.as_ref().map(|plan| plan.path.as_str()).zip(body),
+    )?;
     check_tls_reuse(args, negotiation, &request)?;
-    let checks = checks(args)?;
+    let checks = checks(args, grpc.is_some())?;
     // Last: every usage error outranks a kernel that refuses io_uring.
     let io = io_backend(args, negotiation, uring_verdict, &mut notes)?;
     Ok(RunPlan {
@@ -147,13 +166,45 @@ pub fn build(
         checks,
         seed: run_seed(args.seed),
         io,
+        grpc,
     })
 }
 
+/// A gRPC cell's URL: the one given, or of an `http://` and an `https://` URL of one service
+/// (its cleartext and TLS ports), the one whose scheme the cell's `--proto` speaks, so that
+/// `--proto h2,h2c` compares the two.
+fn grpc_url<'u>(args: &LoadArgs, urls: &'u [String], cell: &CellSpec) -> Result<&'u [String]> {
+    if args.grpc.grpc_method.is_none() || urls.len() < 2 {
+        return Ok(urls);
+    }
+    let secure = |url: &String| url.to_ascii_lowercase().starts_with("https://");
+    let split = match urls {
+        [one, other] if secure(one) != secure(other) => Some(if secure(one) {
+            (std::slice::from_ref(one), std::slice::from_ref(other))
+        } else {
+            (std::slice::from_ref(other), std::slice::from_ref(one))
+        }),
+        _ => None,
+    };
+    let Some((tls, cleartext)) = split else {
+        usage_bail!(
+            "--grpc calls one method on one server: give one URL, or its http:// and https:// URLs              with --proto h2,h2c"
+        );
+    };
+    match cell.proto {
+        Some(crate::cli::ProtoArg::H2) => Ok(tls),
+        Some(crate::cli::ProtoArg::H2c) => Ok(cleartext),
+        _ => usage_bail!(
+            "--grpc with an http:// and an https:// URL needs --proto h2, h2c or both, to pick one"
+        ),
+    }
+}
+
 /// The response checks the `--expect-*` flags ask for.
-fn checks(args: &LoadArgs) -> Result<Option<Arc<Checks>>> {
+fn checks(args: &LoadArgs, grpc: bool) -> Result<Option<Arc<Checks>>> {
     let given = &args.checks;
     match Checks::parse(
+        grpc,
         &given.expect_status,
         &given.expect_header,
         given.expect_body_contains.as_deref(),

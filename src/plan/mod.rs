@@ -2,7 +2,8 @@
 //!
 //! [`cells()`] expands the flags' lists into cells (cells.rs); [`build()`] makes one cell's plan
 //! (build.rs) from its target (target.rs), its negotiation, TLS and I/O choice (negotiate.rs) and
-//! its request (request.rs); run_plan.rs holds the plan's types.
+//! its request (request.rs), and for `--grpc` its method and message (grpc.rs); run_plan.rs
+//! holds the plan's types.
 
 pub mod objective;
 pub mod route;
@@ -12,6 +13,7 @@ pub mod urls;
 
 mod build;
 mod cells;
+pub mod grpc;
 mod negotiate;
 mod request;
 mod run_plan;

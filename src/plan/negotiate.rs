@@ -2,6 +2,7 @@
 //! for, the TLS settings (ALPN list, trust, SNI), the TLS-reuse checks, and the I/O backend.
 
 use anyhow::Result;
+use clap::ValueEnum;
 use http::Method;
 
 use super::request::RequestTemplate;
@@ -25,6 +26,22 @@ pub(super) fn choose_negotiation(
         (None, false, Some(NoTlsProto::H2c)) => Some(ProtoArg::H2c),
         (None, false, None) => None,
     };
+    if args.grpc.grpc_method.is_some() {
+        // gRPC runs over HTTP/2 only (PROTOCOL-HTTP2.md): by prior knowledge on cleartext,
+        // ALPN h2 on TLS; no server speaks it after an Upgrade.
+        return match (scheme, requested) {
+            (Scheme::Http, None | Some(ProtoArg::H2c)) => Ok(Negotiation::Direct(Protocol::H2c)),
+            (Scheme::Https, None | Some(ProtoArg::H2)) => Ok(Negotiation::Alpn {
+                require: Some(Protocol::H2),
+            }),
+            (_, Some(other)) => usage_bail!(
+                "--grpc runs over HTTP/2: --proto h2c for http:// or h2 for https://, not {}",
+                other
+                    .to_possible_value()
+                    .map_or_else(String::new, |value| value.get_name().to_owned())
+            ),
+        };
+    }
     Ok(match (scheme, requested) {
         (Scheme::Http, None | Some(ProtoArg::H2c)) => Negotiation::Direct(Protocol::H2c),
         (Scheme::Http, Some(ProtoArg::H1)) => Negotiation::Direct(Protocol::Http1),

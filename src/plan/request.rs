@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
 
+use super::grpc::{GrpcBody, JsonMessage};
 use super::template::Template;
 use crate::cli::input;
 use crate::cli::limits::MAX_BODY_FILE;
@@ -41,15 +42,19 @@ pub struct Templated {
     pub headers: Vec<Option<Template>>,
     /// The body's.
     pub body: Option<Template>,
+    /// A gRPC cell's JSON message: the rendered body is encoded by it before it is sent.
+    pub message: Option<Arc<JsonMessage>>,
     /// Whether a part uses `{seq}`: the run then numbers its requests.
     pub seq: bool,
 }
 
 impl Templated {
-    /// The templates of `request`, `None` when no part holds a placeholder.
+    /// The templates of `request` (`None` when no part holds a placeholder), its body's named `body_what` (`None`: not templated) and
+    /// read as JSON (`--grpc-data`: braces are the JSON's) when `json`.
     fn parse(
         request: &RequestTemplate,
-        body_file: Option<&std::path::Path>,
+        body_what: Option<&str>,
+        json: bool,
     ) -> Result<Option<Templated>> {
         let paths = request
             .paths
@@ -73,11 +78,9 @@ impl Templated {
                 )
             })
             .collect::<Result<Vec<_>>>()?;
-        let body = match body_file {
-            Some(file) => Template::parse(
-                &request.parts.body,
-                &format!("-d file '{}'", file.display()),
-            )?,
+        let body = match body_what {
+            Some(what) if json => Template::parse_json(&request.parts.body, what)?,
+            Some(what) => Template::parse(&request.parts.body, what)?,
             None => None,
         };
         let parts = || {
@@ -96,6 +99,7 @@ impl Templated {
             paths,
             headers,
             body,
+            message: None,
         }))
     }
 
@@ -132,8 +136,12 @@ pub(super) fn request_template(
     args: &LoadArgs,
     paths: Vec<String>,
     authority: &str,
+    grpc: Option<(&str, GrpcBody)>,
 ) -> Result<RequestTemplate> {
     let mut headers = default_headers();
+    if grpc.is_some() {
+        headers.extend(grpc_headers(args.request_timeout));
+    }
     let mut authority = authority.to_owned();
     for raw in &args.headers {
         let (name, text) = parse_header(raw)?;
@@ -166,11 +174,29 @@ pub(super) fn request_template(
         headers.retain(|(existing, _)| *existing != name);
         headers.push((name, value));
     }
-    let body = match &args.data {
-        Some(path) => Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
-        None => Bytes::new(),
+    let (paths, body, body_what, encoder) = match grpc {
+        Some((path, GrpcBody::Fixed(message))) => (vec![path.to_owned()], message, None, None),
+        Some((path, GrpcBody::Templated { json, encoder })) => (
+            vec![path.to_owned()],
+            json,
+            Some("--grpc-data".to_owned()),
+            Some(encoder),
+        ),
+        None => match &args.data {
+            Some(path) => (
+                paths,
+                Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
+                Some(format!("-d file '{}'", path.display())),
+                None,
+            ),
+            None => (paths, Bytes::new(), None, None),
+        },
     };
     let method = match &args.method {
+        Some(_) if encoder.is_some() || args.grpc.grpc_method.is_some() => {
+            usage_bail!("--method cannot be given with --grpc: a gRPC call is a POST")
+        }
+        None if args.grpc.grpc_method.is_some() => Method::POST,
         Some(method) => match Method::from_bytes(method.as_bytes()) {
             Ok(method) => method,
             Err(_) => usage_bail!("--method '{}' is not a valid HTTP method", quoted(method)),
@@ -190,13 +216,41 @@ pub(super) fn request_template(
         templated: None,
         numbered: false,
     };
-    request.templated = Templated::parse(&request, args.data.as_deref())?.map(Arc::new);
+    let json = encoder.is_some();
+    request.templated =
+        Templated::parse(&request, body_what.as_deref(), json)?.map(|mut templated| {
+            templated.message = encoder;
+            Arc::new(templated)
+        });
     request.numbered = request.draws_random()
         || request
             .templated
             .as_ref()
             .is_some_and(|templated| templated.seq);
     Ok(request)
+}
+
+/// The fields every gRPC call carries (PROTOCOL-HTTP2.md): its content-type, `te: trailers`
+/// (which proxies read as "this client understands trailers"), and its deadline from
+/// `--request-timeout`. `-H` may replace the content-type (`application/grpc+proto`, say) and
+/// adds metadata.
+fn grpc_headers(timeout: Option<std::time::Duration>) -> Vec<(HeaderName, HeaderValue)> {
+    let mut headers = vec![
+        (
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        ),
+        (http::header::TE, HeaderValue::from_static("trailers")),
+    ];
+    if let Some(timeout) = timeout {
+        let mut value = Vec::new();
+        crate::proto::grpc::write_timeout(&mut value, timeout);
+        headers.push((
+            HeaderName::from_static("grpc-timeout"),
+            HeaderValue::from_bytes(&value).expect("digits and a unit letter"),
+        ));
+    }
+    headers
 }
 
 /// Header fields a request's framing or connection depends on: the run writes them itself

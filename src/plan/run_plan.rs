@@ -69,6 +69,8 @@ pub struct RunPlan {
     /// The I/O backend of TCP and unix-socket connections (`--io`), resolved: `auto` has become
     /// one of the two.
     pub io: IoBackend,
+    /// `--grpc`: each request is a call of this method, judged by its `grpc-status`.
+    pub grpc: Option<super::grpc::GrpcPlan>,
 }
 
 impl RunPlan {

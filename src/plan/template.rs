@@ -82,6 +82,49 @@ impl Template {
         Ok(Some(Template { pieces }))
     }
 
+    /// Parses a JSON text (`--grpc-data`), where braces are the JSON's own: only the exact
+    /// placeholders (`{seq}`, `{conn}`, `{uuid}`, `{rand:N}`) are rendered, every other brace is
+    /// literal and none is escaped. `None` when it holds no placeholder.
+    pub fn parse_json(text: &[u8], what: &str) -> Result<Option<Template>> {
+        let mut pieces = Vec::new();
+        let mut literal = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            let inner = (text[at] == b'{')
+                .then(|| {
+                    let rest = &text[at + 1..];
+                    let end = rest.iter().take(32).position(|&byte| byte == b'}')?;
+                    let inner = std::str::from_utf8(&rest[..end]).ok()?;
+                    let known = matches!(inner, "seq" | "conn" | "uuid")
+                        || inner.strip_prefix("rand:").is_some_and(|bound| {
+                            !bound.is_empty() && bound.bytes().all(|byte| byte.is_ascii_digit())
+                        });
+                    known.then_some(inner)
+                })
+                .flatten();
+            match inner {
+                Some(inner) => {
+                    if !literal.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                    }
+                    pieces.push(placeholder(inner, what)?);
+                    at += inner.len() + 2;
+                }
+                None => {
+                    literal.push(text[at]);
+                    at += 1;
+                }
+            }
+        }
+        if pieces.is_empty() {
+            return Ok(None);
+        }
+        if !literal.is_empty() {
+            pieces.push(Piece::Text(literal));
+        }
+        Ok(Some(Template { pieces }))
+    }
+
     /// The template of a URL path: its literal braces (written `{{` and `}}`) are sent
     /// percent-encoded, `%7B` and `%7D`, as a request target cannot hold a raw brace (RFC 3986
     /// §2.1); the other literal bytes passed the path's own check already.
@@ -256,6 +299,25 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn json_keeps_its_braces_and_renders_exact_placeholders() {
+        let template = Template::parse_json(br#"{"a":{"id":"{seq}","n":{rand:1}},"b":"{x}"}"#, "t")
+            .unwrap()
+            .unwrap();
+        let mut out = Vec::new();
+        template.render(
+            &mut out,
+            &mut Draw {
+                seq: 7,
+                conn: 0,
+                rng: Rng::for_request(1, 1, 1),
+            },
+        );
+        assert_eq!(out, br#"{"a":{"id":"7","n":0},"b":"{x}"}"#);
+        assert!(Template::parse_json(br#"{"a":{}}"#, "t").unwrap().is_none());
+        assert!(Template::parse_json(b"{rand:0}", "t").is_err());
     }
 
     #[test]

@@ -23,6 +23,8 @@ const TRIM_SLACK: usize = 64;
 /// Every check of a run, validated.
 #[derive(Debug)]
 pub struct Checks {
+    /// Whether the checks judge gRPC calls: a status is then a `grpc-status` code.
+    grpc: bool,
     statuses: Option<StatusSet>,
     headers: Vec<ExpectedHeader>,
     /// The longest expected header name or value.
@@ -30,18 +32,22 @@ pub struct Checks {
     body: Option<BodyNeedle>,
 }
 
-/// The statuses `--expect-status` accepts: one bit per status from 100 to 599.
+/// The statuses `--expect-status` accepts: one bit per status from 100 to 599, or in a gRPC
+/// cell one per `grpc-status` code from 0 to 16.
 #[derive(Debug)]
 struct StatusSet {
     bits: [u64; 8],
+    /// Whether the bits are gRPC codes.
+    grpc: bool,
     /// As the user wrote it, for the mismatch message.
     spelled: String,
 }
 
 impl StatusSet {
     fn contains(&self, status: u16) -> bool {
+        let first = if self.grpc { 0 } else { 100 };
         let Some(bit) = status
-            .checked_sub(100)
+            .checked_sub(first)
             .map(usize::from)
             .filter(|bit| *bit < 500)
         else {
@@ -117,6 +123,7 @@ impl Checks {
     /// Validates the flags' values; `None` when no check is asked for. `Err` is the usage error's
     /// line.
     pub fn parse(
+        grpc: bool,
         statuses: &[String],
         headers: &[String],
         body: Option<&str>,
@@ -125,7 +132,13 @@ impl Checks {
             return Ok(None);
         }
         let statuses = (!statuses.is_empty())
-            .then(|| parse_statuses(statuses))
+            .then(|| {
+                if grpc {
+                    parse_grpc_codes(statuses)
+                } else {
+                    parse_statuses(statuses)
+                }
+            })
             .transpose()?;
         if headers.len() > MAX_HEADER_CHECKS {
             return Err(format!(
@@ -149,6 +162,7 @@ impl Checks {
             .unwrap_or(0);
         let body = body.map(parse_needle).transpose()?;
         Ok(Some(Checks {
+            grpc,
             statuses,
             headers,
             longest,
@@ -214,7 +228,8 @@ impl Checks {
                 return Verdict::Failed(Mismatch::Status(status))
             }
             Some(_) => {}
-            None if !(200..400).contains(&status) => return Verdict::ErrorStatus,
+            None if self.grpc && status != 0 => return Verdict::ErrorStatus,
+            None if !self.grpc && !(200..400).contains(&status) => return Verdict::ErrorStatus,
             None => {}
         }
         let all = u64::MAX >> (64 - self.headers.len().max(1));
@@ -233,6 +248,13 @@ impl Checks {
     /// The mismatch in words, as the report shows it after `check failed: `.
     pub fn describe(&self, mismatch: Mismatch) -> String {
         match mismatch {
+            Mismatch::Status(code) if self.grpc => format!(
+                "grpc-status {}, expected {}",
+                crate::proto::grpc::slot_name(crate::proto::grpc::code_slot(u64::from(code))),
+                self.statuses
+                    .as_ref()
+                    .map_or("", |statuses| statuses.spelled.as_str())
+            ),
             Mismatch::Status(status) => format!(
                 "status {status}, expected {}",
                 self.statuses
@@ -293,6 +315,29 @@ fn parse_statuses(given: &[String]) -> Result<StatusSet, String> {
     }
     Ok(StatusSet {
         bits,
+        grpc: false,
+        spelled: spelled.join(","),
+    })
+}
+
+/// `--expect-status` in a gRPC cell: `grpc-status` codes by name or number (`OK,NOT_FOUND`, `0,5`).
+fn parse_grpc_codes(given: &[String]) -> Result<StatusSet, String> {
+    let mut bits = [0u64; 8];
+    let mut spelled = Vec::new();
+    for item in given.iter().flat_map(|list| list.split(',')) {
+        let item = item.trim();
+        let Some(code) = crate::proto::grpc::parse_code(item) else {
+            return Err(format!(
+                "--expect-status '{}': with --grpc, expected a gRPC status code: a name (OK, NOT_FOUND, UNAVAILABLE, ...) or a number from 0 to 16",
+                item.escape_debug()
+            ));
+        };
+        bits[0] |= 1 << code;
+        spelled.push(crate::proto::grpc::CODE_NAMES[code as usize]);
+    }
+    Ok(StatusSet {
+        bits,
+        grpc: true,
         spelled: spelled.join(","),
     })
 }
@@ -428,7 +473,7 @@ mod tests {
                 .map(|item| item.to_string())
                 .collect::<Vec<_>>()
         };
-        Checks::parse(&owned(statuses), &owned(headers), body)
+        Checks::parse(false, &owned(statuses), &owned(headers), body)
             .expect("valid checks")
             .expect("some check")
     }
@@ -565,7 +610,7 @@ mod tests {
         );
         for bad in ["20", "2000", "600", "099", "6xx", "2x", "abc", "", "+200"] {
             assert!(
-                Checks::parse(&[bad.to_owned()], &[], None).is_err(),
+                Checks::parse(false, &[bad.to_owned()], &[], None).is_err(),
                 "{bad:?} is refused"
             );
         }
@@ -608,11 +653,11 @@ mod tests {
         assert_eq!(checks.judge(204, &all), Verdict::Passed);
         for bad in [": x", "", "bad name: x", ":status: 200", "x: a\r\nb"] {
             assert!(
-                Checks::parse(&[], &[bad.to_owned()], None).is_err(),
+                Checks::parse(false, &[], &[bad.to_owned()], None).is_err(),
                 "{bad:?} is refused"
             );
         }
-        assert!(Checks::parse(&[], &[], Some("")).is_err());
-        assert!(Checks::parse(&[], &[], None).unwrap().is_none());
+        assert!(Checks::parse(false, &[], &[], Some("")).is_err());
+        assert!(Checks::parse(false, &[], &[], None).unwrap().is_none());
     }
 }

@@ -13,6 +13,10 @@ pub(crate) enum NameClass {
     ContentLength,
     /// `:status`.
     Status,
+    /// `grpc-status`: a gRPC call's outcome (in trailers, or a Trailers-Only response).
+    GrpcStatus,
+    /// `grpc-encoding`: the response's messages may be compressed.
+    GrpcEncoding,
     /// A pseudo-header other than `:status`: a request's, or one no RFC defines.
     OtherPseudo,
     /// A connection-specific field (RFC 9113 §8.2.2, RFC 9114 §4.2).
@@ -42,6 +46,8 @@ impl NameClass {
             b":status" => NameClass::Status,
             [b':', ..] => NameClass::OtherPseudo,
             b"content-length" => NameClass::ContentLength,
+            b"grpc-status" => NameClass::GrpcStatus,
+            b"grpc-encoding" => NameClass::GrpcEncoding,
             _ if CONNECTION_SPECIFIC.contains(&name) => NameClass::ConnectionSpecific,
             _ => NameClass::Regular,
         }
@@ -49,7 +55,10 @@ impl NameClass {
 
     /// Whether the rules read its value as a number.
     pub(crate) fn numeric(self) -> bool {
-        matches!(self, NameClass::Status | NameClass::ContentLength)
+        matches!(
+            self,
+            NameClass::Status | NameClass::ContentLength | NameClass::GrpcStatus
+        )
     }
 
     /// Whether it is a pseudo-header.
@@ -153,6 +162,10 @@ pub(crate) struct SectionRules {
     pub(crate) content_length: Option<u64>,
     /// The first rule the section broke.
     pub(crate) malformed: Option<&'static str>,
+    /// What `grpc-status` said, if the section had one (`u64::MAX`: not a number).
+    pub(crate) grpc_status: Option<u64>,
+    /// Whether the section had a `grpc-encoding` (compressed messages are then allowed).
+    pub(crate) grpc_encoding: bool,
 }
 
 impl SectionRules {
@@ -192,6 +205,14 @@ impl SectionRules {
                     None
                 }
             },
+            NameClass::GrpcStatus => {
+                self.grpc_status = Some(number.unwrap_or(u64::MAX));
+                None
+            }
+            NameClass::GrpcEncoding => {
+                self.grpc_encoding = true;
+                None
+            }
             _ => None,
         };
         self.pseudo |= class.pseudo();

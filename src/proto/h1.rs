@@ -461,7 +461,11 @@ mod tests {
     fn checks_follow_final_heads_and_bodies_split_anywhere() {
         use crate::proto::check::{Mismatch, Verdict};
         let headers = ["x-kind: final", "server"].map(String::from);
-        let checks = Arc::new(Checks::parse(&[], &headers, Some("abcd")).unwrap().unwrap());
+        let checks = Arc::new(
+            Checks::parse(false, &[], &headers, Some("abcd"))
+                .unwrap()
+                .unwrap(),
+        );
         let mut wire = Vec::new();
         // The interim response's fields are not the response's.
         wire.extend_from_slice(b"HTTP/1.1 100 Continue\r\nserver: interim\r\n\r\n");
@@ -498,7 +502,11 @@ mod tests {
                 "cut at {cut}"
             );
         }
-        let body_only = Arc::new(Checks::parse(&[], &[], Some("abcd")).unwrap().unwrap());
+        let body_only = Arc::new(
+            Checks::parse(false, &[], &[], Some("abcd"))
+                .unwrap()
+                .unwrap(),
+        );
         let (mut reader, mut counts) = (
             ResponseReader::checking(false, Some(&body_only)),
             ByteCounts::default(),

@@ -647,6 +647,7 @@ mod tests {
         };
         let checks = Arc::new(
             Checks::parse(
+                false,
                 &[],
                 &owned(&[
                     "location: https://www.example.com",

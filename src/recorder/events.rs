@@ -120,6 +120,10 @@ pub struct ResponseSample {
     pub end: Instant,
     /// The response status.
     pub status: u16,
+    /// In a gRPC cell, the call's `grpc-status` (from its trailers, or the HTTP status's mapping
+    /// when it had none; [`u16::MAX`] for one that is not a number): it, not `status`, decides
+    /// whether the call succeeded.
+    pub grpc: Option<u16>,
 }
 
 /// Responses that failed a response check (`--expect-*`); JSON `checks`.

@@ -31,11 +31,22 @@ pub enum ErrorKind {
     /// A complete response failed a response check (`--expect-status`, `--expect-header`,
     /// `--expect-body-contains`).
     Check,
+    /// A gRPC call's response ended (HTTP status 200) without a `grpc-status`.
+    GrpcStatusMissing,
+    /// A gRPC response body that is not a sequence of messages: a compressed flag other than 0
+    /// or 1, a message cut short by the end of the stream, or a unary call answered with no
+    /// message or several.
+    GrpcFraming,
+    /// A gRPC message longer than `--grpc-max-message`: the call is cancelled before its bytes
+    /// arrive.
+    GrpcTooLarge,
+    /// A gRPC message marked compressed in a response that names no `grpc-encoding`.
+    GrpcCompressed,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -48,6 +59,10 @@ impl ErrorKind {
         ErrorKind::Refused,
         ErrorKind::StreamReset,
         ErrorKind::Protocol,
+        ErrorKind::GrpcStatusMissing,
+        ErrorKind::GrpcFraming,
+        ErrorKind::GrpcTooLarge,
+        ErrorKind::GrpcCompressed,
         ErrorKind::Check,
     ];
 
@@ -67,6 +82,10 @@ impl ErrorKind {
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
             ErrorKind::Proxy => "proxy",
             ErrorKind::Check => "check",
+            ErrorKind::GrpcStatusMissing => "grpc_status_missing",
+            ErrorKind::GrpcFraming => "grpc_framing",
+            ErrorKind::GrpcTooLarge => "grpc_too_large",
+            ErrorKind::GrpcCompressed => "grpc_compressed",
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod backlog;
 mod events;
 mod failure;
+pub mod grpc;
 pub mod handshakes;
 pub mod hdr;
 mod in_flight;
@@ -119,6 +120,8 @@ pub struct Recorder {
     pub receive_wait: Option<Histogram<u64>>,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
+    /// gRPC calls by status, and messages (zero outside gRPC cells).
+    pub grpc: grpc::GrpcTally,
     /// Stream resets (HTTP/2 and HTTP/3) by error code.
     pub stream_reset_codes: std::collections::BTreeMap<crate::proto::ResetCode, u64>,
     /// Measured requests in flight over time.
@@ -167,6 +170,7 @@ impl Recorder {
             start_delay: rate_mode.then(new_histogram),
             receive_wait: None,
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
+            grpc: grpc::GrpcTally::default(),
             stream_reset_codes: std::collections::BTreeMap::new(),
             in_flight: InFlightMeter::new(measure_start),
             paths: None,
@@ -285,7 +289,11 @@ impl Recorder {
 
     /// A response completed on `slot`: it succeeded if its status is 2xx or 3xx.
     pub fn response(&mut self, slot: usize, sample: ResponseSample) {
-        self.count_response(slot, sample, (200..400).contains(&sample.status));
+        let succeeded = match sample.grpc {
+            Some(code) => code == 0,
+            None => (200..400).contains(&sample.status),
+        };
+        self.count_response(slot, sample, succeeded);
     }
 
     /// A response completed on `slot` and met every response check: it succeeded, whatever its
@@ -325,6 +333,9 @@ impl Recorder {
         counters.done += 1;
         if let Some(class) = status_class(sample.status) {
             self.status_classes[class] += 1;
+        }
+        if let Some(code) = sample.grpc {
+            self.grpc.call(code);
         }
         if succeeded {
             counters.succeeded += 1;
@@ -504,6 +515,7 @@ impl Recorder {
         self.clients.extend(other.clients);
         self.intervals.merge(other.intervals);
         self.in_flight.integral += other.in_flight.integral;
+        self.grpc.merge(&other.grpc);
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
         }
@@ -531,6 +543,7 @@ mod tests {
             first_byte: end,
             end,
             status,
+            grpc: None,
         }
     }
 
@@ -574,6 +587,7 @@ mod tests {
                 first_byte: end,
                 end,
                 status: 200,
+                grpc: None,
             },
         );
         assert_eq!(
@@ -612,6 +626,7 @@ mod tests {
                 first_byte: end,
                 end,
                 status: 200,
+                grpc: None,
             },
         );
         let delay = rec.start_delay.as_ref().unwrap();

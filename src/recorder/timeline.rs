@@ -205,6 +205,7 @@ mod tests {
                     first_byte: end,
                     end,
                     status,
+                    grpc: None,
                 },
             );
         }

@@ -163,6 +163,9 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
         "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
         codes.success, codes.redirection, codes.client_error, codes.server_error
     )?;
+    if let Some(grpc) = &summary.grpc {
+        write_grpc(out, grpc)?;
+    }
     writeln!(
         out,
         "traffic: {} ({}) total, {} ({}) headers (space savings {:.2}%), {} ({}) data",
@@ -186,6 +189,43 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
         out,
         "connections: {} opened, {} failed",
         summary.connections.opened, summary.connections.failed
+    )
+}
+
+/// A gRPC cell's lines: calls by `grpc-status` in code order, then the messages each way.
+fn write_grpc(
+    out: &mut String,
+    grpc: &crate::report::summary::schema::GrpcReport,
+) -> std::fmt::Result {
+    let mut statuses: Vec<(&String, &u64)> = grpc.statuses.iter().collect();
+    statuses.sort_by_key(|(name, _)| crate::proto::grpc::parse_code(name).unwrap_or(u64::MAX));
+    let statuses: Vec<String> = statuses
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect();
+    writeln!(
+        out,
+        "grpc status: {} ({})",
+        if statuses.is_empty() {
+            "none".to_owned()
+        } else {
+            statuses.join(", ")
+        },
+        grpc.method
+    )?;
+    let side = |bytes: &crate::recorder::grpc::MessageBytes| {
+        format!(
+            "{} ({} message bytes + {} prefix bytes)",
+            counted(bytes.messages, "message"),
+            bytes.message_bytes,
+            bytes.prefix_bytes
+        )
+    };
+    writeln!(
+        out,
+        "grpc messages: sent {}, received {}",
+        side(&grpc.sent),
+        side(&grpc.received)
     )
 }
 

@@ -646,3 +646,154 @@ fn credentials_in_urls_are_never_printed() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn grpc_flags_are_checked_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let proto = path("svc.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\"; package t; message M { string a = 1; int32 n = 2; }\n\
+         service S { rpc Do(M) returns (M); rpc Watch(M) returns (stream M); }\n",
+    )
+    .unwrap();
+    let broken = path("broken.proto");
+    std::fs::write(&broken, "syntax = \"proto3\"; message {\n").unwrap();
+    let http = "http://127.0.0.1:1/";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--grpc", "Svc", http],
+            "expected /package.Service/Method",
+        ),
+        (
+            vec!["--grpc", "/a b/C", http],
+            "expected /package.Service/Method",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--proto", "h1", http],
+            "--grpc runs over HTTP/2: --proto h2c for http:// or h2 for https://, not h1",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--proto", "h2c-upgrade", http],
+            "not h2c-upgrade",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--proto", "h3", "https://127.0.0.1:1/"],
+            "not h3",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-proto",
+                &proto,
+                "--grpc-data",
+                "{\"a\":1}",
+                http,
+            ],
+            "--grpc-data is not a t.M in JSON",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-proto",
+                &proto,
+                "--grpc-data",
+                "{\"b\":\"x\"}",
+                http,
+            ],
+            "--grpc-data is not a t.M in JSON",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-proto",
+                &proto,
+                "--grpc-data",
+                "{\"a\":\"x\"} junk",
+                http,
+            ],
+            "--grpc-data is not a t.M in JSON",
+        ),
+        (
+            vec!["--grpc", "/t.Nope/Do", "--grpc-proto", &proto, http],
+            "no service t.Nope in the .proto files (they declare: t.S)",
+        ),
+        (
+            vec!["--grpc", "/t.S/Undo", "--grpc-proto", &proto, http],
+            "t.S has no method Undo (it has: Do, Watch)",
+        ),
+        (
+            vec!["--grpc", "/t.S/Watch", "--grpc-proto", &proto, http],
+            "is a streaming method",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-proto", &broken, http],
+            "--grpc-proto: ",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-proto", "/dev/zero", http],
+            "is not a regular file",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-binary-file",
+                "/nonexistent/m.bin",
+                http,
+            ],
+            "cannot read the --grpc-binary-file",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-proto",
+                &proto,
+                "--grpc-data",
+                "@/nonexistent",
+                http,
+            ],
+            "cannot read the --grpc-data file",
+        ),
+        (vec!["--grpc-data", "{}", http], "--grpc-proto"),
+        (vec!["--grpc-proto", &proto, http], "--grpc"),
+        (
+            vec!["--grpc", "/t.S/Do", "-d", &proto, http],
+            "-d cannot be given with --grpc",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--method", "PUT", http],
+            "--method cannot be given with --grpc",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", http, "http://127.0.0.1:2/"],
+            "--grpc calls one method on one server",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", http, "https://127.0.0.1:2/"],
+            "needs --proto h2, h2c or both",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--expect-status", "200", http],
+            "with --grpc, expected a gRPC status code",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-max-message", "0", http],
+            "expected 1 byte to 4G - 1",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-max-message", "4G", http],
+            "expected 1 byte to 4G - 1",
+        ),
+    ];
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|(args, needle)| rejects(args, 2, needle))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -12,6 +12,7 @@ mod docs;
 mod exports;
 mod faults;
 mod figures;
+mod grpc;
 mod h3;
 mod hostile;
 mod io;

@@ -40,6 +40,9 @@ pub(crate) struct H2Template {
     pub(super) renders_body: bool,
     /// Whether requests are HEAD: their responses have no content whatever content-length says.
     pub(super) head: bool,
+    /// In a gRPC cell, the longest response message accepted: responses are then read as
+    /// gRPC calls (messages, `grpc-status`).
+    pub(super) grpc_max_message: Option<u32>,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -97,6 +100,7 @@ impl H2Template {
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
             head: template.parts.method == Method::HEAD,
+            grpc_max_message: plan.grpc.as_ref().map(|grpc| grpc.max_message),
         }
     }
 

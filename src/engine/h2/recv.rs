@@ -186,6 +186,8 @@ impl<'t> H2Session<'t> {
                 {
                     let reason = "a body longer than its content-length (or a response that has none with DATA)";
                     self.malformed(data.stream, reason, false, ledger, out);
+                } else if let Some(limit) = self.template.grpc_max_message {
+                    self.grpc_body(data.stream, &input[..body_bytes], limit, ledger, out);
                 }
             }
         }
@@ -393,6 +395,7 @@ impl<'t> H2Session<'t> {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
+                stream.grpc.headers(&rules, pending.end_stream);
                 // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
                 let no_content = head || status == 204 || status == 304;
                 stream.content_length = if no_content {
@@ -404,7 +407,10 @@ impl<'t> H2Session<'t> {
             }
             (Some(_), _) if rules.pseudo => Some("a pseudo-header in trailers"),
             (Some(_), _) if !pending.end_stream => Some("trailers that do not end the stream"),
-            (Some(_), _) => None,
+            (Some(_), _) => {
+                stream.grpc.trailers(&rules);
+                None
+            }
         };
         if let Some(reason) = malformed {
             self.malformed(

@@ -96,6 +96,7 @@ impl<'t> H2Session<'t> {
                 None => self.write_headers(id, path, ledger, out.bytes()),
             }
             let body_left = self.template.body.len();
+            self.grpc_sent(&start, body_left, ledger);
             self.streams.insert(id, self.new_stream(start, body_left));
             self.track_start(id, start.actual);
             if body_left > 0 {
@@ -184,6 +185,7 @@ impl<'t> H2Session<'t> {
                 Some(body.len()),
                 out.bytes(),
             );
+            self.grpc_sent(&start, body.len(), ledger);
             let mut stream = self.new_stream(start, body.len());
             let room = self.send_window.min(stream.send_window).max(0) as usize;
             if !body.is_empty() && body.len() <= room {

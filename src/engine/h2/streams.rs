@@ -8,6 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::Ledger;
+use super::grpc::GrpcResponse;
 use super::H2Session;
 use crate::proto::check::ResponseCheck;
 use crate::proto::h2 as frame;
@@ -57,6 +58,8 @@ pub(super) struct Stream {
     /// content), and the body bytes received: they must agree (RFC 9113 §8.1.1).
     pub(super) content_length: Option<u64>,
     pub(super) received: u64,
+    /// A gRPC call's response: its messages as they arrive, and what its header sections said.
+    pub(super) grpc: GrpcResponse,
 }
 
 impl<'t> H2Session<'t> {
@@ -74,6 +77,7 @@ impl<'t> H2Session<'t> {
             body: None,
             content_length: None,
             received: 0,
+            grpc: GrpcResponse::default(),
         }
     }
 
@@ -126,12 +130,20 @@ impl<'t> H2Session<'t> {
             ledger.fail(stream.start, ErrorKind::Protocol);
             return;
         };
+        let grpc = match self.template.grpc_max_message {
+            Some(_) => match stream.grpc.outcome(status, ledger, &stream.start) {
+                Ok(code) => Some(code),
+                Err(kind) => return ledger.fail(stream.start, kind),
+            },
+            None => None,
+        };
         ledger.complete(
             ResponseSample {
                 start: stream.start,
                 first_byte: stream.first_byte.unwrap_or(at),
                 end: at,
                 status,
+                grpc,
             },
             &stream.check,
         );

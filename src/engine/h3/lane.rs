@@ -275,6 +275,7 @@ async fn exchange(
                             first_byte: first_byte.unwrap_or(at),
                             end: at,
                             status,
+                            grpc: None,
                         })),
                         Err(error) if error.code == H3_MESSAGE_ERROR => {
                             Ok(malformed(shared, error))

@@ -281,6 +281,7 @@ mod tests {
                 first_byte: end,
                 end,
                 status,
+                grpc: None,
             }
         };
         for status in statuses {

@@ -427,6 +427,7 @@ mod tests {
         // a body string that spans the two non-empty DATA frames.
         let checks = Arc::new(
             Checks::parse(
+                false,
                 &[],
                 &owned(&[
                     "content-type: text/plain",
@@ -491,7 +492,11 @@ mod tests {
             parser.feed(&plain, |_| {}).unwrap();
             assert_eq!(parser.check().headers, 0b001, "cut at {cut}");
         }
-        let body_only = Arc::new(Checks::parse(&[], &[], Some("lowo")).unwrap().unwrap());
+        let body_only = Arc::new(
+            Checks::parse(false, &[], &[], Some("lowo"))
+                .unwrap()
+                .unwrap(),
+        );
         let mut parser = ResponseParser::checking(Some(&body_only));
         parser.feed(&stream, |_| {}).unwrap();
         assert_eq!(body_only.judge(200, parser.check()), Verdict::Passed);

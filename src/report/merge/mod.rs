@@ -246,7 +246,7 @@ impl Adder<'_> {
     }
 
     /// Adds counts by key.
-    fn add_map<K: Ord>(
+    pub(crate) fn add_map<K: Ord>(
         &self,
         sums: &mut BTreeMap<K, u64>,
         values: BTreeMap<K, u64>,
@@ -521,6 +521,14 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             let mut failed = mine.failed;
             adder.add(&mut failed, theirs.failed, "checks.failed")?;
             mine.add(theirs);
+        }
+        match (&mut merged.grpc, part.grpc) {
+            (Some(mine), Some(theirs)) => mine.add(theirs, &adder)?,
+            (None, None) => {}
+            _ => usage_bail!(
+                "'{}': a gRPC cell merged with one that is not: the reports are not of the same scenario",
+                adder.source
+            ),
         }
         merged.traffic.add(part.traffic, &adder)?;
         merged.connections.add(part.connections, &adder)?;

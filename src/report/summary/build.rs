@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::schema::{
-    CellInfo, Connections, Histograms, Latencies, LatencySummary, Percentiles, ProtocolInfo,
-    Requests, Settings, Spread, StageSettings, StagesSettings, StatusCodes, Summary, Traffic,
-    UrlRow,
+    CellInfo, Connections, GrpcReport, Histograms, Latencies, LatencySummary, Percentiles,
+    ProtocolInfo, Requests, Settings, Spread, StageSettings, StagesSettings, StatusCodes, Summary,
+    Traffic, UrlRow,
 };
 use crate::cli::values::Arrival;
 use crate::plan::{Negotiation, RunPlan, StopRule};
@@ -51,6 +51,16 @@ impl Summary {
             request_errors: by_kind(recorder.request_errors()),
             connection_errors: by_kind(recorder.connection_errors()),
             checks: plan.checks.as_ref().map(|_| recorder.checks.clone()),
+            grpc: plan.grpc.as_ref().map(|grpc| GrpcReport {
+                method: grpc.path.clone(),
+                statuses: recorder
+                    .grpc
+                    .named_codes()
+                    .map(|(name, count)| (name.to_owned(), count))
+                    .collect(),
+                sent: recorder.grpc.sent,
+                received: recorder.grpc.received,
+            }),
             traffic: traffic(outcome.wire),
             connections: connections(plan, recorder, handshakes, elapsed_s),
             latency: latencies(recorder, handshakes),

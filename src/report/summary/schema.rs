@@ -102,6 +102,9 @@ pub struct Summary {
     /// The response checks' failures (absent without `--expect-*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<crate::recorder::CheckTally>,
+    /// A gRPC cell's calls by `grpc-status` and its messages (absent without `--grpc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcReport>,
     /// Bytes received.
     pub traffic: Traffic,
     /// Connection counters.
@@ -388,6 +391,42 @@ impl StatusCodes {
         adder.add(&mut self.redirection, redirection, "status_codes.3xx")?;
         adder.add(&mut self.client_error, client_error, "status_codes.4xx")?;
         adder.add(&mut self.server_error, server_error, "status_codes.5xx")
+    }
+}
+
+/// A gRPC cell's calls and messages.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GrpcReport {
+    /// The method called (`/package.Service/Method`).
+    pub method: String,
+    /// Calls with a response, by `grpc-status` name (`OK`, `UNAVAILABLE`, ...; `OTHER` for a
+    /// code outside 0-16). A response without `grpc-status` counts by its HTTP status's code
+    /// (404 as `UNIMPLEMENTED`, 503 as `UNAVAILABLE`, ...), or, with HTTP status 200, as the
+    /// error `grpc_status_missing` instead.
+    pub statuses: BTreeMap<String, u64>,
+    /// Messages sent: count, protobuf bytes, prefix bytes.
+    pub sent: crate::recorder::grpc::MessageBytes,
+    /// Messages received by calls that ended (completed, or failed by their framing).
+    pub received: crate::recorder::grpc::MessageBytes,
+}
+
+impl GrpcReport {
+    /// Adds another run's counts (`merge`), each checked by `adder`.
+    pub(crate) fn add(
+        &mut self,
+        other: GrpcReport,
+        adder: &merge::Adder<'_>,
+    ) -> anyhow::Result<()> {
+        adder.add_map(&mut self.statuses, other.statuses, "grpc.statuses")?;
+        for (mine, theirs, field) in [
+            (&mut self.sent, other.sent, "grpc.sent"),
+            (&mut self.received, other.received, "grpc.received"),
+        ] {
+            adder.add(&mut mine.messages, theirs.messages, field)?;
+            adder.add(&mut mine.message_bytes, theirs.message_bytes, field)?;
+            adder.add(&mut mine.prefix_bytes, theirs.prefix_bytes, field)?;
+        }
+        Ok(())
     }
 }
 

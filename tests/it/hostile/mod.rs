@@ -131,6 +131,8 @@ struct Case {
     unprocessed: Unprocessed,
     /// Exact counts the run must report, if the case knows them.
     exactly: Option<Exactly>,
+    /// gRPC calls the report must count by `grpc-status` name (`grpc.statuses`), exactly.
+    grpc_statuses: &'static [(&'static str, u64)],
 }
 
 /// Exact counts of a run: requests succeeded and failed, and errors of one kind.
@@ -166,6 +168,7 @@ const BASE: Case = Case {
     under_ulimit: false,
     unprocessed: Unprocessed::Unchecked,
     exactly: None,
+    grpc_statuses: &[],
 };
 
 /// Every one of `n` requests succeeds, with no protocol error.
@@ -441,6 +444,17 @@ fn report_problems(case: &Case, cell: &Value) -> Vec<String> {
         found.push("an error of kind \"unknown\"".to_owned());
     }
     found.extend(counter_problems(cell));
+    for (name, wanted) in case.grpc_statuses {
+        let actual = cell
+            .pointer(&format!("/grpc/statuses/{name}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if actual != *wanted {
+            found.push(format!(
+                "grpc status {name}: {actual}, expected exactly {wanted}"
+            ));
+        }
+    }
     if let Some(exactly) = case.exactly {
         let count = |path: &str| cell.pointer(path).and_then(Value::as_u64).unwrap_or(0);
         let (kind, errors) = exactly.errors;
@@ -965,3 +979,5 @@ fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
     // the connection, which the client closes once its last response is in.
     assert_eq!(resets, 9, "RST_STREAM(NO_ERROR) frames received");
 }
+
+mod grpc;

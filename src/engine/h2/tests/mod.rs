@@ -2,6 +2,7 @@
 //! with no socket and no runtime (see `engine/testing.rs`).
 
 mod control;
+mod grpc;
 mod recv;
 mod send;
 mod session;

@@ -1,0 +1,64 @@
+//! The gRPC flags: which method to call, what message to send and how to read the answer.
+//! `plan::grpc` checks them together and compiles the `.proto` files.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::units::parse_size;
+
+/// Arguments that make a run call a gRPC method instead of sending plain HTTP requests.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GrpcArgs {
+    /// Call this gRPC method on the URL's server (h2c for http://, h2 for https://):
+    /// /package.Service/Method (also package.Service.Method). The URL's path is ignored.
+    #[arg(long = "grpc", value_name = "METHOD")]
+    pub grpc_method: Option<String>,
+
+    /// A .proto file declaring the method (repeatable), compiled at run time: the message can
+    /// then be given as JSON (--grpc-data), and the method's shape is checked.
+    #[arg(long = "grpc-proto", value_name = "FILE", requires = "grpc_method")]
+    pub grpc_protos: Vec<PathBuf>,
+
+    /// A directory the .proto files' imports are looked up in (repeatable; default: each
+    /// file's own directory).
+    #[arg(
+        long = "grpc-import-path",
+        value_name = "DIR",
+        requires = "grpc_protos"
+    )]
+    pub grpc_import_paths: Vec<PathBuf>,
+
+    /// The request message as JSON (proto3's JSON mapping), or @FILE to read it from a file;
+    /// needs --grpc-proto. Placeholders ({seq}, {rand:N}, {uuid}, ...) are rendered per call,
+    /// then the message is encoded; without any, it is encoded once.
+    #[arg(
+        long = "grpc-data",
+        value_name = "JSON|@FILE",
+        requires = "grpc_protos",
+        conflicts_with = "grpc_binary_file"
+    )]
+    pub grpc_data: Option<String>,
+
+    /// The request message as raw protobuf bytes, sent as they are (no .proto needed).
+    #[arg(
+        long = "grpc-binary-file",
+        value_name = "FILE",
+        requires = "grpc_method"
+    )]
+    pub grpc_binary_file: Option<PathBuf>,
+
+    /// The longest response message accepted; a longer one fails its call (grpc_too_large)
+    /// before its bytes arrive. Default 4M, as grpc-go and grpc-java clients.
+    #[arg(long = "grpc-max-message", value_name = "SIZE", default_value = "4M",
+          value_parser = parse_message_limit, requires = "grpc_method")]
+    pub grpc_max_message: u32,
+}
+
+fn parse_message_limit(text: &str) -> Result<u32, String> {
+    let size = parse_size(text)?;
+    u32::try_from(size)
+        .ok()
+        .filter(|size| *size > 0)
+        .ok_or_else(|| format!("'{text}': expected 1 byte to 4G - 1"))
+}

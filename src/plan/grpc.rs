@@ -1,0 +1,269 @@
+//! `--grpc`: the method called, its shape (read from `--grpc-proto` when given) and the message
+//! each call sends, framed with its 5-byte prefix. A JSON message is compiled against the
+//! `.proto` files once (protox, prost-reflect); one with placeholders is rendered and encoded per
+//! call by [`JsonMessage`], which the engine's renderer calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use bytes::Bytes;
+use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+
+use super::template::{Draw, Rng, Template};
+use crate::cli::input;
+use crate::cli::limits::MAX_BODY_FILE;
+use crate::cli::GrpcArgs;
+use crate::error::quoted;
+use crate::proto::grpc::write_prefix;
+use crate::usage_bail;
+
+/// The largest `.proto` file read (a schema, not data).
+const MAX_PROTO_FILE: u64 = 16 << 20;
+
+/// What a gRPC cell calls; `RunPlan::grpc`.
+#[derive(Debug, Clone)]
+pub struct GrpcPlan {
+    /// The method's path: `/package.Service/Method`.
+    pub path: String,
+    /// The longest response message accepted.
+    pub max_message: u32,
+    /// The message's length when every call sends the same one (prefix excluded).
+    pub message_len: Option<usize>,
+}
+
+/// The message every call sends.
+pub(super) enum GrpcBody {
+    /// The same bytes every call, prefix included.
+    Fixed(Bytes),
+    /// JSON with placeholders, rendered then encoded per call.
+    Templated {
+        /// The JSON text, as given.
+        json: Bytes,
+        /// Its encoder.
+        encoder: Arc<JsonMessage>,
+    },
+}
+
+/// Encodes a rendered JSON message into a framed protobuf message.
+#[derive(Debug)]
+pub struct JsonMessage {
+    descriptor: MessageDescriptor,
+}
+
+impl JsonMessage {
+    /// Appends `json` as a prefixed protobuf message to `out`.
+    pub fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let mut deserializer = serde_json::Deserializer::from_slice(json);
+        let message = DynamicMessage::deserialize(self.descriptor.clone(), &mut deserializer)
+            .and_then(|message| deserializer.end().map(|()| message))
+            .map_err(|error| error.to_string())?;
+        write_prefix(out, message.encoded_len());
+        message
+            .encode(out)
+            .map_err(|error| format!("the message cannot be encoded: {error}"))
+    }
+}
+
+/// The method, shape and message `args` ask for; `None` without `--grpc`.
+pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>> {
+    let Some(given) = &args.grpc_method else {
+        return Ok(None);
+    };
+    let (service, method) = method_name(given)?;
+    let path = format!("/{service}/{method}");
+    let input = if args.grpc_protos.is_empty() {
+        None
+    } else {
+        let pool = compile(&args.grpc_protos, &args.grpc_import_paths)?;
+        let descriptor = find_method(&pool, &service, &method, given)?;
+        if descriptor.is_client_streaming() || descriptor.is_server_streaming() {
+            usage_bail!(
+                "--grpc '{}' is a streaming method: only unary methods can be called so far",
+                quoted(given)
+            );
+        }
+        Some(descriptor.input())
+    };
+    let body = match (&args.grpc_data, &args.grpc_binary_file, input) {
+        (Some(data), _, Some(input)) => json_body(data, input)?,
+        (None, Some(file), _) => {
+            let message = input::read(file, "--grpc-binary-file", MAX_BODY_FILE)?;
+            GrpcBody::Fixed(framed(&message))
+        }
+        // No message given: the empty message, every field at its default.
+        (None, None, _) => GrpcBody::Fixed(framed(&[])),
+        (Some(_), _, None) => usage_bail!("--grpc-data needs --grpc-proto, to encode the JSON"),
+    };
+    let message_len = match &body {
+        GrpcBody::Fixed(bytes) => Some(bytes.len() - crate::proto::grpc::PREFIX_LEN),
+        GrpcBody::Templated { .. } => None,
+    };
+    Ok(Some((
+        GrpcPlan {
+            path,
+            max_message: args.grpc_max_message,
+            message_len,
+        },
+        body,
+    )))
+}
+
+/// `/package.Service/Method`, `package.Service/Method` or `package.Service.Method`, split.
+fn method_name(given: &str) -> Result<(String, String)> {
+    let trimmed = given.strip_prefix('/').unwrap_or(given);
+    let split = trimmed.split_once('/').or_else(|| trimmed.rsplit_once('.'));
+    let valid = |part: &str, dots: bool| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || (dots && byte == b'.'))
+            && !part.starts_with('.')
+            && !part.ends_with('.')
+    };
+    match split {
+        Some((service, method)) if valid(service, true) && valid(method, false) => {
+            Ok((service.to_owned(), method.to_owned()))
+        }
+        _ => usage_bail!(
+            "--grpc '{}': expected /package.Service/Method (or package.Service.Method)",
+            quoted(given)
+        ),
+    }
+}
+
+/// Compiles the `.proto` files, each found in the import paths (default: the files' own
+/// directories).
+fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<DescriptorPool> {
+    for file in files {
+        // Read and bounded like every input file: a FIFO or /dev/zero must not hang the compiler.
+        input::read(file, "--grpc-proto file", MAX_PROTO_FILE)?;
+    }
+    let mut includes: Vec<PathBuf> = import_paths.to_vec();
+    if includes.is_empty() {
+        for file in files {
+            let parent = file
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !includes.iter().any(|known| known == parent) {
+                includes.push(parent.to_path_buf());
+            }
+        }
+    }
+    let compiled = protox::Compiler::new(&includes).and_then(|mut compiler| {
+        compiler.include_imports(true).open_files(files)?;
+        Ok(compiler.descriptor_pool())
+    });
+    match compiled {
+        Ok(pool) => Ok(pool),
+        Err(error) => usage_bail!("--grpc-proto: {}", one_line(&error.to_string())),
+    }
+}
+
+fn find_method(
+    pool: &DescriptorPool,
+    service: &str,
+    method: &str,
+    given: &str,
+) -> Result<MethodDescriptor> {
+    let Some(found) = pool.get_service_by_name(service) else {
+        let known: Vec<String> = pool
+            .services()
+            .map(|service| service.full_name().to_owned())
+            .collect();
+        usage_bail!(
+            "--grpc '{}': no service {service} in the .proto files (they declare: {})",
+            quoted(given),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+    };
+    let descriptor = found.methods().find(|candidate| candidate.name() == method);
+    match descriptor {
+        Some(descriptor) => Ok(descriptor),
+        None => {
+            let known: Vec<String> = found.methods().map(|m| m.name().to_owned()).collect();
+            usage_bail!(
+                "--grpc '{}': {service} has no method {method} (it has: {})",
+                quoted(given),
+                known.join(", ")
+            )
+        }
+    }
+}
+
+/// The message of `--grpc-data` (JSON, or `@FILE`): encoded once when it holds no placeholder,
+/// else checked by encoding one rendering of it.
+fn json_body(data: &str, input: MessageDescriptor) -> Result<GrpcBody> {
+    let json = match data.strip_prefix('@') {
+        Some(file) => input::read(Path::new(file), "--grpc-data file", MAX_BODY_FILE)?,
+        None => data.as_bytes().to_vec(),
+    };
+    let encoder = JsonMessage { descriptor: input };
+    let template = Template::parse_json(&json, "--grpc-data")?;
+    let mut rendered = Vec::new();
+    let sample = match &template {
+        Some(template) => {
+            template.render(
+                &mut rendered,
+                &mut Draw {
+                    seq: 1,
+                    conn: 0,
+                    rng: Rng::for_request(0, 1, 0),
+                },
+            );
+            &rendered[..]
+        }
+        None => &json[..],
+    };
+    let mut framed = Vec::new();
+    if let Err(problem) = encoder.encode(sample, &mut framed) {
+        usage_bail!(
+            "--grpc-data is not a {} in JSON: {}",
+            encoder.descriptor.full_name(),
+            one_line(&problem)
+        );
+    }
+    Ok(match template {
+        None => GrpcBody::Fixed(Bytes::from(framed)),
+        Some(_) => GrpcBody::Templated {
+            json: Bytes::from(json),
+            encoder: Arc::new(encoder),
+        },
+    })
+}
+
+fn framed(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + crate::proto::grpc::PREFIX_LEN);
+    write_prefix(&mut out, message.len());
+    out.extend_from_slice(message);
+    Bytes::from(out)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_names_take_three_spellings() {
+        for given in ["/a.b.Svc/Do", "a.b.Svc/Do", "a.b.Svc.Do"] {
+            assert_eq!(
+                method_name(given).unwrap(),
+                ("a.b.Svc".to_owned(), "Do".to_owned()),
+                "{given}"
+            );
+        }
+        for bad in ["", "/", "Svc", "/Svc/", "a b/C", "/.x/Y", "a/b/c"] {
+            assert!(method_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! What a gRPC cell counts besides requests: calls by `grpc-status`, and the messages sent and
+//! received with their bytes, message bytes apart from the 5-byte prefixes that frame them.
+
+use crate::proto::grpc::{self, MessageReader, CODE_SLOTS};
+
+/// gRPC counts of one thread or run (zero in other cells).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GrpcTally {
+    /// Calls with a response, by status slot (see [`grpc::code_slot`]).
+    pub codes: [u64; CODE_SLOTS],
+    /// Messages sent, their bytes, and the prefixes' bytes.
+    pub sent: MessageBytes,
+    /// Messages received, their bytes, and the prefixes' bytes.
+    pub received: MessageBytes,
+}
+
+/// Messages and their bytes in one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MessageBytes {
+    /// Complete messages.
+    pub messages: u64,
+    /// Their bytes, prefixes excluded (the protobuf bytes).
+    pub message_bytes: u64,
+    /// The bytes of their 5-byte prefixes (and of a prefix cut short).
+    pub prefix_bytes: u64,
+}
+
+impl MessageBytes {
+    /// Adds `other`.
+    pub fn add(&mut self, other: MessageBytes) {
+        self.messages += other.messages;
+        self.message_bytes += other.message_bytes;
+        self.prefix_bytes += other.prefix_bytes;
+    }
+
+    /// What `reader` has read of one response.
+    pub fn read_by(reader: &MessageReader) -> MessageBytes {
+        MessageBytes {
+            messages: reader.messages,
+            message_bytes: reader.message_bytes,
+            prefix_bytes: reader.prefix_bytes(),
+        }
+    }
+
+    /// `count` messages of `len` bytes each, prefixed.
+    pub fn framed(count: u64, len: usize) -> MessageBytes {
+        MessageBytes {
+            messages: count,
+            message_bytes: count * len as u64,
+            prefix_bytes: count * grpc::PREFIX_LEN as u64,
+        }
+    }
+}
+
+impl GrpcTally {
+    /// A call ended with `code` (a [`ResponseSample`](super::ResponseSample)'s `grpc`).
+    pub fn call(&mut self, code: u16) {
+        self.codes[grpc::code_slot(u64::from(code))] += 1;
+    }
+
+    /// Adds another thread's counts.
+    pub fn merge(&mut self, other: &GrpcTally) {
+        for (mine, theirs) in self.codes.iter_mut().zip(other.codes) {
+            *mine += theirs;
+        }
+        self.sent.add(other.sent);
+        self.received.add(other.received);
+    }
+
+    /// Calls by status name, in code order, those seen only.
+    pub fn named_codes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.codes
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(|(slot, count)| (grpc::slot_name(slot), *count))
+    }
+}

@@ -1,0 +1,281 @@
+//! Hostile gRPC servers (issue 28 §4): responses that break gRPC's framing or never end, each
+//! with the error kind, the bounds of time and memory, and the exact counts it must give.
+
+use super::server::h2::{self, frame, STATUS_200};
+use super::server::{hpack, Behaviour, Conn};
+use super::{run, Case, Exactly, BASE, TIMEOUT};
+use h2load_rs::proto::h2::{DATA, END_HEADERS, END_STREAM, HEADERS};
+use std::time::Duration;
+
+use Behaviour::{H2Reply, Script};
+
+/// The load every case throws: 20 unary calls (on top of the harness's two connections and 1 s
+/// request timeout).
+const CALLS: &[&str] = &["--grpc", "/h2loadrs.hostile.Svc/Call", "-n", "20"];
+/// Fewer calls for servers that hold each one until the request timeout.
+const HELD_CALLS: &[&str] = &["--grpc", "/h2loadrs.hostile.Svc/Call", "-n", "4"];
+
+/// `:status: 200` and `content-type: application/grpc`.
+fn grpc_headers() -> Vec<u8> {
+    [
+        STATUS_200,
+        &hpack::literal(b"content-type", b"application/grpc"),
+    ]
+    .concat()
+}
+
+/// The response headers of `stream`, not ending it.
+fn headers(stream: u32) -> Vec<u8> {
+    frame(HEADERS, END_HEADERS, stream, &grpc_headers())
+}
+
+/// Trailers with `grpc-status: code` (and nothing else when `code` is `None`), ending `stream`.
+fn trailers(stream: u32, code: Option<&[u8]>) -> Vec<u8> {
+    let block = match code {
+        Some(code) => hpack::literal(b"grpc-status", code),
+        None => hpack::literal(b"grpc-message", b"no status here"),
+    };
+    frame(HEADERS, END_HEADERS | END_STREAM, stream, &block)
+}
+
+/// A message with its 5-byte prefix (flag 0).
+fn message(bytes: &[u8]) -> Vec<u8> {
+    [&[0][..], &(bytes.len() as u32).to_be_bytes(), bytes].concat()
+}
+
+/// A well-formed answer, its one message split over three DATA frames.
+fn ok_split(stream: u32) -> Vec<u8> {
+    let whole = message(b"hello there");
+    [
+        headers(stream),
+        frame(DATA, 0, stream, &whole[..3]),
+        frame(DATA, 0, stream, &whole[3..7]),
+        frame(DATA, 0, stream, &whole[7..]),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+fn status_missing(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(DATA, 0, stream, &message(b"hi")),
+        trailers(stream, None),
+    ]
+    .concat()
+}
+
+/// A Trailers-Only response: one header section with the status, ending the stream.
+fn trailers_only_not_found(stream: u32) -> Vec<u8> {
+    let block = [grpc_headers(), hpack::literal(b"grpc-status", b"5")].concat();
+    frame(HEADERS, END_HEADERS | END_STREAM, stream, &block)
+}
+
+/// A 503 without `grpc-status`: the call counts as UNAVAILABLE.
+fn http_503(stream: u32) -> Vec<u8> {
+    frame(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        stream,
+        &hpack::literal_indexed_name(hpack::STATUS, b"503"),
+    )
+}
+
+/// A prefix announcing a message of 4 GiB - 1, then a little of it.
+fn length_4gb(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(DATA, 0, stream, &[0, 0xff, 0xff, 0xff, 0xff, b'x', b'x']),
+    ]
+    .concat()
+}
+
+fn compressed_without_encoding(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(DATA, 0, stream, &[1, 0, 0, 0, 2, 0x78, 0x9c]),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+fn flag_two(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(DATA, 0, stream, &[2, 0, 0, 0, 1, b'x']),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+/// Two messages in one DATA frame, then OK: a unary call has exactly one.
+fn two_messages(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(
+            DATA,
+            0,
+            stream,
+            &[message(b"one"), message(b"two")].concat(),
+        ),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+/// The stream ends three bytes into a ten-byte message.
+fn cut_message(stream: u32) -> Vec<u8> {
+    [
+        headers(stream),
+        frame(
+            DATA,
+            END_STREAM,
+            stream,
+            &[0, 0, 0, 0, 10, b'a', b'b', b'c'],
+        ),
+    ]
+    .concat()
+}
+
+/// A message and no trailers: the stream never ends.
+fn no_trailers(stream: u32) -> Vec<u8> {
+    [headers(stream), frame(DATA, 0, stream, &message(b"hi"))].concat()
+}
+
+/// Each call: headers, then a prefix and message one byte per DATA frame, every 5 ms, forever
+/// (the prefix announces 1 MiB, so the message never completes within the run).
+fn prefix_split_forever(mut conn: Conn) {
+    if !h2::handshake(&mut conn, &[]) {
+        return;
+    }
+    let Some(stream) = h2::next_request(&mut conn) else {
+        return;
+    };
+    if !conn.send(&headers(stream)) {
+        return;
+    }
+    let prefix = [0u8, 0, 0x10, 0, 0];
+    for byte in prefix.into_iter().chain(std::iter::repeat(b'x')) {
+        if !conn.send(&frame(DATA, 0, stream, &[byte])) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Each call: headers, then 1 KiB messages as fast as the client reads, forever.
+fn endless_stream(mut conn: Conn) {
+    if !h2::handshake(&mut conn, &[]) {
+        return;
+    }
+    let Some(stream) = h2::next_request(&mut conn) else {
+        return;
+    };
+    if !conn.send(&headers(stream)) {
+        return;
+    }
+    let batch = frame(DATA, 0, stream, &message(&[b'x'; 1024]).repeat(15));
+    // The client's windows stop this unless it reads, which it does; the run's request timeout
+    // ends the call, and the send fails once the client closes.
+    while conn.send(&batch) {}
+}
+
+/// Exactly `n` calls failed with `kind`, none succeeded.
+const fn each_failed(n: u64, kind: &'static str) -> Option<Exactly> {
+    Some(Exactly {
+        succeeded: 0,
+        failed: n,
+        errors: (kind, n),
+    })
+}
+
+cases! {
+    grpc_well_formed_split_message => Case {
+        server: H2Reply(ok_split),
+        args: CALLS,
+        expect_exit: 0,
+        exactly: super::all_succeed(20),
+        grpc_statuses: &[("OK", 20)],
+        ..BASE
+    };
+    grpc_status_missing => Case {
+        server: H2Reply(status_missing),
+        args: CALLS,
+        expect_kind: &["grpc_status_missing"],
+        exactly: each_failed(20, "grpc_status_missing"),
+        ..BASE
+    };
+    grpc_trailers_only => Case {
+        server: H2Reply(trailers_only_not_found),
+        args: CALLS,
+        // A status other than OK fails the call, as no error: no kind is counted.
+        exactly: Some(Exactly { succeeded: 0, failed: 20, errors: ("grpc_status_missing", 0) }),
+        grpc_statuses: &[("NOT_FOUND", 20)],
+        ..BASE
+    };
+    grpc_http_503_without_status => Case {
+        server: H2Reply(http_503),
+        args: CALLS,
+        grpc_statuses: &[("UNAVAILABLE", 20)],
+        ..BASE
+    };
+    grpc_length_prefix_4gb => Case {
+        server: H2Reply(length_4gb),
+        args: CALLS,
+        expect_kind: &["grpc_too_large"],
+        exactly: each_failed(20, "grpc_too_large"),
+        under_ulimit: true,
+        ..BASE
+    };
+    grpc_compressed_without_encoding => Case {
+        server: H2Reply(compressed_without_encoding),
+        args: CALLS,
+        expect_kind: &["grpc_compressed"],
+        exactly: each_failed(20, "grpc_compressed"),
+        ..BASE
+    };
+    grpc_compressed_flag_two => Case {
+        server: H2Reply(flag_two),
+        args: CALLS,
+        expect_kind: &["grpc_framing"],
+        exactly: each_failed(20, "grpc_framing"),
+        ..BASE
+    };
+    grpc_unary_with_two_messages => Case {
+        server: H2Reply(two_messages),
+        args: CALLS,
+        expect_kind: &["grpc_framing"],
+        exactly: each_failed(20, "grpc_framing"),
+        ..BASE
+    };
+    grpc_message_cut_by_end_of_stream => Case {
+        server: H2Reply(cut_message),
+        args: CALLS,
+        expect_kind: &["grpc_framing"],
+        exactly: each_failed(20, "grpc_framing"),
+        ..BASE
+    };
+    grpc_trailers_never_sent => Case {
+        server: H2Reply(no_trailers),
+        args: HELD_CALLS,
+        expect_kind: TIMEOUT,
+        exactly: each_failed(4, "timeout"),
+        ..BASE
+    };
+    grpc_prefix_split_forever => Case {
+        server: Script(prefix_split_forever),
+        args: HELD_CALLS,
+        expect_kind: TIMEOUT,
+        exactly: each_failed(4, "timeout"),
+        under_ulimit: true,
+        ..BASE
+    };
+    grpc_endless_stream => Case {
+        server: Script(endless_stream),
+        args: HELD_CALLS,
+        expect_kind: TIMEOUT,
+        exactly: each_failed(4, "timeout"),
+        under_ulimit: true,
+        ..BASE
+    };
+}
