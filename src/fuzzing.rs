@@ -116,17 +116,42 @@ pub fn http1_session(bytes: &[u8], piece: usize) {
 }
 
 /// Bytes from a server, delivered `piece` bytes at a time, through an HTTP/2 session with
-/// streams multiplexed.
+/// streams multiplexed; an odd `piece` makes the requests bidirectional gRPC calls of three
+/// messages, whose received messages and prefixes are never more than the DATA read.
 pub fn h2_session(bytes: &[u8], piece: usize) {
-    session(
-        &["--proto", "h2c", "-m", "4", "-n", "8"],
-        Protocol::H2c,
-        bytes,
-        piece,
+    if piece.is_multiple_of(2) {
+        session(
+            &["--proto", "h2c", "-m", "4", "-n", "8"],
+            Protocol::H2c,
+            bytes,
+            piece,
+        );
+        return;
+    }
+    let argv = [
+        "--grpc",
+        "/f.S/M",
+        "--grpc-shape",
+        "bidi",
+        "--grpc-stream-messages",
+        "3",
+        "-m",
+        "4",
+        "-n",
+        "8",
+    ];
+    let world = session(&argv, Protocol::H2c, bytes, piece);
+    let recorder = world.shared.recorder.borrow();
+    let received = recorder.grpc.received;
+    let data = world.shared.wire.totals().data;
+    assert!(
+        received.message_bytes + received.prefix_bytes <= data,
+        "{received:?} of {data} DATA bytes"
     );
+    assert!(recorder.grpc.sent.messages <= 8 * 3);
 }
 
-fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) {
+fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) -> testing::World {
     let world = testing::world(argv);
     let outcome = testing::converse(&world, protocol, bytes, piece.max(1));
     let counters = outcome.counters;
@@ -142,6 +167,7 @@ fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) {
     if let Some(failure) = outcome.failure {
         assert!(!failure.message.is_empty(), "every failure is explained");
     }
+    world
 }
 
 /// What a server sends on an HTTP/3 response stream and on a unidirectional stream, in pieces

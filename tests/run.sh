@@ -42,7 +42,7 @@ uring_suites() {
   fi
   H2LOAD_RS_IO=uring cargo test --locked --no-fail-fast --test it -- \
     testbed:: hostile:: peers:: transport:: lifecycle:: checks:: urls:: bytes:: faults:: \
-    load:: scale:: rate:: stages:: bad_input:: cli::
+    load:: scale:: rate:: stages:: bad_input:: cli:: grpc::
 }
 step uring_suites
 

@@ -48,6 +48,24 @@ pub struct GrpcArgs {
     )]
     pub grpc_binary_file: Option<PathBuf>,
 
+    /// The method's shape, when no --grpc-proto tells it: unary, server (server-streaming),
+    /// client (client-streaming) or bidi.
+    #[arg(long = "grpc-shape", value_name = "SHAPE", requires = "grpc_method")]
+    pub grpc_shape: Option<GrpcShapeArg>,
+
+    /// Messages each client-streaming or bidirectional call sends (the same message each time),
+    /// then it half-closes. A bidirectional call sends the next once the reply to the last has
+    /// arrived, unless --grpc-stream-interval paces them. 1..=1000000; default 1.
+    #[arg(long = "grpc-stream-messages", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "grpc_method")]
+    pub grpc_stream_messages: u32,
+
+    /// Send a streaming call's messages this far apart (a rate per stream) instead of as fast
+    /// as flow control (client-streaming) or the replies (bidirectional) allow.
+    #[arg(long = "grpc-stream-interval", value_name = "DURATION",
+          value_parser = crate::units::parse_positive_duration, requires = "grpc_method")]
+    pub grpc_stream_interval: Option<std::time::Duration>,
+
     /// The longest response message accepted; a longer one fails its call (grpc_too_large)
     /// before its bytes arrive. Default 4M, as grpc-go and grpc-java clients.
     #[arg(long = "grpc-max-message", value_name = "SIZE", default_value = "4M",
@@ -61,4 +79,17 @@ fn parse_message_limit(text: &str) -> Result<u32, String> {
         .ok()
         .filter(|size| *size > 0)
         .ok_or_else(|| format!("'{text}': expected 1 byte to 4G - 1"))
+}
+
+/// Values of `--grpc-shape`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GrpcShapeArg {
+    /// One message each way.
+    Unary,
+    /// One message sent, a stream of them received.
+    Server,
+    /// A stream of messages sent, one received.
+    Client,
+    /// Streams both ways.
+    Bidi,
 }

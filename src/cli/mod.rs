@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use grpc::GrpcArgs;
+pub use grpc::{GrpcArgs, GrpcShapeArg};
 pub use k8s::K8sJobArgs;
 pub use load::{LoadArgs, Requests};
 pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};

@@ -468,6 +468,22 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// A gRPC call `start` received its first message `after` its send.
+    pub(crate) fn grpc_first_message(&self, start: &RequestStart, after: Duration) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .grpc_first_message(start.intended, after);
+    }
+
+    /// A bidirectional gRPC call `start` got a message's reply `after` the message left.
+    pub(crate) fn grpc_round_trip(&self, start: &RequestStart, after: Duration) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .grpc_round_trip(start.intended, after);
+    }
+
     /// Records a request whose stream the server reset with `code`.
     pub(crate) fn fail_stream_reset(&self, start: RequestStart, code: crate::proto::ResetCode) {
         self.fail(start, ErrorKind::StreamReset);

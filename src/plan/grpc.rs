@@ -14,7 +14,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 use super::template::{Draw, Rng, Template};
 use crate::cli::input;
 use crate::cli::limits::MAX_BODY_FILE;
-use crate::cli::GrpcArgs;
+use crate::cli::{GrpcArgs, GrpcShapeArg};
 use crate::error::quoted;
 use crate::proto::grpc::write_prefix;
 use crate::usage_bail;
@@ -31,6 +31,48 @@ pub struct GrpcPlan {
     pub max_message: u32,
     /// The message's length when every call sends the same one (prefix excluded).
     pub message_len: Option<usize>,
+    /// Whether each side streams.
+    pub shape: CallShape,
+    /// Messages a call sends: 1, or `--grpc-stream-messages` for client-streaming and
+    /// bidirectional calls.
+    pub messages: u32,
+    /// `--grpc-stream-interval`: the gap between a streaming call's messages.
+    pub interval: Option<std::time::Duration>,
+}
+
+/// Which sides of a call stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallShape {
+    /// One request message, one response message.
+    Unary,
+    /// One request message, a stream of responses.
+    ServerStream,
+    /// A stream of requests, one response message.
+    ClientStream,
+    /// Streams both ways.
+    Bidi,
+}
+
+impl CallShape {
+    /// Whether the client sends a stream of messages.
+    pub fn client_streams(self) -> bool {
+        matches!(self, CallShape::ClientStream | CallShape::Bidi)
+    }
+
+    /// Whether the server answers with exactly one message (when the call ends OK).
+    pub fn one_response(self) -> bool {
+        matches!(self, CallShape::Unary | CallShape::ClientStream)
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallShape::Unary => "unary",
+            CallShape::ServerStream => "server-streaming",
+            CallShape::ClientStream => "client-streaming",
+            CallShape::Bidi => "bidirectional",
+        }
+    }
 }
 
 /// The message every call sends.
@@ -73,19 +115,44 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
     };
     let (service, method) = method_name(given)?;
     let path = format!("/{service}/{method}");
-    let input = if args.grpc_protos.is_empty() {
-        None
+    let given_shape = args.grpc_shape.map(|shape| match shape {
+        GrpcShapeArg::Unary => CallShape::Unary,
+        GrpcShapeArg::Server => CallShape::ServerStream,
+        GrpcShapeArg::Client => CallShape::ClientStream,
+        GrpcShapeArg::Bidi => CallShape::Bidi,
+    });
+    let (input, shape) = if args.grpc_protos.is_empty() {
+        (None, given_shape.unwrap_or(CallShape::Unary))
     } else {
         let pool = compile(&args.grpc_protos, &args.grpc_import_paths)?;
         let descriptor = find_method(&pool, &service, &method, given)?;
-        if descriptor.is_client_streaming() || descriptor.is_server_streaming() {
+        let shape = match (
+            descriptor.is_client_streaming(),
+            descriptor.is_server_streaming(),
+        ) {
+            (false, false) => CallShape::Unary,
+            (false, true) => CallShape::ServerStream,
+            (true, false) => CallShape::ClientStream,
+            (true, true) => CallShape::Bidi,
+        };
+        if given_shape.is_some_and(|given_shape| given_shape != shape) {
             usage_bail!(
-                "--grpc '{}' is a streaming method: only unary methods can be called so far",
-                quoted(given)
+                "--grpc-shape says otherwise than the .proto, where {} is {}",
+                quoted(given),
+                shape.name()
             );
         }
-        Some(descriptor.input())
+        (Some(descriptor.input()), shape)
     };
+    if !shape.client_streams()
+        && (args.grpc_stream_messages > 1 || args.grpc_stream_interval.is_some())
+    {
+        usage_bail!(
+            "--grpc-stream-messages and --grpc-stream-interval are for client-streaming and              bidirectional calls; {} is {}",
+            quoted(given),
+            shape.name()
+        );
+    }
     let body = match (&args.grpc_data, &args.grpc_binary_file, input) {
         (Some(data), _, Some(input)) => json_body(data, input)?,
         (None, Some(file), _) => {
@@ -105,6 +172,13 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
             path,
             max_message: args.grpc_max_message,
             message_len,
+            shape,
+            messages: if shape.client_streams() {
+                args.grpc_stream_messages
+            } else {
+                1
+            },
+            interval: args.grpc_stream_interval,
         },
         body,
     )))

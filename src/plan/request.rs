@@ -210,6 +210,7 @@ pub(super) fn request_template(
             authority,
             headers,
             body,
+            declares_length: args.grpc.grpc_method.is_none(),
         },
         paths,
         random_paths: args.urls_random,

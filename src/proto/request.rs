@@ -17,6 +17,9 @@ pub struct RequestParts {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Request body (empty for none).
     pub body: Bytes,
+    /// Whether the request declares its body's length (Content-Length): not a gRPC call, whose
+    /// streaming body has no length known in advance (gRPC clients never send one).
+    pub declares_length: bool,
 }
 
 impl RequestParts {
@@ -28,7 +31,7 @@ impl RequestParts {
     /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
     pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
         let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-        (expects_body || body_len > 0).then_some(body_len)
+        (self.declares_length && (expects_body || body_len > 0)).then_some(body_len)
     }
 }
 

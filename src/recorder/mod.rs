@@ -118,6 +118,10 @@ pub struct Recorder {
     /// completed it to that read. Created by the first stamped read, so `None` where the
     /// transport gives no timestamps (io_uring, unix sockets, HTTP/3).
     pub receive_wait: Option<Histogram<u64>>,
+    /// gRPC calls: from the send to the first response message (created by the first).
+    pub grpc_first_message: Option<Histogram<u64>>,
+    /// Bidirectional gRPC calls: from a message's send to its reply (created by the first).
+    pub grpc_round_trip: Option<Histogram<u64>>,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
     /// gRPC calls by status, and messages (zero outside gRPC cells).
@@ -169,6 +173,8 @@ impl Recorder {
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
             receive_wait: None,
+            grpc_first_message: None,
+            grpc_round_trip: None,
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             grpc: grpc::GrpcTally::default(),
             stream_reset_codes: std::collections::BTreeMap::new(),
@@ -268,6 +274,25 @@ impl Recorder {
             if let Some(histogram) = &mut self.start_delay {
                 histogram.saturating_record(micros(start.actual - start.intended));
             }
+        }
+    }
+
+    /// A gRPC call scheduled at `intended` received its first message `after` its send.
+    pub fn grpc_first_message(&mut self, intended: Instant, after: Duration) {
+        if self.is_measured(intended) {
+            self.grpc_first_message
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(after));
+        }
+    }
+
+    /// A bidirectional gRPC call scheduled at `intended` got the reply to one of its messages
+    /// `after` that message left.
+    pub fn grpc_round_trip(&mut self, intended: Instant, after: Duration) {
+        if self.is_measured(intended) {
+            self.grpc_round_trip
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(after));
         }
     }
 
@@ -450,6 +475,8 @@ impl Recorder {
         for (mine, theirs) in [
             (&mut self.proxy, other.proxy),
             (&mut self.receive_wait, other.receive_wait),
+            (&mut self.grpc_first_message, other.grpc_first_message),
+            (&mut self.grpc_round_trip, other.grpc_round_trip),
         ] {
             match (mine.as_mut(), theirs) {
                 (Some(mine), Some(theirs)) => mine.add(&theirs).expect("histograms share bounds"),

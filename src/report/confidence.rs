@@ -145,6 +145,8 @@ pub(crate) fn annotate(summary: &mut Summary) {
             latency.receive_wait.as_mut(),
             latency.handshake_full.as_mut(),
             latency.handshake_resumed.as_mut(),
+            latency.grpc_first_message.as_mut(),
+            latency.grpc_round_trip.as_mut(),
         ])
         .flatten()
     {

@@ -361,6 +361,8 @@ mod tests {
             receive_wait: wait.map(at),
             handshake_full: None,
             handshake_resumed: None,
+            grpc_first_message: None,
+            grpc_round_trip: None,
         };
         assert_eq!(receive_wait(&latencies(None, None)), None);
         assert_eq!(receive_wait(&latencies(Some(499), None)), None);

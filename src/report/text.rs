@@ -525,6 +525,12 @@ fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
     if let Some(wait) = &latency.receive_wait {
         rows.push(("kernel to client:", wait));
     }
+    if let Some(first) = &latency.grpc_first_message {
+        rows.push(("1st grpc message:", first));
+    }
+    if let Some(round_trip) = &latency.grpc_round_trip {
+        rows.push(("grpc msg rtt    :", round_trip));
+    }
     if s.settings.tls_resume {
         let kinds = [
             ("full handshake  :", &latency.handshake_full),

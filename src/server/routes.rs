@@ -97,13 +97,32 @@ pub(super) async fn route(
     behaviour: Behaviour,
     echo: &EchoBudget,
 ) -> Result<Response<TargetBody>, Infallible> {
-    let Answer { head, reply } = decide(request.method(), request.uri().path(), &behaviour).await;
+    // A gRPC call, whatever its method's path, is answered as `POST /echo` (the delay and
+    // stalls included): every message comes back as it arrives, then `grpc-status: 0`.
+    let grpc = request.method() == Method::POST
+        && request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
+    let path = if grpc { "/echo" } else { request.uri().path() };
+    let Answer { head, reply } = decide(request.method(), path, &behaviour).await;
     let body = match reply {
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
+        Reply::Echo if grpc => TargetBody::GrpcEcho {
+            echo: Echo::new(request.into_body(), echo),
+            trailers: true,
+        },
         Reply::Echo => TargetBody::Echo(Echo::new(request.into_body(), echo)),
     };
-    Ok(head.response(body))
+    let mut response = head.response(body);
+    if grpc {
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+    }
+    Ok(response)
 }
 
 /// What the target answers to a request, decided once for every front end (hyper for HTTP/1.1
@@ -282,6 +301,8 @@ pub(super) enum TargetBody {
     Filler { left: u64 },
     /// The request's own body.
     Echo(Echo),
+    /// A gRPC call's messages echoed, then its trailers (`trailers`: not sent yet).
+    GrpcEcho { echo: Echo, trailers: bool },
 }
 
 impl Body for TargetBody {
@@ -305,6 +326,16 @@ impl Body for TargetBody {
                 Poll::Ready(Some(Ok(Frame::data(chunk))))
             }
             TargetBody::Echo(incoming) => Pin::new(incoming).poll_frame(cx),
+            TargetBody::GrpcEcho { echo, trailers } => {
+                match std::task::ready!(Pin::new(echo).poll_frame(cx)) {
+                    None if std::mem::take(trailers) => {
+                        let mut fields = http::HeaderMap::new();
+                        fields.insert("grpc-status", HeaderValue::from_static("0"));
+                        Poll::Ready(Some(Ok(Frame::trailers(fields))))
+                    }
+                    other => Poll::Ready(other),
+                }
+            }
         }
     }
 
@@ -313,6 +344,7 @@ impl Body for TargetBody {
             TargetBody::Static(bytes) => bytes.is_none(),
             TargetBody::Filler { left } => *left == 0,
             TargetBody::Echo(incoming) => incoming.is_end_stream(),
+            TargetBody::GrpcEcho { trailers, .. } => !trailers,
         }
     }
 
@@ -323,6 +355,7 @@ impl Body for TargetBody {
             }
             TargetBody::Filler { left } => SizeHint::with_exact(*left),
             TargetBody::Echo(incoming) => incoming.size_hint(),
+            TargetBody::GrpcEcho { echo, .. } => echo.size_hint(),
         }
     }
 }

@@ -60,8 +60,9 @@ fn named_flags(text: &str) -> BTreeSet<String> {
 }
 
 /// Flags the reference names that are not h2load-rs's: clap's own, and kubectl's where it shows
-/// how to wait for a Job's pods and collect their reports (`--for`, `--tail`).
-const OTHER_TOOLS: [&str; 4] = ["--help", "--version", "--tail", "--for"];
+/// how to wait for a Job's pods and collect their reports (`--for`, `--tail`), ghz's where gRPC
+/// flags are compared with it (`--binary-file`).
+const OTHER_TOOLS: [&str; 5] = ["--help", "--version", "--tail", "--for", "--binary-file"];
 
 #[test]
 fn the_reference_names_every_flag_and_no_other() {

@@ -471,3 +471,255 @@ fn a_sweep_compares_h2_with_h2c_on_one_service() {
         run.output.stdout
     );
 }
+
+/// The flags of a streaming call of `method` with `data`, `n` calls.
+fn stream_args<'a>(method: &'a str, data: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--grpc", method, "--grpc-proto", PROBE, "--grpc-data", data];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn every_stream_shape_counts_messages_exactly_on_both_servers() {
+    if !testbed_running() {
+        return;
+    }
+    const CALLS: u64 = 100;
+    // Req{name:"x", count:5, size:10}: 0a 01 78, 20 05, 28 0a → 7 bytes.
+    const REQ: u64 = 7;
+    for target in &TARGETS {
+        let name = target.name;
+        // Server streaming: 5 messages a call, Resp{message:"Hello x", payload:10, seq:k}: 9 +
+        // 12 (0x12 0x0a + 10) + 2 for seq 1..4 (0x18 k), none for seq 0.
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/ServerStream",
+                r#"{"name":"x","count":5,"size":10}"#,
+                &["-n", "100", "-c", "2", "-m", "5"],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", CALLS), "{name} server stream");
+        assert_eq!(int(cell, "/grpc/sent/messages"), CALLS, "{name}");
+        assert_eq!(int(cell, "/grpc/received/messages"), 5 * CALLS, "{name}");
+        assert_eq!(
+            int(cell, "/grpc/received/message_bytes"),
+            CALLS * (5 * 21 + 4 * 2),
+            "{name}"
+        );
+        assert_eq!(
+            int(cell, "/latency/grpc_first_message/count"),
+            CALLS,
+            "{name}"
+        );
+        assert!(cell["latency"]["grpc_round_trip"].is_null(), "{name}");
+
+        // Client streaming: 8 messages a call; Resp{message:"Hello x", received:8, payload:10,
+        // seq:0}: 9 + 2 + 12.
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/ClientStream",
+                r#"{"name":"x","count":5,"size":10}"#,
+                &[
+                    "--grpc-stream-messages",
+                    "8",
+                    "-n",
+                    "100",
+                    "-c",
+                    "2",
+                    "-m",
+                    "5",
+                ],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", CALLS), "{name} client stream");
+        assert_eq!(int(cell, "/grpc/sent/messages"), 8 * CALLS, "{name}");
+        assert_eq!(
+            int(cell, "/grpc/sent/message_bytes"),
+            8 * CALLS * REQ,
+            "{name}"
+        );
+        assert_eq!(int(cell, "/grpc/received/messages"), CALLS, "{name}");
+        assert_eq!(
+            int(cell, "/grpc/received/message_bytes"),
+            CALLS * 23,
+            "{name}"
+        );
+
+        // Bidirectional: 6 messages a call, each answered: Resp{message, payload:10, seq:0}.
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/Bidi",
+                r#"{"name":"x","size":10}"#,
+                &[
+                    "--grpc-stream-messages",
+                    "6",
+                    "-n",
+                    "100",
+                    "-c",
+                    "2",
+                    "-m",
+                    "5",
+                ],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", CALLS), "{name} bidi");
+        assert_eq!(int(cell, "/grpc/sent/messages"), 6 * CALLS, "{name}");
+        assert_eq!(int(cell, "/grpc/received/messages"), 6 * CALLS, "{name}");
+        assert_eq!(
+            int(cell, "/grpc/received/message_bytes"),
+            6 * CALLS * 21,
+            "{name}"
+        );
+        assert_eq!(
+            int(cell, "/latency/grpc_round_trip/count"),
+            6 * CALLS,
+            "{name}"
+        );
+        assert_eq!(
+            int(cell, "/latency/grpc_first_message/count"),
+            CALLS,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn paced_stream_messages_keep_their_interval_and_time_each_round_trip() {
+    if !testbed_running() {
+        return;
+    }
+    // 10 messages 50 ms apart: the call lasts 9 intervals plus one round trip; each round trip
+    // is the server's 20 ms delay plus the way there and back.
+    for target in TARGETS.iter().filter(|target| !target.tls) {
+        let name = target.name;
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/Bidi",
+                r#"{"name":"x","delay_ms":20}"#,
+                &[
+                    "--grpc-stream-messages",
+                    "10",
+                    "--grpc-stream-interval",
+                    "50ms",
+                    "-n",
+                    "8",
+                    "-c",
+                    "2",
+                    "-m",
+                    "4",
+                ],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", 8), "{name}");
+        assert_eq!(int(cell, "/latency/grpc_round_trip/count"), 80, "{name}");
+        let ms = |path: &str| {
+            cell.pointer(path)
+                .and_then(Value::as_f64)
+                .unwrap_or_else(|| panic!("{path} missing: {cell}"))
+                / 1000.0
+        };
+        let call_min = ms("/latency/request/min");
+        let rtt_min = ms("/latency/grpc_round_trip/min");
+        assert!(
+            call_min >= 9.0 * 50.0 + 20.0,
+            "{name}: a call took {call_min} ms"
+        );
+        assert!(rtt_min >= 20.0, "{name}: a round trip took {rtt_min} ms");
+        // An unpaced call would end in 10 round trips of ~20 ms, well under 450 ms: the interval,
+        // not the replies, set the pace. A timer that fired late would stretch it; 2x is a
+        // failure on any machine this suite runs on.
+        assert!(
+            call_min < 2.0 * (9.0 * 50.0 + 20.0),
+            "{name}: a call took {call_min} ms"
+        );
+    }
+}
+
+#[test]
+fn a_stream_that_ends_with_an_error_after_its_messages_counts_both() {
+    if !testbed_running() {
+        return;
+    }
+    for target in &TARGETS {
+        let name = target.name;
+        // Three messages, then INTERNAL.
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/ServerStream",
+                r#"{"count":3,"code":13}"#,
+                &["-n", "20"],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("INTERNAL", 20), "{name}");
+        assert_eq!(int(cell, "/grpc/received/messages"), 60, "{name}");
+        assert_eq!(int(cell, "/requests/failed"), 20, "{name}");
+        assert_eq!(int(cell, "/requests/errored"), 0, "{name}");
+        // A bidirectional call whose first message asks for ABORTED: the server ends it at
+        // once, before the client has sent the rest (its stream is reset, not left half open).
+        let run = call(
+            target,
+            &stream_args(
+                "/h2loadrs.probe.Probe/Bidi",
+                r#"{"code":10}"#,
+                &["--grpc-stream-messages", "5", "-n", "20"],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("ABORTED", 20), "{name}");
+        assert_eq!(int(cell, "/grpc/sent/messages"), 20, "{name}");
+        assert_eq!(int(cell, "/grpc/received/messages"), 0, "{name}");
+    }
+}
+
+#[test]
+fn the_built_in_target_echoes_grpc_calls_exactly() {
+    // No URL: the built-in target, whose gRPC echo sends each message back and ends with OK.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.bin");
+    std::fs::write(&file, [7u8; 300]).unwrap();
+    let run = h2load_rs(&[
+        "--grpc",
+        "/any.Echo/Call",
+        "--grpc-shape",
+        "bidi",
+        "--grpc-binary-file",
+        file.to_str().unwrap(),
+        "--grpc-stream-messages",
+        "5",
+        "--target-delay",
+        "20ms",
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "-m",
+        "4",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    assert_eq!(statuses(cell), only("OK", 40));
+    for side in ["sent", "received"] {
+        assert_eq!(int(cell, &format!("/grpc/{side}/messages")), 200, "{side}");
+        assert_eq!(
+            int(cell, &format!("/grpc/{side}/message_bytes")),
+            200 * 300,
+            "{side}"
+        );
+    }
+    assert_eq!(int(cell, "/latency/grpc_round_trip/count"), 200);
+    // The target's delay holds the response's start: no first message sooner than 20 ms.
+    let first_min = cell["latency"]["grpc_first_message"]["min"]
+        .as_f64()
+        .unwrap();
+    assert!(first_min >= 20_000.0, "first message after {first_min} µs");
+}

@@ -80,6 +80,7 @@ fn every_scenario_runs_scaled_down_against_the_built_in_target() {
         ("big-body-h1-vs-h2.toml", 9, 3),
         ("gin-h1-vs-h2c.toml", 2, 1),
         ("go-bench-parallel.toml", 6, 3),
+        ("grpc-h2-vs-h2c.toml", 2, 1),
         ("h1-vs-h2-multiplexing.toml", 4, 2),
         ("slow-handler-16000.toml", 1, 1),
     ];

@@ -1,17 +1,32 @@
-//! A gRPC call on an HTTP/2 stream: its response body read as messages as DATA arrives, its
-//! `grpc-status` taken from the trailers (or from a Trailers-Only response's one header
-//! section), and the call's outcome when the stream ends. A body that breaks the framing fails
-//! its call alone, with the stream cancelled before more of it arrives.
+//! A gRPC call on an HTTP/2 stream. Receiving: the response body read as messages as DATA
+//! arrives, the `grpc-status` taken from the trailers (or from a Trailers-Only response's one
+//! header section), and the call's outcome when the stream ends; a body that breaks the framing
+//! fails its call alone, with the stream cancelled before more of it arrives. Sending, for
+//! client-streaming and bidirectional calls: the call's message goes again and again, each time
+//! its last byte has left (client streams), its reply has arrived (bidirectional), or its
+//! interval has passed (`--grpc-stream-interval`); the last goes with END_STREAM.
+//!
+//! Times measured: each call's first response message (from its send), and on bidirectional
+//! calls each message's round trip, from its last byte queued to its reply's last byte read.
+
+use std::collections::VecDeque;
+use std::time::Instant;
 
 use super::super::Ledger;
 use super::H2Session;
+use crate::plan::grpc::CallShape;
 use crate::proto::fields::SectionRules;
-use crate::proto::grpc::{code_of_http_status, FramingError, MessageReader};
+use crate::proto::grpc::{code_of_http_status, FramingError, MessageReader, PREFIX_LEN};
 use crate::proto::h2 as frame;
 use crate::recorder::grpc::MessageBytes;
 use crate::recorder::{ErrorKind, RequestStart};
 
-/// What a gRPC call's response has shown so far.
+/// Replies a bidirectional call may owe before it stops sending (with
+/// `--grpc-stream-interval`, a server that does not answer would otherwise grow the queue of
+/// send times without bound).
+const MAX_UNANSWERED: usize = 1024;
+
+/// What a gRPC call has sent and received so far.
 #[derive(Debug, Default)]
 pub(super) struct GrpcResponse {
     reader: MessageReader,
@@ -19,9 +34,21 @@ pub(super) struct GrpcResponse {
     status: Option<u64>,
     /// Whether the response headers named a `grpc-encoding`.
     encoding: bool,
+    /// Messages still to send after the one being sent (client-streaming, bidirectional).
+    pub(super) to_send: u32,
+    /// Bidirectional calls: when each message not answered yet left.
+    unanswered: VecDeque<Instant>,
 }
 
 impl GrpcResponse {
+    /// A call that sends `messages` in all.
+    pub(super) fn sending(messages: u32) -> Self {
+        GrpcResponse {
+            to_send: messages.saturating_sub(1),
+            ..GrpcResponse::default()
+        }
+    }
+
     /// The response's first (final) header section: `ended` when it ends the stream, a
     /// Trailers-Only response whose section carries the status too.
     pub(super) fn headers(&mut self, rules: &SectionRules, ended: bool) {
@@ -40,6 +67,7 @@ impl GrpcResponse {
     /// kind it failed with (noted, with its received messages counted either way).
     pub(super) fn outcome(
         &self,
+        shape: CallShape,
         status: u16,
         ledger: &Ledger<'_>,
         start: &RequestStart,
@@ -56,11 +84,14 @@ impl GrpcResponse {
             return Err(ErrorKind::GrpcStatusMissing);
         };
         let messages = self.reader.messages;
-        if code == 0 && messages != 1 {
-            // A unary call has exactly one response message (grpc-go: "no response message"
-            // or "more than one message" are INTERNAL).
+        if code == 0 && shape.one_response() && messages != 1 {
+            // Unary and client-streaming calls have exactly one response message (grpc-go: "no
+            // response message" or "more than one message" are INTERNAL).
             ledger.note_error(|| {
-                format!("a unary gRPC call answered OK with {messages} messages instead of 1")
+                format!(
+                    "a {} gRPC call answered OK with {messages} messages instead of 1",
+                    shape.name()
+                )
             });
             return Err(ErrorKind::GrpcFraming);
         }
@@ -69,21 +100,43 @@ impl GrpcResponse {
 }
 
 impl<'t> H2Session<'t> {
-    /// Reads `body`, the next bytes of stream `id`'s response, as gRPC messages; a framing
-    /// error fails the call and cancels the stream.
+    /// Reads `body`, the next bytes of stream `id`'s response, as gRPC messages, timing those
+    /// it completes at `at`; a framing error fails the call and cancels the stream.
     pub(super) fn grpc_body(
         &mut self,
         id: u32,
         body: &[u8],
-        limit: u32,
+        at: Instant,
         ledger: &Ledger<'_>,
         out: &mut Vec<u8>,
     ) {
+        let Some(plan) = &self.template.grpc else {
+            return;
+        };
+        let (limit, shape) = (plan.max_message, plan.shape);
         let Some(stream) = self.streams.get_mut(&id) else {
             return;
         };
-        let grpc = &mut stream.grpc;
-        let Err(error) = grpc.reader.feed(body, grpc.encoding, limit, |_| {}) else {
+        let call = &mut stream.grpc;
+        let before = call.reader.messages;
+        let fed = call.reader.feed(body, call.encoding, limit, |_| {});
+        let completed = call.reader.messages - before;
+        if completed > 0 {
+            if before == 0 {
+                ledger.grpc_first_message(&stream.start, at - stream.start.actual);
+            }
+            for _ in 0..completed {
+                if let Some(sent) = call.unanswered.pop_front() {
+                    ledger.grpc_round_trip(&stream.start, at.saturating_duration_since(sent));
+                }
+            }
+            let paced = plan.interval.is_some();
+            if shape == CallShape::Bidi && !paced && call.to_send > 0 && call.unanswered.is_empty()
+            {
+                self.grpc_next_message(id, ledger);
+            }
+        }
+        let Err(error) = fed else {
             return;
         };
         let Some(stream) = self.streams.remove(&id) else {
@@ -103,9 +156,75 @@ impl<'t> H2Session<'t> {
 
     /// Counts the message a gRPC call sends (`framed`: its bytes, prefix included).
     pub(super) fn grpc_sent(&self, start: &RequestStart, framed: usize, ledger: &Ledger<'_>) {
-        if self.template.grpc_max_message.is_some() {
-            let len = framed.saturating_sub(crate::proto::grpc::PREFIX_LEN);
+        if self.template.grpc.is_some() {
+            let len = framed.saturating_sub(PREFIX_LEN);
             ledger.grpc_sent(start, MessageBytes::framed(1, len));
+        }
+    }
+
+    /// The messages a call of this cell sends in all (1 outside gRPC cells).
+    pub(super) fn grpc_messages(&self) -> u32 {
+        self.template.grpc.as_ref().map_or(1, |plan| plan.messages)
+    }
+
+    /// Stream `id`'s current message has left whole at `now`: time it for its reply
+    /// (bidirectional calls), then queue the next as the call's pacing says. Returns whether the
+    /// next is queued already (client streams, as fast as flow control allows).
+    pub(super) fn grpc_message_left(&mut self, id: u32, now: Instant, ledger: &Ledger<'_>) -> bool {
+        let Some(plan) = &self.template.grpc else {
+            return false;
+        };
+        let (shape, interval) = (plan.shape, plan.interval);
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return false;
+        };
+        if shape == CallShape::Bidi && stream.grpc.unanswered.len() < MAX_UNANSWERED {
+            stream.grpc.unanswered.push_back(now);
+        }
+        if stream.grpc.to_send == 0 {
+            return false;
+        }
+        match interval {
+            Some(interval) => {
+                self.grpc_due.push_back((now + interval, id));
+                false
+            }
+            // Bidirectional: the reply sends the next (`grpc_body`).
+            None if shape == CallShape::Bidi => false,
+            None => {
+                self.grpc_next_message(id, ledger);
+                true
+            }
+        }
+    }
+
+    /// Queues stream `id`'s next message (the same bytes again), counting it as sent.
+    fn grpc_next_message(&mut self, id: u32, ledger: &Ledger<'_>) {
+        let template = self.template;
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if stream.grpc.to_send == 0 || stream.grpc.unanswered.len() >= MAX_UNANSWERED {
+            return;
+        }
+        stream.grpc.to_send -= 1;
+        let len = stream.body.as_ref().unwrap_or(&template.body).len();
+        stream.body_left = len;
+        let start = stream.start;
+        if !self.bodies.contains(&id) {
+            self.bodies.push_back(id);
+        }
+        self.grpc_sent(&start, len, ledger);
+    }
+
+    /// The paced messages due by `now` (`--grpc-stream-interval`): queued to be sent.
+    pub(super) fn grpc_due_messages(&mut self, now: Instant, ledger: &Ledger<'_>) {
+        while let Some(&(due, id)) = self.grpc_due.front() {
+            if due > now {
+                break;
+            }
+            self.grpc_due.pop_front();
+            self.grpc_next_message(id, ledger);
         }
     }
 }

@@ -75,6 +75,9 @@ pub(crate) struct H2Session<'t> {
     started: VecDeque<(u32, Instant)>,
     /// Streams with request body left to send.
     bodies: VecDeque<u32>,
+    /// Paced streaming gRPC calls (`--grpc-stream-interval`): when each next message is due, in
+    /// order (one interval for all, so each new entry is the latest).
+    grpc_due: VecDeque<(Instant, u32)>,
     next_stream_id: u32,
     /// Until the server's SETTINGS arrive: when connecting gives up waiting for them.
     settings_due: Option<Instant>,
@@ -135,6 +138,7 @@ impl<'t> H2Session<'t> {
             ),
             started: VecDeque::new(),
             bodies: VecDeque::new(),
+            grpc_due: VecDeque::new(),
             next_stream_id: 1,
             settings_due,
             settings_received: false,
@@ -226,7 +230,7 @@ impl Session for H2Session<'_> {
         if let Some(progress) = self.open_streams(now, ledger, out) {
             return Ok(progress);
         }
-        self.send_bodies(out);
+        self.send_bodies(now, ledger, out);
         Ok(self.progress())
     }
 
@@ -273,8 +277,9 @@ impl Session for H2Session<'_> {
             .map(|(since, limit)| since + limit);
         // The SETTINGS deadline (cleared once they arrive) does not hide the streams': after an
         // upgrade, streams are in flight before the SETTINGS.
+        let paced = self.grpc_due.front().map(|(due, _)| *due);
         earliest(
-            self.settings_due,
+            earliest(self.settings_due, paced),
             earliest(earliest(oldest, blocked), self.wake),
         )
     }
@@ -292,6 +297,7 @@ impl Session for H2Session<'_> {
                 "the server sent no HTTP/2 SETTINGS within --connect-timeout",
             ));
         }
+        self.grpc_due_messages(now, ledger);
         let Some(limit) = self.template.request_timeout else {
             return Ok(());
         };

@@ -10,6 +10,7 @@ use http::Method;
 use super::super::render::Renderer;
 use super::super::PREPARED_PATHS;
 use super::CONNECTION_SPECIFIC;
+use crate::plan::grpc::GrpcPlan;
 use crate::plan::{H2Settings, RunPlan};
 use crate::proto::check::Checks;
 use crate::proto::h2 as frame;
@@ -40,9 +41,9 @@ pub(crate) struct H2Template {
     pub(super) renders_body: bool,
     /// Whether requests are HEAD: their responses have no content whatever content-length says.
     pub(super) head: bool,
-    /// In a gRPC cell, the longest response message accepted: responses are then read as
-    /// gRPC calls (messages, `grpc-status`).
-    pub(super) grpc_max_message: Option<u32>,
+    /// In a gRPC cell, the call: responses are then read as gRPC calls (messages,
+    /// `grpc-status`), and streaming calls send their messages one by one.
+    pub(super) grpc: Option<GrpcPlan>,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -100,7 +101,7 @@ impl H2Template {
             content_length: hpack::Field::new("content-length", b""),
             renders_body: body_templated,
             head: template.parts.method == Method::HEAD,
-            grpc_max_message: plan.grpc.as_ref().map(|grpc| grpc.max_message),
+            grpc: plan.grpc.clone(),
         }
     }
 

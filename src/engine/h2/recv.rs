@@ -47,7 +47,8 @@ impl<'t> H2Session<'t> {
         let mut used = 0;
         loop {
             if let Some(data) = self.data {
-                let (taken, done) = self.consume_data(data, &input[used..], ledger, out.bytes())?;
+                let (taken, done) =
+                    self.consume_data(data, &input[used..], at, ledger, out.bytes())?;
                 used += taken;
                 if !done {
                     return Ok(used);
@@ -154,6 +155,7 @@ impl<'t> H2Session<'t> {
         &mut self,
         mut data: DataInProgress,
         mut input: &[u8],
+        at: Instant,
         ledger: &Ledger<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(usize, bool), Failure> {
@@ -186,8 +188,8 @@ impl<'t> H2Session<'t> {
                 {
                     let reason = "a body longer than its content-length (or a response that has none with DATA)";
                     self.malformed(data.stream, reason, false, ledger, out);
-                } else if let Some(limit) = self.template.grpc_max_message {
-                    self.grpc_body(data.stream, &input[..body_bytes], limit, ledger, out);
+                } else if self.template.grpc.is_some() {
+                    self.grpc_body(data.stream, &input[..body_bytes], at, ledger, out);
                 }
             }
         }
@@ -455,7 +457,7 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        if !ended || stream.body_left > 0 {
+        if !ended || stream.body_left > 0 || stream.grpc.to_send > 0 {
             self.reset(id, frame::PROTOCOL_ERROR, out);
         }
         ledger.note_error(|| format!("a malformed HTTP/2 response: {reason}"));

@@ -188,7 +188,14 @@ impl<'t> H2Session<'t> {
             self.grpc_sent(&start, body.len(), ledger);
             let mut stream = self.new_stream(start, body.len());
             let room = self.send_window.min(stream.send_window).max(0) as usize;
-            if !body.is_empty() && body.len() <= room {
+            // A streaming gRPC call's messages go through the body queue, which times them and
+            // queues the next.
+            let streaming = self
+                .template
+                .grpc
+                .as_ref()
+                .is_some_and(|plan| plan.shape.client_streams());
+            if !body.is_empty() && body.len() <= room && !streaming {
                 let mut chunks = body.chunks(self.max_send_frame).peekable();
                 while let Some(chunk) = chunks.next() {
                     let last = chunks.peek().is_none();
@@ -286,8 +293,9 @@ impl<'t> H2Session<'t> {
         }
     }
 
-    /// Sends as much pending request body as the server's windows allow.
-    pub(super) fn send_bodies(&mut self, out: &mut Outgoing) {
+    /// Sends as much pending request body as the server's windows allow; a streaming gRPC
+    /// call's message that leaves whole at `now` may queue its next.
+    pub(super) fn send_bodies(&mut self, now: Instant, ledger: &Ledger<'_>, out: &mut Outgoing) {
         let template = self.template;
         while let Some(&id) = self.bodies.front() {
             let Some(stream) = self.streams.get_mut(&id) else {
@@ -306,7 +314,8 @@ impl<'t> H2Session<'t> {
                 stream.body_left -= chunk;
                 stream.send_window -= chunk as i64;
                 self.send_window -= chunk as i64;
-                let flags = if stream.body_left == 0 {
+                // A streaming call's last message ends the stream; the others do not.
+                let flags = if stream.body_left == 0 && stream.grpc.to_send == 0 {
                     frame::END_STREAM
                 } else {
                     0
@@ -319,6 +328,9 @@ impl<'t> H2Session<'t> {
                 };
                 out.bytes().extend_from_slice(&head.encode());
                 out.push_body(&data);
+            }
+            if template.grpc.is_some() && self.grpc_message_left(id, now, ledger) {
+                continue;
             }
             self.bodies.pop_front();
         }

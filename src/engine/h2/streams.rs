@@ -77,7 +77,7 @@ impl<'t> H2Session<'t> {
             body: None,
             content_length: None,
             received: 0,
-            grpc: GrpcResponse::default(),
+            grpc: GrpcResponse::sending(self.grpc_messages()),
         }
     }
 
@@ -120,7 +120,7 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        if stream.body_left > 0 {
+        if stream.body_left > 0 || stream.grpc.to_send > 0 {
             // The server answered before the whole body went: the rest is abandoned, and
             // RST_STREAM closes our half of the stream, which would otherwise stay open on the
             // server (RFC 9113 §8.1). NO_ERROR: the response is complete, nothing failed.
@@ -130,8 +130,11 @@ impl<'t> H2Session<'t> {
             ledger.fail(stream.start, ErrorKind::Protocol);
             return;
         };
-        let grpc = match self.template.grpc_max_message {
-            Some(_) => match stream.grpc.outcome(status, ledger, &stream.start) {
+        let grpc = match &self.template.grpc {
+            Some(plan) => match stream
+                .grpc
+                .outcome(plan.shape, status, ledger, &stream.start)
+            {
                 Ok(code) => Some(code),
                 Err(kind) => return ledger.fail(stream.start, kind),
             },

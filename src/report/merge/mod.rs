@@ -412,6 +412,9 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         .transpose()?;
     let proxy = merge_optional_times(&parts, |latency| latency.proxy.as_ref())?;
     let receive_wait = merge_optional_times(&parts, |latency| latency.receive_wait.as_ref())?;
+    let grpc_first_message =
+        merge_optional_times(&parts, |latency| latency.grpc_first_message.as_ref())?;
+    let grpc_round_trip = merge_optional_times(&parts, |latency| latency.grpc_round_trip.as_ref())?;
     let timeline = merge_timelines(&parts, sources)?;
     let rate = match parts
         .iter()
@@ -584,6 +587,8 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     merged.latency.service = service.as_ref().map(latency_summary);
     merged.latency.proxy = proxy;
     merged.latency.receive_wait = receive_wait;
+    merged.latency.grpc_first_message = grpc_first_message;
+    merged.latency.grpc_round_trip = grpc_round_trip;
     merged.timeline = timeline;
     merged.rate = rate;
     merged.histograms = Histograms {

@@ -282,6 +282,8 @@ fn latencies(recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies 
         receive_wait: recorder.receive_wait.as_ref().map(latency_summary),
         handshake_full: handshakes.map(|h| latency_summary(&h.full)),
         handshake_resumed: handshakes.map(|h| latency_summary(&h.resumed)),
+        grpc_first_message: recorder.grpc_first_message.as_ref().map(latency_summary),
+        grpc_round_trip: recorder.grpc_round_trip.as_ref().map(latency_summary),
     }
 }
 

@@ -582,6 +582,14 @@ pub struct Latencies {
     /// TLS handshake time of resumed handshakes, measured the same way (null for cleartext).
     #[serde(default)]
     pub handshake_resumed: Option<LatencySummary>,
+    /// gRPC calls: from the send to the first response message's last byte (absent outside
+    /// gRPC cells, or when no call got a message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_first_message: Option<LatencySummary>,
+    /// Bidirectional gRPC calls: each message's round trip, from its last byte queued to its
+    /// reply's last byte read (absent for other calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_round_trip: Option<LatencySummary>,
 }
 
 /// Percentiles reported for each distribution.
