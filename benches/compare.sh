@@ -28,19 +28,23 @@
 #   benches/compare.sh memory            (only the memory section: peak RSS by -n, RSS per waiting
 #                                         connection under --io epoll and --io uring, a 10 MB body;
 #                                         one run each; replaces that section of RESULTS.md)
+#   benches/compare.sh grpc [ROUNDS]     (only the gRPC section: unary calls over h2c against the
+#                                         grpc-go server of tests/grpc-target, h2load-rs against
+#                                         ghz; replaces that section of RESULTS.md)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
-# ~/.cache/h2load-rs/oha-h3, about 10 minutes), starts nginx (1 worker), nghttpd (1 thread), Caddy
-# (GOMAXPROCS follows the pinning: 1) and the built-in target (1 thread, plain and TLS)
-# pinned to CPU 0, pins every client to CPU 1, runs each row's tools interleaved
-# (A B C A B C ...) and reports medians. Ratios are arranged so that >= 1.0 means h2load-rs is at
+# ~/.cache/h2load-rs/oha-h3, about 10 minutes; ghz with go install, where tests/setup.sh puts it),
+# starts nginx (1 worker), nghttpd (1 thread), Caddy (GOMAXPROCS follows the pinning: 1), the
+# built-in target (1 thread, plain and TLS) and the grpc-go target (GOMAXPROCS=1) pinned to CPU 0,
+# pins every client to CPU 1, runs each row's tools interleaved (A B C A B C ...) and reports
+# medians. Ratios are arranged so that >= 1.0 means h2load-rs is at
 # least as good: throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 only=""
 case "${1:-}" in
-  pacing | h3 | tls | io | downloads | profile | memory | ab)
+  pacing | h3 | tls | io | downloads | profile | memory | ab | grpc)
     only=$1
     shift
     ;;
@@ -50,8 +54,9 @@ work="$root/target/compare"
 results="$root/benches/RESULTS.md"
 server_cpu=0
 client_cpu=1
-# COMPARE_PORT=P moves the servers to P, P+100, ..., P+501 (tests/testbed.sh uses the first three
-# defaults too); COMPARE_PORT_STEP=S to P, P+S, ..., P+5S+1 (S=10 keeps them within P..P+99).
+# COMPARE_PORT=P moves the servers to P, P+100, ..., P+501, P+600 (tests/testbed.sh uses the first
+# three defaults too); COMPARE_PORT_STEP=S to P, P+S, ..., P+5S+1, P+6S (S=10 keeps them within
+# P..P+99).
 h1_port=${COMPARE_PORT:-19180}
 port_step=${COMPARE_PORT_STEP:-100}
 h2c_port=$((h1_port + port_step))
@@ -75,6 +80,14 @@ tls_connections=${TLS_CONNECTIONS:-4000}
 tls_clients=${TLS_CLIENTS:-20}
 tls_begin="<!-- TLS-handshake section: benches/compare.sh tls replaces it -->"
 tls_end="<!-- end of the TLS-handshake section -->"
+# The gRPC section: the grpc-go server of tests/grpc-target (h2c) on a port of its own, after the
+# TLS ones (19780 by default: none of tests/testbed.sh's, whose gRPC servers hold 19085-19087,
+# 19445 and 19447); ghz where tests/setup.sh installs it; calls per run (both tools).
+grpc_port=${GRPC_PORT:-$((h1_port + 6 * port_step))}
+ghz="${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/ghz-v0.121.0/bin/ghz"
+grpc_calls=${GRPC_CALLS:-200000}
+grpc_begin="<!-- gRPC section: benches/compare.sh grpc replaces it -->"
+grpc_end="<!-- end of the gRPC section -->"
 profile_begin="<!-- profile section: benches/compare.sh profile replaces it -->"
 profile_end="<!-- end of the profile section -->"
 ab_begin="<!-- build-against-build section: benches/compare.sh ab replaces it -->"
@@ -111,11 +124,22 @@ install() {
     echo "building oha with HTTP/3 into $oha_h3_root (about 10 minutes, once)" >&2
     cargo install --locked --features http3 --root "$oha_h3_root" oha >/dev/null
   fi
+  if [ -z "$only" ] || [ "$only" = grpc ]; then
+    command -v go >/dev/null || { echo "compare.sh: the gRPC section needs Go (for ghz and tests/grpc-target)" >&2; exit 1; }
+    if [ ! -x "$ghz" ]; then
+      echo "installing ghz v0.121.0 into $(dirname "$ghz") (as tests/setup.sh does)" >&2
+      GOBIN=$(dirname "$ghz") go install github.com/bojand/ghz/cmd/ghz@v0.121.0
+    fi
+  fi
   (cd "$root" && cargo build --release --locked -q)
   ours="$root/target/release/h2load-rs"
 }
 
 start_servers() {
+  if [ "$only" = grpc ]; then
+    start_grpc_server
+    return
+  fi
   mkdir -p "$work/www" "$work/temp"
   printf pong >"$work/www/ping"
   [ -f "$work/www/1g" ] || truncate -s 1G "$work/www/1g"
@@ -134,6 +158,18 @@ start_servers() {
     start_h3_servers
   fi
   [ -n "$only" ] || start_tls_servers
+  [ -n "$only" ] || start_grpc_server
+}
+
+# The grpc-go server of the test bed (tests/grpc-target: h2loadrs.probe.Probe), built from the
+# checkout, h2c only, on the servers' core with GOMAXPROCS=1 as Caddy (Go would follow the pinning
+# anyway; said explicitly here).
+start_grpc_server() {
+  (cd "$root/tests/grpc-target" && go build -o "$work/grpc-target" .)
+  GOMAXPROCS=1 taskset -c $server_cpu "$work/grpc-target" -h2c "127.0.0.1:$grpc_port" >"$work/grpc-target.log" 2>&1 &
+  pids+=($!)
+  grpc_pid=$!
+  wait_for_tcp $grpc_port
 }
 
 # nghttpx, one worker, TLS frontend (h2 and http/1.1 by ALPN; session tickets and early data on by
@@ -285,7 +321,8 @@ oha_seconds() {
     exit }' "$2"
 }
 
-# Runs one measurement: TOOL KIND CMD...; KIND is "requests" or "bytes:N". The client's CPU is
+# Runs one measurement: TOOL KIND CMD...; KIND is "requests", "bytes:N" or "grpc" (calls: only
+# those that ended with grpc-status OK count as done). The client's CPU is
 # wait4's rusage (/usr/bin/time), which includes io_uring's kernel threads (io-wq workers
 # iou-wrk-*, the SQPOLL thread iou-sqp-*): they are threads of the client and their times join
 # its totals when they exit (checked on Linux 6.18 against /proc/PID/task/*/stat).
@@ -317,6 +354,8 @@ measure() {
       local elapsed
       elapsed=$(seconds "$(sed -n 's/^finished in \([^,]*\),.*/\1/p' "$out")")
       done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
+      # gRPC: the calls answered OK ("grpc status: 99990 OK, 10 UNAVAILABLE (/pkg.Svc/Method)").
+      [ "$kind" != grpc ] || done_requests=$(sed -n 's/^grpc status: \([0-9]*\) OK[,( ].*/\1/p' "$out")
       # A client that lingers after its run (e.g. waiting for connections to close) costs the
       # user that time although "finished in" leaves it out: say so under the row.
       awk -v t="$tool" -v e="$elapsed" -v a="$started" -v b="$ended" 'BEGIN {
@@ -354,6 +393,14 @@ measure() {
     curl)
       rate=$(cat "$out")
       done_requests=1
+      ;;
+    ghz)
+      # Its summary: "[OK]   N responses" in the status code distribution, and "Total:" (from its
+      # connections being up to the last answer, "13.78 s" or "850.12 ms"); the rate is the OK calls
+      # over Total, as h2load-rs's are its OK calls over "finished in".
+      done_requests=$(awk '$1 == "[OK]" { print $2; exit }' "$out")
+      rate=$(awk -v n="${done_requests:-0}" '$1 == "Total:" {
+        t = $2 * (($3 == "ms") ? 1e-3 : ($3 == "ns") ? 1e-9 : 1); print (t > 0) ? n / t : 0; exit }' "$out")
       ;;
   esac
   # A run with nothing to show says why under the row (oha's first error, or the run's last line).
@@ -422,6 +469,7 @@ row() {
   done
   local unit="req/s, median (min–max)" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
   [[ $kind == bytes:* ]] && unit="MB/s, median (min–max)" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
+  [ "$kind" = grpc ] && unit="calls/s, median (min–max)" cpu_unit="client CPU µs/call" server_unit="server CPU µs/call"
   printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | server CPU %% | %s | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|---|---|\n' \
     "$name" "$unit" "$cpu_unit" "$server_unit" >>"$work/report"
   # Medians first: a variant's line, printed before its peer's, needs the peer's figures.
@@ -646,6 +694,108 @@ h3_section() {
   sed -n "/^### HTTP\/3: who sets the pace/,\$p" "$work/report"
 }
 
+# The gRPC section: unary calls over h2c against the grpc-go server (one core), h2load-rs against
+# ghz, the same message and the same calls in flight; each round's OK count checked against -n;
+# who set the pace, and the issue's goal. Between markers, so that `compare.sh grpc` can replace
+# it alone.
+grpc_section() {
+  local url="http://127.0.0.1:$grpc_port" proto="$root/tests/grpc-target/proto/probe.proto" n=$grpc_calls
+  local grpc_go
+  grpc_go=$(awk '$1 == "google.golang.org/grpc" { print $2; exit }' "$root/tests/grpc-target/go.mod")
+  {
+    printf '\n%s\n\n### gRPC: how measured\n\n' "$grpc_begin"
+    echo "Measured on $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds interleaved round(s) per row, medians shown, ratios as above."
+    echo "Server on CPU $server_cpu: the grpc-go ($grpc_go) server of tests/grpc-target (\`-h2c\`, GOMAXPROCS=1),"
+    echo "h2loadrs.probe.Probe/Unary answering Req{name:\"x\"} with Resp{message:\"Hello x\"}. Clients on CPU $client_cpu:"
+    echo "h2load-rs (one thread) and ghz v0.121.0 (Go follows the pinning: GOMAXPROCS 1), both encoding the"
+    echo "message from JSON with tests/grpc-target/proto/probe.proto (3 bytes). How the load was matched:"
+    echo "h2load-rs \`-c 10 -m 100\` is 10 connections with up to 100 calls in flight on each (prior-knowledge"
+    echo "h2c for an http:// URL). ghz's \`-c\` is its number of workers in all, each making one call at a time"
+    echo "(no \`--async\`), and \`--connections K\` shares them evenly over K connections (its help: \"Concurrency"
+    echo "is distributed evenly among all the connections\"), so \`--connections 10 -c 1000\` is 100 workers on"
+    echo "each of 10 connections: 1000 calls in flight, 100 per connection, as h2load-rs's. Both run the same"
+    echo "\`-n\` calls. Rate: calls answered with grpc-status OK over the tool's own timer (h2load-rs \"finished"
+    echo "in\", ghz \"Total\", which starts once its connections are up); client CPU per call: wait4's rusage over"
+    echo "OK calls; server CPU %: utime+stime of the grpc-go process (/proc/PID/stat) before and after each run,"
+    echo "over the run's wall time. Every run's OK count is checked against \`-n\` (below each table). Commands:"
+    echo "\`h2load-rs --grpc /h2loadrs.probe.Probe/Unary --grpc-proto probe.proto --grpc-data '{\"name\":\"x\"}' -t 1"
+    echo "-c 10 -m 100 -n $n http://127.0.0.1:$grpc_port\` and \`ghz --insecure --proto probe.proto --call"
+    echo "h2loadrs.probe.Probe.Unary -d '{\"name\":\"x\"}' -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port\`."
+    echo "A bidirectional-stream row (Probe/Bidi, grpc_bidi_row in compare.sh) is planned, not run yet."
+    echo "Load average at the start: $(cut -d' ' -f1 /proc/loadavg) (other work on the machine shows below as a"
+    echo "server core busier than the server's own share)."
+  } >>"$work/report"
+  : >"$work/summary"
+  server_pids=$grpc_pid
+  local unary="gRPC unary over h2c, -c 10 -m 100, grpc-go Probe/Unary, $n calls"
+  row "$unary" grpc \
+    "h2load-rs|$ours --grpc /h2loadrs.probe.Probe/Unary --grpc-proto $proto --grpc-data {\"name\":\"x\"} -t 1 -c 10 -m 100 -n $n $url" \
+    "ghz|$ghz --insecure --proto $proto --call h2loadrs.probe.Probe.Unary -d {\"name\":\"x\"} -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port"
+  grpc_ok_check "$unary" "$n" >>"$work/report"
+  {
+    printf '\n### gRPC: who sets the pace, and the goal\n\n'
+    printf '| row | client | calls/s | client CPU µs/call | client CPU %% (its own) | server CPU %% | CPU %d (server) busy, all processes %% | CPU %d (client) busy, all processes %% | verdict |\n|---|---|---|---|---|---|---|---|---|\n' "$server_cpu" "$client_cpu"
+    # The client's own share of its core: its CPU per call times its rate. Verdict: whose core was
+    # full, and whether the tool itself (server or client) or other work filled it.
+    awk -F'\t' -v n="$unary" '$1 == n {
+      own = $3 * $4 / 1e4
+      verdict = ($5 >= 90) ? "the server sets the pace" : (own >= 90) ? "the client sets the pace (its own core full)" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : ($7 >= 90) ? "the client'"'"'s core was full: other processes took " int($7 - own) " %" : "neither core full: the calls in flight and their latency set the pace"
+      printf "| %s | %s | %.0f | %.2f | %.0f | %d | %d | %d | %s |\n", n, $2, $3, $4, own, $5, $6, $7, verdict }' "$work/summary"
+    echo
+    # The issue's goal: ghz's throughput (or both server-bound) at half its client CPU per call.
+    awk -F'\t' -v n="$unary" '$1 == n && $2 == "h2load-rs" { r = $3; c = $4; s = $5 }
+      $1 == n && $2 == "ghz" { pr = $3; pc = $4; ps = $5 }
+      END {
+        tr = (pr > 0) ? r / pr : 0; cr = (pc > 0) ? c / pc : 0; bound = (s >= 90 && ps >= 90)
+        printf "> Goal vs ghz, %s: throughput ratio %.2f (goal >= 1.0, or both server-bound: server at %d%% under h2load-rs, %d%% under ghz), client CPU per call %.3fx ghz'"'"'s (goal <= 0.5): %s.\n",
+          n, tr, s, ps, cr, ((tr >= 1.0 || bound) && cr > 0 && cr <= 0.5) ? "met" : "**not met**" }' "$work/summary"
+    echo
+    echo "Load average at the end: $(cut -d' ' -f1 /proc/loadavg)."
+    # grpc_bidi_row: not run yet, see its TODO.
+    printf '\n%s\n' "$grpc_end"
+  } >>"$work/report"
+  sed -n "/^### gRPC: who sets the pace/,\$p" "$work/report"
+}
+
+# The OK calls of every run of row $1 (h2load-rs: "grpc status: N OK"; ghz: "[OK]   N responses"),
+# from rounds.log, checked against the calls asked for ($2): a note for under the table.
+grpc_ok_check() {
+  awk -v row="$1" -v want="$2" '
+    function close_run() {
+      if (tool != "") { list[tool] = list[tool] sep[tool] got; sep[tool] = ", "; if (got != want) bad = 1 }
+      tool = ""
+    }
+    /^=== / {
+      close_run(); split(substr($0, 5), f, " [|] ")
+      if (f[1] == row) { tool = f[2]; got = "none"; if (!(tool in list)) order[++k] = tool }
+      next }
+    tool != "" && /^grpc status: / { got = ($4 ~ /^OK/) ? $3 : 0 }
+    tool != "" && $1 == "[OK]" { got = $2 }
+    END {
+      close_run()
+      printf "\n> OK calls per run, checked against -n %d:", want
+      for (i = 1; i <= k; i++) printf "%s %s %s", (i > 1) ? ";" : "", order[i], list[order[i]]
+      printf ": %s\n", bad ? "**mismatch** (see target/compare/rounds.log)" : "every run had all of them answered OK, the same count in both tools"
+    }' "$work/rounds.log"
+}
+
+# TODO(grpc streams): the bidirectional-stream row, NOT RUN YET (written before h2load-rs had
+# streaming calls). h2load-rs's side will be
+#   "h2load-rs|$ours --grpc /h2loadrs.probe.Probe/Bidi --grpc-proto $proto --grpc-data {\"name\":\"x\"}
+#      --grpc-stream-messages $messages -t 1 -c 10 -m 100 -n $n $url"
+# (N messages on each stream, each answered by one): add it as the first entry below, call this
+# from grpc_section, and decide whether OK counts streams (ghz's Count does) or messages. Check
+# the load shape: ghz sends a stream's messages back to back (its receiving runs apart, unless
+# --stream-interval spaces them), while h2load-rs's bidi sends each after the last one's reply.
+# ghz's side: -D, a JSON array of messages sent in turn (a file: an unquoted [ ] would be a glob
+# here), --stream-call-count closes each stream after that many sends; -n counts streams.
+grpc_bidi_row() {
+  local n=$1 messages=$2 proto="$root/tests/grpc-target/proto/probe.proto"
+  printf '[{"name":"x"}]\n' >"$work/bidi.json"
+  row "gRPC bidi streams over h2c, $messages messages each, -c 10 -m 100, grpc-go Probe/Bidi, $n streams" grpc \
+    "ghz|$ghz --insecure --proto $proto --call h2loadrs.probe.Probe.Bidi -D $work/bidi.json --stream-call-count $messages -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port"
+}
+
 # The TLS-handshake section: new TLS connections per second, one request per connection, against
 # nghttpx pinned to one core; full handshakes and resumed ones (--tls-resume), h1 and h2, beside
 # h2load's -c N -n N (N connections of one request each; h2load cannot resume sessions, so its
@@ -845,6 +995,13 @@ main() {
     echo "updated the TLS-handshake section of $results"
     return
   fi
+  if [ "$only" = grpc ]; then
+    grpc_section
+    splice_section "$grpc_begin" "$grpc_end"
+    echo
+    echo "updated the gRPC section of $results"
+    return
+  fi
   if [ "$only" = h3 ]; then
     h3_section
     splice_section "$h3_begin" "$h3_end"
@@ -886,6 +1043,7 @@ main() {
   profile
   h3_section
   tls_section
+  grpc_section
 
   memory "$h2c"
   pacing
@@ -899,7 +1057,7 @@ main() {
     echo "Generated by \`benches/compare.sh $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'); do not edit by hand."
     echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r)."
     echo "Servers pinned to CPU $server_cpu (nginx 1 worker, nghttpd 1 thread, Caddy, the built-in target"
-    echo "1 thread), clients to CPU $client_cpu; $rounds interleaved rounds per row, medians shown."
+    echo "1 thread, grpc-go GOMAXPROCS=1), clients to CPU $client_cpu; $rounds interleaved rounds per row, medians shown."
     echo "Ratios: >= 1.0 means h2load-rs is at least as"
     echo "good (throughput ours/peer, CPU per request peer/ours, peak RSS peer/ours). Server CPU % is"
     echo "the server's share of its core during the run: near 100 % the server, not the client, sets"

@@ -84,7 +84,7 @@ fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Some(Command::K8sJob(args)) => k8s::render(&args),
         Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Man) => manual(),
-        None => load_test(&cli.load),
+        None => load_test(cli.load),
     };
     match result {
         Ok(status) => status,
@@ -275,10 +275,14 @@ fn run_scenario(args: &RunArgs) -> Result<u8> {
     if let Some(description) = &scenario.description {
         errln!("scenario {}: {description}", args.scenario.display());
     }
-    load_test(&cli.load)
+    load_test(cli.load)
 }
 
-fn load_test(args: &LoadArgs) -> Result<u8> {
+fn load_test(mut args: LoadArgs) -> Result<u8> {
+    if args.grpc.grpc_reflect {
+        args.grpc.grpc_reflected = Some(reflect_schema(&args)?);
+    }
+    let args = &args;
     let finished = Sweep::prepare(args)?.run()?;
     let document = &finished.document;
     Ok(if let Some(signal) = signals::received() {
@@ -295,6 +299,33 @@ fn load_test(args: &LoadArgs) -> Result<u8> {
     } else {
         0
     })
+}
+
+/// `--grpc-reflect`: the method's schema, asked of the server the first cell connects to.
+fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
+    if args.urls.is_empty() {
+        usage_bail!(
+            "--grpc-reflect asks the server of the URL for its schema: give one (the built-in target has no reflection service)"
+        );
+    }
+    let specs = crate::plan::cells(args, None);
+    let Some(spec) = specs.first() else {
+        usage_bail!("--grpc-reflect: no cell to connect with");
+    };
+    let plan = crate::plan::build(
+        args,
+        &args.urls,
+        &[],
+        spec,
+        false,
+        &crate::engine::uring::probe::check,
+    )?;
+    let path = plan.grpc.as_ref().map_or("", |grpc| grpc.path.as_str());
+    let service = path
+        .trim_start_matches('/')
+        .split_once('/')
+        .map_or("", |(service, _)| service);
+    crate::runner::reflect::fetch(&plan, service)
 }
 
 /// Prints every breached `--fail-if` threshold, one line each; whether there was one.

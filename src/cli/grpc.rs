@@ -20,6 +20,19 @@ pub struct GrpcArgs {
     #[arg(long = "grpc-proto", value_name = "FILE", requires = "grpc_method")]
     pub grpc_protos: Vec<PathBuf>,
 
+    /// Ask the server's reflection service (grpc.reflection.v1, else v1alpha) for the method's
+    /// schema before the run, instead of --grpc-proto.
+    #[arg(
+        long = "grpc-reflect",
+        requires = "grpc_method",
+        conflicts_with = "grpc_protos"
+    )]
+    pub grpc_reflect: bool,
+
+    /// The schema the reflection service gave (set by the app before the cells are planned).
+    #[arg(skip)]
+    pub grpc_reflected: Option<prost_reflect::DescriptorPool>,
+
     /// A directory the .proto files' imports are looked up in (repeatable; default: each
     /// file's own directory).
     #[arg(
@@ -30,12 +43,12 @@ pub struct GrpcArgs {
     pub grpc_import_paths: Vec<PathBuf>,
 
     /// The request message as JSON (proto3's JSON mapping), or @FILE to read it from a file;
-    /// needs --grpc-proto. Placeholders ({seq}, {rand:N}, {uuid}, ...) are rendered per call,
+    /// needs --grpc-proto or --grpc-reflect. Placeholders ({seq}, {rand:N}, {uuid}, ...) are rendered per call,
     /// then the message is encoded; without any, it is encoded once.
     #[arg(
         long = "grpc-data",
         value_name = "JSON|@FILE",
-        requires = "grpc_protos",
+        requires = "grpc_method",
         conflicts_with = "grpc_binary_file"
     )]
     pub grpc_data: Option<String>,
@@ -61,9 +74,10 @@ pub struct GrpcArgs {
     pub grpc_stream_messages: u32,
 
     /// Send a streaming call's messages this far apart (a rate per stream) instead of as fast
-    /// as flow control (client-streaming) or the replies (bidirectional) allow.
+    /// as flow control (client-streaming) or the replies (bidirectional) allow; 0 sends a
+    /// bidirectional call's messages back to back, replies or not.
     #[arg(long = "grpc-stream-interval", value_name = "DURATION",
-          value_parser = crate::units::parse_positive_duration, requires = "grpc_method")]
+          value_parser = crate::units::parse_duration, requires = "grpc_method")]
     pub grpc_stream_interval: Option<std::time::Duration>,
 
     /// The longest response message accepted; a longer one fails its call (grpc_too_large)

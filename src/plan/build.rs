@@ -188,7 +188,7 @@ fn grpc_url<'u>(args: &LoadArgs, urls: &'u [String], cell: &CellSpec) -> Result<
     };
     let Some((tls, cleartext)) = split else {
         usage_bail!(
-            "--grpc calls one method on one server: give one URL, or its http:// and https:// URLs              with --proto h2,h2c"
+            "--grpc calls one method on one server: give one URL, or its http:// and https:// URLs with --proto h2,h2c"
         );
     };
     match cell.proto {

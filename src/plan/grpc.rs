@@ -121,10 +121,12 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
         GrpcShapeArg::Client => CallShape::ClientStream,
         GrpcShapeArg::Bidi => CallShape::Bidi,
     });
-    let (input, shape) = if args.grpc_protos.is_empty() {
-        (None, given_shape.unwrap_or(CallShape::Unary))
-    } else {
-        let pool = compile(&args.grpc_protos, &args.grpc_import_paths)?;
+    let pool = match (&args.grpc_reflected, args.grpc_protos.is_empty()) {
+        (Some(reflected), _) => Some(reflected.clone()),
+        (None, false) => Some(compile(&args.grpc_protos, &args.grpc_import_paths)?),
+        (None, true) => None,
+    };
+    let (input, shape) = if let Some(pool) = pool {
         let descriptor = find_method(&pool, &service, &method, given)?;
         let shape = match (
             descriptor.is_client_streaming(),
@@ -143,12 +145,17 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
             );
         }
         (Some(descriptor.input()), shape)
+    } else {
+        (None, given_shape.unwrap_or(CallShape::Unary))
     };
-    if !shape.client_streams()
+    // Before --grpc-reflect has brought the schema, the shape is not known yet.
+    let shape_known = !(args.grpc_reflect && args.grpc_reflected.is_none());
+    if shape_known
+        && !shape.client_streams()
         && (args.grpc_stream_messages > 1 || args.grpc_stream_interval.is_some())
     {
         usage_bail!(
-            "--grpc-stream-messages and --grpc-stream-interval are for client-streaming and              bidirectional calls; {} is {}",
+            "--grpc-stream-messages and --grpc-stream-interval are for client-streaming and bidirectional calls; {} is {}",
             quoted(given),
             shape.name()
         );
@@ -161,7 +168,11 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
         }
         // No message given: the empty message, every field at its default.
         (None, None, _) => GrpcBody::Fixed(framed(&[])),
-        (Some(_), _, None) => usage_bail!("--grpc-data needs --grpc-proto, to encode the JSON"),
+        // With --grpc-reflect the schema comes after a first plan, made to connect with.
+        (Some(_), _, None) if args.grpc_reflect => GrpcBody::Fixed(framed(&[])),
+        (Some(_), _, None) => {
+            usage_bail!("--grpc-data needs --grpc-proto or --grpc-reflect, to encode the JSON")
+        }
     };
     let message_len = match &body {
         GrpcBody::Fixed(bytes) => Some(bytes.len() - crate::proto::grpc::PREFIX_LEN),

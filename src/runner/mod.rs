@@ -8,6 +8,7 @@ mod launch;
 pub mod net;
 pub mod panics;
 pub(crate) mod proxy;
+pub mod reflect;
 pub mod signals;
 mod slot;
 mod stable;

@@ -727,8 +727,32 @@ fn grpc_flags_are_checked_before_anything_is_sent() {
             "t.S has no method Undo (it has: Do, Watch)",
         ),
         (
-            vec!["--grpc", "/t.S/Watch", "--grpc-proto", &proto, http],
-            "is a streaming method",
+            vec![
+                "--grpc",
+                "/t.S/Watch",
+                "--grpc-proto",
+                &proto,
+                "--grpc-stream-messages",
+                "3",
+                http,
+            ],
+            "are for client-streaming and bidirectional calls; /t.S/Watch is server-streaming",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Watch",
+                "--grpc-proto",
+                &proto,
+                "--grpc-shape",
+                "bidi",
+                http,
+            ],
+            "--grpc-shape says otherwise than the .proto, where /t.S/Watch is server-streaming",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-stream-interval", "10ms", http],
+            "/t.S/Do is unary",
         ),
         (
             vec!["--grpc", "/t.S/Do", "--grpc-proto", &broken, http],
@@ -760,7 +784,26 @@ fn grpc_flags_are_checked_before_anything_is_sent() {
             ],
             "cannot read the --grpc-data file",
         ),
-        (vec!["--grpc-data", "{}", http], "--grpc-proto"),
+        (vec!["--grpc-data", "{}", http], "--grpc"),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-data", "{}", http],
+            "--grpc-data needs --grpc-proto or --grpc-reflect",
+        ),
+        (
+            vec!["--grpc", "/t.S/Do", "--grpc-reflect"],
+            "--grpc-reflect asks the server of the URL for its schema",
+        ),
+        (
+            vec![
+                "--grpc",
+                "/t.S/Do",
+                "--grpc-reflect",
+                "--grpc-proto",
+                &proto,
+                http,
+            ],
+            "cannot be used with",
+        ),
         (vec!["--grpc-proto", &proto, http], "--grpc"),
         (
             vec!["--grpc", "/t.S/Do", "-d", &proto, http],

@@ -723,3 +723,66 @@ fn the_built_in_target_echoes_grpc_calls_exactly() {
         .unwrap();
     assert!(first_min >= 20_000.0, "first message after {first_min} µs");
 }
+
+#[test]
+fn reflection_gives_the_schema_on_both_servers() {
+    if !testbed_running() {
+        return;
+    }
+    // grpc-go serves reflection v1, grpcio only v1alpha: both give the schema, JSON is encoded
+    // with it, and the shape comes from it (Bidi: one reply per message).
+    for target in &TARGETS {
+        let run = call(
+            target,
+            &[
+                "--grpc",
+                "/h2loadrs.probe.Probe/Bidi",
+                "--grpc-reflect",
+                "--grpc-data",
+                r#"{"name":"x","size":10}"#,
+                "--grpc-stream-messages",
+                "3",
+                "-n",
+                "50",
+                "-c",
+                "1",
+                "-m",
+                "5",
+            ],
+        );
+        let cell = run.cell();
+        let name = target.name;
+        assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
+        assert_eq!(statuses(cell), only("OK", 50), "{name}");
+        // Req{name:"x", size:10}: 0a 01 78, 28 0a.
+        assert_eq!(int(cell, "/grpc/sent/message_bytes"), 150 * 5, "{name}");
+        assert_eq!(
+            int(cell, "/grpc/received/message_bytes"),
+            150 * 21,
+            "{name}"
+        );
+    }
+    // A server without a reflection service: one line naming it, exit 1, nothing run.
+    let run = h2load_rs(&[
+        "--grpc",
+        "/h2loadrs.probe.Probe/Bidi",
+        "--grpc-reflect",
+        "-n",
+        "10",
+        "http://127.0.0.1:19280",
+    ]);
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    assert!(
+        run.output
+            .stderr
+            .contains("--grpc-reflect: cannot read h2loadrs.probe.Probe's schema"),
+        "{}",
+        run.output.stderr
+    );
+    assert_eq!(
+        run.output.stderr.lines().count(),
+        1,
+        "{}",
+        run.output.stderr
+    );
+}

@@ -130,9 +130,13 @@ impl<'t> H2Session<'t> {
                     ledger.grpc_round_trip(&stream.start, at.saturating_duration_since(sent));
                 }
             }
-            let paced = plan.interval.is_some();
-            if shape == CallShape::Bidi && !paced && call.to_send > 0 && call.unanswered.is_empty()
-            {
+            // The reply sends the next message when replies pace the call; back to back
+            // (`--grpc-stream-interval 0`), it resumes a call stopped at MAX_UNANSWERED.
+            let waiting = match plan.interval {
+                None => call.unanswered.is_empty(),
+                Some(interval) => interval.is_zero() && stream.body_left == 0,
+            };
+            if shape == CallShape::Bidi && call.to_send > 0 && waiting {
                 self.grpc_next_message(id, ledger);
             }
         }
@@ -185,27 +189,27 @@ impl<'t> H2Session<'t> {
             return false;
         }
         match interval {
+            // `--grpc-stream-interval 0`: back to back, replies or not (ghz's streams).
+            Some(interval) if interval.is_zero() => self.grpc_next_message(id, ledger),
             Some(interval) => {
                 self.grpc_due.push_back((now + interval, id));
                 false
             }
             // Bidirectional: the reply sends the next (`grpc_body`).
             None if shape == CallShape::Bidi => false,
-            None => {
-                self.grpc_next_message(id, ledger);
-                true
-            }
+            None => self.grpc_next_message(id, ledger),
         }
     }
 
-    /// Queues stream `id`'s next message (the same bytes again), counting it as sent.
-    fn grpc_next_message(&mut self, id: u32, ledger: &Ledger<'_>) {
+    /// Queues stream `id`'s next message (the same bytes again), counting it as sent; whether
+    /// it did (not when the call is done sending, or owes [`MAX_UNANSWERED`] replies).
+    fn grpc_next_message(&mut self, id: u32, ledger: &Ledger<'_>) -> bool {
         let template = self.template;
         let Some(stream) = self.streams.get_mut(&id) else {
-            return;
+            return false;
         };
         if stream.grpc.to_send == 0 || stream.grpc.unanswered.len() >= MAX_UNANSWERED {
-            return;
+            return false;
         }
         stream.grpc.to_send -= 1;
         let len = stream.body.as_ref().unwrap_or(&template.body).len();
@@ -215,16 +219,30 @@ impl<'t> H2Session<'t> {
             self.bodies.push_back(id);
         }
         self.grpc_sent(&start, len, ledger);
+        true
     }
 
-    /// The paced messages due by `now` (`--grpc-stream-interval`): queued to be sent.
+    /// The paced messages due by `now` (`--grpc-stream-interval`): queued to be sent. One held
+    /// back by [`MAX_UNANSWERED`] is tried again an interval later.
     pub(super) fn grpc_due_messages(&mut self, now: Instant, ledger: &Ledger<'_>) {
+        let interval = self
+            .template
+            .grpc
+            .as_ref()
+            .and_then(|plan| plan.interval)
+            .unwrap_or_default();
         while let Some(&(due, id)) = self.grpc_due.front() {
             if due > now {
                 break;
             }
             self.grpc_due.pop_front();
-            self.grpc_next_message(id, ledger);
+            let held = self
+                .streams
+                .get(&id)
+                .is_some_and(|stream| stream.grpc.to_send > 0);
+            if !self.grpc_next_message(id, ledger) && held {
+                self.grpc_due.push_back((now + interval, id));
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Hostile gRPC servers (issue 28 §4): responses that break gRPC's framing or never end, each
+//! Hostile gRPC servers: responses that break gRPC's framing or never end, each
 //! with the error kind, the bounds of time and memory, and the exact counts it must give.
 
 use super::server::h2::{self, frame, STATUS_200};
@@ -180,6 +180,13 @@ fn endless_stream(mut conn: Conn) {
     while conn.send(&batch) {}
 }
 
+/// Each connection: the handshake, then every byte the client sends read and nothing answered.
+fn silent_after_handshake(mut conn: Conn) {
+    if h2::handshake(&mut conn, &[]) {
+        conn.discard_until_closed();
+    }
+}
+
 /// Exactly `n` calls failed with `kind`, none succeeded.
 const fn each_failed(n: u64, kind: &'static str) -> Option<Exactly> {
     Some(Exactly {
@@ -265,6 +272,19 @@ cases! {
     grpc_prefix_split_forever => Case {
         server: Script(prefix_split_forever),
         args: HELD_CALLS,
+        expect_kind: TIMEOUT,
+        exactly: each_failed(4, "timeout"),
+        under_ulimit: true,
+        ..BASE
+    };
+    // A bidirectional call sending 5000 messages back to back to a server that never answers:
+    // it stops at 1024 replies owed (no busy loop, no unbounded queue), and times out.
+    grpc_bidi_never_answered => Case {
+        server: Script(silent_after_handshake),
+        args: &[
+            "--grpc", "/h2loadrs.hostile.Svc/Call", "--grpc-shape", "bidi",
+            "--grpc-stream-messages", "5000", "--grpc-stream-interval", "0", "-n", "4",
+        ],
         expect_kind: TIMEOUT,
         exactly: each_failed(4, "timeout"),
         under_ulimit: true,
