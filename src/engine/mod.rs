@@ -33,6 +33,7 @@ use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
+use crate::recorder::grpc::{GrpcTally, MessageBytes};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::tls::TlsInfo;
 use budget::Budget;
@@ -444,27 +445,17 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    /// Counts the messages a gRPC call `start` sent.
-    pub(crate) fn grpc_sent(
+    /// Counts `bytes`, messages of the gRPC call `start`, on the side of the tally `side` picks
+    /// (sent or received).
+    pub(crate) fn grpc_messages(
         &self,
         start: &RequestStart,
-        sent: crate::recorder::grpc::MessageBytes,
+        side: fn(&mut GrpcTally) -> &mut MessageBytes,
+        bytes: MessageBytes,
     ) {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
-            recorder.grpc.sent.add(sent);
-        }
-    }
-
-    /// Counts the messages a gRPC call `start` received.
-    pub(crate) fn grpc_received(
-        &self,
-        start: &RequestStart,
-        received: crate::recorder::grpc::MessageBytes,
-    ) {
-        let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start.intended) {
-            recorder.grpc.received.add(received);
+            side(&mut recorder.grpc).add(bytes);
         }
     }
 

@@ -56,7 +56,12 @@ impl Tallies {
         for (slot, (_, count)) in request_errors.iter_mut().zip(recorder.request_errors()) {
             *slot = count;
         }
-        request_errors[ErrorKind::Check.index()] += recorder.checks.failed;
+        // `request_errors` is in report order (`ErrorKind::ALL`), not the kinds' own indexes.
+        let check = ErrorKind::ALL
+            .iter()
+            .position(|kind| *kind == ErrorKind::Check)
+            .expect("ALL holds every kind");
+        request_errors[check] += recorder.checks.failed;
         let mut status_classes = recorder.status_classes;
         for (class, failed) in status_classes.iter_mut().zip(recorder.check_failed_classes) {
             *class -= failed;

@@ -18,13 +18,18 @@ use crate::plan::grpc::CallShape;
 use crate::proto::fields::SectionRules;
 use crate::proto::grpc::{code_of_http_status, FramingError, MessageReader, PREFIX_LEN};
 use crate::proto::h2 as frame;
-use crate::recorder::grpc::MessageBytes;
+use crate::recorder::grpc::{GrpcTally, MessageBytes};
 use crate::recorder::{ErrorKind, RequestStart};
 
 /// Replies a bidirectional call may owe before it stops sending (with
 /// `--grpc-stream-interval`, a server that does not answer would otherwise grow the queue of
 /// send times without bound).
 const MAX_UNANSWERED: usize = 1024;
+
+/// The received side of a call's tally.
+fn received(tally: &mut GrpcTally) -> &mut MessageBytes {
+    &mut tally.received
+}
 
 /// What a gRPC call has sent and received so far.
 #[derive(Debug, Default)]
@@ -72,7 +77,7 @@ impl GrpcResponse {
         ledger: &Ledger<'_>,
         start: &RequestStart,
     ) -> Result<u16, ErrorKind> {
-        ledger.grpc_received(start, MessageBytes::read_by(&self.reader));
+        ledger.grpc_messages(start, received, MessageBytes::read_by(&self.reader));
         if !self.reader.at_boundary() {
             ledger.note_error(|| "a gRPC response ended inside a message".to_owned());
             return Err(ErrorKind::GrpcFraming);
@@ -148,7 +153,11 @@ impl<'t> H2Session<'t> {
         };
         // CANCEL: the client gives up on the call (as a gRPC client does on such a message).
         self.reset(id, frame::CANCEL, out);
-        ledger.grpc_received(&stream.start, MessageBytes::read_by(&stream.grpc.reader));
+        ledger.grpc_messages(
+            &stream.start,
+            received,
+            MessageBytes::read_by(&stream.grpc.reader),
+        );
         ledger.note_error(|| error.describe(limit));
         let kind = match error {
             FramingError::BadFlag(_) => ErrorKind::GrpcFraming,
@@ -162,7 +171,7 @@ impl<'t> H2Session<'t> {
     pub(super) fn grpc_sent(&self, start: &RequestStart, framed: usize, ledger: &Ledger<'_>) {
         if self.template.grpc.is_some() {
             let len = framed.saturating_sub(PREFIX_LEN);
-            ledger.grpc_sent(start, MessageBytes::framed(1, len));
+            ledger.grpc_messages(start, |tally| &mut tally.sent, MessageBytes::framed(1, len));
         }
     }
 

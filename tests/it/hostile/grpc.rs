@@ -90,37 +90,29 @@ fn length_4gb(stream: u32) -> Vec<u8> {
     .concat()
 }
 
-fn compressed_without_encoding(stream: u32) -> Vec<u8> {
+/// Headers, one DATA frame of `body` (a message with a prefix of its own), then OK.
+fn one_frame_then_ok(stream: u32, body: &[u8]) -> Vec<u8> {
     [
         headers(stream),
-        frame(DATA, 0, stream, &[1, 0, 0, 0, 2, 0x78, 0x9c]),
+        frame(DATA, 0, stream, body),
         trailers(stream, Some(b"0")),
     ]
     .concat()
 }
 
+/// A message flagged compressed (1) in a response without `grpc-encoding`.
+fn compressed_without_encoding(stream: u32) -> Vec<u8> {
+    one_frame_then_ok(stream, &[1, 0, 0, 0, 2, 0x78, 0x9c])
+}
+
+/// A compressed flag of 2, which does not exist.
 fn flag_two(stream: u32) -> Vec<u8> {
-    [
-        headers(stream),
-        frame(DATA, 0, stream, &[2, 0, 0, 0, 1, b'x']),
-        trailers(stream, Some(b"0")),
-    ]
-    .concat()
+    one_frame_then_ok(stream, &[2, 0, 0, 0, 1, b'x'])
 }
 
 /// Two messages in one DATA frame, then OK: a unary call has exactly one.
 fn two_messages(stream: u32) -> Vec<u8> {
-    [
-        headers(stream),
-        frame(
-            DATA,
-            0,
-            stream,
-            &[message(b"one"), message(b"two")].concat(),
-        ),
-        trailers(stream, Some(b"0")),
-    ]
-    .concat()
+    one_frame_then_ok(stream, &[message(b"one"), message(b"two")].concat())
 }
 
 /// The stream ends three bytes into a ten-byte message.
