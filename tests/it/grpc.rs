@@ -770,3 +770,37 @@ fn reflection_gives_the_schema_on_both_servers() {
         run.output.stderr
     );
 }
+
+#[test]
+fn find_max_searches_a_grpc_method() {
+    // The built-in target's echo held 10 ms per call, 4 calls in flight on one connection: at most
+    // 400 calls/s can be answered, whatever the machine. The search must find a capacity at or
+    // below that bound, with every call it made answered OK.
+    let run = h2load_rs(&[
+        "--grpc",
+        "/any.Echo/Call",
+        "--target-delay",
+        "10ms",
+        "-c",
+        "1",
+        "-m",
+        "4",
+        "--find-max",
+        "--slo",
+        "p99<200ms",
+        "--step-duration",
+        "600ms",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    let capacity = cell["capacity"]["capacity_rps"].as_f64().unwrap();
+    assert!(
+        (100.0..=400.0 * 1.05).contains(&capacity),
+        "capacity {capacity} calls/s, against a bound of 400"
+    );
+    let statuses = statuses(cell);
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    assert_eq!(statuses[0].0, "OK");
+    assert_eq!(statuses[0].1, int(cell, "/requests/done"));
+    assert!(run.output.stdout.contains("capacity: h2c "), "{}", run.output.stdout);
+}
