@@ -28,9 +28,10 @@
 #   benches/compare.sh memory            (only the memory section: peak RSS by -n, RSS per waiting
 #                                         connection under --io epoll and --io uring, a 10 MB body;
 #                                         one run each; replaces that section of RESULTS.md)
-#   benches/compare.sh grpc [ROUNDS]     (only the gRPC section: unary calls over h2c against the
-#                                         grpc-go server of tests/grpc-target, h2load-rs against
-#                                         ghz; replaces that section of RESULTS.md)
+#   benches/compare.sh grpc [ROUNDS]     (only the gRPC section: unary calls and bidirectional
+#                                         streams over h2c against the grpc-go server of
+#                                         tests/grpc-target, h2load-rs against ghz; replaces that
+#                                         section of RESULTS.md)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
 # ~/.cache/h2load-rs/oha-h3, about 10 minutes; ghz with go install, where tests/setup.sh puts it),
@@ -86,6 +87,9 @@ tls_end="<!-- end of the TLS-handshake section -->"
 grpc_port=${GRPC_PORT:-$((h1_port + 6 * port_step))}
 ghz="${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/ghz-v0.121.0/bin/ghz"
 grpc_calls=${GRPC_CALLS:-200000}
+# The bidirectional-stream row: streams per run (both tools) and messages on each stream.
+grpc_streams=${GRPC_STREAMS:-50000}
+grpc_stream_messages=${GRPC_STREAM_MESSAGES:-10}
 grpc_begin="<!-- gRPC section: benches/compare.sh grpc replaces it -->"
 grpc_end="<!-- end of the gRPC section -->"
 profile_begin="<!-- profile section: benches/compare.sh profile replaces it -->"
@@ -321,8 +325,10 @@ oha_seconds() {
     exit }' "$2"
 }
 
-# Runs one measurement: TOOL KIND CMD...; KIND is "requests", "bytes:N" or "grpc" (calls: only
-# those that ended with grpc-status OK count as done). The client's CPU is
+# Runs one measurement: TOOL KIND CMD...; KIND is "requests", "bytes:N", "grpc" (calls: only
+# those that ended with grpc-status OK count as done) or "grpc-stream:M" (streaming calls of M
+# messages each, counted in messages: h2load-rs's received messages, ghz's OK streams x M, as ghz
+# counts no messages). The client's CPU is
 # wait4's rusage (/usr/bin/time), which includes io_uring's kernel threads (io-wq workers
 # iou-wrk-*, the SQPOLL thread iou-sqp-*): they are threads of the client and their times join
 # its totals when they exit (checked on Linux 6.18 against /proc/PID/task/*/stat).
@@ -356,6 +362,8 @@ measure() {
       done_requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded,.*/\1/p' "$out")
       # gRPC: the calls answered OK ("grpc status: 99990 OK, 10 UNAVAILABLE (/pkg.Svc/Method)").
       [ "$kind" != grpc ] || done_requests=$(sed -n 's/^grpc status: \([0-9]*\) OK[,( ].*/\1/p' "$out")
+      # gRPC streams: the messages received ("grpc messages: sent S messages (...), received R messages (...)").
+      [[ $kind != grpc-stream:* ]] || done_requests=$(sed -n 's/^grpc messages: .*, received \([0-9]*\) messages.*/\1/p' "$out")
       # A client that lingers after its run (e.g. waiting for connections to close) costs the
       # user that time although "finished in" leaves it out: say so under the row.
       awk -v t="$tool" -v e="$elapsed" -v a="$started" -v b="$ended" 'BEGIN {
@@ -399,6 +407,9 @@ measure() {
       # connections being up to the last answer, "13.78 s" or "850.12 ms"); the rate is the OK calls
       # over Total, as h2load-rs's are its OK calls over "finished in".
       done_requests=$(awk '$1 == "[OK]" { print $2; exit }' "$out")
+      # Streams of M messages: ghz counts streams only, so OK streams x M (grpc_stream_check shows,
+      # with ghz's debug log, that a stream carries M messages each way).
+      [[ $kind != grpc-stream:* ]] || done_requests=$((${done_requests:-0} * ${kind#grpc-stream:}))
       rate=$(awk -v n="${done_requests:-0}" '$1 == "Total:" {
         t = $2 * (($3 == "ms") ? 1e-3 : ($3 == "ns") ? 1e-9 : 1); print (t > 0) ? n / t : 0; exit }' "$out")
       ;;
@@ -464,12 +475,26 @@ row() {
       {
         printf '=== %s | %s | round %s: %s\n' "$name" "$tool" "$round" "$(tail -n 1 "$work/row.$tool")"
         cat "$work/out"
+        # A gRPC run that wrote --json $work/grpc-run.json: its counts and per-message round trips.
+        if [ -f "$work/grpc-run.json" ]; then
+          python3 - "$work/grpc-run.json" <<'PY'
+import json, sys
+cell = json.load(open(sys.argv[1]))["cells"][0]
+grpc, rtt = cell.get("grpc") or {}, cell["latency"].get("grpc_round_trip") or {}
+pct = rtt.get("percentiles") or {}
+print("json: grpc OK %s, sent messages %s, received messages %s, round trip p50 %s us, p99 %s us" % (
+    (grpc.get("statuses") or {}).get("OK", 0), (grpc.get("sent") or {}).get("messages", 0),
+    (grpc.get("received") or {}).get("messages", 0), pct.get("p50", "none"), pct.get("p99", "none")))
+PY
+          rm -f "$work/grpc-run.json"
+        fi
       } >>"$work/rounds.log"
     done
   done
   local unit="req/s, median (min–max)" cpu_unit="client CPU µs/request" server_unit="server CPU µs/request"
   [[ $kind == bytes:* ]] && unit="MB/s, median (min–max)" cpu_unit="client CPU µs for the download" server_unit="server CPU µs for the download"
   [ "$kind" = grpc ] && unit="calls/s, median (min–max)" cpu_unit="client CPU µs/call" server_unit="server CPU µs/call"
+  [[ $kind == grpc-stream:* ]] && unit="messages/s, median (min–max)" cpu_unit="client CPU µs/message" server_unit="server CPU µs/message"
   printf '\n### %s\n\n| tool | %s | %s | peak RSS KB | server CPU %% | %s | ratio throughput | ratio CPU | ratio RSS |\n|---|---|---|---|---|---|---|---|---|\n' \
     "$name" "$unit" "$cpu_unit" "$server_unit" >>"$work/report"
   # Medians first: a variant's line, printed before its peer's, needs the peer's figures.
@@ -694,12 +719,13 @@ h3_section() {
   sed -n "/^### HTTP\/3: who sets the pace/,\$p" "$work/report"
 }
 
-# The gRPC section: unary calls over h2c against the grpc-go server (one core), h2load-rs against
-# ghz, the same message and the same calls in flight; each round's OK count checked against -n;
-# who set the pace, and the issue's goal. Between markers, so that `compare.sh grpc` can replace
-# it alone.
+# The gRPC section: unary calls and bidirectional streams over h2c against the grpc-go server (one
+# core), h2load-rs against ghz, the same message and the same calls in flight; each round's OK
+# count (and, for streams, message count) checked; who set the pace, and the issue's goal. Between
+# markers, so that `compare.sh grpc` can replace it alone.
 grpc_section() {
   local url="http://127.0.0.1:$grpc_port" proto="$root/tests/grpc-target/proto/probe.proto" n=$grpc_calls
+  local streams=$grpc_streams messages=$grpc_stream_messages
   local grpc_go
   grpc_go=$(awk '$1 == "google.golang.org/grpc" { print $2; exit }' "$root/tests/grpc-target/go.mod")
   {
@@ -721,7 +747,24 @@ grpc_section() {
     echo "\`h2load-rs --grpc /h2loadrs.probe.Probe/Unary --grpc-proto probe.proto --grpc-data '{\"name\":\"x\"}' -t 1"
     echo "-c 10 -m 100 -n $n http://127.0.0.1:$grpc_port\` and \`ghz --insecure --proto probe.proto --call"
     echo "h2loadrs.probe.Probe.Unary -d '{\"name\":\"x\"}' -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port\`."
-    echo "A bidirectional-stream row (Probe/Bidi, grpc_bidi_row in compare.sh) is planned, not run yet."
+    echo
+    echo "Bidirectional streams: Probe/Bidi, whose handler answers each Req{name:\"x\"} with one"
+    echo "Resp{message:\"Hello x\"} and ends the stream OK at the client's half-close. $streams streams of $messages"
+    echo "messages each in both tools, the same concurrency as the unary row (1000 streams open: h2load-rs"
+    echo "\`-c 10 -m 100\`, ghz \`--connections 10 -c 1000\`). Both send a stream's messages back to back:"
+    echo "h2load-rs with \`--grpc-stream-interval 0\` (as fast as flow control allows, each reply still timed"
+    echo "against its message; without it h2load-rs sends each message once the previous one's reply has"
+    echo "arrived, a ping-pong that is not what ghz does), ghz as it always does (one goroutine sends the"
+    echo "stream's messages, \`--stream-call-count $messages\` cycling the one-message \`-D\` array, then half-closes,"
+    echo "while another reads the replies). Counted in messages: h2load-rs's received messages, ghz's OK"
+    echo "streams x $messages (ghz counts streams, not messages; its debug log shows each stream's messages, below);"
+    echo "rate over the same timers as above, client and server CPU per message; streams/s is messages/s / $messages."
+    echo "Commands: \`h2load-rs --grpc /h2loadrs.probe.Probe/Bidi --grpc-proto probe.proto --grpc-data"
+    echo "'{\"name\":\"x\"}' --grpc-stream-messages $messages --grpc-stream-interval 0 -t 1 -c 10 -m 100 -n $streams"
+    echo "--json FILE http://127.0.0.1:$grpc_port\` and \`ghz --insecure --proto probe.proto --call"
+    echo "h2loadrs.probe.Probe.Bidi -D bidi.json --stream-call-count $messages -n $streams -c 1000 --connections 10"
+    echo "127.0.0.1:$grpc_port\` (bidi.json: \`[{\"name\":\"x\"}]\`)."
+    echo
     echo "Load average at the start: $(cut -d' ' -f1 /proc/loadavg) (other work on the machine shows below as a"
     echo "server core busier than the server's own share)."
   } >>"$work/report"
@@ -732,26 +775,37 @@ grpc_section() {
     "h2load-rs|$ours --grpc /h2loadrs.probe.Probe/Unary --grpc-proto $proto --grpc-data {\"name\":\"x\"} -t 1 -c 10 -m 100 -n $n $url" \
     "ghz|$ghz --insecure --proto $proto --call h2loadrs.probe.Probe.Unary -d {\"name\":\"x\"} -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port"
   grpc_ok_check "$unary" "$n" >>"$work/report"
+  local bidi="gRPC bidi streams over h2c, $messages messages each back to back, -c 10 -m 100, grpc-go Probe/Bidi, $streams streams"
+  grpc_bidi_row "$bidi" "$streams" "$messages"
   {
     printf '\n### gRPC: who sets the pace, and the goal\n\n'
-    printf '| row | client | calls/s | client CPU µs/call | client CPU %% (its own) | server CPU %% | CPU %d (server) busy, all processes %% | CPU %d (client) busy, all processes %% | verdict |\n|---|---|---|---|---|---|---|---|---|\n' "$server_cpu" "$client_cpu"
-    # The client's own share of its core: its CPU per call times its rate. Verdict: whose core was
-    # full, and whether the tool itself (server or client) or other work filled it.
-    awk -F'\t' -v n="$unary" '$1 == n {
-      own = $3 * $4 / 1e4
-      verdict = ($5 >= 90) ? "the server sets the pace" : (own >= 90) ? "the client sets the pace (its own core full)" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : ($7 >= 90) ? "the client'"'"'s core was full: other processes took " int($7 - own) " %" : "neither core full: the calls in flight and their latency set the pace"
-      printf "| %s | %s | %.0f | %.2f | %.0f | %d | %d | %d | %s |\n", n, $2, $3, $4, own, $5, $6, $7, verdict }' "$work/summary"
+    printf '| row | client | calls/s (unary) or messages/s (bidi) | streams/s (bidi) | client CPU µs/call or /message | client CPU %% (its own) | server CPU %% | CPU %d (server) busy, all processes %% | CPU %d (client) busy, all processes %% | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n' "$server_cpu" "$client_cpu"
+    # The client's own share of its core: its CPU per call (message) times its rate. Verdict: whose
+    # core was full, and whether the tool itself (server or client) or other work filled it.
+    local name per
+    for name in "$unary" "$bidi"; do
+      per=1
+      [ "$name" != "$bidi" ] || per=$messages
+      awk -F'\t' -v n="$name" -v per="$per" '$1 == n {
+        own = $3 * $4 / 1e4
+        verdict = ($5 >= 90) ? "the server sets the pace" : (own >= 90) ? "the client sets the pace (its own core full)" : ($6 >= 90) ? "the server'"'"'s core was full: other processes took " ($6 - $5) " %" : ($7 >= 90) ? "the client'"'"'s core was full: other processes took " int($7 - own) " %" : "neither core full: the calls in flight and their latency set the pace"
+        printf "| %s | %s | %.0f | %s | %.2f | %.0f | %d | %d | %d | %s |\n", n, $2, $3, (per > 1) ? sprintf("%.0f", $3 / per) : "", $4, own, $5, $6, $7, verdict }' "$work/summary"
+    done
     echo
-    # The issue's goal: ghz's throughput (or both server-bound) at half its client CPU per call.
-    awk -F'\t' -v n="$unary" '$1 == n && $2 == "h2load-rs" { r = $3; c = $4; s = $5 }
-      $1 == n && $2 == "ghz" { pr = $3; pc = $4; ps = $5 }
-      END {
-        tr = (pr > 0) ? r / pr : 0; cr = (pc > 0) ? c / pc : 0; bound = (s >= 90 && ps >= 90)
-        printf "> Goal vs ghz, %s: throughput ratio %.2f (goal >= 1.0, or both server-bound: server at %d%% under h2load-rs, %d%% under ghz), client CPU per call %.3fx ghz'"'"'s (goal <= 0.5): %s.\n",
-          n, tr, s, ps, cr, ((tr >= 1.0 || bound) && cr > 0 && cr <= 0.5) ? "met" : "**not met**" }' "$work/summary"
+    # The issue's goal: ghz's throughput (or both server-bound) at half its client CPU per call
+    # (per message for streams).
+    for name in "$unary" "$bidi"; do
+      per=call
+      [ "$name" != "$bidi" ] || per=message
+      awk -F'\t' -v n="$name" -v per="$per" '$1 == n && $2 == "h2load-rs" { r = $3; c = $4; s = $5 }
+        $1 == n && $2 == "ghz" { pr = $3; pc = $4; ps = $5 }
+        END {
+          tr = (pr > 0) ? r / pr : 0; cr = (pc > 0) ? c / pc : 0; bound = (s >= 90 && ps >= 90)
+          printf "> Goal vs ghz, %s: throughput ratio %.2f (goal >= 1.0, or both server-bound: server at %d%% under h2load-rs, %d%% under ghz), client CPU per %s %.3fx ghz'"'"'s (goal <= 0.5): %s.\n",
+            n, tr, s, ps, per, cr, ((tr >= 1.0 || bound) && cr > 0 && cr <= 0.5) ? "met" : "**not met**" }' "$work/summary"
+    done
     echo
     echo "Load average at the end: $(cut -d' ' -f1 /proc/loadavg)."
-    # grpc_bidi_row: not run yet, see its TODO.
     printf '\n%s\n' "$grpc_end"
   } >>"$work/report"
   sed -n "/^### gRPC: who sets the pace/,\$p" "$work/report"
@@ -779,21 +833,74 @@ grpc_ok_check() {
     }' "$work/rounds.log"
 }
 
-# TODO(grpc streams): the bidirectional-stream row, NOT RUN YET (written before h2load-rs had
-# streaming calls). h2load-rs's side will be
-#   "h2load-rs|$ours --grpc /h2loadrs.probe.Probe/Bidi --grpc-proto $proto --grpc-data {\"name\":\"x\"}
-#      --grpc-stream-messages $messages -t 1 -c 10 -m 100 -n $n $url"
-# (N messages on each stream, each answered by one): add it as the first entry below, call this
-# from grpc_section, and decide whether OK counts streams (ghz's Count does) or messages. Check
-# the load shape: ghz sends a stream's messages back to back (its receiving runs apart, unless
-# --stream-interval spaces them), while h2load-rs's bidi sends each after the last one's reply.
-# ghz's side: -D, a JSON array of messages sent in turn (a file: an unquoted [ ] would be a glob
-# here), --stream-call-count closes each stream after that many sends; -n counts streams.
+# The bidirectional-stream row, named $1: $2 streams (-n, both tools) of $3 messages each on
+# Probe/Bidi, sent back to back by both (h2load-rs --grpc-stream-interval 0; ghz's send goroutine
+# never waits for replies unless --stream-interval spaces them), 1000 streams open as in the unary
+# row. ghz's side: -D, a JSON array of messages sent in turn (a file: an unquoted [ ] would be a
+# glob here; its one message cycled), --stream-call-count closes each stream after that many
+# sends; -n counts streams. OK counts streams in both; rates are in messages (measure's
+# grpc-stream:M). Then the checks below the table (grpc_stream_check).
 grpc_bidi_row() {
-  local n=$1 messages=$2 proto="$root/tests/grpc-target/proto/probe.proto"
+  local name=$1 n=$2 messages=$3 proto="$root/tests/grpc-target/proto/probe.proto" url="http://127.0.0.1:$grpc_port"
   printf '[{"name":"x"}]\n' >"$work/bidi.json"
-  row "gRPC bidi streams over h2c, $messages messages each, -c 10 -m 100, grpc-go Probe/Bidi, $n streams" grpc \
+  rm -f "$work/grpc-run.json"
+  row "$name" "grpc-stream:$messages" \
+    "h2load-rs|$ours --grpc /h2loadrs.probe.Probe/Bidi --grpc-proto $proto --grpc-data {\"name\":\"x\"} --grpc-stream-messages $messages --grpc-stream-interval 0 -t 1 -c 10 -m 100 -n $n --json $work/grpc-run.json $url" \
     "ghz|$ghz --insecure --proto $proto --call h2loadrs.probe.Probe.Bidi -D $work/bidi.json --stream-call-count $messages -n $n -c 1000 --connections 10 127.0.0.1:$grpc_port"
+  grpc_stream_check "$name" "$n" "$messages" >>"$work/report"
+}
+
+# Under the bidi row: every run's OK streams (h2load-rs from its --json, cells[0].grpc.statuses.OK,
+# and its cells[0].grpc.received.messages; ghz's "[OK] N responses"), checked against -n $2 and
+# $2 x $3 messages; what ghz's debug log shows of a stream's messages (ghz prints no message count;
+# its log is zap's sampled one, 100 lines a second per kind and then every 100th, so a run of 9
+# streams, under that); and h2load-rs's per-message round trips (ghz times only whole streams).
+grpc_stream_check() {
+  local row=$1 want=$2 messages=$3 proto="$root/tests/grpc-target/proto/probe.proto"
+  awk -v row="$row" -v want="$want" -v m="$messages" '
+    function close_run() {
+      if (tool != "") {
+        list[tool] = list[tool] sep[tool] got; sep[tool] = ", "
+        if (got != want || (tool ~ /^h2load-rs/ && received != want * m)) bad = 1
+        if (tool ~ /^h2load-rs/) { msgs[tool] = msgs[tool] sep2[tool] received; sep2[tool] = ", "
+          p50[++runs] = a50; p99[runs] = a99 }
+      }
+      tool = ""
+    }
+    function median(v, n,  i, j, t) {
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    /^=== / {
+      close_run(); split(substr($0, 5), f, " [|] ")
+      if (f[1] == row) { tool = f[2]; got = "none"; received = "none"; a50 = a99 = "none"; if (!(tool in list)) order[++k] = tool }
+      next }
+    # h2load-rs: its --json summary line (measure leaves "json: grpc OK N, sent messages S, received messages R, round trip p50 A us, p99 B us").
+    tool != "" && /^json: grpc OK / { got = $4 + 0; received = $10 + 0; a50 = $14; a99 = $17 }
+    tool != "" && $1 == "[OK]" { got = $2 }
+    END {
+      close_run()
+      printf "\n> OK streams per run, checked against -n %d (h2load-rs: cells[0].grpc.statuses.OK of its --json; ghz: [OK] responses, one per stream):", want
+      for (i = 1; i <= k; i++) printf "%s %s %s", (i > 1) ? ";" : "", order[i], list[order[i]]
+      printf ". Messages received per run (h2load-rs: cells[0].grpc.received.messages), checked against %d x %d = %d:", want, m, want * m
+      for (i = 1; i <= k; i++) if (order[i] ~ /^h2load-rs/) printf " %s %s", order[i], msgs[order[i]]
+      printf ". Result: %s.\n", bad ? "**mismatch** (see target/compare/rounds.log)" : "every run had every stream answered OK and, in h2load-rs, every message answered"
+      if (runs > 0)
+        printf "\n> h2load-rs per-message round trip (send of a message to its reply; cells[0].latency.grpc_round_trip.percentiles), median of the runs: p50 %.1f ms, p99 %.1f ms (1000 streams open, each sending its %d messages back to back: up to 1000 x %d messages in flight at once, so mostly queueing, about in flight / rate by Little'"'"'s law). ghz reports no per-message latency: its latency figures are whole streams, first send to the final status.\n", median(p50, runs) / 1000, median(p99, runs) / 1000, m, m
+    }' "$work/rounds.log"
+  # ghz counts streams, not messages: one small run with its debug log, kept under the log's sampling.
+  rm -f "$work/ghz-bidi-debug.log"
+  taskset -c $client_cpu "$ghz" --insecure --proto "$proto" --call h2loadrs.probe.Probe.Bidi -D "$work/bidi.json" \
+    --stream-call-count "$messages" -n 9 -c 9 --connections 3 --debug "$work/ghz-bidi-debug.log" "127.0.0.1:$grpc_port" >"$work/ghz-bidi-debug.out" 2>&1 || true
+  touch "$work/ghz-bidi-debug.log"
+  awk -v m="$messages" -v out="$(awk '$1 == "[OK]" { print $2; exit }' "$work/ghz-bidi-debug.out")" '
+    /"message":"Send message"/ { sent++ }
+    /"message":"Receive message"/ && /"error":null/ { received++ }
+    /"message":"Close send"/ { closed++ }
+    END {
+      ok = (out == 9 && sent == 9 * m && received == 9 * m && closed == 9)
+      printf "\n> ghz prints no message count; its debug log (`--debug`) of a separate run of 9 streams (-c 9 --connections 3, below the log'"'"'s sampling) shows %d OK streams, %d messages sent, %d replies received, %d half-closes: %s.\n",
+        out, sent, received, closed, ok ? sprintf("%d each way per stream, as asked", m) : "**not the " m " each way asked for**" }' "$work/ghz-bidi-debug.log"
 }
 
 # The TLS-handshake section: new TLS connections per second, one request per connection, against
