@@ -34,7 +34,7 @@
 #                                         section of RESULTS.md)
 #
 # Installs what it needs (Debian packages, oha with cargo; oha with HTTP/3 is built once into
-# ~/.cache/h2load-rs/oha-h3, about 10 minutes; ghz with go install, where tests/setup.sh puts it),
+# ~/.cache/h2load-rs/oha-h3, about 10 minutes; ghz with go install into ~/.cache/h2load-rs/ghz-v0.121.0),
 # starts nginx (1 worker), nghttpd (1 thread), Caddy (GOMAXPROCS follows the pinning: 1), the
 # built-in target (1 thread, plain and TLS) and the grpc-go target (GOMAXPROCS=1) pinned to CPU 0,
 # pins every client to CPU 1, runs each row's tools interleaved (A B C A B C ...) and reports
@@ -83,7 +83,7 @@ tls_begin="<!-- TLS-handshake section: benches/compare.sh tls replaces it -->"
 tls_end="<!-- end of the TLS-handshake section -->"
 # The gRPC section: the grpc-go server of tests/grpc-target (h2c) on a port of its own, after the
 # TLS ones (19780 by default: none of tests/testbed.sh's, whose gRPC servers hold 19085-19087,
-# 19445 and 19447); ghz where tests/setup.sh installs it; calls per run (both tools).
+# 19445 and 19447); ghz where this script installs it; calls per run (both tools).
 grpc_port=${GRPC_PORT:-$((h1_port + 6 * port_step))}
 ghz="${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/ghz-v0.121.0/bin/ghz"
 grpc_calls=${GRPC_CALLS:-200000}
@@ -131,7 +131,7 @@ install() {
   if [ -z "$only" ] || [ "$only" = grpc ]; then
     command -v go >/dev/null || { echo "compare.sh: the gRPC section needs Go (for ghz and tests/grpc-target)" >&2; exit 1; }
     if [ ! -x "$ghz" ]; then
-      echo "installing ghz v0.121.0 into $(dirname "$ghz") (as tests/setup.sh does)" >&2
+      echo "installing ghz v0.121.0 into $(dirname "$ghz")" >&2
       GOBIN=$(dirname "$ghz") go install github.com/bojand/ghz/cmd/ghz@v0.121.0
     fi
   fi

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust and Go: the peer tools the cross-checks compare
 # against, the real servers of the test bed, and Chromium (the HTML report is checked in it). Idempotent: installs only what is missing.
-# The Python gRPC server's venv and ghz (a gRPC load generator, from the Go module proxy) go into
-# ${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/, outside the checkout.
+# The Python gRPC server's venv goes into ${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs/, outside the checkout.
 # Needs root (CI runs as root) or sudo. Services are never started by the install: tests start
 # their own instances on loopback ports (tests/testbed.sh).
 set -euo pipefail
@@ -30,8 +29,7 @@ python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/h2load-rs
 # The Python gRPC server's venv (tests/grpc-target/server.py), remade when its pinned
-# requirements change; and ghz, built from the Go module proxy (a pinned release: @latest
-# resolves to a 2020 one).
+# requirements change. (ghz, which only benches/compare.sh runs, is installed by it.)
 cached_tools() {
   local venv="$cache/grpc-py" reqs="$root/tests/grpc-target/requirements.txt"
   if ! cmp -s "$reqs" "$venv/requirements.txt"; then
@@ -40,11 +38,6 @@ cached_tools() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs"
     cp "$reqs" "$venv/requirements.txt"
-  fi
-  local ghz="$cache/ghz-v0.121.0/bin"
-  if [ ! -x "$ghz/ghz" ]; then
-    echo "tests/setup.sh: installing ghz v0.121.0 into $ghz"
-    GOBIN="$ghz" go install github.com/bojand/ghz/cmd/ghz@v0.121.0
   fi
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
