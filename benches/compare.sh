@@ -444,6 +444,8 @@ explain() {
     lead = (who == "") ? "> vs " t : "> " who " vs " t
     if (s >= 95 && os >= 95 && ours_high >= peer_low)
       printf "%s, throughput %.2f: the server was saturated in both (%d%% and %d%% of its core), so it set the rate; it spent %.2f µs per request under %s and %.2f under %s, and the rates of the rounds overlap (ranges above): variation at the server'"'"'s limit, not a slower client. %s used %.2fx the client CPU per request.\n", lead, or / r, os, s, ours_cost, us, peer_cost, t, us, oc / c
+    else if (ours_high >= peer_low)
+      printf "%s, throughput %.2f: %s'"'"'s median is lower, but the rates of the rounds overlap (ranges above; server at %d%% / %d%%): within the rounds'"'"' spread, more rounds would tell.\n", lead, or / r, us, os, s
     else
       printf "%s, throughput %.2f: %s is slower here (server at %d%% / %d%%, rounds do not overlap): needs work.\n", lead, or / r, us, os, s
   }'
@@ -612,9 +614,10 @@ PY
 }
 
 # When and how loaded a section run alone was measured: "Measured by `benches/compare.sh $1` on
-# DATE (this section only), load average L at the end".
+# DATE (this section only), load average L at the start" (it heads the section, written before
+# its rows run).
 measured_alone() {
-  printf 'Measured by `benches/compare.sh %s` on %s (this section only), load average %s at the end' \
+  printf 'Measured by `benches/compare.sh %s` on %s (this section only), load average %s at the start' \
     "$1" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(cut -d ' ' -f 1 /proc/loadavg)"
 }
 

@@ -802,5 +802,9 @@ fn find_max_searches_a_grpc_method() {
     assert_eq!(statuses.len(), 1, "{statuses:?}");
     assert_eq!(statuses[0].0, "OK");
     assert_eq!(statuses[0].1, int(cell, "/requests/done"));
-    assert!(run.output.stdout.contains("capacity: h2c "), "{}", run.output.stdout);
+    assert!(
+        run.output.stdout.contains("capacity: h2c "),
+        "{}",
+        run.output.stdout
+    );
 }

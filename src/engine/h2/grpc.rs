@@ -122,7 +122,10 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.get_mut(&id) else {
             return;
         };
-        let call = &mut stream.grpc;
+        let body_left = stream.body_left;
+        let Some(call) = stream.grpc.as_deref_mut() else {
+            return;
+        };
         let before = call.reader.messages;
         let fed = call.reader.feed(body, call.encoding, limit, |_| {});
         let completed = call.reader.messages - before;
@@ -139,7 +142,7 @@ impl<'t> H2Session<'t> {
             // (`--grpc-stream-interval 0`), it resumes a call stopped at MAX_UNANSWERED.
             let waiting = match plan.interval {
                 None => call.unanswered.is_empty(),
-                Some(interval) => interval.is_zero() && stream.body_left == 0,
+                Some(interval) => interval.is_zero() && body_left == 0,
             };
             if shape == CallShape::Bidi && call.to_send > 0 && waiting {
                 self.grpc_next_message(id, ledger);
@@ -153,11 +156,9 @@ impl<'t> H2Session<'t> {
         };
         // CANCEL: the client gives up on the call (as a gRPC client does on such a message).
         self.reset(id, frame::CANCEL, out);
-        ledger.grpc_messages(
-            &stream.start,
-            received,
-            MessageBytes::read_by(&stream.grpc.reader),
-        );
+        if let Some(call) = stream.grpc.as_deref() {
+            ledger.grpc_messages(&stream.start, received, MessageBytes::read_by(&call.reader));
+        }
         ledger.note_error(|| error.describe(limit));
         let kind = match error {
             FramingError::BadFlag(_) => ErrorKind::GrpcFraming,
@@ -175,11 +176,6 @@ impl<'t> H2Session<'t> {
         }
     }
 
-    /// The messages a call of this cell sends in all (1 outside gRPC cells).
-    pub(super) fn grpc_messages(&self) -> u32 {
-        self.template.grpc.as_ref().map_or(1, |plan| plan.messages)
-    }
-
     /// Stream `id`'s current message has left whole at `now`: time it for its reply
     /// (bidirectional calls), then queue the next as the call's pacing says. Returns whether the
     /// next is queued already (client streams, as fast as flow control allows).
@@ -188,13 +184,17 @@ impl<'t> H2Session<'t> {
             return false;
         };
         let (shape, interval) = (plan.shape, plan.interval);
-        let Some(stream) = self.streams.get_mut(&id) else {
+        let Some(call) = self
+            .streams
+            .get_mut(&id)
+            .and_then(|stream| stream.grpc.as_deref_mut())
+        else {
             return false;
         };
-        if shape == CallShape::Bidi && stream.grpc.unanswered.len() < MAX_UNANSWERED {
-            stream.grpc.unanswered.push_back(now);
+        if shape == CallShape::Bidi && call.unanswered.len() < MAX_UNANSWERED {
+            call.unanswered.push_back(now);
         }
-        if stream.grpc.to_send == 0 {
+        if call.to_send == 0 {
             return false;
         }
         match interval {
@@ -217,10 +217,13 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.get_mut(&id) else {
             return false;
         };
-        if stream.grpc.to_send == 0 || stream.grpc.unanswered.len() >= MAX_UNANSWERED {
+        let Some(call) = stream.grpc.as_deref_mut() else {
+            return false;
+        };
+        if call.to_send == 0 || call.unanswered.len() >= MAX_UNANSWERED {
             return false;
         }
-        stream.grpc.to_send -= 1;
+        call.to_send -= 1;
         let len = stream.body.as_ref().unwrap_or(&template.body).len();
         stream.body_left = len;
         let start = stream.start;
@@ -248,7 +251,7 @@ impl<'t> H2Session<'t> {
             let held = self
                 .streams
                 .get(&id)
-                .is_some_and(|stream| stream.grpc.to_send > 0);
+                .is_some_and(|stream| stream.grpc_to_send() > 0);
             if !self.grpc_next_message(id, ledger) && held {
                 self.grpc_due.push_back((now + interval, id));
             }

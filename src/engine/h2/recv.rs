@@ -397,7 +397,9 @@ impl<'t> H2Session<'t> {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
-                stream.grpc.headers(&rules, pending.end_stream);
+                if let Some(call) = stream.grpc.as_deref_mut() {
+                    call.headers(&rules, pending.end_stream);
+                }
                 // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
                 let no_content = head || status == 204 || status == 304;
                 stream.content_length = if no_content {
@@ -410,7 +412,9 @@ impl<'t> H2Session<'t> {
             (Some(_), _) if rules.pseudo => Some("a pseudo-header in trailers"),
             (Some(_), _) if !pending.end_stream => Some("trailers that do not end the stream"),
             (Some(_), _) => {
-                stream.grpc.trailers(&rules);
+                if let Some(call) = stream.grpc.as_deref_mut() {
+                    call.trailers(&rules);
+                }
                 None
             }
         };
@@ -457,7 +461,7 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        if !ended || stream.body_left > 0 || stream.grpc.to_send > 0 {
+        if !ended || stream.body_left > 0 || stream.grpc_to_send() > 0 {
             self.reset(id, frame::PROTOCOL_ERROR, out);
         }
         ledger.note_error(|| format!("a malformed HTTP/2 response: {reason}"));

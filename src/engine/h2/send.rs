@@ -315,7 +315,7 @@ impl<'t> H2Session<'t> {
                 stream.send_window -= chunk as i64;
                 self.send_window -= chunk as i64;
                 // A streaming call's last message ends the stream; the others do not.
-                let flags = if stream.body_left == 0 && stream.grpc.to_send == 0 {
+                let flags = if stream.body_left == 0 && stream.grpc_to_send() == 0 {
                     frame::END_STREAM
                 } else {
                     0

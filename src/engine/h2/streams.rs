@@ -58,8 +58,15 @@ pub(super) struct Stream {
     /// content), and the body bytes received: they must agree (RFC 9113 §8.1.1).
     pub(super) content_length: Option<u64>,
     pub(super) received: u64,
-    /// A gRPC call's response: its messages as they arrive, and what its header sections said.
-    pub(super) grpc: GrpcResponse,
+    /// In a gRPC cell, the call's state (boxed: a plain HTTP/2 stream pays one pointer).
+    pub(super) grpc: Option<Box<GrpcResponse>>,
+}
+
+impl Stream {
+    /// Messages the stream's gRPC call has still to send after its current one (0 otherwise).
+    pub(super) fn grpc_to_send(&self) -> u32 {
+        self.grpc.as_ref().map_or(0, |call| call.to_send)
+    }
 }
 
 impl<'t> H2Session<'t> {
@@ -77,7 +84,11 @@ impl<'t> H2Session<'t> {
             body: None,
             content_length: None,
             received: 0,
-            grpc: GrpcResponse::sending(self.grpc_messages()),
+            grpc: self
+                .template
+                .grpc
+                .as_ref()
+                .map(|plan| Box::new(GrpcResponse::sending(plan.messages))),
         }
     }
 
@@ -120,7 +131,7 @@ impl<'t> H2Session<'t> {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        if stream.body_left > 0 || stream.grpc.to_send > 0 {
+        if stream.body_left > 0 || stream.grpc_to_send() > 0 {
             // The server answered before the whole body went: the rest is abandoned, and
             // RST_STREAM closes our half of the stream, which would otherwise stay open on the
             // server (RFC 9113 §8.1). NO_ERROR: the response is complete, nothing failed.
@@ -131,13 +142,15 @@ impl<'t> H2Session<'t> {
             return;
         };
         let grpc = match &self.template.grpc {
-            Some(plan) => match stream
-                .grpc
-                .outcome(plan.shape, status, ledger, &stream.start)
-            {
-                Ok(code) => Some(code),
-                Err(kind) => return ledger.fail(stream.start, kind),
-            },
+            Some(plan) => {
+                // Every stream of a gRPC cell has its state; a missing one reads as nothing read.
+                let nothing = GrpcResponse::default();
+                let call = stream.grpc.as_deref().unwrap_or(&nothing);
+                match call.outcome(plan.shape, status, ledger, &stream.start) {
+                    Ok(code) => Some(code),
+                    Err(kind) => return ledger.fail(stream.start, kind),
+                }
+            }
             None => None,
         };
         ledger.complete(
