@@ -94,20 +94,11 @@ fn unary_calls_count_exactly_on_both_servers_over_h2c_and_tls() {
         let n = N.to_string();
         let run = call(
             target,
-            &[
-                "--grpc",
+            &probe_args(
                 UNARY,
-                "--grpc-proto",
-                PROBE,
-                "--grpc-data",
                 r#"{"name":"x","size":100}"#,
-                "-n",
-                &n,
-                "-c",
-                "4",
-                "-m",
-                "10",
-            ],
+                &["-n", &n, "-c", "4", "-m", "10"],
+            ),
         );
         let cell = run.cell();
         let name = target.name;
@@ -172,20 +163,7 @@ fn every_status_code_is_counted_by_its_name() {
             let data = format!(r#"{{"code":{code}}}"#);
             let run = call(
                 target,
-                &[
-                    "--grpc",
-                    UNARY,
-                    "--grpc-proto",
-                    PROBE,
-                    "--grpc-data",
-                    &data,
-                    "-n",
-                    "20",
-                    "-c",
-                    "1",
-                    "-m",
-                    "4",
-                ],
+                &probe_args(UNARY, &data, &["-n", "20", "-c", "1", "-m", "4"]),
             );
             let cell = run.cell();
             let what = format!("{} code {code}", target.name);
@@ -247,22 +225,11 @@ fn a_server_side_deadline_ends_each_call_at_its_grpc_timeout() {
         // The server sleeps 2 s; the deadline it is given is 200 ms.
         let run = call(
             target,
-            &[
-                "--grpc",
+            &probe_args(
                 UNARY,
-                "--grpc-proto",
-                PROBE,
-                "--grpc-data",
                 r#"{"delay_ms":2000}"#,
-                "-H",
-                "grpc-timeout: 200m",
-                "-n",
-                "8",
-                "-c",
-                "1",
-                "-m",
-                "8",
-            ],
+                &["-H", "grpc-timeout: 200m", "-n", "8", "-c", "1", "-m", "8"],
+            ),
         );
         let cell = run.cell();
         let name = target.name;
@@ -296,20 +263,11 @@ fn templated_json_is_encoded_per_call() {
     for target in &TARGETS {
         let run = call(
             target,
-            &[
-                "--grpc",
+            &probe_args(
                 UNARY,
-                "--grpc-proto",
-                PROBE,
-                "--grpc-data",
                 r#"{"name":"{seq}"}"#,
-                "-n",
-                "200",
-                "-c",
-                "2",
-                "-m",
-                "5",
-            ],
+                &["-n", "200", "-c", "2", "-m", "5"],
+            ),
         );
         let cell = run.cell();
         let name = target.name;
@@ -409,20 +367,11 @@ fn the_servers_stream_limit_caps_m_and_the_report_says_so() {
     };
     let run = call(
         &capped,
-        &[
-            "--grpc",
+        &probe_args(
             UNARY,
-            "--grpc-proto",
-            PROBE,
-            "--grpc-data",
             r#"{"delay_ms":20}"#,
-            "-n",
-            "200",
-            "-c",
-            "1",
-            "-m",
-            "20",
-        ],
+            &["-n", "200", "-c", "1", "-m", "20"],
+        ),
     );
     let cell = run.cell();
     assert_eq!(statuses(cell), only("OK", 200));
@@ -473,8 +422,8 @@ fn a_sweep_compares_h2_with_h2c_on_one_service() {
     );
 }
 
-/// The flags of a streaming call of `method` with `data`, `n` calls.
-fn stream_args<'a>(method: &'a str, data: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+/// The flags of a call of the Probe service's `method` with the JSON message `data`, then `extra`.
+fn probe_args<'a>(method: &'a str, data: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--grpc", method, "--grpc-proto", PROBE, "--grpc-data", data];
     args.extend_from_slice(extra);
     args
@@ -495,7 +444,7 @@ fn every_stream_shape_counts_messages_exactly_on_both_servers() {
         // 12 (0x12 0x0a + 10) + 2 for seq 1..4 (0x18 k), none for seq 0.
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/ServerStream",
                 r#"{"name":"x","count":5,"size":10}"#,
                 LOAD,
@@ -521,7 +470,7 @@ fn every_stream_shape_counts_messages_exactly_on_both_servers() {
         // seq:0}: 9 + 2 + 12.
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/ClientStream",
                 r#"{"name":"x","count":5,"size":10}"#,
                 &[&["--grpc-stream-messages", "8"][..], LOAD].concat(),
@@ -545,7 +494,7 @@ fn every_stream_shape_counts_messages_exactly_on_both_servers() {
         // Bidirectional: 6 messages a call, each answered: Resp{message, payload:10, seq:0}.
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/Bidi",
                 r#"{"name":"x","size":10}"#,
                 &[&["--grpc-stream-messages", "6"][..], LOAD].concat(),
@@ -584,7 +533,7 @@ fn paced_stream_messages_keep_their_interval_and_time_each_round_trip() {
         let name = target.name;
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/Bidi",
                 r#"{"name":"x","delay_ms":20}"#,
                 &[
@@ -637,7 +586,7 @@ fn a_stream_that_ends_with_an_error_after_its_messages_counts_both() {
         // Three messages, then INTERNAL.
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/ServerStream",
                 r#"{"count":3,"code":13}"#,
                 &["-n", "20"],
@@ -652,7 +601,7 @@ fn a_stream_that_ends_with_an_error_after_its_messages_counts_both() {
         // once, before the client has sent the rest (its stream is reset, not left half open).
         let run = call(
             target,
-            &stream_args(
+            &probe_args(
                 "/h2loadrs.probe.Probe/Bidi",
                 r#"{"code":10}"#,
                 &["--grpc-stream-messages", "5", "-n", "20"],

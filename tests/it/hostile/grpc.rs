@@ -134,18 +134,22 @@ fn no_trailers(stream: u32) -> Vec<u8> {
     [headers(stream), frame(DATA, 0, stream, &message(b"hi"))].concat()
 }
 
+/// The handshake, the connection's first call, and its response headers: the call's stream id,
+/// or `None` once the client has gone.
+fn answer_first_call(conn: &mut Conn) -> Option<u32> {
+    if !h2::handshake(conn, &[]) {
+        return None;
+    }
+    let stream = h2::next_request(conn)?;
+    conn.send(&headers(stream)).then_some(stream)
+}
+
 /// Each call: headers, then a prefix and message one byte per DATA frame, every 5 ms, forever
 /// (the prefix announces 1 MiB, so the message never completes within the run).
 fn prefix_split_forever(mut conn: Conn) {
-    if !h2::handshake(&mut conn, &[]) {
-        return;
-    }
-    let Some(stream) = h2::next_request(&mut conn) else {
+    let Some(stream) = answer_first_call(&mut conn) else {
         return;
     };
-    if !conn.send(&headers(stream)) {
-        return;
-    }
     let prefix = [0u8, 0, 0x10, 0, 0];
     for byte in prefix.into_iter().chain(std::iter::repeat(b'x')) {
         if !conn.send(&frame(DATA, 0, stream, &[byte])) {
@@ -157,15 +161,9 @@ fn prefix_split_forever(mut conn: Conn) {
 
 /// Each call: headers, then 1 KiB messages as fast as the client reads, forever.
 fn endless_stream(mut conn: Conn) {
-    if !h2::handshake(&mut conn, &[]) {
-        return;
-    }
-    let Some(stream) = h2::next_request(&mut conn) else {
+    let Some(stream) = answer_first_call(&mut conn) else {
         return;
     };
-    if !conn.send(&headers(stream)) {
-        return;
-    }
     let batch = frame(DATA, 0, stream, &message(&[b'x'; 1024]).repeat(15));
     // The client's windows stop this unless it reads, which it does; the run's request timeout
     // ends the call, and the send fails once the client closes.
