@@ -377,7 +377,9 @@ fn the_servers_stream_limit_caps_m_and_the_report_says_so() {
     assert_eq!(statuses(cell), only("OK", 200));
     assert_eq!(int(cell, "/protocol/max_concurrent_streams_effective"), 8);
     assert!(
-        run.output.stdout.contains("8 concurrent streams"),
+        run.output
+            .stdout
+            .contains("8 concurrent streams per connection (the server's limit; -m 20 was capped)"),
         "{}",
         run.output.stdout
     );
