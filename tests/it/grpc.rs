@@ -568,6 +568,10 @@ fn paced_stream_messages_keep_their_interval_and_time_each_round_trip() {
             "{name}: a call took {call_min} ms"
         );
         assert!(rtt_min >= 20.0, "{name}: a round trip took {rtt_min} ms");
+        // Timed from its own message, not the call's start: counted from the call's start, half
+        // the round trips would be past 200 ms (messages 5 to 10 leave 200 ms and more in).
+        let rtt_p50 = ms("/latency/grpc_round_trip/percentiles/p50");
+        assert!(rtt_p50 < 50.0, "{name}: round trip p50 {rtt_p50} ms");
         // An unpaced call would end in 10 round trips of ~20 ms, well under 450 ms: the interval,
         // not the replies, set the pace. A timer that fired late would stretch it; 2x is a
         // failure on any machine this suite runs on.
