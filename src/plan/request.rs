@@ -49,8 +49,9 @@ pub struct Templated {
 }
 
 impl Templated {
-    /// The templates of `request` (`None` when no part holds a placeholder), its body's named `body_what` (`None`: not templated) and
-    /// read as JSON (`--grpc-data`: braces are the JSON's) when `json`.
+    /// The templates of `request`, `None` when no part holds a placeholder. Its body is a
+    /// template only when `body_what` names it (in errors), and is read as JSON when `json`
+    /// (`--grpc-data`: the braces are the JSON's own).
     fn parse(
         request: &RequestTemplate,
         body_what: Option<&str>,
