@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::observe::watch::ProcessUsage;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::units::counted;
-pub(crate) use rate::{InFlight, RateReport, POISSON_SLACK_SD};
+pub(crate) use rate::{cell_slack_per_s, count_slack_per_s, InFlight, RateReport};
 // Named `super::latency_summary` by merge.
 use summary::latency_summary;
 pub(crate) use summary::schema::{

@@ -2,7 +2,7 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
-use super::{counted, CellInfo, Latencies, LatencySummary, RateReport, Summary, POISSON_SLACK_SD};
+use super::{counted, CellInfo, Latencies, LatencySummary, RateReport, Summary};
 use crate::units::format_micros;
 
 /// Two request rates within 2% of each other count as the same: a paced cell that achieved at
@@ -215,18 +215,16 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
 
 /// Why a paced cell fell short of its requested `rate`, in one sentence (the text report puts it
 /// under the rate figures); `None` when it sustained it. `cell` gives the concurrency, `service`
-/// the service times, `cpu_percent` the generator's CPU; `count_sd_per_s` how far a Poisson
-/// schedule's own rate strays from the requested one by chance (its count's standard deviation
-/// over the measured period, per second; 0 for evenly spaced sends).
+/// the service times, `cpu_percent` the generator's CPU; `slack_per_s` how far the schedule's own
+/// rate may stray below the requested one by chance ([`super::count_slack_per_s`]).
 pub(crate) fn rate_shortfall(
     rate: &RateReport,
     cell: &CellInfo,
     service: Option<&LatencySummary>,
     cpu_percent: f64,
-    count_sd_per_s: f64,
+    slack_per_s: f64,
 ) -> Option<String> {
-    let fell_short =
-        rate.achieved_per_s < SAME_RATE * rate.requested_per_s - POISSON_SLACK_SD * count_sd_per_s;
+    let fell_short = rate.achieved_per_s < SAME_RATE * rate.requested_per_s - slack_per_s;
     if !fell_short {
         return None;
     }
@@ -383,16 +381,24 @@ mod tests {
     #[test]
     fn the_rate_shortfall_says_why() {
         let cell = cell();
+        // Evenly spaced sends over 1 s: the count's granularity, one request.
+        let even = crate::report::count_slack_per_s(0.0, 1.0);
         // Within 2% of the rate: sustained, nothing to say.
         assert_eq!(
-            rate_shortfall(&rate(980.0, 8.0), &cell, None, 50.0, 0.0),
+            rate_shortfall(&rate(980.0, 8.0), &cell, None, 50.0, even),
             None
         );
         // 5% short of 1,000/s: a shortfall for evenly spaced sends; for a Poisson schedule of
         // 1,000/s over 1 s (sd 31.6/s), 1.4 sd of its count: chance, nothing to say.
-        assert!(rate_shortfall(&rate(950.0, 2.0), &cell, None, 50.0, 0.0).is_some());
+        assert!(rate_shortfall(&rate(950.0, 2.0), &cell, None, 50.0, even).is_some());
         assert_eq!(
-            rate_shortfall(&rate(950.0, 2.0), &cell, None, 50.0, 1000f64.sqrt()),
+            rate_shortfall(
+                &rate(950.0, 2.0),
+                &cell,
+                None,
+                50.0,
+                crate::report::count_slack_per_s(1000f64.sqrt(), 1.0)
+            ),
             None
         );
         assert_eq!(
@@ -401,7 +407,7 @@ mod tests {
                 &cell,
                 Some(&service(1_000, 2_000)),
                 50.0,
-                0.0
+                even
             )
             .unwrap(),
             "the rate was not sustained for lack of concurrency: on average 7.5 of the 8 requests \
@@ -414,7 +420,7 @@ mod tests {
                 &cell,
                 Some(&service(1_000, 200_000)),
                 50.0,
-                0.0
+                even
             )
             .unwrap(),
             "the rate was not sustained, though on average only 2.0 of the 8 requests that can be \
@@ -427,7 +433,7 @@ mod tests {
                 &cell,
                 Some(&service(1_000, 2_000)),
                 97.4,
-                0.0
+                even
             )
             .unwrap(),
             "the rate was not sustained, though on average only 2.0 of the 8 requests that can be \

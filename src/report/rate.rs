@@ -4,6 +4,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::cli::values::Arrival;
 use crate::plan::RunPlan;
 use crate::recorder::hdr;
 
@@ -12,6 +13,27 @@ use crate::recorder::hdr;
 /// schedule's count over a period is random (sd √(rate × period)), so "98% of the requested
 /// rate" alone fails a server that kept up one short run in four.
 pub(crate) const POISSON_SLACK_SD: f64 = 2.33;
+
+/// How far, in requests per second, a schedule's own count over `seconds` may fall short of its
+/// rate by chance: a count is whole (an evenly spaced schedule holds ⌊rate × seconds⌋ send times
+/// in a window as often as one more, so one request short of the rate's product is no shortfall:
+/// at 200/s a 0.1 s window of 19 sends would otherwise read as 95% of the rate), and a Poisson
+/// one also strays by [`POISSON_SLACK_SD`] of its standard deviation `count_sd` (0 for evenly
+/// spaced sends).
+pub(crate) fn count_slack_per_s(count_sd: f64, seconds: f64) -> f64 {
+    (POISSON_SLACK_SD * count_sd + 1.0) / seconds.max(1e-9)
+}
+
+/// [`count_slack_per_s`] for a cell that requested `requested_per_s` over `elapsed_s`, its
+/// report's `settings.arrival` being `arrival`: a Poisson schedule's count has the deviation
+/// √(rate × period).
+pub(crate) fn cell_slack_per_s(requested_per_s: f64, elapsed_s: f64, arrival: Option<&str>) -> f64 {
+    let count_sd = match arrival == Some(Arrival::Poisson.name()) {
+        true => (requested_per_s * elapsed_s).sqrt(),
+        false => 0.0,
+    };
+    count_slack_per_s(count_sd, elapsed_s)
+}
 
 /// Scheduling with `--rate`: what was asked, what happened, and how late requests went out.
 #[derive(Debug, Serialize, Deserialize)]

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
-use crate::cli::values::Arrival;
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
@@ -610,15 +609,13 @@ fn write_rate(out: &mut String, summary: &Summary, rate: &super::RateReport) -> 
     )?;
     let service = summary.latency.service.as_ref();
     let cpu = summary.generator_cpu_percent;
-    // A Poisson schedule's own rate over the period is random: sd √(rate / period) per second.
-    let poisson = summary.settings.arrival.as_deref() == Some(Arrival::Poisson.name());
-    let count_sd_per_s = match poisson && summary.elapsed_s > 0.0 {
-        true => (rate.requested_per_s / summary.elapsed_s).sqrt(),
-        false => 0.0,
-    };
+    let slack = super::cell_slack_per_s(
+        rate.requested_per_s,
+        summary.elapsed_s,
+        summary.settings.arrival.as_deref(),
+    );
     let cell = &summary.cell;
-    if let Some(shortfall) = super::plain::rate_shortfall(rate, cell, service, cpu, count_sd_per_s)
-    {
+    if let Some(shortfall) = super::plain::rate_shortfall(rate, cell, service, cpu, slack) {
         writeln!(out, "  {shortfall}")?;
     }
     Ok(())

@@ -164,11 +164,14 @@ fn every_step_is_reported_and_the_verdicts_follow_the_rule() {
             let Some(offered) = step["offered_rps"].as_f64() else {
                 continue;
             };
-            // The rule: every objective held and at least 97% of the offered rate succeeded.
+            // The rule: every objective held and at least 97% of the offered rate succeeded, less
+            // one request over the step (its schedule's count is whole).
             let achieved = step["achieved_rps"].as_f64().unwrap();
             let done = step["done"].as_f64().unwrap();
             let succeeded = achieved * (done - step["failed"].as_f64().unwrap()) / done.max(1.0);
-            let keeps = step["p99_us"].as_u64().unwrap() < 50_000 && succeeded >= 0.97 * offered;
+            let slack = 1.0 / step["measured_s"].as_f64().unwrap();
+            let keeps =
+                step["p99_us"].as_u64().unwrap() < 50_000 && succeeded >= 0.97 * offered - slack;
             assert_eq!(step["passed"], keeps, "{step}");
             // Its p50 and p99 each within their 95% interval (an open upper end reaching any
             // value), present whenever it has samples.
@@ -451,6 +454,7 @@ fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
         .unwrap();
     assert!(header.ends_with("   failed  result"), "{header}");
     let mut full_passes = Vec::new();
+    let mut short_passes = 0;
     for (step, row) in steps.iter().zip(&table) {
         let Some(offered) = step["offered_rps"].as_f64() else {
             continue;
@@ -463,7 +467,10 @@ fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
         );
         let short = step["phase"] == "ramp";
         let verdict = match (step["passed"].as_bool().unwrap(), short) {
-            (true, true) => "pass (short)",
+            (true, true) => {
+                short_passes += 1;
+                "pass (short)"
+            }
             (true, false) => {
                 full_passes.push(offered);
                 "pass"
@@ -478,11 +485,15 @@ fn each_step_counts_its_own_schedule_and_the_text_matches_the_table() {
         .lines()
         .find(|line| line.starts_with("capacity: "))
         .unwrap();
+    // On a busy machine even the lowest rates may fail; the line then says which case it is.
     if found > 0.0 {
         assert!(full_passes.contains(&found), "{capacity}");
+    } else if short_passes > 0 {
+        assert!(full_passes.is_empty(), "{capacity}");
+        assert!(line.contains("(no rate passed a full step; "), "{line}");
     } else {
         assert!(full_passes.is_empty(), "{capacity}");
-        assert!(line.contains("no rate passed a full step"), "{line}");
+        assert!(line.contains("(no rate passed; "), "{line}");
     }
 }
 

@@ -68,7 +68,8 @@ fn a_stalling_server_shows_in_response_time_not_in_service_time() {
         !stdout.contains("raise -c or -m"),
         "stalls are not a lack of concurrency:\n{stdout}"
     );
-    if run.num("rate/achieved_per_s") < 0.98 * 500.0 {
+    // Short of 98%, less one request over the run (a count is whole), the report says why.
+    if run.num("rate/achieved_per_s") < 0.98 * 500.0 - 1.0 / run.num("elapsed_s") {
         assert!(stdout.contains("because responses stalled"), "{stdout}");
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cli::shard::Shard;
-use crate::report::Summary;
+use crate::report::{cell_slack_per_s, Summary};
 
 /// A part that began its measured period more than this after the first one is flagged (or
 /// [`LATE_SHARE`] of the longest part, if more): its load missed the others' first moments.
@@ -14,7 +14,7 @@ const LATE_AFTER_MS: f64 = 100.0;
 /// The same as a share of the longest part's measured period.
 const LATE_SHARE: f64 = 0.01;
 /// A paced part that achieved less than this share of its rate is flagged (the share
-/// `--find-max` asks of a passing step).
+/// `--find-max` asks of a passing step), less what its schedule's own count may fall short by.
 const ACHIEVED: f64 = 0.97;
 
 /// The parts of a merged cell.
@@ -67,7 +67,14 @@ impl Parts {
                     ))
                 } else {
                     requested_per_s
-                        .filter(|requested| achieved_per_s < ACHIEVED * requested)
+                        .filter(|requested| {
+                            let slack = cell_slack_per_s(
+                                *requested,
+                                cell.elapsed_s,
+                                cell.settings.arrival.as_deref(),
+                            );
+                            achieved_per_s < ACHIEVED * requested - slack
+                        })
                         .map(|requested| {
                             format!(
                                 "achieved {achieved_per_s:.1} of its {requested:.1} req/s (less than {:.0}%)",
