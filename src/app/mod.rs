@@ -467,6 +467,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
                     epoch: std::time::Instant::now(),
                 }),
             applied: None,
+            grpc_reply: args.grpc_reply,
         },
     };
     runtime.block_on(async {

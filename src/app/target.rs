@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::LoadArgs;
+use crate::cli::{GrpcShapeArg, LoadArgs};
 use crate::plan::CellSpec;
 use crate::usage_bail;
 
@@ -161,6 +161,10 @@ fn serve_flags(args: &LoadArgs) -> Vec<String> {
     if let Some((every, length)) = args.target_stall_every.zip(args.target_stall_for) {
         flags.push(format!("--stall-every={}us", every.as_micros()));
         flags.push(format!("--stall-for={}us", length.as_micros()));
+    }
+    // A client-streaming call takes one answer; the echo would send one a message.
+    if args.grpc.grpc_method.is_some() && args.grpc.grpc_shape == Some(GrpcShapeArg::Client) {
+        flags.push("--grpc-reply=last".to_owned());
     }
     flags
 }

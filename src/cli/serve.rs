@@ -82,6 +82,21 @@ pub struct ServeArgs {
     /// wait for an HTTP/1.1 request head or a TLS handshake.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
     pub idle_timeout: Duration,
+    /// How a gRPC call (any POST with content-type application/grpc) is answered: `echo`, each
+    /// message back as it arrives (unary and bidirectional methods); `last`, one message once
+    /// the client has half-closed: the last it sent (a client-streaming method).
+    #[arg(long, value_name = "HOW", default_value = "echo")]
+    pub grpc_reply: GrpcReply,
+}
+
+/// How the built-in target answers a gRPC call (`serve --grpc-reply`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum GrpcReply {
+    /// Every message back as it arrives, then `grpc-status: 0`.
+    #[default]
+    Echo,
+    /// Once the request has ended, its last message, then `grpc-status: 0`.
+    Last,
 }
 
 /// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.

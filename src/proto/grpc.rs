@@ -129,6 +129,8 @@ impl FramingError {
 pub struct Message {
     /// Its length, prefix excluded.
     pub len: u32,
+    /// Where it ended in the input fed: its last byte's offset, plus one.
+    pub end: usize,
 }
 
 /// Splits a response body into messages as its bytes arrive, in pieces of any size: it keeps
@@ -158,6 +160,7 @@ impl MessageReader {
         limit: u32,
         mut each: impl FnMut(Message),
     ) -> Result<(), FramingError> {
+        let fed = input.len();
         while !input.is_empty() {
             if !self.in_message {
                 let want = PREFIX_LEN - usize::from(self.prefix_read);
@@ -198,6 +201,7 @@ impl MessageReader {
                 self.messages += 1;
                 each(Message {
                     len: self.prefix_u32(),
+                    end: fed - input.len(),
                 });
             }
         }
@@ -249,12 +253,18 @@ mod tests {
         for piece in 1..=body.len() {
             let mut reader = MessageReader::default();
             let mut lens = Vec::new();
-            for chunk in body.chunks(piece) {
+            // Each message's end, as an offset in the whole body.
+            let mut ends = Vec::new();
+            for (index, chunk) in body.chunks(piece).enumerate() {
                 reader
-                    .feed(chunk, false, 1000, |message| lens.push(message.len))
+                    .feed(chunk, false, 1000, |message| {
+                        lens.push(message.len);
+                        ends.push(index * piece + message.end);
+                    })
                     .unwrap();
             }
             assert_eq!(lens, [5, 0, 300], "pieces of {piece}");
+            assert_eq!(ends, [10, 15, 320], "pieces of {piece}");
             assert!(reader.at_boundary());
             assert_eq!(reader.messages, 3);
             assert_eq!(reader.message_bytes, 305);

@@ -11,6 +11,7 @@
 mod echo;
 mod faults;
 mod gate;
+mod grpc_last;
 mod h2c_upgrade;
 mod h3;
 mod idle;

@@ -13,6 +13,8 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use super::echo::{Echo, EchoBudget};
+use super::grpc_last::LastMessage;
+use crate::cli::serve::GrpcReply;
 use crate::plan::template::Rng;
 use crate::time::sleep_precisely;
 
@@ -33,6 +35,8 @@ pub struct Behaviour {
     pub stall: Option<Stall>,
     /// Keep every delayed request's timing here (tests pair them with the client's log).
     pub applied: Option<Arc<AppliedDelays>>,
+    /// How a gRPC call is answered.
+    pub grpc_reply: GrpcReply,
 }
 
 /// How the target timed one delayed request.
@@ -98,7 +102,8 @@ pub(super) async fn route(
     echo: &EchoBudget,
 ) -> Result<Response<TargetBody>, Infallible> {
     // A gRPC call, whatever its method's path, is answered as `POST /echo` (the delay and
-    // stalls included): every message comes back as it arrives, then `grpc-status: 0`.
+    // stalls included): every message comes back as it arrives, or only the last once the call
+    // has ended (`--grpc-reply last`), then `grpc-status: 0`.
     let grpc = request.method() == Method::POST
         && request
             .headers()
@@ -109,9 +114,15 @@ pub(super) async fn route(
     let body = match reply {
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
-        Reply::Echo if grpc => TargetBody::GrpcEcho {
-            echo: Echo::new(request.into_body(), echo),
-            trailers: true,
+        Reply::Echo if grpc => match behaviour.grpc_reply {
+            GrpcReply::Echo => TargetBody::GrpcEcho {
+                echo: Echo::new(request.into_body(), echo),
+                trailers: true,
+            },
+            GrpcReply::Last => TargetBody::GrpcLast(Box::new(LastMessage::new(Echo::new(
+                request.into_body(),
+                echo,
+            )))),
         },
         Reply::Echo => TargetBody::Echo(Echo::new(request.into_body(), echo)),
     };
@@ -303,6 +314,8 @@ pub(super) enum TargetBody {
     Echo(Echo),
     /// A gRPC call's messages echoed, then its trailers (`trailers`: not sent yet).
     GrpcEcho { echo: Echo, trailers: bool },
+    /// A gRPC call's last message once it has ended, then its trailers.
+    GrpcLast(Box<LastMessage>),
 }
 
 impl Body for TargetBody {
@@ -336,6 +349,7 @@ impl Body for TargetBody {
                     other => Poll::Ready(other),
                 }
             }
+            TargetBody::GrpcLast(last) => Pin::new(last.as_mut()).poll_frame(cx),
         }
     }
 
@@ -345,6 +359,7 @@ impl Body for TargetBody {
             TargetBody::Filler { left } => *left == 0,
             TargetBody::Echo(incoming) => incoming.is_end_stream(),
             TargetBody::GrpcEcho { trailers, .. } => !trailers,
+            TargetBody::GrpcLast(last) => last.is_end_stream(),
         }
     }
 
@@ -356,6 +371,7 @@ impl Body for TargetBody {
             TargetBody::Filler { left } => SizeHint::with_exact(*left),
             TargetBody::Echo(incoming) => incoming.size_hint(),
             TargetBody::GrpcEcho { echo, .. } => echo.size_hint(),
+            TargetBody::GrpcLast(_) => SizeHint::new(),
         }
     }
 }

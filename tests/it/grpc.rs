@@ -664,6 +664,59 @@ fn the_built_in_target_echoes_grpc_calls_exactly() {
 }
 
 #[test]
+fn the_built_in_target_answers_a_client_streaming_call_once() {
+    // No URL, client-streaming: the built-in target answers each call once it has ended, with
+    // its last message (one echo a message would fail every call).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.bin");
+    std::fs::write(&file, [7u8; 300]).unwrap();
+    let file = file.to_str().unwrap();
+    let client = ["--grpc", "/any.Sum/Add", "--grpc-shape", "client"];
+    let mut args = client.to_vec();
+    args.extend([
+        "--grpc-binary-file",
+        file,
+        "--grpc-stream-messages",
+        "5",
+        "--target-delay",
+        "20ms",
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "-m",
+        "4",
+    ]);
+    let run = h2load_rs(&args);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let cell = run.cell();
+    assert_eq!(statuses(cell), only("OK", 40));
+    assert_eq!(int(cell, "/grpc/sent/messages"), 200);
+    assert_eq!(int(cell, "/grpc/sent/message_bytes"), 200 * 300);
+    assert_eq!(int(cell, "/grpc/received/messages"), 40);
+    assert_eq!(int(cell, "/grpc/received/message_bytes"), 40 * 300);
+    let first_min = cell["latency"]["grpc_first_message"]["min"]
+        .as_f64()
+        .unwrap();
+    assert!(first_min >= 20_000.0, "first message after {first_min} µs");
+    // A message over the 4 MiB a gRPC server takes ends its call with RESOURCE_EXHAUSTED.
+    let big = dir.path().join("big.bin");
+    std::fs::write(&big, vec![0u8; (4 << 20) + 1]).unwrap();
+    let mut args = client.to_vec();
+    args.extend([
+        "--grpc-binary-file",
+        big.to_str().unwrap(),
+        "-n",
+        "3",
+        "-c",
+        "1",
+    ]);
+    let run = h2load_rs(&args);
+    assert_eq!(run.output.code, 1, "{}", run.output.stderr);
+    assert_eq!(statuses(run.cell()), only("RESOURCE_EXHAUSTED", 3));
+}
+
+#[test]
 fn reflection_gives_the_schema_on_both_servers() {
     if !testbed_running() {
         return;
