@@ -33,7 +33,7 @@ use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
-use crate::recorder::grpc::{GrpcTally, MessageBytes};
+use crate::recorder::grpc::{GrpcTally, MessageBytes, StatusMessage};
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
 use crate::tls::TlsInfo;
 use budget::Budget;
@@ -456,6 +456,15 @@ impl<'a> Ledger<'a> {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
             side(&mut recorder.grpc).add(bytes);
+        }
+    }
+
+    /// A gRPC call `start` ended with status `code`, not OK, saying `text` in its
+    /// `grpc-message`: the first such text is the report's.
+    pub(crate) fn grpc_status_message(&self, start: &RequestStart, code: u64, text: &str) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.is_measured(start.intended) && recorder.grpc_status_message.is_none() {
+            recorder.grpc_status_message = Some(StatusMessage::new(code, text));
         }
     }
 

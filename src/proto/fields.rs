@@ -17,6 +17,9 @@ pub(crate) enum NameClass {
     GrpcStatus,
     /// `grpc-encoding`: the response's messages may be compressed.
     GrpcEncoding,
+    /// `grpc-message`: the text of a status other than OK (its value is kept, see
+    /// [`super::hpack::DecodedBlock::grpc_message`]).
+    GrpcMessage,
     /// A pseudo-header other than `:status`: a request's, or one no RFC defines.
     OtherPseudo,
     /// A connection-specific field (RFC 9113 §8.2.2, RFC 9114 §4.2).
@@ -48,6 +51,7 @@ impl NameClass {
             b"content-length" => NameClass::ContentLength,
             b"grpc-status" => NameClass::GrpcStatus,
             b"grpc-encoding" => NameClass::GrpcEncoding,
+            b"grpc-message" => NameClass::GrpcMessage,
             _ if CONNECTION_SPECIFIC.contains(&name) => NameClass::ConnectionSpecific,
             _ => NameClass::Regular,
         }

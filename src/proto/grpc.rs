@@ -1,7 +1,8 @@
 //! gRPC over HTTP/2 (the "gRPC over HTTP2" protocol of grpc/grpc's PROTOCOL-HTTP2.md): the 5-byte
 //! message prefix, a reader that splits a response body into messages as its bytes arrive in any
 //! pieces, the status codes and their names, the `grpc-timeout` value, and what a response
-//! without `grpc-status` means. No I/O, no allocation: messages are counted, never kept.
+//! without `grpc-status` means, and the text of a `grpc-message`. No I/O; messages are counted,
+//! never kept.
 
 /// Bytes before each message: the compressed flag, then the length (big-endian `u32`).
 pub const PREFIX_LEN: usize = 5;
@@ -66,6 +67,35 @@ pub fn code_of_http_status(status: u16) -> Option<u64> {
         429 | 502..=504 => 14,
         _ => 2,
     })
+}
+
+/// The most bytes of a `grpc-message` value kept (as sent, percent-encoded): the text of a status
+/// is a line of the report, not a payload.
+pub const STATUS_MESSAGE_KEPT: usize = 1024;
+
+/// The text a `grpc-message` value stands for: percent-decoded (gRPC percent-encodes UTF-8 in it;
+/// a `%` not followed by two hex digits stays as it is), invalid UTF-8 replaced, control
+/// characters made spaces, so it prints on one line.
+pub fn status_message_text(value: &[u8]) -> String {
+    let hex = |byte: u8| char::from(byte).to_digit(16);
+    let mut bytes = Vec::with_capacity(value.len());
+    let mut rest = value;
+    while let Some((&byte, after)) = rest.split_first() {
+        match (byte, after) {
+            (b'%', [high, low, tail @ ..]) if hex(*high).is_some() && hex(*low).is_some() => {
+                bytes.push((hex(*high).unwrap_or(0) * 16 + hex(*low).unwrap_or(0)) as u8);
+                rest = tail;
+            }
+            _ => {
+                bytes.push(byte);
+                rest = after;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// Appends the 5-byte prefix of an uncompressed message of `len` bytes.
@@ -245,6 +275,23 @@ mod tests {
             out.extend_from_slice(message);
         }
         out
+    }
+
+    #[test]
+    fn status_messages_are_percent_decoded_onto_one_line() {
+        assert_eq!(
+            status_message_text(b"no healthy upstream"),
+            "no healthy upstream"
+        );
+        // grpc-go encodes '%' and bytes outside 0x20-0x7e; UTF-8 comes back whole.
+        assert_eq!(
+            status_message_text(b"50%25 d%C3%A9j%C3%A0 vu"),
+            "50% déjà vu"
+        );
+        assert_eq!(status_message_text(b"a%0Ab%09c"), "a b c");
+        // A '%' without two hex digits after it is kept; bytes that are not UTF-8 are replaced.
+        assert_eq!(status_message_text(b"100% %zz %4"), "100% %zz %4");
+        assert_eq!(status_message_text(b"%FFok"), "\u{fffd}ok");
     }
 
     #[test]

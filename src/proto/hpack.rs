@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::check::Checks;
 use super::fields::{decimal, value_malformed, NameClass, NameScan, SectionRules, ValueScan};
-use super::huffman;
+use super::{grpc, huffman};
 
 /// The static table (RFC 7541 Appendix A), 1-based in the protocol.
 const STATIC_TABLE: [(&str, &str); 61] = [
@@ -96,6 +96,11 @@ pub struct DecodedBlock {
     pub matched: u64,
     /// What the block's fields showed of the rules a response is held to (malformed or not).
     pub(crate) rules: SectionRules,
+    /// The text of its `grpc-message`, when the block sent one as a literal (the first time a
+    /// connection's server sends a text; a later reference to the same entry of the dynamic
+    /// table, which keeps no strings, gives none). At most [`grpc::STATUS_MESSAGE_KEPT`] bytes
+    /// of it are read.
+    pub(crate) grpc_message: Option<String>,
 }
 
 impl DecodedBlock {
@@ -275,8 +280,7 @@ impl Decoder {
                 let index = read_integer(&mut rest, 7)?;
                 decoded.add(&self.lookup(index)?);
             } else if first & 0x40 != 0 {
-                let entry = self.literal(&mut rest, 6)?;
-                decoded.add(&entry);
+                let entry = self.literal(&mut rest, 6, &mut decoded)?;
                 self.insert(entry);
             } else if first & 0x20 != 0 {
                 let size = read_integer(&mut rest, 5)?;
@@ -288,14 +292,20 @@ impl Decoder {
                 self.max_size = size;
                 self.evict_to(size);
             } else {
-                decoded.add(&self.literal(&mut rest, 4)?);
+                self.literal(&mut rest, 4, &mut decoded)?;
             }
         }
         Ok(decoded)
     }
 
-    /// Reads a literal field (its prefix decides indexing; the caller inserts it if needed).
-    fn literal(&mut self, rest: &mut &[u8], prefix: u8) -> Result<Entry, HpackError> {
+    /// Reads a literal field into `decoded` (its prefix decides indexing; the caller inserts it
+    /// if needed).
+    fn literal(
+        &mut self,
+        rest: &mut &[u8],
+        prefix: u8,
+        decoded: &mut DecodedBlock,
+    ) -> Result<Entry, HpackError> {
         let name_index = read_integer(rest, prefix)?;
         let name = if name_index == 0 {
             let name = read_string(rest)?;
@@ -309,7 +319,12 @@ impl Decoder {
             (named.name_len, named.class, named.names)
         };
         let value = read_string(rest)?;
-        Ok(Entry::with_value(name, &value, self.matcher.as_mut()))
+        let entry = Entry::with_value(name, &value, self.matcher.as_mut());
+        decoded.add(&entry);
+        if entry.class == NameClass::GrpcMessage {
+            decoded.grpc_message = Some(value.grpc_message());
+        }
+        Ok(entry)
     }
 
     fn lookup(&self, index: usize) -> Result<Entry, HpackError> {
@@ -383,6 +398,18 @@ impl StringInfo<'_> {
         } else {
             value_malformed(self.raw)
         }
+    }
+
+    /// The text of the string as a `grpc-message` value (its first
+    /// [`grpc::STATUS_MESSAGE_KEPT`] bytes).
+    pub(crate) fn grpc_message(&self) -> String {
+        let mut kept = Vec::with_capacity(self.len.min(grpc::STATUS_MESSAGE_KEPT));
+        self.each_byte(|byte| {
+            if kept.len() < grpc::STATUS_MESSAGE_KEPT {
+                kept.push(byte);
+            }
+        });
+        grpc::status_message_text(&kept)
     }
 
     /// The number the string spells, if only digits (see [`decimal`]).
@@ -691,6 +718,54 @@ mod tests {
         // The fuzz target's property: checks change nothing else the decoder says.
         crate::fuzzing::hpack_block(&block);
         crate::fuzzing::hpack_block(&hex("4883 640e ff c1 c0 bf"));
+    }
+
+    /// A literal field with a new name: `first` (0x40 indexes it, 0x00 does not), the name, then
+    /// `value` as it goes on the wire (its length prefix included).
+    fn new_name(first: u8, name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut out = vec![first];
+        write_integer(&mut out, name.len(), 7, 0);
+        out.extend_from_slice(name);
+        out.extend_from_slice(value);
+        out
+    }
+
+    /// A plain (not Huffman-coded) string literal.
+    fn plain(text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_integer(&mut out, text.len(), 7, 0);
+        out.extend_from_slice(text);
+        out
+    }
+
+    #[test]
+    fn a_grpc_message_is_kept_as_text_from_its_literal() {
+        let mut decoder = Decoder::new(DEFAULT_TABLE_SIZE);
+        let indexed = new_name(0x40, b"grpc-message", &plain(b"a%20b%25"));
+        let block = decoder.decode(&indexed).unwrap();
+        assert_eq!(block.grpc_message.as_deref(), Some("a b%"));
+        assert_eq!(block.rules.malformed, None);
+        // The same field again by its index in the dynamic table (62), which keeps no strings.
+        assert_eq!(decoder.decode(&[0x80 | 62]).unwrap().grpc_message, None);
+        // Huffman-coded "custom-value" (RFC 7541 C.4.3).
+        let huffman = new_name(0, b"grpc-message", &hex("89 25a8 49e9 5bb8 e8b4 bf"));
+        let block = decoder.decode(&huffman).unwrap();
+        assert_eq!(block.grpc_message.as_deref(), Some("custom-value"));
+        // A long text: its first STATUS_MESSAGE_KEPT bytes, the block still decoded whole.
+        let long = [
+            new_name(0, b"grpc-message", &plain(&[b'x'; 5000])),
+            vec![0x88],
+        ]
+        .concat();
+        let block = decoder.decode(&long).unwrap();
+        assert_eq!(
+            block.grpc_message.map(|text| text.len()),
+            Some(grpc::STATUS_MESSAGE_KEPT)
+        );
+        assert_eq!(block.status, Some(200));
+        // Other fields keep none.
+        let other = new_name(0, b"x-message", &plain(b"hello"));
+        assert_eq!(decoder.decode(&other).unwrap().grpc_message, None);
     }
 
     #[test]

@@ -14,6 +14,25 @@ pub struct GrpcTally {
     pub received: MessageBytes,
 }
 
+/// What a call that ended with a status other than OK said of it in its `grpc-message`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StatusMessage {
+    /// The status's name (`UNAVAILABLE`; `OTHER` for a code outside 0-16).
+    pub status: String,
+    /// The text, percent-decoded (see [`grpc::status_message_text`]).
+    pub text: String,
+}
+
+impl StatusMessage {
+    /// The text `text` of a call that ended with `code`.
+    pub fn new(code: u64, text: &str) -> StatusMessage {
+        StatusMessage {
+            status: grpc::slot_name(grpc::code_slot(code)).to_owned(),
+            text: text.to_owned(),
+        }
+    }
+}
+
 /// Messages and their bytes in one direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MessageBytes {

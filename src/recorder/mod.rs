@@ -126,6 +126,8 @@ pub struct Recorder {
     pub intervals: Intervals,
     /// gRPC calls by status, and messages (zero outside gRPC cells).
     pub grpc: grpc::GrpcTally,
+    /// The `grpc-message` of the first measured call that ended with a status other than OK.
+    pub grpc_status_message: Option<grpc::StatusMessage>,
     /// Stream resets (HTTP/2 and HTTP/3) by error code.
     pub stream_reset_codes: std::collections::BTreeMap<crate::proto::ResetCode, u64>,
     /// Measured requests in flight over time.
@@ -177,6 +179,7 @@ impl Recorder {
             grpc_round_trip: None,
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             grpc: grpc::GrpcTally::default(),
+            grpc_status_message: None,
             stream_reset_codes: std::collections::BTreeMap::new(),
             in_flight: InFlightMeter::new(measure_start),
             paths: None,
@@ -543,6 +546,9 @@ impl Recorder {
         self.intervals.merge(other.intervals);
         self.in_flight.integral += other.in_flight.integral;
         self.grpc.merge(&other.grpc);
+        if self.grpc_status_message.is_none() {
+            self.grpc_status_message = other.grpc_status_message;
+        }
         for (code, count) in other.stream_reset_codes {
             *self.stream_reset_codes.entry(code).or_default() += count;
         }

@@ -191,7 +191,8 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
     )
 }
 
-/// A gRPC cell's lines: calls by `grpc-status` in code order, then the messages each way.
+/// A gRPC cell's lines: calls by `grpc-status` in code order, the first `grpc-message` of a call
+/// that was not OK, then the messages each way.
 fn write_grpc(
     out: &mut String,
     grpc: &crate::report::summary::schema::GrpcReport,
@@ -212,6 +213,14 @@ fn write_grpc(
         },
         grpc.method
     )?;
+    if let Some(message) = &grpc.first_status_message {
+        writeln!(
+            out,
+            "grpc message: {} \"{}\" (the first call's that was not OK)",
+            message.status,
+            crate::error::quoted(&message.text)
+        )?;
+    }
     let side = |bytes: &crate::recorder::grpc::MessageBytes| {
         format!(
             "{} ({} message bytes + {} prefix bytes)",

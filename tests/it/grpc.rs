@@ -179,6 +179,20 @@ fn every_status_code_is_counted_by_its_name() {
                 "{what}: {}",
                 run.output.stdout
             );
+            // The servers' own words for it, in the JSON and the text.
+            let text = format!("asked for code {code}");
+            assert_eq!(
+                cell["grpc"]["first_status_message"],
+                serde_json::json!({ "status": name, "text": text }),
+                "{what}"
+            );
+            assert!(
+                run.output
+                    .stdout
+                    .contains(&format!("grpc message: {name} \"{text}\"")),
+                "{what}: {}",
+                run.output.stdout
+            );
         }
     }
 }

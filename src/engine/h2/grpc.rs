@@ -37,6 +37,8 @@ pub(super) struct GrpcResponse {
     reader: MessageReader,
     /// The `grpc-status` of the trailers, or of a Trailers-Only response.
     status: Option<u64>,
+    /// The text of their `grpc-message`, if they sent one as a literal.
+    message: Option<String>,
     /// Whether the response headers named a `grpc-encoding`.
     encoding: bool,
     /// Messages still to send after the one being sent (client-streaming, bidirectional).
@@ -56,16 +58,17 @@ impl GrpcResponse {
 
     /// The response's first (final) header section: `ended` when it ends the stream, a
     /// Trailers-Only response whose section carries the status too.
-    pub(super) fn headers(&mut self, rules: &SectionRules, ended: bool) {
+    pub(super) fn headers(&mut self, rules: &SectionRules, message: Option<String>, ended: bool) {
         self.encoding = rules.grpc_encoding;
         if ended {
-            self.status = rules.grpc_status;
+            self.trailers(rules, message);
         }
     }
 
-    /// The trailers.
-    pub(super) fn trailers(&mut self, rules: &SectionRules) {
+    /// The trailers, with the text of their `grpc-message`.
+    pub(super) fn trailers(&mut self, rules: &SectionRules, message: Option<String>) {
         self.status = rules.grpc_status;
+        self.message = message;
     }
 
     /// The call's `grpc-status` once its stream ended with HTTP status `status`, or the error
@@ -99,6 +102,9 @@ impl GrpcResponse {
                 )
             });
             return Err(ErrorKind::GrpcFraming);
+        }
+        if let Some(text) = self.message.as_deref().filter(|_| code != 0) {
+            ledger.grpc_status_message(start, code, text);
         }
         Ok(u16::try_from(code).unwrap_or(u16::MAX))
     }

@@ -356,7 +356,7 @@ impl<'t> H2Session<'t> {
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<(), Failure> {
-        let decoded = self
+        let mut decoded = self
             .decoder
             .decode(block)
             .map_err(|error| Failure::protocol(format!("invalid response headers: {}", error.0)))?;
@@ -398,7 +398,7 @@ impl<'t> H2Session<'t> {
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
                 if let Some(call) = stream.grpc.as_deref_mut() {
-                    call.headers(&rules, pending.end_stream);
+                    call.headers(&rules, decoded.grpc_message.take(), pending.end_stream);
                 }
                 // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
                 let no_content = head || status == 204 || status == 304;
@@ -413,7 +413,7 @@ impl<'t> H2Session<'t> {
             (Some(_), _) if !pending.end_stream => Some("trailers that do not end the stream"),
             (Some(_), _) => {
                 if let Some(call) = stream.grpc.as_deref_mut() {
-                    call.trailers(&rules);
+                    call.trailers(&rules, decoded.grpc_message.take());
                 }
                 None
             }

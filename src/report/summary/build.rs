@@ -60,6 +60,7 @@ impl Summary {
                     .collect(),
                 sent: recorder.grpc.sent,
                 received: recorder.grpc.received,
+                first_status_message: recorder.grpc_status_message.clone(),
             }),
             traffic: traffic(outcome.wire),
             connections: connections(plan, recorder, handshakes, elapsed_s),

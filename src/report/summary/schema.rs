@@ -408,6 +408,10 @@ pub struct GrpcReport {
     pub sent: crate::recorder::grpc::MessageBytes,
     /// Messages received by calls that ended (completed, or failed by their framing).
     pub received: crate::recorder::grpc::MessageBytes,
+    /// The `grpc-message` of the first call that ended with a status other than OK and sent one
+    /// (absent in reports from before this field).
+    #[serde(default)]
+    pub first_status_message: Option<crate::recorder::grpc::StatusMessage>,
 }
 
 impl GrpcReport {
@@ -418,6 +422,9 @@ impl GrpcReport {
         adder: &merge::Adder<'_>,
     ) -> anyhow::Result<()> {
         adder.add_map(&mut self.statuses, other.statuses, "grpc.statuses")?;
+        if self.first_status_message.is_none() {
+            self.first_status_message = other.first_status_message;
+        }
         for (mine, theirs, field) in [
             (&mut self.sent, other.sent, "grpc.sent"),
             (&mut self.received, other.received, "grpc.received"),

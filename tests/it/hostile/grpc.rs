@@ -65,9 +65,15 @@ fn status_missing(stream: u32) -> Vec<u8> {
     .concat()
 }
 
-/// A Trailers-Only response: one header section with the status, ending the stream.
+/// A Trailers-Only response: one header section with the status and a percent-encoded
+/// `grpc-message`, ending the stream.
 fn trailers_only_not_found(stream: u32) -> Vec<u8> {
-    let block = [grpc_headers(), hpack::literal(b"grpc-status", b"5")].concat();
+    let block = [
+        grpc_headers(),
+        hpack::literal(b"grpc-status", b"5"),
+        hpack::literal(b"grpc-message", b"no caf%C3%A9 at 100%25"),
+    ]
+    .concat();
     frame(HEADERS, END_HEADERS | END_STREAM, stream, &block)
 }
 
@@ -208,6 +214,7 @@ cases! {
         // A status other than OK fails the call, as no error: no kind is counted.
         exactly: Some(Exactly { succeeded: 0, failed: 20, errors: ("grpc_status_missing", 0) }),
         grpc_statuses: &[("NOT_FOUND", 20)],
+        grpc_message: Some("no café at 100%"),
         ..BASE
     };
     grpc_http_503_without_status => Case {

@@ -133,6 +133,9 @@ struct Case {
     exactly: Option<Exactly>,
     /// gRPC calls the report must count by `grpc-status` name (`grpc.statuses`), exactly.
     grpc_statuses: &'static [(&'static str, u64)],
+    /// Where `grpc_statuses` are named: the text the report must give as the first not-OK
+    /// call's `grpc-message` (`grpc.first_status_message.text`), `None` for none.
+    grpc_message: Option<&'static str>,
 }
 
 /// Exact counts of a run: requests succeeded and failed, and errors of one kind.
@@ -169,6 +172,7 @@ const BASE: Case = Case {
     unprocessed: Unprocessed::Unchecked,
     exactly: None,
     grpc_statuses: &[],
+    grpc_message: None,
 };
 
 /// Every one of `n` requests succeeds, with no protocol error.
@@ -454,6 +458,13 @@ fn report_problems(case: &Case, cell: &Value) -> Vec<String> {
                 "grpc status {name}: {actual}, expected exactly {wanted}"
             ));
         }
+    }
+    let message = cell.pointer("/grpc/first_status_message/text");
+    if !case.grpc_statuses.is_empty() && message.and_then(Value::as_str) != case.grpc_message {
+        found.push(format!(
+            "grpc message {message:?}, expected {:?}",
+            case.grpc_message
+        ));
     }
     if let Some(exactly) = case.exactly {
         let count = |path: &str| cell.pointer(path).and_then(Value::as_u64).unwrap_or(0);

@@ -1,6 +1,6 @@
 //! gRPC calls on the session: a response split at every byte gives the same count of messages,
-//! bytes and statuses; the status comes from trailers or a Trailers-Only response; the request
-//! carries gRPC's fields and its framed message.
+//! bytes and statuses; the status (and its `grpc-message`) comes from trailers or a Trailers-Only
+//! response; the request carries gRPC's fields and its framed message.
 
 use crate::engine::testing::{converse, world, Server};
 use crate::plan::Protocol;
@@ -44,7 +44,12 @@ fn calls_split_at_every_byte_count_messages_and_statuses() {
             frame::HEADERS,
             frame::END_HEADERS | frame::END_STREAM,
             3,
-            &[headers.clone(), literal("grpc-status", b"5")].concat(),
+            &[
+                headers.clone(),
+                literal("grpc-status", b"5"),
+                literal("grpc-message", b"no such thing%21"),
+            ]
+            .concat(),
         );
     for piece in 1..=server.0.len() {
         let world = world(&argv);
@@ -69,6 +74,12 @@ fn calls_split_at_every_byte_count_messages_and_statuses() {
         assert_eq!(grpc.sent.messages, 2, "piece {piece}");
         assert_eq!(grpc.sent.prefix_bytes, 10, "piece {piece}");
         assert_eq!(grpc.sent.message_bytes, 0, "piece {piece}");
+        let said = recorder.grpc_status_message.as_ref().unwrap();
+        assert_eq!(
+            (said.status.as_str(), said.text.as_str()),
+            ("NOT_FOUND", "no such thing!"),
+            "piece {piece}"
+        );
     }
 }
 
