@@ -635,61 +635,27 @@ fn a_stream_that_ends_with_an_error_after_its_messages_counts_both() {
 }
 
 #[test]
-fn the_built_in_target_echoes_grpc_calls_exactly() {
-    // No URL: the built-in target, whose gRPC echo sends each message back and ends with OK.
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("m.bin");
-    std::fs::write(&file, [7u8; 300]).unwrap();
-    let run = h2load_rs(&[
-        "--grpc",
-        "/any.Echo/Call",
-        "--grpc-shape",
-        "bidi",
-        "--grpc-binary-file",
-        file.to_str().unwrap(),
-        "--grpc-stream-messages",
-        "5",
-        "--target-delay",
-        "20ms",
-        "-n",
-        "40",
-        "-c",
-        "2",
-        "-m",
-        "4",
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let cell = run.cell();
-    assert_eq!(statuses(cell), only("OK", 40));
-    for side in ["sent", "received"] {
-        assert_eq!(int(cell, &format!("/grpc/{side}/messages")), 200, "{side}");
-        assert_eq!(
-            int(cell, &format!("/grpc/{side}/message_bytes")),
-            200 * 300,
-            "{side}"
-        );
-    }
-    assert_eq!(int(cell, "/latency/grpc_round_trip/count"), 200);
-    // The target's delay holds the response's start: no first message sooner than 20 ms.
-    let first_min = cell["latency"]["grpc_first_message"]["min"]
-        .as_f64()
-        .unwrap();
-    assert!(first_min >= 20_000.0, "first message after {first_min} µs");
-}
-
-#[test]
-fn the_built_in_target_answers_a_client_streaming_call_once() {
-    // No URL, client-streaming: the built-in target answers each call once it has ended, with
-    // its last message (one echo a message would fail every call).
+fn the_built_in_target_answers_grpc_calls_exactly() {
+    // No URL: the built-in target. Its gRPC echo sends each message of a bidirectional call back
+    // as it arrives; a client-streaming call gets one answer, its last message, once it has
+    // ended (an echo of each would fail every call). Both end with OK.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("m.bin");
     std::fs::write(&file, [7u8; 300]).unwrap();
     let file = file.to_str().unwrap();
-    let client = ["--grpc", "/any.Sum/Add", "--grpc-shape", "client"];
-    let mut args = client.to_vec();
-    args.extend([
-        "--grpc-binary-file",
-        file,
+    let call = |shape: &str, message: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--grpc",
+            "/any.Echo/Call",
+            "--grpc-shape",
+            shape,
+            "--grpc-binary-file",
+            message,
+        ];
+        args.extend(extra);
+        h2load_rs(&args)
+    };
+    let load = [
         "--grpc-stream-messages",
         "5",
         "--target-delay",
@@ -700,34 +666,43 @@ fn the_built_in_target_answers_a_client_streaming_call_once() {
         "2",
         "-m",
         "4",
-    ]);
-    let run = h2load_rs(&args);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let cell = run.cell();
-    assert_eq!(statuses(cell), only("OK", 40));
-    assert_eq!(int(cell, "/grpc/sent/messages"), 200);
-    assert_eq!(int(cell, "/grpc/sent/message_bytes"), 200 * 300);
-    assert_eq!(int(cell, "/grpc/received/messages"), 40);
-    assert_eq!(int(cell, "/grpc/received/message_bytes"), 40 * 300);
-    let first_min = cell["latency"]["grpc_first_message"]["min"]
-        .as_f64()
-        .unwrap();
-    assert!(first_min >= 20_000.0, "first message after {first_min} µs");
+    ];
+    for (shape, replies) in [("bidi", 200), ("client", 40)] {
+        let run = call(shape, file, &load);
+        assert_eq!(run.output.code, 0, "{shape}: {}", run.output.stderr);
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", 40), "{shape}");
+        assert_eq!(int(cell, "/grpc/sent/messages"), 200, "{shape}");
+        assert_eq!(int(cell, "/grpc/sent/message_bytes"), 200 * 300, "{shape}");
+        assert_eq!(int(cell, "/grpc/received/messages"), replies, "{shape}");
+        assert_eq!(
+            int(cell, "/grpc/received/message_bytes"),
+            replies * 300,
+            "{shape}"
+        );
+        if shape == "bidi" {
+            assert_eq!(int(cell, "/latency/grpc_round_trip/count"), 200);
+        }
+        // The target's delay holds the response's start: no first message sooner than 20 ms.
+        let first_min = cell["latency"]["grpc_first_message"]["min"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            first_min >= 20_000.0,
+            "{shape}: first message after {first_min} µs"
+        );
+    }
     // A message over the 4 MiB a gRPC server takes ends its call with RESOURCE_EXHAUSTED.
     let big = dir.path().join("big.bin");
     std::fs::write(&big, vec![0u8; (4 << 20) + 1]).unwrap();
-    let mut args = client.to_vec();
-    args.extend([
-        "--grpc-binary-file",
-        big.to_str().unwrap(),
-        "-n",
-        "3",
-        "-c",
-        "1",
-    ]);
-    let run = h2load_rs(&args);
+    let run = call("client", big.to_str().unwrap(), &["-n", "3", "-c", "1"]);
     assert_eq!(run.output.code, 1, "{}", run.output.stderr);
-    assert_eq!(statuses(run.cell()), only("RESOURCE_EXHAUSTED", 3));
+    let cell = run.cell();
+    assert_eq!(statuses(cell), only("RESOURCE_EXHAUSTED", 3));
+    assert_eq!(
+        cell["grpc"]["first_status_message"]["text"],
+        "a gRPC message of 4194305 bytes, over the 4194304-byte limit"
+    );
 }
 
 #[test]
