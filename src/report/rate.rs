@@ -19,9 +19,12 @@ pub(crate) const POISSON_SLACK_SD: f64 = 2.33;
 /// in a window as often as one more, so one request short of the rate's product is no shortfall:
 /// at 200/s a 0.1 s window of 19 sends would otherwise read as 95% of the rate), and a Poisson
 /// one also strays by [`POISSON_SLACK_SD`] of its standard deviation `count_sd` (0 for evenly
-/// spaced sends).
+/// spaced sends). No period (`seconds` 0) excuses nothing: what measured nothing fell short.
 pub(crate) fn count_slack_per_s(count_sd: f64, seconds: f64) -> f64 {
-    (POISSON_SLACK_SD * count_sd + 1.0) / seconds.max(1e-9)
+    match seconds > 0.0 {
+        true => (POISSON_SLACK_SD * count_sd + 1.0) / seconds,
+        false => 0.0,
+    }
 }
 
 /// [`count_slack_per_s`] for a cell that requested `requested_per_s` over `elapsed_s`, its
@@ -137,5 +140,24 @@ impl RateReport {
             scheduled: None,
             missed: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_may_fall_one_request_and_its_poisson_noise_short() {
+        // Evenly spaced: one request over the period, in requests per second.
+        assert_eq!(count_slack_per_s(0.0, 0.1), 10.0);
+        assert_eq!(count_slack_per_s(0.0, 4.0), 0.25);
+        // Poisson at 1,000/s over 1 s: 2.33 × √1000 = 73.7, and the one request.
+        let poisson = cell_slack_per_s(1000.0, 1.0, Some("poisson"));
+        assert!((poisson - 74.68).abs() < 0.01, "{poisson}");
+        assert_eq!(cell_slack_per_s(1000.0, 1.0, Some("uniform")), 1.0);
+        assert_eq!(cell_slack_per_s(1000.0, 1.0, None), 1.0);
+        // No period: nothing is excused.
+        assert_eq!(count_slack_per_s(5.0, 0.0), 0.0);
     }
 }
