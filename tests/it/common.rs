@@ -366,6 +366,19 @@ const SPINNERS: usize = 2;
 /// How long each spinner spins: many scheduler time slices, so the share is an average.
 const SPIN: Duration = Duration::from_millis(200);
 
+/// The time a hypervisor has run something else on this machine's CPUs since it booted: the
+/// steal column of `/proc/stat`'s `cpu` line (all CPUs, in USER_HZ ticks of 10 ms). The guest's
+/// scheduler cannot see it, nor can timer noise measured before a run: a client or a target on
+/// a CPU stolen for 10 ms stalls for 10 ms. Zero where the kernel does not count it.
+#[allow(dead_code)] // by tests/truth only
+pub fn stolen_time() -> Duration {
+    let ticks: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|stat| stat.lines().next()?.split_whitespace().nth(8)?.parse().ok())
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
 /// Measures the machine's noise now ([`Noise`]): how late 200 sleeps of 1 ms wake, then the CPU
 /// share of [`SPINNERS`] threads spinning for [`SPIN`].
 pub fn timer_noise() -> Noise {

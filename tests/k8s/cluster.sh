@@ -104,10 +104,12 @@ prerequisites() {
     fi
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
       --no-install-recommends "${need[@]}" >/dev/null || {
-      [ -n "$created" ] && rm -f $policy
+      if [ -n "$created" ]; then rm -f $policy; fi
       die "could not install ${need[*]} with apt-get"
     }
-    [ -n "$created" ] && rm -f $policy
+    # Not `[ -n "$created" ] && rm ...`: as the function's last command it made the function
+    # fail, and `up` end without a word, where a policy-rc.d was there before (Debian images).
+    if [ -n "$created" ]; then rm -f $policy; fi
   fi
 }
 

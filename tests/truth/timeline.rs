@@ -3,8 +3,12 @@
 
 use std::time::Duration;
 
-use crate::common::{h2load_rs, timer_noise};
+use crate::common::{h2load_rs, stolen_time, timer_noise};
 use crate::{exclusive, shortfall};
+
+/// The most time stolen by a hypervisor during a run (see [`stolen_time`]) that widens the rates
+/// allowed.
+const STOLEN_CAP: Duration = Duration::from_millis(30);
 
 /// Checks one run of `-D 2500ms --rate 1000` with `interval_args`: every interval's req/s (the
 /// first excepted: connections open in it) is 1000 within 3%, the last one ends at the measured
@@ -26,7 +30,9 @@ fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
         csv_path.to_str().unwrap(),
     ];
     args.extend(interval_args);
+    let stolen_before = stolen_time();
     let run = h2load_rs(&args);
+    let stolen = stolen_time().saturating_sub(stolen_before);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let cell = run.cell();
     let timeline = &cell["timeline"];
@@ -61,8 +67,11 @@ fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
     // time slices the timer noise does not see): at most ±90 req/s, below a timeline that
     // misplaces whole intervals. A run that counted send times it missed may fall short by
     // [`shortfall`] (1.8 at most: a last 0.1 s interval scaled as 0.2 s, 500 req/s, still
-    // fails).
-    let widening = noise.widening(Duration::from_millis(3));
+    // fails). A hypervisor that ran something else on the machine's CPUs during the run
+    // ([`stolen_time`], capped at 30 ms) stalled the client or the target that long, moving as
+    // many milliseconds' completions across an edge: CI once saw 95 and 105 in two 0.1 s
+    // intervals with the timer noise before the run at 0.1 ms.
+    let widening = noise.widening(Duration::from_millis(3)) + stolen.min(STOLEN_CAP);
     let allowed =
         (30.0 + 1000.0 * widening.as_secs_f64() / expected_interval_s) * noise.slowdown(2.0);
     let lowest = (1000.0 - allowed) / shortfall(&noise, &run);
@@ -72,7 +81,8 @@ fn rate_timeline_is_true(interval_args: &[&str], expected_interval_s: f64) {
         assert!((csv_rate - json_rate).abs() < 0.1, "{csv}");
         assert!(
             (lowest..=1000.0 + allowed).contains(&json_rate),
-            "interval {} at {json_rate} req/s, not {lowest:.0}..{} (widened by {widening:?}; {noise}):\n{csv}",
+            "interval {} at {json_rate} req/s, not {lowest:.0}..{} (widened by {widening:?}, of which \
+             {stolen:?} stolen, capped at {STOLEN_CAP:?}; {noise}):\n{csv}",
             row[2],
             1000.0 + allowed
         );
