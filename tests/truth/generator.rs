@@ -5,6 +5,7 @@
 //! a fast server, is never waiting for the server; one asked to pace more requests than a thread
 //! can send is flagged, and its schedule says exactly how many send times were late or missed.
 
+use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -142,19 +143,36 @@ const RESUME_WINDOW: Duration = Duration::from_millis(50);
 /// The most the client's measured wait for a CPU after a SIGCONT may widen the bound by.
 const CPU_WAIT_CAP: Duration = Duration::from_millis(40);
 
-/// How long the threads of process `pid` have waited, runnable, for a CPU (the second field of
-/// each `/proc/PID/task/TID/schedstat`), plus the machine's stolen time ([`stolen_time`]): what
-/// keeps a resumed process from running beyond its own wake-up. Zero where the kernel keeps
-/// neither.
-fn cpu_wait(pid: u32) -> Duration {
-    let run_delay: u64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+/// How long each thread of process `pid` has waited, runnable, for a CPU: the second field of
+/// its `/proc/PID/task/TID/schedstat`, by thread id. Empty where the kernel does not keep it.
+fn run_delays(pid: u32) -> HashMap<String, Duration> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|stat| stat.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum();
-    Duration::from_nanos(run_delay) + stolen_time()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            let nanos = stat.split_whitespace().nth(1)?.parse().ok()?;
+            Some((
+                task.file_name().to_string_lossy().into_owned(),
+                Duration::from_nanos(nanos),
+            ))
+        })
+        .collect()
+}
+
+/// The longest any one thread of a process waited for a CPU between two [`run_delays`].
+fn longest_run_delay(
+    before: &HashMap<String, Duration>,
+    after: &HashMap<String, Duration>,
+) -> Duration {
+    after
+        .iter()
+        .map(|(thread, delay)| {
+            delay.saturating_sub(before.get(thread).copied().unwrap_or_default())
+        })
+        .max()
+        .unwrap_or_default()
 }
 
 #[test]
@@ -177,7 +195,8 @@ fn responses_that_arrived_while_the_client_was_stopped_waited_the_stop() {
     // Each stop lasted at least from the end of SIGSTOP's delivery to the start of SIGCONT's,
     // at most from the start of one to the end of the other.
     let (mut shortest, mut longest) = (Duration::MAX, Duration::ZERO);
-    // The longest the client waited for a CPU after a SIGCONT (see `cpu_wait`).
+    // The longest one of the client's threads waited for a CPU after a SIGCONT, and what a
+    // hypervisor stole meanwhile (`stolen_time`).
     let mut cpu_waited = Duration::ZERO;
     sleep(Duration::from_millis(800));
     for _ in 0..stops {
@@ -186,12 +205,14 @@ fn responses_that_arrived_while_the_client_was_stopped_waited_the_stop() {
         let stopped = Instant::now();
         sleep(stop);
         let resuming = Instant::now();
-        let waited_before = cpu_wait(client.id());
+        let (delays, stolen) = (run_delays(client.id()), stolen_time());
         kill(pid, Signal::SIGCONT).unwrap();
         shortest = shortest.min(resuming - stopped);
         longest = longest.max(before.elapsed());
         sleep(RESUME_WINDOW);
-        cpu_waited = cpu_waited.max(cpu_wait(client.id()).saturating_sub(waited_before));
+        let waited = longest_run_delay(&delays, &run_delays(client.id()))
+            + stolen_time().saturating_sub(stolen);
+        cpu_waited = cpu_waited.max(waited);
         sleep(Duration::from_millis(400) - RESUME_WINDOW);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
