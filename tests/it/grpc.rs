@@ -258,7 +258,10 @@ fn a_server_side_deadline_ends_each_call_at_its_grpc_timeout() {
         assert_eq!(deadline + reset, 8, "{name}: {cell}");
         let max_ms = run.num("latency/request/max") / 1000.0;
         let min_ms = run.num("latency/request/min") / 1000.0;
-        assert!(min_ms >= 200.0, "{name}: a call ended after {min_ms} ms");
+        // Not before the deadline, but for the server's clock: gRPC core (grpcio) keeps times
+        // in whole milliseconds, so a call it received 0.9 ms into one may end 0.9 ms early
+        // (CI saw 199.936 ms).
+        assert!(min_ms >= 199.0, "{name}: a call ended after {min_ms} ms");
         assert!(
             max_ms < 2000.0,
             "{name}: a call took {max_ms} ms: the deadline was not kept"
