@@ -25,14 +25,68 @@ const OK: &str = "0";
 const RESOURCE_EXHAUSTED: &str = "8";
 const INTERNAL: &str = "13";
 
-/// The response body of one call answered with its last message.
-pub(crate) struct LastMessage {
-    echo: Echo,
+/// The most slices the message being read may be in beyond one per KiB of it: a slice's own
+/// bookkeeping (about 100 bytes with its chunk's) is outside the echo budget, so a client that
+/// sends a message one byte a DATA frame is stopped before its slices outweigh its bytes.
+const SPARE_PIECES: usize = 64;
+
+/// What a call keeps of its messages: the one being read and the last complete one.
+#[derive(Default)]
+struct Kept {
     reader: MessageReader,
     /// The message being read, prefix included, as slices of the chunks read.
     current: Vec<Bytes>,
+    /// Its bytes so far.
+    current_len: usize,
     /// The last complete message, as `current` kept it; sent once the call has ended.
     last: VecDeque<Bytes>,
+}
+
+impl Kept {
+    /// Splits `chunk` into the message being read and, where one completes, the last message;
+    /// the trailers that end the call at once when its messages cannot be kept.
+    fn read(&mut self, chunk: &Bytes) -> Result<(), HeaderMap> {
+        let mut start = 0;
+        let (current, current_len, last) =
+            (&mut self.current, &mut self.current_len, &mut self.last);
+        self.reader
+            .feed(chunk, false, MAX_MESSAGE, |message| {
+                current.push(chunk.slice(start..message.end));
+                // The message before goes, and with it the room its chunks held.
+                *last = std::mem::take(current).into();
+                *current_len = 0;
+                start = message.end;
+            })
+            .map_err(framing_trailers)?;
+        if start < chunk.len() {
+            self.current.push(chunk.slice(start..));
+            self.current_len += chunk.len() - start;
+            if self.current.len() > SPARE_PIECES + self.current_len / 1024 {
+                let why =
+                    format!("a message in more than {SPARE_PIECES} pieces and one per KiB of it");
+                return Err(trailers(RESOURCE_EXHAUSTED, Some(why)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The last message to send once the call has ended, or the trailers when it ended inside
+    /// one.
+    fn finish(&mut self) -> Result<VecDeque<Bytes>, HeaderMap> {
+        match self.reader.at_boundary() {
+            true => Ok(std::mem::take(&mut self.last)),
+            false => {
+                let why = "the call ended inside a message".to_owned();
+                Err(trailers(INTERNAL, Some(why)))
+            }
+        }
+    }
+}
+
+/// The response body of one call answered with its last message.
+pub(crate) struct LastMessage {
+    echo: Echo,
+    kept: Kept,
     state: State,
 }
 
@@ -41,7 +95,7 @@ enum State {
     /// Reading the call's messages.
     Reading,
     /// Sending the last message.
-    Sending,
+    Sending(VecDeque<Bytes>),
     /// The trailers are due.
     Ending(HeaderMap),
     /// Everything was sent.
@@ -52,27 +106,9 @@ impl LastMessage {
     pub(crate) fn new(echo: Echo) -> LastMessage {
         LastMessage {
             echo,
-            reader: MessageReader::default(),
-            current: Vec::new(),
-            last: VecDeque::new(),
+            kept: Kept::default(),
             state: State::Reading,
         }
-    }
-
-    /// Splits `chunk` into the message being read and, where one completes, the last message.
-    fn read(&mut self, chunk: &Bytes) -> Result<(), FramingError> {
-        let mut start = 0;
-        let (current, last) = (&mut self.current, &mut self.last);
-        self.reader.feed(chunk, false, MAX_MESSAGE, |message| {
-            current.push(chunk.slice(start..message.end));
-            // The message before goes, and with it the room its chunks held.
-            *last = std::mem::take(current).into();
-            start = message.end;
-        })?;
-        if start < chunk.len() {
-            self.current.push(chunk.slice(start..));
-        }
-        Ok(())
     }
 }
 
@@ -112,23 +148,23 @@ impl Body for LastMessage {
                     Some(Ok(frame)) => {
                         // A request's trailers (gRPC sends none) are not part of the answer.
                         if let Ok(chunk) = frame.into_data() {
-                            if let Err(error) = this.read(&chunk) {
-                                this.current.clear();
-                                this.last.clear();
-                                this.state = State::Ending(framing_trailers(error));
+                            if let Err(fields) = this.kept.read(&chunk) {
+                                // What was kept goes now, and its room with it.
+                                this.kept = Kept::default();
+                                this.state = State::Ending(fields);
                             }
                         }
                     }
                     Some(Err(error)) => return Poll::Ready(Some(Err(error))),
-                    None if this.reader.at_boundary() => this.state = State::Sending,
                     None => {
-                        this.current.clear();
-                        this.last.clear();
-                        let why = "the call ended inside a message".to_owned();
-                        this.state = State::Ending(trailers(INTERNAL, Some(why)));
+                        this.state = match this.kept.finish() {
+                            Ok(last) => State::Sending(last),
+                            Err(fields) => State::Ending(fields),
+                        };
+                        this.kept = Kept::default();
                     }
                 },
-                State::Sending => match this.last.pop_front() {
+                State::Sending(last) => match last.pop_front() {
                     Some(chunk) => return Poll::Ready(Some(Ok(Frame::data(chunk)))),
                     None => this.state = State::Ending(trailers(OK, None)),
                 },
@@ -144,5 +180,75 @@ impl Body for LastMessage {
 
     fn is_end_stream(&self) -> bool {
         matches!(self.state, State::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A framed message of `len` bytes of `byte`.
+    fn framed(len: usize, byte: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        crate::proto::grpc::write_prefix(&mut out, len);
+        out.resize(out.len() + len, byte);
+        out
+    }
+
+    fn status(fields: &HeaderMap) -> (&str, &str) {
+        let text = |name: &str| fields.get(name).map_or("", |v| v.to_str().unwrap_or("?"));
+        (text("grpc-status"), text("grpc-message"))
+    }
+
+    #[test]
+    fn the_last_message_is_kept_whatever_the_pieces() {
+        let body = [framed(3, 1), framed(300, 2), framed(5, 3)].concat();
+        // In pieces of 5 bytes or more: the 305-byte message stays within 64 pieces.
+        for piece in [5, 7, 64, body.len()] {
+            let mut kept = Kept::default();
+            for chunk in body.chunks(piece) {
+                kept.read(&Bytes::copy_from_slice(chunk)).unwrap();
+            }
+            let last: Vec<u8> = kept.finish().unwrap().into_iter().flatten().collect();
+            assert_eq!(last, framed(5, 3), "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_call_that_cannot_be_kept_ends_with_its_status() {
+        // Cut inside a message.
+        let mut kept = Kept::default();
+        kept.read(&Bytes::from(framed(10, 1)[..8].to_vec()))
+            .unwrap();
+        assert_eq!(
+            status(&kept.finish().unwrap_err()),
+            ("13", "the call ended inside a message")
+        );
+        // Longer than a server takes.
+        let mut kept = Kept::default();
+        let prefix = Bytes::from(
+            framed(0, 0)[..1]
+                .iter()
+                .chain(&(5u32 << 20).to_be_bytes())
+                .copied()
+                .collect::<Vec<u8>>(),
+        );
+        let fields = kept.read(&prefix).unwrap_err();
+        assert_eq!(status(&fields).0, "8");
+        // One byte a piece: stopped at 64 pieces and one per KiB, well before its 100,000 bytes.
+        let body = framed(100_000, 7);
+        let mut kept = Kept::default();
+        let stopped = body
+            .chunks(1)
+            .position(|byte| kept.read(&Bytes::copy_from_slice(byte)).is_err())
+            .unwrap();
+        // The 65th piece (index 64) is one too many.
+        assert_eq!(stopped, SPARE_PIECES, "stopped at byte {stopped}");
+        // In 16 KiB pieces, as clients send it, the same message is kept whole.
+        let mut kept = Kept::default();
+        for chunk in body.chunks(16 << 10) {
+            kept.read(&Bytes::copy_from_slice(chunk)).unwrap();
+        }
+        assert_eq!(kept.finish().unwrap().len(), body.len().div_ceil(16 << 10));
     }
 }
