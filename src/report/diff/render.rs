@@ -129,13 +129,13 @@ fn too_short(cell: &CellDiff) -> String {
         "{}: too short to tell ({} in base, {} in new; {MIN_INTERVALS} each needed): \
          its changes are not tested, --fail-if-regressed decides on its threshold alone",
         cell.label,
-        counted(
-            cell.base_intervals as u64,
-            match cell.samples {
-                SampleKind::Intervals => "interval with completions",
-                SampleKind::Rounds => "round",
-            }
-        ),
+        match cell.samples {
+            SampleKind::Intervals => format!(
+                "{} with completions",
+                counted(cell.base_intervals as u64, "interval")
+            ),
+            SampleKind::Rounds => counted(cell.base_intervals as u64, "round"),
+        },
         cell.new_intervals
     )
 }
