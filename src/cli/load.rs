@@ -14,7 +14,9 @@ use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
 use crate::cli::serve::Fault;
 use crate::cli::stages::Stage;
-use crate::cli::values::{Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg};
+use crate::cli::values::{
+    count, parse_count, parse_si_number, Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg,
+};
 use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 /// Options of a load test. Flag names and meanings follow h2load.
@@ -47,18 +49,18 @@ pub struct LoadArgs {
 
     /// Concurrent connections (clients), 1..=1000000; a list (1,10,100) runs one cell per value.
     #[arg(short = 'c', long = "clients", value_name = "N[,N...]", default_value = "1", value_delimiter = ',',
-          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS))]
+          value_parser = count::<u64>(1, MAX_CLIENTS))]
     pub clients: Vec<u64>,
 
     /// Number of OS threads, each with its own event loop and share of the connections (1..=4096).
     #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
+          value_parser = count::<u64>(1, MAX_THREADS))]
     pub threads: u64,
 
     /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth (1..=1000000); a
     /// list runs one cell per value.
     #[arg(short = 'm', long = "max-concurrent-streams", value_name = "N[,N...]", default_value = "1",
-          value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=MAX_STREAMS))]
+          value_delimiter = ',', value_parser = count::<u64>(1, MAX_STREAMS))]
     pub max_concurrent_streams: Vec<u64>,
 
     /// Send at this many requests per second in total, on a fixed schedule (latency counts from each
@@ -140,7 +142,7 @@ pub struct LoadArgs {
     /// after a GOAWAY or close of a connection that had completed requests is not counted
     /// against N: the server is rotating connections, not refusing work.
     #[arg(long = "max-retries", value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u8).range(0..=100))]
+          value_parser = count::<u8>(0, 100))]
     pub max_retries: u8,
 
     /// Never send a request again: what the server left unprocessed fails (h2load's accounting).
@@ -150,7 +152,7 @@ pub struct LoadArgs {
     /// Close each connection after N requests (their answers in) and connect again: connection
     /// churn (gcannon's -r). The last connection of a counted run may carry fewer.
     #[arg(long = "requests-per-connection", value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = count::<u64>(1, u64::MAX))]
     pub requests_per_connection: Option<u64>,
 
     /// One request per connection (--requests-per-connection 1); HTTP/1.1 requests also carry
@@ -410,9 +412,11 @@ fn parse_requests(text: &str) -> Result<Requests, String> {
         Some(digits) => (digits, true),
         None => (text, false),
     };
-    let count: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a request count (examples: 10000, or 2x for two per concurrent request)"))?;
+    let count = parse_count(digits).map_err(|error| {
+        format!(
+            "{error}; -n takes a request count (10000, 10k, or 2x for two per concurrent request)"
+        )
+    })?;
     if count == 0 {
         return Err("the request count must be at least 1".to_owned());
     }
@@ -428,16 +432,28 @@ fn parse_requests(text: &str) -> Result<Requests, String> {
     })
 }
 
-/// Parses a finite number within `low..=high`; `what` names it in the error.
-fn parse_bounded(text: &str, (low, high): (f64, f64), what: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(value) if (low..=high).contains(&value) => Ok(value),
+/// `value`, read from `text`, if it is a number within `low..=high`; `what` names it in the
+/// error.
+fn within(
+    text: &str,
+    value: Option<f64>,
+    (low, high): (f64, f64),
+    what: &str,
+) -> Result<f64, String> {
+    match value {
+        Some(value) if (low..=high).contains(&value) => Ok(value),
         _ => Err(format!("'{text}' is not {what} between {low} and {high}")),
     }
 }
 
+/// A rate, SI suffixes allowed (`--rate 1.5k` is 1500/s).
 fn parse_rate(text: &str) -> Result<f64, String> {
-    parse_bounded(text, (MIN_RATE, MAX_RATE), "a rate in requests per second")
+    within(
+        text,
+        parse_si_number(text).ok(),
+        (MIN_RATE, MAX_RATE),
+        "a rate in requests per second",
+    )
 }
 
 fn parse_stage(text: &str) -> Result<Stage, String> {
@@ -445,7 +461,12 @@ fn parse_stage(text: &str) -> Result<Stage, String> {
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {
-    parse_bounded(text, (MIN_SCALE, MAX_SCALE), "a factor (example: 0.01)")
+    within(
+        text,
+        text.parse().ok(),
+        (MIN_SCALE, MAX_SCALE),
+        "a factor (example: 0.01)",
+    )
 }
 
 /// A `--step-duration`: long enough to measure something, short enough for a search to end.
