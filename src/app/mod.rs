@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::error::ErrorKind as ClapErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind as ClapErrorKind};
 use clap::{CommandFactory, Parser};
 
 use crate::app::sweep::Sweep;
@@ -72,9 +72,10 @@ fn with_stdout_checked(status: u8) -> u8 {
 
 /// Parses the arguments and runs the command; returns the exit status.
 fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(error) => return clap_exit(&error),
+        Err(error) => return clap_exit(&error, &args),
     };
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(&args),
@@ -130,8 +131,9 @@ fn manual() -> Result<u8> {
     Ok(0)
 }
 
-/// Help and version go to stdout with status 0; any other parse error is one line and status 2.
-fn clap_exit(error: &clap::Error) -> u8 {
+/// Help and version go to stdout with status 0; any other parse error is one line and status 2:
+/// another tool's flag (`-z`, `-R`) says what to write here instead.
+fn clap_exit(error: &clap::Error, args: &[OsString]) -> u8 {
     if matches!(
         error.kind(),
         ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion
@@ -139,10 +141,15 @@ fn clap_exit(error: &clap::Error) -> u8 {
         crate::console::note(error.print());
         return 0;
     }
-    errln!(
-        "h2load-rs: {}",
-        error::clipped(one_line(&error.render().to_string()))
-    );
+    let foreign = match (error.kind(), error.get(ContextKind::InvalidArg)) {
+        (ClapErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => {
+            cli::habits::for_unknown_flag(flag, args)
+                .map(|suggestion| format!("unexpected argument '{flag}': {suggestion}"))
+        }
+        _ => None,
+    };
+    let message = foreign.unwrap_or_else(|| one_line(&error.render().to_string()));
+    errln!("h2load-rs: {}", error::clipped(message));
     error::USAGE
 }
 

@@ -113,9 +113,15 @@ pub struct LoadArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
 
-    /// Send this file as the request body (the method becomes POST unless --method is given).
+    /// Send this file as the request body (h2load's -d; curl's -d @FILE is the same), the method
+    /// becoming POST unless --method is given.
     #[arg(short = 'd', long = "data", value_name = "FILE")]
     pub data: Option<PathBuf>,
+
+    /// Send TEXT as the request body (curl's and oha's -d '…'), the method becoming POST unless
+    /// --method is given; placeholders as in a -d file.
+    #[arg(long = "body", value_name = "TEXT", conflicts_with = "data")]
+    pub body: Option<String>,
 
     /// Request method [default: GET, or POST with -d].
     #[arg(long = "method", value_name = "METHOD")]

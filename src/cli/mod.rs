@@ -4,6 +4,7 @@
 
 pub mod exposure;
 mod grpc;
+pub(crate) mod habits;
 pub mod input;
 mod k8s;
 pub mod limits;
