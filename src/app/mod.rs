@@ -121,14 +121,40 @@ fn completions(shell: clap_complete::Shell) -> Result<u8> {
     Ok(0)
 }
 
-/// Prints the manual page, generated from the same definitions as `--help`.
+/// Prints the manual page, generated from the same definitions as `--help`: its options under
+/// the same headings, and its examples in an EXAMPLES section (clap_mangen would fill
+/// `--help`'s examples into one paragraph).
 fn manual() -> Result<u8> {
+    let man = clap_mangen::Man::new(Cli::command());
     let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut page)
-        .context("cannot render the manual page")?;
+    let rendered: std::io::Result<()> = (|| {
+        man.render_title(&mut page)?;
+        man.render_name_section(&mut page)?;
+        man.render_synopsis_section(&mut page)?;
+        man.render_description_section(&mut page)?;
+        man.render_options_section(&mut page)?;
+        man.render_subcommands_section(&mut page)?;
+        page.extend_from_slice(roff_examples().as_bytes());
+        man.render_version_section(&mut page)
+    })();
+    rendered.context("cannot render the manual page")?;
     out!("{}", String::from_utf8_lossy(&page));
     Ok(0)
+}
+
+/// The manual page's EXAMPLES section: each example's words as a roman line, its command
+/// unfilled in bold, its backslashes and hyphens escaped for roff.
+fn roff_examples() -> String {
+    let escape = |text: &str| text.replace('\\', "\\e").replace('-', "\\-");
+    let mut section = String::from(".SH EXAMPLES\n");
+    for (what, command) in cli::EXAMPLES {
+        section.push_str(&format!(
+            ".PP\n\\&{}\n.nf\n.RS 4\n\\fB{}\\fR\n.RE\n.fi\n",
+            escape(what),
+            escape(command)
+        ));
+    }
+    section
 }
 
 /// Help and version go to stdout with status 0; any other parse error is one line and status 2:

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{assert_usage_error, h2load_rs, h2load_rs_within, url};
+use crate::common::{assert_usage_error, h2load_rs, h2load_rs_within, run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -182,4 +182,85 @@ fn until_stable_runs_until_stable_and_every_output_says_so() {
         capped.output.stdout
     );
     assert_eq!(capped.cell()["until_stable"]["reached"], false);
+}
+
+/// The headings of `--help`, in their order, with a flag each holds.
+const HEADINGS: [(&str, &str); 10] = [
+    ("Requests:", "--body <TEXT>"),
+    ("Load shape:", "--requests <N>"),
+    ("Rate:", "--rate <R[,R...]>"),
+    ("Connections:", "--connect-timeout <DURATION>"),
+    ("TLS:", "--insecure"),
+    ("Protocol:", "--proto <PROTO[,PROTO...]>"),
+    ("Output:", "--json <FILE>"),
+    (
+        "Built-in target (when no URL is given):",
+        "--target-delay <DURATION>",
+    ),
+    ("Response checks:", "--expect-status <CODE[,CODE...]>"),
+    ("gRPC:", "--grpc <METHOD>"),
+];
+
+/// `--help` groups the load test's options under headings, each flag under its own, and ends
+/// with examples; the manual page has the same headings as sections, then EXAMPLES.
+#[test]
+fn help_and_manual_group_the_options_and_end_with_examples() {
+    for flag in ["-h", "--help"] {
+        let help = run_command(BIN, &[flag]);
+        assert_eq!(help.code, 0, "{}", help.stderr);
+        let at = |line: &str| {
+            help.stdout
+                .lines()
+                .position(|candidate| candidate == line)
+                .unwrap_or_else(|| panic!("{flag}: no line '{line}' in\n{}", help.stdout))
+        };
+        let starts: Vec<usize> = HEADINGS.iter().map(|(heading, _)| at(heading)).collect();
+        assert!(
+            starts.windows(2).all(|pair| pair[0] < pair[1]),
+            "{starts:?}"
+        );
+        let examples = at("Examples:");
+        assert!(starts.iter().all(|start| *start < examples));
+        for (index, (heading, option)) in HEADINGS.iter().enumerate() {
+            let end = starts.get(index + 1).copied().unwrap_or(examples);
+            let holds = help.stdout.lines().enumerate().any(|(line_at, line)| {
+                (starts[index]..end).contains(&line_at) && line.contains(option)
+            });
+            assert!(holds, "{flag}: {option} is not under {heading}");
+        }
+        let tail: Vec<&str> = help.stdout.lines().skip(examples + 1).collect();
+        assert_eq!(tail.len(), 18, "{flag}: {tail:?}");
+        assert!(tail.iter().step_by(2).all(|line| line.starts_with("  # ")));
+        assert!(tail
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|line| line.starts_with("  h2load-rs ")));
+    }
+    let manual = run_command(BIN, &["man"]);
+    assert_eq!(manual.code, 0, "{}", manual.stderr);
+    let sections: Vec<&str> = manual
+        .stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix(".SH "))
+        .collect();
+    let mut expected = vec!["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS"];
+    let upper: Vec<String> = HEADINGS
+        .iter()
+        .map(|(heading, _)| heading.trim_end_matches(':').to_uppercase())
+        .collect();
+    expected.extend(upper.iter().map(String::as_str));
+    expected.extend(["SUBCOMMANDS", "EXAMPLES", "VERSION"]);
+    let sections: Vec<String> = sections
+        .iter()
+        .map(|s| s.trim_matches('"').to_owned())
+        .collect();
+    assert_eq!(sections, expected);
+    assert!(
+        manual
+            .stdout
+            .contains("\\fBh2load\\-rs \\-n 10k \\-c 10\\fR"),
+        "{}",
+        manual.stdout
+    );
 }
