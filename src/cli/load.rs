@@ -203,7 +203,8 @@ pub struct LoadArgs {
     /// thread; fails with status 1 where the kernel refuses it) or auto (io_uring if the kernel
     /// allows it, else epoll). Connections through --proxy and with --tls-early-data stay on
     /// epoll, and --proto h3 always runs on its UDP socket over epoll.
-    #[arg(help_heading = PROTOCOL,
+    #[arg(
+        help_heading = PROTOCOL,
         long = "io",
         value_name = "BACKEND",
         value_enum,
