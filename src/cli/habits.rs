@@ -1,8 +1,9 @@
 //! Habits from other load tools: a flag that means something else here (oha's `-q`, wrk's and
-//! curl's `-d`), or nothing (oha's `-z`, wrk2's `-R`), and a URL without its scheme (ghz's
-//! `host:port`) each get one line that says what to write instead, as a usage error (exit 2).
-//! Each suggestion is made only where the command line cannot mean anything else: an unknown
-//! flag, a "URL" that is a bare number, a `-d` FILE that does not exist.
+//! curl's `-d`) or nothing (oha's `-z`, wrk2's `-R`) gets one line that says what to write
+//! instead, as a usage error (exit 2). Each suggestion is made only where the command line
+//! cannot mean anything else: an unknown flag, a "URL" that is a bare number, a `-d` FILE that
+//! does not exist. (A URL without its scheme, ghz's `host:port`, is answered where URLs are
+//! read, `plan::build` and `plan::target`, which show it without its credentials.)
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -53,15 +54,6 @@ pub(crate) fn check(args: &LoadArgs) -> Result<()> {
             usage_bail!("-q is --quiet here and '{rate}' is not a URL: for oha's -q {rate} (requests per second) write --rate {rate}");
         }
     }
-    if let Some(url) = args.urls.iter().find(|url| !has_scheme(url)) {
-        let url = as_typed(url);
-        match args.grpc.grpc_method.is_some() {
-            true => usage_bail!("URL '{url}' has no scheme (ghz's host:port): write http://{url} for h2c, or https://{url} for TLS"),
-            false => usage_bail!(
-                "URL '{url}' has no scheme: write http://{url} (or https://{url} for TLS)"
-            ),
-        }
-    }
     if let Some(path) = &args.data {
         check_data(path, args.grpc.grpc_method.is_some())?;
     }
@@ -75,11 +67,6 @@ fn as_typed(text: &str) -> String {
         true => text.to_owned(),
         false => quoted(text).to_string(),
     }
-}
-
-/// A URL, or the path that may follow one; an `-i` file's lines are read elsewhere.
-fn has_scheme(url: &str) -> bool {
-    url.contains("://") || url.starts_with('/')
 }
 
 /// `-d TEXT` where h2load's `-d FILE` finds no file: wrk's `-d 10s` (a duration) or curl's and
@@ -167,14 +154,6 @@ mod tests {
                 &["-d", "[1]", "--grpc", "/a.B/C", url],
                 "(ghz's -d) write --grpc-data '[1]'",
             ),
-            (
-                &["127.0.0.1:8080/ping"],
-                "has no scheme: write http://127.0.0.1:8080/ping",
-            ),
-            (
-                &["--grpc", "/a.B/C", "127.0.0.1:50051"],
-                "(ghz's host:port): write http://127.0.0.1:50051 for h2c",
-            ),
         ] {
             let said = checked(words).unwrap_or_default();
             assert!(said.contains(says), "{words:?}: {said}");
@@ -185,7 +164,7 @@ mod tests {
             &["-d", existing, url],
             &["-d", "/nonexistent/body", url],
             &["-d", "@/nonexistent/body", url],
-            &[url, "/other-path"],
+            &["127.0.0.1:8080/ping"],
         ] {
             assert_eq!(checked(fine), None, "{fine:?}");
         }

@@ -41,6 +41,13 @@ pub fn build(
     crate::cli::habits::check(args)?;
     objective::check_slo(&args.slo)?;
     let urls = grpc_url(args, urls, cell)?;
+    if let Some(url) = urls
+        .iter()
+        .find(|url| args.grpc.grpc_method.is_some() && !url.contains("://"))
+    {
+        let url = crate::error::quoted(&super::target::shown(url)).to_string();
+        usage_bail!("URL '{url}' has no scheme (ghz's host:port): write http://{url} for h2c, or https://{url} for TLS");
+    }
     let parsed = parse_target(urls, file_urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
@@ -109,8 +116,11 @@ pub fn build(
 
     let grpc = grpc_plan(&args.grpc)?;
     if grpc.is_some() {
-        if args.data.is_some() || args.body.is_some() {
-            usage_bail!("-d and --body cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
+        if let Some(flag) = [(args.data.is_some(), "-d"), (args.body.is_some(), "--body")]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+        {
+            usage_bail!("{flag} cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
         }
         if parsed.paths.len() > 1 {
             usage_bail!(

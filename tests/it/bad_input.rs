@@ -91,7 +91,7 @@ fn sixty_bad_inputs() {
         (vec!["-n", "0", &good], 2, "at least 1"),
         (vec!["-n", "3y", &good], 2, "-n takes a request count"),
         (vec!["-n", "1.5", &good], 2, "'1.5' is not a whole number"),
-        (vec!["-c", "1,1.5k", &good], 2, "--clients"),
+        (vec!["-c", "1,1.5", &good], 2, "--clients"),
         (vec!["-w", "31", &good], 2, "--window-bits"),
         (vec!["-W", "99", &good], 2, "--connection-window-bits"),
         (vec!["--proto", "h3", &good], 2, "h3"),
