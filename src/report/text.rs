@@ -65,7 +65,7 @@ fn listed(counts: &[(String, u64)]) -> String {
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
-        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}",
         summary.cell.label,
         summary
             .cell
@@ -77,6 +77,14 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         counters.errored,
         summary.requests_per_s,
         format_micros(summary.latency.request.percentiles.p99 as f64),
+        summary.until_stable.map_or(String::new(), |stable| format!(
+            ", until stable (±{:.1}%): {}",
+            stable.target_pct,
+            match stable.stopped_after_s {
+                Some(after) => format!("reached after {after:.1}s"),
+                None => "not reached".to_owned(),
+            }
+        )),
         if summary.interrupted {
             " (interrupted)"
         } else {
@@ -356,7 +364,7 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             )?,
             None => writeln!(
                 out,
-                "until stable (±{:.1}%): not reached; the cap (-n/-D) or a signal ended the run first ({widths}): measure longer",
+                "until stable (±{:.1}%): not reached; the cap (-n, -D, or 10 minutes without them) or a signal ended the run first ({widths}): measure longer",
                 stable.target_pct
             )?,
         }

@@ -14,6 +14,7 @@ mod faults;
 mod figures;
 mod grpc;
 mod h3;
+mod habits;
 mod hostile;
 mod io;
 mod k8s;
