@@ -142,6 +142,10 @@ pub struct ResponseReader {
     /// The run's response checks, if any, and what the current response has shown of them.
     checks: Option<Arc<Checks>>,
     check: ResponseCheck,
+    /// Whether to keep the first bytes of 4xx/5xx bodies (until the run has one).
+    keep_error_bodies: bool,
+    /// The first bytes of the current response's body, if it is a 4xx/5xx and they are kept.
+    error_body: Vec<u8>,
 }
 
 impl ResponseReader {
@@ -155,7 +159,21 @@ impl ResponseReader {
             trailers: 0,
             checks: None,
             check: ResponseCheck::default(),
+            keep_error_bodies: true,
+            error_body: Vec::new(),
         }
+    }
+
+    /// The first bytes of the last final response's body when its status was 4xx/5xx and they
+    /// were kept (see [`ResponseReader::stop_keeping_error_bodies`]).
+    pub fn error_body(&self) -> &[u8] {
+        &self.error_body
+    }
+
+    /// Keeps no more error bodies: the run has the one it reports.
+    pub fn stop_keeping_error_bodies(&mut self) {
+        self.keep_error_bodies = false;
+        self.error_body = Vec::new();
     }
 
     /// A reader that also follows the response checks (`--expect-*`), when there are any.
@@ -171,10 +189,13 @@ impl ResponseReader {
         &self.check
     }
 
-    /// Searches body bytes for `--expect-body-contains`.
+    /// Searches body bytes for `--expect-body-contains`, and keeps an error body's first bytes.
     fn scan(&mut self, body: &[u8]) {
         if let Some(checks) = &self.checks {
             checks.scan_body(&mut self.check.body, body);
+        }
+        if self.status >= 400 && self.keep_error_bodies {
+            super::gather_error_body(&mut self.error_body, body);
         }
     }
 
@@ -225,6 +246,7 @@ impl ResponseReader {
                         return Ok((used, Event::Interim));
                     }
                     self.status = status;
+                    self.error_body.clear();
                     self.part = self.body_kind(&response)?;
                     if let Some(checks) = &self.checks {
                         self.check = ResponseCheck::default();

@@ -16,6 +16,17 @@ pub mod request;
 /// (h1, h2, h3); more is a protocol error.
 pub(crate) const MAX_INTERIM: u32 = 16;
 
+/// How much of a 4xx/5xx response's body a session keeps for the report (of the first such
+/// response only): enough for an error page's title or a JSON error's message.
+pub(crate) const ERROR_BODY_KEPT: usize = 200;
+
+/// Appends what fits of `piece`, a part of an error response's body, to `kept` (at most
+/// [`ERROR_BODY_KEPT`] bytes in all).
+pub(crate) fn gather_error_body(kept: &mut Vec<u8>, piece: &[u8]) {
+    let room = ERROR_BODY_KEPT.saturating_sub(kept.len());
+    kept.extend_from_slice(&piece[..piece.len().min(room)]);
+}
+
 /// Whether `first`, a server's first bytes, start a TLS record (a handshake or an alert, major
 /// version 3): what a TLS port answers a cleartext request with.
 pub(crate) fn is_tls_record(first: &[u8]) -> bool {

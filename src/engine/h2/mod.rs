@@ -99,6 +99,10 @@ pub(crate) struct H2Session<'t> {
     max_send_frame: usize,
     unacked: i64,
     data: Option<DataInProgress>,
+    /// The stream whose 4xx/5xx body this connection gathers the first bytes of, and those bytes.
+    error_body: Option<(u32, Vec<u8>)>,
+    /// Whether to gather one: until the first error response this connection completes.
+    keep_error_bodies: bool,
     headers: Option<HeaderBlock>,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
@@ -153,6 +157,8 @@ impl<'t> H2Session<'t> {
             max_send_frame: frame::MIN_MAX_FRAME_SIZE,
             unacked: 0,
             data: None,
+            error_body: None,
+            keep_error_bodies: true,
             headers: None,
             decoder: hpack::Decoder::new(settings.header_table_size as usize),
             encoder: hpack::Encoder::new(template.field_count()),
