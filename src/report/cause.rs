@@ -100,11 +100,11 @@ fn from_symptom(symptom: Symptom, message: &str, summary: &Summary) -> Cause {
         ),
         Symptom::TlsPort => {
             let url = summary.settings.urls.first().map_or(String::new(), |url| {
-                format!(" ({})", url.replacen("http://", "https://", 1))
+                format!(", as in {}", url.replacen("http://", "https://", 1))
             });
             cause(
                 "tls_port",
-                format!("this port speaks TLS: use https://{url}; it answered the cleartext request with a TLS record"),
+                format!("this port speaks TLS: use https://{url} (it answered the cleartext request with a TLS record)"),
             )
         }
         Symptom::Refused => cause(
@@ -141,7 +141,7 @@ fn error_status(
                 false => format!("a 4xx/5xx status (the first: {})", response.status),
             };
             format!(
-                "the server answered {how_many} with {status}; {}",
+                "the server answered {how_many} with {status} ({})",
                 body_words(&response.body)
             )
         }
@@ -168,7 +168,7 @@ fn body_words(body: &[u8]) -> String {
         true => "…",
         false => "",
     };
-    format!("its body began: {}{cut}", words.join(" "))
+    format!("its body began \"{}{cut}\"", words.join(" "))
 }
 
 fn errors(summary: &Summary, total: u64) -> Cause {
@@ -183,20 +183,24 @@ fn errors(summary: &Summary, total: u64) -> Cause {
         },
     };
     let failed = requests.counters.failed;
-    let what = match requests.counters.succeeded {
-        0 => "no request succeeded".to_owned(),
-        _ => format!(
-            "{failed} of {} ({:.1}%) failed",
-            counted(total, "request"),
-            percent(failed, total)
-        ),
+    let prefix = match requests.counters.succeeded {
+        0 => "no request succeeded: ",
+        _ => "",
     };
+    let share = format!(
+        "{prefix}{failed} of {} ({:.1}%) failed",
+        counted(total, "request"),
+        percent(failed, total)
+    );
     let most = match kind {
-        Some(kind) => format!("most ({count}) with {}: {}", kind.name(), meaning(kind)),
-        None if requests.in_flight_at_stop > 0 => {
-            "most were still in flight when the run stopped".to_owned()
+        Some(kind) if count >= failed => {
+            format!(" with {}, meaning {}", kind.name(), meaning(kind))
         }
-        None => "none got an answer".to_owned(),
+        Some(kind) => format!(", {count} with {}, meaning {}", kind.name(), meaning(kind)),
+        None if requests.in_flight_at_stop > 0 => {
+            ", most still in flight when the run stopped".to_owned()
+        }
+        None => String::new(),
     };
     let first = summary
         .first_error
@@ -204,7 +208,7 @@ fn errors(summary: &Summary, total: u64) -> Cause {
         .map_or(String::new(), |first| {
             format!(" (the first error: {first})")
         });
-    cause("errors", format!("{what}, {most}{first}"))
+    cause("errors", format!("{share}{most}{first}"))
 }
 
 /// The kind with the highest count, by name (`None` when none is above 0).
@@ -229,13 +233,13 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::Tls => "the TLS handshake failed",
         ErrorKind::Timeout => "no complete answer within the timeouts (a server too slow or stuck; see --request-timeout)",
         ErrorKind::Closed => "the server closed connections before answering (it may limit connections or requests per connection)",
-        ErrorKind::Reset => "the server reset connections (TCP RST): it crashed, is overloaded, or refuses the load",
-        ErrorKind::Goaway => "the server sent GOAWAY and did not process them",
-        ErrorKind::Refused => "the server refused the streams (REFUSED_STREAM) on every attempt: it is overloaded",
+        ErrorKind::Reset => "the server reset the connections (TCP RST; it crashed, is overloaded, or refuses the load)",
+        ErrorKind::Goaway => "the server sent GOAWAY before processing them",
+        ErrorKind::Refused => "the server refused the streams (REFUSED_STREAM) on every attempt, as an overloaded server does",
         ErrorKind::StreamReset => "the server reset the streams (RST_STREAM)",
         ErrorKind::Protocol => "the server's answers broke the protocol (or it speaks another one)",
         ErrorKind::Check => "the responses failed an --expect-* check",
-        ErrorKind::GrpcStatusMissing => "the gRPC responses carried no grpc-status: is it a gRPC server, and the method's path right?",
+        ErrorKind::GrpcStatusMissing => "the gRPC responses carried no grpc-status (is it a gRPC server, and the method's path right?)",
         ErrorKind::GrpcFraming => "the gRPC response bodies were not well-framed messages",
         ErrorKind::GrpcTooLarge => "a gRPC message was larger than --grpc-max-message",
         ErrorKind::GrpcCompressed => "a gRPC message was compressed with no grpc-encoding named",
@@ -263,9 +267,9 @@ mod tests {
         assert_eq!(body_words(b""), "its body was empty");
         assert_eq!(
             body_words(b"<html>\r\n  <title>503</title>\n</html>"),
-            "its body began: <html> <title>503</title> </html>"
+            "its body began \"<html> <title>503</title> </html>\""
         );
         let long = vec![b'x'; crate::proto::ERROR_BODY_KEPT];
-        assert!(body_words(&long).ends_with("x…"));
+        assert!(body_words(&long).ends_with("x…\""));
     }
 }
