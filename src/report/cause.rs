@@ -175,13 +175,23 @@ fn errors(summary: &Summary, total: u64) -> Cause {
     let requests = &summary.requests;
     // Requests never sent have no kind of their own: the connection attempts' failures are why.
     let by_requests = dominant(&summary.request_errors);
-    let (kind, count) = match by_requests {
+    let (mut kind, mut count) = match by_requests {
         Some((kind, count)) if count >= requests.never_sent => (kind, count),
         _ => match dominant(&summary.connection_errors) {
             Some((kind, _)) => (kind, requests.never_sent),
             None => (None, requests.never_sent),
         },
     };
+    // Complete responses that failed a check are no request error, but may be most failures.
+    let checks = summary
+        .checks
+        .as_ref()
+        .filter(|checks| checks.failed > count);
+    let mut first = summary.first_error.as_deref();
+    if let Some(checks) = checks {
+        (kind, count) = (Some(ErrorKind::Check), checks.failed);
+        first = checks.first_mismatch.as_deref().or(first);
+    }
     let failed = requests.counters.failed;
     let prefix = match requests.counters.succeeded {
         0 => "no request succeeded: ",

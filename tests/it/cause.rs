@@ -63,6 +63,9 @@ fn h2c_to_an_http1_only_server_says_use_h1() {
         "http1_only",
         "the server speaks HTTP/1.1 only: use --h1 (or --proto h1)",
     );
+    // docs/json.md shows this very cause.
+    let documented = crate::docs::json_example("## When a run fails (`cause`)");
+    assert_eq!(documented["cause"], run.cell()["cause"]);
     // The fix works: the same server with --h1 answers every request.
     let fixed = h2load_rs(&["-n", "100", "-c", "2", "--h1", &url]);
     assert_eq!(fixed.output.code, 0, "{}", fixed.output.stdout);
