@@ -319,9 +319,6 @@ impl<'a> Sweep<'a> {
 
     fn print_summary(&self, summary: &Summary) {
         if self.args.quiet {
-            if let Some(line) = report::text::cause_line(summary) {
-                outln!("{line}");
-            }
             outln!("{}", report::text::one_line(summary));
         } else {
             out!("{}", paint(&report::text::render(summary), self.color()));

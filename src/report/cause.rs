@@ -212,12 +212,9 @@ fn errors(summary: &Summary, total: u64) -> Cause {
         }
         None => String::new(),
     };
-    let first = summary
-        .first_error
-        .as_deref()
-        .map_or(String::new(), |first| {
-            format!(" (the first error: {first})")
-        });
+    let first = first.map_or(String::new(), |first| {
+        format!(" (the first error: {first})")
+    });
     cause("errors", format!("{share}{most}{first}"))
 }
 

@@ -16,7 +16,7 @@ pub(crate) fn render(summary: &Summary) -> String {
 }
 
 /// Why the cell failed, the report's first line (`None` when it did not fail).
-pub(crate) fn cause_line(summary: &Summary) -> Option<String> {
+fn cause_line(summary: &Summary) -> Option<String> {
     let cause = summary.cause.as_ref()?;
     Some(format!("failed: {}", cause.text))
 }
