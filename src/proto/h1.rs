@@ -540,6 +540,44 @@ mod tests {
     }
 
     #[test]
+    fn an_error_body_is_kept_to_its_first_bytes_split_anywhere_and_no_other() {
+        let body = [b'x'; 300];
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+        wire.extend(b"HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n");
+        wire.extend(body);
+        wire.extend(b"\r\n0\r\n\r\n");
+        for cut in 1..wire.len() {
+            let (mut reader, mut counts) = (ResponseReader::new(false), ByteCounts::default());
+            let mut kept = Vec::new();
+            let mut buffer = Vec::new();
+            for piece in [&wire[..cut], &wire[cut..]] {
+                buffer.extend_from_slice(piece);
+                loop {
+                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
+                    buffer.drain(..used);
+                    match event {
+                        Event::NeedMore => break,
+                        Event::Interim => {}
+                        Event::Complete { status, .. } => {
+                            kept.push((status, reader.error_body().to_vec()))
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                kept,
+                [
+                    (200, vec![]),
+                    (503, body[..super::super::ERROR_BODY_KEPT].to_vec())
+                ],
+                "cut at {cut}"
+            );
+            reader.stop_keeping_error_bodies();
+            assert!(reader.error_body().is_empty());
+        }
+    }
+
+    #[test]
     fn body_without_length_ends_at_eof() {
         let wire = b"HTTP/1.0 200 OK\r\n\r\nstreamed until close";
         let (completed, counts) = parse_in_pieces(wire, 4, true);
