@@ -454,6 +454,30 @@ mod tests {
         (completed, counts)
     }
 
+    /// Feeds `wire` to `reader` in two pieces cut at `cut`, calling `complete` with the reader
+    /// and the status at each final response.
+    fn feed_cut(
+        reader: &mut ResponseReader,
+        counts: &mut ByteCounts,
+        wire: &[u8],
+        cut: usize,
+        mut complete: impl FnMut(&ResponseReader, u16),
+    ) {
+        let mut buffer = Vec::new();
+        for piece in [&wire[..cut], &wire[cut..]] {
+            buffer.extend_from_slice(piece);
+            loop {
+                let (used, event) = reader.step(&buffer, counts).unwrap();
+                buffer.drain(..used);
+                match event {
+                    Event::NeedMore => break,
+                    Event::Interim => {}
+                    Event::Complete { status, .. } => complete(reader, status),
+                }
+            }
+        }
+    }
+
     #[test]
     fn content_length_chunked_and_interim_responses_in_one_stream() {
         let mut wire = Vec::new();
@@ -500,21 +524,9 @@ mod tests {
             let mut reader = ResponseReader::checking(false, Some(&checks));
             let mut counts = ByteCounts::default();
             let mut verdicts = Vec::new();
-            let mut buffer = Vec::new();
-            for piece in [&wire[..cut], &wire[cut..]] {
-                buffer.extend_from_slice(piece);
-                loop {
-                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
-                    buffer.drain(..used);
-                    match event {
-                        Event::NeedMore => break,
-                        Event::Interim => {}
-                        Event::Complete { status, .. } => {
-                            verdicts.push(checks.judge(status, reader.check()));
-                        }
-                    }
-                }
-            }
+            feed_cut(&mut reader, &mut counts, &wire, cut, |reader, status| {
+                verdicts.push(checks.judge(status, reader.check()));
+            });
             assert_eq!(
                 verdicts,
                 [
@@ -549,21 +561,9 @@ mod tests {
         for cut in 1..wire.len() {
             let (mut reader, mut counts) = (ResponseReader::new(false), ByteCounts::default());
             let mut kept = Vec::new();
-            let mut buffer = Vec::new();
-            for piece in [&wire[..cut], &wire[cut..]] {
-                buffer.extend_from_slice(piece);
-                loop {
-                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
-                    buffer.drain(..used);
-                    match event {
-                        Event::NeedMore => break,
-                        Event::Interim => {}
-                        Event::Complete { status, .. } => {
-                            kept.push((status, reader.error_body().to_vec()))
-                        }
-                    }
-                }
-            }
+            feed_cut(&mut reader, &mut counts, &wire, cut, |reader, status| {
+                kept.push((status, reader.error_body().to_vec()));
+            });
             assert_eq!(
                 kept,
                 [
