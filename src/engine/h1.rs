@@ -164,13 +164,7 @@ impl<'t> H1Session<'t> {
             },
             self.reader.check(),
         );
-        if status >= 400 {
-            // The run quotes its first error response; a connection gathers one at most.
-            if ledger.wants_error_body() {
-                ledger.error_response(status, self.reader.error_body());
-            }
-            self.reader.stop_keeping_error_bodies();
-        }
+        ledger.error_response(status, self.reader.error_body());
     }
 
     /// The server ended the connection: requests it had not answered go again when the method

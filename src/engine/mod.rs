@@ -531,20 +531,26 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    /// Whether the body of a 4xx/5xx response being read should be kept (none is yet).
-    pub(crate) fn wants_error_body(&self) -> bool {
-        self.shared.recorder.borrow().wants_error_body()
+    /// A response completed with `status`: if it is a 4xx/5xx, the run keeps its status and the
+    /// first bytes of its body (`body`) unless it has one, and the connection gathers no more
+    /// (one per connection at most, so nothing is copied once the run has its one).
+    pub(crate) fn error_response(&self, status: u16, body: &mut crate::proto::ErrorBody) {
+        if status < 400 {
+            return;
+        }
+        self.keep_error_response(status, body.bytes());
+        body.stop();
     }
 
-    /// A 4xx/5xx response's status and the first bytes of its body.
-    pub(crate) fn error_response(&self, status: u16, body: &[u8]) {
-        self.shared
-            .recorder
-            .borrow_mut()
-            .error_response(crate::recorder::ErrorResponse {
+    /// Keeps a 4xx/5xx response's status and the first bytes of its body, if the run has none.
+    pub(crate) fn keep_error_response(&self, status: u16, body: &[u8]) {
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.wants_error_body() {
+            recorder.error_response(crate::recorder::ErrorResponse {
                 status,
                 body: body.to_vec(),
             });
+        }
     }
 
     /// Records that the client closed this connection itself (a timeout), not the server.

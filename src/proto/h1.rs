@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
 use super::request::{write_decimal, RequestParts};
+use super::ErrorBody;
 
 /// The largest response head accepted (status line and header fields).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -142,10 +143,8 @@ pub struct ResponseReader {
     /// The run's response checks, if any, and what the current response has shown of them.
     checks: Option<Arc<Checks>>,
     check: ResponseCheck,
-    /// Whether to keep the first bytes of 4xx/5xx bodies (until the run has one).
-    keep_error_bodies: bool,
-    /// The first bytes of the current response's body, if it is a 4xx/5xx and they are kept.
-    error_body: Vec<u8>,
+    /// The first bytes of the current response's body, if it is a 4xx/5xx.
+    error_body: ErrorBody,
 }
 
 impl ResponseReader {
@@ -159,21 +158,13 @@ impl ResponseReader {
             trailers: 0,
             checks: None,
             check: ResponseCheck::default(),
-            keep_error_bodies: true,
-            error_body: Vec::new(),
+            error_body: ErrorBody::default(),
         }
     }
 
-    /// The first bytes of the last final response's body when its status was 4xx/5xx and they
-    /// were kept (see [`ResponseReader::stop_keeping_error_bodies`]).
-    pub fn error_body(&self) -> &[u8] {
-        &self.error_body
-    }
-
-    /// Keeps no more error bodies: the run has the one it reports.
-    pub fn stop_keeping_error_bodies(&mut self) {
-        self.keep_error_bodies = false;
-        self.error_body = Vec::new();
+    /// The first bytes of the last final response's body when its status was 4xx/5xx.
+    pub fn error_body(&mut self) -> &mut ErrorBody {
+        &mut self.error_body
     }
 
     /// A reader that also follows the response checks (`--expect-*`), when there are any.
@@ -194,9 +185,7 @@ impl ResponseReader {
         if let Some(checks) = &self.checks {
             checks.scan_body(&mut self.check.body, body);
         }
-        if self.status >= 400 && self.keep_error_bodies {
-            super::gather_error_body(&mut self.error_body, body);
-        }
+        self.error_body.gather(self.status, body);
     }
 
     /// Consumes a prefix of `bytes`, adding what it parsed to `counts`; returns how much it used
@@ -246,7 +235,7 @@ impl ResponseReader {
                         return Ok((used, Event::Interim));
                     }
                     self.status = status;
-                    self.error_body.clear();
+                    self.error_body.start();
                     self.part = self.body_kind(&response)?;
                     if let Some(checks) = &self.checks {
                         self.check = ResponseCheck::default();
@@ -562,7 +551,7 @@ mod tests {
             let (mut reader, mut counts) = (ResponseReader::new(false), ByteCounts::default());
             let mut kept = Vec::new();
             feed_cut(&mut reader, &mut counts, &wire, cut, |reader, status| {
-                kept.push((status, reader.error_body().to_vec()));
+                kept.push((status, reader.error_body.bytes().to_vec()));
             });
             assert_eq!(
                 kept,
@@ -572,8 +561,8 @@ mod tests {
                 ],
                 "cut at {cut}"
             );
-            reader.stop_keeping_error_bodies();
-            assert!(reader.error_body().is_empty());
+            reader.error_body().stop();
+            assert!(reader.error_body().bytes().is_empty());
         }
     }
 

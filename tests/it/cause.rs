@@ -132,6 +132,19 @@ fn a_4xx_over_h2c_shows_the_status_and_the_body() {
 }
 
 #[test]
+fn a_4xx_over_h3_shows_the_status_and_the_body() {
+    let target = TargetProcess::start(&[], &["--threads", "1", "--tls"]);
+    let url = format!("{}/no/such/path", target.base);
+    let run = h2load_rs(&["--proto", "h3", "-k", "-n", "20", &url]);
+    assert_cause(
+        &run,
+        "error_status",
+        "the server answered every request with status 404 (its body began \"not found\")",
+    );
+    assert_eq!(run.cell()["protocol"]["negotiated"], "h3");
+}
+
+#[test]
 fn a_ca_certificate_as_the_server_certificate_is_worded_for_people() {
     let certs = concat!(env!("CARGO_MANIFEST_DIR"), "/certs");
     let (cert, key) = (format!("{certs}/ca.crt"), format!("{certs}/ca.key"));

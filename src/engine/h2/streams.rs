@@ -164,9 +164,7 @@ impl<'t> H2Session<'t> {
             &stream.check,
         );
         if let Some((_, body)) = self.error_body.take_if(|(kept, _)| *kept == id) {
-            if ledger.wants_error_body() {
-                ledger.error_response(status, &body);
-            }
+            ledger.keep_error_response(status, &body);
             self.keep_error_bodies = false;
         }
     }
