@@ -538,19 +538,14 @@ impl<'a> Ledger<'a> {
         if status < 400 {
             return;
         }
-        self.keep_error_response(status, body.bytes());
-        body.stop();
-    }
-
-    /// Keeps a 4xx/5xx response's status and the first bytes of its body, if the run has none.
-    pub(crate) fn keep_error_response(&self, status: u16, body: &[u8]) {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.wants_error_body() {
             recorder.error_response(crate::recorder::ErrorResponse {
                 status,
-                body: body.to_vec(),
+                body: body.bytes().to_vec(),
             });
         }
+        body.stop();
     }
 
     /// Records that the client closed this connection itself (a timeout), not the server.

@@ -20,13 +20,6 @@ pub(crate) const MAX_INTERIM: u32 = 16;
 /// response only): enough for an error page's title or a JSON error's message.
 pub(crate) const ERROR_BODY_KEPT: usize = 200;
 
-/// Appends what fits of `piece`, a part of an error response's body, to `kept` (at most
-/// [`ERROR_BODY_KEPT`] bytes in all).
-pub(crate) fn gather_error_body(kept: &mut Vec<u8>, piece: &[u8]) {
-    let room = ERROR_BODY_KEPT.saturating_sub(kept.len());
-    kept.extend_from_slice(&piece[..piece.len().min(room)]);
-}
-
 /// The first bytes of the body of the 4xx/5xx response a parser is reading, gathered until the
 /// connection hands one over ([`ErrorBody::stop`]): no allocation before the first error
 /// response, none after.
@@ -45,7 +38,9 @@ impl ErrorBody {
     /// A piece of the body of a response with `status`: kept if it is an error and room is left.
     pub(crate) fn gather(&mut self, status: u16, piece: &[u8]) {
         if status >= 400 && !self.stopped {
-            gather_error_body(&mut self.bytes, piece);
+            let room = ERROR_BODY_KEPT.saturating_sub(self.bytes.len());
+            self.bytes
+                .extend_from_slice(&piece[..piece.len().min(room)]);
         }
     }
 

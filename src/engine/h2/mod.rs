@@ -38,7 +38,7 @@ use super::outgoing::Outgoing;
 use super::session::{Progress, Read, Session};
 use super::Ledger;
 use crate::proto::h2::{self as frame, write_frame};
-use crate::proto::hpack;
+use crate::proto::{hpack, ErrorBody};
 use crate::recorder::{ErrorKind, Failure, RequestStart};
 use control::window_update;
 pub(crate) use prepared::{settings_payload, H2Template};
@@ -100,9 +100,8 @@ pub(crate) struct H2Session<'t> {
     unacked: i64,
     data: Option<DataInProgress>,
     /// The stream whose 4xx/5xx body this connection gathers the first bytes of, and those bytes.
-    error_body: Option<(u32, Vec<u8>)>,
-    /// Whether to gather one: until the first error response this connection completes.
-    keep_error_bodies: bool,
+    error_stream: Option<u32>,
+    error_body: ErrorBody,
     headers: Option<HeaderBlock>,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
@@ -157,8 +156,8 @@ impl<'t> H2Session<'t> {
             max_send_frame: frame::MIN_MAX_FRAME_SIZE,
             unacked: 0,
             data: None,
-            error_body: None,
-            keep_error_bodies: true,
+            error_stream: None,
+            error_body: ErrorBody::default(),
             headers: None,
             decoder: hpack::Decoder::new(settings.header_table_size as usize),
             encoder: hpack::Encoder::new(template.field_count()),

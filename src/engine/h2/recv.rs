@@ -181,12 +181,9 @@ impl<'t> H2Session<'t> {
                 if let Some(checks) = &self.template.checks {
                     checks.scan_body(&mut stream.check.body, &input[..body_bytes]);
                 }
-                if let Some((_, kept)) = self
-                    .error_body
-                    .as_mut()
-                    .filter(|(id, _)| *id == data.stream)
-                {
-                    crate::proto::gather_error_body(kept, &input[..body_bytes]);
+                if self.error_stream == Some(data.stream) {
+                    self.error_body
+                        .gather(stream.status.unwrap_or(0), &input[..body_bytes]);
                 }
                 stream.received += body_bytes as u64;
                 if stream
@@ -415,8 +412,9 @@ impl<'t> H2Session<'t> {
                     rules.content_length
                 };
                 // The run quotes its first error response: a connection gathers one at most.
-                if status >= 400 && self.error_body.is_none() && self.keep_error_bodies {
-                    self.error_body = Some((pending.stream, Vec::new()));
+                if status >= 400 && self.error_stream.is_none() {
+                    self.error_stream = Some(pending.stream);
+                    self.error_body.start();
                 }
                 None
             }

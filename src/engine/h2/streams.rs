@@ -163,9 +163,8 @@ impl<'t> H2Session<'t> {
             },
             &stream.check,
         );
-        if let Some((_, body)) = self.error_body.take_if(|(kept, _)| *kept == id) {
-            ledger.keep_error_response(status, &body);
-            self.keep_error_bodies = false;
+        if self.error_stream.take_if(|kept| *kept == id).is_some() {
+            ledger.error_response(status, &mut self.error_body);
         }
     }
 }
