@@ -56,11 +56,13 @@ fn total(summary: &Summary) -> u64 {
         .max(counters.failed + counters.succeeded)
 }
 
-/// Whether the cell failed: it had requests, and none or not most of them succeeded.
+/// Whether the cell failed: none of its requests succeeded (a timed run that never connected
+/// has none), or most of them failed.
 pub(crate) fn failed(summary: &Summary) -> bool {
     let counters = &summary.requests.counters;
     let total = total(summary);
-    total > 0 && (counters.succeeded == 0 || 2 * counters.failed > total)
+    let tried = total > 0 || summary.connections.failed > 0;
+    tried && (counters.succeeded == 0 || 2 * counters.failed > total)
 }
 
 /// The cell's cause, `None` when it did not fail.
@@ -197,11 +199,26 @@ fn errors(summary: &Summary, total: u64) -> Cause {
         0 => "no request succeeded: ",
         _ => "",
     };
-    let share = format!(
-        "{prefix}{failed} of {} ({:.1}%) failed",
-        counted(total, "request"),
-        percent(failed, total)
-    );
+    let share = match total {
+        // A timed run that never connected started no request: its connection attempts failed.
+        0 => {
+            let attempts = summary.connections.failed;
+            (kind, count) = (
+                dominant(&summary.connection_errors).and_then(|(kind, _)| kind),
+                attempts,
+            );
+            format!(
+                "no request was sent: {} failed",
+                counted(attempts, "connection attempt")
+            )
+        }
+        _ => format!(
+            "{prefix}{failed} of {} ({:.1}%) failed",
+            counted(total, "request"),
+            percent(failed, total)
+        ),
+    };
+    let failed = failed.max(count);
     let most = match kind {
         Some(kind) if count >= failed => {
             format!(" with {}, meaning {}", kind.name(), meaning(kind))

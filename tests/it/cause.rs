@@ -79,14 +79,18 @@ fn a_closed_port_says_the_server_is_down_with_its_address() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         listener.local_addr().expect("its address")
     };
-    let run = h2load_rs(&["-n", "10", &format!("http://{addr}/")]);
-    assert_cause(
-        &run,
-        "refused",
-        &format!(
-            "the server is down, or not on this port: nothing accepted the connection (cannot connect to {addr}: "
-        ),
-    );
+    let url = format!("http://{addr}/");
+    // A count, and a timed run (which starts no request when it never connects).
+    for stop in [["-n", "10"], ["-D", "300ms"]] {
+        let run = h2load_rs(&[&stop[..], &[&url]].concat());
+        assert_cause(
+            &run,
+            "refused",
+            &format!(
+                "the server is down, or not on this port: nothing accepted the connection (cannot connect to {addr}: "
+            ),
+        );
+    }
 }
 
 #[test]
