@@ -29,9 +29,14 @@ fn first_line(run: &Run) -> &str {
 /// Checks the run failed (exit 1, nothing succeeded) with a first line that starts with
 /// `failed: ` and `says`, the JSON cause of `kind` with the same words, and no generator verdict.
 fn assert_cause(run: &Run, kind: &str, says: &str) {
+    assert_eq!(run.int("requests/succeeded"), 0, "{}", run.output.stdout);
+    assert_cause_exit(run, 1, kind, says);
+}
+
+/// [`assert_cause`] for a run that exits with `code` (0 when some requests succeeded).
+fn assert_cause_exit(run: &Run, code: i32, kind: &str, says: &str) {
     let output = &run.output;
-    assert_eq!(output.code, 1, "{}\n{}", output.stdout, output.stderr);
-    assert_eq!(run.int("requests/succeeded"), 0, "{}", output.stdout);
+    assert_eq!(output.code, code, "{}\n{}", output.stdout, output.stderr);
     let line = first_line(run);
     let text = line
         .strip_prefix("failed: ")
@@ -190,4 +195,45 @@ fn most_requests_failing_names_the_dominant_error_and_its_meaning() {
         "no request succeeded: 20 of 20 requests (100.0%) failed with reset, meaning the server reset the connections (TCP RST;",
     );
     assert_eq!(run.int("errors/reset"), 20);
+}
+
+#[test]
+fn most_requests_timing_out_is_a_failure_even_when_some_succeeded() {
+    // In turn: three URLs answered after 400 ms, past the 100 ms request timeout, and one at once.
+    let slow = crate::common::url("/delay/400");
+    let fast = crate::common::url("/ping");
+    let run = h2load_rs(&[
+        "--h1",
+        "-c",
+        "1",
+        "-n",
+        "12",
+        "--request-timeout",
+        "100ms",
+        &slow,
+        &slow,
+        &slow,
+        &fast,
+    ]);
+    assert_eq!(run.int("requests/succeeded"), 3, "{}", run.output.stdout);
+    assert_cause_exit(
+        &run,
+        0,
+        "errors",
+        "9 of 12 requests (75.0%) failed with timeout, meaning no complete answer within the timeouts",
+    );
+}
+
+#[test]
+fn most_requests_with_an_error_status_is_a_failure_even_when_some_succeeded() {
+    let error = crate::common::url("/status/500");
+    let fine = crate::common::url("/ping");
+    let run = h2load_rs(&["--h1", "-n", "20", &error, &error, &error, &fine]);
+    assert_eq!(run.int("requests/succeeded"), 5, "{}", run.output.stdout);
+    assert_cause_exit(
+        &run,
+        0,
+        "error_status",
+        "the server answered 15 of 20 requests (75.0%) with a 4xx/5xx status (the first: 500) (its body was empty)",
+    );
 }
