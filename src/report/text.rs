@@ -15,6 +15,12 @@ pub(crate) fn render(summary: &Summary) -> String {
     out
 }
 
+/// Why the cell failed, the report's first line (`None` when it did not fail).
+fn cause_line(summary: &Summary) -> Option<String> {
+    let cause = summary.cause.as_ref()?;
+    Some(format!("failed: {}", cause.text))
+}
+
 /// The errors by unit (requests, connection attempts, responses that failed a check), each with
 /// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
 fn errors_line(s: &Summary) -> Option<String> {
@@ -96,6 +102,9 @@ pub(crate) fn one_line(summary: &Summary) -> String {
 /// The cell's report: h2load's lines in h2load's order (with the rate figures of a paced cell),
 /// then the per-URL table and the plain-words sentences.
 fn write_report(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    if let Some(line) = cause_line(summary) {
+        writeln!(out, "{line}")?;
+    }
     write_interrupted(out, summary)?;
     writeln!(out)?;
     write_counts(out, summary)?;

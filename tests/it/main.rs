@@ -4,6 +4,7 @@
 mod bad_input;
 mod bytes;
 mod capacity;
+mod cause;
 mod checks;
 mod cli;
 mod common;
