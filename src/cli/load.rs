@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::cli::limits::{
-    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
+    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::objective::{self, Objective};
@@ -16,6 +16,7 @@ use crate::cli::serve::Fault;
 use crate::cli::stages::Stage;
 use crate::cli::values::{
     count, parse_count, parse_si_number, Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg,
+    RoundOrder,
 };
 use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
@@ -312,6 +313,25 @@ pub struct LoadArgs {
     /// Pause between cells of a sweep.
     #[arg(help_heading = LOAD, long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
     pub cooldown: Option<Duration>,
+
+    /// Run the whole sweep N times (1..=100), interleaved: round 1 of every cell, then round 2 in
+    /// another order (--round-order), each on fresh connections with its own warm-up. Each cell's
+    /// figures and ratios then carry intervals across the rounds, which include the run-to-run
+    /// variation that one run's intervals cannot see.
+    #[arg(help_heading = LOAD, long = "rounds", value_name = "N", default_value_t = 1,
+          value_parser = count::<u64>(1, MAX_ROUNDS), conflicts_with = "find_max")]
+    pub rounds: u64,
+
+    /// The order of the cells in each round after the first: alternate (the reverse of the round
+    /// before) or shuffle (drawn from --seed).
+    #[arg(
+        help_heading = LOAD,
+        long = "round-order",
+        value_name = "ORDER",
+        value_enum,
+        default_value_t
+    )]
+    pub round_order: RoundOrder,
 
     /// Serve live metrics for Prometheus at http://ADDR/metrics during the whole run (every cell);
     /// port 0 picks a free port, printed on stderr.

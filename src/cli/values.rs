@@ -77,6 +77,26 @@ pub enum ColorChoice {
     Never,
 }
 
+/// Values of `--round-order`: how the cells of a round after the first are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum RoundOrder {
+    /// The reverse of the round before: a drift over the run hits every cell alike.
+    #[default]
+    Alternate,
+    /// A new order each round, drawn from --seed.
+    Shuffle,
+}
+
+impl RoundOrder {
+    /// Its name in the report and in `--round-order`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundOrder::Alternate => "alternate",
+            RoundOrder::Shuffle => "shuffle",
+        }
+    }
+}
+
 /// What an SI suffix multiplies a count or a rate by: `k` or `K` 10^3, `M` 10^6, `G` 10^9 —
 /// decimal, as oha, wrk and k6 read `10k` (sizes such as `-f 16K` stay binary: they count
 /// bytes). Case matters for `M` and `G` only: a lowercase `m` is SI's milli (and `-D`'s
