@@ -55,7 +55,8 @@ pub struct LoadArgs {
     pub seed: Option<u64>,
 
     /// Number of requests across all connections, or `Kx`: K per concurrent request of each cell
-    /// (connections × streams); at most 10^12 either way [default: 10000].
+    /// (connections × streams); at most 10^12 either way. Every count and rate takes SI suffixes:
+    /// 10k, 1.5k, 2M (k or K 10^3, M 10^6, G 10^9) [default: 10000; none with --until-stable].
     #[arg(help_heading = LOAD, short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", value_parser = parse_requests)]
     pub requests: Option<Requests>,
 
@@ -97,7 +98,7 @@ pub struct LoadArgs {
 
     /// Measure each cell until the 95% confidence intervals of its p99 and of its request rate are
     /// each within PCT of their value (0.1%..50%; looked at once a second), -n or -D staying the
-    /// cap: the report says which came first.
+    /// cap (without them, 10 minutes): the report, -q's line too, says which came first.
     #[arg(help_heading = LOAD, long = "until-stable", value_name = "PCT", value_parser = parse_precision,
           conflicts_with = "find_max")]
     pub until_stable: Option<f64>,
@@ -323,7 +324,13 @@ pub struct LoadArgs {
 
     /// The order of the cells in each round after the first: alternate (the reverse of the round
     /// before) or shuffle (drawn from --seed).
-    #[arg(help_heading = LOAD, long = "round-order", value_name = "ORDER", value_enum, default_value_t)]
+    #[arg(
+        help_heading = LOAD,
+        long = "round-order",
+        value_name = "ORDER",
+        value_enum,
+        default_value_t
+    )]
     pub round_order: RoundOrder,
 
     /// Serve live metrics for Prometheus at http://ADDR/metrics during the whole run (every cell);
