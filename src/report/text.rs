@@ -122,13 +122,7 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
     let counters = &requests.counters;
     let traffic = &summary.traffic;
     let codes = &summary.status_codes;
-    writeln!(
-        out,
-        "finished in {}, {:.2} req/s, {}/s",
-        format_micros(summary.elapsed_s * 1e6),
-        summary.requests_per_s,
-        format_bytes(summary.bytes_per_s)
-    )?;
+    writeln!(out, "{}", super::throughput::Finished::of(summary).line())?;
     writeln!(
         out,
         "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout",

@@ -1,0 +1,181 @@
+//! The report's first line, `finished in …`: how long, how many requests a second, and how many
+//! bytes — and which of these leads. A cell whose requests each moved a large body (a download or
+//! an upload: [`TRANSFER_BYTES`]) is a *transfer*: its question is "how fast did the bytes go",
+//! so its line leads with the throughput (`2.62 Gbit/s (327.50 MB/s)`) before the req/s. Rates
+//! print in decimal SI units (`crate::units::format_throughput`), as curl and the network count.
+
+use super::Summary;
+use crate::units::{format_micros, format_throughput};
+
+/// Body bytes per finished request, on average, from which a cell is a transfer: 1 MB (10^6
+/// bytes). At 10 Gbit/s such a body takes 0.8 ms on the wire, longer than a request's own
+/// round trip on a loopback or a LAN, and far longer than its head; below it the request rate is
+/// the better summary of what the server did.
+pub(crate) const TRANSFER_BYTES: f64 = 1e6;
+
+/// The figures of the `finished in` line, read from a cell's summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Finished {
+    /// The measured period, in seconds.
+    pub elapsed_s: f64,
+    /// Finished requests per second over it.
+    pub requests_per_s: f64,
+    /// Every byte received per second over it (`traffic.total_bytes` over the period).
+    pub received_per_s: f64,
+    /// Finished requests (`done`).
+    pub done: u64,
+    /// Response body bytes received (`traffic.data_bytes`).
+    pub data_bytes: u64,
+    /// The request body each request sends (`settings.body_bytes`).
+    pub body_bytes: usize,
+}
+
+/// Which way a transfer's bodies went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transfer {
+    /// Response bodies of [`TRANSFER_BYTES`] or more per finished request.
+    Download,
+    /// Request bodies of [`TRANSFER_BYTES`] or more, larger than the responses'.
+    Upload,
+}
+
+impl Finished {
+    /// The figures of `summary`.
+    pub(crate) fn of(summary: &Summary) -> Finished {
+        Finished {
+            elapsed_s: summary.elapsed_s,
+            requests_per_s: summary.requests_per_s,
+            received_per_s: summary.bytes_per_s,
+            done: summary.requests.counters.done,
+            data_bytes: summary.traffic.data_bytes,
+            body_bytes: summary.settings.body_bytes,
+        }
+    }
+
+    /// Whether the cell is a transfer, and which way: `None` without a finished request.
+    pub(crate) fn transfer(&self) -> Option<Transfer> {
+        if self.done == 0 {
+            return None;
+        }
+        let received = self.data_bytes as f64 / self.done as f64;
+        let sent = self.body_bytes as f64;
+        if received.max(sent) < TRANSFER_BYTES {
+            None
+        } else if received >= sent {
+            Some(Transfer::Download)
+        } else {
+            Some(Transfer::Upload)
+        }
+    }
+
+    /// The request bodies of the finished requests, per second of the measured period.
+    pub(crate) fn sent_bodies_per_s(&self) -> f64 {
+        if self.elapsed_s > 0.0 {
+            self.body_bytes as f64 * self.done as f64 / self.elapsed_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The line: `finished in 2.62s, 38132.82 req/s, 8.16 Mbit/s (1.02 MB/s)`; a download
+    /// leads with its throughput, `finished in 410.00ms, 2.62 Gbit/s (327.50 MB/s), 2.44 req/s`,
+    /// an upload with its request bodies' and the bytes received last. The period stays first and
+    /// ends at the first comma, where h2load's readers look for it.
+    pub(crate) fn line(&self) -> String {
+        let period = format_micros(self.elapsed_s * 1e6);
+        let requests = format!("{:.2} req/s", self.requests_per_s);
+        let received = format_throughput(self.received_per_s);
+        match self.transfer() {
+            None => format!("finished in {period}, {requests}, {received}"),
+            Some(Transfer::Download) => format!("finished in {period}, {received}, {requests}"),
+            Some(Transfer::Upload) => format!(
+                "finished in {period}, {} sent in request bodies, {requests}, {received} received",
+                format_throughput(self.sent_bodies_per_s())
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cell of `done` requests in `elapsed_s`, each answered with `data` body bytes after
+    /// sending `body`, with `overhead` more bytes received per request (heads, framing).
+    fn finished(done: u64, elapsed_s: f64, data: u64, body: usize, overhead: u64) -> Finished {
+        Finished {
+            elapsed_s,
+            requests_per_s: done as f64 / elapsed_s,
+            received_per_s: ((data + overhead) * done) as f64 / elapsed_s,
+            done,
+            data_bytes: data * done,
+            body_bytes: body,
+        }
+    }
+
+    #[test]
+    fn small_bodies_lead_with_the_request_rate() {
+        // The reference's example: 100000 requests of 4 bytes, 28 bytes of head each, in 2.62 s.
+        let cell = finished(100_000, 2.62, 4, 0, 24);
+        assert_eq!(cell.transfer(), None);
+        assert_eq!(
+            cell.line(),
+            "finished in 2.62s, 38167.94 req/s, 8.55 Mbit/s (1.07 MB/s)"
+        );
+        // Just under a megabyte a request both ways: still requests.
+        let cell = finished(10, 1.0, 999_999, 999_999, 100);
+        assert_eq!(cell.transfer(), None);
+    }
+
+    #[test]
+    fn a_download_leads_with_its_throughput() {
+        // One GiB in 410 ms: 1073741824 × 8 / 0.41 = 20.95 Gbit/s.
+        let cell = finished(1, 0.41, 1 << 30, 0, 84);
+        assert_eq!(cell.transfer(), Some(Transfer::Download));
+        assert_eq!(
+            cell.line(),
+            "finished in 410.00ms, 20.95 Gbit/s (2.62 GB/s), 2.44 req/s"
+        );
+        // Exactly a megabyte a request is a transfer.
+        let cell = finished(4, 2.0, 1_000_000, 0, 0);
+        assert_eq!(cell.transfer(), Some(Transfer::Download));
+        assert_eq!(
+            cell.line(),
+            "finished in 2.00s, 16.00 Mbit/s (2.00 MB/s), 2.00 req/s"
+        );
+    }
+
+    #[test]
+    fn an_upload_leads_with_its_request_bodies() {
+        // 8 uploads of 5 MB in 2 s, each answered by 4 bytes and a 80-byte head.
+        let cell = finished(8, 2.0, 4, 5_000_000, 80);
+        assert_eq!(cell.transfer(), Some(Transfer::Upload));
+        assert_eq!(cell.sent_bodies_per_s(), 20e6);
+        assert_eq!(
+            cell.line(),
+            "finished in 2.00s, 160.00 Mbit/s (20.00 MB/s) sent in request bodies, 4.00 req/s, \
+             2.69 kbit/s (336.00 B/s) received"
+        );
+        // An echo of large bodies receives as much as it sends: a download.
+        let echo = finished(8, 2.0, 5_000_000, 5_000_000, 80);
+        assert_eq!(echo.transfer(), Some(Transfer::Download));
+    }
+
+    #[test]
+    fn nothing_finished_is_no_transfer() {
+        let cell = Finished {
+            elapsed_s: 0.0,
+            requests_per_s: 0.0,
+            received_per_s: 0.0,
+            done: 0,
+            data_bytes: 0,
+            body_bytes: 1 << 30,
+        };
+        assert_eq!(cell.transfer(), None);
+        assert_eq!(cell.sent_bodies_per_s(), 0.0);
+        assert_eq!(
+            cell.line(),
+            "finished in 0us, 0.00 req/s, 0.00 bit/s (0.00 B/s)"
+        );
+    }
+}
