@@ -7,7 +7,7 @@
 use super::Summary;
 use crate::units::{format_micros, format_throughput};
 
-/// Body bytes per finished request, on average, from which a cell is a transfer: 1 MB (10^6
+/// Body bytes per request sent, on average, from which a cell is a transfer: 1 MB (10^6
 /// bytes). At 10 Gbit/s such a body takes 0.8 ms on the wire, longer than a request's own
 /// round trip on a loopback or a LAN, and far longer than its head; below it the request rate is
 /// the better summary of what the server did.
@@ -22,8 +22,10 @@ pub(crate) struct Finished {
     pub requests_per_s: f64,
     /// Every byte received per second over it (`traffic.total_bytes` over the period).
     pub received_per_s: f64,
-    /// Finished requests (`done`).
-    pub done: u64,
+    /// Requests sent (`started`: finished or in flight when the run stopped).
+    pub started: u64,
+    /// Requests that got a complete response (`done − (errored − never_sent)`).
+    pub responses: u64,
     /// Response body bytes received (`traffic.data_bytes`).
     pub data_bytes: u64,
     /// The request body each request sends (`settings.body_bytes`).
@@ -33,7 +35,7 @@ pub(crate) struct Finished {
 /// Which way a transfer's bodies went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transfer {
-    /// Response bodies of [`TRANSFER_BYTES`] or more per finished request.
+    /// Response body bytes of [`TRANSFER_BYTES`] or more per request sent.
     Download,
     /// Request bodies of [`TRANSFER_BYTES`] or more, larger than the responses'.
     Upload,
@@ -42,22 +44,27 @@ pub(crate) enum Transfer {
 impl Finished {
     /// The figures of `summary`.
     pub(crate) fn of(summary: &Summary) -> Finished {
+        let counters = &summary.requests.counters;
         Finished {
             elapsed_s: summary.elapsed_s,
             requests_per_s: summary.requests_per_s,
             received_per_s: summary.bytes_per_s,
-            done: summary.requests.counters.done,
+            started: counters.started,
+            responses: (counters.done + summary.requests.never_sent)
+                .saturating_sub(counters.errored),
             data_bytes: summary.traffic.data_bytes,
             body_bytes: summary.settings.body_bytes,
         }
     }
 
-    /// Whether the cell is a transfer, and which way: `None` without a finished request.
+    /// Whether the cell is a transfer, and which way: `None` without a request sent. The body
+    /// bytes received are shared among the requests sent, those in flight at the end included,
+    /// so a download stopped halfway is one too.
     pub(crate) fn transfer(&self) -> Option<Transfer> {
-        if self.done == 0 {
+        if self.started == 0 {
             return None;
         }
-        let received = self.data_bytes as f64 / self.done as f64;
+        let received = self.data_bytes as f64 / self.started as f64;
         let sent = self.body_bytes as f64;
         if received.max(sent) < TRANSFER_BYTES {
             None
@@ -68,10 +75,13 @@ impl Finished {
         }
     }
 
-    /// The request bodies of the finished requests, per second of the measured period.
+    /// The request bodies of the requests that got a complete response, per second of the
+    /// measured period: the bodies the server surely had (one it answered early, or that an
+    /// error cut short, may not have been sent whole; the socket's count of bytes written would
+    /// also hold heads and framing).
     pub(crate) fn sent_bodies_per_s(&self) -> f64 {
         if self.elapsed_s > 0.0 {
-            self.body_bytes as f64 * self.done as f64 / self.elapsed_s
+            self.body_bytes as f64 * self.responses as f64 / self.elapsed_s
         } else {
             0.0
         }
@@ -107,7 +117,8 @@ mod tests {
             elapsed_s,
             requests_per_s: done as f64 / elapsed_s,
             received_per_s: ((data + overhead) * done) as f64 / elapsed_s,
-            done,
+            started: done,
+            responses: done,
             data_bytes: data * done,
             body_bytes: body,
         }
@@ -162,12 +173,37 @@ mod tests {
     }
 
     #[test]
+    fn a_download_stopped_halfway_is_a_transfer_and_errors_send_no_body() {
+        // Half of a GiB received in 2 s when a signal stopped the run: nothing finished.
+        let stopped = Finished {
+            elapsed_s: 2.0,
+            requests_per_s: 0.0,
+            received_per_s: (1u64 << 29) as f64 / 2.0,
+            started: 1,
+            responses: 0,
+            data_bytes: 1 << 29,
+            body_bytes: 0,
+        };
+        assert_eq!(stopped.transfer(), Some(Transfer::Download));
+        assert_eq!(
+            stopped.line(),
+            "finished in 2.00s, 2.15 Gbit/s (268.44 MB/s), 0.00 req/s"
+        );
+        // 4 uploads of 8 MB of which 2 got an answer, in 1 s: 16 MB of bodies the server had.
+        let mut uploads = finished(4, 1.0, 4, 8_000_000, 80);
+        uploads.responses = 2;
+        assert_eq!(uploads.transfer(), Some(Transfer::Upload));
+        assert_eq!(uploads.sent_bodies_per_s(), 16e6);
+    }
+
+    #[test]
     fn nothing_finished_is_no_transfer() {
         let cell = Finished {
             elapsed_s: 0.0,
             requests_per_s: 0.0,
             received_per_s: 0.0,
-            done: 0,
+            started: 0,
+            responses: 0,
             data_bytes: 0,
             body_bytes: 1 << 30,
         };

@@ -33,5 +33,6 @@ mod sweep;
 mod target_bounds;
 mod testbed;
 mod thresholds;
+mod throughput;
 mod transport;
 mod urls;
