@@ -2,7 +2,13 @@
 //! download from the same target, the bytes a run moved over its measured period, and the
 //! decimal units (1 MB = 10^6 bytes, 1 Gbit/s = 10^9 bits a second) docs/reference.md promises.
 
-use crate::common::{h2load_rs, run_command, url, TargetProcess};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use h2load_rs::server::{spawn_background, SentBytes, ServeOptions};
+
+use crate::common::{h2load_rs, run_command, url, Run};
 use crate::peers::require;
 
 /// The download of the issue's question: a GiB, served by `/bytes/N` of the built-in target.
@@ -56,14 +62,22 @@ fn throughput(text: &str) -> f64 {
     bytes
 }
 
+/// h2load-rs run with `args`, checked to have exited 0.
+fn succeeded(args: &[&str]) -> Run {
+    let run = h2load_rs(args);
+    assert_eq!(run.output.code, 0, "{args:?}: {}", run.output.stderr);
+    run
+}
+
 /// The median of three or more figures.
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
 
-/// curl's `%{speed_download}` for `url`: the body's bytes over its whole transfer, a second.
-fn curl_download(url: &str) -> f64 {
+/// curl's `%{speed_download}` for `url`, checked to have fetched `size` bytes: the body's bytes
+/// over its whole transfer, a second.
+fn curl_download(url: &str, size: u64) -> f64 {
     let curl = run_command(
         "curl",
         &[
@@ -77,16 +91,15 @@ fn curl_download(url: &str) -> f64 {
         ],
     );
     assert_eq!(curl.code, 0, "curl: {}", curl.stderr);
-    let (speed, size) = curl.stdout.split_once(' ').expect("speed and size");
-    assert_eq!(size, GIB.to_string(), "curl got the whole body");
+    let (speed, got) = curl.stdout.split_once(' ').expect("speed and size");
+    assert_eq!(got, size.to_string(), "curl got the whole body");
     speed.parse().expect("curl's speed")
 }
 
 /// The throughput `-c 1 -n 1 url` states, in bytes a second, checked against its JSON and
 /// against what it means (every byte received over the measured period); it leads the line.
 fn our_download(url: &str) -> f64 {
-    let run = h2load_rs(&["--h1", "-c", "1", "-n", "1", url]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let run = succeeded(&["--h1", "-c", "1", "-n", "1", url]);
     assert_eq!(run.int("requests/succeeded"), 1);
     assert_eq!(run.int("traffic/data_bytes"), GIB);
     let fields = finished_fields(&run.output.stdout);
@@ -108,48 +121,110 @@ fn our_download(url: &str) -> f64 {
     stated
 }
 
-/// `-c 1 -n 1` of a GiB states the throughput curl measures (`%{speed_download}`, decimal bytes a
-/// second over its whole transfer) for the same body from the same target, within 10%. Both
-/// speak HTTP/1.1 (curl's protocol for an `http://` URL). They take turns, three downloads each,
-/// curl first in one turn and second in the next; a busy machine slows a whole turn, both its
-/// downloads alike (on 2 shared cores at a load of 10, single downloads ranged over 2 to 1, the
-/// two of a turn within 15% of each other), so each turn's ratio is taken and the median of the
-/// three compared with 1. The report leads with that throughput: a GiB a request is a transfer.
+/// How fast the target served one download: `bytes` more written (heads included) while `fetch`
+/// ran, over the time between the first and the last of them as a thread watching its count
+/// every half millisecond saw them. Returns what `fetch` stated and that truth, in bytes a second.
+fn served(sent: &SentBytes, bytes: u64, fetch: impl FnOnce() -> f64) -> (f64, f64) {
+    let base = sent.totals().total;
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let (mut first, mut last) = (None, None);
+            while !done.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                let written = sent.totals().total - base;
+                if written > 0 {
+                    first.get_or_insert(now);
+                }
+                if written >= bytes {
+                    last.get_or_insert(now);
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            (first, last)
+        });
+        let stated = fetch();
+        done.store(true, Ordering::Relaxed);
+        let (first, last) = watcher.join().expect("the watcher ends");
+        let (first, last) = (
+            first.expect("the target wrote"),
+            last.expect("the target wrote it all"),
+        );
+        (stated, bytes as f64 / (last - first).as_secs_f64())
+    })
+}
+
+/// `-c 1 -n 1` of a GiB states the Gbit/s curl measures (`%{speed_download}`, decimal bytes a
+/// second over its whole transfer) for the same body from the same target: each states, within
+/// 5%, the rate at which the target served its own download (the truth: the target counts every
+/// byte it writes, and a thread of the test watches the count), so the two agree within 10% on
+/// any one download. They take turns, three downloads each, curl first in one turn and second in
+/// the next, and the medians are compared. Both speak HTTP/1.1 (curl's protocol for an `http://`
+/// URL). The rates themselves are not compared with each other: on 2 shared cores at a load of
+/// 10 to 16, the two of a turn differed by up to 40% either way, single downloads ranged over
+/// 2 to 1, and h2load-rs's unoptimised test build downloaded 5% to 30% slower than curl from
+/// a warm target in a process of its own (their ratio is printed below). The report leads with
+/// that throughput: a GiB a request is a transfer.
 #[test]
 fn a_download_states_the_throughput_curl_measures() {
     require("curl");
-    // A target of its own: the downloads of other tests do not share its threads.
-    let target = TargetProcess::start(&[], &[]);
-    let url = format!("{}/bytes/{GIB}", target.base);
+    let sent = Arc::new(SentBytes::default());
+    let options = ServeOptions {
+        sent: Some(sent.clone()),
+        ..Default::default()
+    };
+    let base = format!(
+        "http://{}",
+        spawn_background(2, options).expect("built-in target starts")
+    );
+    // The first download of a fresh target is the slowest: 100 MB, not measured, warm it up.
+    curl_download(&format!("{base}/bytes/100000000"), 100_000_000);
+    let url = format!("{base}/bytes/{GIB}");
+    // Each download's stated rate and its truth.
     let (mut ours, mut curls) = (Vec::new(), Vec::new());
+    let ours_once =
+        |ours: &mut Vec<(f64, f64)>| ours.push(served(&sent, GIB, || our_download(&url)));
+    let curl_once =
+        |curls: &mut Vec<(f64, f64)>| curls.push(served(&sent, GIB, || curl_download(&url, GIB)));
     for turn in 0..3 {
         if turn % 2 == 0 {
-            curls.push(curl_download(&url));
-            ours.push(our_download(&url));
+            curl_once(&mut curls);
+            ours_once(&mut ours);
         } else {
-            ours.push(our_download(&url));
-            curls.push(curl_download(&url));
+            ours_once(&mut ours);
+            curl_once(&mut curls);
         }
     }
-    let ratios: Vec<f64> = ours.iter().zip(&curls).map(|(a, b)| a / b).collect();
-    let gbit = |bytes_per_s: &[f64]| {
-        bytes_per_s
+    let gbit = |downloads: &[(f64, f64)]| {
+        downloads
             .iter()
-            .map(|rate| format!("{:.2}", rate * 8.0 / 1e9))
+            .map(|(stated, truth)| format!("{:.2} of {:.2}", stated * 8e-9, truth * 8e-9))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let error = |downloads: &[(f64, f64)]| {
+        median(
+            downloads
+                .iter()
+                .map(|(stated, truth)| stated / truth)
+                .collect(),
+        )
+    };
+    let (our_error, curl_error) = (error(&ours), error(&curls));
     let summary = format!(
-        "a GiB over HTTP/1.1, Gbit/s by turn: h2load-rs {} (median {:.2}), curl {} (median {:.2}); \
-         ratios {:.3?}",
+        "a GiB over HTTP/1.1, stated of served Gbit/s by turn: h2load-rs {} (median ratio {:.3}), \
+         curl {} ({:.3}); h2load-rs's median rate over curl's {:.3}",
         gbit(&ours),
-        median(ours.clone()) * 8.0 / 1e9,
+        our_error,
         gbit(&curls),
-        median(curls.clone()) * 8.0 / 1e9,
-        ratios
+        curl_error,
+        median(ours.iter().map(|(stated, _)| *stated).collect())
+            / median(curls.iter().map(|(stated, _)| *stated).collect()),
     );
     eprintln!("{summary}");
-    assert!((median(ratios) - 1.0).abs() <= 0.10, "{summary}");
+    assert!((our_error - 1.0).abs() <= 0.05, "{summary}");
+    assert!((curl_error - 1.0).abs() <= 0.05, "{summary}");
+    assert!((our_error / curl_error - 1.0).abs() <= 0.10, "{summary}");
 }
 
 /// Uploads lead with the request bodies sent: 4 of 8 MB each over h2c to `/ping`, whose answers
@@ -159,16 +234,8 @@ fn an_upload_states_its_request_bodies() {
     let dir = tempfile::tempdir().expect("temp dir");
     let body = dir.path().join("body");
     std::fs::write(&body, vec![b'x'; 8_000_000]).expect("body file written");
-    let run = h2load_rs(&[
-        "-c",
-        "1",
-        "-n",
-        "4",
-        "-d",
-        body.to_str().expect("utf-8 path"),
-        &url("/ping"),
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let body = body.to_str().expect("utf-8 path");
+    let run = succeeded(&["-c", "1", "-n", "4", "-d", body, &url("/ping")]);
     assert_eq!(run.int("requests/succeeded"), 4);
     assert_eq!(run.int("settings/body_bytes"), 8_000_000);
     let fields = finished_fields(&run.output.stdout);
@@ -197,17 +264,17 @@ fn an_upload_states_its_request_bodies() {
 fn requests_lead_small_bodies_and_every_unit_is_decimal() {
     let dir = tempfile::tempdir().expect("temp dir");
     let csv = dir.path().join("table.csv");
-    let run = h2load_rs(&[
+    let path = csv.to_str().expect("utf-8 path");
+    let run = succeeded(&[
         "--h1",
         "-c",
         "1",
         "-n",
         "50",
         "--csv",
-        csv.to_str().expect("utf-8 path"),
+        path,
         &url("/bytes/100000"),
     ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let stdout = &run.output.stdout;
     let fields = finished_fields(stdout);
     assert_eq!(fields.len(), 3, "{fields:?}");
