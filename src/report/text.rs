@@ -61,16 +61,18 @@ fn listed(counts: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-/// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
+/// The cell in one line, for `--quiet`: what ran, the counts, the rate (led by a transfer's
+/// throughput) and the p99.
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
-        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        "{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}",
         summary.cell.label,
         counters.done,
         counters.succeeded,
         counters.failed,
         counters.errored,
+        super::throughput::Finished::of(summary).quiet_lead(),
         summary.requests_per_s,
         format_micros(summary.latency.request.percentiles.p99 as f64),
         if summary.interrupted {

@@ -87,6 +87,18 @@ impl Finished {
         }
     }
 
+    /// What `--quiet`'s one line puts before the req/s: a transfer's throughput (an upload's
+    /// request bodies, `… sent`) and a comma; nothing for other cells.
+    pub(crate) fn quiet_lead(&self) -> String {
+        match self.transfer() {
+            None => String::new(),
+            Some(Transfer::Download) => format!("{}, ", format_throughput(self.received_per_s)),
+            Some(Transfer::Upload) => {
+                format!("{} sent, ", format_throughput(self.sent_bodies_per_s()))
+            }
+        }
+    }
+
     /// The line: `finished in 2.62s, 38132.82 req/s, 8.16 Mbit/s (1.02 MB/s)`; a download
     /// leads with its throughput, `finished in 410.00ms, 2.62 Gbit/s (327.50 MB/s), 2.44 req/s`,
     /// an upload with its request bodies' and the bytes received last. The period stays first and
@@ -194,6 +206,19 @@ mod tests {
         uploads.responses = 2;
         assert_eq!(uploads.transfer(), Some(Transfer::Upload));
         assert_eq!(uploads.sent_bodies_per_s(), 16e6);
+    }
+
+    #[test]
+    fn the_quiet_line_leads_with_a_transfer_s_throughput() {
+        assert_eq!(finished(100_000, 2.62, 4, 0, 24).quiet_lead(), "");
+        assert_eq!(
+            finished(1, 0.41, 1 << 30, 0, 84).quiet_lead(),
+            "20.95 Gbit/s (2.62 GB/s), "
+        );
+        assert_eq!(
+            finished(8, 2.0, 4, 5_000_000, 80).quiet_lead(),
+            "160.00 Mbit/s (20.00 MB/s) sent, "
+        );
     }
 
     #[test]

@@ -323,3 +323,32 @@ fn requests_lead_small_bodies_and_every_unit_is_decimal() {
     assert_eq!(column("MB/s"), format!("{megabytes:.2}"));
     assert_eq!(column("Gbit/s"), format!("{gigabits:.3}"));
 }
+
+/// `-q`'s one line leads its rate with a transfer's throughput too: 2 downloads of 20 MB; a cell
+/// of small bodies keeps `… errored, R req/s`.
+#[test]
+fn the_quiet_line_leads_with_a_transfer_s_throughput() {
+    let run = succeeded(&["-q", "-c", "1", "-n", "2", &url("/bytes/20000000")]);
+    let line = run.output.stdout.trim_end();
+    let (_, rest) = line
+        .split_once(" 0 errored, ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let (rate, rest) = rest.split_once(", ").unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        rate.contains("Gbit/s (") || rate.contains("Mbit/s ("),
+        "{line}"
+    );
+    assert!((throughput(rate) / run.num("bytes_per_s") - 1.0).abs() < 0.005);
+    assert!(rest.contains(" req/s, p99 "), "{line}");
+
+    let run = succeeded(&["-q", "-c", "1", "-n", "2", &url("/bytes/1000")]);
+    let line = run.output.stdout.trim_end();
+    let (_, rest) = line
+        .split_once(" 0 errored, ")
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        rest.split_once(", ")
+            .is_some_and(|(rate, _)| rate.ends_with(" req/s")),
+        "{line}"
+    );
+}
