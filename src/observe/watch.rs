@@ -18,9 +18,13 @@ pub struct ProcessUsage {
     pub pid: u32,
     /// CPU time over wall time, in percent of one core (above 100 with several busy threads).
     pub cpu_percent: f64,
-    /// Largest resident set seen, in KiB.
+    /// Largest resident set seen, in KiB (`rss_peak_kb` in schema 2 of the JSON report; default
+    /// when absent, so that such a report reads as far as its `schema_version`, which names
+    /// why it is refused).
+    #[serde(default)]
     pub rss_peak_kib: u64,
-    /// Mean resident set over the samples, in KiB.
+    /// Mean resident set over the samples, in KiB (`rss_mean_kb` in schema 2).
+    #[serde(default)]
     pub rss_mean_kib: u64,
 }
 

@@ -29,9 +29,13 @@ pub struct Row {
     #[serde(default)]
     pub requests_per_s_ci: Option<Bounds<f64>>,
     /// Received megabytes (10^6 bytes) per second. Renamed from `mb_per_s` (MiB, 2^20 bytes)
-    /// in schema 3, so that no reader takes one for the other.
+    /// in schema 3, so that no reader takes one for the other. Both figures default when absent
+    /// so that a schema 2 report reads as far as its `schema_version`, which `merge` and `diff`
+    /// then refuse by name (the rows are computed again from the cells in any case).
+    #[serde(default)]
     pub megabytes_per_s: f64,
-    /// Received gigabits (10^9 bits) per second.
+    /// Received gigabits (10^9 bits) per second (`gbps` in schema 2).
+    #[serde(default)]
     pub gigabits_per_s: f64,
     /// Request latency percentiles and maximum, in microseconds.
     pub p50_us: u64,

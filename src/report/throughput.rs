@@ -100,7 +100,7 @@ impl Finished {
     }
 
     /// The line: `finished in 2.62s, 38132.82 req/s, 8.16 Mbit/s (1.02 MB/s)`; a download
-    /// leads with its throughput, `finished in 410.00ms, 2.62 Gbit/s (327.50 MB/s), 2.44 req/s`,
+    /// leads with its throughput, `finished in 410.00ms, 20.95 Gbit/s (2.62 GB/s), 2.44 req/s`,
     /// an upload with its request bodies' and the bytes received last. The period stays first and
     /// ends at the first comma, where h2load's readers look for it.
     pub(crate) fn line(&self) -> String {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use h2load_rs::server::{spawn_background, SentBytes, ServeOptions};
 
-use crate::common::{h2load_rs, run_command, url, Run};
+use crate::common::{assert_usage_error, h2load_rs, run_command, url, Run};
 use crate::peers::require;
 
 /// The download of the question: a GiB, served by `/bytes/N` of the built-in target.
@@ -351,4 +351,50 @@ fn the_quiet_line_leads_with_a_transfer_s_throughput() {
             .is_some_and(|(rate, _)| rate.ends_with(" req/s")),
         "{line}"
     );
+}
+
+/// A report of schema 2, whose comparison counted `mb_per_s` in MiB (and named KiB `_kb`), is
+/// refused by `merge` and `diff` with one line that says why, rather than read beside decimal
+/// figures.
+#[test]
+fn merge_and_diff_refuse_a_report_in_the_old_units() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The built-in target: its memory is in the report (`rss_peak_kb` in schema 2).
+    let run = succeeded(&["-q", "-c", "1", "-n", "10"]);
+    let new = dir.path().join("new.json");
+    std::fs::write(&new, run.json.to_string()).expect("new report written");
+    let new = new.to_str().expect("utf-8 path");
+    let mut report = run.json.clone();
+    report["schema_version"] = 2.into();
+    let row = report["comparison"][0]
+        .as_object_mut()
+        .expect("a comparison row");
+    let megabytes = row.remove("megabytes_per_s").expect("megabytes_per_s");
+    row.insert(
+        "mb_per_s".to_owned(),
+        (megabytes.as_f64().expect("a number") * 1e6 / 1_048_576.0).into(),
+    );
+    let gigabits = row.remove("gigabits_per_s").expect("gigabits_per_s");
+    row.insert("gbps".to_owned(), gigabits);
+    let rss = row
+        .remove("target_rss_peak_kib")
+        .expect("target_rss_peak_kib");
+    row.insert("target_rss_peak_kb".to_owned(), rss);
+    let watched = report["cells"][0]["watched"][0]
+        .as_object_mut()
+        .expect("the target's usage");
+    for (old, new) in [
+        ("rss_peak_kb", "rss_peak_kib"),
+        ("rss_mean_kb", "rss_mean_kib"),
+    ] {
+        let value = watched.remove(new).expect(new);
+        watched.insert(old.to_owned(), value);
+    }
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, report.to_string()).expect("old report written");
+    let old = old.to_str().expect("utf-8 path");
+    let says = "has schema_version 2; this h2load-rs reads 3";
+    assert_usage_error(&["merge", old], says);
+    assert_usage_error(&["merge", new, old], says);
+    assert_usage_error(&["diff", old, new], says);
 }
