@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::confidence::Bounds;
+use super::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 use super::Summary;
 
 /// One cell in the comparison.
@@ -25,9 +25,12 @@ pub struct Row {
     pub level: usize,
     /// Finished requests per second.
     pub requests_per_s: f64,
-    /// Its 95% confidence interval, when the cell had intervals enough.
+    /// Its 95% confidence interval, when the cell had requests and intervals enough.
     #[serde(default)]
     pub requests_per_s_ci: Option<Bounds<f64>>,
+    /// Why `requests_per_s_ci` is `null`.
+    #[serde(default)]
+    pub requests_per_s_ci_reason: Option<NoInterval>,
     /// Received MiB per second.
     pub mb_per_s: f64,
     /// Received gigabits per second.
@@ -42,9 +45,10 @@ pub struct Row {
     pub p99_9_us: u64,
     /// Maximum.
     pub max_us: u64,
-    /// The 95% confidence intervals of p50, p90, p99 and p99.9, when the cell had samples.
+    /// The 95% confidence intervals of p50, p90, p99 and p99.9, when the cell had samples;
+    /// each `None` when that percentile is not estimable (too few samples beyond it).
     #[serde(default)]
-    pub percentiles_ci: Option<[Bounds<u64>; 4]>,
+    pub percentiles_ci: Option<[Option<Bounds<u64>>; 4]>,
     /// Requests without a complete response.
     pub errors: u64,
     /// Connections opened.
@@ -65,6 +69,13 @@ pub struct Row {
     /// in quadrature, as for any ratio of independent estimates); absent when either has none.
     #[serde(default)]
     pub ratio_ci: Option<Bounds<f64>>,
+    /// What `ratio_ci`'s spread covers (`within_run`); `None` without one.
+    #[serde(default)]
+    pub ratio_ci_kind: Option<IntervalKind>,
+    /// Why a ratio has no `ratio_ci` (the rate of the two with the least evidence); `None` with
+    /// one, and without a ratio.
+    #[serde(default)]
+    pub ratio_ci_reason: Option<NoInterval>,
 }
 
 impl Row {
@@ -85,6 +96,7 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                 .expect("a cell is in its own level");
             let percentiles = &cell.latency.request.percentiles;
             let target = cell.watched.first();
+            let ratio = (first.cell.index != cell.cell.index).then(|| ratio_bounds(cell, first));
             Row {
                 cell: cell.cell.index,
                 protocol: cell.cell.protocol.clone(),
@@ -94,6 +106,7 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                 level: cell.cell.level,
                 requests_per_s: cell.requests_per_s,
                 requests_per_s_ci: cell.requests_per_s_ci,
+                requests_per_s_ci_reason: cell.requests_per_s_ci_reason,
                 mb_per_s: cell.bytes_per_s / (1 << 20) as f64,
                 gbps: cell.bytes_per_s * 8.0 / 1e9,
                 p50_us: percentiles.p50,
@@ -124,30 +137,65 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                         ratio,
                     )
                 }),
-                ratio_ci: (first.cell.index != cell.cell.index)
-                    .then(|| ratio_bounds(cell, first))
-                    .flatten(),
+                ratio_ci: ratio
+                    .as_ref()
+                    .and_then(|ratio| ratio.as_ref().ok().copied()),
+                ratio_ci_kind: ratio
+                    .as_ref()
+                    .and_then(|ratio| ratio.is_ok().then_some(IntervalKind::WithinRun)),
+                ratio_ci_reason: ratio.and_then(Result::err),
             }
         })
         .collect()
 }
 
 /// The 95% interval of `cell`'s rate over `first`'s: each rate's relative half-width (the
-/// larger side), added in quadrature, around the ratio.
-fn ratio_bounds(cell: &Summary, first: &Summary) -> Option<Bounds<f64>> {
+/// larger side), added in quadrature, around the ratio; without one, why (the reason of the rate
+/// with the least evidence, the cell's own first).
+fn ratio_bounds(cell: &Summary, first: &Summary) -> Result<Bounds<f64>, NoInterval> {
     let relative = |summary: &Summary| {
-        let bounds = summary.requests_per_s_ci?;
+        let none = || {
+            summary.requests_per_s_ci_reason.unwrap_or(NoInterval {
+                too_few: Evidence::Samples,
+                n: 0,
+                needed: super::confidence::MIN_RATE_SAMPLES,
+            })
+        };
+        let bounds = summary.requests_per_s_ci.ok_or_else(none)?;
         let rate = summary.requests_per_s;
-        let high = bounds.ci_high?;
-        (rate > 0.0).then(|| (rate - bounds.ci_low).max(high - rate) / rate)
+        let high = bounds.ci_high.ok_or_else(none)?;
+        if rate > 0.0 {
+            Ok((rate - bounds.ci_low).max(high - rate) / rate)
+        } else {
+            Err(none())
+        }
     };
     let (mine, theirs) = (relative(cell)?, relative(first)?);
     let ratio = cell.requests_per_s / first.requests_per_s;
     let half = ratio * mine.hypot(theirs);
-    Some(Bounds {
+    Ok(Bounds {
         ci_low: (ratio - half).max(0.0),
         ci_high: Some(ratio + half),
     })
+}
+
+/// What stands for the interval of a percentile that is not estimable.
+pub(crate) const NOT_ESTIMABLE: &str = "n/e";
+
+/// The line under a table that marks a percentile `n/e`: what it means.
+pub(crate) fn not_estimable_legend() -> String {
+    format!(
+        "{NOT_ESTIMABLE}: not estimable, fewer than {:.0} samples beyond the percentile (p99 needs 500 samples, p99.9 5,000): its value is the histogram's, with no interval",
+        super::confidence::MIN_TAIL
+    )
+}
+
+/// The legend the comparison of `rows` needs: when a percentile it shows is not estimable.
+pub(crate) fn legend(rows: &[Row]) -> Option<String> {
+    rows.iter()
+        .filter_map(|row| row.percentiles_ci)
+        .any(|all| all.iter().any(Option::is_none))
+        .then(not_estimable_legend)
 }
 
 /// How the comparison's figures carry their intervals: inline, `1.23 (1.10–1.40)`, for people
@@ -236,11 +284,22 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             line.extend([format!("{:.2}", row.mb_per_s), format!("{:.3}", row.gbps)]);
             let values = [row.p50_us, row.p90_us, row.p99_us, row.p99_9_us];
             for (index, value) in values.into_iter().enumerate() {
-                let bounds = row
-                    .percentiles_ci
-                    .map(|all| all[index])
-                    .map(|bounds| (millis(bounds.ci_low), open(bounds.ci_high.map(millis))));
-                figure(&mut line, millis(value), bounds);
+                match row.percentiles_ci.map(|all| all[index]) {
+                    // Not estimable: the value stays, its interval is marked (both columns in CSV).
+                    Some(None) if columns => line.extend([
+                        millis(value),
+                        NOT_ESTIMABLE.to_owned(),
+                        NOT_ESTIMABLE.to_owned(),
+                    ]),
+                    Some(None) => line.push(format!("{} ({NOT_ESTIMABLE})", millis(value))),
+                    interval => figure(
+                        &mut line,
+                        millis(value),
+                        interval.flatten().map(|bounds| {
+                            (millis(bounds.ci_low), open(bounds.ci_high.map(millis)))
+                        }),
+                    ),
+                }
             }
             line.extend([
                 millis(row.max_us),
@@ -262,13 +321,18 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             line.push(
                 row.ratio
                     .as_ref()
-                    .map_or_else(String::new, |(label, ratio)| match row.ratio_ci {
-                        Some(bounds) => format!(
-                            "{label} = {ratio:.2} ({:.2}–{:.2})",
-                            bounds.ci_low,
-                            bounds.ci_high.unwrap_or(f64::INFINITY)
-                        ),
-                        None => format!("{label} = {ratio:.2}"),
+                    .map_or_else(String::new, |(label, ratio)| {
+                        match (row.ratio_ci, row.ratio_ci_reason) {
+                            (Some(bounds), _) => format!(
+                                "{label} = {ratio:.2} ({:.2}–{:.2})",
+                                bounds.ci_low,
+                                bounds.ci_high.unwrap_or(f64::INFINITY)
+                            ),
+                            (None, Some(reason)) => {
+                                format!("{label} = {ratio:.2} ({})", reason.short())
+                            }
+                            (None, None) => format!("{label} = {ratio:.2}"),
+                        }
                     }),
             );
             line

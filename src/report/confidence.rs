@@ -23,12 +23,19 @@
 //! **The rate** (finished requests per second) gets the batch-means interval of a ratio of
 //! totals, the same estimator over the batches' counts and lengths, empty intervals counted as
 //! such; it needs [`MIN_BATCHES`] batches too.
+//!
+//! **No interval without evidence.** A figure from too few samples gets none, and says why
+//! ([`NoInterval`]), rather than an interval of zero width that reads as certainty: a rate needs
+//! [`MIN_RATE_SAMPLES`] finished requests (one request's rate over a timeline of otherwise empty
+//! intervals has no spread at all), and a percentile needs [`MIN_TAIL`] samples expected beyond
+//! it, `n·(1 − p)`: fewer, and its value is whichever sample happened to be last, so it is
+//! marked not estimable (`not_estimable`) and has no interval.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::timeline::{interval_length, last_index, IntervalSummary, Timeline};
-use super::{LatencySummary, Summary};
+use super::{counted, LatencySummary, Summary};
 use crate::recorder::hdr;
 
 /// The confidence level of every interval.
@@ -43,6 +50,18 @@ pub(crate) const MAX_BATCHES: usize = 30;
 
 /// With fewer batches than this their spread says too little: intervals assume independence.
 pub(crate) const MIN_BATCHES: usize = 5;
+
+/// At least this many samples expected beyond a percentile, `n·(1 − p)` (or below it, `n·p`, for
+/// one under the median), for it to be estimated: the rule of thumb under which a binomial share
+/// is near enough normal for its rank interval (and the upper rank of a 95% interval then lies
+/// within the samples: `p + 1.96·√(p(1 − p)/n)` stays below the last rank). p99 needs 500
+/// samples, p99.9 5,000, p99.99 50,000.
+pub(crate) const MIN_TAIL: f64 = 5.0;
+
+/// At least this many finished requests for an interval of the rate: a handful, as for a
+/// percentile's tail; with fewer, most batches are empty and the spread of their counts
+/// estimates nothing (one request makes it zero).
+pub(crate) const MIN_RATE_SAMPLES: u64 = 5;
 
 /// The most intervals a rate's interval reads from one timeline (empty ones included).
 const MAX_INTERVALS: u64 = 1 << 20;
@@ -70,6 +89,87 @@ impl<T: PartialOrd + Copy> Bounds<T> {
     }
 }
 
+/// Why a figure has no interval: too few of what its interval is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoInterval {
+    /// What there were too few of.
+    pub too_few: Evidence,
+    /// How many there were.
+    pub n: u64,
+    /// How many an interval needs.
+    pub needed: u64,
+}
+
+/// What an interval is made of; one more kind (rounds) plugs in here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// Finished requests (samples).
+    Samples,
+    /// Batches of the timeline.
+    Batches,
+}
+
+impl NoInterval {
+    /// `n=1: no interval` (samples), `3 batches: no interval`: the short form, for tables.
+    pub(crate) fn short(&self) -> String {
+        match self.too_few {
+            Evidence::Samples => format!("n={}: no interval", self.n),
+            Evidence::Batches => format!("{}: no interval", batches(self.n)),
+        }
+    }
+
+    /// What an interval would need, in words: `an interval needs at least 5 finished requests`.
+    pub(crate) fn needs(&self) -> String {
+        match self.too_few {
+            Evidence::Samples => format!(
+                "an interval needs at least {}",
+                counted(self.needed, "finished request")
+            ),
+            Evidence::Batches => format!(
+                "an interval needs at least {} of the timeline (a longer run)",
+                batches(self.needed)
+            ),
+        }
+    }
+}
+
+/// `1 batch`, `3 batches`.
+fn batches(count: u64) -> String {
+    match count {
+        1 => "1 batch".to_owned(),
+        _ => format!("{count} batches"),
+    }
+}
+
+/// What an interval's spread covers: the lead's rounds add the kind across rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalKind {
+    /// Batch means over one run's timeline: the variation within the run, not between runs.
+    WithinRun,
+}
+
+impl IntervalKind {
+    /// `within one run`: how the plain words name it.
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            IntervalKind::WithinRun => "within one run",
+        }
+    }
+}
+
+/// Whether the `quantile` of `n` samples can be estimated: [`MIN_TAIL`] samples expected beyond
+/// it (a hair of tolerance for the float product: p99 of exactly 500 samples is).
+pub(crate) fn estimable(n: u64, quantile: f64) -> bool {
+    n as f64 * quantile.min(1.0 - quantile) >= MIN_TAIL - 1e-9
+}
+
+/// The fewest samples whose `quantile` is [`estimable`]: 500 for p99.
+pub(crate) fn samples_needed(quantile: f64) -> u64 {
+    (MIN_TAIL / quantile.min(1.0 - quantile) - 1e-6).ceil() as u64
+}
+
 /// How an interval accounts for the dependence between samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,29 +189,33 @@ pub struct PercentileBounds {
     pub method: Method,
     /// Batches used (0 with `independent`).
     pub batches: u32,
-    /// Median.
-    pub p50: Bounds<u64>,
+    /// Median; `None` when not estimable (and so for each below).
+    pub p50: Option<Bounds<u64>>,
     /// 75th percentile.
-    pub p75: Bounds<u64>,
+    pub p75: Option<Bounds<u64>>,
     /// 90th percentile.
-    pub p90: Bounds<u64>,
+    pub p90: Option<Bounds<u64>>,
     /// 95th percentile.
-    pub p95: Bounds<u64>,
+    pub p95: Option<Bounds<u64>>,
     /// 99th percentile.
-    pub p99: Bounds<u64>,
+    pub p99: Option<Bounds<u64>>,
     /// 99.9th percentile.
     #[serde(rename = "p99.9")]
-    pub p99_9: Bounds<u64>,
+    pub p99_9: Option<Bounds<u64>>,
     /// 99.99th percentile.
     #[serde(rename = "p99.99")]
-    pub p99_99: Bounds<u64>,
+    pub p99_99: Option<Bounds<u64>>,
+    /// The percentiles with fewer than [`MIN_TAIL`] samples expected beyond them (`p99.99`),
+    /// whose value is the histogram's but whose interval is `null`: not estimable.
+    #[serde(default)]
+    pub not_estimable: Vec<String>,
 }
 
 impl PercentileBounds {
     /// The interval of the percentile labelled `label` (as [`super::Percentiles::labelled`]
-    /// names them); `None` for `max`, which has none.
+    /// names them); `None` for `max`, which has none, and for one not estimable.
     pub(crate) fn of(&self, label: &str) -> Option<Bounds<u64>> {
-        Some(match label {
+        match label {
             "p50" => self.p50,
             "p75" => self.p75,
             "p90" => self.p90,
@@ -119,8 +223,14 @@ impl PercentileBounds {
             "p99" => self.p99,
             "p99.9" => self.p99_9,
             "p99.99" => self.p99_99,
-            _ => return None,
-        })
+            _ => None,
+        }
+    }
+
+    /// Whether the percentile labelled `label` is too far in the tail of too few samples to be
+    /// estimated (its interval is `None` for that reason, not for being `max`).
+    pub(crate) fn not_estimable(&self, label: &str) -> bool {
+        self.not_estimable.iter().any(|name| name == label)
     }
 }
 
@@ -159,11 +269,16 @@ pub(crate) fn annotate(summary: &mut Summary) {
             latency.confidence = percentile_bounds(latency, None);
         }
     }
-    summary.requests_per_s_ci = rate_bounds(&summary.timeline, summary.requests_per_s);
+    let rate = rate_bounds(&summary.timeline, summary.requests_per_s);
+    summary.requests_per_s_ci = rate.ok();
+    summary.requests_per_s_ci_reason = rate.err();
 }
 
 /// The quantiles a report gives, in [`PercentileBounds`]'s order.
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
+
+/// Their labels, as [`super::Percentiles::labelled`] names them.
+const QUANTILE_LABELS: [&str; 7] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"];
 
 /// Where a distribution's batches come from: a timeline, and which of an interval's histograms.
 type Source<'a> = (&'a Timeline, fn(&IntervalSummary) -> Option<&str>);
@@ -189,7 +304,8 @@ fn percentile_bounds(
                 .map(|(samples, below)| (*samples, below[index]))
                 .collect()
         });
-        quantile_bounds(&whole, batches.as_deref(), QUANTILES[index])
+        estimable(whole.len(), QUANTILES[index])
+            .then(|| quantile_bounds(&whole, batches.as_deref(), QUANTILES[index]))
     };
     Some(PercentileBounds {
         level: LEVEL,
@@ -206,6 +322,12 @@ fn percentile_bounds(
         p99: at(4),
         p99_9: at(5),
         p99_99: at(6),
+        not_estimable: QUANTILE_LABELS
+            .iter()
+            .zip(QUANTILES)
+            .filter(|(_, quantile)| !estimable(whole.len(), *quantile))
+            .map(|(label, _)| (*label).to_owned())
+            .collect(),
     })
 }
 
@@ -321,28 +443,47 @@ pub(crate) fn wilson(hits: u64, trials: u64) -> Option<Bounds<f64>> {
 }
 
 /// The 95% interval of the finished requests per second, `rate`, by batch means over the
-/// timeline's intervals (empty ones too); `None` with fewer than [`MIN_BATCHES`] batches.
-fn rate_bounds(timeline: &Timeline, rate: f64) -> Option<Bounds<f64>> {
+/// timeline's intervals (empty ones too); why there is none with fewer than
+/// [`MIN_RATE_SAMPLES`] finished requests or [`MIN_BATCHES`] batches.
+fn rate_bounds(timeline: &Timeline, rate: f64) -> Result<Bounds<f64>, NoInterval> {
+    let no_batches = |n: usize| NoInterval {
+        too_few: Evidence::Batches,
+        n: n as u64,
+        needed: MIN_BATCHES as u64,
+    };
     if timeline.interval_s <= 0.0 || timeline.end_s <= 0.0 {
-        return None;
+        return Err(no_batches(0));
     }
     let last = last_index(timeline.end_s, timeline.interval_s);
     // A report claiming an absurd length must not make the counts fill memory.
-    if last >= MAX_INTERVALS {
-        return None;
-    }
-    let mut finished = vec![0u64; usize::try_from(last + 1).ok()?];
+    let count = usize::try_from(last + 1)
+        .ok()
+        .filter(|_| last < MAX_INTERVALS)
+        .ok_or(no_batches(0))?;
+    let mut finished = vec![0u64; count];
     for interval in &timeline.intervals {
         if let Some(count) = finished.get_mut(interval.index as usize) {
             *count += interval.completed + interval.errors;
         }
     }
+    let samples: u64 = finished.iter().sum();
+    if samples < MIN_RATE_SAMPLES {
+        return Err(NoInterval {
+            too_few: Evidence::Samples,
+            n: samples,
+            needed: MIN_RATE_SAMPLES,
+        });
+    }
     let lengths: Vec<f64> = (0..=last)
         .map(|index| interval_length(index, timeline.interval_s, timeline.end_s))
         .collect();
     // The first interval (connections opening) and the last (the drain) are partial by
-    // construction: the spread is measured without them when enough remain (as `inner`).
-    let (finished, lengths) = if finished.len() >= MIN_BATCHES + 2 {
+    // construction: the spread is measured without them when enough remain (as `inner`), and
+    // they hold a handful of the requests (else the middle's emptiness would read as a rate
+    // known exactly: a few long requests all finish in the last interval).
+    let inner = finished.len() >= MIN_BATCHES + 2
+        && finished[1..finished.len() - 1].iter().sum::<u64>() >= MIN_RATE_SAMPLES;
+    let (finished, lengths) = if inner {
         (
             &finished[1..finished.len() - 1],
             &lengths[1..lengths.len() - 1],
@@ -359,13 +500,14 @@ fn rate_bounds(timeline: &Timeline, rate: f64) -> Option<Bounds<f64>> {
             )
         })
         .collect();
-    let (ratio, bounds) = ratio_bounds(&batches)?;
+    let (ratio, bounds) = ratio_bounds(&batches).ok_or(no_batches(batches.len()))?;
+    let high = bounds.ci_high.ok_or(no_batches(batches.len()))?;
     // Around the report's own rate (finished over the whole measured period): the half-width
     // measured over the batches' length, scaled to the period's (a rate's variance falls as
     // one over the length it is measured over).
     let measured: f64 = lengths.iter().sum();
-    let half = (bounds.ci_high? - ratio) * (measured / timeline.end_s).min(1.0).sqrt();
-    Some(Bounds {
+    let half = (high - ratio) * (measured / timeline.end_s).min(1.0).sqrt();
+    Ok(Bounds {
         ci_low: (rate - half).max(0.0),
         ci_high: Some(rate + half),
     })

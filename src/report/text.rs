@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
+use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
 use crate::report::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
 
@@ -276,9 +277,11 @@ fn write_intervals(out: &mut String, summary: &LatencySummary) -> std::fmt::Resu
     };
     write!(out, "{:17}", "  95% interval  :")?;
     for (label, value) in summary.percentiles.labelled() {
-        let cell = confidence
-            .of(label)
-            .map_or_else(String::new, |bounds| format_range(value, bounds));
+        let cell = match confidence.of(label) {
+            Some(bounds) => format_range(value, bounds),
+            None if confidence.not_estimable(label) => NOT_ESTIMABLE.to_owned(),
+            None => String::new(),
+        };
         write!(out, " {cell:>10}")?;
     }
     writeln!(out)
@@ -329,12 +332,25 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             bounds.ci_low,
             bounds.ci_high.unwrap_or(f64::INFINITY)
         ),
-        None => format!(
-            "{:.2} req/s (too few intervals for an interval)",
-            summary.requests_per_s
-        ),
+        None => match summary.requests_per_s_ci_reason {
+            Some(reason) => format!(
+                "{:.2} req/s ({}; {})",
+                summary.requests_per_s,
+                reason.short(),
+                reason.needs()
+            ),
+            None => format!("{:.2} req/s (no interval)", summary.requests_per_s),
+        },
     };
     writeln!(out, "95% intervals: {method}; {rate}")?;
+    let marked = latency_rows(summary).iter().any(|(_, row)| {
+        row.confidence
+            .as_ref()
+            .is_some_and(|bounds| !bounds.not_estimable.is_empty())
+    });
+    if marked {
+        writeln!(out, "{}", not_estimable_legend())?;
+    }
     if let Some(stable) = &summary.until_stable {
         let half = |pct: Option<f64>| {
             pct.map_or("not yet bounded".to_owned(), |pct| format!("±{pct:.1}%"))
@@ -423,16 +439,18 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
             return "-".to_owned();
         };
         let value = pick(&latency.percentiles);
-        let interval = latency
-            .confidence
-            .as_ref()
-            .and_then(|bounds| bounds.of(label));
-        match interval {
+        let Some(confidence) = latency.confidence.as_ref() else {
+            return format_micros(value as f64);
+        };
+        match confidence.of(label) {
             Some(bounds) => format!(
                 "{} ({})",
                 format_micros(value as f64),
                 format_range(value, bounds)
             ),
+            None if confidence.not_estimable(label) => {
+                format!("{} ({NOT_ESTIMABLE})", format_micros(value as f64))
+            }
             None => format_micros(value as f64),
         }
     };
@@ -486,6 +504,13 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
         "(95% intervals in brackets; a URL has no timeline of its own, so they assume its samples \
          independent)"
     )?;
+    let marked = order.iter().take(TOP_URLS).any(|row| {
+        let confidence = row.latency.as_ref().and_then(|l| l.confidence.as_ref());
+        confidence.is_some_and(|c| ["p50", "p90", "p99"].iter().any(|l| c.not_estimable(l)))
+    });
+    if marked {
+        writeln!(out, "{}", not_estimable_legend())?;
+    }
     if urls.len() > TOP_URLS {
         writeln!(out, "… and {} more in JSON", urls.len() - TOP_URLS)?;
     }
@@ -669,6 +694,10 @@ pub(crate) fn comparison(document: &super::Document) -> String {
         super::counted(lines.len() as u64, "cell")
     );
     out.push_str(&aligned(&titles, &lines));
+    if let Some(legend) = super::comparison::legend(&document.comparison) {
+        out.push_str(&legend);
+        out.push('\n');
+    }
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");
     out
