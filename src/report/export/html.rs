@@ -491,6 +491,9 @@ pub(crate) fn render(document: &Document) -> String {
         table.push_str("</tr>");
     }
     table.push_str("</tbody></table>");
+    if let Some(legend) = comparison::legend(&document.comparison) {
+        let _ = write!(table, "<p>{}</p>", escape(&legend));
+    }
 
     let target = document
         .cells

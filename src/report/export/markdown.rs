@@ -9,10 +9,14 @@ use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
 
-/// The comparison as Markdown.
+/// The comparison as Markdown, with the legend of `n/e` when a percentile is marked so.
 pub(crate) fn render(document: &Document) -> String {
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
-    table(&titles, &lines)
+    let mut markdown = table(&titles, &lines);
+    if let Some(legend) = comparison::legend(&document.comparison) {
+        markdown.push_str(&format!("\n{legend}\n"));
+    }
+    markdown
 }
 
 /// A GitHub-flavoured Markdown table: the titles, the separator, one line per row.
