@@ -340,3 +340,103 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
         .collect();
     (titles, lines)
 }
+
+/// Rows for the tests of the comparison's renderings (here and in `plain.rs`).
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Cell `cell` of level 0, `protocol` at `rps` req/s (its interval ±5%), `c=1 m=1`, its p99
+    /// 1 ms; a ratio over the first's 100 req/s from the second cell on, without an interval.
+    pub(crate) fn row(cell: usize, protocol: &str, rps: f64) -> Row {
+        let bounds = |value: u64| {
+            Some(Bounds {
+                ci_low: value - value / 10,
+                ci_high: Some(value + value / 10),
+            })
+        };
+        Row {
+            cell,
+            protocol: protocol.to_owned(),
+            clients: 1,
+            streams: 1,
+            rate: None,
+            level: 0,
+            requests_per_s: rps,
+            requests_per_s_ci: Some(Bounds {
+                ci_low: rps * 0.95,
+                ci_high: Some(rps * 1.05),
+            }),
+            requests_per_s_ci_reason: None,
+            mb_per_s: 0.0,
+            gbps: 0.0,
+            p50_us: 500,
+            p90_us: 800,
+            p99_us: 1_000,
+            p99_9_us: 2_000,
+            max_us: 3_000,
+            percentiles_ci: Some([bounds(500), bounds(800), bounds(1_000), bounds(2_000)]),
+            errors: 0,
+            connections: 1,
+            generator_cpu_percent: 10.0,
+            generator_limited: false,
+            target_cpu_percent: None,
+            target_rss_peak_kb: None,
+            ratio: (cell > 1).then(|| (format!("{protocol}/h1"), rps / 100.0)),
+            ratio_ci: None,
+            ratio_ci_kind: None,
+            ratio_ci_reason: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::row;
+    use super::*;
+
+    #[test]
+    fn a_percentile_not_estimable_keeps_its_value_and_marks_its_interval() {
+        let mut rows = vec![row(1, "h1", 100.0), row(2, "h2c", 76.0)];
+        assert_eq!(legend(&rows), None);
+        rows[1].percentiles_ci = Some([rows[1].percentiles_ci.unwrap()[0], None, None, None]);
+        let (titles, lines) = table(&rows, Intervals::Inline);
+        let at = |title: &str| titles.iter().position(|t| *t == title).unwrap();
+        assert_eq!(lines[1][at("p50")], "0.50 (0.45–0.55)");
+        assert_eq!(lines[1][at("p99")], "1.00 (n/e)");
+        assert_eq!(lines[0][at("p99")], "1.00 (0.90–1.10)");
+        let (titles, lines) = table(&rows, Intervals::Columns);
+        let at = |title: &str| titles.iter().position(|t| *t == title).unwrap();
+        assert_eq!(
+            lines[1][at("p99")..at("p99") + 3],
+            ["1.00", "n/e", "n/e"].map(str::to_owned)
+        );
+        assert_eq!(
+            lines[0][at("p99")..at("p99") + 3],
+            ["1.00", "0.90", "1.10"].map(str::to_owned)
+        );
+        assert!(legend(&rows)
+            .unwrap()
+            .starts_with("n/e: not estimable, fewer than 5 samples"));
+    }
+
+    #[test]
+    fn a_ratio_without_an_interval_says_why() {
+        let mut rows = vec![row(1, "h1", 100.0), row(2, "h2c", 76.0)];
+        rows[1].ratio_ci_reason = Some(NoInterval {
+            too_few: Evidence::Samples,
+            n: 1,
+            needed: 5,
+        });
+        let (_, lines) = table(&rows, Intervals::Inline);
+        assert_eq!(lines[1].last().unwrap(), "h2c/h1 = 0.76 (n=1: no interval)");
+        rows[1].ratio_ci = Some(Bounds {
+            ci_low: 0.70,
+            ci_high: Some(0.82),
+        });
+        rows[1].ratio_ci_reason = None;
+        let (_, lines) = table(&rows, Intervals::Inline);
+        assert_eq!(lines[1].last().unwrap(), "h2c/h1 = 0.76 (0.70–0.82)");
+        assert_eq!(lines[0].last().unwrap(), "");
+    }
+}

@@ -748,6 +748,154 @@ mod tests {
         assert_eq!(wilson(0, 0), None);
     }
 
+    /// A timeline of intervals of `interval_s`, one per histogram of `parts` (its samples).
+    fn timeline_of(parts: &[Histogram<u64>], interval_s: f64) -> Timeline {
+        let interval = |(index, part): (usize, &Histogram<u64>)| {
+            serde_json::from_value(serde_json::json!({
+                "index": index, "completed": part.len(), "errors": 0, "length_s": interval_s,
+                "requests_per_s": part.len() as f64 / interval_s, "p50_us": 0, "p99_us": 0,
+                "max_us": 0, "hdr": hdr::to_base64(part), "ttfb_hdr": "",
+            }))
+            .unwrap()
+        };
+        Timeline {
+            interval_s,
+            end_s: parts.len() as f64 * interval_s,
+            start_unix_ms: 0,
+            intervals: parts.iter().enumerate().map(interval).collect(),
+        }
+    }
+
+    /// A histogram of `count` samples of `value` µs.
+    fn samples(count: u64, value: u64) -> Histogram<u64> {
+        let mut histogram = hdr::new_histogram();
+        histogram.record_n(value, count).unwrap();
+        histogram
+    }
+
+    #[test]
+    fn a_percentile_needs_5_samples_beyond_it() {
+        for (quantile, needed) in [
+            (0.5, 10),
+            (0.75, 20),
+            (0.9, 50),
+            (0.95, 100),
+            (0.99, 500),
+            (0.999, 5_000),
+            (0.9999, 50_000),
+        ] {
+            assert_eq!(samples_needed(quantile), needed, "p{}", quantile * 100.0);
+            assert!(estimable(needed, quantile), "p{}", quantile * 100.0);
+            assert!(!estimable(needed - 1, quantile), "p{}", quantile * 100.0);
+        }
+        assert!(!estimable(1, 0.5));
+    }
+
+    #[test]
+    fn percentiles_too_far_in_the_tail_of_few_samples_have_no_interval() {
+        // 50 exponential samples: 25 beyond the p50, 5 beyond the p90, 2.5 beyond the p95.
+        let (whole, _) = exponential(50, 1, 5);
+        let summary = LatencySummary {
+            count: 50,
+            spread: Default::default(),
+            percentiles: crate::report::Percentiles {
+                p50: 0,
+                p75: 0,
+                p90: 0,
+                p95: 0,
+                p99: 0,
+                p99_9: 0,
+                p99_99: 0,
+                max: 0,
+            },
+            confidence: None,
+            hdr: hdr::to_base64(&whole),
+        };
+        let bounds = percentile_bounds(&summary, None).unwrap();
+        assert_eq!(
+            bounds.not_estimable,
+            ["p95", "p99", "p99.9", "p99.99"].map(str::to_owned)
+        );
+        for label in ["p50", "p75", "p90"] {
+            let interval = bounds.of(label).unwrap();
+            assert!(interval.ci_low < interval.ci_high.unwrap(), "{label}");
+            assert!(!bounds.not_estimable(label));
+        }
+        for label in ["p95", "p99", "p99.9", "p99.99"] {
+            assert_eq!(bounds.of(label), None, "{label}");
+            assert!(bounds.not_estimable(label), "{label}");
+        }
+        // `max` has no interval, but is not "not estimable": it is exact.
+        assert_eq!(bounds.of("max"), None);
+        assert!(!bounds.not_estimable("max"));
+        // One sample: nothing is estimable (its interval was `697–?` for every percentile).
+        let one = LatencySummary {
+            hdr: hdr::to_base64(&samples(1, 697)),
+            ..summary
+        };
+        assert_eq!(
+            percentile_bounds(&one, None).unwrap().not_estimable.len(),
+            QUANTILES.len()
+        );
+    }
+
+    #[test]
+    fn a_rate_of_one_request_has_no_interval() {
+        // One request over 20 intervals, finished in the last: the middle 18 are empty, and their
+        // spread was zero, an interval of zero width (`1.95 (1.95–1.95)`).
+        let mut parts: Vec<Histogram<u64>> = (0..20).map(|_| hdr::new_histogram()).collect();
+        parts[19] = samples(1, 500_000);
+        let timeline = timeline_of(&parts, 0.025);
+        assert_eq!(
+            rate_bounds(&timeline, 2.0),
+            Err(NoInterval {
+                too_few: Evidence::Samples,
+                n: 1,
+                needed: MIN_RATE_SAMPLES
+            })
+        );
+        let reason = rate_bounds(&timeline, 2.0).unwrap_err();
+        assert_eq!(reason.short(), "n=1: no interval");
+        assert_eq!(
+            reason.needs(),
+            "an interval needs at least 5 finished requests"
+        );
+        // Six requests, all in the last interval: enough of them, but the middle is empty, so
+        // the spread is measured over every interval, the last included: not zero.
+        parts[19] = samples(6, 500_000);
+        let bounds = rate_bounds(&timeline_of(&parts, 0.025), 12.0).unwrap();
+        assert!(
+            bounds.ci_low < 12.0 && bounds.ci_high.unwrap() > 12.0 + 5.0,
+            "{bounds:?}"
+        );
+        // Many requests in 3 intervals: too few batches.
+        let few = timeline_of(
+            &[
+                samples(100, 1_000),
+                samples(100, 1_000),
+                samples(100, 1_000),
+            ],
+            1.0,
+        );
+        let reason = rate_bounds(&few, 100.0).unwrap_err();
+        assert_eq!(
+            reason,
+            NoInterval {
+                too_few: Evidence::Batches,
+                n: 3,
+                needed: MIN_BATCHES as u64
+            }
+        );
+        assert_eq!(reason.short(), "3 batches: no interval");
+        // Enough requests in 20 intervals: an interval around the rate.
+        let even: Vec<Histogram<u64>> = (0..20).map(|i| samples(90 + i % 3 * 10, 1_000)).collect();
+        let bounds = rate_bounds(&timeline_of(&even, 1.0), 100.0).unwrap();
+        assert!(
+            bounds.ci_low < 100.0 && 100.0 < bounds.ci_high.unwrap(),
+            "{bounds:?}"
+        );
+    }
+
     #[test]
     fn batch_counts_read_from_the_encoded_intervals_match_joined_histograms() {
         // 24 intervals of exponential samples (their inner 22 make the batches), counted at
@@ -756,20 +904,7 @@ mod tests {
         let mut whole = hdr::new_histogram();
         parts.iter().for_each(|part| whole.add(part).unwrap());
         let lines = [0.5, 0.9, 0.99].map(|quantile| whole.value_at_quantile(quantile));
-        let interval = |(index, part): (usize, &Histogram<u64>)| {
-            serde_json::from_value(serde_json::json!({
-                "index": index, "completed": part.len(), "errors": 0, "length_s": 1.0,
-                "requests_per_s": part.len(), "p50_us": 0, "p99_us": 0, "max_us": 0,
-                "hdr": hdr::to_base64(part), "ttfb_hdr": "",
-            }))
-            .unwrap()
-        };
-        let timeline = Timeline {
-            interval_s: 1.0,
-            end_s: 24.0,
-            start_unix_ms: 0,
-            intervals: parts.iter().enumerate().map(interval).collect(),
-        };
+        let timeline = timeline_of(&parts, 1.0);
         let counts = batch_counts(
             &timeline,
             |interval| Some(interval.hdr.as_str()),

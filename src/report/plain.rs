@@ -370,6 +370,55 @@ mod tests {
     }
 
     #[test]
+    fn a_difference_is_stated_only_when_the_ratios_interval_excludes_1() {
+        use crate::report::comparison::testing::row;
+        use crate::report::confidence::{Bounds, Evidence, NoInterval};
+        let with = |ratio: f64, interval: Option<(f64, f64)>| {
+            let mut second = row(2, "h2c", 100.0 * ratio);
+            second.ratio_ci = interval.map(|(low, high)| Bounds {
+                ci_low: low,
+                ci_high: Some(high),
+            });
+            second.ratio_ci_kind = interval.map(|_| IntervalKind::WithinRun);
+            second.ratio_ci_reason = interval.is_none().then_some(NoInterval {
+                too_few: Evidence::Samples,
+                n: 1,
+                needed: 5,
+            });
+            comparison(&[row(1, "h1", 100.0), second])
+        };
+        assert_eq!(
+            with(0.98, Some((0.91, 1.05))),
+            ["at c=1 m=1, no difference we can see (h2c/h1 = 0.98, 95% interval 0.91–1.05 within one run) between h2c and h1, h2c using 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        // However large the ratio reads, an interval that holds 1 calls no winner.
+        assert!(with(0.76, Some((0.40, 1.12)))[0].contains("no difference we can see"));
+        assert_eq!(
+            with(0.76, Some((0.70, 0.82))),
+            ["at c=1 m=1 (h2c/h1 = 0.76, 95% interval 0.70–0.82 within one run), h2c served 24% fewer requests per second than h1, using 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        assert!(with(1.25, Some((1.10, 1.40)))[0]
+            .contains("h2c served 25% more requests per second than h1"));
+        assert_eq!(
+            with(0.76, None),
+            ["at c=1 m=1 (h2c/h1 = 0.76), one run is no evidence: n=1: no interval (an interval needs at least 5 finished requests); h2c used 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        // A p99 not estimable in either cell is not set against the other.
+        let mut first = row(1, "h1", 100.0);
+        first.percentiles_ci = Some([None; 4]);
+        let mut second = row(2, "h2c", 99.0);
+        second.ratio_ci = Some(Bounds {
+            ci_low: 0.9,
+            ci_high: Some(1.1),
+        });
+        let said = comparison(&[first, second]);
+        assert!(
+            said[0].ends_with("; p99 not estimable (too few samples beyond it)"),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn a_wait_of_a_quarter_of_the_p99_or_more_is_said() {
         let at = |p99: u64| service(p99, p99);
         let latencies = |wait: Option<u64>, paced: Option<u64>| Latencies {
