@@ -62,18 +62,25 @@ fn listed(counts: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-/// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
+/// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99 (marked when
+/// not estimable: no legend follows this line).
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
+    let request = &summary.latency.request;
+    let marked = request
+        .confidence
+        .as_ref()
+        .is_some_and(|confidence| confidence.not_estimable("p99"));
     format!(
-        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}",
         summary.cell.label,
         counters.done,
         counters.succeeded,
         counters.failed,
         counters.errored,
         summary.requests_per_s,
-        format_micros(summary.latency.request.percentiles.p99 as f64),
+        format_micros(request.percentiles.p99 as f64),
+        if marked { " (not estimable)" } else { "" },
         if summary.interrupted {
             " (interrupted)"
         } else {
