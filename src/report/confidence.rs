@@ -108,6 +108,8 @@ pub enum Evidence {
     Samples,
     /// Batches of the timeline.
     Batches,
+    /// Rounds (`--rounds`): an interval across them needs two.
+    Rounds,
 }
 
 impl NoInterval {
@@ -116,6 +118,7 @@ impl NoInterval {
         match self.too_few {
             Evidence::Samples => format!("n={}: no interval", self.n),
             Evidence::Batches => format!("{}: no interval", batches(self.n)),
+            Evidence::Rounds => format!("{}: no interval", counted(self.n, "round")),
         }
     }
 
@@ -130,6 +133,10 @@ impl NoInterval {
                 "an interval needs at least {} of the timeline (a longer run)",
                 batches(self.needed)
             ),
+            Evidence::Rounds => format!(
+                "an interval across rounds needs at least {}",
+                counted(self.needed, "round")
+            ),
         }
     }
 }
@@ -142,19 +149,22 @@ fn batches(count: u64) -> String {
     }
 }
 
-/// What an interval's spread covers: the lead's rounds add the kind across rounds.
+/// What an interval's spread covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalKind {
     /// Batch means over one run's timeline: the variation within the run, not between runs.
     WithinRun,
+    /// Student's t over `--rounds`' per-round values: the variation between reruns.
+    AcrossRounds,
 }
 
 impl IntervalKind {
-    /// `within one run`: how the plain words name it.
-    pub(crate) fn words(self) -> &'static str {
+    /// `within one run`, `across 5 rounds`: how the plain words name it.
+    pub(crate) fn words(self, rounds: usize) -> String {
         match self {
-            IntervalKind::WithinRun => "within one run",
+            IntervalKind::WithinRun => "within one run".to_owned(),
+            IntervalKind::AcrossRounds => format!("across {rounds} rounds"),
         }
     }
 }
@@ -624,7 +634,7 @@ pub(crate) fn batch_ranges(count: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Student's t 97.5th percentile for `dof` degrees of freedom (the normal's past the table).
-fn t_975(dof: usize) -> f64 {
+pub(crate) fn t_975(dof: usize) -> f64 {
     T_975.get(dof.wrapping_sub(1)).copied().unwrap_or(Z_975)
 }
 

@@ -213,7 +213,9 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
                 "95% interval {:.2}–{:.2} {}",
                 bounds.ci_low,
                 bounds.ci_high.unwrap_or(f64::INFINITY),
-                row.ratio_ci_kind.unwrap_or(IntervalKind::WithinRun).words()
+                row.ratio_ci_kind
+                    .unwrap_or(IntervalKind::WithinRun)
+                    .words(row.rounds.len())
             );
             if bounds.contains(1.0) {
                 return Some(format!(
@@ -346,6 +348,7 @@ mod tests {
             streams: 2,
             rate: Some(1000.0),
             level: 1,
+            round: None,
         }
     }
 

@@ -16,6 +16,12 @@ pub(crate) fn render(summary: &Summary) -> String {
     out
 }
 
+/// Why the cell failed, the report's first line (`None` when it did not fail).
+fn cause_line(summary: &Summary) -> Option<String> {
+    let cause = summary.cause.as_ref()?;
+    Some(format!("failed: {}", cause.text))
+}
+
 /// The errors by unit (requests, connection attempts, responses that failed a check), each with
 /// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
 fn errors_line(s: &Summary) -> Option<String> {
@@ -72,8 +78,12 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         .as_ref()
         .is_some_and(|confidence| confidence.not_estimable("p99"));
     format!(
-        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}{}",
         summary.cell.label,
+        summary
+            .cell
+            .round
+            .map_or_else(String::new, |of| format!(" (round {})", of.round)),
         counters.done,
         counters.succeeded,
         counters.failed,
@@ -81,6 +91,14 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         summary.requests_per_s,
         format_micros(request.percentiles.p99 as f64),
         if marked { " (not estimable)" } else { "" },
+        summary.until_stable.map_or(String::new(), |stable| format!(
+            ", until stable (±{:.1}%): {}",
+            stable.target_pct,
+            match stable.stopped_after_s {
+                Some(after) => format!("reached after {after:.1}s"),
+                None => "not reached".to_owned(),
+            }
+        )),
         if summary.interrupted {
             " (interrupted)"
         } else {
@@ -92,6 +110,9 @@ pub(crate) fn one_line(summary: &Summary) -> String {
 /// The cell's report: h2load's lines in h2load's order (with the rate figures of a paced cell),
 /// then the per-URL table and the plain-words sentences.
 fn write_report(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    if let Some(line) = cause_line(summary) {
+        writeln!(out, "{line}")?;
+    }
     write_interrupted(out, summary)?;
     writeln!(out)?;
     write_counts(out, summary)?;
@@ -375,7 +396,7 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             )?,
             None => writeln!(
                 out,
-                "until stable (±{:.1}%): not reached; the cap (-n/-D) or a signal ended the run first ({widths}): measure longer",
+                "until stable (±{:.1}%): not reached; the cap (-n, -D, or 10 minutes without them) or a signal ended the run first ({widths}): measure longer",
                 stable.target_pct
             )?,
         }
@@ -696,14 +717,26 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) =
         super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
-    let mut out = format!(
-        "\ncomparison of {} (latencies in ms):\n",
-        super::counted(lines.len() as u64, "cell")
-    );
+    let mut out = match &document.rounds {
+        Some(rounds) => format!(
+            "\ncomparison of {} over {} (latencies in ms; each figure is the mean of its rounds, its 95% interval across them):\n",
+            super::counted(lines.len() as u64, "cell"),
+            super::counted(rounds.count as u64, "round")
+        ),
+        None => format!(
+            "\ncomparison of {} (latencies in ms; 95% intervals within one run):\n",
+            super::counted(lines.len() as u64, "cell")
+        ),
+    };
     out.push_str(&aligned(&titles, &lines));
     if let Some(legend) = super::comparison::legend(&document.comparison) {
         out.push_str(&legend);
         out.push('\n');
+    }
+    if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");
+        out.push_str(&aligned(&titles, &lines));
     }
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exporter};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
@@ -15,6 +15,11 @@ pub(crate) fn render(document: &Document) -> String {
     let mut markdown = table(&titles, &lines);
     if let Some(legend) = comparison::legend(&document.comparison) {
         markdown.push_str(&format!("\n{legend}\n"));
+    }
+    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        markdown.push_str("\nRounds (spread: highest minus lowest, over the mean):\n\n");
+        markdown.push_str(&table(&titles, &lines));
     }
     markdown
 }
