@@ -238,8 +238,9 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);
     let breaches = report::thresholds::breaches(&document, &args.fail_if);
-    for breach in &breaches {
-        errln!("{breach}");
+    let unjudged = report::thresholds::unjudged(&document.cells, &args.fail_if);
+    for line in breaches.iter().chain(&unjudged) {
+        errln!("{line}");
     }
     // An incomplete sharded run (a part missing or interrupted) is written and shown, and
     // fails: its totals are not the scenario's, so a threshold read on them says nothing (1
@@ -361,11 +362,13 @@ fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
     crate::runner::reflect::fetch(&plan, service)
 }
 
-/// Prints every breached `--fail-if` threshold, one line each; whether there was one.
+/// Prints every breached `--fail-if` threshold, one line each, then those not judged (a
+/// percentile not estimable); whether one was breached.
 fn breached(document: &Document, args: &LoadArgs) -> bool {
     let breaches = report::thresholds::breaches(document, &args.fail_if);
-    for breach in &breaches {
-        errln!("{breach}");
+    let unjudged = report::thresholds::unjudged(&document.cells, &args.fail_if);
+    for line in breaches.iter().chain(&unjudged) {
+        errln!("{line}");
     }
     !breaches.is_empty()
 }

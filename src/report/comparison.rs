@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::confidence::Bounds;
+use super::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 use super::rounds::{self, RoundFigures};
 use super::Summary;
 
@@ -26,9 +26,12 @@ pub struct Row {
     pub level: usize,
     /// Finished requests per second.
     pub requests_per_s: f64,
-    /// Its 95% confidence interval, when the cell had intervals enough.
+    /// Its 95% confidence interval, when the cell had requests and intervals enough.
     #[serde(default)]
     pub requests_per_s_ci: Option<Bounds<f64>>,
+    /// Why `requests_per_s_ci` is `null`.
+    #[serde(default)]
+    pub requests_per_s_ci_reason: Option<NoInterval>,
     /// Received megabytes (10^6 bytes) per second. Renamed from `mb_per_s` (MiB, 2^20 bytes)
     /// in schema 3, so that no reader takes one for the other. Both figures default when absent
     /// so that a schema 2 report reads as far as its `schema_version`, which `merge` and `diff`
@@ -48,9 +51,10 @@ pub struct Row {
     pub p99_9_us: u64,
     /// Maximum.
     pub max_us: u64,
-    /// The 95% confidence intervals of p50, p90, p99 and p99.9, when the cell had samples.
+    /// The 95% confidence intervals of p50, p90, p99 and p99.9, when the cell had samples;
+    /// each `None` when that percentile is not estimable (too few samples beyond it).
     #[serde(default)]
-    pub percentiles_ci: Option<[Bounds<u64>; 4]>,
+    pub percentiles_ci: Option<[Option<Bounds<u64>>; 4]>,
     /// Requests without a complete response.
     pub errors: u64,
     /// Failed requests, percent of those done (as `--fail-if errors` counts).
@@ -78,6 +82,13 @@ pub struct Row {
     /// either has none; with `--rounds`, Student's t over the rounds' paired ratios.
     #[serde(default)]
     pub ratio_ci: Option<Bounds<f64>>,
+    /// What `ratio_ci`'s spread covers (`within_run`); `None` without one.
+    #[serde(default)]
+    pub ratio_ci_kind: Option<IntervalKind>,
+    /// Why a ratio has no `ratio_ci` (the rate of the two with the least evidence); `None` with
+    /// one, and without a ratio.
+    #[serde(default)]
+    pub ratio_ci_reason: Option<NoInterval>,
     /// With `--rounds`: each round's figures (the row's are their means, its intervals across
     /// them); empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -120,7 +131,10 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                     format!("{}/{}", cell.cell.protocol, first.cell.protocol),
                     ratio,
                 ));
-                row.ratio_ci = ratio_bounds(cell, first);
+                let bounds = ratio_bounds(cell, first);
+                row.ratio_ci = bounds.ok();
+                row.ratio_ci_kind = bounds.is_ok().then_some(IntervalKind::WithinRun);
+                row.ratio_ci_reason = bounds.err();
             }
             row
         })
@@ -141,6 +155,7 @@ fn row(cell: &Summary) -> Row {
         level: cell.cell.level,
         requests_per_s: cell.requests_per_s,
         requests_per_s_ci: cell.requests_per_s_ci,
+        requests_per_s_ci_reason: cell.requests_per_s_ci_reason,
         megabytes_per_s: cell.bytes_per_s / 1e6,
         gigabits_per_s: cell.bytes_per_s * 8.0 / 1e9,
         p50_us: percentiles.p50,
@@ -168,26 +183,59 @@ fn row(cell: &Summary) -> Row {
         target_rss_peak_kib: target.map(|usage| usage.rss_peak_kib),
         ratio: None,
         ratio_ci: None,
+        ratio_ci_kind: None,
+        ratio_ci_reason: None,
         rounds: Vec::new(),
     }
 }
 
 /// The 95% interval of `cell`'s rate over `first`'s: each rate's relative half-width (the
-/// larger side), added in quadrature, around the ratio.
-fn ratio_bounds(cell: &Summary, first: &Summary) -> Option<Bounds<f64>> {
+/// larger side), added in quadrature, around the ratio; without one, why (the reason of the rate
+/// with the least evidence, the cell's own first).
+fn ratio_bounds(cell: &Summary, first: &Summary) -> Result<Bounds<f64>, NoInterval> {
     let relative = |summary: &Summary| {
-        let bounds = summary.requests_per_s_ci?;
+        let none = || {
+            summary.requests_per_s_ci_reason.unwrap_or(NoInterval {
+                too_few: Evidence::Samples,
+                n: 0,
+                needed: super::confidence::MIN_RATE_SAMPLES,
+            })
+        };
+        let bounds = summary.requests_per_s_ci.ok_or_else(none)?;
         let rate = summary.requests_per_s;
-        let high = bounds.ci_high?;
-        (rate > 0.0).then(|| (rate - bounds.ci_low).max(high - rate) / rate)
+        let high = bounds.ci_high.ok_or_else(none)?;
+        if rate > 0.0 {
+            Ok((rate - bounds.ci_low).max(high - rate) / rate)
+        } else {
+            Err(none())
+        }
     };
     let (mine, theirs) = (relative(cell)?, relative(first)?);
     let ratio = cell.requests_per_s / first.requests_per_s;
     let half = ratio * mine.hypot(theirs);
-    Some(Bounds {
+    Ok(Bounds {
         ci_low: (ratio - half).max(0.0),
         ci_high: Some(ratio + half),
     })
+}
+
+/// What stands for the interval of a percentile that is not estimable.
+pub(crate) const NOT_ESTIMABLE: &str = "n/e";
+
+/// The line under a table that marks a percentile `n/e`: what it means.
+pub(crate) fn not_estimable_legend() -> String {
+    format!(
+        "{NOT_ESTIMABLE}: not estimable, fewer than {:.0} samples beyond the percentile (p99 needs 500 samples, p99.9 5,000): its value is the histogram's, with no interval",
+        super::confidence::MIN_TAIL
+    )
+}
+
+/// The legend the comparison of `rows` needs: when a percentile it shows is not estimable.
+pub(crate) fn legend(rows: &[Row]) -> Option<String> {
+    rows.iter()
+        .filter_map(|row| row.percentiles_ci)
+        .any(|all| all.iter().any(Option::is_none))
+        .then(not_estimable_legend)
 }
 
 /// How the comparison's figures carry their intervals: inline, `1.23 (1.10–1.40)`, for people
@@ -279,11 +327,22 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             ]);
             let values = [row.p50_us, row.p90_us, row.p99_us, row.p99_9_us];
             for (index, value) in values.into_iter().enumerate() {
-                let bounds = row
-                    .percentiles_ci
-                    .map(|all| all[index])
-                    .map(|bounds| (millis(bounds.ci_low), open(bounds.ci_high.map(millis))));
-                figure(&mut line, millis(value), bounds);
+                match row.percentiles_ci.map(|all| all[index]) {
+                    // Not estimable: the value stays, its interval is marked (both columns in CSV).
+                    Some(None) if columns => line.extend([
+                        millis(value),
+                        NOT_ESTIMABLE.to_owned(),
+                        NOT_ESTIMABLE.to_owned(),
+                    ]),
+                    Some(None) => line.push(format!("{} ({NOT_ESTIMABLE})", millis(value))),
+                    interval => figure(
+                        &mut line,
+                        millis(value),
+                        interval.flatten().map(|bounds| {
+                            (millis(bounds.ci_low), open(bounds.ci_high.map(millis)))
+                        }),
+                    ),
+                }
             }
             line.extend([
                 millis(row.max_us),
@@ -304,17 +363,125 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             line.push(
                 row.ratio
                     .as_ref()
-                    .map_or_else(String::new, |(label, ratio)| match row.ratio_ci {
-                        Some(bounds) => format!(
-                            "{label} = {ratio:.2} ({:.2}–{:.2})",
-                            bounds.ci_low,
-                            bounds.ci_high.unwrap_or(f64::INFINITY)
-                        ),
-                        None => format!("{label} = {ratio:.2}"),
+                    .map_or_else(String::new, |(label, ratio)| {
+                        match (row.ratio_ci, row.ratio_ci_reason) {
+                            (Some(bounds), _) => format!(
+                                "{label} = {ratio:.2} ({:.2}–{:.2})",
+                                bounds.ci_low,
+                                bounds.ci_high.unwrap_or(f64::INFINITY)
+                            ),
+                            (None, Some(reason)) => {
+                                format!("{label} = {ratio:.2} ({})", reason.short())
+                            }
+                            (None, None) => format!("{label} = {ratio:.2}"),
+                        }
                     }),
             );
             line
         })
         .collect();
     (titles, lines)
+}
+
+/// Rows for the tests of the comparison's renderings (here and in `plain.rs`).
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Cell `cell` of level 0, `protocol` at `rps` req/s (its interval ±5%), `c=1 m=1`, its p99
+    /// 1 ms; a ratio over the first's 100 req/s from the second cell on, without an interval.
+    pub(crate) fn row(cell: usize, protocol: &str, rps: f64) -> Row {
+        let bounds = |value: u64| {
+            Some(Bounds {
+                ci_low: value - value / 10,
+                ci_high: Some(value + value / 10),
+            })
+        };
+        Row {
+            cell,
+            protocol: protocol.to_owned(),
+            clients: 1,
+            streams: 1,
+            rate: None,
+            level: 0,
+            requests_per_s: rps,
+            requests_per_s_ci: Some(Bounds {
+                ci_low: rps * 0.95,
+                ci_high: Some(rps * 1.05),
+            }),
+            requests_per_s_ci_reason: None,
+            megabytes_per_s: 0.0,
+            gigabits_per_s: 0.0,
+            p50_us: 500,
+            p90_us: 800,
+            p99_us: 1_000,
+            p99_9_us: 2_000,
+            max_us: 3_000,
+            percentiles_ci: Some([bounds(500), bounds(800), bounds(1_000), bounds(2_000)]),
+            errors: 0,
+            failed_percent: 0.0,
+            failed_percent_ci: None,
+            connections: 1,
+            generator_cpu_percent: 10.0,
+            generator_limited: false,
+            target_cpu_percent: None,
+            target_rss_peak_kib: None,
+            ratio: (cell > 1).then(|| (format!("{protocol}/h1"), rps / 100.0)),
+            ratio_ci: None,
+            ratio_ci_kind: None,
+            ratio_ci_reason: None,
+            rounds: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::row;
+    use super::*;
+
+    #[test]
+    fn a_percentile_not_estimable_keeps_its_value_and_marks_its_interval() {
+        let mut rows = vec![row(1, "h1", 100.0), row(2, "h2c", 76.0)];
+        assert_eq!(legend(&rows), None);
+        rows[1].percentiles_ci = Some([rows[1].percentiles_ci.unwrap()[0], None, None, None]);
+        let (titles, lines) = table(&rows, Intervals::Inline);
+        let at = |title: &str| titles.iter().position(|t| *t == title).unwrap();
+        assert_eq!(lines[1][at("p50")], "0.50 (0.45–0.55)");
+        assert_eq!(lines[1][at("p99")], "1.00 (n/e)");
+        assert_eq!(lines[0][at("p99")], "1.00 (0.90–1.10)");
+        let (titles, lines) = table(&rows, Intervals::Columns);
+        let at = |title: &str| titles.iter().position(|t| *t == title).unwrap();
+        assert_eq!(
+            lines[1][at("p99")..at("p99") + 3],
+            ["1.00", "n/e", "n/e"].map(str::to_owned)
+        );
+        assert_eq!(
+            lines[0][at("p99")..at("p99") + 3],
+            ["1.00", "0.90", "1.10"].map(str::to_owned)
+        );
+        assert!(legend(&rows)
+            .unwrap()
+            .starts_with("n/e: not estimable, fewer than 5 samples"));
+    }
+
+    #[test]
+    fn a_ratio_without_an_interval_says_why() {
+        let mut rows = vec![row(1, "h1", 100.0), row(2, "h2c", 76.0)];
+        rows[1].ratio_ci_reason = Some(NoInterval {
+            too_few: Evidence::Samples,
+            n: 1,
+            needed: 5,
+        });
+        let (_, lines) = table(&rows, Intervals::Inline);
+        assert_eq!(lines[1].last().unwrap(), "h2c/h1 = 0.76 (n=1: no interval)");
+        rows[1].ratio_ci = Some(Bounds {
+            ci_low: 0.70,
+            ci_high: Some(0.82),
+        });
+        rows[1].ratio_ci_reason = None;
+        let (_, lines) = table(&rows, Intervals::Inline);
+        assert_eq!(lines[1].last().unwrap(), "h2c/h1 = 0.76 (0.70–0.82)");
+        assert_eq!(lines[0].last().unwrap(), "");
+    }
 }

@@ -23,12 +23,19 @@
 //! **The rate** (finished requests per second) gets the batch-means interval of a ratio of
 //! totals, the same estimator over the batches' counts and lengths, empty intervals counted as
 //! such; it needs [`MIN_BATCHES`] batches too.
+//!
+//! **No interval without evidence.** A figure from too few samples gets none, and says why
+//! ([`NoInterval`]), rather than an interval of zero width that reads as certainty: a rate needs
+//! [`MIN_RATE_SAMPLES`] finished requests (one request's rate over a timeline of otherwise empty
+//! intervals has no spread at all), and a percentile needs [`MIN_TAIL`] samples expected beyond
+//! it, `n·(1 − p)`: fewer, and its value is whichever sample happened to be last, so it is
+//! marked not estimable (`not_estimable`) and has no interval.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::timeline::{interval_length, last_index, IntervalSummary, Timeline};
-use super::{LatencySummary, Summary};
+use super::{counted, LatencySummary, Summary};
 use crate::recorder::hdr;
 
 /// The confidence level of every interval.
@@ -43,6 +50,18 @@ pub(crate) const MAX_BATCHES: usize = 30;
 
 /// With fewer batches than this their spread says too little: intervals assume independence.
 pub(crate) const MIN_BATCHES: usize = 5;
+
+/// At least this many samples expected beyond a percentile, `n·(1 − p)` (or below it, `n·p`, for
+/// one under the median), for it to be estimated: the rule of thumb under which a binomial share
+/// is near enough normal for its rank interval (and the upper rank of a 95% interval then lies
+/// within the samples: `p + 1.96·√(p(1 − p)/n)` stays below the last rank). p99 needs 500
+/// samples, p99.9 5,000, p99.99 50,000.
+pub(crate) const MIN_TAIL: f64 = 5.0;
+
+/// At least this many finished requests for an interval of the rate: a handful, as for a
+/// percentile's tail; with fewer, most batches are empty and the spread of their counts
+/// estimates nothing (one request makes it zero).
+pub(crate) const MIN_RATE_SAMPLES: u64 = 5;
 
 /// The most intervals a rate's interval reads from one timeline (empty ones included).
 const MAX_INTERVALS: u64 = 1 << 20;
@@ -70,6 +89,97 @@ impl<T: PartialOrd + Copy> Bounds<T> {
     }
 }
 
+/// Why a figure has no interval: too few of what its interval is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoInterval {
+    /// What there were too few of.
+    pub too_few: Evidence,
+    /// How many there were.
+    pub n: u64,
+    /// How many an interval needs.
+    pub needed: u64,
+}
+
+/// What an interval is made of; one more kind (rounds) plugs in here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// Finished requests (samples).
+    Samples,
+    /// Batches of the timeline.
+    Batches,
+    /// Rounds (`--rounds`): an interval across them needs two.
+    Rounds,
+}
+
+impl NoInterval {
+    /// `n=1: no interval` (samples), `3 batches: no interval`: the short form, for tables.
+    pub(crate) fn short(&self) -> String {
+        match self.too_few {
+            Evidence::Samples => format!("n={}: no interval", self.n),
+            Evidence::Batches => format!("{}: no interval", batches(self.n)),
+            Evidence::Rounds => format!("{}: no interval", counted(self.n, "round")),
+        }
+    }
+
+    /// What an interval would need, in words: `an interval needs at least 5 finished requests`.
+    pub(crate) fn needs(&self) -> String {
+        match self.too_few {
+            Evidence::Samples => format!(
+                "an interval needs at least {}",
+                counted(self.needed, "finished request")
+            ),
+            Evidence::Batches => format!(
+                "an interval needs at least {} of the timeline (a longer run)",
+                batches(self.needed)
+            ),
+            Evidence::Rounds => format!(
+                "an interval across rounds needs at least {}",
+                counted(self.needed, "round")
+            ),
+        }
+    }
+}
+
+/// `1 batch`, `3 batches`.
+fn batches(count: u64) -> String {
+    match count {
+        1 => "1 batch".to_owned(),
+        _ => format!("{count} batches"),
+    }
+}
+
+/// What an interval's spread covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalKind {
+    /// Batch means over one run's timeline: the variation within the run, not between runs.
+    WithinRun,
+    /// Student's t over `--rounds`' per-round values: the variation between reruns.
+    AcrossRounds,
+}
+
+impl IntervalKind {
+    /// `within one run`, `across 5 rounds`: how the plain words name it.
+    pub(crate) fn words(self, rounds: usize) -> String {
+        match self {
+            IntervalKind::WithinRun => "within one run".to_owned(),
+            IntervalKind::AcrossRounds => format!("across {rounds} rounds"),
+        }
+    }
+}
+
+/// Whether the `quantile` of `n` samples can be estimated: [`MIN_TAIL`] samples expected beyond
+/// it (a hair of tolerance for the float product: p99 of exactly 500 samples is).
+pub(crate) fn estimable(n: u64, quantile: f64) -> bool {
+    n as f64 * quantile.min(1.0 - quantile) >= MIN_TAIL - 1e-9
+}
+
+/// The fewest samples whose `quantile` is [`estimable`]: 500 for p99.
+pub(crate) fn samples_needed(quantile: f64) -> u64 {
+    (MIN_TAIL / quantile.min(1.0 - quantile) - 1e-6).ceil() as u64
+}
+
 /// How an interval accounts for the dependence between samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,29 +199,33 @@ pub struct PercentileBounds {
     pub method: Method,
     /// Batches used (0 with `independent`).
     pub batches: u32,
-    /// Median.
-    pub p50: Bounds<u64>,
+    /// Median; `None` when not estimable (and so for each below).
+    pub p50: Option<Bounds<u64>>,
     /// 75th percentile.
-    pub p75: Bounds<u64>,
+    pub p75: Option<Bounds<u64>>,
     /// 90th percentile.
-    pub p90: Bounds<u64>,
+    pub p90: Option<Bounds<u64>>,
     /// 95th percentile.
-    pub p95: Bounds<u64>,
+    pub p95: Option<Bounds<u64>>,
     /// 99th percentile.
-    pub p99: Bounds<u64>,
+    pub p99: Option<Bounds<u64>>,
     /// 99.9th percentile.
     #[serde(rename = "p99.9")]
-    pub p99_9: Bounds<u64>,
+    pub p99_9: Option<Bounds<u64>>,
     /// 99.99th percentile.
     #[serde(rename = "p99.99")]
-    pub p99_99: Bounds<u64>,
+    pub p99_99: Option<Bounds<u64>>,
+    /// The percentiles with fewer than [`MIN_TAIL`] samples expected beyond them (`p99.99`),
+    /// whose value is the histogram's but whose interval is `null`: not estimable.
+    #[serde(default)]
+    pub not_estimable: Vec<String>,
 }
 
 impl PercentileBounds {
     /// The interval of the percentile labelled `label` (as [`super::Percentiles::labelled`]
-    /// names them); `None` for `max`, which has none.
+    /// names them); `None` for `max`, which has none, and for one not estimable.
     pub(crate) fn of(&self, label: &str) -> Option<Bounds<u64>> {
-        Some(match label {
+        match label {
             "p50" => self.p50,
             "p75" => self.p75,
             "p90" => self.p90,
@@ -119,8 +233,14 @@ impl PercentileBounds {
             "p99" => self.p99,
             "p99.9" => self.p99_9,
             "p99.99" => self.p99_99,
-            _ => return None,
-        })
+            _ => None,
+        }
+    }
+
+    /// Whether the percentile labelled `label` is too far in the tail of too few samples to be
+    /// estimated (its interval is `None` for that reason, not for being `max`).
+    pub(crate) fn not_estimable(&self, label: &str) -> bool {
+        self.not_estimable.iter().any(|name| name == label)
     }
 }
 
@@ -159,11 +279,16 @@ pub(crate) fn annotate(summary: &mut Summary) {
             latency.confidence = percentile_bounds(latency, None);
         }
     }
-    summary.requests_per_s_ci = rate_bounds(&summary.timeline, summary.requests_per_s);
+    let rate = rate_bounds(&summary.timeline, summary.requests_per_s);
+    summary.requests_per_s_ci = rate.ok();
+    summary.requests_per_s_ci_reason = rate.err();
 }
 
 /// The quantiles a report gives, in [`PercentileBounds`]'s order.
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
+
+/// Their labels, as [`super::Percentiles::labelled`] names them.
+const QUANTILE_LABELS: [&str; 7] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"];
 
 /// Where a distribution's batches come from: a timeline, and which of an interval's histograms.
 type Source<'a> = (&'a Timeline, fn(&IntervalSummary) -> Option<&str>);
@@ -189,7 +314,8 @@ fn percentile_bounds(
                 .map(|(samples, below)| (*samples, below[index]))
                 .collect()
         });
-        quantile_bounds(&whole, batches.as_deref(), QUANTILES[index])
+        estimable(whole.len(), QUANTILES[index])
+            .then(|| quantile_bounds(&whole, batches.as_deref(), QUANTILES[index]))
     };
     Some(PercentileBounds {
         level: LEVEL,
@@ -206,6 +332,12 @@ fn percentile_bounds(
         p99: at(4),
         p99_9: at(5),
         p99_99: at(6),
+        not_estimable: QUANTILE_LABELS
+            .iter()
+            .zip(QUANTILES)
+            .filter(|(_, quantile)| !estimable(whole.len(), *quantile))
+            .map(|(label, _)| (*label).to_owned())
+            .collect(),
     })
 }
 
@@ -321,28 +453,47 @@ pub(crate) fn wilson(hits: u64, trials: u64) -> Option<Bounds<f64>> {
 }
 
 /// The 95% interval of the finished requests per second, `rate`, by batch means over the
-/// timeline's intervals (empty ones too); `None` with fewer than [`MIN_BATCHES`] batches.
-fn rate_bounds(timeline: &Timeline, rate: f64) -> Option<Bounds<f64>> {
+/// timeline's intervals (empty ones too); why there is none with fewer than
+/// [`MIN_RATE_SAMPLES`] finished requests or [`MIN_BATCHES`] batches.
+fn rate_bounds(timeline: &Timeline, rate: f64) -> Result<Bounds<f64>, NoInterval> {
+    let no_batches = |n: usize| NoInterval {
+        too_few: Evidence::Batches,
+        n: n as u64,
+        needed: MIN_BATCHES as u64,
+    };
     if timeline.interval_s <= 0.0 || timeline.end_s <= 0.0 {
-        return None;
+        return Err(no_batches(0));
     }
     let last = last_index(timeline.end_s, timeline.interval_s);
     // A report claiming an absurd length must not make the counts fill memory.
-    if last >= MAX_INTERVALS {
-        return None;
-    }
-    let mut finished = vec![0u64; usize::try_from(last + 1).ok()?];
+    let count = usize::try_from(last + 1)
+        .ok()
+        .filter(|_| last < MAX_INTERVALS)
+        .ok_or(no_batches(0))?;
+    let mut finished = vec![0u64; count];
     for interval in &timeline.intervals {
         if let Some(count) = finished.get_mut(interval.index as usize) {
             *count += interval.completed + interval.errors;
         }
     }
+    let samples: u64 = finished.iter().sum();
+    if samples < MIN_RATE_SAMPLES {
+        return Err(NoInterval {
+            too_few: Evidence::Samples,
+            n: samples,
+            needed: MIN_RATE_SAMPLES,
+        });
+    }
     let lengths: Vec<f64> = (0..=last)
         .map(|index| interval_length(index, timeline.interval_s, timeline.end_s))
         .collect();
     // The first interval (connections opening) and the last (the drain) are partial by
-    // construction: the spread is measured without them when enough remain (as `inner`).
-    let (finished, lengths) = if finished.len() >= MIN_BATCHES + 2 {
+    // construction: the spread is measured without them when enough remain (as `inner`), and
+    // they hold a handful of the requests (else the middle's emptiness would read as a rate
+    // known exactly: a few long requests all finish in the last interval).
+    let inner = finished.len() >= MIN_BATCHES + 2
+        && finished[1..finished.len() - 1].iter().sum::<u64>() >= MIN_RATE_SAMPLES;
+    let (finished, lengths) = if inner {
         (
             &finished[1..finished.len() - 1],
             &lengths[1..lengths.len() - 1],
@@ -359,13 +510,14 @@ fn rate_bounds(timeline: &Timeline, rate: f64) -> Option<Bounds<f64>> {
             )
         })
         .collect();
-    let (ratio, bounds) = ratio_bounds(&batches)?;
+    let (ratio, bounds) = ratio_bounds(&batches).ok_or(no_batches(batches.len()))?;
+    let high = bounds.ci_high.ok_or(no_batches(batches.len()))?;
     // Around the report's own rate (finished over the whole measured period): the half-width
     // measured over the batches' length, scaled to the period's (a rate's variance falls as
     // one over the length it is measured over).
     let measured: f64 = lengths.iter().sum();
-    let half = (bounds.ci_high? - ratio) * (measured / timeline.end_s).min(1.0).sqrt();
-    Some(Bounds {
+    let half = (high - ratio) * (measured / timeline.end_s).min(1.0).sqrt();
+    Ok(Bounds {
         ci_low: (rate - half).max(0.0),
         ci_high: Some(rate + half),
     })
@@ -606,6 +758,154 @@ mod tests {
         assert_eq!(wilson(0, 0), None);
     }
 
+    /// A timeline of intervals of `interval_s`, one per histogram of `parts` (its samples).
+    fn timeline_of(parts: &[Histogram<u64>], interval_s: f64) -> Timeline {
+        let interval = |(index, part): (usize, &Histogram<u64>)| {
+            serde_json::from_value(serde_json::json!({
+                "index": index, "completed": part.len(), "errors": 0, "length_s": interval_s,
+                "requests_per_s": part.len() as f64 / interval_s, "p50_us": 0, "p99_us": 0,
+                "max_us": 0, "hdr": hdr::to_base64(part), "ttfb_hdr": "",
+            }))
+            .unwrap()
+        };
+        Timeline {
+            interval_s,
+            end_s: parts.len() as f64 * interval_s,
+            start_unix_ms: 0,
+            intervals: parts.iter().enumerate().map(interval).collect(),
+        }
+    }
+
+    /// A histogram of `count` samples of `value` µs.
+    fn samples(count: u64, value: u64) -> Histogram<u64> {
+        let mut histogram = hdr::new_histogram();
+        histogram.record_n(value, count).unwrap();
+        histogram
+    }
+
+    #[test]
+    fn a_percentile_needs_5_samples_beyond_it() {
+        for (quantile, needed) in [
+            (0.5, 10),
+            (0.75, 20),
+            (0.9, 50),
+            (0.95, 100),
+            (0.99, 500),
+            (0.999, 5_000),
+            (0.9999, 50_000),
+        ] {
+            assert_eq!(samples_needed(quantile), needed, "p{}", quantile * 100.0);
+            assert!(estimable(needed, quantile), "p{}", quantile * 100.0);
+            assert!(!estimable(needed - 1, quantile), "p{}", quantile * 100.0);
+        }
+        assert!(!estimable(1, 0.5));
+    }
+
+    #[test]
+    fn percentiles_too_far_in_the_tail_of_few_samples_have_no_interval() {
+        // 50 exponential samples: 25 beyond the p50, 5 beyond the p90, 2.5 beyond the p95.
+        let (whole, _) = exponential(50, 1, 5);
+        let summary = LatencySummary {
+            count: 50,
+            spread: Default::default(),
+            percentiles: crate::report::Percentiles {
+                p50: 0,
+                p75: 0,
+                p90: 0,
+                p95: 0,
+                p99: 0,
+                p99_9: 0,
+                p99_99: 0,
+                max: 0,
+            },
+            confidence: None,
+            hdr: hdr::to_base64(&whole),
+        };
+        let bounds = percentile_bounds(&summary, None).unwrap();
+        assert_eq!(
+            bounds.not_estimable,
+            ["p95", "p99", "p99.9", "p99.99"].map(str::to_owned)
+        );
+        for label in ["p50", "p75", "p90"] {
+            let interval = bounds.of(label).unwrap();
+            assert!(interval.ci_low < interval.ci_high.unwrap(), "{label}");
+            assert!(!bounds.not_estimable(label));
+        }
+        for label in ["p95", "p99", "p99.9", "p99.99"] {
+            assert_eq!(bounds.of(label), None, "{label}");
+            assert!(bounds.not_estimable(label), "{label}");
+        }
+        // `max` has no interval, but is not "not estimable": it is exact.
+        assert_eq!(bounds.of("max"), None);
+        assert!(!bounds.not_estimable("max"));
+        // One sample: nothing is estimable (its interval was `697–?` for every percentile).
+        let one = LatencySummary {
+            hdr: hdr::to_base64(&samples(1, 697)),
+            ..summary
+        };
+        assert_eq!(
+            percentile_bounds(&one, None).unwrap().not_estimable.len(),
+            QUANTILES.len()
+        );
+    }
+
+    #[test]
+    fn a_rate_of_one_request_has_no_interval() {
+        // One request over 20 intervals, finished in the last: the middle 18 are empty, and their
+        // spread was zero, an interval of zero width (`1.95 (1.95–1.95)`).
+        let mut parts: Vec<Histogram<u64>> = (0..20).map(|_| hdr::new_histogram()).collect();
+        parts[19] = samples(1, 500_000);
+        let timeline = timeline_of(&parts, 0.025);
+        assert_eq!(
+            rate_bounds(&timeline, 2.0),
+            Err(NoInterval {
+                too_few: Evidence::Samples,
+                n: 1,
+                needed: MIN_RATE_SAMPLES
+            })
+        );
+        let reason = rate_bounds(&timeline, 2.0).unwrap_err();
+        assert_eq!(reason.short(), "n=1: no interval");
+        assert_eq!(
+            reason.needs(),
+            "an interval needs at least 5 finished requests"
+        );
+        // Six requests, all in the last interval: enough of them, but the middle is empty, so
+        // the spread is measured over every interval, the last included: not zero.
+        parts[19] = samples(6, 500_000);
+        let bounds = rate_bounds(&timeline_of(&parts, 0.025), 12.0).unwrap();
+        assert!(
+            bounds.ci_low < 12.0 && bounds.ci_high.unwrap() > 12.0 + 5.0,
+            "{bounds:?}"
+        );
+        // Many requests in 3 intervals: too few batches.
+        let few = timeline_of(
+            &[
+                samples(100, 1_000),
+                samples(100, 1_000),
+                samples(100, 1_000),
+            ],
+            1.0,
+        );
+        let reason = rate_bounds(&few, 100.0).unwrap_err();
+        assert_eq!(
+            reason,
+            NoInterval {
+                too_few: Evidence::Batches,
+                n: 3,
+                needed: MIN_BATCHES as u64
+            }
+        );
+        assert_eq!(reason.short(), "3 batches: no interval");
+        // Enough requests in 20 intervals: an interval around the rate.
+        let even: Vec<Histogram<u64>> = (0..20).map(|i| samples(90 + i % 3 * 10, 1_000)).collect();
+        let bounds = rate_bounds(&timeline_of(&even, 1.0), 100.0).unwrap();
+        assert!(
+            bounds.ci_low < 100.0 && 100.0 < bounds.ci_high.unwrap(),
+            "{bounds:?}"
+        );
+    }
+
     #[test]
     fn batch_counts_read_from_the_encoded_intervals_match_joined_histograms() {
         // 24 intervals of exponential samples (their inner 22 make the batches), counted at
@@ -614,20 +914,7 @@ mod tests {
         let mut whole = hdr::new_histogram();
         parts.iter().for_each(|part| whole.add(part).unwrap());
         let lines = [0.5, 0.9, 0.99].map(|quantile| whole.value_at_quantile(quantile));
-        let interval = |(index, part): (usize, &Histogram<u64>)| {
-            serde_json::from_value(serde_json::json!({
-                "index": index, "completed": part.len(), "errors": 0, "length_s": 1.0,
-                "requests_per_s": part.len(), "p50_us": 0, "p99_us": 0, "max_us": 0,
-                "hdr": hdr::to_base64(part), "ttfb_hdr": "",
-            }))
-            .unwrap()
-        };
-        let timeline = Timeline {
-            interval_s: 1.0,
-            end_s: 24.0,
-            start_unix_ms: 0,
-            intervals: parts.iter().enumerate().map(interval).collect(),
-        };
+        let timeline = timeline_of(&parts, 1.0);
         let counts = batch_counts(
             &timeline,
             |interval| Some(interval.hdr.as_str()),

@@ -2,6 +2,7 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
+use super::confidence::IntervalKind;
 use super::{counted, CellInfo, Latencies, LatencySummary, RateReport, Summary};
 use crate::units::format_micros;
 
@@ -171,7 +172,9 @@ fn receive_wait(latency: &Latencies) -> Option<String> {
     })
 }
 
-/// Sentences comparing protocols at each level of a sweep.
+/// Sentences comparing protocols at each level of a sweep. A difference is stated only when the
+/// ratio's 95% interval excludes 1 (no difference), with the kind of interval it was; one that
+/// holds 1 is "no difference we can see", and a ratio without an interval is no evidence.
 pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter_map(|row| {
@@ -179,40 +182,56 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
             let first = rows
                 .iter()
                 .find(|other| other.ratio.is_none() && other.level == row.level)?;
-            // The same band either way: 2 - 0.98 is 1.02. A difference the ratio's 95% interval
-            // does not tell from 1 is noise, however large it reads.
-            let noise = row.ratio_ci.filter(|bounds| bounds.contains(1.0));
-            let verdict = if noise.is_some() && (*ratio >= 2.0 - SAME_RATE || *ratio <= SAME_RATE) {
-                "about as many requests per second (the difference is within the noise: the ratio's 95% interval includes 1) as".to_owned()
-            } else if *ratio >= 2.0 - SAME_RATE {
+            let (mine, theirs) = (&row.protocol, &first.protocol);
+            let setting = row.setting();
+            let connections = format!(
+                "{} where {theirs} opened {}",
+                counted(row.connections, "connection"),
+                first.connections
+            );
+            // A p99 not estimable in either cell is no figure to set against the other.
+            let p99_known = |row: &Row| row.percentiles_ci.is_some_and(|all| all[2].is_some());
+            let p99 = if p99_known(row) && p99_known(first) {
+                format!(
+                    "p99 {:.2} ms vs {:.2} ms",
+                    row.p99_us as f64 / 1000.0,
+                    first.p99_us as f64 / 1000.0
+                )
+            } else {
+                "p99 not estimable (too few samples beyond it)".to_owned()
+            };
+            let Some(bounds) = row.ratio_ci else {
+                let why = row.ratio_ci_reason.map_or_else(
+                    || "no interval".to_owned(),
+                    |reason| format!("{} ({})", reason.short(), reason.needs()),
+                );
+                return Some(format!(
+                    "at {setting} ({label} = {ratio:.2}), one run is no evidence: {why}; {mine} used {connections}; {p99}"
+                ));
+            };
+            let interval = format!(
+                "95% interval {:.2}–{:.2} {}",
+                bounds.ci_low,
+                bounds.ci_high.unwrap_or(f64::INFINITY),
+                row.ratio_ci_kind
+                    .unwrap_or(IntervalKind::WithinRun)
+                    .words(row.rounds.len())
+            );
+            if bounds.contains(1.0) {
+                return Some(format!(
+                    "at {setting}, no difference we can see ({label} = {ratio:.2}, {interval}) between {mine} and {theirs}, {mine} using {connections}; {p99}"
+                ));
+            }
+            // The same band either way: 2 - 0.98 is 1.02.
+            let verdict = if *ratio >= 2.0 - SAME_RATE {
                 format!("{:.0}% more requests per second than", (ratio - 1.0) * 100.0)
             } else if *ratio <= SAME_RATE {
                 format!("{:.0}% fewer requests per second than", (1.0 - ratio) * 100.0)
             } else {
                 "about as many requests per second as".to_owned()
             };
-            // Which spread the interval measured: one run's own, or the rounds' (a rerun's).
-            let across = match row.rounds.len() {
-                0 | 1 => "within one run".to_owned(),
-                count => format!("across {count} rounds"),
-            };
-            let interval = row.ratio_ci.map_or_else(String::new, |bounds| {
-                format!(
-                    ", 95% interval {:.2}–{:.2} {across}",
-                    bounds.ci_low,
-                    bounds.ci_high.unwrap_or(f64::INFINITY)
-                )
-            });
             Some(format!(
-                "at {} ({label} = {ratio:.2}{interval}), {} served {verdict} {}, using {} where {} opened {}; p99 {:.2} ms vs {:.2} ms",
-                row.setting(),
-                row.protocol,
-                first.protocol,
-                counted(row.connections, "connection"),
-                first.protocol,
-                first.connections,
-                row.p99_us as f64 / 1000.0,
-                first.p99_us as f64 / 1000.0
+                "at {setting} ({label} = {ratio:.2}, {interval}), {mine} served {verdict} {theirs}, using {connections}; {p99}"
             ))
         })
         .collect()
@@ -351,6 +370,55 @@ mod tests {
             confidence: None,
             hdr: String::new(),
         }
+    }
+
+    #[test]
+    fn a_difference_is_stated_only_when_the_ratios_interval_excludes_1() {
+        use crate::report::comparison::testing::row;
+        use crate::report::confidence::{Bounds, Evidence, NoInterval};
+        let with = |ratio: f64, interval: Option<(f64, f64)>| {
+            let mut second = row(2, "h2c", 100.0 * ratio);
+            second.ratio_ci = interval.map(|(low, high)| Bounds {
+                ci_low: low,
+                ci_high: Some(high),
+            });
+            second.ratio_ci_kind = interval.map(|_| IntervalKind::WithinRun);
+            second.ratio_ci_reason = interval.is_none().then_some(NoInterval {
+                too_few: Evidence::Samples,
+                n: 1,
+                needed: 5,
+            });
+            comparison(&[row(1, "h1", 100.0), second])
+        };
+        assert_eq!(
+            with(0.98, Some((0.91, 1.05))),
+            ["at c=1 m=1, no difference we can see (h2c/h1 = 0.98, 95% interval 0.91–1.05 within one run) between h2c and h1, h2c using 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        // However large the ratio reads, an interval that holds 1 calls no winner.
+        assert!(with(0.76, Some((0.40, 1.12)))[0].contains("no difference we can see"));
+        assert_eq!(
+            with(0.76, Some((0.70, 0.82))),
+            ["at c=1 m=1 (h2c/h1 = 0.76, 95% interval 0.70–0.82 within one run), h2c served 24% fewer requests per second than h1, using 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        assert!(with(1.25, Some((1.10, 1.40)))[0]
+            .contains("h2c served 25% more requests per second than h1"));
+        assert_eq!(
+            with(0.76, None),
+            ["at c=1 m=1 (h2c/h1 = 0.76), one run is no evidence: n=1: no interval (an interval needs at least 5 finished requests); h2c used 1 connection where h1 opened 1; p99 1.00 ms vs 1.00 ms"]
+        );
+        // A p99 not estimable in either cell is not set against the other.
+        let mut first = row(1, "h1", 100.0);
+        first.percentiles_ci = Some([None; 4]);
+        let mut second = row(2, "h2c", 99.0);
+        second.ratio_ci = Some(Bounds {
+            ci_low: 0.9,
+            ci_high: Some(1.1),
+        });
+        let said = comparison(&[first, second]);
+        assert!(
+            said[0].ends_with("; p99 not estimable (too few samples beyond it)"),
+            "{said:?}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::comparison::Row;
-use super::confidence::{t_975, Bounds};
+use super::confidence::{t_975, Bounds, Evidence, IntervalKind, NoInterval};
 use super::Summary;
 
 /// How a run of several rounds was made.
@@ -153,8 +153,19 @@ pub(crate) fn combine(runs: Vec<(RoundOf, Row)>) -> Vec<Row> {
         let (mean, bounds) = mean_interval(&ratios);
         row.ratio = Some((format!("{}/{}", row.protocol, first.protocol), mean));
         row.ratio_ci = bounds.map(at_least_zero);
+        row.ratio_ci_kind = bounds.map(|_| IntervalKind::AcrossRounds);
+        row.ratio_ci_reason = bounds.is_none().then(|| too_few_rounds(ratios.len()));
     }
     combined
+}
+
+/// Why a figure across `rounds` rounds has no interval: a t-interval needs two.
+fn too_few_rounds(rounds: usize) -> NoInterval {
+    NoInterval {
+        too_few: Evidence::Rounds,
+        n: rounds as u64,
+        needed: 2,
+    }
 }
 
 /// `bounds` with its lower end no lower than zero.
@@ -207,6 +218,9 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         level: first.level,
         requests_per_s,
         requests_per_s_ci,
+        requests_per_s_ci_reason: requests_per_s_ci
+            .is_none()
+            .then(|| too_few_rounds(rounds.len())),
         megabytes_per_s: mean(|row| row.megabytes_per_s),
         gigabits_per_s: mean(|row| row.gigabits_per_s),
         p50_us,
@@ -214,7 +228,7 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         p99_us,
         p99_9_us,
         max_us: rounds.iter().map(|row| row.max_us).max().unwrap_or(0),
-        percentiles_ci: several.then_some([p50, p90, p99, p99_9]),
+        percentiles_ci: several.then_some([Some(p50), Some(p90), Some(p99), Some(p99_9)]),
         errors: rounds.iter().map(|row| row.errors).sum(),
         failed_percent,
         failed_percent_ci,
@@ -230,6 +244,8 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
             .max(),
         ratio: None,
         ratio_ci: None,
+        ratio_ci_kind: None,
+        ratio_ci_reason: None,
         rounds: rounds
             .iter()
             .zip(numbers)

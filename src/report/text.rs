@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
+use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
 use crate::report::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
 
@@ -68,11 +69,16 @@ fn listed(counts: &[(String, u64)]) -> String {
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate (led by a transfer's
-/// throughput) and the p99.
+/// throughput) and the p99 (marked when not estimable: no legend follows this line).
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
+    let request = &summary.latency.request;
+    let marked = request
+        .confidence
+        .as_ref()
+        .is_some_and(|confidence| confidence.not_estimable("p99"));
     format!(
-        "{}{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}{}",
         summary.cell.label,
         summary
             .cell
@@ -84,7 +90,8 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         counters.errored,
         super::throughput::Finished::of(summary).quiet_lead(),
         summary.requests_per_s,
-        format_micros(summary.latency.request.percentiles.p99 as f64),
+        format_micros(request.percentiles.p99 as f64),
+        if marked { " (not estimable)" } else { "" },
         summary.until_stable.map_or(String::new(), |stable| format!(
             ", until stable (±{:.1}%): {}",
             stable.target_pct,
@@ -293,9 +300,11 @@ fn write_intervals(out: &mut String, summary: &LatencySummary) -> std::fmt::Resu
     };
     write!(out, "{:17}", "  95% interval  :")?;
     for (label, value) in summary.percentiles.labelled() {
-        let cell = confidence
-            .of(label)
-            .map_or_else(String::new, |bounds| format_range(value, bounds));
+        let cell = match confidence.of(label) {
+            Some(bounds) => format_range(value, bounds),
+            None if confidence.not_estimable(label) => NOT_ESTIMABLE.to_owned(),
+            None => String::new(),
+        };
         write!(out, " {cell:>10}")?;
     }
     writeln!(out)
@@ -346,12 +355,25 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             bounds.ci_low,
             bounds.ci_high.unwrap_or(f64::INFINITY)
         ),
-        None => format!(
-            "{:.2} req/s (too few intervals for an interval)",
-            summary.requests_per_s
-        ),
+        None => match summary.requests_per_s_ci_reason {
+            Some(reason) => format!(
+                "{:.2} req/s ({}; {})",
+                summary.requests_per_s,
+                reason.short(),
+                reason.needs()
+            ),
+            None => format!("{:.2} req/s (no interval)", summary.requests_per_s),
+        },
     };
     writeln!(out, "95% intervals: {method}; {rate}")?;
+    let marked = latency_rows(summary).iter().any(|(_, row)| {
+        row.confidence
+            .as_ref()
+            .is_some_and(|bounds| !bounds.not_estimable.is_empty())
+    });
+    if marked {
+        writeln!(out, "{}", not_estimable_legend())?;
+    }
     if let Some(stable) = &summary.until_stable {
         let half = |pct: Option<f64>| {
             pct.map_or("not yet bounded".to_owned(), |pct| format!("±{pct:.1}%"))
@@ -440,16 +462,18 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
             return "-".to_owned();
         };
         let value = pick(&latency.percentiles);
-        let interval = latency
-            .confidence
-            .as_ref()
-            .and_then(|bounds| bounds.of(label));
-        match interval {
+        let Some(confidence) = latency.confidence.as_ref() else {
+            return format_micros(value as f64);
+        };
+        match confidence.of(label) {
             Some(bounds) => format!(
                 "{} ({})",
                 format_micros(value as f64),
                 format_range(value, bounds)
             ),
+            None if confidence.not_estimable(label) => {
+                format!("{} ({NOT_ESTIMABLE})", format_micros(value as f64))
+            }
             None => format_micros(value as f64),
         }
     };
@@ -503,6 +527,13 @@ fn write_urls(out: &mut String, urls: &[super::UrlRow]) -> std::fmt::Result {
         "(95% intervals in brackets; a URL has no timeline of its own, so they assume its samples \
          independent)"
     )?;
+    let marked = order.iter().take(TOP_URLS).any(|row| {
+        let confidence = row.latency.as_ref().and_then(|l| l.confidence.as_ref());
+        confidence.is_some_and(|c| ["p50", "p90", "p99"].iter().any(|l| c.not_estimable(l)))
+    });
+    if marked {
+        writeln!(out, "{}", not_estimable_legend())?;
+    }
     if urls.len() > TOP_URLS {
         writeln!(out, "… and {} more in JSON", urls.len() - TOP_URLS)?;
     }
@@ -693,6 +724,10 @@ pub(crate) fn comparison(document: &super::Document) -> String {
         ),
     };
     out.push_str(&aligned(&titles, &lines));
+    if let Some(legend) = super::comparison::legend(&document.comparison) {
+        out.push_str(&legend);
+        out.push('\n');
+    }
     if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");

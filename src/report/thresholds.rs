@@ -7,6 +7,7 @@ use crate::plan::objective::Measured;
 use crate::report::confidence::{self, Bounds};
 use crate::report::rounds::{mean_interval, runs_by_cell};
 use crate::report::{Document, Summary};
+use crate::units::counted;
 
 /// One `--fail-if` expression checked against a cell.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -27,6 +28,15 @@ pub struct Threshold {
     /// message says a longer run can tell.
     #[serde(default)]
     pub within_noise: bool,
+    /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
+    /// samples beyond it), which is then neither breached nor held.
+    #[serde(default = "judged")]
+    pub judged: bool,
+}
+
+/// A threshold of a report written before `judged` was judged.
+fn judged() -> bool {
+    true
 }
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
@@ -48,13 +58,20 @@ pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> 
         .iter()
         .map(|objective| {
             let checked = objective.check(&measured);
-            let ci = interval(summary, objective);
+            let judged = match objective.metric {
+                Metric::Latency(_, quantile) if quantile < 1.0 => {
+                    confidence::estimable(measured.latency.len(), quantile)
+                }
+                _ => true,
+            };
+            let ci = judged.then(|| interval(summary, objective)).flatten();
             Threshold {
                 expr: checked.expr,
                 value: checked.value,
-                breached: checked.holds,
+                breached: judged && checked.holds,
                 ci,
                 within_noise: ci.is_some_and(|bounds| bounds.contains(objective.bound)),
+                judged,
             }
         })
         .collect()
@@ -125,6 +142,34 @@ pub(crate) fn breaches(document: &Document, fail_if: &[Objective]) -> Vec<String
         .collect()
 }
 
+/// `threshold not judged: p99 of 40 samples is not estimable, …`, one line per threshold of every
+/// cell on a percentile too far in the tail of too few samples to say which side of its bound it
+/// lies; such a threshold neither fails the run nor passes it.
+pub(crate) fn unjudged(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
+    cells
+        .iter()
+        .flat_map(|cell| {
+            let samples = cell.histograms.request.len();
+            fail_if
+                .iter()
+                .zip(&cell.thresholds)
+                .filter(|(_, threshold)| !threshold.judged)
+                .filter_map(move |(objective, threshold)| {
+                    let Metric::Latency(name, quantile) = objective.metric else {
+                        return None;
+                    };
+                    Some(format!(
+                        "threshold not judged: {} (cell {}): {name} of {samples} samples is not estimable, fewer than {:.0} lie beyond it (it needs {}: run longer)",
+                        threshold.expr,
+                        cell.cell.label,
+                        confidence::MIN_TAIL,
+                        counted(confidence::samples_needed(quantile), "sample")
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// With `--rounds`: every `--fail-if` expression judged once per cell of the sweep, on the mean
 /// of its rounds' values, its interval Student's t across them (what a rerun would give, not
 /// what one run's noise says); each cell's label with its thresholds, in the sweep's order.
@@ -149,6 +194,7 @@ pub(crate) fn across_rounds(
                         breached: objective.holds(value),
                         ci,
                         within_noise: ci.is_some_and(|bounds| bounds.contains(objective.bound)),
+                        judged: true,
                     }
                 })
                 .collect();

@@ -115,11 +115,13 @@ impl UntilStable {
     }
 
     /// The p99's and the rate's 95% half-widths as shares of their values (the larger side);
-    /// `None` before there are batches enough, or for an interval without an upper end.
+    /// `None` before there are batches enough or, for the p99, samples enough to estimate it
+    /// (as the report says `n/e`), or for an interval without an upper end.
     fn half_widths(&self) -> (Option<f64>, Option<f64>) {
         if self.batches.len() < confidence::MIN_BATCHES || self.whole.is_empty() {
             return (None, None);
         }
+        let estimable = confidence::estimable(self.whole.len(), 0.99);
         let p99 = self.whole.value_at_quantile(0.99);
         // Each group of batches: its samples and those at or below the p99, its requests
         // finished and its length.
@@ -144,7 +146,7 @@ impl UntilStable {
         let p99 = p99 as f64;
         let p99_half = bounds
             .ci_high
-            .filter(|_| p99 > 0.0)
+            .filter(|_| p99 > 0.0 && estimable)
             .map(|high| (high as f64 - p99).max(p99 - bounds.ci_low as f64) / p99);
         let rate_half = confidence::ratio_bounds(&counts).and_then(|(rate, bounds)| {
             let Bounds { ci_low, ci_high } = bounds;

@@ -386,9 +386,13 @@ fn table_columns_say_which_errors_they_count() {
         Some(&serde_json::Value::Null)
     );
     let read = |path: &str| std::fs::read_to_string(path).unwrap();
-    // The column of `title` in a table whose titles `split` divides, and its values.
+    // The column of `title` in a table whose titles `split` divides, and its values (up to a
+    // blank line: a legend may follow the Markdown table).
     let column = |table: &str, split: &dyn Fn(&str) -> Vec<String>, title: &str| {
-        let mut lines = table.lines().filter(|line| !line.starts_with("|--"));
+        let mut lines = table
+            .lines()
+            .take_while(|line| !line.is_empty())
+            .filter(|line| !line.starts_with("|--"));
         let titles = split(lines.next().unwrap());
         assert!(!titles.iter().any(|t| t == "errors"), "{titles:?}");
         let at = titles.iter().position(|t| t == title).unwrap_or_else(|| {

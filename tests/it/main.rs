@@ -10,6 +10,7 @@ mod cli;
 mod common;
 mod diff;
 mod docs;
+mod evidence;
 mod exports;
 mod faults;
 mod figures;

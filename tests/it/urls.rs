@@ -493,7 +493,8 @@ fn per_url_rows_are_exported_merged_and_cut_in_text() {
     );
     // Each URL's percentiles carry 95% intervals that assume its 20 samples independent, the same
     // in JSON, CSV and text: the p50 of 20 lies between their 6th and 15th (binomial ranks), so
-    // both ends exist and hold it; the p99 of 20 has no upper end.
+    // both ends exist and hold it; the p90 and p99 of 20 are not estimable (2 and 0.2 samples
+    // beyond them, fewer than 5; p75 has 5): no interval, marked `n/e`.
     let json_rows = run.cell()["urls"].as_array().unwrap();
     for (row, line) in json_rows.iter().zip(&rows[1..]) {
         let latency = &row["latency"];
@@ -505,11 +506,17 @@ fn per_url_rows_are_exported_merged_and_cut_in_text() {
             confidence["p50"]["ci_high"].as_u64().unwrap(),
         );
         assert!(low <= p50 && p50 <= high, "{row}");
-        assert!(confidence["p99"]["ci_high"].is_null(), "{row}");
+        assert!(confidence["p99"].is_null(), "{row}");
+        assert!(confidence["p90"].is_null(), "{row}");
+        assert_eq!(
+            confidence["not_estimable"],
+            serde_json::json!(["p90", "p95", "p99", "p99.9", "p99.99"]),
+            "{row}"
+        );
         let fields: Vec<&str> = line.split(',').collect();
         let ms = |micros: u64| format!("{:.3}", micros as f64 / 1000.0);
         assert_eq!(fields[10..12], [ms(low), ms(high)], "{line}");
-        assert_eq!(fields[15], "", "an open end: {line}");
+        assert_eq!(fields[12..16], ["n/e"; 4], "{line}");
     }
     assert!(
         run.output

@@ -94,6 +94,9 @@ pub(crate) struct Figure {
     pub test: Option<Shift>,
     /// Each run's 95% confidence interval of the figure, base then new, as its report has it.
     pub intervals: [Option<Bounds<f64>>; 2],
+    /// Whether each run's figure is a percentile not estimable (too few samples beyond it):
+    /// shown `(n/e)` in place of an interval.
+    pub not_estimable: [bool; 2],
 }
 
 /// What the test of a figure's per-interval samples found.
@@ -335,6 +338,7 @@ fn compare_rounds(base: &[&Summary], new: &[&Summary]) -> Result<CellDiff> {
             new: new_mean,
             test: tested(&base_values, &new_values),
             intervals: [base_bounds, new_bounds],
+            not_estimable: [false; 2],
         }
     };
     let mut figures = vec![figure("req/s", Kind::Throughput, &|run| run.requests_per_s)];
@@ -535,7 +539,12 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
         new: new.requests_per_s,
         test: tested(&base_samples.rates, &new_samples.rates),
         intervals: [base.requests_per_s_ci, new.requests_per_s_ci],
+        not_estimable: [false; 2],
     }];
+    let not_estimable = |cell: &Summary, name: &str| {
+        let confidence = cell.latency.request.confidence.as_ref();
+        confidence.is_some_and(|confidence| confidence.not_estimable(name))
+    };
     let percentile_interval = |cell: &Summary, name: &str| {
         let bounds = cell.latency.request.confidence.as_ref()?.of(name)?;
         Some(Bounds {
@@ -558,6 +567,7 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
                 percentile_interval(base, name),
                 percentile_interval(new, name),
             ],
+            not_estimable: [not_estimable(base, name), not_estimable(new, name)],
         }
     }));
     Ok(CellDiff {
@@ -593,6 +603,7 @@ mod tests {
                 new_larger: new > base,
             }),
             intervals: [None, None],
+            not_estimable: [false; 2],
         }
     }
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{
     CellDiff, Diff, Figure, Kind, SampleKind, Verdict, ALPHA, MIN_INTERVALS, NOISE_FLOOR_PCT,
 };
-use crate::report::confidence::Bounds;
+use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
 use crate::report::export::markdown;
 use crate::report::text;
 use crate::units::{counted, format_micros};
@@ -48,8 +48,8 @@ pub(crate) fn text(diff: &Diff, context: &Context) -> String {
             .map(|figure| {
                 vec![
                     figure.name.to_owned(),
-                    with_interval(figure, figure.base, figure.intervals[0]),
-                    with_interval(figure, figure.new, figure.intervals[1]),
+                    with_interval(figure, 0),
+                    with_interval(figure, 1),
                     change(figure),
                     figure
                         .test
@@ -166,6 +166,13 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
              and a change of at least {NOISE_FLOOR_PCT}%"
         )
     });
+    let marked = diff.cells.iter().flat_map(|cell| &cell.figures);
+    if marked
+        .into_iter()
+        .any(|figure| figure.not_estimable.contains(&true))
+    {
+        lines.push(not_estimable_legend());
+    }
     if let Some(threshold) = context.threshold_pct {
         let regressions = diff.regressions(threshold);
         if regressions.is_empty() {
@@ -192,11 +199,15 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
 }
 
 /// A figure's value as the text report shows it: req/s with two decimals, latencies in us/ms/s.
-/// A figure's value with its 95% interval, `1.23ms (1.10–1.40)` in the value's unit; the value
-/// alone when the report has none.
-fn with_interval(figure: &Figure, at: f64, bounds: Option<Bounds<f64>>) -> String {
-    let shown = value(figure, at);
-    let Some(bounds) = bounds else {
+/// A run's (0: base, 1: new) value of a figure with its 95% interval, `1.23ms (1.10–1.40)` in
+/// the value's unit; `1.23ms (n/e)` for a percentile not estimable; the value alone when the
+/// report has no interval.
+fn with_interval(figure: &Figure, run: usize) -> String {
+    let shown = value(figure, [figure.base, figure.new][run]);
+    if figure.not_estimable[run] {
+        return format!("{shown} ({NOT_ESTIMABLE})");
+    }
+    let Some(bounds) = figure.intervals[run] else {
         return shown;
     };
     let number = |x: f64| match figure.kind {
@@ -260,6 +271,19 @@ mod tests {
         new: "b.json",
         threshold_pct: Some(10.0),
     };
+
+    #[test]
+    fn a_percentile_not_estimable_is_marked_with_its_legend() {
+        let mut marked = diff();
+        marked.cells[0].figures[2].not_estimable = [false, true];
+        let text = text(&marked, &CONTEXT);
+        assert!(
+            text.contains("  p99  2.00ms  1.00ms (n/e)  -50.0%"),
+            "{text}"
+        );
+        assert!(text.contains(&not_estimable_legend()), "{text}");
+        assert!(!super::text(&diff(), &CONTEXT).contains("n/e"));
+    }
 
     #[test]
     fn text_is_aligned_and_says_what_it_could_not_test() {

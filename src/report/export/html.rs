@@ -484,6 +484,9 @@ pub(crate) fn render(document: &Document) -> String {
         table.push_str("<p>Rounds (spread: highest minus lowest, over the mean):</p>");
         table.push_str(&html_table(&titles, &lines));
     }
+    if let Some(legend) = comparison::legend(&document.comparison) {
+        let _ = write!(table, "<p>{}</p>", escape(&legend));
+    }
 
     let target = document
         .cells

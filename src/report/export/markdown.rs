@@ -9,10 +9,13 @@ use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exp
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
 
-/// The comparison as Markdown.
+/// The comparison as Markdown, with the legend of `n/e` when a percentile is marked so.
 pub(crate) fn render(document: &Document) -> String {
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
     let mut markdown = table(&titles, &lines);
+    if let Some(legend) = comparison::legend(&document.comparison) {
+        markdown.push_str(&format!("\n{legend}\n"));
+    }
     if let Some((titles, lines)) = rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         markdown.push_str("\nRounds (spread: highest minus lowest, over the mean):\n\n");

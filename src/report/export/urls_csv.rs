@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::csv::field;
+use crate::report::comparison::NOT_ESTIMABLE;
 use crate::report::{export::outputs::write_to, Document, Exporter};
 
 /// Writes the per-URL rows as CSV.
@@ -28,11 +29,14 @@ impl Exporter for UrlsCsv {
                         format!("{:.3}", pick(&latency.percentiles) as f64 / 1000.0)
                     })
                 };
-                // The 95% interval's ends (empty: none, or an open upper end).
+                // The 95% interval's ends (empty: none, or an open upper end; `n/e` both for a
+                // percentile not estimable).
                 let ends = |label: &str| {
-                    let bounds = latency
-                        .and_then(|latency| latency.confidence.as_ref())
-                        .and_then(|confidence| confidence.of(label));
+                    let confidence = latency.and_then(|latency| latency.confidence.as_ref());
+                    if confidence.is_some_and(|confidence| confidence.not_estimable(label)) {
+                        return (NOT_ESTIMABLE.to_owned(), NOT_ESTIMABLE.to_owned());
+                    }
+                    let bounds = confidence.and_then(|confidence| confidence.of(label));
                     let millis = |micros: u64| format!("{:.3}", micros as f64 / 1000.0);
                     (
                         bounds.map_or_else(String::new, |bounds| millis(bounds.ci_low)),

@@ -24,8 +24,8 @@ pub(super) fn of(parts: &[Option<Stability>], merged: &Summary) -> Option<Stabil
         .request
         .confidence
         .as_ref()
+        .and_then(|bounds| bounds.p99)
         .and_then(|bounds| {
-            let bounds = bounds.p99;
             half_width(
                 p99,
                 bounds.ci_low as f64,

@@ -39,6 +39,7 @@ impl Summary {
             elapsed_s,
             requests_per_s: per_second(recorder.counters.done, elapsed_s),
             requests_per_s_ci: None,
+            requests_per_s_ci_reason: None,
             bytes_per_s: per_second(outcome.wire.total, elapsed_s),
             requests: requests(plan, outcome),
             status_codes: status_codes(recorder),

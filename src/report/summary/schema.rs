@@ -11,7 +11,7 @@ use crate::plan::H2Settings;
 use crate::recorder::outcome::Stability;
 use crate::recorder::{hdr, RequestCounters, Retried};
 use crate::report::cause::Cause;
-use crate::report::confidence::{Bounds, PercentileBounds};
+use crate::report::confidence::{Bounds, NoInterval, PercentileBounds};
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::RateReport;
 use crate::report::steadiness::Steadiness;
@@ -81,10 +81,13 @@ pub struct Summary {
     pub elapsed_s: f64,
     /// Finished requests per second over the measured period.
     pub requests_per_s: f64,
-    /// Its 95% confidence interval (batch means over the timeline; absent when the run has
-    /// too few intervals to tell).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Its 95% confidence interval (batch means over the timeline; `null` when the run has
+    /// too few requests or intervals to tell, `requests_per_s_ci_reason` saying which).
+    #[serde(default)]
     pub requests_per_s_ci: Option<Bounds<f64>>,
+    /// Why `requests_per_s_ci` is `null`; `null` when there is one.
+    #[serde(default)]
+    pub requests_per_s_ci_reason: Option<NoInterval>,
     /// Received bytes per second over the measured period.
     pub bytes_per_s: f64,
     /// Request counters.
