@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::capacity::{level_ratio, Answer};
+use super::capacity_answer::CapacityRatio;
 use super::confidence::Bounds;
 use super::Summary;
 
@@ -65,6 +67,13 @@ pub struct Row {
     /// in quadrature, as for any ratio of independent estimates); absent when either has none.
     #[serde(default)]
     pub ratio_ci: Option<Bounds<f64>>,
+    /// With `--find-max`: the cell's capacity, as every output states it (`ratio` is then absent:
+    /// a search's whole run mixes its steps' rates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Answer>,
+    /// With `--find-max`: the cell's capacity over its level's first cell's, from the two answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_ratio: Option<CapacityRatio>,
 }
 
 impl Row {
@@ -113,20 +122,25 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                 generator_limited: cell.generator.limited,
                 target_cpu_percent: target.map(|usage| usage.cpu_percent),
                 target_rss_peak_kb: target.map(|usage| usage.rss_peak_kb),
-                ratio: (first.cell.index != cell.cell.index).then(|| {
-                    let ratio = if first.requests_per_s > 0.0 {
-                        cell.requests_per_s / first.requests_per_s
-                    } else {
-                        0.0
-                    };
-                    (
-                        format!("{}/{}", cell.cell.protocol, first.cell.protocol),
-                        ratio,
-                    )
-                }),
-                ratio_ci: (first.cell.index != cell.cell.index)
+                // A search's rate over its whole run says nothing: its capacity ratio does.
+                ratio: (first.cell.index != cell.cell.index && cell.capacity.is_none()).then(
+                    || {
+                        let ratio = if first.requests_per_s > 0.0 {
+                            cell.requests_per_s / first.requests_per_s
+                        } else {
+                            0.0
+                        };
+                        (
+                            format!("{}/{}", cell.cell.protocol, first.cell.protocol),
+                            ratio,
+                        )
+                    },
+                ),
+                ratio_ci: (first.cell.index != cell.cell.index && cell.capacity.is_none())
                     .then(|| ratio_bounds(cell, first))
                     .flatten(),
+                capacity: cell.capacity.as_ref().map(|found| found.answer.clone()),
+                capacity_ratio: level_ratio(cells, cell),
             }
         })
         .collect()
@@ -196,6 +210,13 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
     if with_target {
         titles.extend(["target CPU%", "target RSS MB"]);
     }
+    // With --find-max: each cell's capacity, the figure every output states.
+    let with_capacity = rows.iter().any(|row| row.capacity.is_some());
+    match (with_capacity, columns) {
+        (false, _) => {}
+        (true, false) => titles.push("capacity"),
+        (true, true) => titles.extend(["capacity", "capacity low", "capacity high"]),
+    }
     titles.push("vs first");
     let millis = |micros: u64| format!("{:.2}", micros as f64 / 1000.0);
     let lines = rows
@@ -258,6 +279,17 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                     row.target_rss_peak_kb
                         .map_or_else(String::new, |kb| format!("{:.1}", kb as f64 / 1024.0)),
                 );
+            }
+            match (with_capacity, &row.capacity, columns) {
+                (false, _, _) => {}
+                (true, Some(answer), false) => line.push(answer.figure()),
+                (true, Some(answer), true) => line.extend(answer.columns()),
+                (true, None, false) => line.push(String::new()),
+                (true, None, true) => line.extend([String::new(), String::new(), String::new()]),
+            }
+            if let Some(ratio) = &row.capacity_ratio {
+                line.push(ratio.text());
+                return line;
             }
             line.push(
                 row.ratio
