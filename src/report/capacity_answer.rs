@@ -101,9 +101,10 @@ pub struct Interval {
     pub high: Option<f64>,
 }
 
-/// What a search found, as every output states it.
+/// What a search found, as every output states it. In JSON one object with the same keys
+/// whatever the kind ([`AnswerFields`]), the ones another kind uses `null` or empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(into = "AnswerFields", try_from = "AnswerFields")]
 pub enum Answer {
     /// The rates' verdicts agree: every rate up to `capacity_rps` that a full step tried held,
     /// every one above did not.
@@ -127,6 +128,84 @@ pub enum Answer {
         /// Why: `no rate passed`, or `no rate passed a full step` (only short steps did).
         reason: String,
     },
+}
+
+/// The kind of an [`Answer`], as the JSON names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Consistent,
+    Inconsistent,
+    None,
+}
+
+/// An [`Answer`] as JSON: every kind's keys, stable for scripts and schemas.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct AnswerFields {
+    kind: Kind,
+    capacity_rps: Option<f64>,
+    interval: Option<Interval>,
+    between: Option<[f64; 2]>,
+    contradicting_steps: Vec<usize>,
+    reason: Option<String>,
+}
+
+impl From<Answer> for AnswerFields {
+    fn from(answer: Answer) -> AnswerFields {
+        let none = AnswerFields {
+            kind: Kind::None,
+            capacity_rps: None,
+            interval: None,
+            between: None,
+            contradicting_steps: Vec::new(),
+            reason: None,
+        };
+        match answer {
+            Answer::Consistent {
+                capacity_rps,
+                interval,
+            } => AnswerFields {
+                kind: Kind::Consistent,
+                capacity_rps: Some(capacity_rps),
+                interval: Some(interval),
+                ..none
+            },
+            Answer::Inconsistent {
+                between,
+                contradicting_steps,
+            } => AnswerFields {
+                kind: Kind::Inconsistent,
+                between: Some(between),
+                contradicting_steps,
+                ..none
+            },
+            Answer::None { reason } => AnswerFields {
+                reason: Some(reason),
+                ..none
+            },
+        }
+    }
+}
+
+impl TryFrom<AnswerFields> for Answer {
+    type Error = String;
+
+    fn try_from(fields: AnswerFields) -> Result<Answer, String> {
+        let lacks = |key: &str| format!("a {:?} capacity answer without `{key}`", fields.kind);
+        Ok(match fields.kind {
+            Kind::Consistent => Answer::Consistent {
+                capacity_rps: fields.capacity_rps.ok_or_else(|| lacks("capacity_rps"))?,
+                interval: fields.interval.ok_or_else(|| lacks("interval"))?,
+            },
+            Kind::Inconsistent => Answer::Inconsistent {
+                between: fields.between.ok_or_else(|| lacks("between"))?,
+                contradicting_steps: fields.contradicting_steps,
+            },
+            Kind::None => Answer::None {
+                reason: fields.reason.ok_or_else(|| lacks("reason"))?,
+            },
+        })
+    }
 }
 
 impl Answer {
@@ -416,6 +495,45 @@ mod tests {
             Answer::of(&lowest).figure(),
             "inconsistent: between 0 and 1,000 req/s"
         );
+    }
+
+    #[test]
+    fn every_kind_has_the_same_json_keys_and_reads_back() {
+        for answer in [
+            Answer::Consistent {
+                capacity_rps: 1250.0,
+                interval: Interval {
+                    low: 1250.0,
+                    high: None,
+                },
+            },
+            Answer::Inconsistent {
+                between: [625.0, 1250.0],
+                contradicting_steps: vec![4, 7],
+            },
+            Answer::None {
+                reason: "no rate passed".into(),
+            },
+        ] {
+            let json = serde_json::to_value(&answer).unwrap();
+            let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+            keys.sort();
+            assert_eq!(
+                keys,
+                [
+                    "between",
+                    "capacity_rps",
+                    "contradicting_steps",
+                    "interval",
+                    "kind",
+                    "reason"
+                ]
+            );
+            assert_eq!(serde_json::from_value::<Answer>(json).unwrap(), answer);
+        }
+        let broken = serde_json::json!({"kind": "consistent", "capacity_rps": null,
+            "interval": null, "between": null, "contradicting_steps": [], "reason": null});
+        assert!(serde_json::from_value::<Answer>(broken).is_err());
     }
 
     #[test]
