@@ -139,11 +139,12 @@ enum Kind {
     None,
 }
 
-/// An [`Answer`] as JSON: every kind's keys, stable for scripts and schemas.
+/// An [`Answer`] as JSON: every kind's keys, stable for scripts and schemas; `capacity_rps`
+/// first, as in the cell's `capacity`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct AnswerFields {
-    kind: Kind,
     capacity_rps: Option<f64>,
+    kind: Kind,
     interval: Option<Interval>,
     between: Option<[f64; 2]>,
     contradicting_steps: Vec<usize>,
