@@ -189,16 +189,11 @@ impl Search {
     fn repeat_contradictions(&self, steps: &mut Steps, left: &mut usize) -> Result<()> {
         while *left > 0 {
             let verdicts = capacity_answer::verdicts(&steps.done);
-            let repeated = |rate: f64| {
-                steps
-                    .done
-                    .iter()
-                    .filter(|step| step.phase == Phase::Repeat && step.offered_rps == Some(rate))
-                    .count()
-            };
             let mut open: Vec<_> = capacity_answer::contradicting(&verdicts)
                 .into_iter()
-                .filter(|verdict| !verdict.settled() && repeated(verdict.rate) < REPEATS_PER_RATE)
+                .filter(|verdict| {
+                    !verdict.settled() && repeats_at(&steps.done, verdict.rate) < REPEATS_PER_RATE
+                })
                 .collect();
             open.sort_by_key(|verdict| verdict.holds());
             let Some(verdict) = open.first() else {
@@ -438,6 +433,14 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
                     .all(|objective| objective.check(&measured).holds)
         });
     step
+}
+
+/// How many times `rate` was taken again among `steps`.
+fn repeats_at(steps: &[CapacityStep], rate: f64) -> usize {
+    steps
+        .iter()
+        .filter(|step| step.phase == Phase::Repeat && step.offered_rps == Some(rate))
+        .count()
 }
 
 /// The rate of successful responses a step achieved.
@@ -823,13 +826,7 @@ mod tests {
                 "{} steps",
                 found.steps.len()
             );
-            let repeats = |rate: f64| {
-                found
-                    .steps
-                    .iter()
-                    .filter(|step| step.phase == Phase::Repeat && step.offered_rps == Some(rate))
-                    .count()
-            };
+            let repeats = |rate: f64| repeats_at(&found.steps, rate);
             let all: usize = capacity_answer::verdicts(&found.steps)
                 .iter()
                 .map(|verdict| {

@@ -401,6 +401,7 @@ pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::capacity_answer::tests::{search, step as full};
 
     #[test]
     fn rates_are_grouped_by_thousands() {
@@ -408,27 +409,6 @@ mod tests {
         assert_eq!(grouped(999.6), "1,000");
         assert_eq!(grouped(8450.0), "8,450");
         assert_eq!(grouped(1_234_567.0), "1,234,567");
-    }
-
-    fn full(phase: Phase, rate: f64, passed: bool) -> CapacityStep {
-        CapacityStep {
-            phase,
-            offered_rps: Some(rate),
-            achieved_rps: rate,
-            measured_s: 3.0,
-            done: 3000,
-            failed: 0,
-            backlog: 0,
-            errors_pct: 0.0,
-            p50_us: 1000,
-            p90_us: 2000,
-            p99_us: 3000,
-            p99_9_us: 4000,
-            max_us: 5000,
-            p50_ci: None,
-            p99_ci: None,
-            passed: Some(passed),
-        }
     }
 
     fn settings(precision_pct: f64) -> SearchSettings {
@@ -441,15 +421,7 @@ mod tests {
 
     #[test]
     fn the_cell_line_states_the_answer_and_what_qualifies_it() {
-        let agreeing = vec![
-            full(Phase::Ramp, 2000.0, true),
-            full(Phase::Bisect, 1500.0, false),
-            full(Phase::Bisect, 1250.0, true),
-            full(Phase::Bisect, 1375.0, false),
-            full(Phase::Load, 625.0, true),
-            full(Phase::Load, 1000.0, true),
-        ];
-        let capacity = Capacity::new(settings(10.0), 2000.0, false, agreeing.clone());
+        let capacity = Capacity::new(settings(10.0), 2000.0, false, search(true));
         assert_eq!(capacity.capacity_rps, Some(1250.0));
         assert_eq!(capacity.failing_rps, Some(1375.0));
         assert!(!capacity.limited_by_client);
@@ -458,15 +430,13 @@ mod tests {
         assert_eq!(shares, [50.0, 80.0, 100.0]);
         assert!(render(&capacity).contains("\ncapacity: 1,250 req/s (1,250–1,375)\n"));
         // A load point at 80% failing below the capacity's pass: a range, no latency points.
-        let mut contradicting = agreeing;
-        contradicting[5] = full(Phase::Load, 1000.0, false);
-        let capacity = Capacity::new(settings(10.0), 2000.0, false, contradicting);
+        let capacity = Capacity::new(settings(10.0), 2000.0, false, search(false));
         assert_eq!(capacity.capacity_rps, None);
         assert_eq!(capacity.failing_rps, None);
         assert!(capacity.latency_at.is_empty());
         let text = render(&capacity);
         assert!(
-            text.contains("\ncapacity: inconsistent: between 625 and 1,250 req/s; steps 3, 6 contradict each other, repeated as far"),
+            text.contains("\ncapacity: inconsistent: between 625 and 1,250 req/s; steps 4, 7 contradict each other, repeated as far"),
             "{text}"
         );
     }

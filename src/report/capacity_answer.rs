@@ -371,11 +371,11 @@ pub(crate) fn ratio(label: String, capacity: &Capacity, first: &Capacity) -> Opt
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A step at `rate` of `phase`, passed or not.
-    fn step(phase: Phase, rate: f64, passed: bool) -> CapacityStep {
+    pub(crate) fn step(phase: Phase, rate: f64, passed: bool) -> CapacityStep {
         CapacityStep {
             phase,
             offered_rps: Some(rate),
@@ -404,17 +404,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn agreeing_full_steps_give_the_capacity_and_its_interval() {
-        let steps = [
+    /// A search of a capacity between 1250 and 1375: the ceiling, a short pass at 2000, a
+    /// bisection and load points at 625 and 1000, the last passing or not.
+    pub(crate) fn search(passes_at_1000: bool) -> Vec<CapacityStep> {
+        vec![
             ceiling(2000.0),
             step(Phase::Ramp, 2000.0, true),
             step(Phase::Bisect, 1500.0, false),
             step(Phase::Bisect, 1250.0, true),
             step(Phase::Bisect, 1375.0, false),
             step(Phase::Load, 625.0, true),
-            step(Phase::Load, 1000.0, true),
-        ];
+            step(Phase::Load, 1000.0, passes_at_1000),
+        ]
+    }
+
+    #[test]
+    fn agreeing_full_steps_give_the_capacity_and_its_interval() {
+        let steps = search(true);
         let answer = Answer::of(&steps);
         assert_eq!(
             answer,
@@ -444,15 +450,7 @@ mod tests {
     #[test]
     fn contradicting_full_steps_give_a_range_and_name_the_steps() {
         // A load point at 1000 fails below a bisection pass at 1250: steps 4 and 7.
-        let steps = [
-            ceiling(2000.0),
-            step(Phase::Ramp, 2000.0, true),
-            step(Phase::Bisect, 1500.0, false),
-            step(Phase::Bisect, 1250.0, true),
-            step(Phase::Bisect, 1375.0, false),
-            step(Phase::Load, 625.0, true),
-            step(Phase::Load, 1000.0, false),
-        ];
+        let steps = search(false);
         let answer = Answer::of(&steps);
         assert_eq!(
             answer,
