@@ -15,8 +15,14 @@
 //!    noisier: a backlog left by the step before, a slow second); if it passes, the ramp climbs
 //!    on from there and the bisection resumes. So the capacity reported held for a full step,
 //!    and the failing rate failed one.
-//! 4. **Load points**: full steps at 50% and 80% of the capacity; with the step that
-//!    established it (100%), they give the latency below the knee.
+//! 4. **Repeats**: a rate whose verdict contradicts another's (a failure below a pass, a pass
+//!    above a failure) is taken again with full steps, until one more could not turn its
+//!    verdict: at most [`REPEATS_PER_RATE`] times a rate and [`MAX_REPEATS`] a search. A rate's
+//!    verdict is that of most of its full steps; `report::capacity_answer` turns them into the
+//!    one answer every output states: the capacity with its interval, a range, or none.
+//! 5. **Load points**: when the answer is one figure, full steps at 50% and 80% of it (then
+//!    step 4 again, within the same budget); with the step that established it (100%), they
+//!    give the latency below the knee.
 //!
 //! A step passes when every objective holds and the rate of successful responses is at least 97%
 //! of the offered one: a rate the client could not deliver, or that the server answered with
@@ -25,7 +31,7 @@
 //! passing rate it drains at the spare capacity, which a third of the step leaves room for) and
 //! a new rate's queue builds up before it is judged. With the default 3 s steps, a search takes
 //! one 1.33 s ceiling step, at most seven 1.33 s ramp steps, about five 4 s bisection steps and
-//! two 4 s load points: under a minute.
+//! two 4 s load points, and up to six 4 s repeats where verdicts contradict: about a minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -475,6 +481,8 @@ mod tests {
         /// Short steps offering more than this deliver only 90% of it (a backlog, a slow
         /// second): spurious failures a full step does not repeat.
         flaky_short_above: f64,
+        /// When not empty, the capacity changes from step to step: `drift[k % len]` at the k-th.
+        drift: Vec<f64>,
     }
 
     impl FakeTarget {
@@ -488,6 +496,7 @@ mod tests {
                 taken: Vec::new(),
                 interrupt_at: None,
                 flaky_short_above: f64::INFINITY,
+                drift: Vec::new(),
             }
         }
 
@@ -507,6 +516,9 @@ mod tests {
             settle: Duration,
             measure: Duration,
         ) -> Result<StepResult> {
+            if !self.drift.is_empty() {
+                self.capacity = self.drift[self.taken.len() % self.drift.len()];
+            }
             self.taken.push((rate, settle, measure));
             let offered = rate.unwrap_or(self.ceiling).min(self.ceiling);
             let over = offered > self.capacity;
@@ -759,25 +771,6 @@ mod tests {
         assert_eq!(found.steps.len(), 1 + 1 + HALVINGS);
     }
 
-    /// A target whose capacity changes from step to step: `capacities[k % len]` at the k-th.
-    struct Drifting {
-        target: FakeTarget,
-        capacities: Vec<f64>,
-    }
-
-    impl Probe for Drifting {
-        fn step(
-            &mut self,
-            rate: Option<f64>,
-            settle: Duration,
-            measure: Duration,
-        ) -> Result<StepResult> {
-            let k = self.target.taken.len();
-            self.target.capacity = self.capacities[k % self.capacities.len()];
-            self.target.step(rate, settle, measure)
-        }
-    }
-
     #[test]
     fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
         let mut plain = FakeTarget::new(5000.0, 8000.0, 21);
@@ -791,10 +784,8 @@ mod tests {
         let mut capacities = vec![5000.0; first_load + 1];
         capacities[first_load] = 100.0;
         capacities.extend([5000.0; 64]);
-        let mut target = Drifting {
-            target: FakeTarget::new(5000.0, 8000.0, 21),
-            capacities,
-        };
+        let mut target = FakeTarget::new(5000.0, 8000.0, 21);
+        target.drift = capacities;
         let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
         assert_eq!(found.steps[first_load].passed, Some(false));
         // Taken twice more (the first repeat ties it, the second decides), both passing.
@@ -814,12 +805,10 @@ mod tests {
 
     #[test]
     fn a_target_whose_capacity_drifts_gets_bounded_repeats_and_one_answer() {
+        let mut kinds = Vec::new();
         for seed in 1..=8 {
-            let mut target = Drifting {
-                target: FakeTarget::new(5000.0, 8000.0, seed),
-                capacities: vec![5000.0, 2000.0, 5000.0, 5000.0, 2000.0][seed as usize % 3..]
-                    .to_vec(),
-            };
+            let mut target = FakeTarget::new(5000.0, 8000.0, seed);
+            target.drift = [5000.0, 2000.0, 5000.0, 5000.0, 2000.0][seed as usize % 3..].to_vec();
             let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
             assert!(
                 found.steps.len() <= MOST_STEPS,
@@ -835,6 +824,7 @@ mod tests {
                 })
                 .sum();
             assert!(all <= MAX_REPEATS, "{all} repeats");
+            kinds.push(std::mem::discriminant(&found.answer));
             // The fields restate the one answer.
             match &found.answer {
                 Answer::Consistent { capacity_rps, .. } => {
@@ -856,6 +846,9 @@ mod tests {
                 Answer::None { .. } => assert_eq!(found.capacity_rps, None),
             }
         }
+        // These drifts give both: repeats that settle the verdicts, and ones that cannot.
+        kinds.dedup();
+        assert!(kinds.len() >= 2, "{kinds:?}");
     }
 
     #[test]
