@@ -18,7 +18,9 @@ pub struct Capacity {
     /// The capacity when the search was consistent, requests per second: the highest rate that
     /// held for its full steps; `None` when the search was inconsistent or found none.
     pub capacity_rps: Option<f64>,
-    /// What the search found, as every output states it.
+    /// What the search found, as every output states it (in a report from before it was
+    /// recorded: none, with that reason).
+    #[serde(default = "Answer::unrecorded")]
     pub answer: Answer,
     /// The lowest rate whose full steps broke an objective, above a consistent capacity (`null`:
     /// none did, or the search was not consistent).

@@ -262,6 +262,14 @@ impl Answer {
         }
     }
 
+    /// The answer of a report written before answers were recorded (`diff` and `merge` read
+    /// older reports).
+    pub(crate) fn unrecorded() -> Answer {
+        Answer::None {
+            reason: "not recorded by the version that wrote this report".to_owned(),
+        }
+    }
+
     /// The capacity, when the search was consistent.
     pub fn capacity_rps(&self) -> Option<f64> {
         match self {
@@ -530,6 +538,12 @@ pub(crate) mod tests {
             );
             assert_eq!(serde_json::from_value::<Answer>(json).unwrap(), answer);
         }
+        // A report from before answers were recorded still reads.
+        let older = serde_json::json!({"capacity_rps": 0.0, "failing_rps": null, "objectives": [],
+            "precision_pct": 5.0, "step_duration_s": 3.0, "ceiling_rps": 100.0,
+            "limited_by_client": false, "interrupted": false, "latency_at": [], "steps": []});
+        let read: Capacity = serde_json::from_value(older).unwrap();
+        assert_eq!(read.answer, Answer::unrecorded());
         let broken = serde_json::json!({"kind": "consistent", "capacity_rps": null,
             "interval": null, "between": null, "contradicting_steps": [], "reason": null});
         assert!(serde_json::from_value::<Answer>(broken).is_err());
