@@ -427,13 +427,16 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         p99_ci: bounds(0.99),
         passed: None,
     };
-    // An interrupted step's part-measurement judges nothing; failed responses are not delivered.
+    // An interrupted step's part-measurement judges nothing; failed responses are not delivered;
+    // a step that finished no request of its own showed nothing held (its empty percentiles
+    // would keep any objective).
     step.passed = result
         .offered_rps
         .filter(|_| !result.interrupted)
         .map(|offered| {
             let slack = count_slack_per_s(result.count_sd, result.measured.as_secs_f64());
-            delivered_rps(&step) >= DELIVERED * offered - slack
+            result.done > 0
+                && delivered_rps(&step) >= DELIVERED * offered - slack
                 && objectives
                     .iter()
                     .all(|objective| objective.check(&measured).holds)
@@ -927,6 +930,10 @@ mod tests {
         let second = Duration::from_secs(1);
         assert!(!delivered(&paced(1000.0, 960, second, 0.0)));
         assert!(delivered(&paced(1000.0, 970, second, 0.0)));
+        // 4/s over 0.1 s may leave a step with no request of its own: it shows nothing held.
+        let tenth = Duration::from_millis(100);
+        assert!(!delivered(&paced(4.0, 0, tenth, 0.0)));
+        assert!(delivered(&paced(4.0, 1, tenth, 0.0)));
     }
 
     #[test]
