@@ -24,6 +24,7 @@ mod merge;
 mod metrics;
 mod peers;
 mod rate;
+mod rounds;
 mod scale;
 mod shard;
 mod signals;

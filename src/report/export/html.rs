@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use crate::report::capacity::{sweep_lines, CapacityStep};
 use crate::report::confidence::Bounds;
 use crate::report::{
-    comparison, export::outputs::write_to, Document, Exporter, LatencySummary, Summary,
+    comparison, export::outputs::write_to, rounds, Document, Exporter, LatencySummary, Summary,
 };
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
@@ -478,19 +478,12 @@ pub(crate) fn render(document: &Document) -> String {
         .collect();
 
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
-    let mut table = String::from("<table><thead><tr>");
-    for title in titles {
-        let _ = write!(table, "<th>{}</th>", escape(title));
+    let mut table = html_table(&titles, &lines);
+    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        table.push_str("<p>Rounds (spread: highest minus lowest, over the mean):</p>");
+        table.push_str(&html_table(&titles, &lines));
     }
-    table.push_str("</tr></thead><tbody>");
-    for line in lines {
-        table.push_str("<tr>");
-        for cell in line {
-            let _ = write!(table, "<td>{}</td>", escape(&cell));
-        }
-        table.push_str("</tr>");
-    }
-    table.push_str("</tbody></table>");
     // With --find-max: the sweep's capacity lines, as the text report closes with them.
     for line in sweep_lines(&document.cells) {
         let _ = writeln!(table, r#"<p class="capacity">{}</p>"#, escape(&line));
@@ -552,6 +545,24 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
         ),
         knee = knee_charts(document),
     )
+}
+
+/// A table of `titles` over `lines`, every cell escaped.
+fn html_table(titles: &[&str], lines: &[Vec<String>]) -> String {
+    let mut table = String::from("<table><thead><tr>");
+    for title in titles {
+        let _ = write!(table, "<th>{}</th>", escape(title));
+    }
+    table.push_str("</tr></thead><tbody>");
+    for line in lines {
+        table.push_str("<tr>");
+        for cell in line {
+            let _ = write!(table, "<td>{}</td>", escape(cell));
+        }
+        table.push_str("</tr>");
+    }
+    table.push_str("</tbody></table>");
+    table
 }
 
 impl Exporter for Html {
