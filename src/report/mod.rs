@@ -5,6 +5,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod capacity_answer;
+pub(crate) mod cause;
 pub(crate) mod comparison;
 pub(crate) mod confidence;
 pub(crate) mod diff;
