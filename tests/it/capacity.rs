@@ -87,17 +87,30 @@ fn the_capacity_of_a_10ms_target_at_c_10_is_its_closed_loop_rate() {
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(output.wall < limit, "took {:?} ({noise})", output.wall);
     let capacity = &json["cells"][0]["capacity"];
-    let found = capacity["capacity_rps"].as_f64().unwrap();
     // Within 15 %, stretched by the slowdown up to twice: the closed loop and the search run at
     // different moments of a machine whose load moves (30 % at most still fails a search off by
-    // half or double).
+    // half or double). A busy machine may make the search contradict itself: its range must
+    // then reach the truth, within the same tolerance.
     let tolerance = 0.15 * noise.slowdown(2.0);
+    let answer = &capacity["answer"];
+    let (low, high) = match answer["kind"].as_str().unwrap() {
+        "inconsistent" => (
+            answer["between"][0].as_f64().unwrap(),
+            answer["between"][1].as_f64().unwrap(),
+        ),
+        _ => {
+            let found = capacity["capacity_rps"].as_f64().unwrap_or(0.0);
+            (found, found)
+        }
+    };
     assert!(
-        (found - truth).abs() <= tolerance * truth,
-        "found {found} req/s, closed loop {truth} req/s, {:.0}% allowed ({noise})\n{}",
+        low - tolerance * truth <= truth && truth <= high + tolerance * truth,
+        "found {}, closed loop {truth} req/s, {:.0}% allowed ({noise})\n{}",
+        answer,
         tolerance * 100.0,
         output.stdout
     );
+    let found = capacity["capacity_rps"].as_f64().unwrap_or(high);
     // 10 connections over every step: the search ran on warm connections.
     assert_eq!(json["cells"][0]["connections"]["opened"], 10);
     eprintln!(
