@@ -134,16 +134,41 @@ pub(crate) fn format_micros(micros: f64) -> String {
     }
 }
 
-/// Formats a byte count with binary units like h2load: `105.00KB`, `1.42MB`.
+/// Formats a byte count in decimal SI units, as network engineers and curl count (1 kB = 1000 B,
+/// 1 MB = 10^6 B, 1 GB = 10^9 B): `107.52 kB`, `1.42 MB`, `84.00 B`. h2load divides by 1024 and
+/// calls the result `KB`; one base for every size and rate the report prints keeps them
+/// comparable with each other and with curl's and the network's figures.
 pub(crate) fn format_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
+    decimal(bytes, "B")
+}
+
+/// Formats a rate of bytes per second as bits per second in decimal SI units, the network's
+/// unit: `2.62 Gbit/s`, `8.16 Mbit/s`.
+pub(crate) fn format_bits_per_s(bytes_per_s: f64) -> String {
+    decimal(bytes_per_s * 8.0, "bit/s")
+}
+
+/// A rate of bytes per second both ways: `2.62 Gbit/s (327.50 MB/s)`.
+pub(crate) fn format_throughput(bytes_per_s: f64) -> String {
+    format!(
+        "{} ({}/s)",
+        format_bits_per_s(bytes_per_s),
+        format_bytes(bytes_per_s)
+    )
+}
+
+/// `value` with two decimals under the largest decimal prefix (k, M, G, T) that leaves it at
+/// least 1, then `unit`.
+fn decimal(value: f64, unit: &str) -> String {
+    const PREFIXES: [&str; 5] = ["", "k", "M", "G", "T"];
+    let mut value = value;
+    let mut prefix = 0;
+    // 999.996 would print as `1000.00`: from there on it takes the next prefix.
+    while value >= 999.995 && prefix + 1 < PREFIXES.len() {
+        value /= 1000.0;
+        prefix += 1;
     }
-    format!("{value:.2}{}", UNITS[unit])
+    format!("{value:.2} {}{unit}", PREFIXES[prefix])
 }
 
 /// `1 request`, `2 requests`: a count and its noun, singular or plural (nouns that take an `s`).
@@ -230,7 +255,30 @@ mod tests {
         assert_eq!(format_micros(185.4), "185us");
         assert_eq!(format_micros(1930.0), "1.93ms");
         assert_eq!(format_micros(2_000_000.0), "2.00s");
-        assert_eq!(format_bytes(107_517.0), "105.00KB");
-        assert_eq!(format_bytes(10.0), "10.00B");
+    }
+
+    #[test]
+    fn sizes_and_rates_print_in_decimal_si_units() {
+        assert_eq!(format_bytes(107_517.0), "107.52 kB");
+        assert_eq!(format_bytes(10.0), "10.00 B");
+        assert_eq!(format_bytes(0.0), "0.00 B");
+        assert_eq!(format_bytes(999.0), "999.00 B");
+        assert_eq!(format_bytes(999.996), "1.00 kB");
+        assert_eq!(format_bytes(1_000.0), "1.00 kB");
+        assert_eq!(format_bytes(1_048_576.0), "1.05 MB");
+        assert_eq!(format_bytes(2_801_470.0), "2.80 MB");
+        assert_eq!(format_bytes(1_073_741_824.0), "1.07 GB");
+        assert_eq!(format_bytes(999_999_999.0), "1.00 GB");
+        assert_eq!(format_bytes(2.5e12), "2.50 TB");
+        assert_eq!(format_bytes(3e15), "3000.00 TB");
+        assert_eq!(format_bits_per_s(1.0), "8.00 bit/s");
+        assert_eq!(format_bits_per_s(125.0), "1.00 kbit/s");
+        assert_eq!(format_bits_per_s(1_020_000.0), "8.16 Mbit/s");
+        assert_eq!(format_bits_per_s(327_500_000.0), "2.62 Gbit/s");
+        assert_eq!(
+            format_throughput(327_500_000.0),
+            "2.62 Gbit/s (327.50 MB/s)"
+        );
+        assert_eq!(format_throughput(0.0), "0.00 bit/s (0.00 B/s)");
     }
 }

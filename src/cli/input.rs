@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(read(file.path(), "-d file", 5).unwrap(), b"12345");
         assert_eq!(read_text(file.path(), "scenario file", 5).unwrap(), "12345");
         assert!(
-            usage_message(file.path(), 4).contains("holds 5 bytes, more than the limit of 4.00B")
+            usage_message(file.path(), 4).contains("holds 5 bytes, more than the limit of 4.00 B")
         );
     }
 

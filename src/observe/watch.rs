@@ -18,10 +18,14 @@ pub struct ProcessUsage {
     pub pid: u32,
     /// CPU time over wall time, in percent of one core (above 100 with several busy threads).
     pub cpu_percent: f64,
-    /// Largest resident set seen, in KiB.
-    pub rss_peak_kb: u64,
-    /// Mean resident set over the samples, in KiB.
-    pub rss_mean_kb: u64,
+    /// Largest resident set seen, in KiB (`rss_peak_kb` in schema 2 of the JSON report; default
+    /// when absent, so that such a report reads as far as its `schema_version`, which names
+    /// why it is refused).
+    #[serde(default)]
+    pub rss_peak_kib: u64,
+    /// Mean resident set over the samples, in KiB (`rss_mean_kb` in schema 2).
+    #[serde(default)]
+    pub rss_mean_kib: u64,
 }
 
 /// CPU time a process has used so far (user + system), or None if it is gone.
@@ -111,8 +115,8 @@ impl Watch {
                 ProcessUsage {
                     pid,
                     cpu_percent: if wall > 0.0 { 100.0 * used / wall } else { 0.0 },
-                    rss_peak_kb: samples.iter().copied().max().unwrap_or(0),
-                    rss_mean_kb: if samples.is_empty() {
+                    rss_peak_kib: samples.iter().copied().max().unwrap_or(0),
+                    rss_mean_kib: if samples.is_empty() {
                         0
                     } else {
                         samples.iter().sum::<u64>() / samples.len() as u64
@@ -148,8 +152,8 @@ mod tests {
         // idle process shows ~0.
         let used = usage[0].cpu_percent / 100.0 * wall;
         assert!(used >= 0.18, "{used} s of CPU seen: {usage:?}");
-        assert!(usage[0].rss_peak_kb > 1000, "{usage:?}");
-        assert_eq!(usage[1].rss_peak_kb, 0, "a missing process reports zeros");
+        assert!(usage[0].rss_peak_kib > 1000, "{usage:?}");
+        assert_eq!(usage[1].rss_peak_kib, 0, "a missing process reports zeros");
         assert!(cpu_time(None).is_some());
     }
 }

@@ -144,8 +144,8 @@ mod tests {
         let message = check_cost(&lines, 4, &"F").unwrap_err().to_string();
         assert_eq!(
             message,
-            "the -i file 'F' holds 5000000 URLs, which would take about 1.01GB of memory with 4 \
-             thread(s), more than the limit of 1.00GB (split the list, or use fewer threads)"
+            "the -i file 'F' holds 5000000 URLs, which would take about 1.08 GB of memory with 4 \
+             thread(s), more than the limit of 1.07 GB (split the list, or use fewer threads)"
         );
         // Comments and blank lines cost nothing; long lines cost their bytes.
         assert!(check_cost(&"#\n\n".repeat(10_000_000), 4096, &"F").is_ok());

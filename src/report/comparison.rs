@@ -31,10 +31,15 @@ pub struct Row {
     /// Its 95% confidence interval, when the cell had intervals enough.
     #[serde(default)]
     pub requests_per_s_ci: Option<Bounds<f64>>,
-    /// Received MiB per second.
-    pub mb_per_s: f64,
-    /// Received gigabits per second.
-    pub gbps: f64,
+    /// Received megabytes (10^6 bytes) per second. Renamed from `mb_per_s` (MiB, 2^20 bytes)
+    /// in schema 3, so that no reader takes one for the other. Both figures default when absent
+    /// so that a schema 2 report reads as far as its `schema_version`, which `merge` and `diff`
+    /// then refuse by name (the rows are computed again from the cells in any case).
+    #[serde(default)]
+    pub megabytes_per_s: f64,
+    /// Received gigabits (10^9 bits) per second (`gbps` in schema 2).
+    #[serde(default)]
+    pub gigabits_per_s: f64,
     /// Request latency percentiles and maximum, in microseconds.
     pub p50_us: u64,
     /// 90th percentile.
@@ -66,7 +71,7 @@ pub struct Row {
     /// CPU of the first watched process (the target), percent of one core.
     pub target_cpu_percent: Option<f64>,
     /// Peak RSS of the first watched process, KiB.
-    pub target_rss_peak_kb: Option<u64>,
+    pub target_rss_peak_kib: Option<u64>,
     /// Throughput relative to the first protocol of the same level, as `(label, ratio)`, e.g.
     /// `("h2c/h1", 0.48)`; absent for that first protocol itself.
     pub ratio: Option<(String, f64)>,
@@ -148,8 +153,8 @@ fn row(cell: &Summary) -> Row {
         level: cell.cell.level,
         requests_per_s: cell.requests_per_s,
         requests_per_s_ci: cell.requests_per_s_ci,
-        mb_per_s: cell.bytes_per_s / (1 << 20) as f64,
-        gbps: cell.bytes_per_s * 8.0 / 1e9,
+        megabytes_per_s: cell.bytes_per_s / 1e6,
+        gigabits_per_s: cell.bytes_per_s * 8.0 / 1e9,
         p50_us: percentiles.p50,
         p90_us: percentiles.p90,
         p99_us: percentiles.p99,
@@ -172,7 +177,7 @@ fn row(cell: &Summary) -> Row {
         generator_cpu_percent: cell.generator_cpu_percent,
         generator_limited: cell.generator.limited,
         target_cpu_percent: target.map(|usage| usage.cpu_percent),
-        target_rss_peak_kb: target.map(|usage| usage.rss_peak_kb),
+        target_rss_peak_kib: target.map(|usage| usage.rss_peak_kib),
         ratio: None,
         ratio_ci: None,
         capacity: None,
@@ -224,7 +229,7 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             "req/s low",
             "req/s high",
             "MB/s",
-            "Gbps",
+            "Gbit/s",
             "p50",
             "p50 low",
             "p50 high",
@@ -239,7 +244,7 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
             "p99.9 high",
         ]);
     } else {
-        titles.extend(["req/s", "MB/s", "Gbps", "p50", "p90", "p99", "p99.9"]);
+        titles.extend(["req/s", "MB/s", "Gbit/s", "p50", "p90", "p99", "p99.9"]);
     }
     titles.extend(["max", "request errors", "conns", "gen CPU%", "gen-bound"]);
     if with_target {
@@ -289,7 +294,10 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                     )
                 }),
             );
-            line.extend([format!("{:.2}", row.mb_per_s), format!("{:.3}", row.gbps)]);
+            line.extend([
+                format!("{:.2}", row.megabytes_per_s),
+                format!("{:.3}", row.gigabits_per_s),
+            ]);
             let values = [row.p50_us, row.p90_us, row.p99_us, row.p99_9_us];
             for (index, value) in values.into_iter().enumerate() {
                 let bounds = row
@@ -310,10 +318,9 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                     row.target_cpu_percent
                         .map_or_else(String::new, |cpu| format!("{cpu:.0}")),
                 );
-                line.push(
-                    row.target_rss_peak_kb
-                        .map_or_else(String::new, |kb| format!("{:.1}", kb as f64 / 1024.0)),
-                );
+                line.push(row.target_rss_peak_kib.map_or_else(String::new, |kib| {
+                    format!("{:.1}", kib as f64 * 1024.0 / 1e6)
+                }));
             }
             match (with_capacity, &row.capacity, columns) {
                 (false, _, _) => {}

@@ -21,6 +21,7 @@ pub(crate) mod steadiness;
 mod summary;
 pub(crate) mod text;
 pub(crate) mod thresholds;
+pub(crate) mod throughput;
 mod timeline;
 
 use serde::{Deserialize, Serialize};
@@ -43,7 +44,7 @@ pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
 pub(crate) use timeline::IntervalSummary;
 
 /// Version of the JSON layout; bumped on any incompatible change.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
 #[derive(Debug, Serialize, Deserialize)]

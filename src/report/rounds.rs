@@ -207,8 +207,8 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         level: first.level,
         requests_per_s,
         requests_per_s_ci,
-        mb_per_s: mean(|row| row.mb_per_s),
-        gbps: mean(|row| row.gbps),
+        megabytes_per_s: mean(|row| row.megabytes_per_s),
+        gigabits_per_s: mean(|row| row.gigabits_per_s),
         p50_us,
         p90_us,
         p99_us,
@@ -224,7 +224,10 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         target_cpu_percent: first
             .target_cpu_percent
             .map(|_| mean(|row| row.target_cpu_percent.unwrap_or(0.0))),
-        target_rss_peak_kb: rounds.iter().filter_map(|row| row.target_rss_peak_kb).max(),
+        target_rss_peak_kib: rounds
+            .iter()
+            .filter_map(|row| row.target_rss_peak_kib)
+            .max(),
         ratio: None,
         ratio_ci: None,
         // --rounds does not search capacities (it conflicts with --find-max).

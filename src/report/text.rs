@@ -67,11 +67,12 @@ fn listed(counts: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-/// The cell in one line, for `--quiet`: what ran, the counts, the rate and the p99.
+/// The cell in one line, for `--quiet`: what ran, the counts, the rate (led by a transfer's
+/// throughput) and the p99.
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
-        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}",
         summary.cell.label,
         summary
             .cell
@@ -81,6 +82,7 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         counters.succeeded,
         counters.failed,
         counters.errored,
+        super::throughput::Finished::of(summary).quiet_lead(),
         summary.requests_per_s,
         format_micros(summary.latency.request.percentiles.p99 as f64),
         summary.until_stable.map_or(String::new(), |stable| format!(
@@ -143,13 +145,7 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
     let counters = &requests.counters;
     let traffic = &summary.traffic;
     let codes = &summary.status_codes;
-    writeln!(
-        out,
-        "finished in {}, {:.2} req/s, {}/s",
-        format_micros(summary.elapsed_s * 1e6),
-        summary.requests_per_s,
-        format_bytes(summary.bytes_per_s)
-    )?;
+    writeln!(out, "{}", super::throughput::Finished::of(summary).line())?;
     writeln!(
         out,
         "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout",

@@ -344,7 +344,7 @@ fn input_files_are_regular_and_bounded_and_never_block() {
         (vec!["-d", &fifo, &good], "is not a regular file"),
         (
             vec!["-d", &big_body, &good],
-            "holds 1073741825 bytes, more than the limit of 1.00GB",
+            "holds 1073741825 bytes, more than the limit of 1.07 GB",
         ),
         // --h2-multiplex looks at the -i file's first URL: only once the file passed its checks.
         (
@@ -357,16 +357,19 @@ fn input_files_are_regular_and_bounded_and_never_block() {
         ),
         (
             vec!["-n", "10", "-i", &big_urls],
-            "holds 67108865 bytes, more than the limit of 64.00MB",
+            "holds 67108865 bytes, more than the limit of 67.11 MB",
         ),
         (vec!["run", "/dev/zero"], "is not a regular file"),
         (vec!["run", &fifo], "is not a regular file"),
-        (vec!["run", &big_scenario], "more than the limit of 16.00MB"),
+        (
+            vec!["run", &big_scenario],
+            "more than the limit of 16.78 MB",
+        ),
         (vec!["merge", "/dev/zero"], "is not a regular file"),
         (vec!["merge", &fifo], "is not a regular file"),
         (
             vec!["merge", &big_report],
-            "more than the limit of 256.00MB",
+            "more than the limit of 268.44 MB",
         ),
         (
             vec!["--cacert", "/dev/zero", tls_url],
@@ -375,7 +378,7 @@ fn input_files_are_regular_and_bounded_and_never_block() {
         (vec!["--cacert", &fifo, tls_url], "is not a regular file"),
         (
             vec!["--cacert", &big_ca, tls_url],
-            "more than the limit of 16.00MB",
+            "more than the limit of 16.78 MB",
         ),
     ];
     for (args, needle) in &cases {
@@ -532,7 +535,7 @@ fn a_url_file_of_many_short_lines_is_refused_before_it_fills_memory() {
         output
             .stderr
             .contains("holds 33554431 URLs, which would take about")
-            && output.stderr.contains("more than the limit of 1.00GB"),
+            && output.stderr.contains("more than the limit of 1.07 GB"),
         "{}",
         output.stderr
     );

@@ -199,8 +199,10 @@ fn most_requests_failing_names_the_dominant_error_and_its_meaning() {
 
 #[test]
 fn most_requests_timing_out_is_a_failure_even_when_some_succeeded() {
-    // In turn: three URLs answered after 400 ms, past the 100 ms request timeout, and one at once.
-    let slow = crate::common::url("/delay/400");
+    // In turn: three URLs answered after 2 s, past the 500 ms request timeout, and one at once
+    // (500 ms leaves a loaded machine's /ping far within it: at 100 ms one timed out at a load
+    // of 12 on 2 cores).
+    let slow = crate::common::url("/delay/2000");
     let fast = crate::common::url("/ping");
     let run = h2load_rs(&[
         "--h1",
@@ -209,7 +211,7 @@ fn most_requests_timing_out_is_a_failure_even_when_some_succeeded() {
         "-n",
         "12",
         "--request-timeout",
-        "100ms",
+        "500ms",
         &slow,
         &slow,
         &slow,

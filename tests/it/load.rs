@@ -220,7 +220,7 @@ fn json_report_matches_the_text_report() {
     assert_eq!(run.int("status_codes/2xx"), 500);
     assert_eq!(run.int("status_codes/4xx"), 499);
     assert_eq!(run.int("traffic/data_bytes"), 500 * 123);
-    assert_eq!(run.int("/schema_version"), 2);
+    assert_eq!(run.int("/schema_version"), 3);
     let hdr = run.cell()["latency"]["request"]["hdr"].as_str().unwrap();
     assert!(
         hdr.starts_with("HISTF"),

@@ -36,5 +36,6 @@ mod sweep;
 mod target_bounds;
 mod testbed;
 mod thresholds;
+mod throughput;
 mod transport;
 mod urls;

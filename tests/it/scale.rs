@@ -62,7 +62,7 @@ fn sixteen_thousand_connections_against_a_one_second_handler() {
         "16,000 connections: {elapsed:.2} s measured, {in_flight:.0} in flight, connect p99 {} ms, \
          target peak RSS {} MB",
         run.int("latency/connect/percentiles/p99") / 1000,
-        run.int("watched/0/rss_peak_kb") / 1024
+        run.int("watched/0/rss_peak_kib") * 1024 / 1_000_000
     );
 }
 

@@ -407,7 +407,7 @@ fn watched_processes_and_cooldown_between_cells() {
         let watched = cell["watched"].as_array().unwrap();
         assert_eq!(watched.len(), 2, "the built-in target, then --watch-pid");
         assert_eq!(watched[1]["pid"].to_string(), pid);
-        assert!(watched[1]["rss_peak_kb"].as_u64().unwrap() > 0);
+        assert!(watched[1]["rss_peak_kib"].as_u64().unwrap() > 0);
         assert!(
             watched[1]["cpu_percent"].as_f64().unwrap() < 5.0,
             "sleep uses no CPU"
