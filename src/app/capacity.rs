@@ -15,8 +15,14 @@
 //!    noisier: a backlog left by the step before, a slow second); if it passes, the ramp climbs
 //!    on from there and the bisection resumes. So the capacity reported held for a full step,
 //!    and the failing rate failed one.
-//! 4. **Load points**: full steps at 50% and 80% of the capacity; with the step that
-//!    established it (100%), they give the latency below the knee.
+//! 4. **Repeats**: a rate whose verdict contradicts another's (a failure below a pass, a pass
+//!    above a failure) is taken again with full steps, until one more could not turn its
+//!    verdict: at most [`REPEATS_PER_RATE`] times a rate and [`MAX_REPEATS`] a search. A rate's
+//!    verdict is that of most of its full steps; `report::capacity_answer` turns them into the
+//!    one answer every output states: the capacity with its interval, a range, or none.
+//! 5. **Load points**: when the answer is one figure, full steps at 50% and 80% of it (then
+//!    step 4 again, within the same budget); with the step that established it (100%), they
+//!    give the latency below the knee.
 //!
 //! A step passes when every objective holds and the rate of successful responses is at least 97%
 //! of the offered one: a rate the client could not deliver, or that the server answered with
@@ -25,7 +31,7 @@
 //! passing rate it drains at the spare capacity, which a third of the step leaves room for) and
 //! a new rate's queue builds up before it is judged. With the default 3 s steps, a search takes
 //! one 1.33 s ceiling step, at most seven 1.33 s ramp steps, about five 4 s bisection steps and
-//! two 4 s load points: under a minute.
+//! two 4 s load points, and up to six 4 s repeats where verdicts contradict: about a minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +43,10 @@ use crate::cli::objective::Objective;
 use crate::cli::LoadArgs;
 use crate::plan::objective::Measured;
 use crate::plan::{RunPlan, StopRule};
-use crate::report::capacity::{grouped, Capacity, CapacityStep, Consistency, LoadPoint, Phase};
+use crate::report::capacity::{
+    grouped, Answer, Capacity, CapacityStep, Phase, SearchSettings, LOAD_SHARES,
+};
+use crate::report::capacity_answer;
 use crate::report::{confidence, count_slack_per_s};
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
@@ -51,8 +60,10 @@ const RAMP: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 const HALVINGS: usize = 3;
 /// A bound on the bisection's steps whatever the precision (0.1% takes ten from a factor of 2).
 const MAX_BISECTIONS: usize = 12;
-/// The load points below the capacity, as shares of it.
-const LOAD_POINTS: [f64; 2] = [0.5, 0.8];
+/// How many times a rate whose verdict contradicts another's is taken again, at most.
+const REPEATS_PER_RATE: usize = 2;
+/// How many repeats a search takes in all, at most: three contradicting rates' worth.
+const MAX_REPEATS: usize = 3 * REPEATS_PER_RATE;
 
 /// The objectives `--find-max` keeps when no `--slo` is given.
 const DEFAULT_OBJECTIVES: [&str; 2] = ["p99<100ms", "errors<1%"];
@@ -147,39 +158,62 @@ impl Search {
             self.ramp(&mut steps, ceiling, short, &mut found)?;
             self.bisect(&mut steps, ceiling, short, &mut found)?;
         }
-        let mut latency_at = Vec::new();
-        if let Some((capacity, step)) = found.confirmed {
-            for share in LOAD_POINTS
-                .into_iter()
-                .filter(|share| share * capacity >= MIN_RATE)
+        // Contradicting verdicts are taken again before the load points are placed, and after.
+        let mut repeats = MAX_REPEATS;
+        self.repeat_contradictions(&mut steps, &mut repeats)?;
+        if let Some(capacity) = Answer::of(&steps.done).capacity_rps() {
+            for share in LOAD_SHARES[..2]
+                .iter()
+                .filter(|share| *share * capacity >= MIN_RATE)
             {
-                let mut passed = steps.take(Phase::Load, Some(share * capacity), self.step)?;
-                // A rate below the capacity that fails contradicts the search: once more, and
-                // if it fails again the report says the search was inconsistent.
-                if passed == Some(false) {
-                    passed = steps.take(Phase::Load, Some(share * capacity), self.step)?;
-                }
-                if passed.is_some() {
-                    latency_at.push(point(share, steps.done.last().expect("a step was taken")));
-                }
+                steps.take(Phase::Load, Some(share * capacity), self.step)?;
             }
-            latency_at.push(point(1.0, &steps.done[step]));
+            self.repeat_contradictions(&mut steps, &mut repeats)?;
         }
-        let capacity_rps = found.confirmed.map_or(0.0, |(rate, _)| rate);
-        Ok(Capacity {
-            capacity_rps,
-            failing_rps: found.failing,
+        let settings = SearchSettings {
             objectives: self.objectives.iter().map(Objective::to_string).collect(),
             precision_pct: 100.0 * self.precision,
             step_duration_s: self.step.as_secs_f64(),
-            ceiling_rps: ceiling,
-            // Only a climb that went through the ceiling shows the client's limit.
-            limited_by_client: found.failing.is_none() && capacity_rps > 0.0 && !steps.interrupted,
-            interrupted: steps.interrupted,
-            latency_at,
-            consistency: Some(Consistency::of(&steps.done)),
-            steps: steps.done,
-        })
+        };
+        Ok(Capacity::new(
+            settings,
+            ceiling,
+            steps.interrupted,
+            steps.done,
+        ))
+    }
+
+    /// Takes again, with full steps, the rates whose verdicts contradict another's (a rate that
+    /// failed below one that passed, a rate that passed above one that failed), failures first
+    /// and lowest first: each until one more step could not turn its verdict or it was repeated
+    /// [`REPEATS_PER_RATE`] times, and at most `left` steps in all. A rate's verdict is then that
+    /// of most of its full steps ([`Answer::of`]).
+    ///
+    /// `--rounds N` would take each step once per round, interleaved with the other cells'
+    /// searches: the verdicts already count every full step at a rate, so only [`Steps::take`]
+    /// would change.
+    fn repeat_contradictions(&self, steps: &mut Steps, left: &mut usize) -> Result<()> {
+        while *left > 0 {
+            let verdicts = capacity_answer::verdicts(&steps.done);
+            let mut open: Vec<_> = capacity_answer::contradicting(&verdicts)
+                .into_iter()
+                .filter(|verdict| {
+                    !verdict.settled() && repeats_at(&steps.done, verdict.rate) < REPEATS_PER_RATE
+                })
+                .collect();
+            open.sort_by_key(|verdict| verdict.holds());
+            let Some(verdict) = open.first() else {
+                break;
+            };
+            *left -= 1;
+            if steps
+                .take(Phase::Repeat, Some(verdict.rate), self.step)?
+                .is_none()
+            {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// The coarse ramp: short steps up to the first that fails; if the first share fails, short
@@ -268,7 +302,7 @@ impl Search {
             match steps.take(Phase::Bisect, Some(rate), self.step)? {
                 None => break,
                 Some(true) => {
-                    found.confirmed = Some((rate, steps.done.len() - 1));
+                    found.confirmed = Some(rate);
                     found.unconfirmed.clear();
                     if retrying_failure {
                         found.failing = None;
@@ -295,8 +329,8 @@ impl Search {
 /// failing rate.
 #[derive(Debug, Default)]
 struct Found {
-    /// The highest rate a full step passed, and that step's index.
-    confirmed: Option<(f64, usize)>,
+    /// The highest rate a full step passed.
+    confirmed: Option<f64>,
     /// Rates short steps passed, above `confirmed`, increasing.
     unconfirmed: Vec<f64>,
     /// The lowest rate that failed.
@@ -308,10 +342,7 @@ struct Found {
 impl Found {
     /// The highest rate that passed a step, short or full.
     fn passing(&self) -> Option<f64> {
-        self.unconfirmed
-            .last()
-            .copied()
-            .or(self.confirmed.map(|(rate, _)| rate))
+        self.unconfirmed.last().copied().or(self.confirmed)
     }
 }
 
@@ -396,13 +427,16 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
         p99_ci: bounds(0.99),
         passed: None,
     };
-    // An interrupted step's part-measurement judges nothing; failed responses are not delivered.
+    // An interrupted step's part-measurement judges nothing; failed responses are not delivered;
+    // a step that finished no request of its own showed nothing held (its empty percentiles
+    // would keep any objective).
     step.passed = result
         .offered_rps
         .filter(|_| !result.interrupted)
         .map(|offered| {
             let slack = count_slack_per_s(result.count_sd, result.measured.as_secs_f64());
-            delivered_rps(&step) >= DELIVERED * offered - slack
+            result.done > 0
+                && delivered_rps(&step) >= DELIVERED * offered - slack
                 && objectives
                     .iter()
                     .all(|objective| objective.check(&measured).holds)
@@ -410,22 +444,19 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
     step
 }
 
+/// How many times `rate` was taken again among `steps`.
+fn repeats_at(steps: &[CapacityStep], rate: f64) -> usize {
+    steps
+        .iter()
+        .filter(|step| step.phase == Phase::Repeat && step.offered_rps == Some(rate))
+        .count()
+}
+
 /// The rate of successful responses a step achieved.
 fn delivered_rps(step: &CapacityStep) -> f64 {
     match step.done {
         0 => 0.0,
         done => step.achieved_rps * (done - step.failed.min(done)) as f64 / done as f64,
-    }
-}
-
-/// A load point from the step that measured it.
-fn point(share: f64, step: &CapacityStep) -> LoadPoint {
-    LoadPoint {
-        share_pct: 100.0 * share,
-        offered_rps: step.offered_rps.unwrap_or(step.achieved_rps),
-        achieved_rps: step.achieved_rps,
-        p50_us: step.p50_us,
-        p99_us: step.p99_us,
     }
 }
 
@@ -453,6 +484,8 @@ mod tests {
         /// Short steps offering more than this deliver only 90% of it (a backlog, a slow
         /// second): spurious failures a full step does not repeat.
         flaky_short_above: f64,
+        /// When not empty, the capacity changes from step to step: `drift[k % len]` at the k-th.
+        drift: Vec<f64>,
     }
 
     impl FakeTarget {
@@ -466,6 +499,7 @@ mod tests {
                 taken: Vec::new(),
                 interrupt_at: None,
                 flaky_short_above: f64::INFINITY,
+                drift: Vec::new(),
             }
         }
 
@@ -485,6 +519,9 @@ mod tests {
             settle: Duration,
             measure: Duration,
         ) -> Result<StepResult> {
+            if !self.drift.is_empty() {
+                self.capacity = self.drift[self.taken.len() % self.drift.len()];
+            }
             self.taken.push((rate, settle, measure));
             let offered = rate.unwrap_or(self.ceiling).min(self.ceiling);
             let over = offered > self.capacity;
@@ -568,9 +605,9 @@ mod tests {
         let found = search(&["p99<30ms"], 0.05).run(&mut target).unwrap();
         // A step passes while 97% of what it offers succeeds: up to 2000 / 0.97 = 2062.
         assert!(
-            (2000.0..=2062.0 * 1.05).contains(&found.capacity_rps),
+            (2000.0..=2062.0 * 1.05).contains(&found.capacity_rps.unwrap()),
             "{} req/s",
-            found.capacity_rps
+            found.capacity_rps.unwrap()
         );
         assert_eq!(found.ceiling_rps, 2000.0, "the ceiling counts successes");
         assert!(!found.limited_by_client || found.failing_rps.is_none());
@@ -590,8 +627,9 @@ mod tests {
 
     /// Steps a search may take: the ceiling, the ramp and its halvings, the bisection, one
     /// confirmation per short-step pass, a repeat per ramp share of a short-step failure, the
-    /// two load points.
-    const MOST_STEPS: usize = 1 + RAMP.len() + HALVINGS + MAX_BISECTIONS + 2 * RAMP.len() + 2;
+    /// two load points, the repeats of contradicting rates.
+    const MOST_STEPS: usize =
+        1 + RAMP.len() + HALVINGS + MAX_BISECTIONS + 2 * RAMP.len() + 2 + MAX_REPEATS;
 
     #[test]
     fn finds_the_capacity_within_the_precision() {
@@ -600,11 +638,11 @@ mod tests {
             for precision in [0.05, 0.01] {
                 let mut target = FakeTarget::new(5000.0, 5000.0 * ceiling_factor, seed);
                 let found = search(&["p99<3ms"], precision).run(&mut target).unwrap();
-                let error = (found.capacity_rps - 5000.0) / 5000.0;
+                let error = (found.capacity_rps.unwrap() - 5000.0) / 5000.0;
                 assert!(
                     error.abs() <= precision,
                     "ceiling {ceiling_factor}×, precision {precision}: {} req/s, {:?}",
-                    found.capacity_rps,
+                    found.capacity_rps.unwrap(),
                     found.failing_rps
                 );
                 // Either a failing rate bounds it, or (a ceiling at the capacity, the closed
@@ -612,7 +650,9 @@ mod tests {
                 match found.failing_rps {
                     Some(failing) => assert!(
                         failing > 5000.0
-                            && (failing - found.capacity_rps) / found.capacity_rps <= precision
+                            && (failing - found.capacity_rps.unwrap())
+                                / found.capacity_rps.unwrap()
+                                <= precision
                     ),
                     None => assert!(found.limited_by_client && ceiling_factor < 1.05),
                 }
@@ -624,7 +664,7 @@ mod tests {
                 // The capacity held for a full step; every step settled a third of its length.
                 let established = found.latency_at.last().unwrap();
                 assert_eq!(established.share_pct, 100.0);
-                assert_eq!(established.offered_rps, found.capacity_rps);
+                assert_eq!(established.offered_rps, found.capacity_rps.unwrap());
                 for (rate, settle, measure) in &target.taken {
                     assert_eq!(*settle, *measure / 3, "{rate:?}");
                 }
@@ -633,10 +673,9 @@ mod tests {
                     .iter()
                     .filter(|step| step.measured_s == 3.0)
                     .collect();
-                assert!(full
-                    .iter()
-                    .any(|step| step.offered_rps == Some(found.capacity_rps)
-                        && step.passed == Some(true)));
+                assert!(full.iter().any(
+                    |step| step.offered_rps == found.capacity_rps && step.passed == Some(true)
+                ));
                 // At 5% the bisection needs about five full steps, at 1% about seven.
                 assert!(
                     full.len() <= 2 + 3 + (1.0 / precision).log2().ceil() as usize,
@@ -654,8 +693,8 @@ mod tests {
         let mut target = FakeTarget::new(5000.0, 10_000.0, 13);
         target.flaky_short_above = 1500.0;
         let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
-        let error = (found.capacity_rps - 5000.0) / 5000.0;
-        assert!(error.abs() <= 0.05, "{} req/s", found.capacity_rps);
+        let error = (found.capacity_rps.unwrap() - 5000.0) / 5000.0;
+        assert!(error.abs() <= 0.05, "{} req/s", found.capacity_rps.unwrap());
         assert!(
             found.steps.len() <= MOST_STEPS,
             "{} steps",
@@ -682,7 +721,8 @@ mod tests {
         assert_eq!(shares, [50.0, 80.0, 100.0]);
         for point in &found.latency_at {
             assert!(
-                (point.offered_rps - point.share_pct / 100.0 * found.capacity_rps).abs() < 1e-6
+                (point.offered_rps - point.share_pct / 100.0 * found.capacity_rps.unwrap()).abs()
+                    < 1e-6
             );
             // Below the capacity: the base latency, 1000 to 1200 µs (HDR rounds within 0.1%).
             assert!((1000..=1202).contains(&point.p50_us), "{point:?}");
@@ -700,11 +740,11 @@ mod tests {
         let found = search(&["errors<1%", "p99<10s"], 0.05)
             .run(&mut target)
             .unwrap();
-        let error = (found.capacity_rps - 5000.0) / 5000.0;
+        let error = (found.capacity_rps.unwrap() - 5000.0) / 5000.0;
         assert!(
             (-0.05..=0.0).contains(&error),
             "{} req/s",
-            found.capacity_rps
+            found.capacity_rps.unwrap()
         );
     }
 
@@ -715,11 +755,11 @@ mod tests {
         let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
         assert!(found.limited_by_client);
         assert_eq!(found.failing_rps, None);
-        assert!((found.capacity_rps - found.ceiling_rps).abs() < 1e-6);
+        assert!((found.capacity_rps.unwrap() - found.ceiling_rps).abs() < 1e-6);
         assert!(
-            (2940.0..=3060.0).contains(&found.capacity_rps),
+            (2940.0..=3060.0).contains(&found.capacity_rps.unwrap()),
             "{}",
-            found.capacity_rps
+            found.capacity_rps.unwrap()
         );
     }
 
@@ -729,9 +769,89 @@ mod tests {
         // The target never answers in under 1 ms: the first ramp step and every halving fail,
         // no full step is run.
         let found = search(&["p99<500us"], 0.05).run(&mut target).unwrap();
-        assert_eq!(found.capacity_rps, 0.0);
+        assert_eq!(found.capacity_rps, None);
         assert!(found.latency_at.is_empty());
         assert_eq!(found.steps.len(), 1 + 1 + HALVINGS);
+    }
+
+    #[test]
+    fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
+        let mut plain = FakeTarget::new(5000.0, 8000.0, 21);
+        let steady = search(&["p99<3ms"], 0.05).run(&mut plain).unwrap();
+        // The same target, but the first load point (50%) meets a slow moment: capacity 100.
+        let first_load = steady
+            .steps
+            .iter()
+            .position(|step| step.phase == Phase::Load)
+            .unwrap();
+        let mut capacities = vec![5000.0; first_load + 1];
+        capacities[first_load] = 100.0;
+        capacities.extend([5000.0; 64]);
+        let mut target = FakeTarget::new(5000.0, 8000.0, 21);
+        target.drift = capacities;
+        let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
+        assert_eq!(found.steps[first_load].passed, Some(false));
+        // Taken twice more (the first repeat ties it, the second decides), both passing.
+        let repeats: Vec<_> = found
+            .steps
+            .iter()
+            .filter(|step| step.phase == Phase::Repeat)
+            .collect();
+        assert_eq!(repeats.len(), 2, "{:?}", found.steps);
+        assert!(repeats.iter().all(
+            |step| step.offered_rps == found.steps[first_load].offered_rps
+                && step.passed == Some(true)
+        ));
+        assert_eq!(found.capacity_rps, steady.capacity_rps);
+        assert!(matches!(found.answer, Answer::Consistent { .. }));
+    }
+
+    #[test]
+    fn a_target_whose_capacity_drifts_gets_bounded_repeats_and_one_answer() {
+        let mut kinds = Vec::new();
+        for seed in 1..=8 {
+            let mut target = FakeTarget::new(5000.0, 8000.0, seed);
+            target.drift = [5000.0, 2000.0, 5000.0, 5000.0, 2000.0][seed as usize % 3..].to_vec();
+            let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
+            assert!(
+                found.steps.len() <= MOST_STEPS,
+                "{} steps",
+                found.steps.len()
+            );
+            let repeats = |rate: f64| repeats_at(&found.steps, rate);
+            let all: usize = capacity_answer::verdicts(&found.steps)
+                .iter()
+                .map(|verdict| {
+                    assert!(repeats(verdict.rate) <= REPEATS_PER_RATE);
+                    repeats(verdict.rate)
+                })
+                .sum();
+            assert!(all <= MAX_REPEATS, "{all} repeats");
+            kinds.push(std::mem::discriminant(&found.answer));
+            // The fields restate the one answer.
+            match &found.answer {
+                Answer::Consistent { capacity_rps, .. } => {
+                    assert_eq!(found.capacity_rps, Some(*capacity_rps));
+                    assert!(capacity_answer::contradicting(&capacity_answer::verdicts(
+                        &found.steps
+                    ))
+                    .is_empty());
+                }
+                Answer::Inconsistent {
+                    between,
+                    contradicting_steps,
+                } => {
+                    assert_eq!(found.capacity_rps, None);
+                    assert!(between[0] < between[1], "{between:?}");
+                    assert!(!contradicting_steps.is_empty());
+                    assert!(found.latency_at.is_empty());
+                }
+                Answer::None { .. } => assert_eq!(found.capacity_rps, None),
+            }
+        }
+        // These drifts give both: repeats that settle the verdicts, and ones that cannot.
+        kinds.dedup();
+        assert!(kinds.len() >= 2, "{kinds:?}");
     }
 
     #[test]
@@ -742,7 +862,7 @@ mod tests {
         assert_eq!(target.taken.len(), 3);
         assert_eq!(found.steps.len(), 3);
         // Only short steps passed: nothing was established for a full step.
-        assert_eq!(found.capacity_rps, 0.0);
+        assert_eq!(found.capacity_rps, None);
     }
 
     #[test]
@@ -810,6 +930,10 @@ mod tests {
         let second = Duration::from_secs(1);
         assert!(!delivered(&paced(1000.0, 960, second, 0.0)));
         assert!(delivered(&paced(1000.0, 970, second, 0.0)));
+        // 4/s over 0.1 s may leave a step with no request of its own: it shows nothing held.
+        let tenth = Duration::from_millis(100);
+        assert!(!delivered(&paced(4.0, 0, tenth, 0.0)));
+        assert!(delivered(&paced(4.0, 1, tenth, 0.0)));
     }
 
     #[test]

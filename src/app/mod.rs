@@ -502,6 +502,14 @@ fn serve(args: &ServeArgs) -> Result<u8> {
                     length,
                     epoch: std::time::Instant::now(),
                 }),
+            slow: args
+                .slow_every
+                .zip(args.slow_by)
+                .map(|(every, by)| server::Slow {
+                    every,
+                    by,
+                    epoch: std::time::Instant::now(),
+                }),
             applied: None,
             grpc_reply: args.grpc_reply,
         },

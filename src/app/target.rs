@@ -162,6 +162,10 @@ fn serve_flags(args: &LoadArgs) -> Vec<String> {
         flags.push(format!("--stall-every={}us", every.as_micros()));
         flags.push(format!("--stall-for={}us", length.as_micros()));
     }
+    if let Some((every, by)) = args.target_slow_every.zip(args.target_slow_by) {
+        flags.push(format!("--slow-every={}us", every.as_micros()));
+        flags.push(format!("--slow-by={}us", by.as_micros()));
+    }
     // A client-streaming call takes one answer; the echo would send one a message.
     if args.grpc.grpc_method.is_some() && args.grpc.grpc_shape == Some(GrpcShapeArg::Client) {
         flags.push("--grpc-reply=last".to_owned());

@@ -382,6 +382,17 @@ pub struct LoadArgs {
           requires = "target_stall_every")]
     pub target_stall_for: Option<Duration>,
 
+    /// Slow the built-in target down every other period of this long (see --target-slow-by): a
+    /// server whose capacity changes over time.
+    #[arg(long = "target-slow-every", value_name = "DURATION", value_parser = parse_positive_duration,
+          requires = "target_slow_by")]
+    pub target_slow_every: Option<Duration>,
+
+    /// How much longer each response of the built-in target waits in its slow periods.
+    #[arg(long = "target-slow-by", value_name = "DURATION", value_parser = parse_positive_duration,
+          requires = "target_slow_every")]
+    pub target_slow_by: Option<Duration>,
+
     /// Fail the run (exit status 3) when this holds for a cell, e.g. 'p99>50ms', 'errors>1%',
     /// 'rps<5000' (repeatable): METRIC OP VALUE with p50, p90, p99, p99.9, max (durations in us,
     /// ms, s), errors (a percentage of the finished requests) or rps; OP is <, >, <= or >=.

@@ -66,6 +66,13 @@ pub struct ServeArgs {
     /// Length of each stall.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "stall_every")]
     pub stall_for: Option<Duration>,
+    /// Slow down every other period of this length (the second, the fourth, …): each response
+    /// then waits --slow-by longer, so the target's capacity alternates.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "slow_by")]
+    pub slow_every: Option<Duration>,
+    /// How much longer each response waits in a slow period of --slow-every.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, requires = "slow_every")]
+    pub slow_by: Option<Duration>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients, and the concurrent request
     /// streams allowed to each HTTP/3 connection.
     #[arg(long, default_value_t = 1000, value_parser = crate::cli::values::count::<u32>(1, u32::MAX.into()))]

@@ -5,18 +5,25 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::report::capacity_answer::Answer;
+use crate::report::capacity_answer::{self, CapacityRatio};
 use crate::report::confidence::Bounds;
 use crate::report::Summary;
 use crate::units::format_micros;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
-/// first).
+/// first); it and every other output come from `answer` ([`Answer::of`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Capacity {
-    /// The highest constant rate that kept every objective for a full step, requests per
-    /// second; 0 when no rate tried did.
-    pub capacity_rps: f64,
-    /// The lowest rate found to break an objective, when one was (`null`: none tried did).
+    /// The capacity when the search was consistent, requests per second: the highest rate that
+    /// held for its full steps; `None` when the search was inconsistent or found none.
+    pub capacity_rps: Option<f64>,
+    /// What the search found, as every output states it (in a report from before it was
+    /// recorded: none, with that reason).
+    #[serde(default = "Answer::unrecorded")]
+    pub answer: Answer,
+    /// The lowest rate whose full steps broke an objective, above a consistent capacity (`null`:
+    /// none did, or the search was not consistent).
     pub failing_rps: Option<f64>,
     /// The objectives, canonically spelled (`p99<100ms`).
     pub objectives: Vec<String>,
@@ -32,13 +39,82 @@ pub struct Capacity {
     pub limited_by_client: bool,
     /// A signal ended the search early: the capacity is what it had found by then.
     pub interrupted: bool,
-    /// Latency at 50%, 80% and 100% of the capacity (100%: the step that established it).
+    /// Latency at 50%, 80% and 100% of a consistent capacity (100%: the step that established
+    /// it); empty otherwise.
     pub latency_at: Vec<LoadPoint>,
-    /// How far the full steps' verdicts agree with each other; absent in older reports.
-    #[serde(default)]
-    pub consistency: Option<Consistency>,
     /// Every step, in the order tried.
     pub steps: Vec<CapacityStep>,
+}
+
+/// The settings a search ran with, as its report shows them.
+#[derive(Debug, Clone)]
+pub(crate) struct SearchSettings {
+    /// The objectives, canonically spelled.
+    pub objectives: Vec<String>,
+    /// `--precision`, percent.
+    pub precision_pct: f64,
+    /// A full step's measured length, seconds.
+    pub step_duration_s: f64,
+}
+
+/// The shares of the capacity `latency_at` reports, the last the capacity itself.
+pub(crate) const LOAD_SHARES: [f64; 3] = [0.5, 0.8, 1.0];
+
+impl Capacity {
+    /// The outcome of a search that took `steps` (the first the unpaced one, which measured
+    /// `ceiling_rps`): its [`Answer`], and the fields that restate it.
+    pub(crate) fn new(
+        settings: SearchSettings,
+        ceiling_rps: f64,
+        interrupted: bool,
+        steps: Vec<CapacityStep>,
+    ) -> Capacity {
+        let answer = Answer::of(&steps);
+        let (capacity_rps, failing_rps) = match &answer {
+            Answer::Consistent {
+                capacity_rps,
+                interval,
+            } => (Some(*capacity_rps), interval.high),
+            _ => (None, None),
+        };
+        // Only a climb that went through the ceiling, uncut, leaves no rate failing.
+        let limited_by_client = capacity_rps.is_some() && failing_rps.is_none() && !interrupted;
+        let latency_at = capacity_rps.map_or_else(Vec::new, |capacity| {
+            LOAD_SHARES
+                .into_iter()
+                .filter_map(|share| {
+                    let rate = share * capacity;
+                    // The last full step at that rate (a load point's rate is computed alike).
+                    let step = steps.iter().rev().find(|step| {
+                        step.phase != Phase::Ramp
+                            && step.offered_rps.is_some_and(|offered| {
+                                (offered - rate).abs() <= 1e-9 * rate.max(1.0)
+                            })
+                    })?;
+                    Some(LoadPoint {
+                        share_pct: 100.0 * share,
+                        offered_rps: rate,
+                        achieved_rps: step.achieved_rps,
+                        p50_us: step.p50_us,
+                        p99_us: step.p99_us,
+                    })
+                })
+                .collect()
+        });
+        Capacity {
+            capacity_rps,
+            answer,
+            failing_rps,
+            objectives: settings.objectives,
+            precision_pct: settings.precision_pct,
+            step_duration_s: settings.step_duration_s,
+            ceiling_rps,
+            limited_by_client,
+            interrupted,
+            latency_at,
+            steps,
+        }
+    }
 }
 
 /// Why a step was run.
@@ -53,6 +129,8 @@ pub enum Phase {
     Bisect,
     /// A full step below the capacity, for the latency there.
     Load,
+    /// A full step at a rate whose verdict contradicted another rate's, taken again.
+    Repeat,
 }
 
 impl Phase {
@@ -63,6 +141,7 @@ impl Phase {
             Phase::Ramp => "ramp",
             Phase::Bisect => "bisect",
             Phase::Load => "load",
+            Phase::Repeat => "repeat",
         }
     }
 }
@@ -109,71 +188,6 @@ pub struct CapacityStep {
     /// Every objective held and at least 97% of the offered rate was achieved (`null` for the
     /// unpaced step, which offers no rate).
     pub passed: Option<bool>,
-}
-
-/// How far a search's full steps agree: the capacity as an interval, and the steps that
-/// contradict it. A full step at a rate below one that failed should pass, and one above a rate
-/// that passed may fail; verdicts that disagree say the step length cannot tell these rates
-/// apart (a noisy machine, too few connections, a server whose capacity drifts).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Consistency {
-    /// No full step contradicts another.
-    pub consistent: bool,
-    /// The highest rate a full step passed with no full step at or below it failing (0: none).
-    pub passed_consistently_rps: f64,
-    /// The lowest rate a full step failed (`null`: none did).
-    pub lowest_failed_rps: Option<f64>,
-    /// Full steps that passed, and that failed.
-    pub full_steps_passed: u64,
-    /// Full steps that failed.
-    pub full_steps_failed: u64,
-    /// The steps (numbered from 1, as the text shows them) whose verdict contradicts another's:
-    /// a pass above a failed rate, or a failure at or below a passed one.
-    pub contradicting_steps: Vec<usize>,
-}
-
-impl Consistency {
-    /// The agreement of `steps`' full steps (bisection and load points; short ramp steps and
-    /// the unpaced ceiling judge nothing on their own).
-    pub(crate) fn of(steps: &[CapacityStep]) -> Consistency {
-        let full: Vec<(usize, f64, bool)> = steps
-            .iter()
-            .enumerate()
-            .filter(|(_, step)| matches!(step.phase, Phase::Bisect | Phase::Load))
-            .filter_map(|(index, step)| Some((index + 1, step.offered_rps?, step.passed?)))
-            .collect();
-        let failed_rates = || {
-            full.iter()
-                .filter(|(_, _, passed)| !passed)
-                .map(|(_, rate, _)| *rate)
-        };
-        let passed_rates = || {
-            full.iter()
-                .filter(|(_, _, passed)| *passed)
-                .map(|(_, rate, _)| *rate)
-        };
-        let lowest_failed = failed_rates().reduce(f64::min);
-        let highest_passed = passed_rates().reduce(f64::max);
-        let contradicting_steps: Vec<usize> = full
-            .iter()
-            .filter(|(_, rate, passed)| match passed {
-                true => lowest_failed.is_some_and(|failed| *rate >= failed),
-                false => highest_passed.is_some_and(|passed| *rate <= passed),
-            })
-            .map(|(number, _, _)| *number)
-            .collect();
-        let passed_consistently_rps = passed_rates()
-            .filter(|rate| failed_rates().all(|failed| failed > *rate))
-            .fold(0.0, f64::max);
-        Consistency {
-            consistent: contradicting_steps.is_empty(),
-            passed_consistently_rps,
-            lowest_failed_rps: lowest_failed,
-            full_steps_passed: passed_rates().count() as u64,
-            full_steps_failed: failed_rates().count() as u64,
-            contradicting_steps,
-        }
-    }
 }
 
 /// The latency at a share of the capacity.
@@ -244,55 +258,7 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
             }
         )?;
     }
-    let bound = match capacity.failing_rps {
-        // The bisection has a step limit: say when it stopped short of the precision.
-        Some(failing)
-            if capacity.capacity_rps > 0.0
-                && (failing - capacity.capacity_rps) / capacity.capacity_rps
-                    > capacity.precision_pct / 100.0 + 1e-9 =>
-        {
-            format!(
-                "{} req/s failed; the precision of {}% was not reached",
-                grouped(failing),
-                capacity.precision_pct
-            )
-        }
-        Some(failing) => format!("{} req/s failed", grouped(failing)),
-        None if capacity.limited_by_client => format!(
-            "every rate up to the client's ceiling of {} req/s passed: raise -c or -m to find the server's",
-            grouped(capacity.ceiling_rps)
-        ),
-        None => "no failing rate found".to_owned(),
-    };
-    let bound = match capacity.interrupted {
-        true => format!("{bound}; the search was interrupted"),
-        false => bound,
-    };
-    let bound = match capacity.capacity_rps > 0.0 {
-        true => bound,
-        false => format!("{}; {bound}", no_capacity(capacity)),
-    };
-    writeln!(
-        out,
-        "capacity: {} req/s ({bound})",
-        grouped(capacity.capacity_rps)
-    )?;
-    if let Some(consistency) = capacity.consistency.as_ref().filter(|c| !c.consistent) {
-        writeln!(
-            out,
-            "the search was inconsistent: steps {} contradict each other (full steps passed up to {} req/s with none below failing; the lowest that failed: {} req/s; {} passed, {} failed): at this step length these rates cannot be told apart. The capacity is somewhere between; use a longer --step-duration, more connections, or an idle machine",
-            consistency
-                .contradicting_steps
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            grouped(consistency.passed_consistently_rps),
-            consistency.lowest_failed_rps.map_or("none".to_owned(), grouped),
-            consistency.full_steps_passed,
-            consistency.full_steps_failed
-        )?;
-    }
+    writeln!(out, "capacity: {}", line(capacity))?;
     if !capacity.latency_at.is_empty() {
         let points: Vec<String> = capacity
             .latency_at
@@ -312,20 +278,76 @@ fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
     Ok(())
 }
 
-/// Why a search found no capacity: no step passed, or only short ones (a rate counts once a full
-/// step passed it).
-fn no_capacity(capacity: &Capacity) -> &'static str {
-    match capacity.steps.iter().any(|step| step.passed == Some(true)) {
-        true => "no rate passed a full step",
-        false => "no rate passed",
+/// The cell's `capacity:` line after `capacity: `: the answer's figure, then what qualifies it.
+fn line(capacity: &Capacity) -> String {
+    let mut notes = Vec::new();
+    match &capacity.answer {
+        Answer::Consistent {
+            capacity_rps,
+            interval,
+        } => match interval.high {
+            // The bisection has a step limit: say when it stopped short of the precision.
+            Some(high)
+                if (high - capacity_rps) / capacity_rps
+                    > capacity.precision_pct / 100.0 + 1e-9 =>
+            {
+                notes.push(format!(
+                    "the precision of {}% was not reached",
+                    capacity.precision_pct
+                ))
+            }
+            None if capacity.limited_by_client => notes.push(format!(
+                "every rate up to the client's ceiling of {} req/s passed: raise -c or -m to find the server's",
+                grouped(capacity.ceiling_rps)
+            )),
+            _ => {}
+        },
+        Answer::Inconsistent {
+            contradicting_steps,
+            ..
+        } => notes.push(format!(
+            "steps {} contradict each other, repeated as far as the search allows: at this step length these rates cannot be told apart; use a longer --step-duration, more connections, or an idle machine",
+            contradicting_steps
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Answer::None { .. } => {}
     }
+    if capacity.interrupted {
+        notes.push("the search was interrupted".to_owned());
+    }
+    let mut line = capacity.answer.figure();
+    for note in notes {
+        line.push_str("; ");
+        line.push_str(&note);
+    }
+    line
+}
+
+/// `h2c/h1 = 1.06 (1.01–1.09)`: `cell`'s capacity over its level's first cell's in `cells`, from
+/// the two answers; `None` for the first cell itself, a cell without a search, and where
+/// [`capacity_answer::ratio`] gives none.
+pub(crate) fn level_ratio(cells: &[Summary], cell: &Summary) -> Option<CapacityRatio> {
+    let first = cells
+        .iter()
+        .find(|other| other.cell.level == cell.cell.level)?;
+    if first.cell.index == cell.cell.index {
+        return None;
+    }
+    capacity_answer::ratio(
+        format!("{}/{}", cell.cell.protocol, first.cell.protocol),
+        cell.capacity.as_ref()?,
+        first.capacity.as_ref()?,
+    )
 }
 
 /// After a sweep, one line per concurrency level that searched:
-/// `capacity: h1 8,450 req/s at p99<20ms; h2c 7,900 req/s (h2c/h1 = 0.93, between 0.89 and
-/// 0.98)`: the objectives once, each protocol's ratio to the level's first, with the range the
-/// two searches' passing and failing rates leave it. The level's `c=… m=…` is named when the sweep
-/// has several levels.
+/// `capacity: h1 8,450 req/s (8,450–8,870) at p99<20ms; h2c 7,900 req/s (7,900–8,290), h2c/h1 =
+/// 0.93 (0.89–0.98)`: the objectives once, each cell's answer, and each protocol's ratio to the
+/// level's first from the two answers ([`level_ratio`], as the comparison table's). The level's
+/// `c=… m=…` is named when the sweep has several levels.
 pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
     let searched: Vec<(&Summary, &Capacity)> = cells
         .iter()
@@ -343,57 +365,33 @@ pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
                 .iter()
                 .filter(|(cell, _)| cell.cell.level == level)
                 .collect();
-            let (first, first_capacity) = at_level[0];
+            let (first, _) = at_level[0];
             let setting = match levels.len() {
                 1 => String::new(),
                 _ => format!(" c={} m={}", first.cell.clients, first.cell.streams),
-            };
-            // A ratio only between two capacities of the same kind: both the server's, or both
-            // the client's ceilings (closed-loop throughputs); never with nothing found or an
-            // interrupted search.
-            let kind = |capacity: &Capacity| {
-                (capacity.capacity_rps > 0.0 && !capacity.interrupted)
-                    .then_some(capacity.limited_by_client)
             };
             let parts: Vec<String> = at_level
                 .iter()
                 .enumerate()
                 .map(|(position, (cell, capacity))| {
-                    let caveat = if capacity.interrupted {
-                        " (interrupted)"
-                    } else if capacity.capacity_rps <= 0.0 {
-                        &format!(" ({})", no_capacity(capacity))
-                    } else if capacity.limited_by_client {
-                        " (the client's ceiling: raise -c or -m)"
-                    } else {
-                        ""
+                    let caveat = match (&capacity.answer, capacity.interrupted) {
+                        (_, true) => " (interrupted)",
+                        (Answer::Consistent { interval, .. }, false)
+                            if interval.high.is_none() && capacity.limited_by_client =>
+                        {
+                            " (the client's ceiling: raise -c or -m)"
+                        }
+                        _ => "",
                     };
                     let rate = format!(
-                        "{} {} req/s{caveat}",
+                        "{} {}{caveat}",
                         cell.cell.protocol,
-                        grouped(capacity.capacity_rps)
+                        capacity.answer.figure()
                     );
-                    if position == 0 {
-                        format!("{rate} at {}", capacity.objectives.join(", "))
-                    } else if kind(capacity).is_some() && kind(capacity) == kind(first_capacity) {
-                        // Each capacity lies between the rate that passed and the one that
-                        // failed: the ratio between the extremes those allow.
-                        let range = match (capacity.failing_rps, first_capacity.failing_rps) {
-                            (Some(failing), Some(first_failing)) => format!(
-                                ", between {:.2} and {:.2}",
-                                capacity.capacity_rps / first_failing,
-                                failing / first_capacity.capacity_rps
-                            ),
-                            _ => String::new(),
-                        };
-                        format!(
-                            "{rate} ({}/{} = {:.2}{range})",
-                            cell.cell.protocol,
-                            first.cell.protocol,
-                            capacity.capacity_rps / first_capacity.capacity_rps
-                        )
-                    } else {
-                        rate
+                    match (position, level_ratio(cells, cell)) {
+                        (0, _) => format!("{rate} at {}", capacity.objectives.join(", ")),
+                        (_, Some(ratio)) => format!("{rate}, {}", ratio.text()),
+                        (_, None) => rate,
                     }
                 })
                 .collect();
@@ -405,6 +403,7 @@ pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::capacity_answer::tests::{search, step as full};
 
     #[test]
     fn rates_are_grouped_by_thousands() {
@@ -414,91 +413,71 @@ mod tests {
         assert_eq!(grouped(1_234_567.0), "1,234,567");
     }
 
-    fn full(phase: Phase, rate: f64, passed: bool) -> CapacityStep {
-        CapacityStep {
-            phase,
-            offered_rps: Some(rate),
-            achieved_rps: rate,
-            measured_s: 3.0,
-            done: 3000,
-            failed: 0,
-            backlog: 0,
-            errors_pct: 0.0,
-            p50_us: 1000,
-            p90_us: 2000,
-            p99_us: 3000,
-            p99_9_us: 4000,
-            max_us: 5000,
-            p50_ci: None,
-            p99_ci: None,
-            passed: Some(passed),
+    fn settings(precision_pct: f64) -> SearchSettings {
+        SearchSettings {
+            objectives: vec!["p99<10ms".into()],
+            precision_pct,
+            step_duration_s: 3.0,
         }
     }
 
     #[test]
-    fn full_steps_that_contradict_each_other_are_named() {
-        let agreeing = [
-            full(Phase::Ramp, 2000.0, true),
-            full(Phase::Bisect, 1500.0, false),
-            full(Phase::Bisect, 1250.0, true),
-            full(Phase::Bisect, 1375.0, false),
-            full(Phase::Load, 625.0, true),
-            full(Phase::Load, 1000.0, true),
-        ];
-        let consistency = Consistency::of(&agreeing);
-        assert!(consistency.consistent, "{consistency:?}");
-        assert_eq!(consistency.passed_consistently_rps, 1250.0);
-        assert_eq!(consistency.lowest_failed_rps, Some(1375.0));
-        assert_eq!(
-            (consistency.full_steps_passed, consistency.full_steps_failed),
-            (3, 2)
-        );
-        // A short step's pass at 2000 judges nothing; a load point at 80% failing twice does.
-        let mut contradicting = agreeing.to_vec();
-        contradicting[5] = full(Phase::Load, 1000.0, false);
-        contradicting.push(full(Phase::Load, 1000.0, false));
-        let consistency = Consistency::of(&contradicting);
-        assert!(!consistency.consistent);
-        assert_eq!(consistency.contradicting_steps, [3, 6, 7]);
-        assert_eq!(consistency.passed_consistently_rps, 625.0);
-        assert_eq!(consistency.lowest_failed_rps, Some(1000.0));
-        let text = render(&Capacity {
-            capacity_rps: 1250.0,
-            failing_rps: Some(1375.0),
-            objectives: vec!["p99<10ms".into()],
-            precision_pct: 10.0,
-            step_duration_s: 3.0,
-            ceiling_rps: 2000.0,
-            limited_by_client: false,
-            interrupted: false,
-            latency_at: Vec::new(),
-            consistency: Some(consistency),
-            steps: contradicting,
-        });
+    fn the_cell_line_states_the_answer_and_what_qualifies_it() {
+        let capacity = Capacity::new(settings(10.0), 2000.0, false, search(true));
+        assert_eq!(capacity.capacity_rps, Some(1250.0));
+        assert_eq!(capacity.failing_rps, Some(1375.0));
+        assert!(!capacity.limited_by_client);
+        // The load points at 50% and 80% and the step that established it.
+        let shares: Vec<f64> = capacity.latency_at.iter().map(|p| p.share_pct).collect();
+        assert_eq!(shares, [50.0, 80.0, 100.0]);
+        assert!(render(&capacity).contains("\ncapacity: 1,250 req/s (1,250–1,375)\n"));
+        // A load point at 80% failing below the capacity's pass: a range, no latency points.
+        let capacity = Capacity::new(settings(10.0), 2000.0, false, search(false));
+        assert_eq!(capacity.capacity_rps, None);
+        assert_eq!(capacity.failing_rps, None);
+        assert!(capacity.latency_at.is_empty());
+        let text = render(&capacity);
         assert!(
-            text.contains("the search was inconsistent: steps 3, 6, 7 contradict each other (full steps passed up to 625 req/s"),
+            text.contains("\ncapacity: inconsistent: between 625 and 1,250 req/s; steps 4, 7 contradict each other, repeated as far"),
             "{text}"
         );
     }
 
     #[test]
     fn a_search_that_stopped_short_of_its_precision_says_so() {
-        let capacity = |failing: f64| Capacity {
-            capacity_rps: 1000.0,
-            failing_rps: Some(failing),
-            objectives: vec!["p99<10ms".into()],
-            precision_pct: 5.0,
-            step_duration_s: 3.0,
-            ceiling_rps: 2000.0,
-            limited_by_client: false,
-            interrupted: false,
-            latency_at: Vec::new(),
-            consistency: None,
-            steps: Vec::new(),
+        let capacity = |failing: f64| {
+            Capacity::new(
+                settings(5.0),
+                2000.0,
+                false,
+                vec![
+                    full(Phase::Bisect, 1000.0, true),
+                    full(Phase::Bisect, failing, false),
+                ],
+            )
         };
-        assert!(render(&capacity(1050.0)).contains("capacity: 1,000 req/s (1,050 req/s failed)\n"));
+        assert!(render(&capacity(1050.0)).contains("capacity: 1,000 req/s (1,000–1,050)\n"));
         assert!(render(&capacity(1200.0)).contains(
-            "capacity: 1,000 req/s (1,200 req/s failed; the precision of 5% was not reached)\n"
+            "capacity: 1,000 req/s (1,000–1,200); the precision of 5% was not reached\n"
         ));
+        // Every rate up to the ceiling passed: the client's limit; a signal says so too.
+        let open = Capacity::new(
+            settings(5.0),
+            2000.0,
+            false,
+            vec![full(Phase::Bisect, 2000.0, true)],
+        );
+        assert!(open.limited_by_client);
+        assert!(render(&open).contains("capacity: at least 2,000 req/s; every rate up to the client's ceiling of 2,000 req/s passed: raise -c or -m to find the server's\n"));
+        let cut = Capacity::new(
+            settings(5.0),
+            2000.0,
+            true,
+            vec![full(Phase::Bisect, 1000.0, true)],
+        );
+        assert!(!cut.limited_by_client);
+        assert!(
+            render(&cut).contains("capacity: at least 1,000 req/s; the search was interrupted\n")
+        );
     }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::capacity::{level_ratio, Answer};
+use super::capacity_answer::CapacityRatio;
 use super::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 use super::rounds::{self, RoundFigures};
 use super::Summary;
@@ -89,6 +91,13 @@ pub struct Row {
     /// one, and without a ratio.
     #[serde(default)]
     pub ratio_ci_reason: Option<NoInterval>,
+    /// With `--find-max`: the cell's capacity, as every output states it (`ratio` is then absent:
+    /// a search's whole run mixes its steps' rates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Answer>,
+    /// With `--find-max`: the cell's capacity over its level's first cell's, from the two answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_ratio: Option<CapacityRatio>,
     /// With `--rounds`: each round's figures (the row's are their means, its intervals across
     /// them); empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -121,7 +130,10 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                 .find(|other| other.cell.level == cell.cell.level)
                 .expect("a cell is in its own level");
             let mut row = row(cell);
-            if first.cell.index != cell.cell.index {
+            // A search's rate over its whole run says nothing: its capacity ratio does.
+            row.capacity = cell.capacity.as_ref().map(|found| found.answer.clone());
+            row.capacity_ratio = level_ratio(cells, cell);
+            if first.cell.index != cell.cell.index && cell.capacity.is_none() {
                 let ratio = if first.requests_per_s > 0.0 {
                     cell.requests_per_s / first.requests_per_s
                 } else {
@@ -185,6 +197,8 @@ fn row(cell: &Summary) -> Row {
         ratio_ci: None,
         ratio_ci_kind: None,
         ratio_ci_reason: None,
+        capacity: None,
+        capacity_ratio: None,
         rounds: Vec::new(),
     }
 }
@@ -284,6 +298,13 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
     if with_target {
         titles.extend(["target CPU%", "target RSS MB"]);
     }
+    // With --find-max: each cell's capacity, the figure every output states.
+    let with_capacity = rows.iter().any(|row| row.capacity.is_some());
+    match (with_capacity, columns) {
+        (false, _) => {}
+        (true, false) => titles.push("capacity"),
+        (true, true) => titles.extend(["capacity", "capacity low", "capacity high"]),
+    }
     titles.push("vs first");
     let millis = |micros: u64| format!("{:.2}", micros as f64 / 1000.0);
     let lines = rows
@@ -360,6 +381,17 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                     format!("{:.1}", kib as f64 * 1024.0 / 1e6)
                 }));
             }
+            match (with_capacity, &row.capacity, columns) {
+                (false, _, _) => {}
+                (true, Some(answer), false) => line.push(answer.figure()),
+                (true, Some(answer), true) => line.extend(answer.columns()),
+                (true, None, false) => line.push(String::new()),
+                (true, None, true) => line.extend([String::new(), String::new(), String::new()]),
+            }
+            if let Some(ratio) = &row.capacity_ratio {
+                line.push(ratio.text());
+                return line;
+            }
             line.push(
                 row.ratio
                     .as_ref()
@@ -431,6 +463,8 @@ pub(crate) mod testing {
             ratio_ci_kind: None,
             ratio_ci_reason: None,
             rounds: Vec::new(),
+            capacity: None,
+            capacity_ratio: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `rate.rs`.
 
 pub(crate) mod capacity;
+pub(crate) mod capacity_answer;
 pub(crate) mod cause;
 pub(crate) mod comparison;
 pub(crate) mod confidence;

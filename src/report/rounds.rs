@@ -246,6 +246,9 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         ratio_ci: None,
         ratio_ci_kind: None,
         ratio_ci_reason: None,
+        // --rounds does not search capacities (it conflicts with --find-max).
+        capacity: None,
+        capacity_ratio: None,
         rounds: rounds
             .iter()
             .zip(numbers)

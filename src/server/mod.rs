@@ -45,7 +45,7 @@ pub use faults::Speaks;
 use gate::{AcceptFailures, Gate, Place};
 use idle::{Activity, Tracked};
 use routes::TargetBody;
-pub use routes::{Applied, AppliedDelays, Behaviour, Stall};
+pub use routes::{Applied, AppliedDelays, Behaviour, Slow, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
 use watched::Watched;

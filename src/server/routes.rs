@@ -33,6 +33,8 @@ pub struct Behaviour {
     pub delay: Option<Duration>,
     /// Periodic stalls: nothing is answered during them.
     pub stall: Option<Stall>,
+    /// Periodic slow spells: every other period, every response waits longer.
+    pub slow: Option<Slow>,
     /// Keep every delayed request's timing here (tests pair them with the client's log).
     pub applied: Option<Arc<AppliedDelays>>,
     /// How a gRPC call is answered.
@@ -91,6 +93,28 @@ impl Stall {
         let phase = now.saturating_duration_since(self.epoch).as_nanos() % period;
         let stall_from = period.saturating_sub(self.length.as_nanos());
         (phase >= stall_from).then(|| Duration::from_nanos((period - phase) as u64))
+    }
+}
+
+/// Every other `every` counted from `epoch` (the second, the fourth, …), every response waits `by`
+/// longer: a server whose service time changes over time (a noisy neighbour, a collector), so
+/// its capacity alternates between two values.
+#[derive(Debug, Clone, Copy)]
+pub struct Slow {
+    /// Length of each spell, slow or not.
+    pub every: Duration,
+    /// The extra wait of a response decided during a slow spell.
+    pub by: Duration,
+    /// When the first (fast) spell began.
+    pub epoch: Instant,
+}
+
+impl Slow {
+    /// The extra wait of a response decided at `now`: `by` in a slow spell, none otherwise.
+    fn extra(&self, now: Instant) -> Option<Duration> {
+        let spell =
+            now.saturating_duration_since(self.epoch).as_nanos() / self.every.as_nanos().max(1);
+        (spell % 2 == 1).then_some(self.by)
     }
 }
 
@@ -183,15 +207,18 @@ pub(super) fn filler_chunk(left: u64) -> Bytes {
     Bytes::from_static(&FILLER[..take])
 }
 
-/// Decides the answer to `method` on `path`, after the target's delay and any stall in progress
-/// (both slept here, so every front end behaves alike).
+/// Decides the answer to `method` on `path`, after the target's delay, a slow spell's extra wait
+/// and any stall in progress (all slept here, so every front end behaves alike).
 pub(super) async fn decide(method: &Method, path: &str, behaviour: &Behaviour) -> Answer {
     // Read only when kept: the target serves benchmarks too.
     let received = behaviour.applied.as_ref().map(|_| SystemTime::now());
-    let applied = match behaviour.delay {
+    let mut applied = match behaviour.delay {
         Some(delay) => Some(sleep_precisely(delay).await),
         None => None,
     };
+    if let Some(extra) = behaviour.slow.and_then(|slow| slow.extra(Instant::now())) {
+        applied = Some(applied.unwrap_or_default() + sleep_precisely(extra).await);
+    }
     if let Some(left) = behaviour
         .stall
         .and_then(|stall| stall.remaining(Instant::now()))
@@ -404,6 +431,64 @@ mod tests {
         let p99 = delays[99_000];
         assert!((p50 - 6.931).abs() < 0.1, "p50 {p50} ms");
         assert!((p99 - 46.05).abs() < 1.6, "p99 {p99} ms");
+    }
+
+    #[test]
+    fn every_other_spell_is_slow() {
+        let epoch = Instant::now();
+        let slow = Slow {
+            every: Duration::from_secs(1),
+            by: Duration::from_millis(5),
+            epoch,
+        };
+        let at = |ms: u64| slow.extra(epoch + Duration::from_millis(ms));
+        for fast in [0, 999, 2_000, 2_999, 4_500] {
+            assert_eq!(at(fast), None, "{fast} ms");
+        }
+        for slowed in [1_000, 1_999, 3_000, 5_250] {
+            assert_eq!(at(slowed), Some(Duration::from_millis(5)), "{slowed} ms");
+        }
+    }
+
+    #[test]
+    fn a_route_answered_in_a_slow_spell_waits_longer_and_says_so() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let spell = Duration::from_secs(3600);
+        let behaviour = |epoch: Instant| Behaviour {
+            delay: Some(Duration::from_millis(1)),
+            slow: Some(Slow {
+                every: spell,
+                by: Duration::from_millis(20),
+                epoch,
+            }),
+            ..Behaviour::default()
+        };
+        let now = Instant::now();
+        // Within the first (fast) hour: the --delay alone; within the second: 20 ms more, on
+        // `/delay/MS` too, and the header counts both.
+        let applied = |epoch: Instant, path: &str| {
+            let answer = runtime.block_on(decide(&Method::GET, path, &behaviour(epoch)));
+            assert_eq!(answer.head.status, StatusCode::OK);
+            answer.head.applied.unwrap()
+        };
+        let fast = applied(now, "/ping");
+        assert!(
+            (Duration::from_millis(1)..Duration::from_millis(15)).contains(&fast),
+            "{fast:?}"
+        );
+        let slowed = applied(now - spell - Duration::from_secs(1), "/ping");
+        assert!(
+            (Duration::from_millis(21)..Duration::from_millis(40)).contains(&slowed),
+            "{slowed:?}"
+        );
+        let delayed = applied(now - spell, "/delay/2");
+        assert!(
+            (Duration::from_millis(23)..Duration::from_millis(45)).contains(&delayed),
+            "{delayed:?}"
+        );
     }
 
     #[test]

@@ -104,6 +104,12 @@ fn sixty_bad_inputs() {
             "not an RFC 3339 time",
         ),
         (vec!["--target-fault", "explode"], 2, "is not a fault"),
+        (vec!["--target-slow-every", "1s", "-n", "1"], 2, "--target-slow-by"),
+        (
+            vec!["--target-slow-every", "0s", "--target-slow-by", "5ms"],
+            2,
+            "--target-slow-every",
+        ),
         (
             vec!["--method", "GE T", &good],
             2,

@@ -1,14 +1,15 @@
 //! `--html`: one self-contained page (inline CSS and SVG, no scripts, no network) with the comparison
 //! table and three charts: throughput vs concurrency per protocol, latency percentile curves on a
 //! log 1/(1-p) axis per cell, and requests completed per second per cell; with `--find-max`, the
-//! knee plots too: achieved rate and p50/p99 against the offered rate, per cell.
+//! capacity lines (each cell's answer and the ratios, as the text states them) and the knee plots
+//! too: achieved rate and p50/p99 against the offered rate, per cell.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::capacity::{Capacity, CapacityStep};
+use crate::report::capacity::{sweep_lines, CapacityStep};
 use crate::report::confidence::Bounds;
 use crate::report::{
     comparison, export::outputs::write_to, rounds, Document, Exporter, LatencySummary, Summary,
@@ -288,9 +289,8 @@ fn escape(text: &str) -> String {
 
 /// A search's paced steps by offered rate; of steps at the same rate, the last (a full step
 /// confirming a short one) stands for it.
-fn paced_steps(capacity: &Capacity) -> Vec<(f64, &CapacityStep)> {
-    let mut steps: Vec<(f64, &CapacityStep)> = capacity
-        .steps
+fn paced_steps(steps: &[CapacityStep]) -> Vec<(f64, &CapacityStep)> {
+    let mut steps: Vec<(f64, &CapacityStep)> = steps
         .iter()
         .filter_map(|step| Some((step.offered_rps?, step)))
         .collect();
@@ -310,7 +310,7 @@ fn knee_charts(document: &Document) -> String {
         .filter_map(|cell| {
             Some((
                 cell.cell.label.as_str(),
-                paced_steps(cell.capacity.as_ref()?),
+                paced_steps(&cell.capacity.as_ref()?.steps),
             ))
         })
         .collect();
@@ -487,6 +487,10 @@ pub(crate) fn render(document: &Document) -> String {
     if let Some(legend) = comparison::legend(&document.comparison) {
         let _ = write!(table, "<p>{}</p>", escape(&legend));
     }
+    // With --find-max: the sweep's capacity lines, as the text report closes with them.
+    for line in sweep_lines(&document.cells) {
+        let _ = writeln!(table, r#"<p class="capacity">{}</p>"#, escape(&line));
+    }
 
     let target = document
         .cells
@@ -630,26 +634,14 @@ mod tests {
 
     #[test]
     fn the_knee_takes_paced_steps_by_rate_and_the_last_of_equal_rates() {
-        let capacity = Capacity {
-            capacity_rps: 750.0,
-            failing_rps: Some(875.0),
-            objectives: vec!["p99<30ms".into()],
-            precision_pct: 5.0,
-            step_duration_s: 3.0,
-            ceiling_rps: 1000.0,
-            limited_by_client: false,
-            interrupted: false,
-            latency_at: Vec::new(),
-            consistency: None,
-            steps: vec![
-                step(None, 1000.0, 1.0),
-                step(Some(750.0), 749.0, 1.0),
-                step(Some(1000.0), 900.0, 1.0),
-                step(Some(875.0), 870.0, 3.0),
-                step(Some(750.0), 751.0, 3.0),
-            ],
-        };
-        let knee: Vec<(f64, f64, f64)> = paced_steps(&capacity)
+        let steps = [
+            step(None, 1000.0, 1.0),
+            step(Some(750.0), 749.0, 1.0),
+            step(Some(1000.0), 900.0, 1.0),
+            step(Some(875.0), 870.0, 3.0),
+            step(Some(750.0), 751.0, 3.0),
+        ];
+        let knee: Vec<(f64, f64, f64)> = paced_steps(&steps)
             .iter()
             .map(|(offered, step)| (*offered, step.achieved_rps, step.measured_s))
             .collect();
