@@ -177,11 +177,13 @@ impl<'a> Sweep<'a> {
                 runner::cool_down(cooldown);
             }
         }
-        if document.cells.len() > 1 && !self.args.quiet {
-            out!(
-                "{}",
-                paint(&report::text::comparison(&document), self.color())
-            );
+        if document.cells.len() > 1 {
+            // -q keeps the verdicts: the ratios with their intervals, in plain words.
+            let comparison = match self.args.quiet {
+                true => report::text::comparison_verdicts(&document),
+                false => report::text::comparison(&document),
+            };
+            out!("{}", paint(&comparison, self.color()));
         }
         for line in report::capacity::sweep_lines(&document.cells) {
             outln!("{line}");
@@ -221,8 +223,13 @@ impl<'a> Sweep<'a> {
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);
         // The trace and the bar would share stderr: the trace wins; a search prints its steps.
+        // Off a terminal, lines instead, which interleave with a trace's; -q silences both.
+        let style = match std::io::stderr().is_terminal() {
+            true => progress::Style::Bar,
+            false => progress::Style::Lines(args.progress_interval.unwrap_or(progress::LINE_EVERY)),
+        };
         let show_progress =
-            !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
+            !args.quiet && search.is_none() && (trace.is_none() || style != progress::Style::Bar);
         let metrics = self.metrics.as_ref().map(|(_, board)| board);
         // `--until-stable` reads the workers' totals as the progress bar does.
         let live = (show_progress || metrics.is_some() || plan.until_stable.is_some())
@@ -239,7 +246,7 @@ impl<'a> Sweep<'a> {
         let display = live
             .clone()
             .filter(|_| show_progress)
-            .map(|live| progress::Display::start(live, plan.stop, plan.label()));
+            .map(|live| progress::Display::start(live, plan.stop, self.cell_name(index), style));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
             cell: index + 1,
@@ -305,6 +312,15 @@ impl<'a> Sweep<'a> {
         watched
     }
 
+    /// `cell 2/6 h2c c=10 m=1`, or the label alone when the sweep has one cell.
+    fn cell_name(&self, index: usize) -> String {
+        let label = self.cells[index].1.label();
+        match self.cells.len() {
+            1 => label,
+            count => format!("cell {}/{count} {label}", index + 1),
+        }
+    }
+
     fn print_heading(&self, index: usize, plan: &RunPlan) {
         if self.cells.len() > 1 {
             let heading = format!(
@@ -320,6 +336,9 @@ impl<'a> Sweep<'a> {
     fn print_summary(&self, summary: &Summary) {
         if self.args.quiet {
             outln!("{}", report::text::one_line(summary));
+            for line in report::thresholds::verdicts(summary, &self.args.fail_if) {
+                outln!("  {line}");
+            }
         } else {
             out!("{}", paint(&report::text::render(summary), self.color()));
             if let Some(capacity) = &summary.capacity {

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::cli::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
-    MIN_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
+    MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
@@ -282,6 +282,11 @@ pub struct LoadArgs {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 
+    /// Hidden, for tests: where stderr is not a terminal, a progress line this often instead of
+    /// every 10s (100ms..).
+    #[arg(long = "progress-interval", value_name = "DURATION", value_parser = parse_progress_interval, hide = true)]
+    pub progress_interval: Option<Duration>,
+
     /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if
     /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell
     /// (- for standard output).
@@ -465,6 +470,16 @@ fn parse_precision(text: &str) -> Result<f64, String> {
         Ok(percent) if (0.1..=50.0).contains(&percent) => Ok(percent / 100.0),
         _ => Err(format!("'{text}' is not a precision between 0.1% and 50%")),
     }
+}
+
+fn parse_progress_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < MIN_PROGRESS_INTERVAL {
+        return Err(format!(
+            "'{text}' is shorter than the 100ms shortest progress interval"
+        ));
+    }
+    Ok(interval)
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {

@@ -191,18 +191,8 @@ pub struct LoadPoint {
     pub p99_us: u64,
 }
 
-/// `8,450`: a rate rounded to a whole request per second, with thousands separators.
-pub(crate) fn grouped(rate: f64) -> String {
-    let digits = format!("{:.0}", rate.max(0.0));
-    let mut out = String::new();
-    for (position, digit) in digits.chars().enumerate() {
-        if position > 0 && (digits.len() - position) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
+// The progress lines group their figures too.
+pub(crate) use crate::units::grouped;
 
 /// The cell's search as text: the steps tried, the capacity, the latency below it.
 pub(crate) fn render(capacity: &Capacity) -> String {

@@ -9,9 +9,11 @@ pub(crate) mod confidence;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub(crate) mod generator;
+pub(crate) mod layout;
 pub(crate) mod merge;
 pub(crate) mod paint;
 pub(crate) mod plain;
+pub(crate) mod provenance;
 mod rate;
 pub(crate) mod stats;
 pub(crate) mod steadiness;
@@ -49,6 +51,13 @@ pub struct Document {
     pub schema_version: u32,
     /// The tool and its version.
     pub tool: Tool,
+    /// The command line, host, start time and version of the run (or of the `merge`) that
+    /// wrote it.
+    #[serde(flatten)]
+    pub provenance: provenance::Provenance,
+    /// `merge`: each report it merged and what made it, in the order given (absent otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<provenance::Origin>,
     /// Each cell's report, in the order they ran.
     pub cells: Vec<Summary>,
     /// One row per cell, with per-level ratios.
@@ -63,7 +72,7 @@ pub struct Document {
 }
 
 impl Document {
-    /// Assembles the document from the cells' summaries.
+    /// Assembles the document from the cells' summaries, made by this process now.
     pub fn new(cells: Vec<Summary>) -> Document {
         let comparison = comparison::rows(&cells);
         Document {
@@ -72,6 +81,8 @@ impl Document {
                 name: "h2load-rs".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
+            provenance: provenance::Provenance::of_this_process(),
+            merged_from: Vec::new(),
             cells,
             comparison,
             stopped_between_cells: None,

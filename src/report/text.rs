@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::layout::{stacked, wrapped, WIDTH};
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::confidence::{Bounds, Method};
@@ -506,7 +507,10 @@ fn write_sentences(out: &mut String, sentences: &[String]) -> std::fmt::Result {
     }
     writeln!(out, "\nin plain words:")?;
     for sentence in sentences {
-        writeln!(out, "  - {sentence}")?;
+        for (index, line) in wrapped(sentence, WIDTH - 4).into_iter().enumerate() {
+            let bullet = if index == 0 { "  - " } else { "    " };
+            writeln!(out, "{bullet}{line}")?;
+        }
     }
     Ok(())
 }
@@ -660,7 +664,9 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
     writeln!(out)
 }
 
-/// The comparison table, columns aligned (latencies in milliseconds).
+/// The comparison table, columns aligned (latencies in milliseconds), stacked into tables that
+/// fit [`WIDTH`]: the throughput and the ratio, the latencies, then the rest, each led by the
+/// cell's number and protocol.
 pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) =
         super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
@@ -668,11 +674,27 @@ pub(crate) fn comparison(document: &super::Document) -> String {
         "\ncomparison of {} (latencies in ms):\n",
         super::counted(lines.len() as u64, "cell")
     );
-    out.push_str(&aligned(&titles, &lines));
+    out.push_str(&stacked(&titles, &lines, &COMPARISON_GROUPS, WIDTH));
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");
     out
 }
+
+/// `--quiet`'s comparison: the plain words alone, each ratio with its interval.
+pub(crate) fn comparison_verdicts(document: &super::Document) -> String {
+    let mut out = String::new();
+    write_sentences(&mut out, &super::plain::comparison(&document.comparison))
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// The comparison's columns by the table they go in (the first two columns lead every table; a
+/// column named in none goes in the last).
+const COMPARISON_GROUPS: [&[&str]; 3] = [
+    &["c", "m", "rate", "req/s", "MB/s", "Gbps", "vs first"],
+    &["p50", "p90", "p99", "p99.9", "max"],
+    &[],
+];
 
 /// A table as text: the titles, then one line per row, every column right-aligned to its widest
 /// cell, two spaces apart, no trailing spaces.
