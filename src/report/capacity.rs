@@ -11,7 +11,7 @@ use crate::units::format_micros;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
 /// first).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capacity {
     /// The highest constant rate that kept every objective for a full step, requests per
     /// second; 0 when no rate tried did.
@@ -42,7 +42,7 @@ pub struct Capacity {
 }
 
 /// Why a step was run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Unpaced: how fast the client can go.
@@ -68,7 +68,7 @@ impl Phase {
 }
 
 /// One step of the search, over its measured part.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityStep {
     /// Why it was run.
     pub phase: Phase,
@@ -115,7 +115,7 @@ pub struct CapacityStep {
 /// contradict it. A full step at a rate below one that failed should pass, and one above a rate
 /// that passed may fail; verdicts that disagree say the step length cannot tell these rates
 /// apart (a noisy machine, too few connections, a server whose capacity drifts).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Consistency {
     /// No full step contradicts another.
     pub consistent: bool,
@@ -177,7 +177,7 @@ impl Consistency {
 }
 
 /// The latency at a share of the capacity.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadPoint {
     /// Share of the capacity, percent (50, 80, 100).
     pub share_pct: f64,

@@ -7,7 +7,7 @@ use super::confidence::Bounds;
 use super::Summary;
 
 /// One cell in the comparison.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// 1-based cell position.
     pub cell: usize,

@@ -55,7 +55,7 @@ const T_975: [f64; 29] = [
 ];
 
 /// A 95% confidence interval; `ci_high` is `None` when the run is too short to bound it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bounds<T> {
     /// Its lower end.
     pub ci_low: T,
@@ -71,7 +71,7 @@ impl<T: PartialOrd + Copy> Bounds<T> {
 }
 
 /// How an interval accounts for the dependence between samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// Batch means over the timeline: the run's own dependence measured.
@@ -81,7 +81,7 @@ pub enum Method {
 }
 
 /// The 95% intervals of a distribution's percentiles.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PercentileBounds {
     /// The confidence level (0.95).
     pub level: f64,

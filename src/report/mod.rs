@@ -9,6 +9,8 @@ pub(crate) mod confidence;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub(crate) mod generator;
+#[cfg(test)]
+mod json_schema;
 pub(crate) mod layout;
 pub(crate) mod merge;
 pub(crate) mod paint;
@@ -45,7 +47,7 @@ pub(crate) use timeline::IntervalSummary;
 pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Document {
     /// Layout version of this document.
     pub schema_version: u32,
@@ -98,7 +100,7 @@ impl Document {
 }
 
 /// Where a sweep stopped: after this many cells of the planned ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepStop {
     /// The cells that ran (all of them to their end).
     pub after_cell: usize,

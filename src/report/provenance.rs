@@ -92,7 +92,12 @@ fn host_name() -> String {
 /// `arg` with any secret in it replaced: the value of a header (`Name: value`, as `-H` takes it,
 /// or `name=value`) whose name is a [`SECRET_NAMES`]'s, and the password of a URL.
 fn redacted(arg: &str) -> String {
-    if let Some(at) = arg.find([':', '=']) {
+    let mut separators: Vec<usize> = [arg.find(':'), arg.find('=')]
+        .into_iter()
+        .flatten()
+        .collect();
+    separators.sort_unstable();
+    for at in separators {
         let name = arg[..at].to_ascii_lowercase();
         // `--header=Authorization: x` names the header after the flag's `=`.
         let name = name.rsplit('=').next().unwrap_or_default();
@@ -158,6 +163,7 @@ mod tests {
             ("X-Api-Key: k", "X-Api-Key:<redacted>"),
             ("x-auth-token: t", "x-auth-token:<redacted>"),
             ("authorization=Bearer x", "authorization=<redacted>"),
+            ("x-token=abc:def", "x-token=<redacted>"),
             (
                 "http://user:hunter2@127.0.0.1:8080/p?q=1",
                 "http://user:<redacted>@127.0.0.1:8080/p?q=1",

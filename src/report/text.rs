@@ -240,6 +240,10 @@ fn write_grpc(
 
 /// The latency tables: h2load's min/max/mean/sd rows (and req/s per client), then the
 /// percentiles of each distribution.
+/// The width of a percentile's column (one space between columns): eight of them after the
+/// 17-character labels fit [`WIDTH`] (`415.23ms`, `0.59–2.32` fit).
+const PERCENTILE_WIDTH: usize = 9;
+
 fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(
         out,
@@ -258,7 +262,7 @@ fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     write!(out, "{:17}", "")?;
     for (label, _) in latency.request.percentiles.labelled() {
-        write!(out, " {label:>10}")?;
+        write!(out, " {label:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)?;
     for (label, row) in latency_rows(summary) {
@@ -280,7 +284,7 @@ fn write_intervals(out: &mut String, summary: &LatencySummary) -> std::fmt::Resu
         let cell = confidence
             .of(label)
             .map_or_else(String::new, |bounds| format_range(value, bounds));
-        write!(out, " {cell:>10}")?;
+        write!(out, " {cell:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)
 }
@@ -335,7 +339,12 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             summary.requests_per_s
         ),
     };
-    writeln!(out, "95% intervals: {method}; {rate}")?;
+    for (index, line) in wrapped(&format!("95% intervals: {method}; {rate}"), WIDTH - 2)
+        .into_iter()
+        .enumerate()
+    {
+        writeln!(out, "{}{line}", if index == 0 { "" } else { "  " })?;
+    }
     if let Some(stable) = &summary.until_stable {
         let half = |pct: Option<f64>| {
             pct.map_or("not yet bounded".to_owned(), |pct| format!("±{pct:.1}%"))
@@ -659,7 +668,7 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
         } else {
             format_micros(value as f64)
         };
-        write!(out, " {cell:>10}")?;
+        write!(out, " {cell:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)
 }

@@ -8,7 +8,7 @@ use crate::report::confidence::{self, Bounds};
 use crate::report::Summary;
 
 /// One `--fail-if` expression checked against a cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Threshold {
     /// The expression, canonically spelled (`p99>50ms`).
     pub expr: String,

@@ -24,6 +24,7 @@ mod merge;
 mod metrics;
 mod peers;
 mod rate;
+mod report_json;
 mod scale;
 mod shard;
 mod signals;
