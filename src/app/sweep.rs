@@ -183,7 +183,7 @@ impl<'a> Sweep<'a> {
                 true => report::text::comparison_verdicts(&document),
                 false => report::text::comparison(&document),
             };
-            out!("{}", paint(&comparison, self.color()));
+            out!("{}", self.shown(&comparison));
         }
         for line in report::capacity::sweep_lines(&document.cells) {
             outln!("{line}");
@@ -198,6 +198,11 @@ impl<'a> Sweep<'a> {
 
     fn color(&self) -> bool {
         paint::enabled(self.args.color)
+    }
+
+    /// The text as the screen shows it: wrapped to fit a terminal, then painted.
+    fn shown(&self, text: &str) -> String {
+        paint(&report::layout::for_screen(text), self.color())
     }
 
     /// Runs cell `index` and prints its report.
@@ -340,9 +345,12 @@ impl<'a> Sweep<'a> {
                 outln!("  {line}");
             }
         } else {
-            out!("{}", paint(&report::text::render(summary), self.color()));
+            out!("{}", self.shown(&report::text::render(summary)));
             if let Some(capacity) = &summary.capacity {
-                out!("{}", report::capacity::render(capacity));
+                out!(
+                    "{}",
+                    report::layout::for_screen(&report::capacity::render(capacity))
+                );
             }
         }
         for warning in &summary.warnings {

@@ -282,9 +282,9 @@ pub struct LoadArgs {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 
-    /// Hidden, for tests: where stderr is not a terminal, a progress line this often instead of
-    /// every 10s (100ms..).
-    #[arg(long = "progress-interval", value_name = "DURATION", value_parser = parse_progress_interval, hide = true)]
+    /// Where stderr is not a terminal (CI, kubectl logs), a progress line this often (100ms or
+    /// more; default 10s).
+    #[arg(long = "progress-interval", value_name = "DURATION", value_parser = parse_progress_interval)]
     pub progress_interval: Option<Duration>,
 
     /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if

@@ -1,5 +1,10 @@
-//! Fitting the text report to a terminal: tables stacked into narrower ones, sentences wrapped
-//! at spaces, so the default report fits [`WIDTH`] columns.
+//! Fitting the text report to a terminal: tables stacked into narrower ones (wherever the text
+//! goes), and on a terminal every longer line wrapped at spaces, so the default report fits
+//! [`WIDTH`] columns. Text piped or written to a file keeps one line per fact, as h2load's, for
+//! the scripts and `grep`s that read it.
+
+use std::borrow::Cow;
+use std::io::IsTerminal;
 
 /// The width the default text fits: a 100-column terminal.
 pub(crate) const WIDTH: usize = 100;
@@ -95,6 +100,49 @@ pub(crate) fn wrapped(text: &str, width: usize) -> Vec<&str> {
     lines
 }
 
+/// `text` as the screen should show it: on a terminal, each line longer than [`WIDTH`] wrapped
+/// (see [`fitted`]); elsewhere as it is.
+pub(crate) fn for_screen(text: &str) -> Cow<'_, str> {
+    match std::io::stdout().is_terminal() {
+        true => Cow::Owned(fitted(text, WIDTH)),
+        false => Cow::Borrowed(text),
+    }
+}
+
+/// `text` with each line longer than `width` wrapped at spaces, continued two columns further in
+/// than it starts (a plain-words bullet, `  - `, under its words).
+fn fitted(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let (content, end) = match line.strip_suffix('\n') {
+            Some(content) => (content, "\n"),
+            None => (line, ""),
+        };
+        if content.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = content.len() - content.trim_start().len();
+        let hanging = indent + 2;
+        let (head, mut rest) = content.split_at(indent);
+        out.push_str(head);
+        let mut room = width - indent;
+        loop {
+            let line = wrapped(rest, room)[0];
+            out.push_str(line);
+            rest = rest[line.len()..].trim_start_matches(' ');
+            if rest.is_empty() {
+                break;
+            }
+            out.push('\n');
+            out.push_str(&" ".repeat(hanging));
+            room = width - hanging;
+        }
+        out.push_str(end);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +154,24 @@ mod tests {
         assert_eq!(wrapped("one two three", 13), ["one two three"]);
         assert_eq!(wrapped("a abcdefghij b", 4), ["a", "abcdefghij", "b"]);
         assert_eq!(wrapped("à é î ö ü", 3), ["à é", "î ö", "ü"]);
+    }
+
+    #[test]
+    fn long_lines_wrap_under_their_start() {
+        let text = "short\n  - one two three four five\nsix seven eight nine\n";
+        assert_eq!(
+            fitted(text, 12),
+            "short\n  - one two\n    three\n    four\n    five\nsix seven\n  eight nine\n"
+        );
+        assert_eq!(
+            fitted("no newline at the end", 100),
+            "no newline at the end"
+        );
+        let long = fitted(&"word ".repeat(100), 100);
+        assert!(
+            long.lines().all(|line| line.chars().count() <= 100),
+            "{long}"
+        );
     }
 
     #[test]

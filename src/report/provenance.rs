@@ -24,7 +24,7 @@ const REDACTED: &str = "<redacted>";
 pub struct Provenance {
     /// The program's arguments, the program first, each secret redacted (a header value whose
     /// name holds `authorization`, `cookie`, `token`, `secret`, `api-key` or `password`, and a
-    /// URL's password); empty in a report from before this field.
+    /// URL's user name and password); empty in a report from before this field.
     #[serde(default)]
     pub argv: Vec<String>,
     /// `argv` as one line, each argument quoted for a POSIX shell when it needs it.
@@ -90,7 +90,7 @@ fn host_name() -> String {
 }
 
 /// `arg` with any secret in it replaced: the value of a header (`Name: value`, as `-H` takes it,
-/// or `name=value`) whose name is a [`SECRET_NAMES`]'s, and the password of a URL.
+/// or `name=value`) whose name holds one of [`SECRET_NAMES`], and a URL's user name and password.
 fn redacted(arg: &str) -> String {
     let mut separators: Vec<usize> = [arg.find(':'), arg.find('=')]
         .into_iter()
@@ -105,27 +105,20 @@ fn redacted(arg: &str) -> String {
             return format!("{}{REDACTED}", &arg[..=at]);
         }
     }
-    url_password_redacted(arg)
+    url_user_redacted(arg)
 }
 
-/// A URL's `user:password@` with the password replaced; anything else as it is.
-fn url_password_redacted(arg: &str) -> String {
+/// A URL's `user:password@` replaced whole (the run neither sends nor logs either); anything else
+/// as it is.
+fn url_user_redacted(arg: &str) -> String {
     let Some(scheme_end) = arg.find("://") else {
         return arg.to_owned();
     };
     let authority_start = scheme_end + 3;
     let rest = &arg[authority_start..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return arg.to_owned();
-    };
-    match rest[..at].find(':') {
-        Some(colon) => format!(
-            "{}{}:{REDACTED}{}",
-            &arg[..authority_start],
-            &rest[..colon],
-            &rest[at..]
-        ),
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{REDACTED}{}", &arg[..authority_start], &rest[at..]),
         None => arg.to_owned(),
     }
 }
@@ -166,11 +159,15 @@ mod tests {
             ("x-token=abc:def", "x-token=<redacted>"),
             (
                 "http://user:hunter2@127.0.0.1:8080/p?q=1",
-                "http://user:<redacted>@127.0.0.1:8080/p?q=1",
+                "http://<redacted>@127.0.0.1:8080/p?q=1",
             ),
             ("Accept: text/html", "Accept: text/html"),
             ("http://127.0.0.1:8080/ping", "http://127.0.0.1:8080/ping"),
-            ("http://user@127.0.0.1/", "http://user@127.0.0.1/"),
+            ("http://user@127.0.0.1/", "http://<redacted>@127.0.0.1/"),
+            (
+                "--proxy=http://u:p@127.0.0.1:3128",
+                "--proxy=http://<redacted>@127.0.0.1:3128",
+            ),
             ("--proto=h1,h2c", "--proto=h1,h2c"),
             ("-c", "-c"),
         ] {

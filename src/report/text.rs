@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::layout::{stacked, wrapped, WIDTH};
+use super::layout::{stacked, WIDTH};
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::confidence::{Bounds, Method};
@@ -339,12 +339,7 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             summary.requests_per_s
         ),
     };
-    for (index, line) in wrapped(&format!("95% intervals: {method}; {rate}"), WIDTH - 2)
-        .into_iter()
-        .enumerate()
-    {
-        writeln!(out, "{}{line}", if index == 0 { "" } else { "  " })?;
-    }
+    writeln!(out, "95% intervals: {method}; {rate}")?;
     if let Some(stable) = &summary.until_stable {
         let half = |pct: Option<f64>| {
             pct.map_or("not yet bounded".to_owned(), |pct| format!("±{pct:.1}%"))
@@ -516,10 +511,7 @@ fn write_sentences(out: &mut String, sentences: &[String]) -> std::fmt::Result {
     }
     writeln!(out, "\nin plain words:")?;
     for sentence in sentences {
-        for (index, line) in wrapped(sentence, WIDTH - 4).into_iter().enumerate() {
-            let bullet = if index == 0 { "  - " } else { "    " };
-            writeln!(out, "{bullet}{line}")?;
-        }
+        writeln!(out, "  - {sentence}")?;
     }
     Ok(())
 }

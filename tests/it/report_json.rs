@@ -362,22 +362,28 @@ fn quiet_keeps_the_comparison_and_the_thresholds() {
 }
 
 #[test]
-fn the_default_text_of_a_sweep_with_intervals_fits_100_columns() {
-    // The built-in target adds the target's CPU and memory columns: the widest comparison.
-    let run = h2load_rs(&["-D", "1s", "-c", "1,8", "--proto", "h1,h2c"]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let stdout = &run.output.stdout;
-    // h2load's `traffic:` line stays one line as h2load prints it: scripts written for h2load
-    // read it whole (its byte counts grow it past 100 columns from about 100 KB on).
+fn the_default_text_of_a_sweep_with_intervals_fits_100_columns_on_a_terminal() {
+    // `script` gives the report a pseudo-terminal; the built-in target adds the target's CPU and
+    // memory columns: the widest comparison.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sweep.json");
+    let command = format!(
+        "{BIN} -D 1s -c 1,8 --proto h1,h2c --color never --json {} 2>/dev/null",
+        json.display()
+    );
+    let output = run_command("script", &["-q", "-e", "-c", &command, "/dev/null"]);
+    assert_eq!(output.code, 0, "{}", output.stdout);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let stdout = output.stdout.replace("\r\n", "\n");
     let wide: Vec<&str> = stdout
         .lines()
-        .filter(|line| line.chars().count() > 100 && !line.starts_with("traffic: "))
+        .filter(|line| line.chars().count() > 100)
         .collect();
     assert!(wide.is_empty(), "{wide:#?}\n{stdout}");
-    let comparison = &stdout[stdout.find("comparison of 4 cells").expect(stdout)..];
+    let comparison = &stdout[stdout.find("comparison of 4 cells").expect(&stdout)..];
     // Every figure of every cell is still there: the cells' rates with their intervals, and the
     // target's columns.
-    for (index, cell) in run.json["cells"].as_array().unwrap().iter().enumerate() {
+    for (index, cell) in report["cells"].as_array().unwrap().iter().enumerate() {
         let rps = format!("{:.1} (", cell["requests_per_s"].as_f64().unwrap());
         assert!(
             comparison.contains(&rps),
@@ -393,9 +399,26 @@ fn the_default_text_of_a_sweep_with_intervals_fits_100_columns() {
     assert_eq!(
         comparison
             .lines()
-            .filter(|line| line.trim_start().starts_with("4 "))
+            .filter(|line| line.starts_with("4 "))
             .count(),
         tables,
         "{comparison}"
+    );
+    // The plain words are wrapped, not cut: each sentence is whole once its lines are joined.
+    let joined = comparison.replace("\n    ", " ");
+    let row = &report["comparison"][1];
+    let said = format!("(h2c/h1 = {:.2}", row["ratio"][1].as_f64().unwrap());
+    assert!(joined.contains(&said), "{said}\n{comparison}");
+
+    // Piped, the text keeps one line per fact: the plain words are not wrapped.
+    let piped = h2load_rs(&["-D", "1s", "-c", "1,8", "--proto", "h1,h2c"]);
+    assert!(
+        piped
+            .output
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("  - at c=8 m=1 (h2c/h1 = ") && line.ends_with(" ms")),
+        "{}",
+        piped.output.stdout
     );
 }
