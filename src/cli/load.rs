@@ -473,21 +473,22 @@ fn parse_precision(text: &str) -> Result<f64, String> {
 }
 
 fn parse_progress_interval(text: &str) -> Result<Duration, String> {
-    let interval = parse_duration(text)?;
-    if interval < MIN_PROGRESS_INTERVAL {
-        return Err(format!(
-            "'{text}' is shorter than the 100ms shortest progress interval"
-        ));
-    }
-    Ok(interval)
+    parse_at_least(
+        text,
+        MIN_PROGRESS_INTERVAL,
+        "100ms shortest progress interval",
+    )
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_at_least(text, MIN_INTERVAL, "1ms shortest interval")
+}
+
+/// A duration of `shortest` or more; `what` names the bound in the error.
+fn parse_at_least(text: &str, shortest: Duration, what: &str) -> Result<Duration, String> {
     let interval = parse_duration(text)?;
-    if interval < MIN_INTERVAL {
-        return Err(format!(
-            "'{text}' is shorter than the 1ms shortest interval"
-        ));
+    if interval < shortest {
+        return Err(format!("'{text}' is shorter than the {what}"));
     }
     Ok(interval)
 }

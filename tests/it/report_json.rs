@@ -250,8 +250,8 @@ fn progress_lines(stderr: &str) -> Vec<&str> {
 fn off_a_terminal_a_progress_line_comes_every_interval() {
     let target = url("/ping");
     // A 3 s run with a line every 700 ms: lines at 0.7, 1.4, 2.1 and 2.8 s (the last may miss
-    // the end of a run that connects fast, and a loaded machine may delay the first connection
-    // past none of them).
+    // the end of a run that connects fast; on a loaded machine each wait may end late, and the
+    // delays add up: 2 lines at least).
     let run = h2load_rs(&[
         "-D",
         "3s",
@@ -263,7 +263,7 @@ fn off_a_terminal_a_progress_line_comes_every_interval() {
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
     let lines = progress_lines(&run.output.stderr);
-    assert!((3..=5).contains(&lines.len()), "{lines:#?}");
+    assert!((2..=5).contains(&lines.len()), "{lines:#?}");
     let mut last = (0.0, 0);
     for line in &lines {
         // progress: h2c c=2 m=1: 0.7 s of 3 s, 1,234 requests, 1,760 req/s, 0 errors
@@ -276,9 +276,10 @@ fn off_a_terminal_a_progress_line_comes_every_interval() {
         let elapsed: f64 = elapsed.parse().unwrap();
         let requests: u64 = requests.replace(',', "").parse().unwrap();
         assert_eq!(errors, "0 errors");
-        // Each line 0.7 s after the last; a busy machine may wake the printer late.
+        // Each line 0.7 s or more after the last (shown to 0.1 s, so 0.6 after rounding); a
+        // busy machine may wake the printer late.
         assert!(
-            elapsed - last.0 >= 0.69 && elapsed - last.0 < 1.5,
+            elapsed - last.0 >= 0.59 && elapsed - last.0 < 1.5,
             "{lines:#?}"
         );
         assert!(requests >= last.1, "{lines:#?}");
