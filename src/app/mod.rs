@@ -210,7 +210,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     }
     let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);
-    let breaches = report::thresholds::breaches(&document.cells, &args.fail_if);
+    let breaches = report::thresholds::breaches(&document, &args.fail_if);
     for breach in &breaches {
         errln!("{breach}");
     }
@@ -336,7 +336,7 @@ fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
 
 /// Prints every breached `--fail-if` threshold, one line each; whether there was one.
 fn breached(document: &Document, args: &LoadArgs) -> bool {
-    let breaches = report::thresholds::breaches(&document.cells, &args.fail_if);
+    let breaches = report::thresholds::breaches(document, &args.fail_if);
     for breach in &breaches {
         errln!("{breach}");
     }

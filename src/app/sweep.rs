@@ -20,9 +20,11 @@ use crate::observe::progress;
 use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
 use crate::observe::watch::{self, Watch};
+use crate::plan::rounds::Run;
 use crate::plan::{self, CellSpec, RunPlan};
 use crate::report::export::outputs::{self, Outputs, StagedFile};
 use crate::report::paint::{self, paint};
+use crate::report::rounds::{RoundOf, RoundsInfo};
 use crate::report::{self, CellContext, Document, Summary, SweepStop};
 use crate::runner::{self, signals};
 
@@ -138,27 +140,38 @@ impl<'a> Sweep<'a> {
                 exports_failed: false,
             });
         }
-        for index in 0..self.cells.len() {
-            // A signal between cells (while exports were written, or during --cooldown) ends the
+        let rounds = self.args.rounds as usize;
+        let seed = self.cells.first().map_or(0, |(_, plan)| plan.seed);
+        let runs = plan::rounds::runs(self.cells.len(), rounds, self.args.round_order, seed);
+        if rounds > 1 {
+            document.rounds = Some(RoundsInfo {
+                count: rounds,
+                order: self.args.round_order.name().to_owned(),
+                seed,
+            });
+        }
+        for (position, run) in runs.iter().enumerate() {
+            // A signal between runs (while exports were written, or during --cooldown) ends the
             // sweep too; no cell is marked interrupted then, so this line says where it stopped.
             if signals::received().is_some() {
                 let stop = SweepStop {
-                    after_cell: index,
-                    of: self.cells.len(),
+                    after_cell: position,
+                    of: runs.len(),
                 };
                 errln!(
-                    "interrupted: the sweep stopped after cell {} of {}",
+                    "interrupted: the sweep stopped after {} {} of {}",
+                    if rounds > 1 { "run" } else { "cell" },
                     stop.after_cell,
                     stop.of
                 );
                 document.stopped_between_cells = Some(stop);
-                if index > 0 {
+                if position > 0 {
                     // The files written after the last cell get the stop too.
                     failures = self.write_exports(&document);
                 }
                 break;
             }
-            let summary = match self.run_cell(index) {
+            let summary = match self.run_cell(position, *run, &runs) {
                 Ok(summary) => summary,
                 Err(error) => {
                     // The files have the cells so far; the streams get them too.
@@ -172,7 +185,7 @@ impl<'a> Sweep<'a> {
             if interrupted {
                 break;
             }
-            if let Some(cooldown) = self.args.cooldown.filter(|_| index + 1 < self.cells.len()) {
+            if let Some(cooldown) = self.args.cooldown.filter(|_| position + 1 < runs.len()) {
                 // A signal before or during the pause is seen at the top of the loop.
                 runner::cool_down(cooldown);
             }
@@ -205,12 +218,13 @@ impl<'a> Sweep<'a> {
         paint(&report::layout::for_screen(text), self.color())
     }
 
-    /// Runs cell `index` and prints its report.
-    fn run_cell(&self, index: usize) -> Result<Summary> {
+    /// Runs `run` (the `position`-th of `runs`, 0-based) and prints its report.
+    fn run_cell(&self, position: usize, run: Run, runs: &[Run]) -> Result<Summary> {
+        let index = run.cell;
         let (spec, plan) = &self.cells[index];
         let args = self.args;
         if !args.quiet {
-            self.print_heading(index, plan);
+            self.print_heading(position, run, runs.len(), plan);
             print_intro(plan);
         }
         let watch = Watch::start(&self.watched_pids(spec));
@@ -251,10 +265,10 @@ impl<'a> Sweep<'a> {
         let display = live
             .clone()
             .filter(|_| show_progress)
-            .map(|live| progress::Display::start(live, plan.stop, self.cell_name(index), style));
+            .map(|live| progress::Display::start(live, plan.stop, self.cell_name(run), style));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
-            cell: index + 1,
+            cell: position + 1,
         });
         let sinks = runner::Sinks { log, live, trace };
         let measured = match &search {
@@ -278,15 +292,19 @@ impl<'a> Sweep<'a> {
                 100.0 * (after - before).as_secs_f64() / started.elapsed().as_secs_f64()
             });
         let context = CellContext {
-            index: index + 1,
+            index: position + 1,
             level: spec.level,
+            round: (args.rounds > 1).then_some(RoundOf {
+                round: run.round,
+                cell: index + 1,
+            }),
             generator_cpu_percent: generator_cpu,
             watched: watch.finish(),
         };
         let mut summary = Summary::new(&reported, &outcome, context);
         // How late the first measured period began after --start-at: the runs of several
         // machines line up only as well as this.
-        if let (0, Some(at)) = (index, args.start_at) {
+        if let (0, Some(at)) = (position, args.start_at) {
             summary.start_late_ms = Some(match outcome.measure_start_wall.duration_since(at) {
                 Ok(late) => late.as_secs_f64() * 1000.0,
                 Err(early) => -early.duration().as_secs_f64() * 1000.0,
@@ -317,25 +335,43 @@ impl<'a> Sweep<'a> {
         watched
     }
 
-    /// `cell 2/6 h2c c=10 m=1`, or the label alone when the sweep has one cell.
-    fn cell_name(&self, index: usize) -> String {
-        let label = self.cells[index].1.label();
-        match self.cells.len() {
-            1 => label,
-            count => format!("cell {}/{count} {label}", index + 1),
+    /// `cell 2/6 h2c c=10 m=1`, with `--rounds` `round 2/5 cell 1/2 h2c c=10 m=1`; the label
+    /// alone for a sweep of one cell run once.
+    fn cell_name(&self, run: Run) -> String {
+        let label = self.cells[run.cell].1.label();
+        let cell = match self.cells.len() {
+            1 => String::new(),
+            count => format!("cell {}/{count} ", run.cell + 1),
+        };
+        match self.args.rounds {
+            1 => format!("{cell}{label}"),
+            rounds => format!("round {}/{rounds} {cell}{label}", run.round),
         }
     }
 
-    fn print_heading(&self, index: usize, plan: &RunPlan) {
-        if self.cells.len() > 1 {
-            let heading = format!(
+    /// `=== cell 2/6: …`, or with `--rounds` `=== round 2/5, cell 1/2 (run 4 of 10): …`.
+    fn print_heading(&self, position: usize, run: Run, runs: usize, plan: &RunPlan) {
+        let heading = if self.args.rounds > 1 {
+            format!(
+                "\n=== round {}/{}, cell {}/{} (run {} of {runs}): {}\n",
+                run.round,
+                self.args.rounds,
+                run.cell + 1,
+                self.cells.len(),
+                position + 1,
+                plan.label()
+            )
+        } else if self.cells.len() > 1 {
+            format!(
                 "\n=== cell {}/{}: {}\n",
-                index + 1,
+                run.cell + 1,
                 self.cells.len(),
                 plan.label()
-            );
-            out!("{}", paint(&heading, self.color()));
-        }
+            )
+        } else {
+            return;
+        };
+        out!("{}", paint(&heading, self.color()));
     }
 
     fn print_summary(&self, summary: &Summary) {

@@ -24,6 +24,9 @@ pub const MAX_RATE: f64 = 100_000_000.0;
 /// `--rate` and `--rps`: the smallest rate; below it the schedule's period would overflow.
 pub const MIN_RATE: f64 = 0.001;
 
+/// `--rounds`: the most rounds of a sweep (a t-interval gains little past a few dozen).
+pub const MAX_ROUNDS: u64 = 100;
+
 /// `--scale`: the largest factor.
 pub const MAX_SCALE: f64 = 1000.0;
 

@@ -7,14 +7,14 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::cli::limits::{
-    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
+    MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
 use crate::cli::serve::Fault;
 use crate::cli::stages::Stage;
-use crate::cli::values::{Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg};
+use crate::cli::values::{Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg, RoundOrder};
 use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 /// Options of a load test. Flag names and meanings follow h2load.
@@ -296,6 +296,24 @@ pub struct LoadArgs {
     /// Pause between cells of a sweep.
     #[arg(long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
     pub cooldown: Option<Duration>,
+
+    /// Run the whole sweep N times (1..=100), interleaved: round 1 of every cell, then round 2 in
+    /// another order (--round-order), each on fresh connections with its own warm-up. Each cell's
+    /// figures and ratios then carry intervals across the rounds, which include the run-to-run
+    /// variation that one run's intervals cannot see.
+    #[arg(long = "rounds", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_ROUNDS), conflicts_with = "find_max")]
+    pub rounds: u64,
+
+    /// The order of the cells in each round after the first: alternate (the reverse of the round
+    /// before) or shuffle (drawn from --seed).
+    #[arg(
+        long = "round-order",
+        value_name = "ORDER",
+        value_enum,
+        default_value_t
+    )]
+    pub round_order: RoundOrder,
 
     /// Serve live metrics for Prometheus at http://ADDR/metrics during the whole run (every cell);
     /// port 0 picks a free port, printed on stderr.

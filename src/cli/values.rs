@@ -76,3 +76,23 @@ pub enum ColorChoice {
     /// Never.
     Never,
 }
+
+/// Values of `--round-order`: how the cells of a round after the first are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum RoundOrder {
+    /// The reverse of the round before: a drift over the run hits every cell alike.
+    #[default]
+    Alternate,
+    /// A new order each round, drawn from --seed.
+    Shuffle,
+}
+
+impl RoundOrder {
+    /// Its name in the report and in `--round-order`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundOrder::Alternate => "alternate",
+            RoundOrder::Shuffle => "shuffle",
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! holds the plan's types.
 
 pub mod objective;
+pub mod rounds;
 pub mod route;
 pub mod stages;
 pub mod template;

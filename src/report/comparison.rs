@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::confidence::Bounds;
+use super::rounds::{self, RoundFigures};
 use super::Summary;
 
 /// One cell in the comparison.
@@ -47,6 +48,12 @@ pub struct Row {
     pub percentiles_ci: Option<[Bounds<u64>; 4]>,
     /// Requests without a complete response.
     pub errors: u64,
+    /// Failed requests, percent of those done (as `--fail-if errors` counts).
+    #[serde(default)]
+    pub failed_percent: f64,
+    /// Its 95% interval across rounds (`--rounds`); none within one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_percent_ci: Option<Bounds<f64>>,
     /// Connections opened.
     pub connections: u64,
     /// Generator CPU, percent of one core.
@@ -61,10 +68,15 @@ pub struct Row {
     /// Throughput relative to the first protocol of the same level, as `(label, ratio)`, e.g.
     /// `("h2c/h1", 0.48)`; absent for that first protocol itself.
     pub ratio: Option<(String, f64)>,
-    /// The ratio's 95% confidence interval, from both rates' (their relative half-widths added
-    /// in quadrature, as for any ratio of independent estimates); absent when either has none.
+    /// The ratio's 95% confidence interval: within one run, from both rates' (their relative
+    /// half-widths added in quadrature, as for any ratio of independent estimates), absent when
+    /// either has none; with `--rounds`, Student's t over the rounds' paired ratios.
     #[serde(default)]
     pub ratio_ci: Option<Bounds<f64>>,
+    /// With `--rounds`: each round's figures (the row's are their means, its intervals across
+    /// them); empty for a single run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundFigures>,
 }
 
 impl Row {
@@ -74,8 +86,17 @@ impl Row {
     }
 }
 
-/// Builds the rows of `cells`.
+/// Builds the rows of `cells`: one per cell, or with `--rounds` one per cell of the sweep, its
+/// figures across its rounds.
 pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
+    if cells.iter().any(|cell| cell.cell.round.is_some()) {
+        return rounds::combine(
+            cells
+                .iter()
+                .filter_map(|cell| Some((cell.cell.round?, row(cell))))
+                .collect(),
+        );
+    }
     cells
         .iter()
         .map(|cell| {
@@ -83,53 +104,67 @@ pub(crate) fn rows(cells: &[Summary]) -> Vec<Row> {
                 .iter()
                 .find(|other| other.cell.level == cell.cell.level)
                 .expect("a cell is in its own level");
-            let percentiles = &cell.latency.request.percentiles;
-            let target = cell.watched.first();
-            Row {
-                cell: cell.cell.index,
-                protocol: cell.cell.protocol.clone(),
-                clients: cell.cell.clients,
-                streams: cell.cell.streams,
-                rate: cell.cell.rate,
-                level: cell.cell.level,
-                requests_per_s: cell.requests_per_s,
-                requests_per_s_ci: cell.requests_per_s_ci,
-                mb_per_s: cell.bytes_per_s / (1 << 20) as f64,
-                gbps: cell.bytes_per_s * 8.0 / 1e9,
-                p50_us: percentiles.p50,
-                p90_us: percentiles.p90,
-                p99_us: percentiles.p99,
-                p99_9_us: percentiles.p99_9,
-                max_us: percentiles.max,
-                percentiles_ci: cell
-                    .latency
-                    .request
-                    .confidence
-                    .as_ref()
-                    .map(|bounds| [bounds.p50, bounds.p90, bounds.p99, bounds.p99_9]),
-                errors: cell.requests.counters.errored,
-                connections: cell.connections.opened,
-                generator_cpu_percent: cell.generator_cpu_percent,
-                generator_limited: cell.generator.limited,
-                target_cpu_percent: target.map(|usage| usage.cpu_percent),
-                target_rss_peak_kb: target.map(|usage| usage.rss_peak_kb),
-                ratio: (first.cell.index != cell.cell.index).then(|| {
-                    let ratio = if first.requests_per_s > 0.0 {
-                        cell.requests_per_s / first.requests_per_s
-                    } else {
-                        0.0
-                    };
-                    (
-                        format!("{}/{}", cell.cell.protocol, first.cell.protocol),
-                        ratio,
-                    )
-                }),
-                ratio_ci: (first.cell.index != cell.cell.index)
-                    .then(|| ratio_bounds(cell, first))
-                    .flatten(),
+            let mut row = row(cell);
+            if first.cell.index != cell.cell.index {
+                let ratio = if first.requests_per_s > 0.0 {
+                    cell.requests_per_s / first.requests_per_s
+                } else {
+                    0.0
+                };
+                row.ratio = Some((
+                    format!("{}/{}", cell.cell.protocol, first.cell.protocol),
+                    ratio,
+                ));
+                row.ratio_ci = ratio_bounds(cell, first);
             }
+            row
         })
         .collect()
+}
+
+/// One run's row, without a ratio.
+fn row(cell: &Summary) -> Row {
+    let percentiles = &cell.latency.request.percentiles;
+    let target = cell.watched.first();
+    let done = cell.requests.counters.done + cell.requests.never_sent;
+    Row {
+        cell: cell.cell.index,
+        protocol: cell.cell.protocol.clone(),
+        clients: cell.cell.clients,
+        streams: cell.cell.streams,
+        rate: cell.cell.rate,
+        level: cell.cell.level,
+        requests_per_s: cell.requests_per_s,
+        requests_per_s_ci: cell.requests_per_s_ci,
+        mb_per_s: cell.bytes_per_s / (1 << 20) as f64,
+        gbps: cell.bytes_per_s * 8.0 / 1e9,
+        p50_us: percentiles.p50,
+        p90_us: percentiles.p90,
+        p99_us: percentiles.p99,
+        p99_9_us: percentiles.p99_9,
+        max_us: percentiles.max,
+        percentiles_ci: cell
+            .latency
+            .request
+            .confidence
+            .as_ref()
+            .map(|bounds| [bounds.p50, bounds.p90, bounds.p99, bounds.p99_9]),
+        errors: cell.requests.counters.errored,
+        failed_percent: if done > 0 {
+            100.0 * cell.requests.counters.failed as f64 / done as f64
+        } else {
+            0.0
+        },
+        failed_percent_ci: None,
+        connections: cell.connections.opened,
+        generator_cpu_percent: cell.generator_cpu_percent,
+        generator_limited: cell.generator.limited,
+        target_cpu_percent: target.map(|usage| usage.cpu_percent),
+        target_rss_peak_kb: target.map(|usage| usage.rss_peak_kb),
+        ratio: None,
+        ratio_ci: None,
+        rounds: Vec::new(),
+    }
 }
 
 /// The 95% interval of `cell`'s rate over `first`'s: each rate's relative half-width (the

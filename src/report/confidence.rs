@@ -482,7 +482,7 @@ pub(crate) fn batch_ranges(count: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Student's t 97.5th percentile for `dof` degrees of freedom (the normal's past the table).
-fn t_975(dof: usize) -> f64 {
+pub(crate) fn t_975(dof: usize) -> f64 {
     T_975.get(dof.wrapping_sub(1)).copied().unwrap_or(Z_975)
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod paint;
 pub(crate) mod plain;
 pub(crate) mod provenance;
 mod rate;
+pub(crate) mod rounds;
 pub(crate) mod stats;
 pub(crate) mod steadiness;
 mod summary;
@@ -68,6 +69,10 @@ pub struct Document {
     /// cell `interrupted` instead); `None` when no signal came between cells.
     #[serde(default)]
     pub stopped_between_cells: Option<SweepStop>,
+    /// With `--rounds`: how many, in which order; each cell then holds its round
+    /// (`cell.round`), and the comparison is across rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<rounds::RoundsInfo>,
     /// The file it was read from (`merge`, `diff`), for errors; not written.
     #[serde(skip)]
     pub source: String,
@@ -88,6 +93,7 @@ impl Document {
             cells,
             comparison,
             stopped_between_cells: None,
+            rounds: None,
             source: String::new(),
         }
     }
@@ -121,6 +127,8 @@ pub struct CellContext {
     pub index: usize,
     /// The concurrency level it belongs to (cells of one level are compared).
     pub level: usize,
+    /// With `--rounds`: its round, and the cell of the sweep it repeats.
+    pub round: Option<rounds::RoundOf>,
     /// CPU the generator itself used, in percent of one core.
     pub generator_cpu_percent: f64,
     /// What each watched process used.

@@ -191,9 +191,14 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
             } else {
                 "about as many requests per second as".to_owned()
             };
+            // Which spread the interval measured: one run's own, or the rounds' (a rerun's).
+            let across = match row.rounds.len() {
+                0 | 1 => "within one run".to_owned(),
+                count => format!("across {count} rounds"),
+            };
             let interval = row.ratio_ci.map_or_else(String::new, |bounds| {
                 format!(
-                    ", 95% interval {:.2}–{:.2}",
+                    ", 95% interval {:.2}–{:.2} {across}",
                     bounds.ci_low,
                     bounds.ci_high.unwrap_or(f64::INFINITY)
                 )
@@ -324,6 +329,7 @@ mod tests {
             streams: 2,
             rate: Some(1000.0),
             level: 1,
+            round: None,
         }
     }
 

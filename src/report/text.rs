@@ -66,8 +66,12 @@ fn listed(counts: &[(String, u64)]) -> String {
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
-        "{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
         summary.cell.label,
+        summary
+            .cell
+            .round
+            .map_or_else(String::new, |of| format!(" (round {})", of.round)),
         counters.done,
         counters.succeeded,
         counters.failed,
@@ -671,11 +675,23 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) =
         super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
-    let mut out = format!(
-        "\ncomparison of {} (latencies in ms):\n",
-        super::counted(lines.len() as u64, "cell")
-    );
+    let mut out = match &document.rounds {
+        Some(rounds) => format!(
+            "\ncomparison of {} over {} (latencies in ms; each figure is the mean of its rounds, its 95% interval across them):\n",
+            super::counted(lines.len() as u64, "cell"),
+            super::counted(rounds.count as u64, "round")
+        ),
+        None => format!(
+            "\ncomparison of {} (latencies in ms; 95% intervals within one run):\n",
+            super::counted(lines.len() as u64, "cell")
+        ),
+    };
     out.push_str(&stacked(&titles, &lines, &COMPARISON_GROUPS, WIDTH));
+    if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");
+        out.push_str(&stacked(&titles, &lines, &[&[]], WIDTH));
+    }
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");
     out

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
 use crate::report::confidence::{self, Bounds};
-use crate::report::Summary;
+use crate::report::rounds::{mean_interval, runs_by_cell};
+use crate::report::{Document, Summary};
 
 /// One `--fail-if` expression checked against a cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -113,19 +114,28 @@ pub(crate) fn verdicts(cell: &Summary, fail_if: &[Objective]) -> Vec<String> {
 
 /// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every
 /// cell, in run order, with what its interval says when the breach is within the noise;
-/// `fail_if` is the list each cell's thresholds were checked from.
-pub(crate) fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
-    cells
+/// `fail_if` is the list each cell's thresholds were checked from. With `--rounds` each cell of
+/// the sweep is judged once, on [`across_rounds`], not each of its runs.
+pub(crate) fn breaches(document: &Document, fail_if: &[Objective]) -> Vec<String> {
+    let judged: Vec<(String, Vec<Threshold>)> = match document.rounds {
+        Some(_) => across_rounds(&document.cells, fail_if),
+        None => document
+            .cells
+            .iter()
+            .map(|cell| (cell.cell.label.clone(), cell.thresholds.clone()))
+            .collect(),
+    };
+    judged
         .iter()
-        .flat_map(|cell| {
+        .flat_map(|(label, thresholds)| {
             fail_if
                 .iter()
-                .zip(&cell.thresholds)
+                .zip(thresholds)
                 .filter(|(_, threshold)| threshold.breached)
-                .map(|(objective, threshold)| {
+                .map(move |(objective, threshold)| {
                     let noise = match threshold.ci {
                         Some(bounds) if threshold.within_noise => format!(
-                            "; within the noise: its 95% interval {}–{} holds the bound (a longer run, or --until-stable, can tell)",
+                            "; within the noise: its 95% interval {}–{} holds the bound (a longer run, more --rounds, or --until-stable, can tell)",
                             objective.show(bounds.ci_low),
                             bounds
                                 .ci_high
@@ -134,11 +144,42 @@ pub(crate) fn breaches(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> 
                         _ => String::new(),
                     };
                     format!(
-                        "threshold breached: {} (cell {}){noise}",
-                        objective.describe(threshold.value),
-                        cell.cell.label
+                        "threshold breached: {} (cell {label}){noise}",
+                        objective.describe(threshold.value)
                     )
                 })
+        })
+        .collect()
+}
+
+/// With `--rounds`: every `--fail-if` expression judged once per cell of the sweep, on the mean
+/// of its rounds' values, its interval Student's t across them (what a rerun would give, not
+/// what one run's noise says); each cell's label with its thresholds, in the sweep's order.
+pub(crate) fn across_rounds(
+    cells: &[Summary],
+    fail_if: &[Objective],
+) -> Vec<(String, Vec<Threshold>)> {
+    runs_by_cell(cells)
+        .into_iter()
+        .map(|runs| {
+            let thresholds = fail_if
+                .iter()
+                .map(|objective| {
+                    let values: Vec<f64> = runs
+                        .iter()
+                        .map(|run| objective.value(&measured(run)))
+                        .collect();
+                    let (value, ci) = mean_interval(&values);
+                    Threshold {
+                        expr: objective.to_string(),
+                        value,
+                        breached: objective.holds(value),
+                        ci,
+                        within_noise: ci.is_some_and(|bounds| bounds.contains(objective.bound)),
+                    }
+                })
+                .collect();
+            (runs[0].cell.label.clone(), thresholds)
         })
         .collect()
 }

@@ -168,6 +168,22 @@ fn the_find_max_example_is_a_real_report() {
     assert_documented(&example, &real, "--find-max");
 }
 
+#[test]
+fn the_rounds_example_is_a_real_report() {
+    let example = json_example("## With `--rounds`");
+    // The command docs/json.md says produced it.
+    let run = h2load_rs(&[
+        "--proto", "h1,h2c", "-c", "2", "-n", "2000", "--rounds", "3", "-q",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let real = serde_json::json!({
+        "rounds": run.json["rounds"],
+        "cells": [{ "cell": run.json["cells"][1]["cell"] }],
+        "comparison": [run.json["comparison"][1]],
+    });
+    assert_documented(&example, &real, "--rounds");
+}
+
 /// Every key of `real` is in `example`, and every key of `example` that `real` lacks lies under a
 /// part `real` has empty or null this time (a search on a busy machine may pass no step: no
 /// load points, no intervals).

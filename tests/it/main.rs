@@ -25,6 +25,7 @@ mod metrics;
 mod peers;
 mod rate;
 mod report_json;
+mod rounds;
 mod scale;
 mod shard;
 mod signals;

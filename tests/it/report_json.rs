@@ -1,4 +1,4 @@
-//! A report you can read and keep: every kind of JSON report is valid against the shipped JSON
+//! A report you can read and keep: every kind of JSON report (`--rounds` too) is valid against the shipped JSON
 //! Schema (docs/report.schema.json) and records its command line (secrets redacted), host, start
 //! time and version; off a terminal a progress line comes every interval; `-q` keeps the
 //! verdicts; the default text of a sweep fits 100 columns.
@@ -136,6 +136,12 @@ fn every_report_kind_is_valid_against_the_shipped_schema_and_says_what_made_it()
     );
     assert_eq!(sweep.json["cells"].as_array().unwrap().len(), 4);
     assert_valid(&validator, "sweep", &sweep.json);
+    let rounds = kept(
+        "rounds",
+        &["-n", "200", "--proto", "h1,h2c", "--rounds", "2", &target],
+    );
+    assert_eq!(rounds.json["rounds"]["count"], 2);
+    assert_valid(&validator, "rounds", &rounds.json);
     let rate = kept(
         "rate",
         &["--rate", "200", "-D", "500ms", "-c", "2", &target],

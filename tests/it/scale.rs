@@ -91,7 +91,14 @@ fn every_scenario_runs_scaled_down_against_the_built_in_target() {
         let run = h2load_rs(&["run", scenario, "--scale", "0.01"]);
         assert_eq!(run.output.code, 0, "{name}: {}", run.output.stderr);
         let cells = run.json["cells"].as_array().unwrap();
-        assert_eq!(cells.len(), cell_count, "{name}");
+        // A scenario with `rounds` runs each cell that many times.
+        let rounds = run.json["rounds"]["count"].as_u64().unwrap_or(1) as usize;
+        assert_eq!(cells.len(), cell_count * rounds, "{name}");
+        assert_eq!(
+            run.json["comparison"].as_array().unwrap().len(),
+            cell_count,
+            "{name}"
+        );
         // A level's concurrency (connections × streams, whatever --h2-multiplex made of it).
         let mut levels: Vec<(u64, u64)> = cells
             .iter()

@@ -8,6 +8,7 @@ mod confidence;
 mod generator;
 mod latency;
 mod rate;
+mod rounds;
 mod steadiness;
 mod throughput;
 mod timeline;

@@ -32,9 +32,11 @@ pub(crate) mod render;
 use anyhow::Result;
 
 use super::confidence::Bounds;
+use super::rounds::{mean_interval, runs_by_cell};
 use super::stats::{ks_distance, mann_whitney, MannWhitney};
 use super::{Document, Summary, Timeline};
 use crate::recorder::hdr;
+use crate::units::counted;
 use crate::usage_bail;
 
 /// Fewer samples than this in either run and a figure's change is not tested: the runs are too
@@ -155,14 +157,35 @@ impl Figure {
     }
 }
 
+/// What a figure's samples are: the intervals of one run, or the rounds of a `--rounds` run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SampleKind {
+    /// Each interval of the run's timeline.
+    Intervals,
+    /// Each round's whole-run figure.
+    Rounds,
+}
+
+impl SampleKind {
+    /// What one sample is called: `interval` or `round`.
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            SampleKind::Intervals => "interval",
+            SampleKind::Rounds => "round",
+        }
+    }
+}
+
 /// One cell found in both runs.
 #[derive(Debug)]
 pub(crate) struct CellDiff {
     /// The cell's label, e.g. `h1 c=10 m=1`.
     pub label: String,
-    /// Intervals with completions in the base run's timeline (the latency samples).
+    /// What its figures' samples are.
+    pub samples: SampleKind,
+    /// The base run's samples: intervals with completions in its timeline, or rounds.
     pub base_intervals: usize,
-    /// Intervals with completions in the new run's.
+    /// The new run's.
     pub new_intervals: usize,
     /// Kolmogorov–Smirnov distance between the two runs' request latency histograms.
     pub ks_distance: f64,
@@ -241,20 +264,37 @@ fn key(cell: &Summary) -> Key<'_> {
 }
 
 /// Compares the cells `base` and `new` have in common. No cell in common is a usage error: the
-/// files are not two runs of one experiment.
+/// files are not two runs of one experiment. Runs of `--rounds` are compared round against round
+/// (each round's figure a sample), and then both must have rounds.
 pub(crate) fn compare(base: &Document, new: &Document) -> Result<Diff> {
-    let mut unmatched: Vec<&Summary> = new.cells.iter().collect();
+    if base.rounds.is_some() != new.rounds.is_some() {
+        usage_bail!(
+            "only one of the reports ran --rounds (base: {}, new: {}): their figures are not of the same kind; run both with --rounds",
+            rounds_of(base),
+            rounds_of(new)
+        );
+    }
+    let mut unmatched: Vec<Vec<&Summary>> = runs_by_cell(&new.cells);
     let mut cells = Vec::new();
     let mut only_in_base = Vec::new();
-    for cell in &base.cells {
-        match unmatched.iter().position(|other| key(other) == key(cell)) {
-            Some(at) => cells.push(compare_cell(cell, unmatched.remove(at))?),
-            None => only_in_base.push(cell.cell.label.clone()),
+    for runs in runs_by_cell(&base.cells) {
+        match unmatched
+            .iter()
+            .position(|other| key(other[0]) == key(runs[0]))
+        {
+            Some(at) => {
+                let theirs = unmatched.remove(at);
+                cells.push(match base.rounds {
+                    Some(_) => compare_rounds(&runs, &theirs)?,
+                    None => compare_cell(runs[0], theirs[0])?,
+                });
+            }
+            None => only_in_base.push(runs[0].cell.label.clone()),
         }
     }
     let only_in_new: Vec<String> = unmatched
         .iter()
-        .map(|cell| cell.cell.label.clone())
+        .map(|runs| runs[0].cell.label.clone())
         .collect();
     if cells.is_empty() {
         usage_bail!(
@@ -267,6 +307,57 @@ pub(crate) fn compare(base: &Document, new: &Document) -> Result<Diff> {
         cells,
         only_in_base,
         only_in_new,
+    })
+}
+
+/// `5 rounds`, or `none`.
+fn rounds_of(document: &Document) -> String {
+    document.rounds.as_ref().map_or_else(
+        || "none".to_owned(),
+        |rounds| counted(rounds.count as u64, "round"),
+    )
+}
+
+/// A cell's figures across its rounds, base against new: each round's request rate and latency
+/// percentiles are the samples; each side's figure is their mean, with its t-interval.
+fn compare_rounds(base: &[&Summary], new: &[&Summary]) -> Result<CellDiff> {
+    let per_round = |runs: &[&Summary], figure: &dyn Fn(&Summary) -> f64| -> Vec<f64> {
+        runs.iter().map(|run| figure(run)).collect()
+    };
+    let figure = |name: &'static str, kind: Kind, of: &dyn Fn(&Summary) -> f64| {
+        let (base_values, new_values) = (per_round(base, of), per_round(new, of));
+        let (base_mean, base_bounds) = mean_interval(&base_values);
+        let (new_mean, new_bounds) = mean_interval(&new_values);
+        Figure {
+            name,
+            kind,
+            base: base_mean,
+            new: new_mean,
+            test: tested(&base_values, &new_values),
+            intervals: [base_bounds, new_bounds],
+        }
+    };
+    let mut figures = vec![figure("req/s", Kind::Throughput, &|run| run.requests_per_s)];
+    for &(name, quantile) in &PERCENTILES {
+        figures.push(figure(name, Kind::Latency, &|run| {
+            run.histograms.request.value_at_quantile(quantile) as f64
+        }));
+    }
+    let pooled = |runs: &[&Summary]| -> Result<hdrhistogram::Histogram<u64>> {
+        let mut all = hdr::new_histogram();
+        for run in runs {
+            all.add(&run.histograms.request)
+                .map_err(|error| anyhow::anyhow!("cannot add a round's histogram: {error}"))?;
+        }
+        Ok(all)
+    };
+    Ok(CellDiff {
+        label: base[0].cell.label.clone(),
+        samples: SampleKind::Rounds,
+        base_intervals: base.len(),
+        new_intervals: new.len(),
+        ks_distance: ks_distance(&pooled(base)?, &pooled(new)?),
+        figures,
     })
 }
 
@@ -471,6 +562,7 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
     }));
     Ok(CellDiff {
         label: base.cell.label.clone(),
+        samples: SampleKind::Intervals,
         base_intervals: base_samples.intervals,
         new_intervals: new_samples.intervals,
         ks_distance: ks_distance(base_latency, new_latency),

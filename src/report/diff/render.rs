@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use super::{CellDiff, Diff, Figure, Kind, Verdict, ALPHA, MIN_INTERVALS, NOISE_FLOOR_PCT};
+use super::{
+    CellDiff, Diff, Figure, Kind, SampleKind, Verdict, ALPHA, MIN_INTERVALS, NOISE_FLOOR_PCT,
+};
 use crate::report::confidence::Bounds;
 use crate::report::export::markdown;
 use crate::report::text;
@@ -33,7 +35,7 @@ pub(crate) fn text(diff: &Diff, context: &Context) -> String {
             out,
             "\n{}: {} in base, {} in new; Kolmogorov–Smirnov distance of the latencies {:.2}",
             cell.label,
-            counted(cell.base_intervals as u64, "interval"),
+            counted(cell.base_intervals as u64, cell.samples.noun()),
             cell.new_intervals,
             cell.ks_distance
         );
@@ -124,10 +126,16 @@ pub(crate) fn markdown(diff: &Diff, context: &Context) -> String {
 /// Why a cell's changes are not tested.
 fn too_short(cell: &CellDiff) -> String {
     format!(
-        "{}: too short to tell ({} with completions in base, {} in new; {MIN_INTERVALS} each needed): \
+        "{}: too short to tell ({} in base, {} in new; {MIN_INTERVALS} each needed): \
          its changes are not tested, --fail-if-regressed decides on its threshold alone",
         cell.label,
-        counted(cell.base_intervals as u64, "interval"),
+        match cell.samples {
+            SampleKind::Intervals => format!(
+                "{} with completions",
+                counted(cell.base_intervals as u64, "interval")
+            ),
+            SampleKind::Rounds => counted(cell.base_intervals as u64, "round"),
+        },
         cell.new_intervals
     )
 }
@@ -142,11 +150,22 @@ fn footer(diff: &Diff, context: &Context) -> Vec<String> {
     if !diff.only_in_new.is_empty() {
         lines.push(format!("only in new: {}", diff.only_in_new.join(", ")));
     }
-    lines.push(format!(
-        "significant (worse/better): p < {ALPHA} in a two-sided Mann–Whitney U test of the intervals \
-         (their request rates; their shares of responses slower than either run's percentile), \
-         and a change of at least {NOISE_FLOOR_PCT}%"
-    ));
+    let by_rounds = diff
+        .cells
+        .iter()
+        .any(|cell| cell.samples == SampleKind::Rounds);
+    lines.push(if by_rounds {
+        format!(
+            "significant (worse/better): p < {ALPHA} in a two-sided Mann–Whitney U test of the rounds \
+             (each round's request rate, or its percentile), and a change of at least {NOISE_FLOOR_PCT}%"
+        )
+    } else {
+        format!(
+            "significant (worse/better): p < {ALPHA} in a two-sided Mann–Whitney U test of the intervals \
+             (their request rates; their shares of responses slower than either run's percentile), \
+             and a change of at least {NOISE_FLOOR_PCT}%"
+        )
+    });
     if let Some(threshold) = context.threshold_pct {
         let regressions = diff.regressions(threshold);
         if regressions.is_empty() {
@@ -221,6 +240,7 @@ mod tests {
         Diff {
             cells: vec![CellDiff {
                 label: "h2c c=2 m=4".to_owned(),
+                samples: SampleKind::Intervals,
                 base_intervals: 10,
                 new_intervals: 3,
                 ks_distance: 0.4567,

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exporter};
 
 /// Writes the comparison as CSV (RFC 4180 quoting).
 pub(crate) struct Csv;
@@ -22,16 +22,22 @@ impl Exporter for Csv {
     fn export(&self, document: &Document, path: &Path) -> Result<()> {
         let (titles, lines) =
             comparison::table(&document.comparison, comparison::Intervals::Columns);
+        // With --rounds, each round's figures follow in columns of their own.
+        let (round_titles, round_lines) = rounds::columns(&document.comparison);
         let mut csv = titles
             .iter()
-            .map(|title| field(title))
+            .copied()
+            .chain(round_titles.iter().map(String::as_str))
+            .map(field)
             .collect::<Vec<_>>()
             .join(",");
         csv.push('\n');
-        for line in lines {
+        for (index, line) in lines.iter().enumerate() {
+            let extra = round_lines.get(index).map_or(&[][..], Vec::as_slice);
             csv.push_str(
                 &line
                     .iter()
+                    .chain(extra)
                     .map(|cell| field(cell))
                     .collect::<Vec<_>>()
                     .join(","),

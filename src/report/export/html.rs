@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use crate::report::capacity::{Capacity, CapacityStep};
 use crate::report::confidence::Bounds;
 use crate::report::{
-    comparison, export::outputs::write_to, Document, Exporter, LatencySummary, Summary,
+    comparison, export::outputs::write_to, rounds, Document, Exporter, LatencySummary, Summary,
 };
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
@@ -478,19 +478,12 @@ pub(crate) fn render(document: &Document) -> String {
         .collect();
 
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
-    let mut table = String::from("<table><thead><tr>");
-    for title in titles {
-        let _ = write!(table, "<th>{}</th>", escape(title));
+    let mut table = html_table(&titles, &lines);
+    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        table.push_str("<p>Rounds (spread: highest minus lowest, over the mean):</p>");
+        table.push_str(&html_table(&titles, &lines));
     }
-    table.push_str("</tr></thead><tbody>");
-    for line in lines {
-        table.push_str("<tr>");
-        for cell in line {
-            let _ = write!(table, "<td>{}</td>", escape(&cell));
-        }
-        table.push_str("</tr>");
-    }
-    table.push_str("</tbody></table>");
 
     let target = document
         .cells
@@ -548,6 +541,24 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
         ),
         knee = knee_charts(document),
     )
+}
+
+/// A table of `titles` over `lines`, every cell escaped.
+fn html_table(titles: &[&str], lines: &[Vec<String>]) -> String {
+    let mut table = String::from("<table><thead><tr>");
+    for title in titles {
+        let _ = write!(table, "<th>{}</th>", escape(title));
+    }
+    table.push_str("</tr></thead><tbody>");
+    for line in lines {
+        table.push_str("<tr>");
+        for cell in line {
+            let _ = write!(table, "<td>{}</td>", escape(cell));
+        }
+        table.push_str("</tr>");
+    }
+    table.push_str("</tbody></table>");
+    table
 }
 
 impl Exporter for Html {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_to, Document, Exporter};
+use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exporter};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
@@ -12,7 +12,13 @@ pub(crate) struct Markdown;
 /// The comparison as Markdown.
 pub(crate) fn render(document: &Document) -> String {
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
-    table(&titles, &lines)
+    let mut markdown = table(&titles, &lines);
+    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+        let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+        markdown.push_str("\nRounds (spread: highest minus lowest, over the mean):\n\n");
+        markdown.push_str(&table(&titles, &lines));
+    }
+    markdown
 }
 
 /// A GitHub-flavoured Markdown table: the titles, the separator, one line per row.

@@ -15,6 +15,7 @@ use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 
 use super::provenance::Origin;
+use super::rounds::RoundOf;
 use super::{latency_summary, Document, Histograms, RateReport, Spread, Summary, SCHEMA_VERSION};
 use crate::cli::input;
 use crate::cli::limits::MAX_REPORT_FILE;
@@ -267,11 +268,19 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
     let Some(first) = documents.first() else {
         bail!("nothing to merge");
     };
-    let shape = |document: &Document| -> Vec<(String, usize)> {
+    // With --rounds, the parts must have run the same rounds in the same order: each run is
+    // merged with the same run of the others.
+    let shape = |document: &Document| -> Vec<(String, usize, Option<RoundOf>)> {
         document
             .cells
             .iter()
-            .map(|cell| (cell.cell.protocol.clone(), cell.cell.streams))
+            .map(|cell| {
+                (
+                    cell.cell.protocol.clone(),
+                    cell.cell.streams,
+                    cell.cell.round,
+                )
+            })
             .collect()
     };
     if documents
@@ -280,6 +289,13 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
     {
         usage_bail!("the reports come from different scenarios (their cells differ), so they cannot be merged");
     }
+    if documents
+        .iter()
+        .any(|document| document.rounds != first.rounds)
+    {
+        usage_bail!("the reports ran different --rounds (or --round-order, or --seed), so they cannot be merged");
+    }
+    let rounds = first.rounds.clone();
     let cell_count = first.cells.len();
     let sources: Vec<String> = documents
         .iter()
@@ -313,6 +329,7 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
     }
     let mut document = Document::new(cells);
     document.merged_from = merged_from;
+    document.rounds = rounds;
     Ok((document, missing))
 }
 

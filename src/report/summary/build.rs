@@ -114,6 +114,7 @@ fn cell_info(plan: &RunPlan, context: &CellContext) -> CellInfo {
         streams: plan.max_concurrent,
         rate: plan.rate,
         level: context.level,
+        round: context.round,
     }
 }
 

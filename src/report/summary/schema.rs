@@ -36,6 +36,9 @@ pub struct CellInfo {
     pub rate: Option<f64>,
     /// The concurrency level it belongs to.
     pub level: usize,
+    /// With `--rounds`: the round this run was, and the cell of the sweep it repeated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<crate::report::rounds::RoundOf>,
 }
 
 /// The merged histograms of a cell, for exporters that need whole distributions.

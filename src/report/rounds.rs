@@ -1,0 +1,366 @@
+//! `--rounds N`: each cell's figures across its rounds. One run's intervals (batch means over its
+//! own timeline) cannot see what changes from one run to the next (the server's state, where the
+//! scheduler put the threads, the CPU's clock, which connections landed where); run again, a
+//! figure moves by more than its interval said. So with several rounds the comparison's figures
+//! are the mean of the rounds' values, and their 95% interval is Student's t over those values:
+//! the spread of whole runs, within-run noise included, measured at the level where it is
+//! (Kalibera and Jones, "Rigorous Benchmarking in Reasonable Time", 2013). A ratio between two
+//! cells is taken round by round (the rounds are interleaved, so the two runs of a round share
+//! their moment) and its interval comes from those paired ratios. One round is no spread: it gets
+//! no interval.
+
+use serde::{Deserialize, Serialize};
+
+use super::comparison::Row;
+use super::confidence::{t_975, Bounds};
+use super::Summary;
+
+/// How a run of several rounds was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RoundsInfo {
+    /// Rounds asked for (`--rounds`); an interrupted run has fewer in its cells.
+    pub count: usize,
+    /// How the cells of each round after the first were ordered: `alternate` or `shuffle`.
+    pub order: String,
+    /// The seed a shuffle drew from.
+    pub seed: u64,
+}
+
+/// Which round a run was, and which cell of the sweep it repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RoundOf {
+    /// The round, 1-based.
+    pub round: usize,
+    /// The cell of the sweep (1-based, in the sweep's order) this run is a round of.
+    pub cell: usize,
+}
+
+/// One round's figures of a cell, as the comparison shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RoundFigures {
+    /// The round, 1-based.
+    pub round: usize,
+    /// Finished requests per second.
+    pub requests_per_s: f64,
+    /// Request latency percentiles, µs.
+    pub p50_us: u64,
+    /// 90th percentile.
+    pub p90_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// 99.9th percentile.
+    pub p99_9_us: u64,
+    /// Failed requests, percent of those done (as `--fail-if errors` counts).
+    pub failed_percent: f64,
+    /// This round's rate over the rate of the level's first cell in the same round.
+    #[serde(default)]
+    pub ratio: Option<f64>,
+}
+
+/// The runs of each cell of a sweep, in the sweep's order: one run each, or with `--rounds`
+/// every round of it, in the order they ran.
+pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
+    let mut groups: Vec<(usize, Vec<&Summary>)> = Vec::new();
+    for cell in cells {
+        let id = cell.cell.round.map_or(cell.cell.index, |of| of.cell);
+        match groups.iter_mut().find(|(other, _)| *other == id) {
+            Some((_, runs)) => runs.push(cell),
+            None => groups.push((id, vec![cell])),
+        }
+    }
+    groups.sort_by_key(|(id, _)| *id);
+    groups.into_iter().map(|(_, runs)| runs).collect()
+}
+
+/// The mean of `values` and its 95% t-interval; no interval from fewer than two.
+pub(crate) fn mean_interval(values: &[f64]) -> (f64, Option<Bounds<f64>>) {
+    let count = values.len();
+    if count == 0 {
+        return (0.0, None);
+    }
+    let mean = values.iter().sum::<f64>() / count as f64;
+    if count < 2 {
+        return (mean, None);
+    }
+    let variance = values
+        .iter()
+        .map(|value| (value - mean).powi(2))
+        .sum::<f64>()
+        / (count - 1) as f64;
+    let half = t_975(count - 1) * (variance / count as f64).sqrt();
+    (
+        mean,
+        Some(Bounds {
+            ci_low: mean - half,
+            ci_high: Some(mean + half),
+        }),
+    )
+}
+
+/// The rows of a sweep run in rounds: `runs` holds one row per run, each with its `round` set
+/// (see [`Row::round`]) and no ratio; the result has one row per cell of the sweep, in the sweep's
+/// order, its figures the rounds' means with their intervals, its rounds listed.
+pub(crate) fn combine(runs: Vec<(RoundOf, Row)>) -> Vec<Row> {
+    let cells = runs.iter().map(|(of, _)| of.cell).max().unwrap_or(0);
+    let mut combined: Vec<Row> = (1..=cells)
+        .filter_map(|cell| {
+            let rounds: Vec<&Row> = runs
+                .iter()
+                .filter(|(of, _)| of.cell == cell)
+                .map(|(_, row)| row)
+                .collect();
+            let numbers: Vec<usize> = runs
+                .iter()
+                .filter(|(of, _)| of.cell == cell)
+                .map(|(of, _)| of.round)
+                .collect();
+            (!rounds.is_empty()).then(|| one_cell(cell, &rounds, &numbers))
+        })
+        .collect();
+    let firsts: Vec<(usize, usize)> =
+        combined
+            .iter()
+            .fold(Vec::new(), |mut firsts: Vec<(usize, usize)>, row| {
+                if !firsts.iter().any(|(level, _)| *level == row.level) {
+                    firsts.push((row.level, row.cell));
+                }
+                firsts
+            });
+    let snapshot = combined.clone();
+    for row in &mut combined {
+        let Some(first) = firsts
+            .iter()
+            .find(|(level, _)| *level == row.level)
+            .and_then(|(_, cell)| snapshot.iter().find(|other| other.cell == *cell))
+        else {
+            continue;
+        };
+        if first.cell == row.cell {
+            continue;
+        }
+        // Paired by round: a round that only one of them finished says nothing of the ratio.
+        let mut ratios = Vec::new();
+        for figures in &mut row.rounds {
+            let theirs = first
+                .rounds
+                .iter()
+                .find(|other| other.round == figures.round);
+            figures.ratio = theirs
+                .filter(|theirs| theirs.requests_per_s > 0.0)
+                .map(|theirs| figures.requests_per_s / theirs.requests_per_s);
+            ratios.extend(figures.ratio);
+        }
+        let (mean, bounds) = mean_interval(&ratios);
+        row.ratio = Some((format!("{}/{}", row.protocol, first.protocol), mean));
+        row.ratio_ci = bounds.map(at_least_zero);
+    }
+    combined
+}
+
+/// `bounds` with its lower end no lower than zero.
+fn at_least_zero(bounds: Bounds<f64>) -> Bounds<f64> {
+    Bounds {
+        ci_low: bounds.ci_low.max(0.0),
+        ci_high: bounds.ci_high,
+    }
+}
+
+/// One cell's row from its rounds' rows (`numbers` are their rounds).
+fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
+    let first = rounds[0];
+    let of =
+        |figure: fn(&Row) -> f64| -> Vec<f64> { rounds.iter().map(|row| figure(row)).collect() };
+    let mean = |figure: fn(&Row) -> f64| -> f64 { mean_interval(&of(figure)).0 };
+    let latency = |figure: fn(&Row) -> f64| -> (u64, Bounds<u64>) {
+        let (mean, bounds) = mean_interval(&of(figure));
+        let micros = |value: f64| value.max(0.0).round() as u64;
+        let bounds = bounds.map_or(
+            Bounds {
+                ci_low: micros(mean),
+                ci_high: Some(micros(mean)),
+            },
+            |bounds| Bounds {
+                ci_low: micros(bounds.ci_low),
+                ci_high: bounds.ci_high.map(micros),
+            },
+        );
+        (micros(mean), bounds)
+    };
+    let (requests_per_s, requests_per_s_ci) = mean_interval(&of(|row| row.requests_per_s));
+    let (failed_percent, failed_percent_ci) = mean_interval(&of(|row| row.failed_percent));
+    // A rate or a share below zero is no value it could have.
+    let (requests_per_s_ci, failed_percent_ci) = (
+        requests_per_s_ci.map(at_least_zero),
+        failed_percent_ci.map(at_least_zero),
+    );
+    let (p50_us, p50) = latency(|row| row.p50_us as f64);
+    let (p90_us, p90) = latency(|row| row.p90_us as f64);
+    let (p99_us, p99) = latency(|row| row.p99_us as f64);
+    let (p99_9_us, p99_9) = latency(|row| row.p99_9_us as f64);
+    let several = rounds.len() > 1;
+    Row {
+        cell,
+        protocol: first.protocol.clone(),
+        clients: first.clients,
+        streams: first.streams,
+        rate: first.rate,
+        level: first.level,
+        requests_per_s,
+        requests_per_s_ci,
+        mb_per_s: mean(|row| row.mb_per_s),
+        gbps: mean(|row| row.gbps),
+        p50_us,
+        p90_us,
+        p99_us,
+        p99_9_us,
+        max_us: rounds.iter().map(|row| row.max_us).max().unwrap_or(0),
+        percentiles_ci: several.then_some([p50, p90, p99, p99_9]),
+        errors: rounds.iter().map(|row| row.errors).sum(),
+        failed_percent,
+        failed_percent_ci,
+        connections: rounds.iter().map(|row| row.connections).sum(),
+        generator_cpu_percent: mean(|row| row.generator_cpu_percent),
+        generator_limited: rounds.iter().any(|row| row.generator_limited),
+        target_cpu_percent: first
+            .target_cpu_percent
+            .map(|_| mean(|row| row.target_cpu_percent.unwrap_or(0.0))),
+        target_rss_peak_kb: rounds.iter().filter_map(|row| row.target_rss_peak_kb).max(),
+        ratio: None,
+        ratio_ci: None,
+        rounds: rounds
+            .iter()
+            .zip(numbers)
+            .map(|(row, &round)| RoundFigures {
+                round,
+                requests_per_s: row.requests_per_s,
+                p50_us: row.p50_us,
+                p90_us: row.p90_us,
+                p99_us: row.p99_us,
+                p99_9_us: row.p99_9_us,
+                failed_percent: row.failed_percent,
+                ratio: None,
+            })
+            .collect(),
+    }
+}
+
+/// Past this many rounds a table shows the lowest, median and highest round instead of each.
+const LISTED_ROUNDS: usize = 8;
+
+/// The rounds table for people (text, Markdown, HTML): per cell, each round's requests per second
+/// and their spread, and each round's ratio to the level's first cell; `None` without rounds.
+pub(crate) fn table(rows: &[Row]) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let most = rows.iter().map(|row| row.rounds.len()).max()?;
+    if most == 0 {
+        return None;
+    }
+    let listed = most <= LISTED_ROUNDS;
+    let mut titles: Vec<String> = ["#", "protocol", "c", "m"].map(str::to_owned).to_vec();
+    if listed {
+        titles.extend((1..=most).map(|round| format!("r{round} req/s")));
+    } else {
+        titles.extend(["lowest req/s", "median req/s", "highest req/s"].map(str::to_owned));
+    }
+    titles.extend(["spread", "ratio by round"].map(str::to_owned));
+    let lines = rows
+        .iter()
+        .map(|row| {
+            let mut line = vec![
+                row.cell.to_string(),
+                row.protocol.clone(),
+                row.clients.to_string(),
+                row.streams.to_string(),
+            ];
+            let mut rates: Vec<f64> = row
+                .rounds
+                .iter()
+                .map(|round| round.requests_per_s)
+                .collect();
+            if listed {
+                line.extend(rates.iter().map(|rate| format!("{rate:.1}")));
+                line.extend((rates.len()..most).map(|_| String::new()));
+            } else {
+                rates.sort_by(f64::total_cmp);
+                let at = |share: f64| {
+                    rates
+                        .get(((rates.len().saturating_sub(1)) as f64 * share).round() as usize)
+                        .map_or_else(String::new, |rate| format!("{rate:.1}"))
+                };
+                line.extend([at(0.0), at(0.5), at(1.0)]);
+            }
+            line.push(spread(&rates).map_or_else(String::new, |spread| format!("{spread:.1}%")));
+            let ratios: Vec<String> = row
+                .rounds
+                .iter()
+                .filter_map(|round| round.ratio)
+                .map(|ratio| format!("{ratio:.2}"))
+                .collect();
+            line.push(match ratios.len() {
+                0 => String::new(),
+                count if count <= LISTED_ROUNDS => ratios.join(" "),
+                count => format!("{count} ratios (see the JSON)"),
+            });
+            line
+        })
+        .collect();
+    Some((titles, lines))
+}
+
+/// The rounds' spread: (highest − lowest) / mean, in percent; none from fewer than two.
+fn spread(rates: &[f64]) -> Option<f64> {
+    let (low, high) = rates
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(low, high), &rate| {
+            (low.min(rate), high.max(rate))
+        });
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    (rates.len() > 1 && mean > 0.0).then(|| 100.0 * (high - low) / mean)
+}
+
+/// The rounds as CSV columns, appended to the comparison's row of each cell: each round's
+/// requests per second, then each round's ratio. Empty without rounds.
+pub(crate) fn columns(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    let most = rows.iter().map(|row| row.rounds.len()).max().unwrap_or(0);
+    let mut titles: Vec<String> = (1..=most)
+        .map(|round| format!("round {round} req/s"))
+        .collect();
+    titles.extend((1..=most).map(|round| format!("round {round} ratio")));
+    let lines = rows
+        .iter()
+        .map(|row| {
+            let nth = |round: usize| row.rounds.iter().find(|figures| figures.round == round);
+            let mut line: Vec<String> = (1..=most)
+                .map(|round| nth(round).map_or_else(String::new, |f| f.requests_per_s.to_string()))
+                .collect();
+            line.extend((1..=most).map(|round| {
+                nth(round)
+                    .and_then(|figures| figures.ratio)
+                    .map_or_else(String::new, |ratio| ratio.to_string())
+            }));
+            line
+        })
+        .collect();
+    (titles, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_is_students_t_over_the_values() {
+        // Mean 10, sd 2 (values 8, 10, 12), n = 3: half-width t(2) · 2/√3 = 4.303 · 1.1547.
+        let (mean, bounds) = mean_interval(&[8.0, 10.0, 12.0]);
+        assert_eq!(mean, 10.0);
+        let bounds = bounds.unwrap();
+        let half = 4.303 * 2.0 / 3f64.sqrt();
+        assert!((bounds.ci_low - (10.0 - half)).abs() < 1e-9);
+        assert!((bounds.ci_high.unwrap() - (10.0 + half)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_value_has_no_interval() {
+        assert_eq!(mean_interval(&[5.0]), (5.0, None));
+        assert_eq!(mean_interval(&[]), (0.0, None));
+    }
+}

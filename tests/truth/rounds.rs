@@ -1,0 +1,142 @@
+//! `--rounds`: intervals that survive a rerun. One run's intervals (batch means over its own
+//! timeline) are narrower than the spread between runs; the rounds' intervals must cover it.
+//!
+//! The target: the built-in target (started afresh by each invocation, as a user's rerun would)
+//! answering `/exp/2`, delays drawn from an exponential distribution of mean 2 ms, behind 4
+//! connections of a closed loop: about 4 / (2 ms + what both ends add) requests a second, the
+//! same truth for every invocation. The truth the test holds each interval to is what the
+//! invocations agree on: the median of their point estimates. Each invocation's interval must
+//! hold it in at least 90% of them (a 95% interval that sees the run-to-run variance does so in
+//! about 95%; one that does not, as the within-run intervals, in far fewer).
+
+use crate::common::h2load_rs;
+use crate::exclusive;
+
+/// Independent invocations.
+const INVOCATIONS: usize = 20;
+/// The share of invocations whose interval must hold the median.
+const COVERAGE: f64 = 0.9;
+
+/// The median of `values`.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() % 2 {
+        0 => (sorted[middle - 1] + sorted[middle]) / 2.0,
+        _ => sorted[middle],
+    }
+}
+
+/// A figure of one invocation and its interval.
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    value: f64,
+    low: f64,
+    high: f64,
+}
+
+/// The share of `estimates` whose interval holds their median, and the median.
+fn coverage(estimates: &[Estimate]) -> (f64, f64) {
+    let truth = median(&estimates.iter().map(|e| e.value).collect::<Vec<_>>());
+    let held = estimates
+        .iter()
+        .filter(|e| e.low <= truth && truth <= e.high)
+        .count();
+    (held as f64 / estimates.len() as f64, truth)
+}
+
+/// `row`'s figure at `value` with its interval at `interval`.
+fn estimate(row: &serde_json::Value, value: &str, interval: &str) -> Estimate {
+    let bounds = &row[interval];
+    Estimate {
+        value: row[value].as_f64().expect("a figure"),
+        low: bounds["ci_low"].as_f64().expect("an interval"),
+        high: bounds["ci_high"].as_f64().expect("a bounded interval"),
+    }
+}
+
+/// The comparison rows of a two-cell comparison on the built-in target's `/exp/2`.
+fn invocation(rounds: &str) -> Vec<serde_json::Value> {
+    let run = h2load_rs(&[
+        "--proto",
+        "h1,h2c",
+        "-c",
+        "4",
+        "-D",
+        "0.25s",
+        "--rounds",
+        rounds,
+        "--target-path",
+        "/exp/2",
+        "-q",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let rows = run.json["comparison"]
+        .as_array()
+        .expect("a comparison")
+        .clone();
+    assert_eq!(rows.len(), 2, "one row per cell of the sweep");
+    rows
+}
+
+#[test]
+fn intervals_across_rounds_cover_what_reruns_agree_on() {
+    let _machine = exclusive();
+    let mut rates = [Vec::new(), Vec::new()];
+    let mut ratios = Vec::new();
+    for _ in 0..INVOCATIONS {
+        let rows = invocation("5");
+        for (cell, row) in rows.iter().enumerate() {
+            assert_eq!(row["rounds"].as_array().map(Vec::len), Some(5));
+            rates[cell].push(estimate(row, "requests_per_s", "requests_per_s_ci"));
+        }
+        let ratio = &rows[1];
+        ratios.push(Estimate {
+            value: ratio["ratio"][1].as_f64().expect("a ratio"),
+            low: ratio["ratio_ci"]["ci_low"].as_f64().expect("its interval"),
+            high: ratio["ratio_ci"]["ci_high"].as_f64().expect("bounded"),
+        });
+    }
+    for (name, estimates) in [
+        ("h1 req/s", &rates[0]),
+        ("h2c req/s", &rates[1]),
+        ("h2c/h1", &ratios),
+    ] {
+        let (share, truth) = coverage(estimates);
+        eprintln!(
+            "rounds coverage: {name}: {:.0}% of {INVOCATIONS} intervals hold the median {truth:.3}; {estimates:?}",
+            share * 100.0
+        );
+        assert!(
+            share >= COVERAGE,
+            "{name}: only {:.0}% of the intervals across 5 rounds hold the median of {INVOCATIONS} invocations ({truth:.3}): {estimates:?}",
+            share * 100.0
+        );
+    }
+}
+
+#[test]
+fn one_round_says_its_intervals_are_within_one_run() {
+    let _machine = exclusive();
+    let run = h2load_rs(&[
+        "--proto",
+        "h1,h2c",
+        "-c",
+        "4",
+        "-D",
+        "0.25s",
+        "--target-path",
+        "/exp/2",
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    assert!(
+        run.output
+            .stdout
+            .contains("comparison of 2 cells (latencies in ms; 95% intervals within one run)"),
+        "{}",
+        run.output.stdout
+    );
+    assert!(run.json.get("rounds").is_none());
+    assert!(run.json["comparison"][1].get("rounds").is_none());
+}
