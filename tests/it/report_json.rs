@@ -341,17 +341,17 @@ fn quiet_keeps_the_comparison_and_the_thresholds() {
             "{stdout}"
         );
     }
-    // The ratio as the JSON has it, with its interval.
+    // The ratio as the JSON has it, with its interval (and what kind of interval it is).
     let row = &run.json["comparison"][1];
     let ratio = row["ratio"][1].as_f64().unwrap();
     // A starved machine may leave a cell too few intervals for one: then the ratio alone.
     let bounds = &row["ratio_ci"];
     let said = match bounds["ci_low"].as_f64() {
         Some(low) => format!(
-            "(h2c/h1 = {ratio:.2}, 95% interval {low:.2}–{:.2})",
+            "(h2c/h1 = {ratio:.2}, 95% interval {low:.2}–{:.2}",
             bounds["ci_high"].as_f64().unwrap_or(f64::INFINITY)
         ),
-        None => format!("(h2c/h1 = {ratio:.2})"),
+        None => format!("(h2c/h1 = {ratio:.2}"),
     };
     assert!(stdout.contains(&said), "{said} not in:\n{stdout}");
     assert!(!stdout.contains("comparison of"), "{stdout}");
