@@ -91,7 +91,7 @@ fn host_name() -> String {
 
 /// `arg` with any secret in it replaced: the value of a header (`Name: value`, as `-H` takes it,
 /// or `name=value`) whose name holds one of [`SECRET_NAMES`], and a URL's user name and password.
-fn redacted(arg: &str) -> String {
+pub(crate) fn redacted(arg: &str) -> String {
     let mut separators: Vec<usize> = [arg.find(':'), arg.find('=')]
         .into_iter()
         .flatten()

@@ -205,7 +205,7 @@ pub struct Settings {
     pub warm_up_s: Option<f64>,
     /// Request method.
     pub method: String,
-    /// Request headers besides Host, as `name: value`.
+    /// Request headers besides Host, as `name: value` (a credential's value `<redacted>`).
     pub headers: Vec<String>,
     /// Request body size.
     pub body_bytes: usize,
