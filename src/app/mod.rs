@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::error::ErrorKind as ClapErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind as ClapErrorKind};
 use clap::{CommandFactory, Parser};
 
 use crate::app::sweep::Sweep;
@@ -72,9 +72,10 @@ fn with_stdout_checked(status: u8) -> u8 {
 
 /// Parses the arguments and runs the command; returns the exit status.
 fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(error) => return clap_exit(&error),
+        Err(error) => return clap_exit(&error, &args),
     };
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(&args),
@@ -120,18 +121,45 @@ fn completions(shell: clap_complete::Shell) -> Result<u8> {
     Ok(0)
 }
 
-/// Prints the manual page, generated from the same definitions as `--help`.
+/// Prints the manual page, generated from the same definitions as `--help`: its options under
+/// the same headings, and its examples in an EXAMPLES section (clap_mangen would fill
+/// `--help`'s examples into one paragraph).
 fn manual() -> Result<u8> {
+    let man = clap_mangen::Man::new(Cli::command());
     let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut page)
-        .context("cannot render the manual page")?;
+    let rendered: std::io::Result<()> = (|| {
+        man.render_title(&mut page)?;
+        man.render_name_section(&mut page)?;
+        man.render_synopsis_section(&mut page)?;
+        man.render_description_section(&mut page)?;
+        man.render_options_section(&mut page)?;
+        man.render_subcommands_section(&mut page)?;
+        page.extend_from_slice(roff_examples().as_bytes());
+        man.render_version_section(&mut page)
+    })();
+    rendered.context("cannot render the manual page")?;
     out!("{}", String::from_utf8_lossy(&page));
     Ok(0)
 }
 
-/// Help and version go to stdout with status 0; any other parse error is one line and status 2.
-fn clap_exit(error: &clap::Error) -> u8 {
+/// The manual page's EXAMPLES section: each example's words as a roman line, its command
+/// unfilled in bold, its backslashes and hyphens escaped for roff.
+fn roff_examples() -> String {
+    let escape = |text: &str| text.replace('\\', "\\e").replace('-', "\\-");
+    let mut section = String::from(".SH EXAMPLES\n");
+    for (what, command) in cli::EXAMPLES {
+        section.push_str(&format!(
+            ".PP\n\\&{}\n.nf\n.RS 4\n\\fB{}\\fR\n.RE\n.fi\n",
+            escape(what),
+            escape(command)
+        ));
+    }
+    section
+}
+
+/// Help and version go to stdout with status 0; any other parse error is one line and status 2:
+/// another tool's flag (`-z`, `-R`) says what to write here instead.
+fn clap_exit(error: &clap::Error, args: &[OsString]) -> u8 {
     if matches!(
         error.kind(),
         ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion
@@ -139,10 +167,15 @@ fn clap_exit(error: &clap::Error) -> u8 {
         crate::console::note(error.print());
         return 0;
     }
-    errln!(
-        "h2load-rs: {}",
-        error::clipped(one_line(&error.render().to_string()))
-    );
+    let foreign = match (error.kind(), error.get(ContextKind::InvalidArg)) {
+        (ClapErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => {
+            cli::habits::for_unknown_flag(flag, args)
+                .map(|suggestion| format!("unexpected argument '{flag}': {suggestion}"))
+        }
+        _ => None,
+    };
+    let message = foreign.unwrap_or_else(|| one_line(&error.render().to_string()));
+    errln!("h2load-rs: {}", error::clipped(message));
     error::USAGE
 }
 

@@ -70,7 +70,7 @@ pub struct GrpcArgs {
     /// then it half-closes. A bidirectional call sends the next once the reply to the last has
     /// arrived, unless --grpc-stream-interval paces them. 1..=1000000; default 1.
     #[arg(long = "grpc-stream-messages", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "grpc_method")]
+          value_parser = crate::cli::values::count::<u32>(1, 1_000_000), requires = "grpc_method")]
     pub grpc_stream_messages: u32,
 
     /// Send a streaming call's messages this far apart (a rate per stream) instead of as fast

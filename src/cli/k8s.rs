@@ -13,7 +13,7 @@ use crate::units::parse_positive_duration;
 pub struct K8sJobArgs {
     /// Pods, each running one part (`--shard`) of the load: N pods run it once between them.
     #[arg(long = "workers", value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..=MAX_SHARDS))]
+          value_parser = crate::cli::values::count::<u64>(1, MAX_SHARDS))]
     pub workers: u64,
     /// The image holding h2load-rs as its entry point (configs/k8s/image.sh builds one).
     #[arg(long = "image", value_name = "IMAGE")]

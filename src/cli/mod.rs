@@ -4,6 +4,7 @@
 
 pub mod exposure;
 mod grpc;
+pub(crate) mod habits;
 pub mod input;
 mod k8s;
 pub mod limits;
@@ -36,6 +37,56 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+/// The examples `--help` ends with and the manual page's EXAMPLES: what each does, and the
+/// command (tested to parse).
+pub const EXAMPLES: [(&str, &str); 9] = [
+    (
+        "10000 requests to the built-in target, on 10 connections",
+        "h2load-rs -n 10k -c 10",
+    ),
+    (
+        "30 s on 100 connections, 10 requests in flight on each",
+        "h2load-rs -c 100 -m 10 -D 30s http://127.0.0.1:8080/",
+    ),
+    (
+        "HTTP/1.1 against h2c at three concurrency levels: six cells and their comparison",
+        "h2load-rs --proto h1,h2c -c 1,10,100 -D 10s http://127.0.0.1:8080/ping",
+    ),
+    (
+        "a fixed rate of 2000 requests/s for a minute; exit 3 if the p99 passes 50 ms",
+        "h2load-rs --rate 2k -D 1m --fail-if 'p99>50ms' http://127.0.0.1:8080/",
+    ),
+    (
+        "the highest rate that keeps the p99 under 5 ms",
+        "h2load-rs --find-max --slo 'p99<5ms' -c 32 http://127.0.0.1:8080/",
+    ),
+    (
+        "measure until the p99 and the rate are known within ±5%",
+        "h2load-rs --until-stable 5% -c 10 http://127.0.0.1:8080/",
+    ),
+    (
+        "POST a JSON body given inline (-d FILE or -d @FILE reads it from a file)",
+        "h2load-rs --body '{\"name\": \"x\"}' -H 'content-type: application/json' http://127.0.0.1:8080/api",
+    ),
+    (
+        "a gRPC method, its schema asked of the server's reflection service",
+        "h2load-rs --grpc /hi.Greeter/Say --grpc-reflect --grpc-data '{\"name\":\"x\"}' http://127.0.0.1:50051",
+    ),
+    (
+        "a scenario file, with its clients replaced by 10",
+        "h2load-rs run scenario.toml -c 10",
+    ),
+];
+
+/// [`EXAMPLES`] as `--help` ends with them.
+fn examples_help() -> String {
+    let mut text = String::from("Examples:");
+    for (what, command) in EXAMPLES {
+        text.push_str(&format!("\n  # {what}\n  {command}"));
+    }
+    text
+}
+
 /// HTTP/1.1, HTTP/2 and HTTP/3 load generator in the spirit of h2load, wrk2 and oha.
 ///
 /// With no URL, h2load-rs starts its built-in target on a loopback port and measures that.
@@ -43,7 +94,8 @@ pub const VERSION: &str = concat!(
 #[command(
     name = "h2load-rs",
     version = VERSION,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = examples_help()
 )]
 pub struct Cli {
     /// A subcommand; without one, h2load-rs runs a load test.
@@ -96,4 +148,35 @@ pub struct RunArgs {
         allow_hyphen_values = true
     )]
     pub overrides: Vec<std::ffi::OsString>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of an example as a shell would pass them (single quotes only).
+    fn words(command: &str) -> Vec<String> {
+        let (mut words, mut word, mut quoted) = (Vec::new(), String::new(), false);
+        for c in command.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => {
+                    words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)))
+                }
+                c => word.push(c),
+            }
+        }
+        words.extend((!word.is_empty()).then_some(word));
+        words
+    }
+
+    #[test]
+    fn every_example_parses_and_fits_100_columns() {
+        for (what, command) in EXAMPLES {
+            let parsed = Cli::try_parse_from(words(command));
+            assert!(parsed.is_ok(), "{command}: {}", parsed.unwrap_err());
+            assert!(command.len() + 2 <= 100, "{command}");
+            assert!(what.len() + 4 <= 100, "{what}");
+        }
+    }
 }

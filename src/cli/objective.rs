@@ -158,8 +158,15 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
             },
             None => Err("errors takes a percentage (e.g. errors<1%)".to_owned()),
         },
-        Metric::Rps => number(text.strip_suffix("rps").unwrap_or(text))
-            .map_err(|_| "rps takes requests per second (e.g. rps>5000 or rps>5000rps)".to_owned()),
+        Metric::Rps => {
+            crate::cli::values::parse_si_number(text.strip_suffix("rps").unwrap_or(text))
+                .ok()
+                .filter(|rate| rate.is_finite() && *rate >= 0.0 && !text.starts_with('+'))
+                .ok_or_else(|| {
+                    "rps takes requests per second (e.g. rps>5000, rps>5k or rps>5000rps)"
+                        .to_owned()
+                })
+        }
     }
 }
 

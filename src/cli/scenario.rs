@@ -239,4 +239,57 @@ mod tests {
             "{error}"
         );
     }
+
+    #[test]
+    fn si_suffixes_count_the_same_in_flags_and_files() {
+        let flags = Cli::try_parse_from([
+            "h2load-rs",
+            "-n",
+            "10k",
+            "-c",
+            "1,1k",
+            "-m",
+            "2",
+            "--rate",
+            "1.5k,2M",
+            "--max-retries",
+            "0.01k",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap()
+        .load;
+        assert_eq!(flags.requests, Some(crate::cli::Requests::Total(10_000)));
+        assert_eq!(flags.clients, [1, 1_000]);
+        assert_eq!(flags.rate, [1_500.0, 2_000_000.0]);
+        let ramp = Cli::try_parse_from(["h2load-rs", "--stages", "1s:0.5k", "--fail-if", "rps<2k"])
+            .unwrap()
+            .load;
+        assert_eq!(ramp.stages[0].rate, 500.0);
+        assert_eq!(ramp.fail_if[0].bound, 2_000.0);
+        assert_eq!(flags.max_retries, 10);
+        let loaded = scenario(
+            "requests = \"2.5kx\"\nclients = [\"1\", \"1k\"]\nrate = \"1.5k\"\n",
+            &["http://127.0.0.1:1/"],
+        )
+        .unwrap();
+        let file = Cli::try_parse_from(&loaded.argv).unwrap().load;
+        assert_eq!(
+            file.requests,
+            Some(crate::cli::Requests::PerConcurrency(2_500))
+        );
+        assert_eq!(file.clients, [1, 1_000]);
+        assert_eq!(file.rate, [1_500.0]);
+        for (args, says) in [
+            (&["-n", "1.5"][..], "'1.5' is not a whole number"),
+            (&["-c", "2M"], "'2M' (2000000) is not in 1..=1000000"),
+            (&["-n", "2000G"], "more than 1000000000000 (10^12)"),
+            (&["-n", "99999999999G"], "too large a count"),
+            (&["-t", "10m"], "m is SI's milli"),
+        ] {
+            let error = Cli::try_parse_from(["h2load-rs"].iter().chain(args))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+    }
 }

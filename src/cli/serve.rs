@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use clap::builder::TypedValueParser as _;
 use clap::Args;
 
 use crate::cli::limits::{MAX_CLIENTS, MAX_THREADS};
@@ -35,7 +34,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["host", "port", "fault"])]
     pub unix: Option<PathBuf>,
     /// Worker threads of the server runtime, 1..=4096 (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
+    #[arg(long, value_parser = crate::cli::values::count::<u16>(1, MAX_THREADS))]
     pub threads: Option<u16>,
     /// Serve over TLS (h2 and http/1.1 by ALPN, and HTTP/3 on the UDP port of the same number) with
     /// the built-in test certificate, or --tls-cert/--tls-key.
@@ -69,13 +68,13 @@ pub struct ServeArgs {
     pub stall_for: Option<Duration>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients, and the concurrent request
     /// streams allowed to each HTTP/3 connection.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = crate::cli::values::count::<u32>(1, u32::MAX.into()))]
     pub max_concurrent_streams: u32,
     /// Connections served at once over TCP, the unix socket and QUIC together, 1..=1000000; one
     /// more is closed at once (QUIC: refused), with one line on stderr a second at most. Lowered
     /// to fit the open-file limit.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_CLIENTS).map(|n| n as usize))]
+          value_parser = crate::cli::values::count::<usize>(1, MAX_CLIENTS))]
     pub max_connections: usize,
     /// Close a connection after this long with no request in progress, or with no byte moving
     /// while no answer is delayed (a client that stopped reading or uploading); also the longest

@@ -26,7 +26,7 @@ impl Stage {
             ));
         };
         let duration = parse_duration(duration)?;
-        let rate = match rate.trim().parse::<f64>() {
+        let rate = match crate::cli::values::parse_si_number(rate.trim()) {
             Ok(rate) if rate == 0.0 || (MIN_RATE..=MAX_RATE).contains(&rate) => rate,
             _ => {
                 return Err(format!(

@@ -255,6 +255,7 @@ fn lose(session: &mut AnySession<'_>, failure: Failure, ledger: &Ledger<'_>) -> 
     if failure.kind == ErrorKind::Timeout {
         ledger.closed_by_client();
     }
+    ledger.note_symptom(&failure);
     if session.fail_all(&failure, ledger) > 0 {
         ledger.note_error(|| failure.message);
     } else if !session.is_ready() || matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway)

@@ -164,6 +164,7 @@ impl<'t> H1Session<'t> {
             },
             self.reader.check(),
         );
+        ledger.error_response(status, self.reader.error_body());
     }
 
     /// The server ended the connection: requests it had not answered go again when the method

@@ -34,7 +34,9 @@ use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
 use crate::recorder::grpc::{GrpcTally, MessageBytes, StatusMessage};
-use crate::recorder::{ErrorKind, Failure, Recorder, RequestStart, ResponseSample, WireMeter};
+use crate::recorder::{
+    ErrorKind, Failure, Recorder, RequestStart, ResponseSample, Symptom, WireMeter,
+};
 use crate::tls::TlsInfo;
 use budget::Budget;
 use pacer::Due;
@@ -88,11 +90,13 @@ pub(crate) fn pick_protocol(
 /// mean a cleartext request went to a TLS port, and the message says so: `invalid HTTP version`
 /// alone did not.
 fn unparsable_http1(what: &str, problem: impl std::fmt::Display, answer: &[u8]) -> Failure {
-    let hint = match crate::proto::is_tls_record(answer) {
-        true => " (the server answered with TLS: it expects https://)",
-        false => "",
-    };
-    Failure::protocol(format!("{what}: {problem}{hint}"))
+    match crate::proto::is_tls_record(answer) {
+        true => Failure::protocol(format!(
+            "{what}: {problem} (the server answered with TLS: it expects https://)"
+        ))
+        .showing(Symptom::TlsPort),
+        false => Failure::protocol(format!("{what}: {problem}")),
+    }
 }
 
 /// URLs whose request head or fields are prepared once per thread (HTTP/2 `:path` fields, HTTP/3
@@ -496,10 +500,7 @@ impl<'a> Ledger<'a> {
     /// Records a connection that failed with no request to blame: before it became usable, or
     /// with a protocol error while idle.
     pub(crate) fn connection_failed(&self, failure: Failure) {
-        self.shared
-            .recorder
-            .borrow_mut()
-            .connect_failed(failure.kind, failure.message);
+        self.shared.recorder.borrow_mut().connect_failed(failure);
     }
 
     /// Adds a measured request to `--log-file`, if there is one.
@@ -521,6 +522,30 @@ impl<'a> Ledger<'a> {
         if recorder.first_error.is_none() {
             recorder.note_error(message());
         }
+    }
+
+    /// Keeps what `failure` says about the server, if it is the first to say something.
+    pub(crate) fn note_symptom(&self, failure: &Failure) {
+        if failure.symptom.is_some() {
+            self.shared.recorder.borrow_mut().note_symptom(failure);
+        }
+    }
+
+    /// A response completed with `status`: if it is a 4xx/5xx, the run keeps its status and the
+    /// first bytes of its body (`body`) unless it has one, and the connection gathers no more
+    /// (one per connection at most, so nothing is copied once the run has its one).
+    pub(crate) fn error_response(&self, status: u16, body: &mut crate::proto::ErrorBody) {
+        if status < 400 {
+            return;
+        }
+        let mut recorder = self.shared.recorder.borrow_mut();
+        if recorder.wants_error_body() {
+            recorder.error_response(crate::recorder::ErrorResponse {
+                status,
+                body: body.bytes().to_vec(),
+            });
+        }
+        body.stop();
     }
 
     /// Records that the client closed this connection itself (a timeout), not the server.

@@ -18,7 +18,7 @@ use super::run_plan::{
     DEFAULT_CONNECT_TIMEOUT, QUIC_IDLE_TIMEOUT,
 };
 use super::target::{parse_target, resolve, resolve_connect_to, Scheme};
-use super::{objective, DEFAULT_REQUESTS};
+use super::{objective, DEFAULT_REQUESTS, UNTIL_STABLE_CAP};
 use crate::cli::limits::MAX_REQUESTS;
 use crate::cli::values::Arrival;
 use crate::cli::{LoadArgs, Requests};
@@ -38,8 +38,16 @@ pub fn build(
     trust_test_ca: bool,
     uring_verdict: &dyn Fn() -> Result<(), String>,
 ) -> Result<RunPlan> {
+    crate::cli::habits::check(args)?;
     objective::check_slo(&args.slo)?;
     let urls = grpc_url(args, urls, cell)?;
+    if let Some(url) = urls
+        .iter()
+        .find(|url| args.grpc.grpc_method.is_some() && !url.contains("://"))
+    {
+        let url = crate::error::quoted(&super::target::shown(url)).to_string();
+        usage_bail!("URL '{url}' has no scheme (ghz's host:port): write http://{url} for h2c, or https://{url} for TLS");
+    }
     let parsed = parse_target(urls, file_urls)?;
     let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
@@ -108,8 +116,11 @@ pub fn build(
 
     let grpc = grpc_plan(&args.grpc)?;
     if grpc.is_some() {
-        if args.data.is_some() {
-            usage_bail!("-d cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
+        if let Some(flag) = [(args.data.is_some(), "-d"), (args.body.is_some(), "--body")]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+        {
+            usage_bail!("{flag} cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
         }
         if parsed.paths.len() > 1 {
             usage_bail!(
@@ -252,6 +263,12 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
         }
         return Ok(StopRule::Duration { warm_up, measure });
     }
+    if args.until_stable.is_some() && args.requests.is_none() {
+        return Ok(StopRule::Duration {
+            warm_up: Duration::ZERO,
+            measure: UNTIL_STABLE_CAP,
+        });
+    }
     // A scaled-down count still gives every connection and stream of the cell a request, so the
     // level's concurrency is not cut back to the count (levels stay apart).
     let concurrency = cell.clients.saturating_mul(cell.streams);
@@ -316,6 +333,33 @@ mod tests {
         let plan = plan(&["-n", "3", "-c", "10", "-t", "4", "http://127.0.0.1:1/"]).unwrap();
         assert_eq!((plan.clients, plan.threads), (3, 3));
         assert_eq!(plan.notes.len(), 2);
+    }
+
+    /// `--until-stable` ends the run itself: without `-n` or `-D` its cap is a time, not the
+    /// default count a fast target finishes before the answer can settle.
+    #[test]
+    fn until_stable_without_a_count_or_duration_is_capped_by_time() {
+        let url = "http://127.0.0.1:1/";
+        let stop = |words: &[&str]| plan(words).unwrap().stop;
+        assert_eq!(
+            stop(&["--until-stable", "5%", url]),
+            StopRule::Duration {
+                warm_up: Duration::ZERO,
+                measure: UNTIL_STABLE_CAP
+            }
+        );
+        assert_eq!(
+            stop(&["--until-stable", "5%", "-n", "500", url]),
+            StopRule::Requests(500)
+        );
+        assert_eq!(
+            stop(&["--until-stable", "5%", "-D", "3s", url]),
+            StopRule::Duration {
+                warm_up: Duration::ZERO,
+                measure: Duration::from_secs(3)
+            }
+        );
+        assert_eq!(stop(&[url]), StopRule::Requests(DEFAULT_REQUESTS));
     }
 
     #[test]

@@ -34,3 +34,9 @@ pub(crate) use run_plan::{
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;
+
+/// How long `--until-stable` measures at most without `-n` or `-D`: it ends the run itself, and
+/// the default count (a fraction of a second on a fast target, before its second look) would
+/// end it first. Ten minutes is far beyond what a steady server needs at any usual target
+/// (seconds at ±5%), and still ends a run on one that never settles the same hour.
+pub const UNTIL_STABLE_CAP: std::time::Duration = std::time::Duration::from_secs(600);

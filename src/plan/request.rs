@@ -183,14 +183,23 @@ pub(super) fn request_template(
             Some("--grpc-data".to_owned()),
             Some(encoder),
         ),
-        None => match &args.data {
-            Some(path) => (
+        None => match (&args.data, &args.body) {
+            (Some(path), _) => {
+                let path = crate::cli::habits::data_file(path);
+                (
+                    paths,
+                    Bytes::from(input::read(&path, "-d file", MAX_BODY_FILE)?),
+                    Some(format!("-d file '{}'", path.display())),
+                    None,
+                )
+            }
+            (None, Some(text)) => (
                 paths,
-                Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
-                Some(format!("-d file '{}'", path.display())),
+                Bytes::from(text.clone()),
+                Some("--body".to_owned()),
                 None,
             ),
-            None => (paths, Bytes::new(), None, None),
+            (None, None) => (paths, Bytes::new(), None, None),
         },
     };
     let method = match &args.method {
@@ -202,7 +211,7 @@ pub(super) fn request_template(
             Ok(method) => method,
             Err(_) => usage_bail!("--method '{}' is not a valid HTTP method", quoted(method)),
         },
-        None if args.data.is_some() => Method::POST,
+        None if args.data.is_some() || args.body.is_some() => Method::POST,
         None => Method::GET,
     };
     let mut request = RequestTemplate {

@@ -158,7 +158,12 @@ pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     let shown = shown(url);
     let quoted_url = quoted(&shown);
     if !url.contains("://") {
-        usage_bail!("URL '{}' has no scheme (write http://…)", quoted_url);
+        usage_bail!(
+            "URL '{}' has no scheme: write http://{} (or https://{} for TLS)",
+            quoted_url,
+            quoted_url,
+            quoted_url
+        );
     }
     match url.parse::<Uri>() {
         Ok(uri) => match uri.scheme_str() {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
 use super::request::{write_decimal, RequestParts};
+use super::ErrorBody;
 
 /// The largest response head accepted (status line and header fields).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -142,6 +143,8 @@ pub struct ResponseReader {
     /// The run's response checks, if any, and what the current response has shown of them.
     checks: Option<Arc<Checks>>,
     check: ResponseCheck,
+    /// The first bytes of the current response's body, if it is a 4xx/5xx.
+    error_body: ErrorBody,
 }
 
 impl ResponseReader {
@@ -155,7 +158,13 @@ impl ResponseReader {
             trailers: 0,
             checks: None,
             check: ResponseCheck::default(),
+            error_body: ErrorBody::default(),
         }
+    }
+
+    /// The first bytes of the last final response's body when its status was 4xx/5xx.
+    pub fn error_body(&mut self) -> &mut ErrorBody {
+        &mut self.error_body
     }
 
     /// A reader that also follows the response checks (`--expect-*`), when there are any.
@@ -171,11 +180,12 @@ impl ResponseReader {
         &self.check
     }
 
-    /// Searches body bytes for `--expect-body-contains`.
+    /// Searches body bytes for `--expect-body-contains`, and keeps an error body's first bytes.
     fn scan(&mut self, body: &[u8]) {
         if let Some(checks) = &self.checks {
             checks.scan_body(&mut self.check.body, body);
         }
+        self.error_body.gather(self.status, body);
     }
 
     /// Consumes a prefix of `bytes`, adding what it parsed to `counts`; returns how much it used
@@ -225,6 +235,7 @@ impl ResponseReader {
                         return Ok((used, Event::Interim));
                     }
                     self.status = status;
+                    self.error_body.start();
                     self.part = self.body_kind(&response)?;
                     if let Some(checks) = &self.checks {
                         self.check = ResponseCheck::default();
@@ -432,6 +443,30 @@ mod tests {
         (completed, counts)
     }
 
+    /// Feeds `wire` to `reader` in two pieces cut at `cut`, calling `complete` with the reader
+    /// and the status at each final response.
+    fn feed_cut(
+        reader: &mut ResponseReader,
+        counts: &mut ByteCounts,
+        wire: &[u8],
+        cut: usize,
+        mut complete: impl FnMut(&ResponseReader, u16),
+    ) {
+        let mut buffer = Vec::new();
+        for piece in [&wire[..cut], &wire[cut..]] {
+            buffer.extend_from_slice(piece);
+            loop {
+                let (used, event) = reader.step(&buffer, counts).unwrap();
+                buffer.drain(..used);
+                match event {
+                    Event::NeedMore => break,
+                    Event::Interim => {}
+                    Event::Complete { status, .. } => complete(reader, status),
+                }
+            }
+        }
+    }
+
     #[test]
     fn content_length_chunked_and_interim_responses_in_one_stream() {
         let mut wire = Vec::new();
@@ -478,21 +513,9 @@ mod tests {
             let mut reader = ResponseReader::checking(false, Some(&checks));
             let mut counts = ByteCounts::default();
             let mut verdicts = Vec::new();
-            let mut buffer = Vec::new();
-            for piece in [&wire[..cut], &wire[cut..]] {
-                buffer.extend_from_slice(piece);
-                loop {
-                    let (used, event) = reader.step(&buffer, &mut counts).unwrap();
-                    buffer.drain(..used);
-                    match event {
-                        Event::NeedMore => break,
-                        Event::Interim => {}
-                        Event::Complete { status, .. } => {
-                            verdicts.push(checks.judge(status, reader.check()));
-                        }
-                    }
-                }
-            }
+            feed_cut(&mut reader, &mut counts, &wire, cut, |reader, status| {
+                verdicts.push(checks.judge(status, reader.check()));
+            });
             assert_eq!(
                 verdicts,
                 [
@@ -515,6 +538,32 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n2\r\ncd\r\n0\r\n\r\n";
         assert_eq!(reader.step(head, &mut counts).unwrap().0, head.len());
         assert_eq!(body_only.judge(200, reader.check()), Verdict::Passed);
+    }
+
+    #[test]
+    fn an_error_body_is_kept_to_its_first_bytes_split_anywhere_and_no_other() {
+        let body = [b'x'; 300];
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+        wire.extend(b"HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n");
+        wire.extend(body);
+        wire.extend(b"\r\n0\r\n\r\n");
+        for cut in 1..wire.len() {
+            let (mut reader, mut counts) = (ResponseReader::new(false), ByteCounts::default());
+            let mut kept = Vec::new();
+            feed_cut(&mut reader, &mut counts, &wire, cut, |reader, status| {
+                kept.push((status, reader.error_body.bytes().to_vec()));
+            });
+            assert_eq!(
+                kept,
+                [
+                    (200, vec![]),
+                    (503, body[..super::super::ERROR_BODY_KEPT].to_vec())
+                ],
+                "cut at {cut}"
+            );
+            reader.error_body().stop();
+            assert!(reader.error_body().bytes().is_empty());
+        }
     }
 
     #[test]

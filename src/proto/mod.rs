@@ -16,6 +16,46 @@ pub mod request;
 /// (h1, h2, h3); more is a protocol error.
 pub(crate) const MAX_INTERIM: u32 = 16;
 
+/// How much of a 4xx/5xx response's body a session keeps for the report (of the first such
+/// response only): enough for an error page's title or a JSON error's message.
+pub(crate) const ERROR_BODY_KEPT: usize = 200;
+
+/// The first bytes of the body of the 4xx/5xx response a parser is reading, gathered until the
+/// connection hands one over ([`ErrorBody::stop`]): no allocation before the first error
+/// response, none after.
+#[derive(Debug, Default)]
+pub struct ErrorBody {
+    stopped: bool,
+    bytes: Vec<u8>,
+}
+
+impl ErrorBody {
+    /// A new response begins.
+    pub(crate) fn start(&mut self) {
+        self.bytes.clear();
+    }
+
+    /// A piece of the body of a response with `status`: kept if it is an error and room is left.
+    pub(crate) fn gather(&mut self, status: u16, piece: &[u8]) {
+        if status >= 400 && !self.stopped {
+            let room = ERROR_BODY_KEPT.saturating_sub(self.bytes.len());
+            self.bytes
+                .extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+    }
+
+    /// What was kept of the current (or last) response's body.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Keeps no more: the run has the one it reports.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+        self.bytes = Vec::new();
+    }
+}
+
 /// Whether `first`, a server's first bytes, start a TLS record (a handshake or an alert, major
 /// version 3): what a TLS port answers a cleartext request with.
 pub(crate) fn is_tls_record(first: &[u8]) -> bool {

@@ -6,6 +6,18 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::ErrorKind;
+#[cfg(doc)]
+use crate::proto::ERROR_BODY_KEPT;
+
+/// A response with a 4xx/5xx status and the first [`ERROR_BODY_KEPT`] bytes of its body: what the
+/// report quotes when every request got one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorResponse {
+    /// Its status.
+    pub status: u16,
+    /// The first bytes of its body, at most [`ERROR_BODY_KEPT`].
+    pub body: Vec<u8>,
+}
 
 /// Request counters with h2load's meanings.
 #[derive(

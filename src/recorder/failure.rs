@@ -1,5 +1,6 @@
 //! The error taxonomy: why a request or connection did not get its response ([`ErrorKind`]), and
-//! the [`Failure`] that carries it with a message for the user.
+//! the [`Failure`] that carries it with a message for the user and, when the failure alone tells
+//! what is wrong with the server or the URL, its [`Symptom`] (the report's cause line leads with it).
 
 /// Why a request or connection did not get its response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,20 @@ impl ErrorKind {
     }
 }
 
+/// What one failure says about the server or the URL, beyond how it is counted: each names a
+/// mistake a user can fix, so the report leads with it when the run failed (`report::cause`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symptom {
+    /// The server answered the HTTP/2 preface (h2c by prior knowledge) in HTTP/1.1.
+    Http1Only,
+    /// The server answered a cleartext request with a TLS record: the port speaks TLS.
+    TlsPort,
+    /// Nothing listens at the address: the connection was refused.
+    Refused,
+    /// The server's certificate did not verify (the message says why, in words).
+    Certificate,
+}
+
 /// Why a connection or a request could not go on: how it is counted, and what to tell the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
@@ -101,6 +116,8 @@ pub struct Failure {
     pub kind: ErrorKind,
     /// What happened, worded for the user.
     pub message: String,
+    /// What it says about the server or the URL, when it says something a user can fix.
+    pub symptom: Option<Symptom>,
 }
 
 impl Failure {
@@ -109,6 +126,15 @@ impl Failure {
         Failure {
             kind,
             message: message.into(),
+            symptom: None,
+        }
+    }
+
+    /// The same failure, known to show `symptom`.
+    pub fn showing(self, symptom: Symptom) -> Self {
+        Failure {
+            symptom: Some(symptom),
+            ..self
         }
     }
 

@@ -28,8 +28,10 @@ use handshakes::{Handshake, Handshakes};
 use hdr::new_histogram;
 use in_flight::InFlightMeter;
 
-pub use events::{CheckTally, RequestCounters, RequestStart, ResponseSample, Retried};
-pub use failure::{ErrorKind, Failure};
+pub use events::{
+    CheckTally, ErrorResponse, RequestCounters, RequestStart, ResponseSample, Retried,
+};
+pub use failure::{ErrorKind, Failure, Symptom};
 pub use timeline::{IntervalRecord, Intervals};
 pub use wire::{WireMeter, WireTotals};
 
@@ -100,6 +102,10 @@ pub struct Recorder {
     pub(crate) connections_closed_by_client: u64,
     /// The first connection-level error, worded for the user.
     pub first_error: Option<String>,
+    /// The first failure that showed a [`Symptom`], with its message.
+    pub first_symptom: Option<(Symptom, String)>,
+    /// The first response with a 4xx/5xx status, with the first bytes of its body.
+    pub first_error_response: Option<ErrorResponse>,
     /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
     pub effective_concurrency: Option<usize>,
     /// The first TLS session's parameters.
@@ -167,6 +173,8 @@ impl Recorder {
             connections_ended: 0,
             connections_closed_by_client: 0,
             first_error: None,
+            first_symptom: None,
+            first_error_response: None,
             effective_concurrency: None,
             tls: None,
             warnings: Vec::new(),
@@ -256,10 +264,29 @@ impl Recorder {
     }
 
     /// A connection attempt failed.
-    pub fn connect_failed(&mut self, kind: ErrorKind, message: String) {
+    pub fn connect_failed(&mut self, failure: Failure) {
         self.connections_failed += 1;
-        self.errors[kind.index()] += 1;
-        self.first_error.get_or_insert(message);
+        self.errors[failure.kind.index()] += 1;
+        self.note_symptom(&failure);
+        self.first_error.get_or_insert(failure.message);
+    }
+
+    /// Keeps `failure`'s symptom, with its message, if it shows one and is the first to.
+    pub fn note_symptom(&mut self, failure: &Failure) {
+        if let (None, Some(symptom)) = (&self.first_symptom, failure.symptom) {
+            self.first_symptom = Some((symptom, failure.message.clone()));
+        }
+    }
+
+    /// Whether a session should keep the body of the 4xx/5xx response it is reading: only
+    /// until one is kept, so the hot path copies nothing once it is.
+    pub fn wants_error_body(&self) -> bool {
+        self.first_error_response.is_none()
+    }
+
+    /// A response with a 4xx/5xx status and its first bytes, kept if it is the first.
+    pub fn error_response(&mut self, response: ErrorResponse) {
+        self.first_error_response.get_or_insert(response);
     }
 
     /// A connection failed after it was established, in a way the user should hear about.
@@ -525,6 +552,12 @@ impl Recorder {
         self.connections_closed_by_client += other.connections_closed_by_client;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
+        }
+        if self.first_symptom.is_none() {
+            self.first_symptom = other.first_symptom;
+        }
+        if self.first_error_response.is_none() {
+            self.first_error_response = other.first_error_response;
         }
         if let Some(value) = other.effective_concurrency {
             self.note_effective_concurrency(value);

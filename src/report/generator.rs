@@ -14,15 +14,18 @@ pub struct GeneratorLoad {
     /// runnable waiting for one, not asleep waiting for I/O or a timer.
     pub thread_busy_pct: Vec<f64>,
     /// A thread was busy at least 90% of its time: h2load-rs itself may have bounded the result.
+    /// Only said of a run whose requests mostly succeeded (`report::cause::generator_fair`): a
+    /// run busy failing was not measuring the server.
     pub limited: bool,
 }
 
 impl GeneratorLoad {
-    /// The verdict on threads of these busy shares (0 to 1).
-    pub(crate) fn new(busy: &[f64]) -> Self {
+    /// The verdict on threads of these busy shares (0 to 1); `fair` when the run's requests
+    /// mostly succeeded, so the threads were busy measuring (else no verdict).
+    pub(crate) fn new(busy: &[f64], fair: bool) -> Self {
         GeneratorLoad {
             thread_busy_pct: busy.iter().map(|share| 100.0 * share).collect(),
-            limited: busy.iter().any(|share| *share >= LIMITED_BUSY),
+            limited: fair && busy.iter().any(|share| *share >= LIMITED_BUSY),
         }
     }
 
@@ -61,10 +64,12 @@ mod tests {
 
     #[test]
     fn a_thread_busy_nine_tenths_of_the_time_limits_the_run() {
-        let calm = GeneratorLoad::new(&[0.2, 0.89]);
+        let calm = GeneratorLoad::new(&[0.2, 0.89], true);
         assert!(!calm.limited);
         assert_eq!(calm.sentence(), None);
-        let busy = GeneratorLoad::new(&[0.3, 0.97]);
+        // Busy failing is no verdict on the generator.
+        assert!(!GeneratorLoad::new(&[0.3, 0.97], false).limited);
+        let busy = GeneratorLoad::new(&[0.3, 0.97], true);
         assert!(busy.limited);
         let sentence = busy.sentence().unwrap();
         assert!(

@@ -4,6 +4,7 @@
 //! `rate.rs`.
 
 pub(crate) mod capacity;
+pub(crate) mod cause;
 pub(crate) mod comparison;
 pub(crate) mod confidence;
 pub(crate) mod diff;

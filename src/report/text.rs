@@ -16,6 +16,12 @@ pub(crate) fn render(summary: &Summary) -> String {
     out
 }
 
+/// Why the cell failed, the report's first line (`None` when it did not fail).
+fn cause_line(summary: &Summary) -> Option<String> {
+    let cause = summary.cause.as_ref()?;
+    Some(format!("failed: {}", cause.text))
+}
+
 /// The errors by unit (requests, connection attempts, responses that failed a check), each with
 /// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
 fn errors_line(s: &Summary) -> Option<String> {
@@ -66,7 +72,7 @@ fn listed(counts: &[(String, u64)]) -> String {
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     format!(
-        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}",
+        "{}{}: {} done, {} succeeded, {} failed, {} errored, {:.2} req/s, p99 {}{}{}",
         summary.cell.label,
         summary
             .cell
@@ -78,6 +84,14 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         counters.errored,
         summary.requests_per_s,
         format_micros(summary.latency.request.percentiles.p99 as f64),
+        summary.until_stable.map_or(String::new(), |stable| format!(
+            ", until stable (±{:.1}%): {}",
+            stable.target_pct,
+            match stable.stopped_after_s {
+                Some(after) => format!("reached after {after:.1}s"),
+                None => "not reached".to_owned(),
+            }
+        )),
         if summary.interrupted {
             " (interrupted)"
         } else {
@@ -89,6 +103,9 @@ pub(crate) fn one_line(summary: &Summary) -> String {
 /// The cell's report: h2load's lines in h2load's order (with the rate figures of a paced cell),
 /// then the per-URL table and the plain-words sentences.
 fn write_report(out: &mut String, summary: &Summary) -> std::fmt::Result {
+    if let Some(line) = cause_line(summary) {
+        writeln!(out, "{line}")?;
+    }
     write_interrupted(out, summary)?;
     writeln!(out)?;
     write_counts(out, summary)?;
@@ -361,7 +378,7 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
             )?,
             None => writeln!(
                 out,
-                "until stable (±{:.1}%): not reached; the cap (-n/-D) or a signal ended the run first ({widths}): measure longer",
+                "until stable (±{:.1}%): not reached; the cap (-n, -D, or 10 minutes without them) or a signal ended the run first ({widths}): measure longer",
                 stable.target_pct
             )?,
         }

@@ -18,7 +18,7 @@ use crate::engine::uring::{set_receive_low_water, Peer, RingStream, Uring};
 use crate::observe::trace::ConnTrace;
 use crate::plan::route::Route;
 use crate::plan::TlsPlan;
-use crate::recorder::{ErrorKind, Failure, WireMeter};
+use crate::recorder::{ErrorKind, Failure, Symptom, WireMeter};
 use crate::runner::proxy;
 use crate::runner::stamped::StampedTcp;
 use crate::tls::TlsInfo;
@@ -218,10 +218,16 @@ pub async fn establish(
 
 /// A connection to unix socket `path` failed.
 fn unix_failure(path: &std::path::Path, error: &io::Error) -> Failure {
-    Failure::new(
+    let failure = Failure::new(
         ErrorKind::Connect,
         format!("cannot connect to unix socket {}: {error}", path.display()),
-    )
+    );
+    match error.kind() {
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound => {
+            failure.showing(Symptom::Refused)
+        }
+        _ => failure,
+    }
 }
 
 /// A connection to `addr` (a `what` such as "proxy " names it) failed.
@@ -232,7 +238,13 @@ fn connect_failure(error: io::Error, what: &str, addr: &str) -> Failure {
             ErrorKind::TooManyOpenFiles,
             format!("cannot connect to {what}{addr}: out of file descriptors ({error}); raise the limit with `ulimit -n`"),
         ),
-        _ => Failure::new(ErrorKind::Connect, format!("cannot connect to {what}{addr}: {error}")),
+        _ => {
+            let failure = Failure::new(ErrorKind::Connect, format!("cannot connect to {what}{addr}: {error}"));
+            match error.kind() {
+                io::ErrorKind::ConnectionRefused => failure.showing(Symptom::Refused),
+                _ => failure,
+            }
+        }
     }
 }
 
@@ -316,41 +328,42 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         .connect(tls.server_name.clone(), stream)
         .await
         .map_err(|error| {
-            Failure::new(
+            let failure = Failure::new(
                 ErrorKind::Tls,
                 format!(
                     "TLS handshake with {route} failed: {}",
                     explain_tls_error(&error)
                 ),
-            )
+            );
+            match rustls_error(&error) {
+                Some(rustls::Error::InvalidCertificate(_)) => failure.showing(Symptom::Certificate),
+                _ => failure,
+            }
         })
 }
 
-/// The handshake's error, with what to do about the common mistakes: a certificate that does not
-/// verify, or `https://` to a cleartext port (whose answer is no TLS record).
-fn explain_tls_error(error: &io::Error) -> String {
-    use rustls::{CertificateError, InvalidMessage};
-    let tls = error
+/// The rustls error inside a handshake's I/O error, if that is what it is.
+fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
+    error
         .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-    let hint = match tls {
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+}
+
+/// The handshake's error, with what to do about the common mistakes: a certificate that does not
+/// verify (worded by `tls::certificate_problem`, never rustls's `Debug` of it), or `https://` to
+/// a cleartext port (whose answer is no TLS record).
+fn explain_tls_error(error: &io::Error) -> String {
+    use rustls::InvalidMessage;
+    match rustls_error(error) {
         Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) => {
-            "the server answered in cleartext: use http://"
+            format!("{error} (the server answered in cleartext: use http://)")
         }
-        Some(rustls::Error::InvalidCertificate(problem)) => match problem {
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                "check the URL's host or --sni, or skip verification with -k"
-            }
-            CertificateError::Expired
-            | CertificateError::ExpiredContext { .. }
-            | CertificateError::NotValidYet => {
-                "check the server's certificate dates, or skip verification with -k"
-            }
-            _ => "trust its CA with --cacert FILE, or skip verification with -k",
-        },
-        _ => return error.to_string(),
-    };
-    format!("{error} ({hint})")
+        Some(rustls::Error::InvalidCertificate(problem)) => format!(
+            "invalid peer certificate: {}",
+            crate::tls::certificate_problem(problem)
+        ),
+        _ => error.to_string(),
+    }
 }
 
 macro_rules! delegate {

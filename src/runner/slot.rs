@@ -80,10 +80,7 @@ async fn run_tcp_slot(
             Ok(connected) => connected,
             Err(failure) => {
                 shared.give_back(reserved);
-                shared
-                    .recorder
-                    .borrow_mut()
-                    .connect_failed(failure.kind, failure.message);
+                shared.recorder.borrow_mut().connect_failed(failure);
                 return;
             }
         };
@@ -268,10 +265,7 @@ async fn run_quic_slot(
             Ok(connection) => connection,
             Err(failure) => {
                 shared.give_back(reserved);
-                shared
-                    .recorder
-                    .borrow_mut()
-                    .connect_failed(failure.kind, failure.message);
+                shared.recorder.borrow_mut().connect_failed(failure);
                 return;
             }
         };

@@ -3,6 +3,7 @@
 //! builds a run's TLS from it; a runner thread's session cache for `--tls-resume` is the runner's.
 
 mod info;
+mod problem;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::cli::input;
 use crate::cli::limits::MAX_PEM_FILE;
 use crate::usage_bail;
 pub use info::TlsInfo;
+pub use problem::certificate_problem;
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {

@@ -89,7 +89,9 @@ fn sixty_bad_inputs() {
         (vec!["-m", "0", &good], 2, "--max-concurrent-streams"),
         (vec!["-m", "2000000", &good], 2, "--max-concurrent-streams"),
         (vec!["-n", "0", &good], 2, "at least 1"),
-        (vec!["-n", "3y", &good], 2, "not a request count"),
+        (vec!["-n", "3y", &good], 2, "-n takes a request count"),
+        (vec!["-n", "1.5", &good], 2, "'1.5' is not a whole number"),
+        (vec!["-c", "1,1.5", &good], 2, "--clients"),
         (vec!["-w", "31", &good], 2, "--window-bits"),
         (vec!["-W", "99", &good], 2, "--connection-window-bits"),
         (vec!["--proto", "h3", &good], 2, "h3"),
@@ -248,8 +250,11 @@ fn huge_and_non_finite_numbers_are_usage_errors() {
         (vec!["-n", "1000000000001", &good], "10^12"),
         (
             vec!["-n", "18446744073709551616", &good],
-            "not a request count",
+            "too large a count",
         ),
+        (vec!["-n", "18446744073709552k", &good], "too large a count"),
+        (vec!["-c", "18446744073709552k", &good], "--clients"),
+        (vec!["--rate", "200M", &good], "not a rate"),
         (
             vec!["-n", "1000000x", "-c", "1000", "-m", "1001", &good],
             "10^12",

@@ -4,6 +4,7 @@
 mod bad_input;
 mod bytes;
 mod capacity;
+mod cause;
 mod checks;
 mod cli;
 mod common;
@@ -14,6 +15,7 @@ mod faults;
 mod figures;
 mod grpc;
 mod h3;
+mod habits;
 mod hostile;
 mod io;
 mod k8s;

@@ -56,8 +56,8 @@ fn estimate(row: &serde_json::Value, value: &str, interval: &str) -> Estimate {
     }
 }
 
-/// The comparison rows of a two-cell comparison on the built-in target's `/exp/2`.
-fn invocation(rounds: &str) -> Vec<serde_json::Value> {
+/// A two-cell comparison (h1, h2c) on the built-in target's `/exp/2`, `--rounds rounds`.
+fn invocation(rounds: &str) -> crate::common::Run {
     let run = h2load_rs(&[
         "--proto",
         "h1,h2c",
@@ -69,15 +69,14 @@ fn invocation(rounds: &str) -> Vec<serde_json::Value> {
         rounds,
         "--target-path",
         "/exp/2",
-        "-q",
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let rows = run.json["comparison"]
-        .as_array()
-        .expect("a comparison")
-        .clone();
-    assert_eq!(rows.len(), 2, "one row per cell of the sweep");
-    rows
+    assert_eq!(
+        run.json["comparison"].as_array().map(Vec::len),
+        Some(2),
+        "one row per cell of the sweep"
+    );
+    run
 }
 
 #[test]
@@ -86,7 +85,8 @@ fn intervals_across_rounds_cover_what_reruns_agree_on() {
     let mut rates = [Vec::new(), Vec::new()];
     let mut ratios = Vec::new();
     for _ in 0..INVOCATIONS {
-        let rows = invocation("5");
+        let run = invocation("5");
+        let rows = run.json["comparison"].as_array().unwrap();
         for (cell, row) in rows.iter().enumerate() {
             assert_eq!(row["rounds"].as_array().map(Vec::len), Some(5));
             rates[cell].push(estimate(row, "requests_per_s", "requests_per_s_ci"));
@@ -119,17 +119,7 @@ fn intervals_across_rounds_cover_what_reruns_agree_on() {
 #[test]
 fn one_round_says_its_intervals_are_within_one_run() {
     let _machine = exclusive();
-    let run = h2load_rs(&[
-        "--proto",
-        "h1,h2c",
-        "-c",
-        "4",
-        "-D",
-        "0.25s",
-        "--target-path",
-        "/exp/2",
-    ]);
-    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let run = invocation("1");
     assert!(
         run.output
             .stdout

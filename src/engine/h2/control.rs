@@ -6,7 +6,7 @@ use super::super::outgoing::Outgoing;
 use super::super::Ledger;
 use super::{H2Session, MAX_QUEUED_CONTROL, RESETS_KEPT};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
-use crate::recorder::{ErrorKind, Failure};
+use crate::recorder::{ErrorKind, Failure, Symptom};
 
 impl<'t> H2Session<'t> {
     /// One more acknowledgement queued: a server that floods them while not reading is cut off.
@@ -179,14 +179,19 @@ impl<'t> H2Session<'t> {
 
 /// What a server that answers the preface with something other than HTTP/2 speaks, if the
 /// first bytes tell: TLS records (an h2c request to a TLS port) or an HTTP/1.1 response.
-pub(super) fn not_http2(first: &[u8]) -> Option<&'static str> {
+pub(super) fn not_http2(first: &[u8]) -> Option<Failure> {
     if crate::proto::is_tls_record(first) {
-        return Some("the server answered with TLS: it expects https:// (h2 over TLS), not h2c");
+        return Some(
+            Failure::protocol(
+                "the server answered with TLS: it expects https:// (h2 over TLS), not h2c",
+            )
+            .showing(Symptom::TlsPort),
+        );
     }
     if first.starts_with(b"HTTP/1.")
         || (first.len() < 7 && b"HTTP/1.".starts_with(first) && !first.is_empty())
     {
-        return Some("the server answered in HTTP/1.1: it does not speak h2c by prior knowledge (try --proto h2c-upgrade or h1)");
+        return Some(Failure::protocol("the server answered in HTTP/1.1: it does not speak h2c by prior knowledge (try --proto h2c-upgrade or h1)").showing(Symptom::Http1Only));
     }
     None
 }

@@ -38,7 +38,7 @@ use super::outgoing::Outgoing;
 use super::session::{Progress, Read, Session};
 use super::Ledger;
 use crate::proto::h2::{self as frame, write_frame};
-use crate::proto::hpack;
+use crate::proto::{hpack, ErrorBody};
 use crate::recorder::{ErrorKind, Failure, RequestStart};
 use control::window_update;
 pub(crate) use prepared::{settings_payload, H2Template};
@@ -99,6 +99,9 @@ pub(crate) struct H2Session<'t> {
     max_send_frame: usize,
     unacked: i64,
     data: Option<DataInProgress>,
+    /// The stream whose 4xx/5xx body this connection gathers the first bytes of, and those bytes.
+    error_stream: Option<u32>,
+    error_body: ErrorBody,
     headers: Option<HeaderBlock>,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
@@ -153,6 +156,8 @@ impl<'t> H2Session<'t> {
             max_send_frame: frame::MIN_MAX_FRAME_SIZE,
             unacked: 0,
             data: None,
+            error_stream: None,
+            error_body: ErrorBody::default(),
             headers: None,
             decoder: hpack::Decoder::new(settings.header_table_size as usize),
             encoder: hpack::Encoder::new(template.field_count()),

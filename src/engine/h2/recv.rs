@@ -59,15 +59,15 @@ impl<'t> H2Session<'t> {
             let rest = &input[used..];
             let Some(head) = rest.first_chunk::<{ frame::HEADER_LEN }>() else {
                 if !self.settings_received {
-                    if let Some(problem) = not_http2(rest) {
-                        return Err(Failure::protocol(problem));
+                    if let Some(failure) = not_http2(rest) {
+                        return Err(failure);
                     }
                 }
                 return Ok(used);
             };
             if !self.settings_received {
-                if let Some(problem) = not_http2(rest) {
-                    return Err(Failure::protocol(problem));
+                if let Some(failure) = not_http2(rest) {
+                    return Err(failure);
                 }
             }
             let head = FrameHead::parse(head);
@@ -180,6 +180,10 @@ impl<'t> H2Session<'t> {
                 ledger.wire().add_data(body_bytes as u64);
                 if let Some(checks) = &self.template.checks {
                     checks.scan_body(&mut stream.check.body, &input[..body_bytes]);
+                }
+                if self.error_stream == Some(data.stream) {
+                    self.error_body
+                        .gather(stream.status.unwrap_or(0), &input[..body_bytes]);
                 }
                 stream.received += body_bytes as u64;
                 if stream
@@ -407,6 +411,11 @@ impl<'t> H2Session<'t> {
                 } else {
                     rules.content_length
                 };
+                // The run quotes its first error response: a connection gathers one at most.
+                if status >= 400 && self.error_stream.is_none() {
+                    self.error_stream = Some(pending.stream);
+                    self.error_body.start();
+                }
                 None
             }
             (Some(_), _) if rules.pseudo => Some("a pseudo-header in trailers"),

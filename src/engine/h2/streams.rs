@@ -163,5 +163,8 @@ impl<'t> H2Session<'t> {
             },
             &stream.check,
         );
+        if self.error_stream.take_if(|kept| *kept == id).is_some() {
+            ledger.error_response(status, &mut self.error_body);
+        }
     }
 }

@@ -77,7 +77,9 @@ pub(super) async fn lane(
         match outcome {
             LaneOutcome::Complete(sample) => {
                 shared.count_headers(&request);
+                let status = sample.status;
                 ledger.complete(sample, parser.check());
+                ledger.error_response(status, parser.error_body());
             }
             // Not processed: its headers (an interim response at most) are not counted, so
             // that a request sent again counts its response's once.

@@ -294,7 +294,7 @@ mod tests {
         }
         recorder.requests_failed(3, ErrorKind::Reset);
         // A failed connection attempt is no request: it must not show in the request counter.
-        recorder.connect_failed(ErrorKind::Connect, "refused".to_owned());
+        recorder.connect_failed(crate::recorder::Failure::new(ErrorKind::Connect, "refused"));
         recorder
     }
 

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::proto::check::{Checks, ResponseCheck};
 use crate::proto::hpack::FieldMatcher;
-use crate::proto::MAX_INTERIM;
+use crate::proto::{ErrorBody, MAX_INTERIM};
 
 /// A response's header section, as decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +83,8 @@ pub struct ResponseParser {
     /// bytes received: they must agree (RFC 9114 §4.1.2).
     content_length: Option<u64>,
     received: u64,
+    /// The first bytes of the body, if the response is a 4xx/5xx.
+    error_body: ErrorBody,
 }
 
 impl Default for ResponseParser {
@@ -99,6 +101,7 @@ impl Default for ResponseParser {
             answers_head: false,
             content_length: None,
             received: 0,
+            error_body: ErrorBody::default(),
         }
     }
 }
@@ -126,6 +129,11 @@ impl ResponseParser {
         &self.check
     }
 
+    /// The first bytes of the response's body when its status is 4xx/5xx.
+    pub fn error_body(&mut self) -> &mut ErrorBody {
+        &mut self.error_body
+    }
+
     /// Ready for a new response (the header buffer's capacity is kept).
     pub fn reset(&mut self) {
         self.head = Varints::default();
@@ -136,6 +144,7 @@ impl ResponseParser {
         self.check = ResponseCheck::default();
         self.content_length = None;
         self.received = 0;
+        self.error_body.start();
     }
 
     /// Parses the next bytes of the stream, handing what they complete to `on`.
@@ -171,6 +180,9 @@ impl ResponseParser {
                     if take > 0 {
                         if let Some(checks) = &self.checks {
                             checks.scan_body(&mut self.check.body, &input[..take]);
+                        }
+                        if let Some(status) = self.status() {
+                            self.error_body.gather(status, &input[..take]);
                         }
                         on(ResponseEvent::Data(take));
                     }

@@ -574,6 +574,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             .into_iter()
             .chain(part.protocol.max_concurrent_streams_effective)
             .min();
+        merged.cause = merged.cause.or(part.cause);
         merged.first_error = merged.first_error.or(part.first_error);
         for warning in part.warnings {
             if !merged.warnings.contains(&warning) {
@@ -597,6 +598,10 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         merged.cell.protocol,
         crate::plan::setting_label(merged.cell.clients, merged.cell.streams, merged.cell.rate)
     );
+    // The first part's cause, said only when the merged cell failed as a whole.
+    if !super::cause::failed(&merged) {
+        merged.cause = None;
+    }
     merged.elapsed_s = elapsed_s;
     merged.requests_per_s = per_second(merged.requests.counters.done);
     merged.bytes_per_s = per_second(merged.traffic.total_bytes);

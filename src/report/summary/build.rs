@@ -15,12 +15,12 @@ use crate::plan::{Negotiation, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshakes;
 use crate::recorder::outcome::RunOutcome;
 use crate::recorder::{hdr, ErrorKind, Recorder, WireTotals};
-use crate::report::confidence;
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::{requested_rate, InFlight, RateReport};
 use crate::report::steadiness::Steadiness;
 use crate::report::timeline::Timeline;
 use crate::report::CellContext;
+use crate::report::{cause, confidence};
 
 impl Summary {
     /// Computes the report of a finished cell.
@@ -66,10 +66,14 @@ impl Summary {
             connections: connections(plan, recorder, handshakes, elapsed_s),
             latency: latencies(recorder, handshakes),
             requests_per_client_per_s: spread_of(&recorder.client_rates()),
+            cause: None,
             first_error: recorder.first_error.clone(),
             warnings: recorder.warnings.clone(),
             generator_cpu_percent: context.generator_cpu_percent,
-            generator: GeneratorLoad::new(&outcome.threads_busy),
+            generator: GeneratorLoad::new(
+                &outcome.threads_busy,
+                cause::generator_fair(recorder.counters.done, recorder.counters.succeeded),
+            ),
             steadiness: None,
             until_stable: outcome.stability,
             start_late_ms: None,
@@ -86,6 +90,13 @@ impl Summary {
             urls: url_rows(plan, recorder),
             histograms: histograms(recorder),
         };
+        summary.cause = cause::of(
+            &summary,
+            &cause::Evidence {
+                symptom: recorder.first_symptom.as_ref(),
+                error_response: recorder.first_error_response.as_ref(),
+            },
+        );
         confidence::annotate(&mut summary);
         // A ramp changes the rate by design: a trend in it says nothing.
         if plan.stages.is_none() {

@@ -10,6 +10,7 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::H2Settings;
 use crate::recorder::outcome::Stability;
 use crate::recorder::{hdr, RequestCounters, Retried};
+use crate::report::cause::Cause;
 use crate::report::confidence::{Bounds, PercentileBounds};
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::RateReport;
@@ -116,6 +117,10 @@ pub struct Summary {
     pub latency: Latencies,
     /// Spread of requests per second across clients (h2load's "req/s" row).
     pub requests_per_client_per_s: Spread,
+    /// Why the cell failed, in plain words with the fix (`None` when it did not fail): what the
+    /// text report leads with.
+    #[serde(default)]
+    pub cause: Option<Cause>,
     /// The first connection-level problem, if any, in words.
     pub first_error: Option<String>,
     /// Things worth knowing that are not errors (e.g. a server declined the h2c upgrade).

@@ -81,7 +81,7 @@
 //! The memory-hungry cases run twice, the second time under `ulimit -v 4000000`.
 //! Run: `cargo test --test it hostile::` (add `-- --nocapture` to see every run's summary line).
 
-mod server;
+pub(crate) mod server;
 
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};

@@ -11,7 +11,7 @@ use crate::engine::testing::{
 use crate::engine::ConnState;
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
-use crate::recorder::ErrorKind;
+use crate::recorder::{ErrorKind, Symptom};
 
 /// Streams 1, 3 and 5 (`-m 3 -n 3`, plus `flags`) on a connection whose server answers stream 1
 /// and sends GOAWAY naming it the last stream processed.
@@ -226,16 +226,29 @@ fn h2_ping_flood_unread_is_cut_off_with_enhance_your_calm() {
 
 #[test]
 fn h2_first_bytes_that_are_not_http2_are_named() {
-    let cases: [(&[u8], &str); 3] = [
-        (b"\x15\x03\x03\x00\x02\x02\x46", "TLS"),
-        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "HTTP/1.1"),
-        (&[0, 0, 0, frame::HEADERS, 4, 0, 0, 0, 1], "not SETTINGS"),
+    let cases: [(&[u8], &str, Option<Symptom>); 3] = [
+        (
+            b"\x15\x03\x03\x00\x02\x02\x46",
+            "TLS",
+            Some(Symptom::TlsPort),
+        ),
+        (
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            "HTTP/1.1",
+            Some(Symptom::Http1Only),
+        ),
+        (
+            &[0, 0, 0, frame::HEADERS, 4, 0, 0, 0, 1],
+            "not SETTINGS",
+            None,
+        ),
     ];
-    for (bytes, named) in cases {
+    for (bytes, named, symptom) in cases {
         let world = world(&["--proto", "h2c", "-n", "1"]);
         let outcome = converse(&world, Protocol::H2c, bytes, 1);
         let failure = outcome.failure.expect("not HTTP/2");
         assert_eq!(failure.kind, ErrorKind::Protocol);
         assert!(failure.message.contains(named), "{}", failure.message);
+        assert_eq!(failure.symptom, symptom, "{}", failure.message);
     }
 }
