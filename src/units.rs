@@ -95,6 +95,30 @@ pub(crate) fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     Ok(SystemTime::from(timestamp))
 }
 
+/// `8,450`: a rate or a count rounded to a whole number, its thousands grouped.
+pub(crate) fn grouped(rate: f64) -> String {
+    let digits = format!("{:.0}", rate.max(0.0));
+    let mut out = String::new();
+    for (position, digit) in digits.chars().enumerate() {
+        if position > 0 && (digits.len() - position) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `time` in RFC 3339, UTC, to the millisecond (`2026-11-21T10:00:00.250Z`): what
+/// [`parse_rfc3339`] reads back.
+pub(crate) fn format_rfc3339(time: SystemTime) -> String {
+    jiff::Timestamp::try_from(time)
+        .and_then(|timestamp| timestamp.round(jiff::Unit::Millisecond))
+        .map_or_else(
+            |_| "1970-01-01T00:00:00Z".to_owned(),
+            |timestamp| timestamp.to_string(),
+        )
+}
+
 /// Whether `text` is `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)` (RFC 3339 §5.6, which
 /// also allows a lower-case `t`/`z` and a space between date and time).
 fn has_rfc3339_shape(text: &str) -> bool {
@@ -224,6 +248,14 @@ mod tests {
         assert_eq!(parse_size("2G").unwrap(), 2 << 30);
         assert!(parse_size("K").is_err());
         assert!(parse_size("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn rfc3339_times_format_in_utc_and_read_back() {
+        let time = UNIX_EPOCH + Duration::from_millis(1_795_773_600_250);
+        let text = format_rfc3339(time);
+        assert_eq!(text, "2026-11-27T10:00:00.25Z");
+        assert_eq!(parse_rfc3339(&text), Ok(time));
     }
 
     #[test]

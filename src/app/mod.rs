@@ -230,10 +230,16 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         if document.cells.len() > 1 {
             outln!("\n=== cell {}: {}", cell.cell.index, cell.cell.label);
         }
-        out!("{}", report::text::render(cell));
+        out!(
+            "{}",
+            report::layout::for_screen(&report::text::render(cell))
+        );
     }
     if document.cells.len() > 1 {
-        out!("{}", report::text::comparison(&document));
+        out!(
+            "{}",
+            report::layout::for_screen(&report::text::comparison(&document))
+        );
     }
     let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);

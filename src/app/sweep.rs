@@ -190,11 +190,13 @@ impl<'a> Sweep<'a> {
                 runner::cool_down(cooldown);
             }
         }
-        if document.cells.len() > 1 && !self.args.quiet {
-            out!(
-                "{}",
-                paint(&report::text::comparison(&document), self.color())
-            );
+        if document.cells.len() > 1 {
+            // -q keeps the verdicts: the ratios with their intervals, in plain words.
+            let comparison = match self.args.quiet {
+                true => report::text::comparison_verdicts(&document),
+                false => report::text::comparison(&document),
+            };
+            out!("{}", self.shown(&comparison));
         }
         for line in report::capacity::sweep_lines(&document.cells) {
             outln!("{line}");
@@ -209,6 +211,11 @@ impl<'a> Sweep<'a> {
 
     fn color(&self) -> bool {
         paint::enabled(self.args.color)
+    }
+
+    /// The text as the screen shows it: wrapped to fit a terminal, then painted.
+    fn shown(&self, text: &str) -> String {
+        paint(&report::layout::for_screen(text), self.color())
     }
 
     /// Runs `run` (the `position`-th of `runs`, 0-based) and prints its report.
@@ -235,8 +242,13 @@ impl<'a> Sweep<'a> {
         let trace = (args.verbose > 0).then(|| Arc::new(Tracer::new(plan, args.verbose)));
         let search = capacity::Search::from_args(args);
         // The trace and the bar would share stderr: the trace wins; a search prints its steps.
+        // Off a terminal, lines instead, which interleave with a trace's; -q silences both.
+        let style = match std::io::stderr().is_terminal() {
+            true => progress::Style::Bar,
+            false => progress::Style::Lines(args.progress_interval.unwrap_or(progress::LINE_EVERY)),
+        };
         let show_progress =
-            !args.quiet && trace.is_none() && search.is_none() && std::io::stderr().is_terminal();
+            !args.quiet && search.is_none() && (trace.is_none() || style != progress::Style::Bar);
         let metrics = self.metrics.as_ref().map(|(_, board)| board);
         // `--until-stable` reads the workers' totals as the progress bar does.
         let live = (show_progress || metrics.is_some() || plan.until_stable.is_some())
@@ -253,7 +265,7 @@ impl<'a> Sweep<'a> {
         let display = live
             .clone()
             .filter(|_| show_progress)
-            .map(|live| progress::Display::start(live, plan.stop, plan.label()));
+            .map(|live| progress::Display::start(live, plan.stop, self.cell_name(run), style));
         let log = self.log.as_ref().map(|(_, file)| runner::CellLog {
             file: file.clone(),
             cell: position + 1,
@@ -323,6 +335,20 @@ impl<'a> Sweep<'a> {
         watched
     }
 
+    /// `cell 2/6 h2c c=10 m=1`, with `--rounds` `round 2/5 cell 1/2 h2c c=10 m=1`; the label
+    /// alone for a sweep of one cell run once.
+    fn cell_name(&self, run: Run) -> String {
+        let label = self.cells[run.cell].1.label();
+        let cell = match self.cells.len() {
+            1 => String::new(),
+            count => format!("cell {}/{count} ", run.cell + 1),
+        };
+        match self.args.rounds {
+            1 => format!("{cell}{label}"),
+            rounds => format!("round {}/{rounds} {cell}{label}", run.round),
+        }
+    }
+
     /// `=== cell 2/6: …`, or with `--rounds` `=== round 2/5, cell 1/2 (run 4 of 10): …`.
     fn print_heading(&self, position: usize, run: Run, runs: usize, plan: &RunPlan) {
         let heading = if self.args.rounds > 1 {
@@ -351,10 +377,16 @@ impl<'a> Sweep<'a> {
     fn print_summary(&self, summary: &Summary) {
         if self.args.quiet {
             outln!("{}", report::text::one_line(summary));
+            for line in report::thresholds::verdicts(summary, &self.args.fail_if) {
+                outln!("  {line}");
+            }
         } else {
-            out!("{}", paint(&report::text::render(summary), self.color()));
+            out!("{}", self.shown(&report::text::render(summary)));
             if let Some(capacity) = &summary.capacity {
-                out!("{}", report::capacity::render(capacity));
+                out!(
+                    "{}",
+                    report::layout::for_screen(&report::capacity::render(capacity))
+                );
             }
         }
         for warning in &summary.warnings {

@@ -39,6 +39,9 @@ pub const MIN_SCALE: f64 = 0.000_001;
 /// `--interval`: the shortest timeline interval (each interval keeps its own histograms).
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 
+/// `--progress-interval`: the shortest, so the lines stay a log and not a flood.
+pub const MIN_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
 /// `-d`: the request body file, read into memory once.
 pub const MAX_BODY_FILE: u64 = 1 << 30;
 

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::cli::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
-    MIN_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
+    MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
@@ -299,6 +299,11 @@ pub struct LoadArgs {
     #[arg(help_heading = OUTPUT, short = 'q', long = "quiet")]
     pub quiet: bool,
 
+    /// Where stderr is not a terminal (CI, kubectl logs), a progress line this often (100ms or
+    /// more; default 10s).
+    #[arg(help_heading = OUTPUT, long = "progress-interval", value_name = "DURATION", value_parser = parse_progress_interval)]
+    pub progress_interval: Option<Duration>,
+
     /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
     /// Default: chosen per cell for at least 20 intervals, at most 1s.
     #[arg(help_heading = OUTPUT, long = "interval", value_name = "DURATION", value_parser = parse_interval)]
@@ -538,12 +543,23 @@ fn parse_precision(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_progress_interval(text: &str) -> Result<Duration, String> {
+    parse_at_least(
+        text,
+        MIN_PROGRESS_INTERVAL,
+        "100ms shortest progress interval",
+    )
+}
+
 fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_at_least(text, MIN_INTERVAL, "1ms shortest interval")
+}
+
+/// A duration of `shortest` or more; `what` names the bound in the error.
+fn parse_at_least(text: &str, shortest: Duration, what: &str) -> Result<Duration, String> {
     let interval = parse_duration(text)?;
-    if interval < MIN_INTERVAL {
-        return Err(format!(
-            "'{text}' is shorter than the 1ms shortest interval"
-        ));
+    if interval < shortest {
+        return Err(format!("'{text}' is shorter than the {what}"));
     }
     Ok(interval)
 }

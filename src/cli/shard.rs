@@ -11,7 +11,7 @@ pub const MAX_SHARDS: u64 = 10_000;
 pub const JOB_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 
 /// Part `index` (from 1) of `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Shard {
     /// Which part, from 1.
     pub index: u64,

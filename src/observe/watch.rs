@@ -12,7 +12,7 @@ use serde::Serialize;
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// What one process used during a cell.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ProcessUsage {
     /// The process id.
     pub pid: u32,

@@ -233,7 +233,7 @@ pub(super) const QUIC_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// HTTP/2 settings the client announces.
-#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct H2Settings {
     /// SETTINGS_INITIAL_WINDOW_SIZE.
     pub stream_window: u32,

@@ -20,7 +20,9 @@ pub struct ErrorResponse {
 }
 
 /// Request counters with h2load's meanings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct RequestCounters {
     /// Requests sent.
     pub started: u64,
@@ -76,7 +78,9 @@ impl RequestStart {
 }
 
 /// Requests sent again because the server provably never processed them, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Retried {
     /// Streams above a GOAWAY's last stream id.
     pub goaway: u64,
@@ -139,7 +143,9 @@ pub struct ResponseSample {
 }
 
 /// Responses that failed a response check (`--expect-*`); JSON `checks`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct CheckTally {
     /// How many (each also counts in `failed` and as an error of kind `check`).
     pub failed: u64,

@@ -15,7 +15,9 @@ pub struct GrpcTally {
 }
 
 /// What a call that ended with a status other than OK said of it in its `grpc-message`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct StatusMessage {
     /// The status's name (`UNAVAILABLE`; `OTHER` for a code outside 0-16).
     pub status: String,
@@ -34,7 +36,17 @@ impl StatusMessage {
 }
 
 /// Messages and their bytes in one direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct MessageBytes {
     /// Complete messages.
     pub messages: u64,

@@ -36,7 +36,7 @@ pub struct RunOutcome {
 
 /// How an `--until-stable` run ended: the 95% half-widths of its p99 and request rate at the last
 /// look, as percentages of their values, against the target.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stability {
     /// `--until-stable`: the largest half-width accepted, percent.
     pub target_pct: f64,

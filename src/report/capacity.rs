@@ -13,7 +13,7 @@ use crate::units::format_micros;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
 /// first); it and every other output come from `answer` ([`Answer::of`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capacity {
     /// The capacity when the search was consistent, requests per second: the highest rate that
     /// held for its full steps; `None` when the search was inconsistent or found none.
@@ -118,7 +118,7 @@ impl Capacity {
 }
 
 /// Why a step was run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Unpaced: how fast the client can go.
@@ -147,7 +147,7 @@ impl Phase {
 }
 
 /// One step of the search, over its measured part.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityStep {
     /// Why it was run.
     pub phase: Phase,
@@ -191,7 +191,7 @@ pub struct CapacityStep {
 }
 
 /// The latency at a share of the capacity.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadPoint {
     /// Share of the capacity, percent (50, 80, 100).
     pub share_pct: f64,
@@ -205,18 +205,8 @@ pub struct LoadPoint {
     pub p99_us: u64,
 }
 
-/// `8,450`: a rate rounded to a whole request per second, with thousands separators.
-pub(crate) fn grouped(rate: f64) -> String {
-    let digits = format!("{:.0}", rate.max(0.0));
-    let mut out = String::new();
-    for (position, digit) in digits.chars().enumerate() {
-        if position > 0 && (digits.len() - position) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
+// The progress lines group their figures too.
+pub(crate) use crate::units::grouped;
 
 /// The cell's search as text: the steps tried, the capacity, the latency below it.
 pub(crate) fn render(capacity: &Capacity) -> String {

@@ -93,7 +93,7 @@ pub(crate) fn contradicting(verdicts: &[RateVerdict]) -> Vec<&RateVerdict> {
 
 /// Where a consistent capacity lies: from the rate that held (`low`) to the lowest that did not
 /// (`high`; `null` when none above did: the client's ceiling, or a search cut short).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     /// Its lower end.
     pub low: f64,
@@ -103,7 +103,7 @@ pub struct Interval {
 
 /// What a search found, as every output states it. In JSON one object with the same keys
 /// whatever the kind ([`AnswerFields`]), the ones another kind uses `null` or empty.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(into = "AnswerFields", try_from = "AnswerFields")]
 pub enum Answer {
     /// The rates' verdicts agree: every rate up to `capacity_rps` that a full step tried held,
@@ -131,7 +131,7 @@ pub enum Answer {
 }
 
 /// The kind of an [`Answer`], as the JSON names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Kind {
     Consistent,
@@ -141,7 +141,7 @@ enum Kind {
 
 /// An [`Answer`] as JSON: every kind's keys, stable for scripts and schemas; `capacity_rps`
 /// first, as in the cell's `capacity`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 struct AnswerFields {
     capacity_rps: Option<f64>,
     kind: Kind,
@@ -328,7 +328,7 @@ impl Answer {
 }
 
 /// A cell's capacity over its level's first cell's: `h2c/h1 = 1.06 (1.01–1.09)`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityRatio {
     /// `h2c/h1`.
     pub label: String,

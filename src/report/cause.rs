@@ -24,7 +24,7 @@ use crate::recorder::{ErrorKind, ErrorResponse, Symptom};
 pub(crate) const GENERATOR_VERDICT_SUCCESS: f64 = 0.5;
 
 /// Why a cell failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cause {
     /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
     /// or `errors`.

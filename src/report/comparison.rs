@@ -10,7 +10,7 @@ use super::rounds::{self, RoundFigures};
 use super::Summary;
 
 /// One cell in the comparison.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// 1-based cell position.
     pub cell: usize,

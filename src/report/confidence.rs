@@ -74,7 +74,7 @@ const T_975: [f64; 29] = [
 ];
 
 /// A 95% confidence interval; `ci_high` is `None` when the run is too short to bound it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bounds<T> {
     /// Its lower end.
     pub ci_low: T,
@@ -90,7 +90,7 @@ impl<T: PartialOrd + Copy> Bounds<T> {
 }
 
 /// Why a figure has no interval: too few of what its interval is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NoInterval {
     /// What there were too few of.
     pub too_few: Evidence,
@@ -101,7 +101,7 @@ pub struct NoInterval {
 }
 
 /// What an interval is made of; one more kind (rounds) plugs in here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Evidence {
     /// Finished requests (samples).
@@ -150,7 +150,7 @@ fn batches(count: u64) -> String {
 }
 
 /// What an interval's spread covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalKind {
     /// Batch means over one run's timeline: the variation within the run, not between runs.
@@ -181,7 +181,7 @@ pub(crate) fn samples_needed(quantile: f64) -> u64 {
 }
 
 /// How an interval accounts for the dependence between samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// Batch means over the timeline: the run's own dependence measured.
@@ -191,7 +191,7 @@ pub enum Method {
 }
 
 /// The 95% intervals of a distribution's percentiles.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PercentileBounds {
     /// The confidence level (0.95).
     pub level: f64,

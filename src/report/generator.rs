@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) const LIMITED_BUSY: f64 = 0.9;
 
 /// How busy the generator's runner threads were.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GeneratorLoad {
     /// Each runner thread's busy share, percent: the part of its time it was on a CPU or
     /// runnable waiting for one, not asleep waiting for I/O or a timer.

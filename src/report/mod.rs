@@ -11,9 +11,13 @@ pub(crate) mod confidence;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub(crate) mod generator;
+#[cfg(test)]
+mod json_schema;
+pub(crate) mod layout;
 pub(crate) mod merge;
 pub(crate) mod paint;
 pub(crate) mod plain;
+pub(crate) mod provenance;
 mod rate;
 pub(crate) mod rounds;
 pub(crate) mod stats;
@@ -47,12 +51,19 @@ pub(crate) use timeline::IntervalSummary;
 pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Document {
     /// Layout version of this document.
     pub schema_version: u32,
     /// The tool and its version.
     pub tool: Tool,
+    /// The command line, host, start time and version of the run (or of the `merge`) that
+    /// wrote it.
+    #[serde(flatten)]
+    pub provenance: provenance::Provenance,
+    /// `merge`: each report it merged and what made it, in the order given (absent otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<provenance::Origin>,
     /// Each cell's report, in the order they ran.
     pub cells: Vec<Summary>,
     /// One row per cell, with per-level ratios.
@@ -71,7 +82,7 @@ pub struct Document {
 }
 
 impl Document {
-    /// Assembles the document from the cells' summaries.
+    /// Assembles the document from the cells' summaries, made by this process now.
     pub fn new(cells: Vec<Summary>) -> Document {
         let comparison = comparison::rows(&cells);
         Document {
@@ -80,6 +91,8 @@ impl Document {
                 name: "h2load-rs".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
+            provenance: provenance::Provenance::of_this_process(),
+            merged_from: Vec::new(),
             cells,
             comparison,
             stopped_between_cells: None,
@@ -96,7 +109,7 @@ impl Document {
 }
 
 /// Where a sweep stopped: after this many cells of the planned ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepStop {
     /// The cells that ran (all of them to their end).
     pub after_cell: usize,

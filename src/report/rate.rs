@@ -39,7 +39,7 @@ pub(crate) fn cell_slack_per_s(requested_per_s: f64, elapsed_s: f64, arrival: Op
 }
 
 /// Scheduling with `--rate`: what was asked, what happened, and how late requests went out.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateReport {
     /// Requests per second asked for.
     pub requested_per_s: f64,
@@ -72,7 +72,7 @@ pub struct RateReport {
 
 /// Requests in flight against the most there can be: a rate falls short for lack of concurrency
 /// only when the mean is near the limit.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InFlight {
     /// Time-weighted mean of the measured requests in flight.
     pub mean: f64,

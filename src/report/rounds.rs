@@ -16,7 +16,7 @@ use super::confidence::{t_975, Bounds, Evidence, IntervalKind, NoInterval};
 use super::Summary;
 
 /// How a run of several rounds was made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RoundsInfo {
     /// Rounds asked for (`--rounds`); an interrupted run has fewer in its cells.
     pub count: usize,
@@ -27,7 +27,7 @@ pub struct RoundsInfo {
 }
 
 /// Which round a run was, and which cell of the sweep it repeated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RoundOf {
     /// The round, 1-based.
     pub round: usize,
@@ -36,7 +36,7 @@ pub struct RoundOf {
 }
 
 /// One round's figures of a cell, as the comparison shows them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RoundFigures {
     /// The round, 1-based.
     pub round: usize,

@@ -42,7 +42,7 @@ const MAX_INTERVALS: u64 = 100_000;
 const MAX_SERIES: usize = 400;
 
 /// What the steadiness checks found.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Steadiness {
     /// Neither figure trended, and the first part was like the rest.
     pub steady: bool,

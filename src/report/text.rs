@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::layout::{stacked, WIDTH};
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
@@ -263,6 +264,10 @@ fn write_grpc(
 
 /// The latency tables: h2load's min/max/mean/sd rows (and req/s per client), then the
 /// percentiles of each distribution.
+/// The width of a percentile's column (one space between columns): eight of them after the
+/// 17-character labels fit [`WIDTH`] (`415.23ms`, `0.59–2.32` fit).
+const PERCENTILE_WIDTH: usize = 9;
+
 fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(
         out,
@@ -281,7 +286,7 @@ fn write_latencies(out: &mut String, summary: &Summary) -> std::fmt::Result {
     writeln!(out)?;
     write!(out, "{:17}", "")?;
     for (label, _) in latency.request.percentiles.labelled() {
-        write!(out, " {label:>10}")?;
+        write!(out, " {label:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)?;
     for (label, row) in latency_rows(summary) {
@@ -305,7 +310,7 @@ fn write_intervals(out: &mut String, summary: &LatencySummary) -> std::fmt::Resu
             None if confidence.not_estimable(label) => NOT_ESTIMABLE.to_owned(),
             None => String::new(),
         };
-        write!(out, " {cell:>10}")?;
+        write!(out, " {cell:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)
 }
@@ -703,12 +708,14 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
         } else {
             format_micros(value as f64)
         };
-        write!(out, " {cell:>10}")?;
+        write!(out, " {cell:>PERCENTILE_WIDTH$}")?;
     }
     writeln!(out)
 }
 
-/// The comparison table, columns aligned (latencies in milliseconds).
+/// The comparison table, columns aligned (latencies in milliseconds), stacked into tables that
+/// fit [`WIDTH`]: the throughput and the ratio, the latencies, then the rest, each led by the
+/// cell's number and protocol.
 pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) =
         super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
@@ -723,7 +730,7 @@ pub(crate) fn comparison(document: &super::Document) -> String {
             super::counted(lines.len() as u64, "cell")
         ),
     };
-    out.push_str(&aligned(&titles, &lines));
+    out.push_str(&stacked(&titles, &lines, &COMPARISON_GROUPS, WIDTH));
     if let Some(legend) = super::comparison::legend(&document.comparison) {
         out.push_str(&legend);
         out.push('\n');
@@ -731,12 +738,28 @@ pub(crate) fn comparison(document: &super::Document) -> String {
     if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");
-        out.push_str(&aligned(&titles, &lines));
+        out.push_str(&stacked(&titles, &lines, &[&[]], WIDTH));
     }
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");
     out
 }
+
+/// `--quiet`'s comparison: the plain words alone, each ratio with its interval.
+pub(crate) fn comparison_verdicts(document: &super::Document) -> String {
+    let mut out = String::new();
+    write_sentences(&mut out, &super::plain::comparison(&document.comparison))
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// The comparison's columns by the table they go in (the first two columns lead every table; a
+/// column named in none goes in the last).
+const COMPARISON_GROUPS: [&[&str]; 3] = [
+    &["c", "m", "rate", "req/s", "MB/s", "Gbit/s", "vs first"],
+    &["p50", "p90", "p99", "p99.9", "max"],
+    &[],
+];
 
 /// A table as text: the titles, then one line per row, every column right-aligned to its widest
 /// cell, two spaces apart, no trailing spaces.

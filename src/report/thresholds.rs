@@ -10,7 +10,7 @@ use crate::report::{Document, Summary};
 use crate::units::counted;
 
 /// One `--fail-if` expression checked against a cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Threshold {
     /// The expression, canonically spelled (`p99>50ms`).
     pub expr: String,
@@ -100,6 +100,33 @@ fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
         }
         Metric::Rps => summary.requests_per_s_ci,
     }
+}
+
+/// `--fail-if p99>50ms: breached (p99 84.2ms)`, one line per threshold of `cell` whether it was
+/// breached or not, for `--quiet`'s cell line; `fail_if` is the list its thresholds were checked
+/// from.
+pub(crate) fn verdicts(cell: &Summary, fail_if: &[Objective]) -> Vec<String> {
+    fail_if
+        .iter()
+        .zip(&cell.thresholds)
+        .map(|(objective, threshold)| {
+            let noise = match threshold.within_noise {
+                true => ", within the noise",
+                false => "",
+            };
+            format!(
+                "--fail-if {}: {} ({} {}{noise})",
+                threshold.expr,
+                if threshold.breached {
+                    "breached"
+                } else {
+                    "passed"
+                },
+                objective.metric.name(),
+                objective.show(threshold.value)
+            )
+        })
+        .collect()
 }
 
 /// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every

@@ -11,7 +11,7 @@ use crate::plan::TimelineInterval;
 use crate::recorder::hdr;
 
 /// The timeline of a cell: one entry per interval in which something happened.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Timeline {
     /// Interval length, seconds.
     pub interval_s: f64,
@@ -27,7 +27,7 @@ pub struct Timeline {
 }
 
 /// One interval.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalSummary {
     /// Position: the interval covers `[index, index + 1) × interval_s` after the start.
     pub index: u64,

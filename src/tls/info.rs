@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// What a TLS handshake settled on, as h2load reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct TlsInfo {
     /// e.g. `TLSv1.3`.
     pub version: String,

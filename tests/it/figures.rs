@@ -422,11 +422,12 @@ fn table_columns_say_which_errors_they_count() {
         .sum();
     assert_eq!(in_timeline, total, "{timeline}");
     assert!(read(&html).contains("<th>request errors</th>"));
-    // The text table: titles are separated by two spaces or more.
+    // The text table (stacked: the header of the part with the counts): titles are separated by
+    // two spaces or more.
     let text = &run.output.stdout;
     let header = text
         .lines()
-        .find(|line| line.starts_with("#  protocol"))
-        .unwrap();
+        .find(|line| line.starts_with("#  protocol") && line.contains("request errors"))
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(header.contains("  request errors  "), "{header}");
 }

@@ -27,6 +27,7 @@ mod merge;
 mod metrics;
 mod peers;
 mod rate;
+mod report_json;
 mod rounds;
 mod scale;
 mod shard;

@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 
+use super::provenance::Origin;
 use super::rounds::RoundOf;
 use super::{latency_summary, Document, Histograms, RateReport, Spread, Summary, SCHEMA_VERSION};
 use crate::cli::input;
@@ -301,6 +302,14 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
         .map(|document| document.source.clone())
         .collect();
     let missing = shards::incomplete(&documents, &sources)?;
+    let merged_from = documents
+        .iter()
+        .map(|document| Origin {
+            source: document.source.clone(),
+            provenance: document.provenance.clone(),
+            merged_from: document.merged_from.clone(),
+        })
+        .collect();
     let mut columns: Vec<Vec<Summary>> = (0..cell_count)
         .map(|_| Vec::with_capacity(documents.len()))
         .collect();
@@ -319,6 +328,7 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
         cell.warnings.extend(missing.clone());
     }
     let mut document = Document::new(cells);
+    document.merged_from = merged_from;
     document.rounds = rounds;
     Ok((document, missing))
 }

@@ -18,7 +18,7 @@ const LATE_SHARE: f64 = 0.01;
 const ACHIEVED: f64 = 0.97;
 
 /// The parts of a merged cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Parts {
     /// The latest part's start of its measured period after the earliest's, ms.
     pub start_skew_ms: f64,
@@ -29,7 +29,7 @@ pub struct Parts {
 }
 
 /// One part of a merged cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Part {
     /// The report it came from.
     pub source: String,

@@ -169,7 +169,11 @@ fn settings(plan: &RunPlan) -> Settings {
             .parts
             .headers
             .iter()
-            .map(|(name, value)| format!("{name}: {}", String::from_utf8_lossy(value.as_bytes())))
+            .map(|(name, value)| {
+                let header = format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()));
+                // A report is kept and passed around: no credential goes in it.
+                crate::report::provenance::redacted(&header)
+            })
             .collect(),
         body_bytes: plan.request.parts.body.len(),
         timeouts_s,

@@ -20,7 +20,7 @@ use crate::report::{capacity, merge, thresholds};
 use crate::tls::TlsInfo;
 
 /// Identifies a cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CellInfo {
     /// 1-based position in the run.
     pub index: usize,
@@ -67,7 +67,7 @@ impl Default for Histograms {
 }
 
 /// Everything a cell's report shows.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Which cell this is.
     pub cell: CellInfo,
@@ -170,7 +170,7 @@ pub struct Summary {
 }
 
 /// One URL's figures in a cell.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UrlRow {
     /// The path and query requested, as given (placeholders unrendered).
     pub url: String,
@@ -186,7 +186,7 @@ pub struct UrlRow {
 }
 
 /// Name and version of the generator.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
     /// Always `h2load-rs`.
     pub name: String,
@@ -195,7 +195,7 @@ pub struct Tool {
 }
 
 /// The options the run used.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     /// Target URLs.
     pub urls: Vec<String>,
@@ -213,7 +213,7 @@ pub struct Settings {
     pub warm_up_s: Option<f64>,
     /// Request method.
     pub method: String,
-    /// Request headers besides Host, as `name: value`.
+    /// Request headers besides Host, as `name: value` (a credential's value `<redacted>`).
     pub headers: Vec<String>,
     /// Request body size.
     pub body_bytes: usize,
@@ -268,7 +268,7 @@ fn epoll() -> String {
 }
 
 /// A `--stages` ramp, as the JSON report shows it.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StagesSettings {
     /// The rate at the start (`--rate`, else 0), requests per second.
     pub start_rps: f64,
@@ -279,7 +279,7 @@ pub struct StagesSettings {
 }
 
 /// One stage of a `--stages` ramp.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageSettings {
     /// Its length in seconds (0: a step).
     pub duration_s: f64,
@@ -288,7 +288,7 @@ pub struct StageSettings {
 }
 
 /// The protocol spoken.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProtocolInfo {
     /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
     pub negotiated: Option<String>,
@@ -301,7 +301,7 @@ pub struct ProtocolInfo {
 }
 
 /// Request counters with h2load's meanings.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Requests {
     /// `-n`, or the requests started in a timed run.
     pub total: u64,
@@ -364,7 +364,7 @@ impl Requests {
 }
 
 /// Responses by status class.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusCodes {
     /// 1xx responses (final ones only).
     #[serde(rename = "1xx")]
@@ -406,7 +406,7 @@ impl StatusCodes {
 }
 
 /// A gRPC cell's calls and messages.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GrpcReport {
     /// The method called (`/package.Service/Method`).
     pub method: String,
@@ -449,7 +449,7 @@ impl GrpcReport {
 }
 
 /// Bytes received during the measured period.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Traffic {
     /// All bytes read from sockets.
     pub total_bytes: u64,
@@ -486,7 +486,7 @@ impl Traffic {
 }
 
 /// Connection counters.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Connections {
     /// Connections established (warm-up included).
     pub opened: u64,
@@ -573,7 +573,7 @@ impl Connections {
 }
 
 /// The latency distributions, in microseconds.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latencies {
     /// Request sent to last response byte; with `--rate`, from the scheduled send (response time).
     pub request: LatencySummary,
@@ -611,7 +611,7 @@ pub struct Latencies {
 }
 
 /// Percentiles reported for each distribution.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Percentiles {
     /// Median.
     pub p50: u64,
@@ -650,7 +650,7 @@ impl Percentiles {
 }
 
 /// One latency distribution (microseconds).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     /// Samples recorded.
     pub count: u64,
@@ -690,7 +690,7 @@ impl LatencySummary {
 }
 
 /// min / max / mean / sd / share within mean ± sd, h2load's five columns.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     /// Smallest value.
     pub min: f64,
