@@ -109,6 +109,16 @@ impl Row {
     pub fn setting(&self) -> String {
         crate::plan::setting_label(self.clients, self.streams, self.rate)
     }
+
+    /// The columns that lead every table of cells: `#`, protocol, c and m.
+    pub(crate) fn key_columns(&self) -> Vec<String> {
+        vec![
+            self.cell.to_string(),
+            self.protocol.clone(),
+            self.clients.to_string(),
+            self.streams.to_string(),
+        ]
+    }
 }
 
 /// Builds the rows of `cells`: one per cell, or with `--rounds` one per cell of the sweep, its
@@ -310,12 +320,7 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
     let lines = rows
         .iter()
         .map(|row| {
-            let mut line = vec![
-                row.cell.to_string(),
-                row.protocol.clone(),
-                row.clients.to_string(),
-                row.streams.to_string(),
-            ];
+            let mut line = row.key_columns();
             if with_rate {
                 line.push(row.rate.map_or_else(String::new, |rate| rate.to_string()));
             }

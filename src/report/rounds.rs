@@ -287,12 +287,7 @@ pub(crate) fn table(rows: &[Row]) -> Option<(Vec<String>, Vec<Vec<String>>)> {
     let lines = rows
         .iter()
         .map(|row| {
-            let mut line = vec![
-                row.cell.to_string(),
-                row.protocol.clone(),
-                row.clients.to_string(),
-                row.streams.to_string(),
-            ];
+            let mut line = row.key_columns();
             let mut rates: Vec<f64> = row
                 .rounds
                 .iter()

@@ -757,22 +757,15 @@ fn a_target_whose_capacity_alternates_gets_one_answer_in_every_output() {
     );
     let ratio = ratio_text("h2c/h1", &capacities[1], &capacities[0]);
     // The text comparison table: each row its cell's figure; the second the ratio of the two.
-    let table: Vec<&str> = output
-        .stdout
-        .lines()
-        .skip_while(|line| !line.starts_with("comparison of "))
-        .skip(2)
-        .take(2)
-        .collect();
+    let table = crate::common::comparison_rows(&output.stdout);
+    assert_eq!(table.len(), 2, "{}", output.stdout);
     for (row, figure) in table.iter().zip(&figures) {
-        assert!(row.contains(&format!("  {figure}")), "{row}");
+        assert_eq!(&row["capacity"], figure, "{row:?}");
     }
     assert_eq!(
-        ratio
-            .as_ref()
-            .map(|ratio| table[1].ends_with(&format!("  {ratio}"))),
-        ratio.as_ref().map(|_| true),
-        "{}",
+        ratio.as_deref().unwrap_or(""),
+        table[1]["vs first"],
+        "{:?}",
         table[1]
     );
     // Markdown and HTML: the same texts in the table's cells; the HTML closes with the line.

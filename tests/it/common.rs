@@ -527,3 +527,54 @@ pub fn poisson_pair_distance(times: &[i64]) -> (f64, f64) {
         .fold(0.0, f64::max);
     (distance, 1.628 / n.sqrt())
 }
+
+/// The comparison table of a text report, read back whole: the text stacks it into several
+/// tables within 100 columns (each led by `#` and `protocol`), which this joins again. Each row
+/// maps a column's title to its text; columns are right-aligned, so a cell ends where its title
+/// ends (an empty cell reads as "").
+#[allow(dead_code)] // by tests/it only
+pub fn comparison_rows(stdout: &str) -> Vec<HashMap<String, String>> {
+    let mut lines = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("comparison of "))
+        .skip(1)
+        .peekable();
+    let mut rows: Vec<HashMap<String, String>> = Vec::new();
+    while lines.peek().is_some_and(|line| line.starts_with('#')) {
+        let titles = lines.next().unwrap();
+        let mut edges = Vec::new();
+        let mut at = 0;
+        for name in titles
+            .trim()
+            .split("  ")
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+        {
+            let start = titles[at..].find(name).unwrap() + at;
+            edges.push((name.to_owned(), start + name.len()));
+            at = start + name.len();
+        }
+        let mut index = 0;
+        // A row starts with its cell's number; a legend line may follow the last table.
+        let row = |line: &&str| line.trim_start().starts_with(|c: char| c.is_ascii_digit());
+        while let Some(line) = lines.next_if(row) {
+            if rows.len() <= index {
+                rows.push(HashMap::new());
+            }
+            // By characters: an interval's dash is one column but three bytes.
+            let chars: Vec<char> = line.chars().collect();
+            let mut start = 0;
+            for (name, end) in &edges {
+                let cell: String = chars[start.min(chars.len())..(*end).min(chars.len())]
+                    .iter()
+                    .collect();
+                rows[index].insert(name.clone(), cell.trim().to_owned());
+                start = *end;
+            }
+            index += 1;
+        }
+        // The blank line between two tables.
+        lines.next_if(|line| line.trim().is_empty());
+    }
+    rows
+}

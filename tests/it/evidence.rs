@@ -140,18 +140,8 @@ fn the_p99_of_50_requests_is_not_estimable() {
         .split("comparison of 2 cells")
         .nth(1)
         .unwrap_or_else(|| panic!("{stdout}"));
-    // Columns are two spaces apart or more; a figure with its interval has single spaces.
-    let columns = |line: &str| -> Vec<String> {
-        line.split("  ")
-            .map(str::trim)
-            .filter(|cell| !cell.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let mut lines = table.lines().skip(1);
-    let titles = columns(lines.next().unwrap());
-    let first = columns(lines.next().unwrap());
-    let cell = |title: &str| &first[titles.iter().position(|t| t == title).unwrap()];
+    let rows = crate::common::comparison_rows(&stdout);
+    let cell = |title: &str| &rows[0][title];
     for title in ["p99", "p99.9"] {
         assert!(cell(title).ends_with(" (n/e)"), "{title}: {table}");
     }

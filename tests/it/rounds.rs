@@ -320,13 +320,16 @@ fn diff_tests_rounds_against_rounds() {
         stdout.contains("h1 c=1 m=1: 5 rounds in base, 5 in new"),
         "{stdout}"
     );
-    // Every slow round's p50 (20 ms and more) above every fast one's: the smallest p-value a
-    // Mann–Whitney test of 5 against 5 can give, 2/252.
-    let p50 = stdout
-        .lines()
-        .find(|line| line.trim_start().starts_with("p50"))
-        .unwrap();
-    assert!(p50.contains("0.0079") && p50.ends_with("worse"), "{stdout}");
+    // Every slow round (20 ms and more) slower than every fast one: significant at 5 rounds a
+    // side (2/252 exactly without ties; a tie between two rounds' percentiles, which a histogram's
+    // buckets make common, takes it to 0.0119).
+    for figure in ["req/s", "p50", "p99"] {
+        let line = stdout
+            .lines()
+            .find(|line| line.trim_start().starts_with(figure))
+            .unwrap();
+        assert!(line.ends_with("worse"), "{figure}: {stdout}");
+    }
     assert!(
         stdout.contains("Mann–Whitney U test of the rounds"),
         "{stdout}"
