@@ -55,6 +55,12 @@ pub struct RoundFigures {
     /// This round's rate over the rate of the level's first cell in the same round.
     #[serde(default)]
     pub ratio: Option<f64>,
+    /// The standard error of this round's rate as its own run measured it (batch means), when
+    /// it had an interval: the floor of the rounds' spread (see [`mean_interval_floored`]).
+    /// Recomputed from the runs' reports, so not written.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub rate_error: Option<f64>,
 }
 
 /// The runs of each cell of a sweep, in the sweep's order: one run each, or with `--rounds`
@@ -70,6 +76,32 @@ pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
     }
     groups.sort_by_key(|(id, _)| *id);
     groups.into_iter().map(|(_, runs)| runs).collect()
+}
+
+/// The mean of `values` and its 95% t-interval, its standard error no smaller than what the
+/// rounds' own runs measured (`errors`, each round's standard error): five rounds that happen to
+/// agree closely would otherwise claim more than each of them knew (in a test of 40 invocations
+/// against one target, the intervals this floor widened were the ones that missed). As the
+/// binomial floor of one run's intervals, the spread measured is not trusted below what the
+/// samples themselves allow.
+pub(crate) fn mean_interval_floored(values: &[f64], errors: &[f64]) -> (f64, Option<Bounds<f64>>) {
+    let (mean, bounds) = mean_interval(values);
+    let Some(bounds) = bounds else {
+        return (mean, None);
+    };
+    let count = values.len() as f64;
+    let floor = (errors.iter().map(|error| error * error).sum::<f64>()
+        / errors.len().max(1) as f64
+        / count)
+        .sqrt();
+    let half = (mean - bounds.ci_low).max(t_975(values.len() - 1) * floor);
+    (
+        mean,
+        Some(Bounds {
+            ci_low: mean - half,
+            ci_high: Some(mean + half),
+        }),
+    )
 }
 
 /// The mean of `values` and its 95% t-interval; no interval from fewer than two.
@@ -140,6 +172,7 @@ pub(crate) fn combine(runs: Vec<(RoundOf, Row)>) -> Vec<Row> {
         }
         // Paired by round: a round that only one of them finished says nothing of the ratio.
         let mut ratios = Vec::new();
+        let mut errors = Vec::new();
         for figures in &mut row.rounds {
             let theirs = first
                 .rounds
@@ -149,8 +182,20 @@ pub(crate) fn combine(runs: Vec<(RoundOf, Row)>) -> Vec<Row> {
                 .filter(|theirs| theirs.requests_per_s > 0.0)
                 .map(|theirs| figures.requests_per_s / theirs.requests_per_s);
             ratios.extend(figures.ratio);
+            // A ratio's relative error: both rates' relative errors in quadrature.
+            if let (Some(ratio), Some(theirs)) = (figures.ratio, theirs) {
+                if let (Some(mine), Some(their)) = (figures.rate_error, theirs.rate_error) {
+                    if figures.requests_per_s > 0.0 {
+                        errors.push(
+                            ratio
+                                * (mine / figures.requests_per_s)
+                                    .hypot(their / theirs.requests_per_s),
+                        );
+                    }
+                }
+            }
         }
-        let (mean, bounds) = mean_interval(&ratios);
+        let (mean, bounds) = mean_interval_floored(&ratios, &errors);
         row.ratio = Some((format!("{}/{}", row.protocol, first.protocol), mean));
         row.ratio_ci = bounds.map(at_least_zero);
         row.ratio_ci_kind = bounds.map(|_| IntervalKind::AcrossRounds);
@@ -166,6 +211,12 @@ fn too_few_rounds(rounds: usize) -> NoInterval {
         n: rounds as u64,
         needed: 2,
     }
+}
+
+/// The standard error of a run's rate, from its 95% interval (batch means: close to normal).
+fn rate_error(row: &Row) -> Option<f64> {
+    let bounds = row.requests_per_s_ci?;
+    Some((bounds.ci_high? - bounds.ci_low) / (2.0 * 1.96))
 }
 
 /// `bounds` with its lower end no lower than zero.
@@ -197,7 +248,9 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         );
         (micros(mean), bounds)
     };
-    let (requests_per_s, requests_per_s_ci) = mean_interval(&of(|row| row.requests_per_s));
+    let errors: Vec<f64> = rounds.iter().filter_map(|row| rate_error(row)).collect();
+    let (requests_per_s, requests_per_s_ci) =
+        mean_interval_floored(&of(|row| row.requests_per_s), &errors);
     let (failed_percent, failed_percent_ci) = mean_interval(&of(|row| row.failed_percent));
     // A rate or a share below zero is no value it could have.
     let (requests_per_s_ci, failed_percent_ci) = (
@@ -261,6 +314,7 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
                 p99_9_us: row.p99_9_us,
                 failed_percent: row.failed_percent,
                 ratio: None,
+                rate_error: rate_error(row),
             })
             .collect(),
     }
@@ -373,6 +427,19 @@ mod tests {
         let half = 4.303 * 2.0 / 3f64.sqrt();
         assert!((bounds.ci_low - (10.0 - half)).abs() < 1e-9);
         assert!((bounds.ci_high.unwrap() - (10.0 + half)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rounds_that_agree_closely_claim_no_more_than_each_knew() {
+        // The values' own standard error is 0.1/√3; each round knew its rate to ±1 (sd).
+        let (mean, bounds) = mean_interval_floored(&[10.0, 10.1, 10.2], &[1.0, 1.0, 1.0]);
+        let bounds = bounds.unwrap();
+        let half = 4.303 / 3f64.sqrt();
+        assert!((mean - 10.1).abs() < 1e-9);
+        assert!((bounds.ci_low - (10.1 - half)).abs() < 1e-9);
+        // A spread wider than the floor is kept as it is.
+        let (_, wide) = mean_interval_floored(&[8.0, 10.0, 12.0], &[0.1, 0.1, 0.1]);
+        assert_eq!(wide, mean_interval(&[8.0, 10.0, 12.0]).1);
     }
 
     #[test]

@@ -140,7 +140,7 @@ fn the_p99_of_50_requests_is_not_estimable() {
         .split("comparison of 2 cells")
         .nth(1)
         .unwrap_or_else(|| panic!("{stdout}"));
-    let rows = crate::common::comparison_rows(&stdout);
+    let rows = crate::common::comparison_rows(stdout);
     let cell = |title: &str| &rows[0][title];
     for title in ["p99", "p99.9"] {
         assert!(cell(title).ends_with(" (n/e)"), "{title}: {table}");

@@ -8,12 +8,14 @@ use serde_json::Value;
 
 use crate::common::{assert_usage_error, h2load_rs, run_command};
 
-/// The 95% t-interval of the mean of `values` (t for 2 degrees of freedom: 3 rounds).
-fn t_interval_of_three(values: &[f64]) -> (f64, f64, f64) {
+/// The 95% t-interval of the mean of `values` (t for 2 degrees of freedom: 3 rounds), its
+/// standard error at least the rounds' own (`errors`: each round's, where its run had one).
+fn t_interval_of_three(values: &[f64], errors: &[f64]) -> (f64, f64, f64) {
     assert_eq!(values.len(), 3);
     let mean = values.iter().sum::<f64>() / 3.0;
     let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 2.0;
-    let half = 4.303 * (variance / 3.0).sqrt();
+    let floor = errors.iter().map(|e| e * e).sum::<f64>() / errors.len().max(1) as f64;
+    let half = 4.303 * (variance.max(floor) / 3.0).sqrt();
     (mean, mean - half, mean + half)
 }
 
@@ -93,6 +95,14 @@ fn rounds_run_every_cell_each_round_interleaved_and_compare_across_them() {
             .as_f64()
             .unwrap()
     };
+    // A run's standard error of its rate, from its own interval (when it had one).
+    let error_of = |sweep_cell: u64, round: u64| -> Option<f64> {
+        let run = cells.iter().find(|cell| {
+            cell["cell"]["round"]["cell"] == sweep_cell && cell["cell"]["round"]["round"] == round
+        })?;
+        let bounds = &run["requests_per_s_ci"];
+        Some((bounds["ci_high"].as_f64()? - bounds["ci_low"].as_f64()?) / (2.0 * 1.96))
+    };
     for (at, row) in rows.iter().enumerate() {
         let sweep_cell = at as u64 + 1;
         assert_eq!(row["cell"], sweep_cell);
@@ -107,7 +117,10 @@ fn rounds_run_every_cell_each_round_interleaved_and_compare_across_them() {
             assert!(close(*rate, rate_of(sweep_cell, number)), "round {number}");
             assert_eq!(round["failed_percent"], 0.0);
         }
-        let (mean, low, high) = t_interval_of_three(&rates);
+        let errors: Vec<f64> = (1..=3)
+            .filter_map(|round| error_of(sweep_cell, round))
+            .collect();
+        let (mean, low, high) = t_interval_of_three(&rates, &errors);
         assert!(close(row["requests_per_s"].as_f64().unwrap(), mean));
         assert!(close(
             row["requests_per_s_ci"]["ci_low"].as_f64().unwrap(),
@@ -132,7 +145,14 @@ fn rounds_run_every_cell_each_round_interleaved_and_compare_across_them() {
             ratio
         })
         .collect();
-    let (mean, low, high) = t_interval_of_three(&ratios);
+    let errors: Vec<f64> = (1..=3u64)
+        .filter_map(|round| {
+            let (mine, theirs) = (error_of(2, round)?, error_of(1, round)?);
+            let (a, b) = (rate_of(2, round), rate_of(1, round));
+            Some(a / b * (mine / a).hypot(theirs / b))
+        })
+        .collect();
+    let (mean, low, high) = t_interval_of_three(&ratios, &errors);
     assert_eq!(rows[1]["ratio"][0], "h2c/h1");
     assert!(close(rows[1]["ratio"][1].as_f64().unwrap(), mean));
     assert!(close(
