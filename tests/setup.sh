@@ -17,6 +17,8 @@ command -v gtlsserver >/dev/null || need+=(ngtcp2-server)
 # apache2 lives in /usr/sbin, which a user's PATH may lack; mod_http2 and mod_ssl come with it.
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
 command -v curl >/dev/null || need+=(curl)
+# script(1) gives a report a terminal (the 100-column test); Debian ships it in bsdutils.
+command -v script >/dev/null || need+=(bsdutils)
 command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)
 # Prometheus and promtool: the live metrics (--metrics-listen) are scraped by the real thing.
