@@ -233,19 +233,18 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
     let of =
         |figure: fn(&Row) -> f64| -> Vec<f64> { rounds.iter().map(|row| figure(row)).collect() };
     let mean = |figure: fn(&Row) -> f64| -> f64 { mean_interval(&of(figure)).0 };
-    let latency = |figure: fn(&Row) -> f64| -> (u64, Bounds<u64>) {
+    // A percentile's interval across rounds, when every round's run could estimate it (a p99 of
+    // 50 requests a round is no better known for being measured five times over).
+    let latency = |index: usize, figure: fn(&Row) -> f64| -> (u64, Option<Bounds<u64>>) {
         let (mean, bounds) = mean_interval(&of(figure));
         let micros = |value: f64| value.max(0.0).round() as u64;
-        let bounds = bounds.map_or(
-            Bounds {
-                ci_low: micros(mean),
-                ci_high: Some(micros(mean)),
-            },
-            |bounds| Bounds {
-                ci_low: micros(bounds.ci_low),
-                ci_high: bounds.ci_high.map(micros),
-            },
-        );
+        let estimable = rounds
+            .iter()
+            .all(|row| row.percentiles_ci.is_some_and(|all| all[index].is_some()));
+        let bounds = bounds.filter(|_| estimable).map(|bounds| Bounds {
+            ci_low: micros(bounds.ci_low),
+            ci_high: bounds.ci_high.map(micros),
+        });
         (micros(mean), bounds)
     };
     let errors: Vec<f64> = rounds.iter().filter_map(|row| rate_error(row)).collect();
@@ -257,11 +256,10 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         requests_per_s_ci.map(at_least_zero),
         failed_percent_ci.map(at_least_zero),
     );
-    let (p50_us, p50) = latency(|row| row.p50_us as f64);
-    let (p90_us, p90) = latency(|row| row.p90_us as f64);
-    let (p99_us, p99) = latency(|row| row.p99_us as f64);
-    let (p99_9_us, p99_9) = latency(|row| row.p99_9_us as f64);
-    let several = rounds.len() > 1;
+    let (p50_us, p50) = latency(0, |row| row.p50_us as f64);
+    let (p90_us, p90) = latency(1, |row| row.p90_us as f64);
+    let (p99_us, p99) = latency(2, |row| row.p99_us as f64);
+    let (p99_9_us, p99_9) = latency(3, |row| row.p99_9_us as f64);
     Row {
         cell,
         protocol: first.protocol.clone(),
@@ -281,7 +279,7 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         p99_us,
         p99_9_us,
         max_us: rounds.iter().map(|row| row.max_us).max().unwrap_or(0),
-        percentiles_ci: several.then_some([Some(p50), Some(p90), Some(p99), Some(p99_9)]),
+        percentiles_ci: (rounds.len() > 1).then_some([p50, p90, p99, p99_9]),
         errors: rounds.iter().map(|row| row.errors).sum(),
         failed_percent,
         failed_percent_ci,

@@ -131,7 +131,12 @@ fn rounds_run_every_cell_each_round_interleaved_and_compare_across_them() {
             high
         ));
         assert_eq!(row["connections"], 3, "one connection a round");
-        assert_eq!(row["percentiles_ci"].as_array().map(Vec::len), Some(4));
+        // 200 requests a round: p50 is estimable in every round, p99 (500 needed) in none, so
+        // five rounds of it give no interval either.
+        let percentiles = row["percentiles_ci"].as_array().unwrap();
+        assert_eq!(percentiles.len(), 4);
+        assert!(percentiles[0]["ci_low"].is_number(), "{percentiles:?}");
+        assert!(percentiles[2].is_null(), "{percentiles:?}");
     }
     // The ratio: round by round, paired, then their mean and its interval.
     let ratios: Vec<f64> = rows[1]["rounds"]
