@@ -12,10 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::stable::{UntilStable, LOOK_EVERY};
 use super::worker::{ThreadResult, Worker};
-use super::{panics, signals, Sinks, DEFAULT_DRAIN};
+use super::{panics, signals, stamped, Sinks, DEFAULT_DRAIN};
 use crate::engine::budget::Budget;
 use crate::engine::pacer::Throttle;
-use crate::plan::{RunPlan, StopRule};
+use crate::plan::{IoBackend, Negotiation, RunPlan, StopRule};
 use crate::recorder::outcome::{Kept, RunOutcome};
 use crate::recorder::{Recorder, WireTotals};
 
@@ -51,6 +51,10 @@ impl Launched {
             .enable_all()
             .build()
             .context("cannot start the controller runtime")?;
+        // TCP read by epoll is stamped with each read's arrival (QUIC and io_uring reads are not).
+        if plan.io == IoBackend::Epoll && plan.negotiation != Negotiation::Quic {
+            stamped::hold_stamping_on();
+        }
         let start = Instant::now();
         let start_wall = SystemTime::now();
         let (budget_limit, measure_start, deadline) = match plan.stop {

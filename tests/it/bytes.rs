@@ -190,7 +190,7 @@ fn h2c_upgrade_bytes_are_what_the_server_sent() {
 /// agree wherever their definitions do.
 #[test]
 fn h2load_counts_the_same_bytes_on_the_counting_target() {
-    crate::peers::require("h2load");
+    crate::common::require("h2load");
     for (name, flags) in [
         ("h2c", &["-c", "2", "-m", "4"][..]),
         ("h1", &["--h1", "-c", "2"]),

@@ -578,3 +578,64 @@ pub fn comparison_rows(stdout: &str) -> Vec<HashMap<String, String>> {
     }
     rows
 }
+
+/// Fails the test, with how to get it, when `tool` is not on the PATH.
+pub fn require(tool: &str) {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "{tool} is not installed: run tests/setup.sh (the README's test command does)"
+    );
+}
+
+#[allow(dead_code)] // by tests/it only
+/// The fields of the report's `finished in` line, split at its commas.
+pub fn finished_fields(stdout: &str) -> Vec<String> {
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("finished in "))
+        .unwrap_or_else(|| panic!("no finished line in:\n{stdout}"));
+    line["finished in ".len()..]
+        .split(", ")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `2.62 Gbit/s` (or `327.50 MB/s`) read back in units of `unit` (`bit/s`, `B/s`) a second,
+/// with the decimal prefixes.
+pub fn decimal_figure(text: &str, unit: &str) -> f64 {
+    let (number, rest) = text
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no 'N unit' in {text:?}"));
+    let prefix = rest
+        .strip_suffix(unit)
+        .unwrap_or_else(|| panic!("{text:?} is not in {unit}"));
+    let scale = match prefix {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        other => panic!("{other:?} is not a decimal prefix ({text:?})"),
+    };
+    number.parse::<f64>().unwrap_or_else(|_| panic!("{text:?}")) * scale
+}
+
+/// A throughput as the report prints it, `2.62 Gbit/s (327.50 MB/s)`, in bytes a second: its
+/// bits and bytes checked to be the same figure within their rounding (3 significant digits at
+/// least: 0.5%).
+pub fn throughput(text: &str) -> f64 {
+    let (bits, bytes) = text
+        .strip_suffix(')')
+        .and_then(|text| text.split_once(" ("))
+        .unwrap_or_else(|| panic!("no 'bits (bytes)' in {text:?}"));
+    let (bits, bytes) = (decimal_figure(bits, "bit/s"), decimal_figure(bytes, "B/s"));
+    assert!(
+        (bits / 8.0 / bytes - 1.0).abs() < 0.005,
+        "{text:?}: the bits are not 8 times the bytes"
+    );
+    bytes
+}

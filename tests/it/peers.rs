@@ -1,19 +1,7 @@
 //! Cross-checks against other clients: the built-in target answers them, and h2load agrees with
 //! h2load-rs on what a run did. The tools come from `tests/setup.sh`.
 
-use crate::common::{h2load_rs, run_command, text_counts, url};
-
-/// Fails the test, naming the setup script, when `tool` is not installed.
-pub fn require(tool: &str) {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    assert!(
-        found,
-        "{tool} is not installed: run tests/setup.sh (the README's test command does)"
-    );
-}
+use crate::common::{h2load_rs, require, run_command, text_counts, url};
 
 /// What curl saw fetching `path` with `protocol_flag`: "HTTP-version status body-size".
 fn curl(protocol_flag: &str, path: &str) -> String {

@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod common;
 mod confidence;
+mod download;
 mod generator;
 mod latency;
 mod rate;
