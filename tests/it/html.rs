@@ -98,6 +98,8 @@ const LAYOUT_CHECK: &str = r#"
       }
     }
   }
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) clipped.push('page: wider than the window');
   const out = document.createElement('pre');
   out.id = 'layout-check';
   out.textContent = JSON.stringify({ clipped, legends });
@@ -184,7 +186,8 @@ fn text_of(dom: &str) -> String {
 
 /// Renders `page` with the layout check, screenshots it as `name`, and asserts that nothing but
 /// the two probes is clipped: no SVG text outside its SVG, no legend entry outside its legend or
-/// the page, or wider than its box.
+/// the page, or wider than its box, and no page wider than the window (a wide table scrolls by
+/// itself).
 fn render(page: &Path, name: &str) -> Rendered {
     let html = std::fs::read_to_string(page).unwrap();
     let checked = page.with_extension("checked.html");

@@ -47,10 +47,10 @@ fn figures(document: &Document) -> String {
         [line] => {
             let _ = write!(
                 out,
-                r#"<table id="card"><caption>{}</caption><tbody>"#,
+                r#"<p>{}:</p><table id="card"><tbody>"#,
                 match document.rounds {
-                    Some(_) => "latencies in ms; each figure the mean of its rounds, its 95% interval across them",
-                    None => "latencies in ms; 95% intervals within one run",
+                    Some(_) => "The run (latencies in ms; each figure is the mean of its rounds, its 95% interval across them)",
+                    None => "The run (latencies in ms; 95% intervals within one run)",
                 }
             );
             for (title, value) in titles.iter().zip(line) {
@@ -156,7 +156,7 @@ table {{ border-collapse: collapse; margin: 12px 0 24px; font-size: 12px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
 th {{ background: #f3f3f3; }}
 #card th {{ text-align: left; }}
-caption {{ text-align: left; padding-bottom: 4px; }}
+.wide {{ overflow-x: auto; }}
 .cause {{ color: #b00020; font-weight: 600; }}
 .capacity {{ font-weight: 600; }}
 pre.search {{ font-size: 12px; background: #f7f7f7; padding: 8px; overflow-x: auto; }}
@@ -191,9 +191,10 @@ figcaption {{ font-weight: 600; margin-bottom: 4px; }}
     )
 }
 
-/// A table of `titles` over `lines`, every cell escaped.
+/// A table of `titles` over `lines`, every cell escaped; one wider than the page scrolls by
+/// itself.
 fn html_table(id: &str, titles: &[&str], lines: &[Vec<String>]) -> String {
-    let mut table = format!(r#"<table id="{id}"><thead><tr>"#);
+    let mut table = format!(r#"<div class="wide"><table id="{id}"><thead><tr>"#);
     for title in titles {
         let _ = write!(table, "<th>{}</th>", escape(title));
     }
@@ -205,7 +206,7 @@ fn html_table(id: &str, titles: &[&str], lines: &[Vec<String>]) -> String {
         }
         table.push_str("</tr>");
     }
-    table.push_str("</tbody></table>");
+    table.push_str("</tbody></table></div>");
     table
 }
 
