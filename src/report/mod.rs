@@ -42,10 +42,8 @@ pub(crate) use summary::schema::{
 // Named by merge's tests.
 #[cfg(test)]
 pub(crate) use summary::schema::{Connections, Requests, StatusCodes, Traffic};
-pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
-// Named by diff's tests.
-#[cfg(test)]
 pub(crate) use timeline::IntervalSummary;
+pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 3;

@@ -237,6 +237,24 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
+/// [`rate_shortfall`] of a paced cell's report: its rate figures, concurrency, service times and
+/// generator CPU; `None` for a cell that was not paced or sustained its rate.
+pub(crate) fn cell_rate_shortfall(summary: &Summary) -> Option<String> {
+    let rate = summary.rate.as_ref()?;
+    let slack = super::cell_slack_per_s(
+        rate.requested_per_s,
+        summary.elapsed_s,
+        summary.settings.arrival.as_deref(),
+    );
+    rate_shortfall(
+        rate,
+        &summary.cell,
+        summary.latency.service.as_ref(),
+        summary.generator_cpu_percent,
+        slack,
+    )
+}
+
 /// Why a paced cell fell short of its requested `rate`, in one sentence (the text report puts it
 /// under the rate figures); `None` when it sustained it. `cell` gives the concurrency, `service`
 /// the service times, `cpu_percent` the generator's CPU; `slack_per_s` how far the schedule's own

@@ -18,7 +18,7 @@ pub(crate) fn render(summary: &Summary) -> String {
 }
 
 /// Why the cell failed, the report's first line (`None` when it did not fail).
-fn cause_line(summary: &Summary) -> Option<String> {
+pub(crate) fn cause_line(summary: &Summary) -> Option<String> {
     let cause = summary.cause.as_ref()?;
     Some(format!("failed: {}", cause.text))
 }
@@ -669,15 +669,7 @@ fn write_rate(out: &mut String, summary: &Summary, rate: &super::RateReport) -> 
          connection, as a user arriving on schedule would wait (coordinated omission corrected); service\n  \
          time counts from when the request was actually sent, as closed-loop tools measure."
     )?;
-    let service = summary.latency.service.as_ref();
-    let cpu = summary.generator_cpu_percent;
-    let slack = super::cell_slack_per_s(
-        rate.requested_per_s,
-        summary.elapsed_s,
-        summary.settings.arrival.as_deref(),
-    );
-    let cell = &summary.cell;
-    if let Some(shortfall) = super::plain::rate_shortfall(rate, cell, service, cpu, slack) {
+    if let Some(shortfall) = super::plain::cell_rate_shortfall(summary) {
         writeln!(out, "  {shortfall}")?;
     }
     Ok(())
@@ -719,17 +711,7 @@ fn write_percentiles(out: &mut String, label: &str, summary: &LatencySummary) ->
 pub(crate) fn comparison(document: &super::Document) -> String {
     let (titles, lines) =
         super::comparison::table(&document.comparison, super::comparison::Intervals::Inline);
-    let mut out = match &document.rounds {
-        Some(rounds) => format!(
-            "\ncomparison of {} over {} (latencies in ms; each figure is the mean of its rounds, its 95% interval across them):\n",
-            super::counted(lines.len() as u64, "cell"),
-            super::counted(rounds.count as u64, "round")
-        ),
-        None => format!(
-            "\ncomparison of {} (latencies in ms; 95% intervals within one run):\n",
-            super::counted(lines.len() as u64, "cell")
-        ),
-    };
+    let mut out = format!("\n{}\n", comparison_heading(document));
     out.push_str(&stacked(&titles, &lines, &COMPARISON_GROUPS, WIDTH));
     if let Some(legend) = super::comparison::legend(&document.comparison) {
         out.push_str(&legend);
@@ -743,6 +725,21 @@ pub(crate) fn comparison(document: &super::Document) -> String {
     write_sentences(&mut out, &super::plain::comparison(&document.comparison))
         .expect("writing to a String cannot fail");
     out
+}
+
+/// `comparison of 2 cells (latencies in ms; 95% intervals within one run):`, or with `--rounds`
+/// what the figures and their intervals are across the rounds.
+pub(crate) fn comparison_heading(document: &super::Document) -> String {
+    let cells = super::counted(document.comparison.len() as u64, "cell");
+    match &document.rounds {
+        Some(rounds) => format!(
+            "comparison of {cells} over {} (latencies in ms; each figure is the mean of its rounds, its 95% interval across them):",
+            super::counted(rounds.count as u64, "round")
+        ),
+        None => {
+            format!("comparison of {cells} (latencies in ms; 95% intervals within one run):")
+        }
+    }
 }
 
 /// `--quiet`'s comparison: the plain words alone, each ratio with its interval.

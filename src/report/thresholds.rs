@@ -106,9 +106,15 @@ fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
 /// breached or not, for `--quiet`'s cell line; `fail_if` is the list its thresholds were checked
 /// from.
 pub(crate) fn verdicts(cell: &Summary, fail_if: &[Objective]) -> Vec<String> {
+    verdict_lines(&cell.thresholds, fail_if)
+}
+
+/// [`verdicts`] of `thresholds`, checked from `fail_if` (a cell's, or a cell's across its
+/// rounds).
+pub(crate) fn verdict_lines(thresholds: &[Threshold], fail_if: &[Objective]) -> Vec<String> {
     fail_if
         .iter()
-        .zip(&cell.thresholds)
+        .zip(thresholds)
         .map(|(objective, threshold)| {
             let noise = match threshold.within_noise {
                 true => ", within the noise",
@@ -127,6 +133,20 @@ pub(crate) fn verdicts(cell: &Summary, fail_if: &[Objective]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The `--fail-if` expressions a report's thresholds were checked from, read back from their
+/// canonical spelling (a report read by `merge` or exported knows them only so): the first
+/// cell's, which every cell shares; none when one does not parse (a report edited by hand), as
+/// the thresholds would no longer line up with them.
+pub(crate) fn objectives(cells: &[Summary]) -> Vec<Objective> {
+    cells.first().map_or_else(Vec::new, |cell| {
+        cell.thresholds
+            .iter()
+            .map(|threshold| crate::cli::objective::parse(&threshold.expr))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_default()
+    })
 }
 
 /// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every

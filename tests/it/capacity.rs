@@ -555,7 +555,7 @@ fn grouped(rate: f64) -> String {
 /// The figure every output must state for a JSON `capacity.answer`, formatted here from its
 /// numbers: `8,450 req/s (8,450–8,870)`, `at least 8,450 req/s` (no rate above failed),
 /// `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate passed)`.
-fn figure(answer: &serde_json::Value) -> String {
+pub(crate) fn figure(answer: &serde_json::Value) -> String {
     match answer["kind"].as_str().unwrap() {
         "consistent" => {
             let rate = grouped(answer["capacity_rps"].as_f64().unwrap());

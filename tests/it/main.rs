@@ -18,6 +18,7 @@ mod grpc;
 mod h3;
 mod habits;
 mod hostile;
+mod html;
 mod io;
 mod k8s;
 mod layers;

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{h2load_rs, h2load_rs_within, run_command, timer_noise, Run, COMMAND_LIMIT};
+use crate::common::{h2load_rs, h2load_rs_within, timer_noise, Run, COMMAND_LIMIT};
 
 /// Runs the example sweep once against the built-in target, with every export.
 /// Its 120,000 requests are CPU-bound in a debug build (client and target), so the command limit
@@ -285,15 +285,6 @@ fn one_command_sweeps_levels_and_protocols_and_every_export_agrees() {
 
 #[test]
 fn html_report_renders_in_chromium() {
-    let chromium = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|name| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {name}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("chromium is not installed: run tests/setup.sh (the README's test command does)");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
     let run = h2load_rs(&[
@@ -307,22 +298,7 @@ fn html_report_renders_in_chromium() {
         html.to_str().unwrap(),
     ]);
     assert_eq!(run.output.code, 0, "{}", run.output.stderr);
-    let page = format!("file://{}", html.display());
-    let profile = dir.path().join("profile");
-    let flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ];
-    let profile_flag = format!("--user-data-dir={}", profile.display());
-    let mut dump_args: Vec<&str> = flags.to_vec();
-    dump_args.extend([profile_flag.as_str(), "--dump-dom", page.as_str()]);
-    let dom = run_command(chromium, &dump_args).stdout;
+    let dom = crate::html::dump_dom(&html);
     let series_in = |chart: &str| {
         let start = dom
             .find(&format!("id=\"{chart}\""))
@@ -339,16 +315,7 @@ fn html_report_renders_in_chromium() {
         assert!(drawn.iter().all(|s| s.points >= 1), "{chart}: {drawn:?}");
     }
 
-    let shot = dir.path().join("shot.png");
-    let shot_flag = format!("--screenshot={}", shot.display());
-    let mut shot_args: Vec<&str> = flags.to_vec();
-    shot_args.extend([
-        profile_flag.as_str(),
-        "--window-size=1000,2200",
-        shot_flag.as_str(),
-        page.as_str(),
-    ]);
-    run_command(chromium, &shot_args);
+    let shot = crate::html::screenshot(&html, "sweep-three-protocols");
     let decoder = png::Decoder::new(std::io::BufReader::new(
         std::fs::File::open(&shot).expect("a screenshot"),
     ));

@@ -1,0 +1,99 @@
+//! The page's first section, what the run concluded, in the text report's own words (each line
+//! from the function the text report prints it with): why a cell failed, the comparison and each
+//! cell in plain words, why a paced cell fell short of its rate, the capacity with its SLO, and
+//! every `--fail-if` verdict.
+
+use std::fmt::Write;
+
+use super::{escape, run_label};
+use crate::report::{capacity, plain, text, thresholds, Document};
+
+/// The verdicts as a `<section id="verdicts">`.
+pub(super) fn section(document: &Document) -> String {
+    let cells = &document.cells;
+    let several = cells.len() > 1;
+    let mut out = String::from(r#"<section id="verdicts"><h2>Verdicts</h2>"#);
+    // The cause first, as the text report leads with it.
+    for cell in cells {
+        if let Some(line) = text::cause_line(cell) {
+            let of = match several {
+                true => format!("{}: ", run_label(cell)),
+                false => String::new(),
+            };
+            let _ = write!(out, r#"<p class="cause">{}</p>"#, escape(&(of + &line)));
+        }
+    }
+    list(
+        &mut out,
+        "comparison",
+        &plain::comparison(&document.comparison),
+    );
+    for line in capacity::sweep_lines(cells) {
+        let _ = write!(out, r#"<p class="capacity">{}</p>"#, escape(&line));
+    }
+    list(&mut out, "thresholds", &threshold_lines(document));
+    for cell in cells {
+        let mut sentences = plain::cell(cell);
+        sentences.extend(plain::cell_rate_shortfall(cell));
+        if sentences.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<h3>{}in plain words</h3>",
+            match several {
+                true => escape(&run_label(cell)) + ": ",
+                false => String::new(),
+            }
+        );
+        list(&mut out, "plain", &sentences);
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// `lines` as a `<ul class="{class}">`; nothing when there are none.
+fn list(out: &mut String, class: &str, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let _ = write!(out, r#"<ul class="{class}">"#);
+    for line in lines {
+        let _ = write!(out, "<li>{}</li>", escape(line));
+    }
+    out.push_str("</ul>");
+}
+
+/// Every `--fail-if` verdict, `passed` or `breached`, of each cell (with `--rounds`, each cell of
+/// the sweep judged across its rounds, as the exit status is), then the thresholds not judged.
+fn threshold_lines(document: &Document) -> Vec<String> {
+    let fail_if = thresholds::objectives(&document.cells);
+    if fail_if.is_empty() {
+        return Vec::new();
+    }
+    let judged: Vec<(String, Vec<String>)> = match document.rounds {
+        Some(_) => thresholds::across_rounds(&document.cells, &fail_if)
+            .into_iter()
+            .map(|(label, judged)| (label, thresholds::verdict_lines(&judged, &fail_if)))
+            .collect(),
+        None => document
+            .cells
+            .iter()
+            .map(|cell| (run_label(cell), thresholds::verdicts(cell, &fail_if)))
+            .collect(),
+    };
+    let several = judged.len() > 1;
+    let mut lines: Vec<String> = judged
+        .into_iter()
+        .flat_map(|(label, lines)| {
+            lines.into_iter().map(move |line| match several {
+                true => format!("{label}: {line}"),
+                false => line,
+            })
+        })
+        .collect();
+    if document.rounds.is_none() {
+        lines.extend(thresholds::unjudged(&document.cells, &fail_if));
+    }
+    lines
+}
