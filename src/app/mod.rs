@@ -243,9 +243,8 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     }
     let failures = outputs.write_all(&document);
     outputs::report_failures(&failures);
-    let breaches = report::thresholds::breaches(&document, &args.fail_if);
-    let unjudged = report::thresholds::unjudged(&document.cells, &args.fail_if);
-    for line in breaches.iter().chain(&unjudged) {
+    let (verdicts, breached) = report::thresholds::stderr_lines(&document, &args.fail_if);
+    for line in &verdicts {
         errln!("{line}");
     }
     // An incomplete sharded run (a part missing or interrupted) is written and shown, and
@@ -261,7 +260,7 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     Ok(
         if !failures.is_empty() || missing_shards.is_some() || !unreadable.is_empty() {
             FAILURE
-        } else if !breaches.is_empty() {
+        } else if breached {
             BREACHED
         } else {
             0
@@ -371,12 +370,11 @@ fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
 /// Prints every breached `--fail-if` threshold, one line each, then those not judged (a
 /// percentile not estimable); whether one was breached.
 fn breached(document: &Document, args: &LoadArgs) -> bool {
-    let breaches = report::thresholds::breaches(document, &args.fail_if);
-    let unjudged = report::thresholds::unjudged(&document.cells, &args.fail_if);
-    for line in breaches.iter().chain(&unjudged) {
+    let (verdicts, breached) = report::thresholds::stderr_lines(document, &args.fail_if);
+    for line in &verdicts {
         errln!("{line}");
     }
-    !breaches.is_empty()
+    breached
 }
 
 /// A count summed over every cell of the run.

@@ -58,12 +58,7 @@ pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> 
         .iter()
         .map(|objective| {
             let checked = objective.check(&measured);
-            let judged = match objective.metric {
-                Metric::Latency(_, quantile) if quantile < 1.0 => {
-                    confidence::estimable(measured.latency.len(), quantile)
-                }
-                _ => true,
-            };
+            let judged = can_judge(summary, objective);
             let ci = judged.then(|| interval(summary, objective)).flatten();
             Threshold {
                 expr: checked.expr,
@@ -75,6 +70,17 @@ pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> 
             }
         })
         .collect()
+}
+
+/// Whether `summary` can tell on which side of its bound `objective`'s metric lies: not for a
+/// percentile with fewer than 5 samples beyond it (not estimable).
+fn can_judge(summary: &Summary, objective: &Objective) -> bool {
+    match objective.metric {
+        Metric::Latency(_, quantile) if quantile < 1.0 => {
+            confidence::estimable(summary.histograms.request.len(), quantile)
+        }
+        _ => true,
+    }
 }
 
 /// The 95% interval of `objective`'s metric in `summary`: a latency percentile's (batch means
@@ -149,22 +155,50 @@ pub(crate) fn objectives(cells: &[Summary]) -> Vec<Objective> {
     })
 }
 
-/// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every
-/// cell, in run order, with what its interval says when the breach is within the noise;
-/// `fail_if` is the list each cell's thresholds were checked from. With `--rounds` each cell of
-/// the sweep is judged once, on [`across_rounds`], not each of its runs.
-pub(crate) fn breaches(document: &Document, fail_if: &[Objective]) -> Vec<String> {
-    let judged: Vec<(String, Vec<Threshold>)> = match document.rounds {
+/// One cell's thresholds as judged: with `--rounds`, a cell of the sweep across its rounds.
+pub(crate) struct Judged {
+    /// The cell's label.
+    pub(crate) label: String,
+    /// The request samples its percentiles were read from (with `--rounds`, the fewest of a
+    /// round's).
+    samples: u64,
+    pub(crate) thresholds: Vec<Threshold>,
+}
+
+/// Every cell's thresholds as judged, in run order; with `--rounds` each cell of the sweep once,
+/// on [`across_rounds`], not each of its runs (what the exit status follows).
+pub(crate) fn judge(document: &Document, fail_if: &[Objective]) -> Vec<Judged> {
+    match document.rounds {
         Some(_) => across_rounds(&document.cells, fail_if),
         None => document
             .cells
             .iter()
-            .map(|cell| (cell.cell.label.clone(), cell.thresholds.clone()))
+            .map(|cell| Judged {
+                label: cell.cell.label.clone(),
+                samples: cell.histograms.request.len(),
+                thresholds: cell.thresholds.clone(),
+            })
             .collect(),
-    };
+    }
+}
+
+/// The `--fail-if` lines for stderr, every breach then every threshold not judged, and whether
+/// one was breached (the run then fails).
+pub(crate) fn stderr_lines(document: &Document, fail_if: &[Objective]) -> (Vec<String>, bool) {
+    let judged = judge(document, fail_if);
+    let mut lines = breaches(&judged, fail_if);
+    let breached = !lines.is_empty();
+    lines.extend(unjudged(&judged, fail_if));
+    (lines, breached)
+}
+
+/// `threshold breached: p99 84.2ms > 50ms (cell h2c c=100 m=1)`, one line per breach of every
+/// cell of `judged`, with what its interval says when the breach is within the noise; `fail_if`
+/// is the list each cell's thresholds were checked from.
+fn breaches(judged: &[Judged], fail_if: &[Objective]) -> Vec<String> {
     judged
         .iter()
-        .flat_map(|(label, thresholds)| {
+        .flat_map(|Judged { label, thresholds, .. }| {
             fail_if
                 .iter()
                 .zip(thresholds)
@@ -190,13 +224,12 @@ pub(crate) fn breaches(document: &Document, fail_if: &[Objective]) -> Vec<String
 }
 
 /// `threshold not judged: p99 of 40 samples is not estimable, …`, one line per threshold of every
-/// cell on a percentile too far in the tail of too few samples to say which side of its bound it
-/// lies; such a threshold neither fails the run nor passes it.
-pub(crate) fn unjudged(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> {
-    cells
+/// cell of `judged` on a percentile too far in the tail of too few samples to say which side of
+/// its bound it lies; such a threshold neither fails the run nor passes it.
+pub(crate) fn unjudged(judged: &[Judged], fail_if: &[Objective]) -> Vec<String> {
+    judged
         .iter()
         .flat_map(|cell| {
-            let samples = cell.histograms.request.len();
             fail_if
                 .iter()
                 .zip(&cell.thresholds)
@@ -206,9 +239,10 @@ pub(crate) fn unjudged(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> 
                         return None;
                     };
                     Some(format!(
-                        "threshold not judged: {} (cell {}): {name} of {samples} samples is not estimable, fewer than {:.0} lie beyond it (it needs {}: run longer)",
+                        "threshold not judged: {} (cell {}): {name} of {} is not estimable, fewer than {:.0} lie beyond it (it needs {}: run longer)",
                         threshold.expr,
-                        cell.cell.label,
+                        cell.label,
+                        counted(cell.samples, "sample"),
                         confidence::MIN_TAIL,
                         counted(confidence::samples_needed(quantile), "sample")
                     ))
@@ -219,11 +253,9 @@ pub(crate) fn unjudged(cells: &[Summary], fail_if: &[Objective]) -> Vec<String> 
 
 /// With `--rounds`: every `--fail-if` expression judged once per cell of the sweep, on the mean
 /// of its rounds' values, its interval Student's t across them (what a rerun would give, not
-/// what one run's noise says); each cell's label with its thresholds, in the sweep's order.
-pub(crate) fn across_rounds(
-    cells: &[Summary],
-    fail_if: &[Objective],
-) -> Vec<(String, Vec<Threshold>)> {
+/// what one run's noise says); a percentile only where every round could estimate it (as its
+/// interval across rounds). In the sweep's order.
+fn across_rounds(cells: &[Summary], fail_if: &[Objective]) -> Vec<Judged> {
     runs_by_cell(cells)
         .into_iter()
         .map(|runs| {
@@ -234,18 +266,28 @@ pub(crate) fn across_rounds(
                         .iter()
                         .map(|run| objective.value(&measured(run)))
                         .collect();
+                    let judged = runs.iter().all(|run| can_judge(run, objective));
                     let (value, ci) = mean_interval(&values);
+                    let ci = ci.filter(|_| judged);
                     Threshold {
                         expr: objective.to_string(),
                         value,
-                        breached: objective.holds(value),
+                        breached: judged && objective.holds(value),
                         ci,
                         within_noise: ci.is_some_and(|bounds| bounds.contains(objective.bound)),
-                        judged: true,
+                        judged,
                     }
                 })
                 .collect();
-            (runs[0].cell.label.clone(), thresholds)
+            Judged {
+                label: runs[0].cell.label.clone(),
+                samples: runs
+                    .iter()
+                    .map(|run| run.histograms.request.len())
+                    .min()
+                    .unwrap_or(0),
+                thresholds,
+            }
         })
         .collect()
 }

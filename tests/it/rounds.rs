@@ -290,6 +290,8 @@ fn fail_if_judges_each_cell_once_on_its_rounds() {
         "/status/503",
         "--fail-if",
         "errors>50%",
+        "--fail-if",
+        "p99>1ms",
         "-q",
     ]);
     assert_eq!(run.output.code, 3, "{}", run.output.stderr);
@@ -305,6 +307,23 @@ fn fail_if_judges_each_cell_once_on_its_rounds() {
             "threshold breached: errors 100.00% > 50% (cell h1 c=1 m=1)",
             "threshold breached: errors 100.00% > 50% (cell h2c c=1 m=1)"
         ],
+        "{}",
+        run.output.stderr
+    );
+    // p99 of 50 requests a round is estimable in none: not judged, once a cell, never breached
+    // on the rounds' mean of values no round could estimate.
+    let unjudged: Vec<&str> = run
+        .output
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("threshold not judged"))
+        .collect();
+    assert_eq!(
+        unjudged,
+        ["h1", "h2c"].map(|cell| format!(
+            "threshold not judged: p99>1ms (cell {cell} c=1 m=1): p99 of 50 samples is not \
+             estimable, fewer than 5 lie beyond it (it needs 500 samples: run longer)"
+        )),
         "{}",
         run.output.stderr
     );

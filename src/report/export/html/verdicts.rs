@@ -71,17 +71,18 @@ fn threshold_lines(document: &Document) -> Vec<String> {
     if fail_if.is_empty() {
         return Vec::new();
     }
-    let judged: Vec<(String, Vec<String>)> = match document.rounds {
-        Some(_) => thresholds::across_rounds(&document.cells, &fail_if)
-            .into_iter()
-            .map(|(label, judged)| (label, thresholds::verdict_lines(&judged, &fail_if)))
-            .collect(),
-        None => document
-            .cells
-            .iter()
-            .map(|cell| (run_label(cell), thresholds::verdicts(cell, &fail_if)))
-            .collect(),
+    // Each cell as the exit status judges it; a cell's run, not the sweep's cell, without rounds.
+    let judged = thresholds::judge(document, &fail_if);
+    let labels: Vec<String> = match document.rounds {
+        Some(_) => judged.iter().map(|cell| cell.label.clone()).collect(),
+        None => document.cells.iter().map(run_label).collect(),
     };
+    let unjudged = thresholds::unjudged(&judged, &fail_if);
+    let judged: Vec<(String, Vec<String>)> = labels
+        .into_iter()
+        .zip(&judged)
+        .map(|(label, cell)| (label, thresholds::verdict_lines(&cell.thresholds, &fail_if)))
+        .collect();
     let several = judged.len() > 1;
     let mut lines: Vec<String> = judged
         .into_iter()
@@ -92,8 +93,6 @@ fn threshold_lines(document: &Document) -> Vec<String> {
             })
         })
         .collect();
-    if document.rounds.is_none() {
-        lines.extend(thresholds::unjudged(&document.cells, &fail_if));
-    }
+    lines.extend(unjudged);
     lines
 }
