@@ -85,17 +85,24 @@ fn a_closed_port_says_the_server_is_down_with_its_address() {
         listener.local_addr().expect("its address")
     };
     let url = format!("http://{addr}/");
+    let says = format!(
+        "the server is down, or not on this port: nothing accepted the connection (cannot connect to {addr}: "
+    );
     // A count, and a timed run (which starts no request when it never connects).
     for stop in [["-n", "10"], ["-D", "300ms"]] {
         let run = h2load_rs(&[&stop[..], &[&url]].concat());
-        assert_cause(
-            &run,
-            "refused",
-            &format!(
-                "the server is down, or not on this port: nothing accepted the connection (cannot connect to {addr}: "
-            ),
-        );
+        assert_cause(&run, "refused", &says);
     }
+    // The Markdown report leads with it too.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let markdown = dir.path().join("r.md");
+    let run = h2load_rs(&["-n", "10", "--markdown", markdown.to_str().unwrap(), &url]);
+    assert_cause(&run, "refused", &says);
+    let markdown = std::fs::read_to_string(&markdown).expect("the Markdown written");
+    assert!(
+        markdown.starts_with(&format!("- failed: {says}")),
+        "{markdown}"
+    );
 }
 
 #[test]

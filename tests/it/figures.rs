@@ -387,10 +387,11 @@ fn table_columns_say_which_errors_they_count() {
     );
     let read = |path: &str| std::fs::read_to_string(path).unwrap();
     // The column of `title` in a table whose titles `split` divides, and its values (up to a
-    // blank line: a legend may follow the Markdown table).
+    // blank line: the verdicts may come before the Markdown table, a legend after it).
     let column = |table: &str, split: &dyn Fn(&str) -> Vec<String>, title: &str| {
         let mut lines = table
             .lines()
+            .skip_while(|line| line.starts_with("- ") || line.is_empty())
             .take_while(|line| !line.is_empty())
             .filter(|line| !line.starts_with("|--"));
         let titles = split(lines.next().unwrap());

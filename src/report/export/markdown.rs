@@ -1,18 +1,41 @@
-//! `--markdown`: the comparison table.
+//! `--markdown`: what the run concluded (why a cell failed, the comparison in plain words, the
+//! capacity), in the text report's own words, then the comparison table.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exporter};
+use crate::report::{
+    capacity, comparison, export::outputs::write_to, plain, rounds, text, Document, Exporter,
+};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
 
-/// The comparison as Markdown, with the legend of `n/e` when a percentile is marked so.
+/// The verdicts as a list (each line from the function the text report prints it with), then the
+/// comparison as Markdown, with the legend of `n/e` when a percentile is marked so.
 pub(crate) fn render(document: &Document) -> String {
+    let several = document.cells.len() > 1;
+    let causes = document.cells.iter().filter_map(|cell| {
+        let line = text::cause_line(cell)?;
+        Some(match several {
+            true => format!("{}: {line}", cell.cell.label),
+            false => line,
+        })
+    });
+    let verdicts: Vec<String> = causes
+        .chain(plain::comparison(&document.comparison))
+        .chain(capacity::sweep_lines(&document.cells))
+        .collect();
+    let mut markdown = String::new();
+    for line in &verdicts {
+        markdown.push_str(&format!("- {line}\n"));
+    }
+    if !verdicts.is_empty() {
+        markdown.push('\n');
+    }
     let (titles, lines) = comparison::table(&document.comparison, comparison::Intervals::Inline);
-    let mut markdown = table(&titles, &lines);
+    markdown.push_str(&table(&titles, &lines));
     if let Some(legend) = comparison::legend(&document.comparison) {
         markdown.push_str(&format!("\n{legend}\n"));
     }
