@@ -376,15 +376,10 @@ fn the_readme_counts_the_io_uring_tests() {
     );
 }
 
-/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
-/// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
-fn repository_paths(text: &str) -> BTreeSet<String> {
-    const FOLDERS: [&str; 8] = [
-        "src/", "tests/", "docs/", "benches/", "fuzz/", "configs/", "certs/", ".ci/",
-    ];
+/// The lines of Markdown `text` outside its fenced blocks.
+fn prose(text: &str) -> String {
     let mut fenced = false;
-    let prose: Vec<&str> = text
-        .lines()
+    text.lines()
         .filter(|line| {
             if line.starts_with("```") {
                 fenced = !fenced;
@@ -392,9 +387,17 @@ fn repository_paths(text: &str) -> BTreeSet<String> {
             }
             !fenced
         })
-        .collect();
-    prose
+        .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
+/// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
+fn repository_paths(text: &str) -> BTreeSet<String> {
+    const FOLDERS: [&str; 8] = [
+        "src/", "tests/", "docs/", "benches/", "fuzz/", "configs/", "certs/", ".ci/",
+    ];
+    prose(text)
         .split('`')
         .skip(1)
         .step_by(2)
@@ -468,19 +471,7 @@ fn how_to_read_it() -> String {
         .split_once("\n## How to read it\n")
         .expect("README.md has a '## How to read it' section")
         .1;
-    let section = section.split("\n## ").next().unwrap_or(section);
-    let mut fenced = false;
-    section
-        .lines()
-        .filter(|line| {
-            if line.starts_with("```") {
-                fenced = !fenced;
-                return false;
-            }
-            !fenced
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    prose(section.split("\n## ").next().unwrap_or(section))
 }
 
 /// A word that is a figure, not a name: `2000`, `934.28ms,`, `#0`, `1/4`, `1,804`; not an
