@@ -1,6 +1,7 @@
 //! The documentation against the program, so they cannot drift apart: the flags named in
 //! docs/reference.md are exactly the ones clap defines, the JSON example in docs/json.md has
-//! exactly the keys of a real report, and every file docs/internals.md names exists.
+//! exactly the keys of a real report, every file docs/internals.md names exists, and the README's
+//! "How to read it" names every row a real run prints.
 
 use std::collections::BTreeSet;
 
