@@ -1,6 +1,7 @@
 //! The documentation against the program, so they cannot drift apart: the flags named in
 //! docs/reference.md are exactly the ones clap defines, the JSON example in docs/json.md has
-//! exactly the keys of a real report, and every file docs/internals.md names exists.
+//! exactly the keys of a real report, every file docs/internals.md names exists, and the README's
+//! "How to read it" names every row a real run prints.
 
 use std::collections::BTreeSet;
 
@@ -376,15 +377,10 @@ fn the_readme_counts_the_io_uring_tests() {
     );
 }
 
-/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
-/// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
-fn repository_paths(text: &str) -> BTreeSet<String> {
-    const FOLDERS: [&str; 8] = [
-        "src/", "tests/", "docs/", "benches/", "fuzz/", "configs/", "certs/", ".ci/",
-    ];
+/// The lines of Markdown `text` outside its fenced blocks.
+fn prose(text: &str) -> String {
     let mut fenced = false;
-    let prose: Vec<&str> = text
-        .lines()
+    text.lines()
         .filter(|line| {
             if line.starts_with("```") {
                 fenced = !fenced;
@@ -392,9 +388,17 @@ fn repository_paths(text: &str) -> BTreeSet<String> {
             }
             !fenced
         })
-        .collect();
-    prose
+        .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
+/// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
+fn repository_paths(text: &str) -> BTreeSet<String> {
+    const FOLDERS: [&str; 8] = [
+        "src/", "tests/", "docs/", "benches/", "fuzz/", "configs/", "certs/", ".ci/",
+    ];
+    prose(text)
         .split('`')
         .skip(1)
         .step_by(2)
@@ -458,4 +462,253 @@ fn stale_statements_are_gone() {
     ] {
         assert!(text.contains("HTTP/3"), "{what}: {text}");
     }
+}
+
+/// The README's "How to read it" section, its prose only (fenced blocks left out: an excerpt
+/// shows a row, it does not explain it).
+fn how_to_read_it() -> String {
+    let readme = repository_file("README.md");
+    let section = readme
+        .split_once("\n## How to read it\n")
+        .expect("README.md has a '## How to read it' section")
+        .1;
+    prose(section.split("\n## ").next().unwrap_or(section))
+}
+
+/// A word that is a figure, not a name: `2000`, `934.28ms,`, `#0`, `1/4`, `1,804`; not an
+/// ordinal (`time to 1st byte`).
+fn is_figure(word: &str) -> bool {
+    let ordinal = ["st", "nd", "rd", "th"].iter().any(|suffix| {
+        word.strip_suffix(suffix)
+            .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+    });
+    word.starts_with(|c: char| c.is_ascii_digit() || c == '#') && !ordinal
+}
+
+/// The labels of a text report's rows: the words before a line's colon (`kernel to client`,
+/// `95% interval`, `capacity search`) or, without one, its first words (`finished in`,
+/// `latency at`), up to the first figure or bracket; the column titles of its tables (`vs
+/// first`, `gen-bound`, `r1 req/s`). Left out: a table's rows (figures under its header), the plain
+/// words' bullets, a cell's own label (`h2c c=4 m=1: 2000 done`, under `-q`), and wrapped prose
+/// (more than four words and no colon).
+fn row_labels(report: &str) -> BTreeSet<String> {
+    let mut labels = BTreeSet::new();
+    // Under a table's header, until a line that does not start with a figure: its rows.
+    let mut in_table = false;
+    for line in report.lines() {
+        let trimmed = line.trim();
+        let first_is_figure = trimmed.split_whitespace().next().is_some_and(is_figure);
+        in_table &= first_is_figure;
+        if in_table {
+            continue;
+        }
+        let table_header = ["#  protocol", "step  phase", "min  ", "p50  "]
+            .iter()
+            .any(|start| trimmed.starts_with(start));
+        if table_header {
+            in_table = true;
+            labels.extend(
+                trimmed
+                    .split("  ")
+                    .map(str::trim)
+                    .filter(|title| !title.is_empty() && *title != "#")
+                    .map(str::to_owned),
+            );
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with("- ") {
+            continue;
+        }
+        let (head, colon) = match trimmed.split_once(':') {
+            Some((head, _)) => (head, true),
+            None => (trimmed, false),
+        };
+        let head = head.split('(').next().unwrap_or(head);
+        let words: Vec<&str> = head
+            .split_whitespace()
+            .map(|word| word.trim_end_matches([',', ';', '.']))
+            .filter(|word| !word.is_empty())
+            .collect();
+        // A cell's label: `h2c c=1 m=1`.
+        let cell_label = words.iter().any(|word| {
+            word.split_once('=').is_some_and(|(name, value)| {
+                !name.is_empty() && value.starts_with(|c: char| c.is_ascii_digit())
+            })
+        });
+        if cell_label {
+            continue;
+        }
+        // `100 never sent`: the figure first; `95% interval` is a name.
+        let skip = words
+            .iter()
+            .take_while(|word| is_figure(word) && !word.ends_with('%'))
+            .count();
+        let label: Vec<&str> = words[skip..]
+            .iter()
+            .enumerate()
+            .take_while(|(at, word)| *at == 0 || !is_figure(word))
+            .map(|(_, word)| *word)
+            .collect();
+        if label.is_empty() || (!colon && label.len() > 4) {
+            continue;
+        }
+        labels.insert(label.join(" "));
+    }
+    labels
+}
+
+/// Whether the prose names `label` as a term: in backquotes or bold (`` `kernel to client` ``,
+/// `**finished in**`, `` `capacity: X req/s` ``), not merely somewhere in a sentence.
+fn names_term(prose: &str, label: &str) -> bool {
+    ["`", "**"].iter().any(|mark| {
+        let term = format!("{mark}{label}");
+        prose.match_indices(&term).any(|(at, _)| {
+            // Not the start of a longer name: `p99` is not named by `p99.9`.
+            let mut rest = prose[at + term.len()..].chars();
+            match (rest.next(), rest.next()) {
+                (Some(next), _) if next.is_alphanumeric() => false,
+                (Some('.'), Some(digit)) => !digit.is_ascii_digit(),
+                _ => true,
+            }
+        })
+    })
+}
+
+/// Issue 36: the README's "How to read it" explains every row a run prints. The rows are read
+/// from real runs of each kind a user meets (one run, a sweep, rounds, a rate, a capacity search,
+/// a failed run, `-q`, and the progress lines off a terminal), so a row added to the report
+/// without a word in the README fails here.
+#[test]
+fn the_readme_explains_every_row_a_run_prints() {
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        listener.local_addr().expect("its address")
+    };
+    let refused = format!("http://{refused}/");
+    let runs: [&[&str]; 8] = [
+        // epoll, whatever H2LOAD_RS_IO says: io_uring gives no receive stamps (no `kernel to client`).
+        &["-n", "600", "--io", "epoll"],
+        &["--proto", "h1,h2c", "-c", "1,2", "-n", "600"],
+        &["--proto", "h1,h2c", "-c", "2", "-n", "600", "--rounds", "3"],
+        &["--rate", "300", "-D", "1s", "--progress-interval", "300ms"],
+        &[
+            "--find-max",
+            "--slo",
+            "p99<20ms",
+            "--target-delay",
+            "2ms",
+            "-c",
+            "8",
+            "--step-duration",
+            "300ms",
+        ],
+        &["-n", "100", &refused],
+        &["--proto", "h1,h2c", "-c", "2", "-n", "600", "-q"],
+        &[
+            "--proto", "h1,h2c", "-c", "2", "-n", "600", "--rounds", "2", "-q",
+        ],
+    ];
+    let mut labels = BTreeSet::new();
+    for args in runs {
+        let run = crate::common::run_command_within(
+            env!("CARGO_BIN_EXE_h2load-rs"),
+            args,
+            std::time::Duration::from_secs(120),
+        );
+        assert!(run.code <= 1, "{args:?}: {}", run.stderr);
+        labels.extend(row_labels(&run.stdout));
+        let progress: String = run
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("progress: "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        labels.extend(row_labels(&progress));
+    }
+    // The reader saw these runs' rows: the extraction found the rows that matter.
+    for expected in [
+        "finished in",
+        "kernel to client",
+        "time to 1st byte",
+        "95% interval",
+        "95% intervals",
+        "n/e",
+        "failed",
+        "vs first",
+        "gen-bound",
+        "ratio by round",
+        "capacity search",
+        "capacity",
+        "result",
+        "response time",
+        "rate",
+        "progress",
+        "in plain words",
+    ] {
+        assert!(
+            labels.contains(expected),
+            "{expected:?} not among {labels:?}"
+        );
+    }
+    let prose = how_to_read_it();
+    let unexplained: Vec<&String> = labels
+        .iter()
+        .filter(|label| !names_term(&prose, label))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "README.md's 'How to read it' does not name these rows of the report: {unexplained:?}"
+    );
+}
+
+/// The label finder on lines of each shape.
+#[test]
+fn row_labels_skip_figures_cells_and_prose() {
+    let report = "\
+=== round 1/3, cell 2/2 (run 2 of 6): h2c c=4 m=1
+spawning thread #0: 1 total client(s).
+finished in 934.28ms, 2140.68 req/s, 480.38 kbit/s (60.05 kB/s)
+          100 never sent (no connection could carry them), 0 in flight when the run stopped
+  95% interval  :   320–332   344–404
+time to 1st byte:      49us      50us
+latency at 50% (902 req/s) p50 2.78ms p99 4.31ms
+h2c c=1 m=1: 2000 done, 2000 succeeded
+  - at c=1 m=1 (h2c/h1 = 0.64), h2c served 36% fewer
+  connection, as a user arriving on schedule would wait (coordinated omission corrected); service
+rounds (spread: highest minus lowest, over the mean):
+#  protocol  c  m  r1 req/s  spread  ratio by round
+1        h1  4  1    4779.3   25.2%
+  step  phase       offered
+     1  ceiling     unpaced
+";
+    let expected = [
+        "=== round",
+        "spawning thread",
+        "finished in",
+        "never sent",
+        "95% interval",
+        "time to 1st byte",
+        "latency at",
+        "rounds",
+        "protocol",
+        "c",
+        "m",
+        "r1 req/s",
+        "spread",
+        "ratio by round",
+        "step",
+        "phase",
+        "offered",
+    ];
+    assert_eq!(
+        row_labels(report),
+        expected.iter().map(|label| label.to_string()).collect()
+    );
+    assert!(names_term("the `kernel to client` row", "kernel to client"));
+    assert!(names_term("**finished in**: the period", "finished in"));
+    assert!(!names_term("the `p99.9` column", "p99"));
+    assert!(!names_term(
+        "time for request, unmarked",
+        "time for request"
+    ));
 }
