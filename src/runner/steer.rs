@@ -1,5 +1,5 @@
 //! A steered run: the capacity search's [`Probe`]. The connections open once when it starts and
-//! stay; each step sets the offered rate on every thread (through a [`Throttle`], one atomic load
+//! stay (until [`Probe::renew_connections`] replaces them); each step sets the offered rate on every thread (through a [`Throttle`], one atomic load
 //! per request) and measures its part from the workers' published numbers ([`Live`]), taken at
 //! the measured part's start and end and subtracted.
 
@@ -129,6 +129,10 @@ impl Probe for Steered {
             Arrival::Uniform
         };
         step_result(rate, arrivals, &before, after, measured, interrupted)
+    }
+
+    fn renew_connections(&mut self) {
+        self.throttle.renew_connections();
     }
 }
 
