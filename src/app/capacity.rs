@@ -1009,6 +1009,15 @@ mod tests {
         assert_eq!(scaled.step, Duration::from_millis(1500));
         let floor = search(&["--find-max", "--scale", "0.01"]).unwrap();
         assert_eq!(floor.step, MIN_STEP);
+        // --rounds takes each step N times, from the flags or a scenario file.
+        assert_eq!(default.rounds, 1);
+        assert_eq!(search(&["--find-max", "--rounds", "3"]).unwrap().rounds, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "find-max = true\nrounds = 3\n").unwrap();
+        let scenario = crate::cli::scenario::load(&path, &[]).unwrap();
+        let cli = crate::cli::Cli::try_parse_from(&scenario.argv).unwrap();
+        assert_eq!(Search::from_args(&cli.load).unwrap().rounds, 3);
     }
 
     /// A paced step of `offered` per second whose schedule's count has the deviation `count_sd`,

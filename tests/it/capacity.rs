@@ -872,6 +872,12 @@ fn assert_one_answer_everywhere(
 #[test]
 fn find_max_with_rounds_takes_each_step_three_times_and_states_one_answer() {
     let noise = timer_noise();
+    // 50 ms at p99 (five times the service time), stretched by the machine's slowdown as the
+    // search's steps are: a loaded machine's queueing is not the target's.
+    let slo = format!(
+        "p99<{}ms",
+        noise.stretch(Duration::from_millis(50), 2.0).as_millis()
+    );
     let files = Exports::new();
     let mut args = vec![
         "--proto",
@@ -884,7 +890,7 @@ fn find_max_with_rounds_takes_each_step_three_times_and_states_one_answer() {
         "--rounds",
         "3",
         "--slo",
-        "p99<50ms",
+        &slo,
         "--step-duration",
         "300ms",
         "--precision",
@@ -929,22 +935,31 @@ fn find_max_with_rounds_takes_each_step_three_times_and_states_one_answer() {
             "{} steps",
             steps.len()
         );
-        // The capacity is the truth's, within 30% below (stretched by the machine's slowdown,
+        // The capacity is the truth's, within 35% below (stretched by the machine's slowdown,
         // at most twice: a loaded machine's steps deliver less) and 5% above (the schedule's
-        // own noise): a search off by half, or past what 4 connections can carry, fails.
-        let found = match capacity["answer"]["kind"].as_str().unwrap() {
-            "inconsistent" => capacity["answer"]["between"][1].as_f64().unwrap(),
-            _ => capacity["capacity_rps"].as_f64().unwrap(),
+        // own noise): a search off by half, or past what 4 connections can carry, fails. A
+        // search a busy machine made contradict itself must have the truth in its range.
+        let answer = &capacity["answer"];
+        let (low_end, high_end) = match answer["kind"].as_str().unwrap() {
+            "inconsistent" => (
+                answer["between"][0].as_f64().unwrap(),
+                answer["between"][1].as_f64().unwrap(),
+            ),
+            "consistent" => {
+                let found = answer["capacity_rps"].as_f64().unwrap();
+                (found, found)
+            }
+            _ => panic!("no capacity: {answer}\n{}", output.stdout),
         };
-        let low = 400.0 * (1.0 - 0.3 * noise.slowdown(2.0));
+        let low = 400.0 * (1.0 - 0.35 * noise.slowdown(2.0));
         assert!(
-            (low..=420.0).contains(&found),
-            "{found} req/s, at least {low:.0} ({noise})\n{}",
+            low_end <= 420.0 && high_end >= low,
+            "{answer}: at least {low:.0} req/s, at most 420 ({noise})\n{}",
             output.stdout
         );
     }
     assert_eq!(announced.next(), None);
-    let figures = assert_one_answer_everywhere(&output, &json, &files, "p99<50ms");
+    let figures = assert_one_answer_everywhere(&output, &json, &files, &slo);
     eprintln!(
         "find-max --rounds 3: {figures:?} in {:.1} s ({noise})",
         output.wall.as_secs_f64()
