@@ -807,22 +807,30 @@ mod tests {
         assert_eq!(found.steps.len(), 1 + 1 + HALVINGS);
     }
 
-    #[test]
-    fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
+    /// `search` of a steady target, then of the same target whose first load point's round
+    /// `round` (from 0) meets a slow moment (capacity 100); both, and the first load point's
+    /// step index.
+    fn with_a_slow_moment(search: &Search, round: usize) -> (Capacity, Capacity, usize) {
         let mut plain = FakeTarget::new(5000.0, 8000.0, 21);
-        let steady = search(&["p99<3ms"], 0.05).run(&mut plain).unwrap();
-        // The same target, but the first load point (50%) meets a slow moment: capacity 100.
+        let steady = search.run(&mut plain).unwrap();
         let first_load = steady
             .steps
             .iter()
             .position(|step| step.phase == Phase::Load)
             .unwrap();
-        let mut capacities = vec![5000.0; first_load + 1];
-        capacities[first_load] = 100.0;
-        capacities.extend([5000.0; 64]);
+        let mut capacities = vec![5000.0; first_load + round + 1];
+        capacities[first_load + round] = 100.0;
+        capacities.extend([5000.0; 200]);
         let mut target = FakeTarget::new(5000.0, 8000.0, 21);
         target.drift = capacities;
-        let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
+        let found = search.run(&mut target).unwrap();
+        (steady, found, first_load)
+    }
+
+    #[test]
+    fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
+        // The first load point (50%) meets a slow moment.
+        let (steady, found, first_load) = with_a_slow_moment(&search(&["p99<3ms"], 0.05), 0);
         assert_eq!(found.steps[first_load].passed, Some(false));
         // Taken twice more (the first repeat ties it, the second decides), both passing.
         let repeats: Vec<_> = found
@@ -929,20 +937,8 @@ mod tests {
 
     #[test]
     fn a_try_whose_rounds_disagree_is_repeated_and_every_round_counts() {
-        let mut plain = FakeTarget::new(5000.0, 8000.0, 21);
-        let steady = in_rounds(&["p99<3ms"], 3).run(&mut plain).unwrap();
-        // The same target, but the second round of the first load point meets a slow moment.
-        let first_load = steady
-            .steps
-            .iter()
-            .position(|step| step.phase == Phase::Load)
-            .unwrap();
-        let mut capacities = vec![5000.0; first_load + 2];
-        capacities[first_load + 1] = 100.0;
-        capacities.extend([5000.0; 200]);
-        let mut target = FakeTarget::new(5000.0, 8000.0, 21);
-        target.drift = capacities;
-        let found = in_rounds(&["p99<3ms"], 3).run(&mut target).unwrap();
+        // The second round of the first load point meets a slow moment.
+        let (steady, found, first_load) = with_a_slow_moment(&in_rounds(&["p99<3ms"], 3), 1);
         let rate = found.steps[first_load].offered_rps;
         let passes: Vec<Option<bool>> = found.steps[first_load..first_load + 3]
             .iter()

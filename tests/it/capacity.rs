@@ -661,28 +661,36 @@ fn html_escaped(text: &str) -> String {
 #[test]
 fn a_target_whose_capacity_alternates_gets_one_answer_in_every_output() {
     let files = Exports::new();
-    let mut args = vec![
-        "--proto",
-        "h1,h2c",
-        "-c",
-        "4",
-        "--target-delay",
-        "1ms",
+    let mut args = h1_and_h2c_searches("1ms");
+    args.extend([
         "--target-slow-every",
         "1s",
         "--target-slow-by",
         "9ms",
-        "--find-max",
         "--slo",
         "p99<30ms",
-        "--step-duration",
-        "300ms",
-    ];
+    ]);
     args.extend(files.args());
     let (output, json) = search(&args);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let figures = assert_one_answer_everywhere(&output, &json, &files, "p99<30ms");
     eprintln!("answers: {figures:?}");
+}
+
+/// `--proto h1,h2c -c 4 --target-delay DELAY --find-max --step-duration 300ms`: a quick search
+/// of each protocol against a built-in target of this service time.
+fn h1_and_h2c_searches(delay: &str) -> Vec<&str> {
+    vec![
+        "--proto",
+        "h1,h2c",
+        "-c",
+        "4",
+        "--target-delay",
+        delay,
+        "--find-max",
+        "--step-duration",
+        "300ms",
+    ]
 }
 
 /// The CSV, Markdown and HTML exports of a run, in a directory of their own.
@@ -879,23 +887,8 @@ fn find_max_with_rounds_takes_each_step_three_times_and_states_one_answer() {
         noise.stretch(Duration::from_millis(50), 2.0).as_millis()
     );
     let files = Exports::new();
-    let mut args = vec![
-        "--proto",
-        "h1,h2c",
-        "-c",
-        "4",
-        "--target-delay",
-        "10ms",
-        "--find-max",
-        "--rounds",
-        "3",
-        "--slo",
-        &slo,
-        "--step-duration",
-        "300ms",
-        "--precision",
-        "10%",
-    ];
+    let mut args = h1_and_h2c_searches("10ms");
+    args.extend(["--rounds", "3", "--slo", &slo, "--precision", "10%"]);
     args.extend(files.args());
     let limit = noise.stretch(SEARCH_LIMIT, 2.0);
     let (output, json) = search_within(&args, limit);
