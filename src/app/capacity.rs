@@ -827,17 +827,22 @@ mod tests {
         (steady, found, first_load)
     }
 
+    /// The steps of `found` that repeated a rate.
+    fn repeats_in(found: &Capacity) -> Vec<&CapacityStep> {
+        found
+            .steps
+            .iter()
+            .filter(|step| step.phase == Phase::Repeat)
+            .collect()
+    }
+
     #[test]
     fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
         // The first load point (50%) meets a slow moment.
         let (steady, found, first_load) = with_a_slow_moment(&search(&["p99<3ms"], 0.05), 0);
         assert_eq!(found.steps[first_load].passed, Some(false));
         // Taken twice more (the first repeat ties it, the second decides), both passing.
-        let repeats: Vec<_> = found
-            .steps
-            .iter()
-            .filter(|step| step.phase == Phase::Repeat)
-            .collect();
+        let repeats = repeats_in(&found);
         assert_eq!(repeats.len(), 2, "{:?}", found.steps);
         assert!(repeats.iter().all(
             |step| step.offered_rps == found.steps[first_load].offered_rps
@@ -946,11 +951,7 @@ mod tests {
             .collect();
         assert_eq!(passes, [Some(true), Some(false), Some(true)]);
         // Its rounds split: taken again once, three more rounds that pass, 5 to 1 settles it.
-        let repeats: Vec<_> = found
-            .steps
-            .iter()
-            .filter(|step| step.phase == Phase::Repeat)
-            .collect();
+        let repeats = repeats_in(&found);
         assert_eq!(repeats.len(), 3, "{:?}", found.steps);
         assert!(repeats
             .iter()
