@@ -321,7 +321,8 @@ impl Answer {
     }
 
     /// The figure as every output shows it: `8,450 req/s (8,450–8,870)`, `at least 8,450 req/s`
-    /// (no rate above failed), `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate
+    /// (no rate above failed; `at least 8,450 req/s (every step at 8,000 held)` when the
+    /// capacity's own steps disagreed), `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate
     /// passed)`.
     pub(crate) fn figure(&self) -> String {
         match self {
@@ -334,6 +335,13 @@ impl Answer {
                     grouped(*capacity_rps),
                     grouped(interval.low),
                     grouped(high)
+                ),
+                // Rounds (or repeats) that disagreed at the capacity: the highest rate that held
+                // every time is what the interval has.
+                None if interval.low < *capacity_rps => format!(
+                    "at least {} req/s (every step at {} held)",
+                    grouped(*capacity_rps),
+                    grouped(interval.low)
                 ),
                 None => format!("at least {} req/s", grouped(*capacity_rps)),
             },
@@ -584,6 +592,18 @@ pub(crate) mod tests {
             }
         );
         assert_eq!(answer.figure(), "1,250 req/s (1,000–1,500)");
+        // No rate above failed: open, its low end said in words.
+        let open: Vec<CapacityStep> = steps
+            .iter()
+            .filter(|step| step.offered_rps.is_none_or(|rate| rate <= 1250.0))
+            .cloned()
+            .collect();
+        let open = Answer::of(&open, 3);
+        assert_eq!(
+            open.figure(),
+            "at least 1,250 req/s (every step at 1,000 held)"
+        );
+        assert_eq!(open.columns(), ["1250", "1000", ""]);
         let verdicts = verdicts(&steps, 3);
         let split: Vec<f64> = verdicts
             .iter()

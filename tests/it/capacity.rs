@@ -553,7 +553,8 @@ fn grouped(rate: f64) -> String {
 }
 
 /// The figure every output must state for a JSON `capacity.answer`, formatted here from its
-/// numbers: `8,450 req/s (8,450–8,870)`, `at least 8,450 req/s` (no rate above failed),
+/// numbers: `8,450 req/s (8,450–8,870)`, `at least 8,450 req/s` (no rate above failed; `at least
+/// 8,450 req/s (every step at 8,000 held)` when the steps at the capacity disagreed),
 /// `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate passed)`.
 fn figure(answer: &serde_json::Value) -> String {
     match answer["kind"].as_str().unwrap() {
@@ -565,6 +566,10 @@ fn figure(answer: &serde_json::Value) -> String {
                     "{rate} req/s ({}–{})",
                     grouped(interval["low"].as_f64().unwrap()),
                     grouped(high)
+                ),
+                None if interval["low"] != answer["capacity_rps"] => format!(
+                    "at least {rate} req/s (every step at {} held)",
+                    grouped(interval["low"].as_f64().unwrap())
                 ),
                 None => format!("at least {rate} req/s"),
             }
