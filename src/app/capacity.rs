@@ -20,6 +20,11 @@
 //!    verdict: at most [`REPEATS_PER_RATE`] times a rate and [`MAX_REPEATS`] a search. A rate's
 //!    verdict is that of most of its full steps; `report::capacity_answer` turns them into the
 //!    one answer every output states: the capacity with its interval, a range, or none.
+//!    With `--rounds N` every step is taken N times in a row, each round on fresh connections
+//!    ([`Probe::renew_connections`]): the search goes on from most of the rounds' verdicts, the
+//!    answer counts every round, and a rate whose rounds disagreed is repeated as a
+//!    contradiction is. (The cells of a sweep search one after another, so the rounds of a step
+//!    cannot be interleaved with other cells' as `--rounds` interleaves whole runs.)
 //! 5. **Load points**: when the answer is one figure, full steps at 50% and 80% of it (then
 //!    step 4 again, within the same budget); with the step that established it (100%), they
 //!    give the latency below the knee.
@@ -111,6 +116,8 @@ pub(crate) struct Search {
     pub precision: f64,
     /// Print each step on stderr as it ends (a search takes a minute).
     pub announce: bool,
+    /// `--rounds`: each step is taken this many times in a row, each round on fresh connections.
+    pub rounds: usize,
 }
 
 impl Search {
@@ -135,6 +142,7 @@ impl Search {
                 .clamp(MIN_STEP, MAX_STEP),
             precision: args.precision,
             announce: !args.quiet,
+            rounds: args.rounds as usize,
         })
     }
 
@@ -150,7 +158,8 @@ impl Search {
         let short = self.step / 3;
         // Failed responses (a server shedding load with fast 503s) are no capacity.
         let ceiling = match steps.take(Phase::Ceiling, None, short)? {
-            Some(_) => delivered_rps(&steps.done[0]),
+            // With rounds, their mean.
+            Some(_) => steps.done.iter().map(delivered_rps).sum::<f64>() / steps.done.len() as f64,
             None => 0.0,
         };
         let mut found = Found::default();
@@ -161,7 +170,7 @@ impl Search {
         // Contradicting verdicts are taken again before the load points are placed, and after.
         let mut repeats = MAX_REPEATS;
         self.repeat_contradictions(&mut steps, &mut repeats)?;
-        if let Some(capacity) = Answer::of(&steps.done).capacity_rps() {
+        if let Some(capacity) = Answer::of(&steps.done, self.rounds).capacity_rps() {
             for share in LOAD_SHARES[..2]
                 .iter()
                 .filter(|share| *share * capacity >= MIN_RATE)
@@ -174,6 +183,7 @@ impl Search {
             objectives: self.objectives.iter().map(Objective::to_string).collect(),
             precision_pct: 100.0 * self.precision,
             step_duration_s: self.step.as_secs_f64(),
+            rounds: self.rounds,
         };
         Ok(Capacity::new(
             settings,
@@ -184,21 +194,21 @@ impl Search {
     }
 
     /// Takes again, with full steps, the rates whose verdicts contradict another's (a rate that
-    /// failed below one that passed, a rate that passed above one that failed), failures first
-    /// and lowest first: each until one more step could not turn its verdict or it was repeated
-    /// [`REPEATS_PER_RATE`] times, and at most `left` steps in all. A rate's verdict is then that
-    /// of most of its full steps ([`Answer::of`]).
-    ///
-    /// `--rounds N` would take each step once per round, interleaved with the other cells'
-    /// searches: the verdicts already count every full step at a rate, so only [`Steps::take`]
-    /// would change.
+    /// failed below one that passed, a rate that passed above one that failed) and, with
+    /// `--rounds`, the rates whose rounds disagreed: failures first and lowest first, each until
+    /// one more try could not turn its verdict or it was repeated [`REPEATS_PER_RATE`] times, and
+    /// at most `left` tries in all. A rate's verdict is then that of most of its full steps, every
+    /// round counted ([`Answer::of`]).
     fn repeat_contradictions(&self, steps: &mut Steps, left: &mut usize) -> Result<()> {
         while *left > 0 {
-            let verdicts = capacity_answer::verdicts(&steps.done);
-            let mut open: Vec<_> = capacity_answer::contradicting(&verdicts)
-                .into_iter()
+            let verdicts = capacity_answer::verdicts(&steps.done, self.rounds);
+            let contradicting = capacity_answer::contradicting(&verdicts);
+            let mut open: Vec<_> = verdicts
+                .iter()
                 .filter(|verdict| {
-                    !verdict.settled() && repeats_at(&steps.done, verdict.rate) < REPEATS_PER_RATE
+                    (verdict.split || contradicting.contains(verdict))
+                        && !verdict.settled()
+                        && repeats_at(&steps.done, verdict.rate, self.rounds) < REPEATS_PER_RATE
                 })
                 .collect();
             open.sort_by_key(|verdict| verdict.holds());
@@ -355,40 +365,54 @@ struct Steps<'a, 'p> {
 }
 
 impl Steps<'_, '_> {
-    /// Takes a step measuring `measure` after settling a third of it; whether it passed
-    /// (`None`: a signal interrupted it, or an earlier one, so the search ends).
+    /// Takes a step measuring `measure` after settling a third of it, `--rounds` times in a
+    /// row (each round but the search's very first on fresh connections: the steered run's open
+    /// fresh); whether most of its rounds passed (`None`: a signal interrupted it, or an earlier
+    /// one, so the search ends).
     fn take(&mut self, phase: Phase, rate: Option<f64>, measure: Duration) -> Result<Option<bool>> {
-        if self.interrupted {
-            return Ok(None);
+        let rounds = self.search.rounds.max(1);
+        let mut passes = 0;
+        for round in 1..=rounds {
+            if self.interrupted {
+                return Ok(None);
+            }
+            if rounds > 1 && !self.done.is_empty() {
+                self.probe.renew_connections();
+            }
+            let result = self.probe.step(rate, measure / 3, measure)?;
+            let step = judge(&self.search.objectives, phase, &result);
+            let passed = step.passed;
+            if self.search.announce {
+                errln!(
+                    "find-max step {}{}: {} offered {}, achieved {} req/s, p99 {}, errors {:.2}%{}",
+                    self.done.len() + 1,
+                    match rounds {
+                        1 => String::new(),
+                        rounds => format!(" (round {round}/{rounds})"),
+                    },
+                    phase.name(),
+                    rate.map_or("unpaced".to_owned(), |rate| format!(
+                        "{} req/s",
+                        grouped(rate)
+                    )),
+                    grouped(step.achieved_rps),
+                    crate::units::format_micros(step.p99_us as f64),
+                    step.errors_pct,
+                    match (passed, result.interrupted) {
+                        (_, true) => ": interrupted",
+                        (Some(true), false) => ": pass",
+                        (Some(false), false) => ": fail",
+                        (None, false) => "",
+                    }
+                );
+            }
+            self.done.push(step);
+            self.interrupted = result.interrupted;
+            passes += usize::from(passed == Some(true));
         }
-        let result = self.probe.step(rate, measure / 3, measure)?;
-        let step = judge(&self.search.objectives, phase, &result);
-        let passed = step.passed;
-        if self.search.announce {
-            errln!(
-                "find-max step {}: {} offered {}, achieved {} req/s, p99 {}, errors {:.2}%{}",
-                self.done.len() + 1,
-                phase.name(),
-                rate.map_or("unpaced".to_owned(), |rate| format!(
-                    "{} req/s",
-                    grouped(rate)
-                )),
-                grouped(step.achieved_rps),
-                crate::units::format_micros(step.p99_us as f64),
-                step.errors_pct,
-                match (passed, result.interrupted) {
-                    (_, true) => ": interrupted",
-                    (Some(true), false) => ": pass",
-                    (Some(false), false) => ": fail",
-                    (None, false) => "",
-                }
-            );
-        }
-        self.done.push(step);
-        self.interrupted = result.interrupted;
-        Ok(match result.interrupted {
+        Ok(match self.interrupted {
             true => None,
-            false => Some(passed.unwrap_or(false)),
+            false => Some(2 * passes > rounds),
         })
     }
 }
@@ -444,12 +468,13 @@ fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> Capacit
     step
 }
 
-/// How many times `rate` was taken again among `steps`.
-fn repeats_at(steps: &[CapacityStep], rate: f64) -> usize {
+/// How many times `rate` was taken again among `steps`, `rounds` steps a time.
+fn repeats_at(steps: &[CapacityStep], rate: f64, rounds: usize) -> usize {
     steps
         .iter()
         .filter(|step| step.phase == Phase::Repeat && step.offered_rps == Some(rate))
         .count()
+        .div_ceil(rounds.max(1))
 }
 
 /// The rate of successful responses a step achieved.
@@ -486,6 +511,8 @@ mod tests {
         flaky_short_above: f64,
         /// When not empty, the capacity changes from step to step: `drift[k % len]` at the k-th.
         drift: Vec<f64>,
+        /// The steps (by index) before which the connections were renewed.
+        renewed: Vec<usize>,
     }
 
     impl FakeTarget {
@@ -500,6 +527,7 @@ mod tests {
                 interrupt_at: None,
                 flaky_short_above: f64::INFINITY,
                 drift: Vec::new(),
+                renewed: Vec::new(),
             }
         }
 
@@ -560,6 +588,10 @@ mod tests {
                 count_sd: 0.0,
                 interrupted: self.interrupt_at == Some(self.taken.len() - 1),
             })
+        }
+
+        fn renew_connections(&mut self) {
+            self.renewed.push(self.taken.len());
         }
     }
 
@@ -622,6 +654,7 @@ mod tests {
             step: Duration::from_secs(3),
             precision,
             announce: false,
+            rounds: 1,
         }
     }
 
@@ -774,29 +807,42 @@ mod tests {
         assert_eq!(found.steps.len(), 1 + 1 + HALVINGS);
     }
 
-    #[test]
-    fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
+    /// `search` of a steady target, then of the same target whose first load point's round
+    /// `round` (from 0) meets a slow moment (capacity 100); both, and the first load point's
+    /// step index.
+    fn with_a_slow_moment(search: &Search, round: usize) -> (Capacity, Capacity, usize) {
         let mut plain = FakeTarget::new(5000.0, 8000.0, 21);
-        let steady = search(&["p99<3ms"], 0.05).run(&mut plain).unwrap();
-        // The same target, but the first load point (50%) meets a slow moment: capacity 100.
+        let steady = search.run(&mut plain).unwrap();
         let first_load = steady
             .steps
             .iter()
             .position(|step| step.phase == Phase::Load)
             .unwrap();
-        let mut capacities = vec![5000.0; first_load + 1];
-        capacities[first_load] = 100.0;
-        capacities.extend([5000.0; 64]);
+        let mut capacities = vec![5000.0; first_load + round + 1];
+        capacities[first_load + round] = 100.0;
+        capacities.extend([5000.0; 200]);
         let mut target = FakeTarget::new(5000.0, 8000.0, 21);
         target.drift = capacities;
-        let found = search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
-        assert_eq!(found.steps[first_load].passed, Some(false));
-        // Taken twice more (the first repeat ties it, the second decides), both passing.
-        let repeats: Vec<_> = found
+        let found = search.run(&mut target).unwrap();
+        (steady, found, first_load)
+    }
+
+    /// The steps of `found` that repeated a rate.
+    fn repeats_in(found: &Capacity) -> Vec<&CapacityStep> {
+        found
             .steps
             .iter()
             .filter(|step| step.phase == Phase::Repeat)
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_load_point_that_fails_once_is_repeated_and_outvoted() {
+        // The first load point (50%) meets a slow moment.
+        let (steady, found, first_load) = with_a_slow_moment(&search(&["p99<3ms"], 0.05), 0);
+        assert_eq!(found.steps[first_load].passed, Some(false));
+        // Taken twice more (the first repeat ties it, the second decides), both passing.
+        let repeats = repeats_in(&found);
         assert_eq!(repeats.len(), 2, "{:?}", found.steps);
         assert!(repeats.iter().all(
             |step| step.offered_rps == found.steps[first_load].offered_rps
@@ -818,8 +864,8 @@ mod tests {
                 "{} steps",
                 found.steps.len()
             );
-            let repeats = |rate: f64| repeats_at(&found.steps, rate);
-            let all: usize = capacity_answer::verdicts(&found.steps)
+            let repeats = |rate: f64| repeats_at(&found.steps, rate, 1);
+            let all: usize = capacity_answer::verdicts(&found.steps, 1)
                 .iter()
                 .map(|verdict| {
                     assert!(repeats(verdict.rate) <= REPEATS_PER_RATE);
@@ -833,7 +879,8 @@ mod tests {
                 Answer::Consistent { capacity_rps, .. } => {
                     assert_eq!(found.capacity_rps, Some(*capacity_rps));
                     assert!(capacity_answer::contradicting(&capacity_answer::verdicts(
-                        &found.steps
+                        &found.steps,
+                        1
                     ))
                     .is_empty());
                 }
@@ -852,6 +899,65 @@ mod tests {
         // These drifts give both: repeats that settle the verdicts, and ones that cannot.
         kinds.dedup();
         assert!(kinds.len() >= 2, "{kinds:?}");
+    }
+
+    /// [`search`] taking each step `rounds` times.
+    fn in_rounds(slo: &[&str], rounds: usize) -> Search {
+        Search {
+            rounds,
+            ..search(slo, 0.05)
+        }
+    }
+
+    #[test]
+    fn rounds_take_every_step_n_times_in_a_row_each_on_fresh_connections() {
+        for seed in 1..=4 {
+            let mut target = FakeTarget::new(5000.0, 8000.0, seed);
+            let found = in_rounds(&["p99<3ms"], 3).run(&mut target).unwrap();
+            assert_eq!(found.rounds, 3);
+            let steps = &found.steps;
+            assert_eq!(steps.len() % 3, 0, "{} steps", steps.len());
+            assert!(steps.len() <= 3 * MOST_STEPS, "{} steps", steps.len());
+            // Each try is three steps of one phase and rate, the ceiling too.
+            for trial in steps.chunks(3) {
+                assert!(trial
+                    .iter()
+                    .all(|step| (step.phase, step.offered_rps)
+                        == (trial[0].phase, trial[0].offered_rps)));
+            }
+            // Every step but the first (the run's connections are fresh) renewed them.
+            assert_eq!(target.taken.len(), steps.len());
+            assert_eq!(target.renewed, (1..steps.len()).collect::<Vec<_>>());
+            // The ceiling is its rounds' mean.
+            let mean = steps[..3].iter().map(delivered_rps).sum::<f64>() / 3.0;
+            assert!((found.ceiling_rps - mean).abs() < 1e-9);
+            let error = (found.capacity_rps.unwrap() - 5000.0) / 5000.0;
+            assert!(error.abs() <= 0.05, "{} req/s", found.capacity_rps.unwrap());
+        }
+        // One round: no renewal, as before.
+        let mut target = FakeTarget::new(5000.0, 8000.0, 1);
+        search(&["p99<3ms"], 0.05).run(&mut target).unwrap();
+        assert!(target.renewed.is_empty());
+    }
+
+    #[test]
+    fn a_try_whose_rounds_disagree_is_repeated_and_every_round_counts() {
+        // The second round of the first load point meets a slow moment.
+        let (steady, found, first_load) = with_a_slow_moment(&in_rounds(&["p99<3ms"], 3), 1);
+        let rate = found.steps[first_load].offered_rps;
+        let passes: Vec<Option<bool>> = found.steps[first_load..first_load + 3]
+            .iter()
+            .map(|step| step.passed)
+            .collect();
+        assert_eq!(passes, [Some(true), Some(false), Some(true)]);
+        // Its rounds split: taken again once, three more rounds that pass, 5 to 1 settles it.
+        let repeats = repeats_in(&found);
+        assert_eq!(repeats.len(), 3, "{:?}", found.steps);
+        assert!(repeats
+            .iter()
+            .all(|step| step.offered_rps == rate && step.passed == Some(true)));
+        assert_eq!(found.capacity_rps, steady.capacity_rps);
+        assert!(matches!(found.answer, Answer::Consistent { .. }));
     }
 
     #[test]
@@ -900,6 +1006,15 @@ mod tests {
         assert_eq!(scaled.step, Duration::from_millis(1500));
         let floor = search(&["--find-max", "--scale", "0.01"]).unwrap();
         assert_eq!(floor.step, MIN_STEP);
+        // --rounds takes each step N times, from the flags or a scenario file.
+        assert_eq!(default.rounds, 1);
+        assert_eq!(search(&["--find-max", "--rounds", "3"]).unwrap().rounds, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "find-max = true\nrounds = 3\n").unwrap();
+        let scenario = crate::cli::scenario::load(&path, &[]).unwrap();
+        let cli = crate::cli::Cli::try_parse_from(&scenario.argv).unwrap();
+        assert_eq!(Search::from_args(&cli.load).unwrap().rounds, 3);
     }
 
     /// A paced step of `offered` per second whose schedule's count has the deviation `count_sd`,

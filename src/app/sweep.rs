@@ -140,7 +140,7 @@ impl<'a> Sweep<'a> {
                 exports_failed: false,
             });
         }
-        let rounds = self.args.rounds as usize;
+        let rounds = self.rounds();
         let seed = self.cells.first().map_or(0, |(_, plan)| plan.seed);
         let runs = plan::rounds::runs(self.cells.len(), rounds, self.args.round_order, seed);
         if rounds > 1 {
@@ -207,6 +207,15 @@ impl<'a> Sweep<'a> {
             document,
             exports_failed: !failures.is_empty(),
         })
+    }
+
+    /// The rounds of the sweep: `--rounds`, but with `--find-max` one run a cell, whose search
+    /// takes each of its steps `--rounds` times instead (`app::capacity`).
+    fn rounds(&self) -> usize {
+        match self.args.find_max {
+            true => 1,
+            false => self.args.rounds as usize,
+        }
     }
 
     fn color(&self) -> bool {
@@ -294,7 +303,7 @@ impl<'a> Sweep<'a> {
         let context = CellContext {
             index: position + 1,
             level: spec.level,
-            round: (args.rounds > 1).then_some(RoundOf {
+            round: (self.rounds() > 1).then_some(RoundOf {
                 round: run.round,
                 cell: index + 1,
             }),
@@ -343,7 +352,7 @@ impl<'a> Sweep<'a> {
             1 => String::new(),
             count => format!("cell {}/{count} ", run.cell + 1),
         };
-        match self.args.rounds {
+        match self.rounds() {
             1 => format!("{cell}{label}"),
             rounds => format!("round {}/{rounds} {cell}{label}", run.round),
         }
@@ -351,11 +360,11 @@ impl<'a> Sweep<'a> {
 
     /// `=== cell 2/6: …`, or with `--rounds` `=== round 2/5, cell 1/2 (run 4 of 10): …`.
     fn print_heading(&self, position: usize, run: Run, runs: usize, plan: &RunPlan) {
-        let heading = if self.args.rounds > 1 {
+        let heading = if self.rounds() > 1 {
             format!(
                 "\n=== round {}/{}, cell {}/{} (run {} of {runs}): {}\n",
                 run.round,
-                self.args.rounds,
+                self.rounds(),
                 run.cell + 1,
                 self.cells.len(),
                 position + 1,

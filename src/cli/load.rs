@@ -322,9 +322,10 @@ pub struct LoadArgs {
     /// Run the whole sweep N times (1..=100), interleaved: round 1 of every cell, then round 2 in
     /// another order (--round-order), each on fresh connections with its own warm-up. Each cell's
     /// figures and ratios then carry intervals across the rounds, which include the run-to-run
-    /// variation that one run's intervals cannot see.
+    /// variation that one run's intervals cannot see. With --find-max, each step of the search
+    /// is taken N times in a row instead, each round on fresh connections.
     #[arg(help_heading = LOAD, long = "rounds", value_name = "N", default_value_t = 1,
-          value_parser = count::<u64>(1, MAX_ROUNDS), conflicts_with = "find_max")]
+          value_parser = count::<u64>(1, MAX_ROUNDS))]
     pub rounds: u64,
 
     /// The order of the cells in each round after the first: alternate (the reverse of the round

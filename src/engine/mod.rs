@@ -203,14 +203,23 @@ pub(crate) struct ConnState {
     /// The send time taken from the schedule for that request before connecting (`--rate` with
     /// churn, see [`reserve`]): its intended start.
     pub scheduled: Cell<Option<Instant>>,
+    /// The steered run's connection generation when it opened ([`Pacer::generation`]).
+    pub generation: u64,
 }
 
 impl ConnState {
-    /// Whether the connection has carried its `--requests-per-connection`: it takes no more
-    /// requests and closes once they are answered, and its slot connects again.
-    pub(crate) fn retiring(&self, plan: &RunPlan) -> bool {
-        plan.requests_per_connection
+    /// Whether the connection has carried its `--requests-per-connection`, or a steered run
+    /// renewed its connections since it opened: it takes no more requests and closes once they
+    /// are answered, and its slot connects again.
+    pub(crate) fn retiring(&self, shared: &ThreadShared) -> bool {
+        shared
+            .plan
+            .requests_per_connection
             .is_some_and(|limit| self.requests.get() >= limit)
+            || shared
+                .pacer
+                .as_ref()
+                .is_some_and(|pacer| pacer.generation() != self.generation)
     }
 }
 
@@ -234,7 +243,7 @@ impl<'a> Ledger<'a> {
     /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
     /// nothing from the budget or the schedule and was counted as started the first time.
     pub(crate) fn next_request(&self) -> NextRequest {
-        if self.conn.retiring(&self.shared.plan) {
+        if self.conn.retiring(self.shared) {
             return NextRequest::Done;
         }
         let now = Instant::now();
@@ -289,7 +298,7 @@ impl<'a> Ledger<'a> {
     /// again (the HTTP/3 engine opens no stream for a request that cannot come).
     pub(crate) fn may_have_more(&self) -> bool {
         (self.conn.reserved.get() || self.shared.budget.has_more() || self.shared.has_retries())
-            && !self.conn.retiring(&self.shared.plan)
+            && !self.conn.retiring(self.shared)
     }
 
     /// Renders `template`, `part` of the request `start` (see [`Rng::for_request`]), into

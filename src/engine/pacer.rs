@@ -56,6 +56,10 @@ pub(crate) struct Throttle {
     offered: AtomicU64,
     /// Counts the changes, so a pacer notices one with a single load.
     epoch: AtomicU64,
+    /// Counts the renewals of the connections ([`Throttle::renew_connections`]): a connection
+    /// opened under an earlier one takes no more requests and closes, and its slot connects
+    /// again.
+    generation: AtomicU64,
     /// Wakes the connections waiting for a send time, so a change applies at once.
     changed: tokio::sync::Notify,
     /// Where the current step's measured part began: the requests sent before it are its
@@ -69,6 +73,7 @@ impl Throttle {
         Throttle {
             offered: AtomicU64::new(Offered::Paused.to_bits()),
             epoch: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
             changed: tokio::sync::Notify::new(),
             edge: Arc::new(StepEdge::new()),
         }
@@ -79,6 +84,14 @@ impl Throttle {
         self.offered.store(offered.to_bits(), Ordering::Relaxed);
         // Release: a pacer that sees the new epoch sees the new rate.
         self.epoch.fetch_add(1, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Closes every connection once its requests in flight are answered and opens a new one in
+    /// its place (`--find-max --rounds`: each round on fresh connections). The connections
+    /// waiting for a send time are woken to find out.
+    pub(crate) fn renew_connections(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
         self.changed.notify_waiters();
     }
 }
@@ -268,6 +281,15 @@ impl Pacer {
             returned: RefCell::new(Vec::new()),
             ends,
             wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The steered run's connection generation ([`Throttle::renew_connections`]); 0 for any
+    /// other schedule, whose connections are never renewed.
+    pub(crate) fn generation(&self) -> u64 {
+        match &self.source {
+            Source::Steered(steering) => steering.throttle.generation.load(Ordering::Relaxed),
+            Source::Constant(_) | Source::Stages(_) => 0,
         }
     }
 

@@ -26,7 +26,7 @@ fn h1_connection_retires_after_its_requests_per_connection() {
     );
     let sent = drain(&mut out);
     assert_eq!(sent.windows(4).filter(|w| w == b"GET ").count(), 3);
-    assert!(world.conn.retiring(&world.shared.plan));
+    assert!(world.conn.retiring(&world.shared));
     assert!(
         !ledger.may_have_more(),
         "a retiring connection takes nothing more"

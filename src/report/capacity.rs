@@ -32,6 +32,10 @@ pub struct Capacity {
     pub precision_pct: f64,
     /// Length of a full step's measured part, seconds.
     pub step_duration_s: f64,
+    /// `--rounds`: how many times each step was taken in a row, each round on fresh connections;
+    /// `steps` holds every round, the rounds of one step consecutive (1 without it).
+    #[serde(default = "one_round")]
+    pub rounds: usize,
     /// What the unpaced step achieved with this cell's `-c`/`-m`: the most the client can offer.
     pub ceiling_rps: f64,
     /// Every rate up to the ceiling passed: the capacity is the client's (raise `-c`/`-m`),
@@ -46,6 +50,11 @@ pub struct Capacity {
     pub steps: Vec<CapacityStep>,
 }
 
+/// A report from before `--rounds` searched: one round a step.
+fn one_round() -> usize {
+    1
+}
+
 /// The settings a search ran with, as its report shows them.
 #[derive(Debug, Clone)]
 pub(crate) struct SearchSettings {
@@ -55,6 +64,8 @@ pub(crate) struct SearchSettings {
     pub precision_pct: f64,
     /// A full step's measured length, seconds.
     pub step_duration_s: f64,
+    /// `--rounds`: the times each step is taken in a row.
+    pub rounds: usize,
 }
 
 /// The shares of the capacity `latency_at` reports, the last the capacity itself.
@@ -62,14 +73,15 @@ pub(crate) const LOAD_SHARES: [f64; 3] = [0.5, 0.8, 1.0];
 
 impl Capacity {
     /// The outcome of a search that took `steps` (the first the unpaced one, which measured
-    /// `ceiling_rps`): its [`Answer`], and the fields that restate it.
+    /// `ceiling_rps`; each step `settings.rounds` times in a row): its [`Answer`], and the fields
+    /// that restate it.
     pub(crate) fn new(
         settings: SearchSettings,
         ceiling_rps: f64,
         interrupted: bool,
         steps: Vec<CapacityStep>,
     ) -> Capacity {
-        let answer = Answer::of(&steps);
+        let answer = Answer::of(&steps, settings.rounds);
         let (capacity_rps, failing_rps) = match &answer {
             Answer::Consistent {
                 capacity_rps,
@@ -84,7 +96,8 @@ impl Capacity {
                 .into_iter()
                 .filter_map(|share| {
                     let rate = share * capacity;
-                    // The last full step at that rate (a load point's rate is computed alike).
+                    // The last full step at that rate (a load point's rate is computed alike;
+                    // with rounds, its last round).
                     let step = steps.iter().rev().find(|step| {
                         step.phase != Phase::Ramp
                             && step.offered_rps.is_some_and(|offered| {
@@ -108,6 +121,7 @@ impl Capacity {
             objectives: settings.objectives,
             precision_pct: settings.precision_pct,
             step_duration_s: settings.step_duration_s,
+            rounds: settings.rounds,
             ceiling_rps,
             limited_by_client,
             interrupted,
@@ -216,24 +230,39 @@ pub(crate) fn render(capacity: &Capacity) -> String {
 }
 
 fn write(out: &mut String, capacity: &Capacity) -> std::fmt::Result {
+    let rounds = capacity.rounds.max(1);
     writeln!(
         out,
-        "\ncapacity search: {}; steps of {:.1}s, precision {}%",
+        "\ncapacity search: {}; steps of {:.1}s, precision {}%{}",
         capacity.objectives.join(", "),
         capacity.step_duration_s,
-        capacity.precision_pct
+        capacity.precision_pct,
+        match rounds {
+            1 => String::new(),
+            rounds => format!(", {rounds} rounds a step, each on fresh connections"),
+        }
     )?;
+    // `bisect 2/3` takes a wider column than the phase alone.
+    let width = match rounds {
+        1 => 8,
+        _ => 12,
+    };
     writeln!(
         out,
-        "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>8}  result",
+        "  {:>4}  {:<width$} {:>10} {:>10} {:>9} {:>9} {:>8}  result",
         "step", "phase", "offered", "achieved", "p50", "p99", "failed"
     )?;
     for (index, step) in capacity.steps.iter().enumerate() {
+        // With rounds, the round of its step: `bisect 2/3`.
+        let phase = match rounds {
+            1 => step.phase.name().to_owned(),
+            rounds => format!("{} {}/{rounds}", step.phase.name(), index % rounds + 1),
+        };
         writeln!(
             out,
-            "  {:>4}  {:<8} {:>10} {:>10} {:>9} {:>9} {:>7.2}%  {}",
+            "  {:>4}  {:<width$} {:>10} {:>10} {:>9} {:>9} {:>7.2}%  {}",
             index + 1,
-            step.phase.name(),
+            phase,
             step.offered_rps.map_or("unpaced".to_owned(), grouped),
             grouped(step.achieved_rps),
             format_micros(step.p50_us as f64),
@@ -408,6 +437,7 @@ mod tests {
             objectives: vec!["p99<10ms".into()],
             precision_pct,
             step_duration_s: 3.0,
+            rounds: 1,
         }
     }
 

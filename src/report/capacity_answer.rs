@@ -5,8 +5,11 @@
 //! and the JSON, so they cannot state different figures.
 //!
 //! A rate's verdict is that of most of its full steps ([`RateVerdict`]): the search repeats the
-//! rates whose verdicts contradict each other (`app::capacity`), and with several steps at a rate
-//! (`--rounds` would take each step once per round) the majority decides.
+//! rates whose verdicts contradict each other (`app::capacity`). With `--rounds N` every step is
+//! taken N times in a row, each round on fresh connections: its N rounds are N consecutive steps
+//! of the search, each judged alone, and the rate's verdict counts them all. The interval then
+//! shows where the rounds disagreed: it runs from the highest rate every one of whose steps held
+//! to the lowest every one of whose steps broke.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,10 @@ pub(crate) struct RateVerdict {
     pub passed: Vec<usize>,
     /// Numbers of those that failed.
     pub failed: Vec<usize>,
+    /// How many steps one try of a rate takes: `--rounds` (1 without it).
+    pub rounds: usize,
+    /// The rounds of one try at this rate disagreed: some held, some did not.
+    pub split: bool,
 }
 
 impl RateVerdict {
@@ -30,9 +37,20 @@ impl RateVerdict {
         self.passed.len() > self.failed.len()
     }
 
-    /// One more step could not turn the verdict: its passes and failures differ by two or more.
+    /// One more try (its `rounds` steps) could not turn the verdict: its passes and failures
+    /// differ by more than that (by two or more without rounds).
     pub(crate) fn settled(&self) -> bool {
-        self.passed.len().abs_diff(self.failed.len()) >= 2
+        self.passed.len().abs_diff(self.failed.len()) > self.rounds
+    }
+
+    /// Every one of its full steps held.
+    fn always_held(&self) -> bool {
+        self.failed.is_empty()
+    }
+
+    /// Every one of its full steps broke.
+    fn never_held(&self) -> bool {
+        self.passed.is_empty()
     }
 }
 
@@ -44,8 +62,10 @@ fn judges(step: &CapacityStep) -> bool {
         && step.passed.is_some()
 }
 
-/// The full steps of `steps` grouped by offered rate, rates increasing.
-pub(crate) fn verdicts(steps: &[CapacityStep]) -> Vec<RateVerdict> {
+/// The full steps of `steps` grouped by offered rate, rates increasing; `rounds` steps in a row
+/// are the rounds of one try (`--rounds`; 1 without it).
+pub(crate) fn verdicts(steps: &[CapacityStep], rounds: usize) -> Vec<RateVerdict> {
+    let rounds = rounds.max(1);
     let mut verdicts: Vec<RateVerdict> = Vec::new();
     for (index, step) in steps.iter().enumerate().filter(|(_, step)| judges(step)) {
         let rate = step.offered_rps.expect("judges() checked");
@@ -56,17 +76,34 @@ pub(crate) fn verdicts(steps: &[CapacityStep]) -> Vec<RateVerdict> {
                     rate,
                     passed: Vec::new(),
                     failed: Vec::new(),
+                    rounds,
+                    split: false,
                 });
                 verdicts.len() - 1
             }
         };
-        match step.passed == Some(true) {
-            true => verdicts[at].passed.push(index + 1),
-            false => verdicts[at].failed.push(index + 1),
-        }
+        let verdict = &mut verdicts[at];
+        let (same, other) = match step.passed == Some(true) {
+            true => (&mut verdict.passed, &verdict.failed),
+            false => (&mut verdict.failed, &verdict.passed),
+        };
+        same.push(index + 1);
+        // A step of the same try (numbers from 1: index / rounds is the try) said otherwise.
+        let split = other
+            .iter()
+            .any(|number| (number - 1) / rounds == index / rounds);
+        verdict.split |= split;
     }
     verdicts.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     verdicts
+}
+
+/// The highest (`pick`: `f64::max`) or lowest rate of `verdicts`.
+fn extreme<'a>(
+    verdicts: impl Iterator<Item = &'a RateVerdict>,
+    pick: fn(f64, f64) -> f64,
+) -> Option<f64> {
+    verdicts.map(|verdict| verdict.rate).reduce(pick)
 }
 
 /// The rates whose verdict contradicts another's: a rate that held at or above one that did not,
@@ -91,8 +128,11 @@ pub(crate) fn contradicting(verdicts: &[RateVerdict]) -> Vec<&RateVerdict> {
         .collect()
 }
 
-/// Where a consistent capacity lies: from the rate that held (`low`) to the lowest that did not
-/// (`high`; `null` when none above did: the client's ceiling, or a search cut short).
+/// Where a consistent capacity lies: from the highest rate at or below it that held in every one
+/// of its full steps (`low`; the capacity when none did, and without `--rounds` or repeats the
+/// capacity itself) to the lowest above it that broke in every one (`high`; when none did, the
+/// lowest that broke in most; `null` when none above broke: the client's ceiling, or a search cut
+/// short). With `--rounds` the rates whose rounds disagreed lie inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     /// Its lower end.
@@ -111,7 +151,8 @@ pub enum Answer {
     Consistent {
         /// The highest rate that held, requests per second.
         capacity_rps: f64,
-        /// Where the capacity lies: from `capacity_rps` to the lowest rate that did not hold.
+        /// Where the capacity lies ([`Interval`]): from `capacity_rps`, or below it the highest
+        /// rate whose every step held, to the lowest rate that did not hold.
         interval: Interval,
     },
     /// Even after repeating them, some rates' verdicts contradict others': the capacity is only
@@ -210,9 +251,10 @@ impl TryFrom<AnswerFields> for Answer {
 }
 
 impl Answer {
-    /// The answer `steps` give (numbered from 1 in the order taken).
-    pub(crate) fn of(steps: &[CapacityStep]) -> Answer {
-        let verdicts = verdicts(steps);
+    /// The answer `steps` give (numbered from 1 in the order taken), each try of a rate
+    /// `rounds` steps in a row (`--rounds`; 1 without it).
+    pub(crate) fn of(steps: &[CapacityStep], rounds: usize) -> Answer {
+        let verdicts = verdicts(steps, rounds);
         let held = || verdicts.iter().filter(|verdict| verdict.holds());
         let Some(highest) = held().map(|verdict| verdict.rate).reduce(f64::max) else {
             let short_pass = steps
@@ -228,15 +270,15 @@ impl Answer {
         };
         let contradicting = contradicting(&verdicts);
         if contradicting.is_empty() {
+            let above = || verdicts.iter().filter(|verdict| verdict.rate > highest);
             return Answer::Consistent {
                 capacity_rps: highest,
                 interval: Interval {
-                    low: highest,
-                    high: verdicts
-                        .iter()
-                        .filter(|verdict| !verdict.holds())
-                        .map(|verdict| verdict.rate)
-                        .reduce(f64::min),
+                    // Held rates are at most `highest`; one with no failure held every time.
+                    low: extreme(held().filter(|verdict| verdict.always_held()), f64::max)
+                        .unwrap_or(highest),
+                    high: extreme(above().filter(|verdict| verdict.never_held()), f64::min)
+                        .or_else(|| extreme(above(), f64::min)),
                 },
             };
         }
@@ -279,7 +321,8 @@ impl Answer {
     }
 
     /// The figure as every output shows it: `8,450 req/s (8,450–8,870)`, `at least 8,450 req/s`
-    /// (no rate above failed), `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate
+    /// (no rate above failed; `at least 8,450 req/s (every step at 8,000 held)` when the
+    /// capacity's own steps disagreed), `inconsistent: between 1,748 and 3,497 req/s`, `none (no rate
     /// passed)`.
     pub(crate) fn figure(&self) -> String {
         match self {
@@ -292,6 +335,13 @@ impl Answer {
                     grouped(*capacity_rps),
                     grouped(interval.low),
                     grouped(high)
+                ),
+                // Rounds (or repeats) that disagreed at the capacity: the highest rate that held
+                // every time is what the interval has.
+                None if interval.low < *capacity_rps => format!(
+                    "at least {} req/s (every step at {} held)",
+                    grouped(*capacity_rps),
+                    grouped(interval.low)
                 ),
                 None => format!("at least {} req/s", grouped(*capacity_rps)),
             },
@@ -357,23 +407,26 @@ impl CapacityRatio {
 /// lowest `capacity` may be over the highest `first` may be, to the reverse.
 pub(crate) fn ratio(label: String, capacity: &Capacity, first: &Capacity) -> Option<CapacityRatio> {
     let bounded = |capacity: &Capacity| match capacity.answer {
-        Answer::Consistent { interval, .. } if !capacity.interrupted => Some(interval),
+        Answer::Consistent {
+            capacity_rps,
+            interval,
+        } if !capacity.interrupted => Some((capacity_rps, interval)),
         _ => None,
     };
-    let (mine, theirs) = (bounded(capacity)?, bounded(first)?);
-    if mine.high.is_some() != theirs.high.is_some() || theirs.low <= 0.0 {
+    let ((mine, my_interval), (theirs, their_interval)) = (bounded(capacity)?, bounded(first)?);
+    if my_interval.high.is_some() != their_interval.high.is_some() || their_interval.low <= 0.0 {
         return None;
     }
-    let interval = mine
+    let interval = my_interval
         .high
-        .zip(theirs.high)
+        .zip(their_interval.high)
         .map(|(high, first_high)| Interval {
-            low: mine.low / first_high,
-            high: Some(high / theirs.low),
+            low: my_interval.low / first_high,
+            high: Some(high / their_interval.low),
         });
     Some(CapacityRatio {
         label,
-        ratio: mine.low / theirs.low,
+        ratio: mine / theirs,
         interval,
     })
 }
@@ -429,7 +482,7 @@ pub(crate) mod tests {
     #[test]
     fn agreeing_full_steps_give_the_capacity_and_its_interval() {
         let steps = search(true);
-        let answer = Answer::of(&steps);
+        let answer = Answer::of(&steps, 1);
         assert_eq!(
             answer,
             Answer::Consistent {
@@ -450,6 +503,7 @@ pub(crate) mod tests {
                 .cloned()
                 .chain([step(Phase::Bisect, 2000.0, true)])
                 .collect::<Vec<_>>(),
+            1,
         );
         assert_eq!(open.figure(), "at least 2,000 req/s");
         assert_eq!(open.columns(), ["2000", "2000", ""]);
@@ -459,7 +513,7 @@ pub(crate) mod tests {
     fn contradicting_full_steps_give_a_range_and_name_the_steps() {
         // A load point at 1000 fails below a bisection pass at 1250: steps 4 and 7.
         let steps = search(false);
-        let answer = Answer::of(&steps);
+        let answer = Answer::of(&steps, 1);
         assert_eq!(
             answer,
             Answer::Inconsistent {
@@ -475,8 +529,8 @@ pub(crate) mod tests {
         let mut repeated = steps.to_vec();
         repeated.push(step(Phase::Repeat, 1000.0, true));
         repeated.push(step(Phase::Repeat, 1000.0, true));
-        assert_eq!(Answer::of(&repeated).capacity_rps(), Some(1250.0));
-        let verdicts = verdicts(&repeated);
+        assert_eq!(Answer::of(&repeated, 1).capacity_rps(), Some(1250.0));
+        let verdicts = verdicts(&repeated, 1);
         let at_1000 = verdicts.iter().find(|v| v.rate == 1000.0).unwrap();
         assert_eq!(
             (at_1000.passed.clone(), at_1000.failed.clone()),
@@ -486,7 +540,7 @@ pub(crate) mod tests {
         // One pass, one failure: a tie is no pass, and still a contradiction.
         repeated.pop();
         assert!(matches!(
-            Answer::of(&repeated),
+            Answer::of(&repeated, 1),
             Answer::Inconsistent {
                 between: [625.0, 1250.0],
                 ..
@@ -499,9 +553,75 @@ pub(crate) mod tests {
             step(Phase::Bisect, 1000.0, true),
         ];
         assert_eq!(
-            Answer::of(&lowest).figure(),
+            Answer::of(&lowest, 1).figure(),
             "inconsistent: between 0 and 1,000 req/s"
         );
+    }
+
+    /// A try of `rounds.len()` rounds at `rate`: each round passed or not.
+    fn rounds(phase: Phase, rate: f64, rounds: &[bool]) -> Vec<CapacityStep> {
+        rounds
+            .iter()
+            .map(|passed| step(phase, rate, *passed))
+            .collect()
+    }
+
+    #[test]
+    fn with_rounds_every_round_counts_and_the_interval_spans_where_they_disagreed() {
+        let steps: Vec<CapacityStep> = [
+            vec![ceiling(2000.0); 3],
+            rounds(Phase::Ramp, 2000.0, &[true; 3]),
+            rounds(Phase::Bisect, 1500.0, &[false; 3]),
+            rounds(Phase::Bisect, 1250.0, &[true, true, false]),
+            rounds(Phase::Bisect, 1375.0, &[true, false, false]),
+            rounds(Phase::Load, 625.0, &[true; 3]),
+            rounds(Phase::Load, 1000.0, &[true; 3]),
+        ]
+        .concat();
+        // 1250 held in most of its rounds, 1375 broke in most: the capacity is 1250; 1000 held
+        // in every round, 1500 broke in every one.
+        let answer = Answer::of(&steps, 3);
+        assert_eq!(
+            answer,
+            Answer::Consistent {
+                capacity_rps: 1250.0,
+                interval: Interval {
+                    low: 1000.0,
+                    high: Some(1500.0)
+                }
+            }
+        );
+        assert_eq!(answer.figure(), "1,250 req/s (1,000–1,500)");
+        // No rate above failed: open, its low end said in words.
+        let open: Vec<CapacityStep> = steps
+            .iter()
+            .filter(|step| step.offered_rps.is_none_or(|rate| rate <= 1250.0))
+            .cloned()
+            .collect();
+        let open = Answer::of(&open, 3);
+        assert_eq!(
+            open.figure(),
+            "at least 1,250 req/s (every step at 1,000 held)"
+        );
+        assert_eq!(open.columns(), ["1250", "1000", ""]);
+        let verdicts = verdicts(&steps, 3);
+        let split: Vec<f64> = verdicts
+            .iter()
+            .filter(|v| v.split)
+            .map(|v| v.rate)
+            .collect();
+        assert_eq!(split, [1250.0, 1375.0]);
+        // One more try of three rounds could turn 1250's 2 to 1, and 1500's 0 to 3 too.
+        let at = |rate: f64| verdicts.iter().find(|v| v.rate == rate).unwrap();
+        assert!(!at(1250.0).settled() && !at(1500.0).settled());
+        // A failure in another try at the same rate does not split either: 1000 taken again.
+        let mut again = steps.clone();
+        again.extend(rounds(Phase::Repeat, 1000.0, &[false; 3]));
+        let verdicts = super::verdicts(&again, 3);
+        let at_1000 = verdicts.iter().find(|v| v.rate == 1000.0).unwrap();
+        assert!(!at_1000.split && !at_1000.holds());
+        // As one round each, the same steps are other tries: 1250's third step is its own.
+        assert!(super::verdicts(&steps, 1).iter().all(|v| !v.split));
     }
 
     #[test]
@@ -553,23 +673,23 @@ pub(crate) mod tests {
     fn no_full_step_that_held_is_no_capacity() {
         let none = [ceiling(2000.0), step(Phase::Ramp, 500.0, false)];
         assert_eq!(
-            Answer::of(&none),
+            Answer::of(&none, 1),
             Answer::None {
                 reason: "no rate passed".into()
             }
         );
-        assert_eq!(Answer::of(&none).figure(), "none (no rate passed)");
-        assert_eq!(Answer::of(&none).columns(), ["none", "", ""]);
+        assert_eq!(Answer::of(&none, 1).figure(), "none (no rate passed)");
+        assert_eq!(Answer::of(&none, 1).columns(), ["none", "", ""]);
         let short = [
             ceiling(2000.0),
             step(Phase::Ramp, 500.0, true),
             step(Phase::Bisect, 500.0, false),
         ];
         assert_eq!(
-            Answer::of(&short).figure(),
+            Answer::of(&short, 1).figure(),
             "none (no rate passed a full step)"
         );
-        assert_eq!(Answer::of(&short).capacity_rps(), None);
+        assert_eq!(Answer::of(&short, 1).capacity_rps(), None);
     }
 
     fn searched(answer: Answer, limited_by_client: bool, interrupted: bool) -> Capacity {
@@ -580,6 +700,7 @@ pub(crate) mod tests {
             objectives: Vec::new(),
             precision_pct: 5.0,
             step_duration_s: 3.0,
+            rounds: 1,
             ceiling_rps: 0.0,
             limited_by_client,
             interrupted,
@@ -633,5 +754,21 @@ pub(crate) mod tests {
         assert_eq!(ratio("x".into(), &none, &h1), None);
         let cut = searched(consistent(1200.0, Some(1250.0)), false, true);
         assert_eq!(ratio("x".into(), &cut, &h1), None);
+        // Rounds that disagreed widen an interval below the capacity: the ratio is of the two
+        // capacities, its range from the intervals.
+        let widened = searched(
+            Answer::Consistent {
+                capacity_rps: 1200.0,
+                interval: Interval {
+                    low: 1100.0,
+                    high: Some(1250.0),
+                },
+            },
+            false,
+            false,
+        );
+        let found = ratio("h2c/h1".into(), &widened, &h1).unwrap();
+        assert_eq!(found.ratio, 1.2);
+        assert_eq!(found.interval.unwrap().low, 1.0);
     }
 }

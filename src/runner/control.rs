@@ -37,7 +37,8 @@ pub struct StepResult {
     pub interrupted: bool,
 }
 
-/// A run whose rate is set step by step; the connections stay open from one step to the next.
+/// A run whose rate is set step by step; the connections stay open from one step to the next,
+/// unless renewed.
 pub trait Probe {
     /// Offers `rate` (`None`: no pacing) for `settle`, then measures for `measure`, and returns
     /// what the measured part saw. An error means the run failed and cannot go on.
@@ -47,4 +48,9 @@ pub trait Probe {
         settle: Duration,
         measure: Duration,
     ) -> Result<StepResult>;
+
+    /// Replaces every connection before the next step: each closes once its requests in flight
+    /// are answered and a new one opens in its place (`--find-max --rounds`: each round of a
+    /// step on fresh connections). A probe without connections of its own has none to renew.
+    fn renew_connections(&mut self) {}
 }

@@ -185,7 +185,7 @@ fn slot_done(
         scheduled: conn.scheduled.take(),
     });
     told.set(conn.come_back_at.take());
-    let retired = conn.retiring(&shared.plan);
+    let retired = conn.retiring(shared);
     *lost_unused = if conn.requests.get() == 0 {
         *lost_unused + 1
     } else {
@@ -227,6 +227,7 @@ fn on_connected(
         come_back_at: Cell::new(told.take()),
         reserved: Cell::new(reserved.taken),
         scheduled: Cell::new(reserved.scheduled),
+        generation: shared.pacer.as_ref().map_or(0, |pacer| pacer.generation()),
         ..ConnState::default()
     };
     (conn, trace)

@@ -1,5 +1,5 @@
 //! A steered run: the capacity search's [`Probe`]. The connections open once when it starts and
-//! stay; each step sets the offered rate on every thread (through a [`Throttle`], one atomic load
+//! stay (until [`Probe::renew_connections`] replaces them); each step sets the offered rate on every thread (through a [`Throttle`], one atomic load
 //! per request) and measures its part from the workers' published numbers ([`Live`]), taken at
 //! the measured part's start and end and subtracted.
 
@@ -34,6 +34,10 @@ pub struct Steered {
     live: Arc<Live>,
     /// `--arrival poisson`: a step's count of send times is itself random.
     poisson: bool,
+    /// `-c`: the connections a renewal waits for.
+    clients: u64,
+    /// How long a renewal waits for them at most: the connect timeout.
+    connecting: Duration,
 }
 
 /// Starts a steered run of `plan` (its stop rule and rate are replaced by the steps): its
@@ -60,6 +64,8 @@ pub fn steer(plan: Arc<RunPlan>, sinks: Sinks) -> Result<Steered> {
         throttle,
         live,
         poisson,
+        clients,
+        connecting,
     };
     steered.wait_for_connections(clients, connecting);
     Ok(steered)
@@ -73,13 +79,13 @@ impl Steered {
         self.launched.finish(true)
     }
 
-    /// Waits until `clients` connections are open (the first step, which measures the ceiling,
-    /// must not pay for connecting), at most `limit`, or until a signal or the end of every
-    /// worker (none could connect: the first step says so).
-    fn wait_for_connections(&self, clients: u64, limit: Duration) {
+    /// Waits until `opened` connections were opened in all (the first step, which measures the
+    /// ceiling, must not pay for connecting; nor a round after a renewal), at most `limit`, or
+    /// until a signal or the end of every worker (none could connect: the next step says so).
+    fn wait_for_connections(&self, opened: u64, limit: Duration) {
         let began = Instant::now();
-        // A signal is left for the first step to notice (it ends the search there).
-        while self.live.snapshot().tallies.connections_opened < clients
+        // A signal is left for the next step to notice (it ends the search there).
+        while self.live.snapshot().tallies.connections_opened < opened
             && !self.live.all_ended()
             && signals::received().is_none()
             && began.elapsed() < limit
@@ -129,6 +135,16 @@ impl Probe for Steered {
             Arrival::Uniform
         };
         step_result(rate, arrivals, &before, after, measured, interrupted)
+    }
+
+    fn renew_connections(&mut self) {
+        let opened = self
+            .live
+            .fresh_snapshot(PUBLISH_PATIENCE)
+            .tallies
+            .connections_opened;
+        self.throttle.renew_connections();
+        self.wait_for_connections(opened + self.clients, self.connecting);
     }
 }
 
