@@ -337,16 +337,22 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                     (false, None) => line.push(value),
                 };
             let open = |high: Option<String>| high.unwrap_or_else(|| "?".to_owned());
-            figure(
-                &mut line,
-                format!("{:.1}", row.requests_per_s),
-                row.requests_per_s_ci.map(|bounds| {
-                    (
-                        format!("{:.1}", bounds.ci_low),
-                        open(bounds.ci_high.map(|high| format!("{high:.1}"))),
-                    )
-                }),
-            );
+            match row.requests_per_s_ci {
+                // No spread to measure (a kept --rate schedule): not an interval of certainty.
+                Some(bounds) if bounds.is_point() && !columns => {
+                    line.push(format!("{:.1} (as scheduled)", row.requests_per_s));
+                }
+                ci => figure(
+                    &mut line,
+                    format!("{:.1}", row.requests_per_s),
+                    ci.map(|bounds| {
+                        (
+                            format!("{:.1}", bounds.ci_low),
+                            open(bounds.ci_high.map(|high| format!("{high:.1}"))),
+                        )
+                    }),
+                ),
+            }
             line.extend([
                 format!("{:.2}", row.megabytes_per_s),
                 format!("{:.3}", row.gigabits_per_s),

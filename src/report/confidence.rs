@@ -89,6 +89,15 @@ impl<T: PartialOrd + Copy> Bounds<T> {
     }
 }
 
+impl Bounds<f64> {
+    /// Whether the interval has no width (to rounding): the spread measured was none, as every
+    /// batch of a kept `--rate` schedule finishing as many requests.
+    pub(crate) fn is_point(&self) -> bool {
+        self.ci_high
+            .is_some_and(|high| high - self.ci_low <= 1e-9 * high.abs())
+    }
+}
+
 /// Why a figure has no interval: too few of what its interval is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NoInterval {

@@ -70,7 +70,8 @@ fn listed(counts: &[(String, u64)]) -> String {
 }
 
 /// The cell in one line, for `--quiet`: what ran, the counts, the rate (led by a transfer's
-/// throughput) and the p99 (marked when not estimable: no legend follows this line).
+/// throughput) and the p99 (marked when not estimable: no legend follows this line; none
+/// without a response to time).
 pub(crate) fn one_line(summary: &Summary) -> String {
     let counters = &summary.requests.counters;
     let request = &summary.latency.request;
@@ -78,6 +79,10 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         .confidence
         .as_ref()
         .is_some_and(|confidence| confidence.not_estimable("p99"));
+    let p99 = match summary.histograms.request.is_empty() {
+        true => "none (no response)".to_owned(),
+        false => format_micros(request.percentiles.p99 as f64),
+    };
     format!(
         "{}{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}{}",
         summary.cell.label,
@@ -91,7 +96,7 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         counters.errored,
         super::throughput::Finished::of(summary).quiet_lead(),
         summary.requests_per_s,
-        format_micros(request.percentiles.p99 as f64),
+        p99,
         if marked { " (not estimable)" } else { "" },
         summary.until_stable.map_or(String::new(), |stable| format!(
             ", until stable (±{:.1}%): {}",
@@ -354,6 +359,15 @@ fn write_how_sure(out: &mut String, summary: &Summary) -> std::fmt::Result {
         }
     };
     let rate = match summary.requests_per_s_ci {
+        // A kept `--rate` schedule finishes as many requests in every batch: no spread to see,
+        // which says the schedule was kept, not that a rerun against another state would agree.
+        Some(bounds) if bounds.is_point() => {
+            format!(
+            "{:.2} req/s (every batch finished as many requests: the rate a kept schedule sets, \
+             with no spread to measure)",
+                summary.requests_per_s
+            )
+        }
         Some(bounds) => format!(
             "{:.2} req/s (95% interval {:.2}–{:.2})",
             summary.requests_per_s,

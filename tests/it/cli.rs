@@ -255,6 +255,14 @@ fn quiet_prints_one_line_per_cell_and_errors_only() {
     let refused = run_command(BIN, &["-q", "-n", "5", "http://127.0.0.1:1/"]);
     assert_eq!(refused.code, 1);
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
+    // Nothing was timed: no p99 of 0.
+    assert!(
+        refused
+            .stdout
+            .ends_with(" 0.00 req/s, p99 none (no response)\n"),
+        "{}",
+        refused.stdout
+    );
 }
 
 #[test]

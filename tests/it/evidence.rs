@@ -245,3 +245,44 @@ fn a_threshold_on_a_percentile_not_estimable_is_not_judged() {
         run.output.stderr
     );
 }
+
+/// A kept `--rate` schedule finishes as many requests in every batch: the rate's spread is none,
+/// and the report says so in words (`as scheduled`) instead of an interval of zero width that
+/// reads as certainty; a schedule the machine did not keep has a spread, and an interval.
+#[test]
+fn a_kept_schedule_s_rate_is_as_scheduled_not_an_interval_of_zero_width() {
+    let run = h2load_rs(&["--rate", "400,800", "-D", "1s", &url("/ping")]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let stdout = &run.output.stdout;
+    let mut points = 0;
+    for (index, row) in run.json["comparison"]
+        .as_array()
+        .expect("a comparison")
+        .iter()
+        .enumerate()
+    {
+        let (rate, ci) = (
+            row["requests_per_s"].as_f64().unwrap(),
+            &row["requests_per_s_ci"],
+        );
+        let (low, high) = (
+            ci["ci_low"].as_f64().unwrap(),
+            ci["ci_high"].as_f64().unwrap(),
+        );
+        let shown = format!("{rate:.1} (as scheduled)");
+        if high - low <= 1e-9 * high {
+            points += 1;
+            assert!(stdout.contains(&shown), "cell {}: {stdout}", index + 1);
+        } else {
+            assert!(
+                stdout.contains(&format!("{rate:.1} ({low:.1}–{high:.1})")),
+                "cell {}: {stdout}",
+                index + 1
+            );
+        }
+    }
+    let said = stdout
+        .matches("req/s (every batch finished as many requests: the rate a kept schedule sets")
+        .count();
+    assert_eq!(said, points, "{stdout}");
+}
