@@ -23,6 +23,31 @@ pub(crate) fn cause_line(summary: &Summary) -> Option<String> {
     Some(format!("failed: {}", cause.text))
 }
 
+/// Every failed run's `failed:` line, led by the run's name when there are several: what the
+/// exports (HTML, Markdown) lead with, as the text report does.
+pub(crate) fn cause_lines(cells: &[Summary]) -> Vec<String> {
+    let several = cells.len() > 1;
+    cells
+        .iter()
+        .filter_map(|cell| {
+            let line = cause_line(cell)?;
+            Some(match several {
+                true => format!("{}: {line}", run_label(cell)),
+                false => line,
+            })
+        })
+        .collect()
+}
+
+/// A run's name: its cell's label, with `--rounds` its round too (each round of a cell is a run
+/// of its own).
+pub(crate) fn run_label(cell: &Summary) -> String {
+    match cell.cell.round {
+        Some(of) => format!("{} (round {})", cell.cell.label, of.round),
+        None => cell.cell.label.clone(),
+    }
+}
+
 /// The errors by unit (requests, connection attempts, responses that failed a check), each with
 /// its kinds: `10 requests (10 never sent), 1 connection attempt (1 tls)`; `None` without errors.
 fn errors_line(s: &Summary) -> Option<String> {
@@ -84,12 +109,8 @@ pub(crate) fn one_line(summary: &Summary) -> String {
         false => format_micros(request.percentiles.p99 as f64),
     };
     format!(
-        "{}{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}{}",
-        summary.cell.label,
-        summary
-            .cell
-            .round
-            .map_or_else(String::new, |of| format!(" (round {})", of.round)),
+        "{}: {} done, {} succeeded, {} failed, {} errored, {}{:.2} req/s, p99 {}{}{}{}",
+        run_label(summary),
         counters.done,
         counters.succeeded,
         counters.failed,

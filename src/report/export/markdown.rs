@@ -15,15 +15,8 @@ pub(crate) struct Markdown;
 /// The verdicts as a list (each line from the function the text report prints it with), then the
 /// comparison as Markdown, with the legend of `n/e` when a percentile is marked so.
 pub(crate) fn render(document: &Document) -> String {
-    let several = document.cells.len() > 1;
-    let causes = document.cells.iter().filter_map(|cell| {
-        let line = text::cause_line(cell)?;
-        Some(match several {
-            true => format!("{}: {line}", cell.cell.label),
-            false => line,
-        })
-    });
-    let verdicts: Vec<String> = causes
+    let verdicts: Vec<String> = text::cause_lines(&document.cells)
+        .into_iter()
         .chain(plain::comparison(&document.comparison))
         .chain(capacity::sweep_lines(&document.cells))
         .collect();

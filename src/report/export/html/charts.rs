@@ -4,9 +4,9 @@
 //! cell, and with `--find-max` the knee plots of the search.
 
 use super::chart::{chart, Frame, Series};
-use super::run_label;
 use crate::report::capacity::CapacityStep;
 use crate::report::confidence::{self, Bounds};
+use crate::report::text::run_label;
 use crate::report::{Document, IntervalSummary, LatencySummary, Summary};
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::{
-    capacity, comparison, export::outputs::write_to, rounds, text, Document, Exporter, Summary,
+    capacity, comparison, export::outputs::write_to, rounds, text, Document, Exporter,
 };
 
 /// Writes the page.
@@ -25,15 +25,6 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-/// A run's name on the page: its cell's label, with `--rounds` its round too (each round of a
-/// cell is a run of its own on the charts).
-fn run_label(cell: &Summary) -> String {
-    match cell.cell.round {
-        Some(of) => format!("{} (round {})", cell.cell.label, of.round),
-        None => cell.cell.label.clone(),
-    }
 }
 
 /// The figures: the comparison table (with `--rounds`, each round's too), or for a sweep of one
@@ -96,7 +87,7 @@ fn rates(document: &Document) -> String {
         .filter_map(|cell| {
             let rate = cell.rate.as_ref()?;
             Some(vec![
-                run_label(cell),
+                text::run_label(cell),
                 format!("{:.1}", rate.requested_per_s),
                 format!("{:.1}", rate.achieved_per_s),
                 format!("{} ({:.2}%)", rate.late, rate.late_pct),
@@ -130,7 +121,7 @@ fn searches(document: &Document) -> String {
             let _ = write!(
                 out,
                 r#"<h3>{}</h3><pre class="search">{}</pre>"#,
-                escape(&run_label(cell)),
+                escape(&text::run_label(cell)),
                 escape(capacity::render(search).trim_start())
             );
         }

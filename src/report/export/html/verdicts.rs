@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use super::{escape, run_label};
+use super::escape;
+use crate::report::text::run_label;
 use crate::report::{capacity, plain, text, thresholds, Document};
 
 /// The verdicts as a `<section id="verdicts">`.
@@ -14,14 +15,8 @@ pub(super) fn section(document: &Document) -> String {
     let several = cells.len() > 1;
     let mut out = String::from(r#"<section id="verdicts"><h2>Verdicts</h2>"#);
     // The cause first, as the text report leads with it.
-    for cell in cells {
-        if let Some(line) = text::cause_line(cell) {
-            let of = match several {
-                true => format!("{}: ", run_label(cell)),
-                false => String::new(),
-            };
-            let _ = write!(out, r#"<p class="cause">{}</p>"#, escape(&(of + &line)));
-        }
+    for line in text::cause_lines(cells) {
+        let _ = write!(out, r#"<p class="cause">{}</p>"#, escape(&line));
     }
     list(
         &mut out,
