@@ -127,13 +127,31 @@ fn a_5xx_on_every_request_shows_the_status_and_the_body() {
     let server = h1_server(
         b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/html\r\nContent-Length: 94\r\n\r\n<html><head><title>503 Service Unavailable</title></head>\n<body>down for repairs</body></html>",
     );
-    let run = h2load_rs(&["--h1", "-n", "20", &format!("http://{}/", server.addr)]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (markdown, html) = (dir.path().join("r.md"), dir.path().join("r.html"));
+    let run = h2load_rs(&[
+        "--h1",
+        "-n",
+        "20",
+        "--markdown",
+        markdown.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+        &format!("http://{}/", server.addr),
+    ]);
     assert_cause(
         &run,
         "error_status",
         "the server answered every request with status 503 (its body began \"<html><head><title>503 Service Unavailable</title></head> <body>down for repairs</body></html>\"): check the URL",
     );
     assert_eq!(run.int("status_codes/5xx"), 20);
+    // The exports quote the body as text: its tags are escaped, not markup of the report's.
+    let escaped = "&lt;body&gt;down for repairs&lt;/body&gt;";
+    for file in [&markdown, &html] {
+        let text = std::fs::read_to_string(file).expect("written");
+        assert!(text.contains(escaped), "{text}");
+        assert!(!text.contains("<body>down"), "{text}");
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::html::escape;
 use crate::report::{
     capacity, comparison, export::outputs::write_to, plain, rounds, text, Document, Exporter,
 };
@@ -22,7 +23,8 @@ pub(crate) fn render(document: &Document) -> String {
         .collect();
     let mut markdown = String::new();
     for line in &verdicts {
-        markdown.push_str(&format!("- {line}\n"));
+        // A cause quotes the server's own words: as text, never as HTML a renderer would run.
+        markdown.push_str(&format!("- {}\n", escape(line)));
     }
     if !verdicts.is_empty() {
         markdown.push('\n');

@@ -20,7 +20,8 @@ use crate::report::{
 /// Writes the page.
 pub(crate) struct Html;
 
-fn escape(text: &str) -> String {
+/// `text` as HTML text or an attribute value: a server's words are shown, never run.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
