@@ -17,6 +17,8 @@ pub(crate) enum NameClass {
     GrpcStatus,
     /// `grpc-encoding`: the response's messages may be compressed.
     GrpcEncoding,
+    /// `content-type`: a gRPC response must name `application/grpc…`.
+    ContentType,
     /// `grpc-message`: the text of a status other than OK (its value is kept, see
     /// [`super::hpack::DecodedBlock::grpc_message`]).
     GrpcMessage,
@@ -50,6 +52,7 @@ impl NameClass {
             [b':', ..] => NameClass::OtherPseudo,
             b"content-length" => NameClass::ContentLength,
             b"grpc-status" => NameClass::GrpcStatus,
+            b"content-type" => NameClass::ContentType,
             b"grpc-encoding" => NameClass::GrpcEncoding,
             b"grpc-message" => NameClass::GrpcMessage,
             _ if CONNECTION_SPECIFIC.contains(&name) => NameClass::ConnectionSpecific,
@@ -170,18 +173,21 @@ pub(crate) struct SectionRules {
     pub(crate) grpc_status: Option<u64>,
     /// Whether the section had a `grpc-encoding` (compressed messages are then allowed).
     pub(crate) grpc_encoding: bool,
+    /// Whether its `content-type` names gRPC (see [`super::grpc::is_grpc_content_type`]).
+    pub(crate) grpc_content_type: bool,
 }
 
 impl SectionRules {
     /// A field named `class` whose value is `len` bytes long, spells `number` (see [`decimal`];
-    /// only `:status` and `content-length` need it) and is malformed or not (see
-    /// [`value_malformed`]).
+    /// only `:status` and `content-length` need it), is malformed or not (see
+    /// [`value_malformed`]) and, for a `content-type`, names gRPC or not (`grpc_type`).
     pub(crate) fn field(
         &mut self,
         class: NameClass,
         len: usize,
         number: Option<u64>,
         bad_value: bool,
+        grpc_type: bool,
     ) {
         let broken = match class {
             NameClass::Invalid => Some("a field name that is empty or not lower-case ASCII"),
@@ -215,6 +221,10 @@ impl SectionRules {
             }
             NameClass::GrpcEncoding => {
                 self.grpc_encoding = true;
+                None
+            }
+            NameClass::ContentType => {
+                self.grpc_content_type = grpc_type;
                 None
             }
             _ => None,
@@ -282,11 +292,13 @@ mod tests {
             let mut scan = ValueScan::default();
             value.iter().for_each(|&byte| scan.push(byte));
             assert_eq!(scan.malformed(), bad, "{field:?}: both scans agree");
+            let head = &value[..value.len().min(super::super::grpc::CONTENT_TYPE_HEAD)];
             rules.field(
                 NameScan::of(name.as_bytes()),
                 value.len(),
                 decimal(value),
                 bad,
+                super::super::grpc::is_grpc_content_type(head),
             );
         }
         rules
@@ -348,6 +360,9 @@ mod tests {
         assert!(rules(&["keep-alive: 1"])
             .malformed
             .is_some_and(|reason| reason.starts_with("a connection-specific")));
+        assert!(rules(&["content-type: application/grpc+proto"]).grpc_content_type);
+        assert!(!rules(&["content-type: text/html"]).grpc_content_type);
+        assert!(!rules(&["x-a: application/grpc"]).grpc_content_type);
         assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(decimal(b"18446744073709551616"), None, "past u64");
     }

@@ -1,7 +1,7 @@
 //! gRPC over HTTP/2 (the "gRPC over HTTP2" protocol of grpc/grpc's PROTOCOL-HTTP2.md): the 5-byte
 //! message prefix, a reader that splits a response body into messages as its bytes arrive in any
-//! pieces, the status codes and their names, the `grpc-timeout` value, and what a response
-//! without `grpc-status` means, and the text of a `grpc-message`. No I/O; messages are counted,
+//! pieces, the status codes and their names, the `grpc-timeout` value, what a response's HTTP
+//! status and `content-type` decide of its call, and the text of a `grpc-message`. No I/O; messages are counted,
 //! never kept.
 
 /// Bytes before each message: the compressed flag, then the length (big-endian `u32`).
@@ -55,8 +55,8 @@ pub fn parse_code(name: &str) -> Option<u64> {
         .map(|code| code as u64)
 }
 
-/// The code a response without `grpc-status` stands for, from its HTTP status (the mapping
-/// grpc/grpc's doc/http-grpc-status-mapping.md gives): `None` for 200, which must carry one.
+/// The code of a response's HTTP status (the mapping grpc/grpc's doc/http-grpc-status-mapping.md
+/// gives, grpc-go's `HTTPStatusConvTab`): `None` for 200, whose `grpc-status` decides.
 pub fn code_of_http_status(status: u16) -> Option<u64> {
     Some(match status {
         200 => return None,
@@ -68,6 +68,38 @@ pub fn code_of_http_status(status: u16) -> Option<u64> {
         _ => 2,
     })
 }
+
+/// The `content-type` of gRPC, which a subtype may follow after `+` or `;`.
+const GRPC_CONTENT_TYPE: &[u8] = b"application/grpc";
+
+/// Bytes of a `content-type` value [`is_grpc_content_type`] needs to see.
+pub const CONTENT_TYPE_HEAD: usize = GRPC_CONTENT_TYPE.len() + 1;
+
+/// Whether a `content-type` value, given by its first [`CONTENT_TYPE_HEAD`] bytes (or all of it
+/// when shorter), names gRPC: `application/grpc` alone or followed by `+` or `;` (grpc-go's
+/// `ContentSubtype`: case-sensitive, as gRPC sends it).
+pub fn is_grpc_content_type(head: &[u8]) -> bool {
+    match head.strip_prefix(GRPC_CONTENT_TYPE) {
+        Some([]) => true,
+        Some([next, ..]) => matches!(next, b'+' | b';'),
+        None => false,
+    }
+}
+
+/// The code a response's first header section decides alone, as grpc-go's client judges it: an
+/// HTTP status other than 200 maps by [`code_of_http_status`] whatever `grpc-status` says, and a
+/// 200 whose `content-type` is missing or not gRPC's is `UNKNOWN` (grpc-go: "malformed header:
+/// missing HTTP content-type", its table having no entry for 200). `None`: a gRPC response,
+/// whose `grpc-status` decides.
+pub fn code_of_headers(status: u16, grpc_content_type: bool) -> Option<u64> {
+    match code_of_http_status(status) {
+        None if !grpc_content_type => Some(UNKNOWN),
+        code => code,
+    }
+}
+
+/// `UNKNOWN`'s number.
+const UNKNOWN: u64 = 2;
 
 /// The most bytes of a `grpc-message` value kept (as sent, percent-encoded): the text of a status
 /// is a line of the report, not a payload.
@@ -366,6 +398,34 @@ mod tests {
         assert_eq!(code_of_http_status(503), Some(14));
         assert_eq!(code_of_http_status(404), Some(12));
         assert_eq!(code_of_http_status(500), Some(2));
+        assert_eq!(code_of_http_status(401), Some(16));
+        assert_eq!(code_of_http_status(403), Some(7));
+        assert_eq!(code_of_http_status(429), Some(14));
+        assert_eq!(code_of_http_status(400), Some(13));
+        // The headers decide before any grpc-status: a 200 only with gRPC's content-type.
+        assert_eq!(code_of_headers(200, true), None);
+        assert_eq!(code_of_headers(200, false), Some(2));
+        assert_eq!(code_of_headers(502, true), Some(14));
+        assert_eq!(code_of_headers(404, false), Some(12));
+    }
+
+    #[test]
+    fn grpc_content_types_are_told_from_others() {
+        for (value, grpc) in [
+            (&b"application/grpc"[..], true),
+            (b"application/grpc+proto", true),
+            (b"application/grpc;charset=utf-8", true),
+            (b"application/grpc+", true),
+            (b"application/grpcx", false),
+            (b"application/grpc-web", false),
+            (b"Application/grpc", false),
+            (b"text/html", false),
+            (b"application/json", false),
+            (b"", false),
+        ] {
+            let head = &value[..value.len().min(CONTENT_TYPE_HEAD)];
+            assert_eq!(is_grpc_content_type(head), grpc, "{}", value.escape_ascii());
+        }
     }
 
     #[test]

@@ -108,8 +108,13 @@ impl DecodedBlock {
     pub(crate) fn add(&mut self, entry: &Entry) {
         self.uncompressed += (entry.name_len + entry.value_len) as u64;
         self.matched |= entry.matches;
-        self.rules
-            .field(entry.class, entry.value_len, entry.number, entry.bad_value);
+        self.rules.field(
+            entry.class,
+            entry.value_len,
+            entry.number,
+            entry.bad_value,
+            entry.grpc_type,
+        );
         if let Some(status) = entry.status() {
             self.status = Some(status);
         }
@@ -127,6 +132,9 @@ pub(crate) struct Entry {
     pub(crate) number: Option<u64>,
     /// Whether the value is malformed (a literal's; the static tables' are all well formed).
     pub(crate) bad_value: bool,
+    /// For `content-type`, whether the value names gRPC (kept with a dynamic table entry, which
+    /// servers refer to on every response after the first).
+    pub(crate) grpc_type: bool,
     /// The `--expect-header` checks naming its field, and those its value meets too.
     pub(crate) names: u64,
     pub(crate) matches: u64,
@@ -143,6 +151,8 @@ impl Entry {
             class,
             number: class.numeric().then(|| decimal(value.as_bytes())).flatten(),
             bad_value: false,
+            grpc_type: class == NameClass::ContentType
+                && grpc::is_grpc_content_type(value.as_bytes()),
             names,
             matches,
         }
@@ -160,6 +170,7 @@ impl Entry {
             class,
             number: class.numeric().then(|| value.number()).flatten(),
             bad_value: value.value_malformed(),
+            grpc_type: class == NameClass::ContentType && value.names_grpc(),
             names,
             matches: matcher.map_or(0, |matcher| matcher.matches(names, value)),
         }
@@ -410,6 +421,19 @@ impl StringInfo<'_> {
             }
         });
         grpc::status_message_text(&kept)
+    }
+
+    /// Whether the string, as a `content-type` value, names gRPC (its first bytes decide).
+    pub(crate) fn names_grpc(&self) -> bool {
+        let mut head = [0u8; grpc::CONTENT_TYPE_HEAD];
+        let mut len = 0;
+        self.each_byte(|byte| {
+            if let Some(slot) = head.get_mut(len) {
+                *slot = byte;
+                len += 1;
+            }
+        });
+        grpc::is_grpc_content_type(&head[..len])
     }
 
     /// The number the string spells, if only digits (see [`decimal`]).

@@ -1,4 +1,7 @@
-//! A gRPC call on an HTTP/2 stream. Receiving: the response body read as messages as DATA
+//! A gRPC call on an HTTP/2 stream. Receiving: the response headers judged as grpc-go's client
+//! judges them (an HTTP status other than 200, or a `content-type` that is not gRPC's, decides
+//! the call's code from the HTTP status alone, and its body is then not read as messages: a
+//! proxy's HTML error page is no framing error), else the response body read as messages as DATA
 //! arrives, the `grpc-status` taken from the trailers (or from a Trailers-Only response's one
 //! header section), and the call's outcome when the stream ends; a body that breaks the framing
 //! fails its call alone, with the stream cancelled before more of it arrives. Sending, for
@@ -16,7 +19,7 @@ use super::super::Ledger;
 use super::H2Session;
 use crate::plan::grpc::CallShape;
 use crate::proto::fields::SectionRules;
-use crate::proto::grpc::{code_of_http_status, FramingError, MessageReader, PREFIX_LEN};
+use crate::proto::grpc::{code_of_headers, FramingError, MessageReader, PREFIX_LEN};
 use crate::proto::h2 as frame;
 use crate::recorder::grpc::{GrpcTally, MessageBytes};
 use crate::recorder::{ErrorKind, RequestStart};
@@ -41,6 +44,9 @@ pub(super) struct GrpcResponse {
     message: Option<String>,
     /// Whether the response headers named a `grpc-encoding`.
     encoding: bool,
+    /// The code the response headers decided alone (see [`code_of_headers`]): the response is
+    /// not gRPC's, its body and any `grpc-status` are not read.
+    judged: Option<u64>,
     /// Messages still to send after the one being sent (client-streaming, bidirectional).
     pub(super) to_send: u32,
     /// Bidirectional calls: when each message not answered yet left.
@@ -56,36 +62,48 @@ impl GrpcResponse {
         }
     }
 
-    /// The response's first (final) header section: `ended` when it ends the stream, a
-    /// Trailers-Only response whose section carries the status too.
-    pub(super) fn headers(&mut self, rules: &SectionRules, message: Option<String>, ended: bool) {
+    /// The response's first (final) header section, with HTTP status `status`: `ended` when it
+    /// ends the stream, a Trailers-Only response whose section carries the status too.
+    pub(super) fn headers(
+        &mut self,
+        status: u16,
+        rules: &SectionRules,
+        message: Option<String>,
+        ended: bool,
+    ) {
         self.encoding = rules.grpc_encoding;
-        if ended {
+        self.judged = code_of_headers(status, rules.grpc_content_type);
+        if ended && self.judged.is_none() {
             self.trailers(rules, message);
         }
     }
 
-    /// The trailers, with the text of their `grpc-message`.
+    /// The trailers, with the text of their `grpc-message` (of a gRPC response only).
     pub(super) fn trailers(&mut self, rules: &SectionRules, message: Option<String>) {
+        if self.judged.is_some() {
+            return;
+        }
         self.status = rules.grpc_status;
         self.message = message;
     }
 
-    /// The call's `grpc-status` once its stream ended with HTTP status `status`, or the error
-    /// kind it failed with (noted, with its received messages counted either way).
+    /// The call's `grpc-status` once its stream ended, or the error kind it failed with (noted,
+    /// with its received messages counted either way).
     pub(super) fn outcome(
         &self,
         shape: CallShape,
-        status: u16,
         ledger: &Ledger<'_>,
         start: &RequestStart,
     ) -> Result<u16, ErrorKind> {
         ledger.grpc_messages(start, received, MessageBytes::read_by(&self.reader));
+        if let Some(code) = self.judged {
+            return Ok(code as u16);
+        }
         if !self.reader.at_boundary() {
             ledger.note_error(|| "a gRPC response ended inside a message".to_owned());
             return Err(ErrorKind::GrpcFraming);
         }
-        let Some(code) = self.status.or_else(|| code_of_http_status(status)) else {
+        let Some(code) = self.status else {
             ledger.note_error(|| {
                 "a gRPC response (HTTP status 200) ended without grpc-status".to_owned()
             });
@@ -129,7 +147,11 @@ impl<'t> H2Session<'t> {
             return;
         };
         let body_left = stream.body_left;
-        let Some(call) = stream.grpc.as_deref_mut() else {
+        let Some(call) = stream
+            .grpc
+            .as_deref_mut()
+            .filter(|call| call.judged.is_none())
+        else {
             return;
         };
         let before = call.reader.messages;

@@ -402,7 +402,12 @@ impl<'t> H2Session<'t> {
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
                 if let Some(call) = stream.grpc.as_deref_mut() {
-                    call.headers(&rules, decoded.grpc_message.take(), pending.end_stream);
+                    call.headers(
+                        status,
+                        &rules,
+                        decoded.grpc_message.take(),
+                        pending.end_stream,
+                    );
                 }
                 // Responses with no content (RFC 9110 §6.4.1) may announce a length anyway.
                 let no_content = head || status == 204 || status == 304;

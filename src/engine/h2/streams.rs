@@ -146,7 +146,7 @@ impl<'t> H2Session<'t> {
                 // Every stream of a gRPC cell has its state; a missing one reads as nothing read.
                 let nothing = GrpcResponse::default();
                 let call = stream.grpc.as_deref().unwrap_or(&nothing);
-                match call.outcome(plan.shape, status, ledger, &stream.start) {
+                match call.outcome(plan.shape, ledger, &stream.start) {
                     Ok(code) => Some(code),
                     Err(kind) => return ledger.fail(stream.start, kind),
                 }

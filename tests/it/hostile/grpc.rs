@@ -87,6 +87,81 @@ fn http_503(stream: u32) -> Vec<u8> {
     )
 }
 
+/// A 200 with one message and `grpc-status: 0`, but no `content-type`: grpc-go's client fails
+/// it as UNKNOWN ("malformed header: missing HTTP content-type").
+fn ok_without_content_type(stream: u32) -> Vec<u8> {
+    [
+        frame(HEADERS, END_HEADERS, stream, STATUS_200),
+        frame(DATA, 0, stream, &message(b"hi")),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+/// The same with `content-type: text/html`: not gRPC's either, UNKNOWN.
+fn ok_with_html_content_type(stream: u32) -> Vec<u8> {
+    let block = [STATUS_200, &hpack::literal(b"content-type", b"text/html")].concat();
+    [
+        frame(HEADERS, END_HEADERS, stream, &block),
+        frame(DATA, 0, stream, &message(b"hi")),
+        trailers(stream, Some(b"0")),
+    ]
+    .concat()
+}
+
+/// A Trailers-Only answer of HTTP status `status` (three digits), gRPC's `content-type` and
+/// `grpc-status: 0`: the HTTP status decides, whatever the `grpc-status` says.
+fn status_with_grpc_ok(stream: u32, status: &[u8]) -> Vec<u8> {
+    let block = [
+        hpack::literal_indexed_name(hpack::STATUS, status),
+        hpack::literal(b"content-type", b"application/grpc"),
+        hpack::literal(b"grpc-status", b"0"),
+        hpack::literal(b"grpc-message", b"all is well"),
+    ]
+    .concat();
+    frame(HEADERS, END_HEADERS | END_STREAM, stream, &block)
+}
+
+fn http_503_with_grpc_ok(stream: u32) -> Vec<u8> {
+    status_with_grpc_ok(stream, b"503")
+}
+
+fn http_404_with_grpc_ok(stream: u32) -> Vec<u8> {
+    status_with_grpc_ok(stream, b"404")
+}
+
+fn http_401_with_grpc_ok(stream: u32) -> Vec<u8> {
+    status_with_grpc_ok(stream, b"401")
+}
+
+/// A proxy's error page: HTTP status `status`, `content-type: text/html` and an HTML body
+/// (whose `<` would be a compressed flag of 60 if read as gRPC messages).
+fn proxy_html(stream: u32, status: &[u8]) -> Vec<u8> {
+    let block = [
+        hpack::literal_indexed_name(hpack::STATUS, status),
+        hpack::literal(b"content-type", b"text/html"),
+    ]
+    .concat();
+    [
+        frame(HEADERS, END_HEADERS, stream, &block),
+        frame(
+            DATA,
+            END_STREAM,
+            stream,
+            b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+        ),
+    ]
+    .concat()
+}
+
+fn proxy_502_html(stream: u32) -> Vec<u8> {
+    proxy_html(stream, b"502")
+}
+
+fn proxy_503_html(stream: u32) -> Vec<u8> {
+    proxy_html(stream, b"503")
+}
+
 /// A prefix announcing a message of 4 GiB - 1, then a little of it.
 fn length_4gb(stream: u32) -> Vec<u8> {
     [
@@ -183,6 +258,13 @@ fn silent_after_handshake(mut conn: Conn) {
     }
 }
 
+/// All 20 calls failed with no error kind (`grpc_framing`, say): each ended with a status not OK.
+const NOT_OK: Option<Exactly> = Some(Exactly {
+    succeeded: 0,
+    failed: 20,
+    errors: ("grpc_framing", 0),
+});
+
 /// Exactly `n` calls failed with `kind`, none succeeded.
 const fn each_failed(n: u64, kind: &'static str) -> Option<Exactly> {
     Some(Exactly {
@@ -220,6 +302,56 @@ cases! {
     grpc_http_503_without_status => Case {
         server: H2Reply(http_503),
         args: CALLS,
+        grpc_statuses: &[("UNAVAILABLE", 20)],
+        ..BASE
+    };
+    grpc_ok_without_content_type => Case {
+        server: H2Reply(ok_without_content_type),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("OK", 0), ("UNKNOWN", 20)],
+        ..BASE
+    };
+    grpc_ok_with_html_content_type => Case {
+        server: H2Reply(ok_with_html_content_type),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("OK", 0), ("UNKNOWN", 20)],
+        ..BASE
+    };
+    // The HTTP status decides; the grpc-message of a response that is not gRPC's is not kept.
+    grpc_http_503_with_status_ok => Case {
+        server: H2Reply(http_503_with_grpc_ok),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("OK", 0), ("UNAVAILABLE", 20)],
+        ..BASE
+    };
+    grpc_http_404_with_status_ok => Case {
+        server: H2Reply(http_404_with_grpc_ok),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("OK", 0), ("UNIMPLEMENTED", 20)],
+        ..BASE
+    };
+    grpc_http_401_with_status_ok => Case {
+        server: H2Reply(http_401_with_grpc_ok),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("OK", 0), ("UNAUTHENTICATED", 20)],
+        ..BASE
+    };
+    grpc_proxy_502_html => Case {
+        server: H2Reply(proxy_502_html),
+        args: CALLS,
+        exactly: NOT_OK,
+        grpc_statuses: &[("UNAVAILABLE", 20)],
+        ..BASE
+    };
+    grpc_proxy_503_html => Case {
+        server: H2Reply(proxy_503_html),
+        args: CALLS,
+        exactly: NOT_OK,
         grpc_statuses: &[("UNAVAILABLE", 20)],
         ..BASE
     };
