@@ -3,14 +3,14 @@
 //! the connection's outgoing bytes or this thread's scratch buffer, both reused, so a request
 //! allocates nothing once they have grown.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::sync::Arc;
 
 use super::outgoing::Outgoing;
 use super::Ledger;
 use crate::plan::{RequestTemplate, Templated};
 use crate::proto::h1::{write_request_head, HeadPart};
-use crate::recorder::RequestStart;
+use crate::recorder::{ErrorKind, RequestStart};
 
 /// A templated request, ready to render.
 pub(crate) struct Renderer {
@@ -92,32 +92,53 @@ impl Renderer {
         self.templated.body.is_some()
     }
 
-    /// Renders a templated body into the scratch buffer and hands it to `use_body`.
+    /// Renders a templated body into the scratch buffer and hands it to `use_body`; a gRPC
+    /// cell's is encoded first. `None`: the call's message did not encode, and the call is
+    /// counted failed (`grpc_input`, the first named) with nothing to send: an empty message
+    /// in its place would be another call than the one asked for.
     pub(crate) fn with_body<R>(
         &self,
         start: &RequestStart,
         ledger: &Ledger<'_>,
         use_body: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let scratch = self.rendered_body(start, ledger);
+        let Some(message) = &self.templated.message else {
+            return Some(use_body(&scratch));
+        };
+        let mut encoded = self.encoded.borrow_mut();
+        encoded.clear();
+        if let Err(problem) = message.encode(&scratch, &mut encoded) {
+            // The plan encoded one rendering; another (a {rand:N} past a field's range, say)
+            // may not.
+            ledger.note_error(|| format!("a rendered --grpc-data did not encode: {problem}"));
+            ledger.fail(*start, ErrorKind::GrpcInput);
+            return None;
+        }
+        Some(use_body(&encoded))
+    }
+
+    /// [`Renderer::with_body`] for a request that is no gRPC call (HTTP/1.1 and HTTP/3: gRPC
+    /// cells are HTTP/2 only), whose body cannot fail.
+    pub(crate) fn with_plain_body<R>(
+        &self,
+        start: &RequestStart,
+        ledger: &Ledger<'_>,
+        use_body: impl FnOnce(&[u8]) -> R,
     ) -> R {
+        debug_assert!(self.templated.message.is_none(), "gRPC is HTTP/2 only");
+        use_body(&self.rendered_body(start, ledger))
+    }
+
+    /// The templated body of request `start`, rendered into the scratch buffer.
+    fn rendered_body(&self, start: &RequestStart, ledger: &Ledger<'_>) -> RefMut<'_, Vec<u8>> {
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
         if let Some(template) = &self.templated.body {
             let part = self.request.parts.headers.len() as u64 + 1;
             ledger.render(template, start, part, &mut scratch);
         }
-        let Some(message) = &self.templated.message else {
-            return use_body(&scratch);
-        };
-        let mut encoded = self.encoded.borrow_mut();
-        encoded.clear();
-        if let Err(problem) = message.encode(&scratch, &mut encoded) {
-            // The plan encoded one rendering; another (a {rand:N} past a field's range, say)
-            // may not encode: the call goes with the empty message, and the first is named.
-            ledger.note_error(|| format!("a rendered --grpc-data did not encode: {problem}"));
-            encoded.clear();
-            crate::proto::grpc::write_prefix(&mut encoded, 0);
-        }
-        use_body(&encoded)
+        scratch
     }
 
     /// The Content-Length of a request whose body is `body_len` bytes long (see
@@ -165,7 +186,7 @@ impl Renderer {
         out: &mut Outgoing,
     ) {
         if self.body_templated() {
-            self.with_body(start, ledger, |body| {
+            self.with_plain_body(start, ledger, |body| {
                 self.h1_head(path, start, ledger, extra, body.len(), out.bytes());
                 out.bytes().extend_from_slice(body);
             });

@@ -114,7 +114,12 @@ pub fn build(
         authority: parsed.authority,
     };
 
-    let grpc = grpc_plan(&args.grpc)?;
+    let last_seq = match args.requests {
+        Some(Requests::Total(total)) => Some(total),
+        _ => None,
+    };
+    let mut grpc_warnings = Vec::new();
+    let grpc = grpc_plan(&args.grpc, last_seq, &mut grpc_warnings)?;
     if grpc.is_some() {
         if let Some(flag) = [(args.data.is_some(), "-d"), (args.body.is_some(), "--body")]
             .into_iter()
@@ -173,7 +178,7 @@ pub fn build(
         until_stable: args.until_stable,
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,
-        warnings: parsed.warnings,
+        warnings: parsed.warnings.into_iter().chain(grpc_warnings).collect(),
         checks,
         seed: run_seed(args.seed),
         io,

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
+use super::json_ints::inexact_integer;
 use super::template::{Draw, Rng, Template};
 use crate::cli::input;
 use crate::cli::limits::MAX_BODY_FILE;
@@ -95,8 +96,12 @@ pub struct JsonMessage {
 }
 
 impl JsonMessage {
-    /// Appends `json` as a prefixed protobuf message to `out`.
+    /// Appends `json` as a prefixed protobuf message to `out`; an integer out of its field's
+    /// range is refused, never clamped (see [`inexact_integer`]).
     pub fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        if let Some(problem) = inexact_integer(json, &self.descriptor) {
+            return Err(problem);
+        }
         let mut deserializer = serde_json::Deserializer::from_slice(json);
         let message = DynamicMessage::deserialize(self.descriptor.clone(), &mut deserializer)
             .and_then(|message| deserializer.end().map(|()| message))
@@ -108,8 +113,14 @@ impl JsonMessage {
     }
 }
 
-/// The method, shape and message `args` ask for; `None` without `--grpc`.
-pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>> {
+/// The method, shape and message `args` ask for; `None` without `--grpc`. `last_seq`: the
+/// largest `{seq}` of the run when it is known (`-n N`); a message some calls will not encode
+/// adds a warning to `warnings`.
+pub(super) fn grpc_plan(
+    args: &GrpcArgs,
+    last_seq: Option<u64>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(GrpcPlan, GrpcBody)>> {
     let Some(given) = &args.grpc_method else {
         return Ok(None);
     };
@@ -161,7 +172,7 @@ pub(super) fn grpc_plan(args: &GrpcArgs) -> Result<Option<(GrpcPlan, GrpcBody)>>
         );
     }
     let body = match (&args.grpc_data, &args.grpc_binary_file, input) {
-        (Some(data), _, Some(input)) => json_body(data, input)?,
+        (Some(data), _, Some(input)) => json_body(data, input, last_seq, warnings)?,
         (None, Some(file), _) => {
             let message = input::read(file, "--grpc-binary-file", MAX_BODY_FILE)?;
             GrpcBody::Fixed(framed(&message))
@@ -283,8 +294,14 @@ fn find_method(
 }
 
 /// The message of `--grpc-data` (JSON, or `@FILE`): encoded once when it holds no placeholder,
-/// else checked by encoding one rendering of it.
-fn json_body(data: &str, input: MessageDescriptor) -> Result<GrpcBody> {
+/// else checked by encoding one rendering of it (a usage error if it does not encode), then the
+/// renderings at the ends of its ranges (a warning if one does not: those calls will not be sent).
+fn json_body(
+    data: &str,
+    input: MessageDescriptor,
+    last_seq: Option<u64>,
+    warnings: &mut Vec<String>,
+) -> Result<GrpcBody> {
     let json = match data.strip_prefix('@') {
         Some(file) => input::read(Path::new(file), "--grpc-data file", MAX_BODY_FILE)?,
         None => data.as_bytes().to_vec(),
@@ -314,6 +331,9 @@ fn json_body(data: &str, input: MessageDescriptor) -> Result<GrpcBody> {
             one_line(&problem)
         );
     }
+    if let Some(template) = &template {
+        warnings.extend(end_problem(template, &encoder, last_seq));
+    }
     Ok(match template {
         None => GrpcBody::Fixed(Bytes::from(framed)),
         Some(_) => GrpcBody::Templated {
@@ -321,6 +341,39 @@ fn json_body(data: &str, input: MessageDescriptor) -> Result<GrpcBody> {
             encoder: Arc::new(encoder),
         },
     })
+}
+
+/// What is wrong with the rendering of `template` at either end of its ranges, if one does not
+/// encode: every `{rand:N}` at 0 with `{seq}` 1, then at N − 1 with the run's last `{seq}`
+/// (when known). The warning says which calls will not be sent.
+fn end_problem(
+    template: &Template,
+    encoder: &JsonMessage,
+    last_seq: Option<u64>,
+) -> Option<String> {
+    let (mut rendered, mut encoded) = (Vec::new(), Vec::new());
+    [(false, 1), (true, last_seq.unwrap_or(1))]
+        .into_iter()
+        .find_map(|(top, seq)| {
+            rendered.clear();
+            let mut draw = Draw {
+                seq,
+                conn: 0,
+                rng: Rng::for_request(0, seq, 0),
+            };
+            template.render_at_end(&mut rendered, &mut draw, top);
+            let problem = encoder.encode(&rendered, &mut encoded).err()?;
+            let end = if top {
+                format!("every {{rand:N}} at N - 1 and {{seq}} at {seq}")
+            } else {
+                "every {rand:N} at 0 and {seq} at 1".to_owned()
+            };
+            Some(format!(
+                "--grpc-data does not encode as a {} for every call (with {end}: {}); such calls are not sent, and count as grpc_input errors",
+                encoder.descriptor.full_name(),
+                one_line(&problem)
+            ))
+        })
 }
 
 fn framed(message: &[u8]) -> Bytes {

@@ -2,8 +2,9 @@
 //!
 //! [`cells()`] expands the flags' lists into cells (cells.rs); [`build()`] makes one cell's plan
 //! (build.rs) from its target (target.rs), its negotiation, TLS and I/O choice (negotiate.rs) and
-//! its request (request.rs), and for `--grpc` its method and message (grpc.rs); run_plan.rs
-//! holds the plan's types.
+//! its request (request.rs), and for `--grpc` its method and message (grpc.rs, with
+//! json_ints.rs refusing the integers a JSON message would have clamped); run_plan.rs holds the
+//! plan's types.
 
 pub mod objective;
 pub mod rounds;
@@ -15,6 +16,7 @@ pub mod urls;
 mod build;
 mod cells;
 pub mod grpc;
+mod json_ints;
 mod negotiate;
 mod request;
 mod run_plan;

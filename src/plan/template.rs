@@ -160,12 +160,29 @@ impl Template {
 
     /// Appends the rendered text to `out` (no allocation once `out` has grown).
     pub fn render(&self, out: &mut Vec<u8>, draw: &mut Draw) {
+        self.render_with(out, draw, Rng::below);
+    }
+
+    /// Appends the rendering with every `{rand:N}` at one end of its range, `top` (N − 1) or
+    /// not (0): the plan tries both before the run, to say up front whether some calls' values
+    /// will not fit the message.
+    pub fn render_at_end(&self, out: &mut Vec<u8>, draw: &mut Draw, top: bool) {
+        let end = |_: &mut Rng, below: u64| if top { below - 1 } else { 0 };
+        self.render_with(out, draw, end);
+    }
+
+    fn render_with(
+        &self,
+        out: &mut Vec<u8>,
+        draw: &mut Draw,
+        mut rand: impl FnMut(&mut Rng, u64) -> u64,
+    ) {
         for piece in &self.pieces {
             match piece {
                 Piece::Text(bytes) => out.extend_from_slice(bytes),
                 Piece::Seq => write_decimal(out, draw.seq),
                 Piece::Conn => write_decimal(out, draw.conn),
-                Piece::Rand(below) => write_decimal(out, draw.rng.below(*below)),
+                Piece::Rand(below) => write_decimal(out, rand(&mut draw.rng, *below)),
                 Piece::Uuid => write_uuid(out, draw.rng.next_u64(), draw.rng.next_u64()),
             }
         }
@@ -316,6 +333,22 @@ mod tests {
             },
         );
         assert_eq!(out, br#"{"a":{"id":"7","n":0},"b":"{x}"}"#);
+        let template = Template::parse_json(br#"{"n":{rand:300},"s":{seq}}"#, "t")
+            .unwrap()
+            .unwrap();
+        for (top, rendered) in [
+            (true, &br#"{"n":299,"s":7}"#[..]),
+            (false, br#"{"n":0,"s":7}"#),
+        ] {
+            out.clear();
+            let mut draw = Draw {
+                seq: 7,
+                conn: 0,
+                rng: Rng::for_request(1, 1, 1),
+            };
+            template.render_at_end(&mut out, &mut draw, top);
+            assert_eq!(out, rendered, "top {top}");
+        }
         assert!(Template::parse_json(br#"{"a":{}}"#, "t").unwrap().is_none());
         assert!(Template::parse_json(b"{rand:0}", "t").is_err());
     }

@@ -43,11 +43,14 @@ pub enum ErrorKind {
     GrpcTooLarge,
     /// A gRPC message marked compressed in a response that names no `grpc-encoding`.
     GrpcCompressed,
+    /// A call's rendering of `--grpc-data` did not encode as the method's input message (a
+    /// `{rand:N}` or `{seq}` past its field's range, say): the call is not sent.
+    GrpcInput,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -64,6 +67,7 @@ impl ErrorKind {
         ErrorKind::GrpcFraming,
         ErrorKind::GrpcTooLarge,
         ErrorKind::GrpcCompressed,
+        ErrorKind::GrpcInput,
         ErrorKind::Check,
     ];
 
@@ -87,6 +91,7 @@ impl ErrorKind {
             ErrorKind::GrpcFraming => "grpc_framing",
             ErrorKind::GrpcTooLarge => "grpc_too_large",
             ErrorKind::GrpcCompressed => "grpc_compressed",
+            ErrorKind::GrpcInput => "grpc_input",
         }
     }
 

@@ -267,6 +267,7 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::GrpcFraming => "the gRPC response bodies were not well-framed messages",
         ErrorKind::GrpcTooLarge => "a gRPC message was larger than --grpc-max-message",
         ErrorKind::GrpcCompressed => "a gRPC message was compressed with no grpc-encoding named",
+        ErrorKind::GrpcInput => "some calls' --grpc-data did not encode as the method's input message, and were not sent (see the first error)",
     }
 }
 

@@ -804,3 +804,178 @@ fn find_max_searches_a_grpc_method() {
         run.output.stdout
     );
 }
+
+/// A schema with a field of every integer kind (and a double, a list, a map, a nested message),
+/// for the built-in target's echo: `t.T/Call` answers each message with itself.
+const EVERY_INTEGER: &str = r#"syntax = "proto3";
+package t;
+service T { rpc Call(M) returns (M); }
+enum E { E0 = 0; E1 = 1; }
+message M {
+  uint32 u32 = 1; int32 i32 = 2; uint64 u64 = 3; int64 i64 = 4;
+  sint32 s32 = 5; sint64 s64 = 6; fixed32 f32 = 7; fixed64 f64 = 8;
+  sfixed32 sf32 = 9; sfixed64 sf64 = 10; E e = 11; double d = 12;
+  repeated uint64 ru64 = 13; map<string, int64> mi64 = 14; M inner = 15;
+}
+"#;
+
+/// A quiet run of `/t.T/Call` on the built-in target with `data` as its message.
+fn call_every_integer(dir: &std::path::Path, data: &str, extra: &[&str]) -> Run {
+    let proto = dir.join("t.proto");
+    std::fs::write(&proto, EVERY_INTEGER).unwrap();
+    // -q: stderr is the warnings and errors alone (no note of the built-in target).
+    let mut args = vec![
+        "-q",
+        "--grpc",
+        "/t.T/Call",
+        "--grpc-proto",
+        proto.to_str().unwrap(),
+        "--grpc-data",
+        data,
+    ];
+    args.extend(extra);
+    h2load_rs(&args)
+}
+
+#[test]
+fn out_of_range_integers_are_refused_for_every_integer_type_never_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64-bit kinds: what serde_json reads as a float past 2^53 (2^64, −2^63 − 1, 1e19...) was
+    // cast with saturation (2^64 sent as 2^64 − 1); the 32-bit kinds and enums were refused.
+    for (data, field) in [
+        (
+            r#"{"u64": 18446744073709551616}"#,
+            "u64 (uint64): 1.8446744073709552e+19",
+        ),
+        (
+            r#"{"u64": 1.8446744073709552e19}"#,
+            "u64 (uint64): 1.8446744073709552e+19",
+        ),
+        (
+            r#"{"f64": 18446744073709551616}"#,
+            "f64 (fixed64): 1.8446744073709552e+19",
+        ),
+        (
+            r#"{"i64": -9223372036854775809}"#,
+            "i64 (int64): -9.223372036854776e+18",
+        ),
+        (
+            r#"{"s64": 9223372036854775808.0}"#,
+            "s64 (sint64): 9.223372036854776e+18",
+        ),
+        (
+            r#"{"sf64": -9223372036854775809}"#,
+            "sf64 (sfixed64): -9.223372036854776e+18",
+        ),
+        (
+            r#"{"ru64": [1, 18446744073709551616]}"#,
+            "ru64 (uint64): 1.8446744073709552e+19",
+        ),
+        (
+            r#"{"mi64": {"k": 9223372036854775808.0}}"#,
+            "mi64 (int64): 9.223372036854776e+18",
+        ),
+        (
+            r#"{"inner": {"u64": 18446744073709551616}}"#,
+            "u64 (uint64): 1.8446744073709552e+19",
+        ),
+    ] {
+        let run = call_every_integer(dir.path(), data, &["-n", "1"]);
+        assert_eq!(run.output.code, 2, "{data}: {}", run.output.stderr);
+        assert_eq!(
+            run.output.stderr,
+            format!(
+                "h2load-rs: --grpc-data is not a t.M in JSON: field {field} is out of its range or not exact (an integer is refused, never clamped; past 2^53 write it with digits only, or as a string)\n"
+            ),
+            "{data}"
+        );
+    }
+    for data in [
+        r#"{"u32": 4294967296}"#,
+        r#"{"u32": -1}"#,
+        r#"{"f32": 4294967296}"#,
+        r#"{"i32": 2147483648}"#,
+        r#"{"s32": -2147483649}"#,
+        r#"{"sf32": 2147483648}"#,
+        r#"{"e": 2147483648}"#,
+        r#"{"u64": -1}"#,
+        r#"{"u64": "18446744073709551616"}"#,
+        r#"{"i64": 9223372036854775808}"#,
+        r#"{"i64": "-9223372036854775809"}"#,
+    ] {
+        let run = call_every_integer(dir.path(), data, &["-n", "1"]);
+        assert_eq!(run.output.code, 2, "{data}: {}", run.output.stderr);
+        assert!(
+            run.output
+                .stderr
+                .starts_with("h2load-rs: --grpc-data is not a t.M in JSON: ")
+                && run.output.stderr.lines().count() == 1,
+            "{data}: {}",
+            run.output.stderr
+        );
+    }
+    // The ends of the ranges themselves go as given: tag + 10-byte varint, 11 bytes; a double of
+    // 1e300 is no integer.
+    for (data, bytes) in [
+        (r#"{"u64": 18446744073709551615}"#, 11),
+        (r#"{"u64": "18446744073709551615"}"#, 11),
+        (r#"{"i64": -9223372036854775808}"#, 11),
+        (r#"{"d": 1e300}"#, 9),
+    ] {
+        let run = call_every_integer(dir.path(), data, &["-n", "1"]);
+        assert_eq!(run.output.code, 0, "{data}: {}", run.output.stderr);
+        let cell = run.cell();
+        assert_eq!(statuses(cell), only("OK", 1), "{data}");
+        assert_eq!(int(cell, "/grpc/sent/message_bytes"), bytes, "{data}");
+    }
+}
+
+#[test]
+fn a_message_that_does_not_encode_is_not_sent_and_counts_as_grpc_input() {
+    let dir = tempfile::tempdir().unwrap();
+    // {seq}00000000 fits a uint32 up to seq 42 (4,200,000,000); calls 43 to 50 cannot be encoded.
+    let run = call_every_integer(
+        dir.path(),
+        r#"{"u32": {seq}00000000}"#,
+        &["-n", "50", "-c", "2", "-m", "4"],
+    );
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let stderr = &run.output.stderr;
+    // Said up front (the run's last {seq} is known from -n), and the first failure named.
+    assert!(
+        stderr.starts_with("h2load-rs: warning: --grpc-data does not encode as a t.M for every call (with every {rand:N} at N - 1 and {seq} at 50: out of range integral type conversion attempted at line 1 column 18); such calls are not sent, and count as grpc_input errors\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("h2load-rs: a rendered --grpc-data did not encode: out of range integral type conversion attempted at line 1 column 18\n"),
+        "{stderr}"
+    );
+    let cell = run.cell();
+    assert_eq!(int(cell, "/requests/succeeded"), 42);
+    assert_eq!(int(cell, "/requests/failed"), 8);
+    assert_eq!(int(cell, "/errors/grpc_input"), 8);
+    assert_eq!(statuses(cell), only("OK", 42));
+    // No empty message went in their place: 42 messages, each a tag and a varint of 4 bytes
+    // (seq 1 and 2, below 2^28) or 5.
+    assert_eq!(int(cell, "/grpc/sent/messages"), 42);
+    assert_eq!(int(cell, "/grpc/sent/message_bytes"), 2 * 5 + 40 * 6);
+    // {rand:N} whose top does not fit is said up front too, whatever -n.
+    let run = call_every_integer(
+        dir.path(),
+        r#"{"i32": {rand:4294967296}}"#,
+        &["-D", "200ms", "-c", "1", "--seed", "1"],
+    );
+    assert!(
+        run.output.stderr.starts_with("h2load-rs: warning: --grpc-data does not encode as a t.M for every call (with every {rand:N} at N - 1 and {seq} at 1: "),
+        "{}",
+        run.output.stderr
+    );
+    let cell = run.cell();
+    let failed = int(cell, "/requests/failed");
+    assert!(failed > 0, "{}", run.output.stderr);
+    assert_eq!(int(cell, "/errors/grpc_input"), failed);
+    assert_eq!(
+        int(cell, "/grpc/sent/messages"),
+        int(cell, "/requests/succeeded")
+    );
+}

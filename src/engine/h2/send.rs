@@ -81,7 +81,12 @@ impl<'t> H2Session<'t> {
             let path = ledger.pick_path(&mut start);
             match &self.template.renderer {
                 Some(renderer) if self.template.renders_body => {
-                    self.write_rendered(renderer, id, path, start, ledger, out);
+                    if !self.write_rendered(renderer, id, path, start, ledger, out) {
+                        // Not sent (its gRPC message did not encode): the next waits for the
+                        // I/O of this loop, so calls that all fail cannot hold the thread.
+                        self.wake = Some(now);
+                        break;
+                    }
                     continue;
                 }
                 Some(renderer) => self.write_rendered_headers(
@@ -165,7 +170,8 @@ impl<'t> H2Session<'t> {
 
     /// Opens stream `id` for a request with a templated body: its HEADERS (see
     /// [`H2Session::write_rendered_headers`]), then the rendered body, at once when the windows
-    /// let it go with the HEADERS (no allocation), else kept with the stream.
+    /// let it go with the HEADERS (no allocation), else kept with the stream. `false`: a gRPC
+    /// call whose message did not encode, failed and not sent (see [`Renderer::with_body`]).
     fn write_rendered(
         &mut self,
         renderer: &Renderer,
@@ -174,8 +180,8 @@ impl<'t> H2Session<'t> {
         start: RequestStart,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
-    ) {
-        renderer.with_body(&start, ledger, |body| {
+    ) -> bool {
+        let sent = renderer.with_body(&start, ledger, |body| {
             self.write_rendered_headers(
                 renderer,
                 id,
@@ -212,6 +218,7 @@ impl<'t> H2Session<'t> {
             self.streams.insert(id, stream);
             self.track_start(id, start.actual);
         });
+        sent.is_some()
     }
 
     /// The HEADERS of a templated request, with the rendered path and header values as literals

@@ -118,7 +118,7 @@ impl H3Template {
             }
         }
         let body = if renderer.body_templated() && request.parts.method != Method::HEAD {
-            renderer.with_body(start, ledger, Bytes::copy_from_slice)
+            renderer.with_plain_body(start, ledger, Bytes::copy_from_slice)
         } else {
             self.body.clone()
         };
