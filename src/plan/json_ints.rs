@@ -3,8 +3,9 @@
 //! `f64`; prost-reflect then casts it into a 64-bit field with `as`, which saturates (2^64 in a
 //! `uint64` becomes 2^64 − 1, −2^63 − 1 in an `int64` becomes −2^63) and rounds past 2^53. The
 //! 32-bit kinds and enums are range-checked there already. Here such a number in a field of an
-//! integer kind is refused when it is beyond 2^53 in magnitude, where an `f64` is no longer
-//! exact: the message a call sends is the one asked for, or none.
+//! integer kind is refused when it is 2^53 or more in magnitude, where an `f64` is no longer
+//! exact (9007199254740993.0 reads as 2^53): the message a call sends is the one asked for, or
+//! none.
 //!
 //! A scan of the text, which allocates nothing, finds whether the JSON holds such a number at all
 //! (rare: per call, a rendered message is scanned once); only then is it read again with the
@@ -13,7 +14,7 @@
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::Value;
 
-/// Past this magnitude an `f64` does not hold every integer.
+/// From this magnitude on, an `f64` does not hold every integer (2^53 + 1 reads as 2^53).
 const EXACT: f64 = (1u64 << 53) as f64;
 
 /// The first number of `json` (a message of type `message`) refused in an integer field, in
@@ -26,8 +27,8 @@ pub(super) fn inexact_integer(json: &[u8], message: &MessageDescriptor) -> Optio
     check_message(&value, message).err()
 }
 
-/// Whether `json` holds a number outside its strings that serde_json reads as an `f64` beyond
-/// [`EXACT`].
+/// Whether `json` holds a number outside its strings that serde_json reads as an `f64` of
+/// [`EXACT`] or more.
 fn has_inexact_number(json: &[u8]) -> bool {
     let mut at = 0;
     let mut in_string = false;
@@ -54,13 +55,13 @@ fn has_inexact_number(json: &[u8]) -> bool {
 }
 
 /// Whether a number token is read as an `f64` (a fraction, an exponent, or an integer past
-/// 64 bits) beyond [`EXACT`].
+/// 64 bits) of [`EXACT`] or more.
 fn read_as_inexact_float(token: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(token) else {
         return false;
     };
     let integer = text.parse::<u64>().is_ok() || text.parse::<i64>().is_ok();
-    !integer && text.parse::<f64>().is_ok_and(|value| value.abs() > EXACT)
+    !integer && text.parse::<f64>().is_ok_and(|value| value.abs() >= EXACT)
 }
 
 fn check_message(value: &Value, message: &MessageDescriptor) -> Result<(), String> {
@@ -108,7 +109,7 @@ fn check_value(value: &Value, kind: &Kind, field: &str) -> Result<(), String> {
             _ => Ok(()),
         },
         (kind, Value::Number(number)) => match (integer_kind(kind), number.as_f64()) {
-            (Some(kind), Some(float)) if number.is_f64() && float.abs() > EXACT => Err(format!(
+            (Some(kind), Some(float)) if number.is_f64() && float.abs() >= EXACT => Err(format!(
                 "field {field} ({kind}): {number} is out of its range or not exact (an integer is refused, never clamped; past 2^53 write it with digits only, or as a string)"
             )),
             _ => Ok(()),
@@ -146,7 +147,7 @@ mod tests {
                 &br#"{"a": 18446744073709551615, "b": -9223372036854775808}"#[..],
                 false,
             ),
-            (br#"{"a": 1.5, "b": 1e15, "c": 9007199254740992.0}"#, false),
+            (br#"{"a": 1.5, "b": 1e15, "c": 9007199254740991.0}"#, false),
             (br#"{"a": "18446744073709551616", "b\"": "1e300"}"#, false),
             (br#"{"a": 18446744073709551616}"#, true),
             (br#"{"a": -9223372036854775809}"#, true),

@@ -411,9 +411,10 @@ pub struct GrpcReport {
     /// The method called (`/package.Service/Method`).
     pub method: String,
     /// Calls with a response, by `grpc-status` name (`OK`, `UNAVAILABLE`, ...; `OTHER` for a
-    /// code outside 0-16). A response without `grpc-status` counts by its HTTP status's code
-    /// (404 as `UNIMPLEMENTED`, 503 as `UNAVAILABLE`, ...), or, with HTTP status 200, as the
-    /// error `grpc_status_missing` instead.
+    /// code outside 0-16). A response with an HTTP status other than 200 counts by its HTTP
+    /// status's code whatever its `grpc-status` (404 as `UNIMPLEMENTED`, 503 as `UNAVAILABLE`,
+    /// ...), a 200 whose `content-type` is not `application/grpc…` as `UNKNOWN`; a gRPC
+    /// response without `grpc-status` as the error `grpc_status_missing` instead.
     pub statuses: BTreeMap<String, u64>,
     /// Messages sent: count, protobuf bytes, prefix bytes.
     pub sent: crate::recorder::grpc::MessageBytes,

@@ -71,6 +71,13 @@
 //! | h2c_interim_then_final             | `103`, then `200` with trailers                       | none, exit 0      |
 //! | h2c_length_on_204                  | `204` and `content-length: 10`, no DATA               | none, exit 0      |
 //! | h2c_length_on_head                 | `200` and `content-length: 10`, no DATA, to HEAD      | none, exit 0      |
+//! | grpc_ok_without_content_type       | `200`, a message, `grpc-status: 0`, no `content-type` | none, 20 `UNKNOWN` |
+//! | grpc_ok_with_html_content_type     | the same with `content-type: text/html`               | none, 20 `UNKNOWN` |
+//! | grpc_http_503_with_status_ok       | Trailers-Only `503`, gRPC's content-type, status 0    | none, 20 `UNAVAILABLE` |
+//! | grpc_http_404_with_status_ok       | the same with `404`                                   | none, 20 `UNIMPLEMENTED` |
+//! | grpc_http_401_with_status_ok       | the same with `401`                                   | none, 20 `UNAUTHENTICATED` |
+//! | grpc_proxy_502_html                | `502`, `content-type: text/html`, an HTML body        | none, 20 `UNAVAILABLE` |
+//! | grpc_proxy_503_html                | the same with `503`                                   | none, 20 `UNAVAILABLE` |
 //!
 //! "each": every request fails, and the protocol errors are exactly the requests (a stream
 //! error: the connections go on).
