@@ -81,7 +81,7 @@ pub(crate) fn clipped(message: String) -> String {
 /// Whether `c` would change how a terminal shows what follows rather than show itself: control
 /// characters (C0, DEL, C1: escape sequences, a bell, a newline that starts a forged line) and
 /// the bidirectional overrides and isolates, which reorder the rest of the line.
-fn drives_the_terminal(c: char) -> bool {
+pub(crate) fn drives_the_terminal(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }

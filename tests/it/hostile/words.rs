@@ -152,3 +152,34 @@ fn a_proxy_s_reason_phrase_shows_as_text() {
         "proxy answered 403 to CONNECT",
     );
 }
+
+/// A report file is no more to be trusted than a server: its first error and its cause set to
+/// [`FORGED`] show as text in what `merge` prints of it.
+#[test]
+fn a_report_file_s_words_show_as_text_in_merge() {
+    let server = Server::start(Behaviour::H1Reply(
+        b"HTTP/1.1 200 OK\r\ncontent-length: abc\r\n\r\n",
+    ));
+    let url = format!("http://{}", server.addr);
+    let run = h2load_rs(&["--h1", "-n", "3", &url]);
+    assert_eq!(run.int("errors/protocol"), 3, "{}", run.output.stderr);
+    let mut report = run.json.clone();
+    let forged = String::from_utf8_lossy(FORGED);
+    report["cells"][0]["first_error"] = forged.clone().into();
+    report["cells"][0]["cause"]["text"] = forged.into();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("forged.json");
+    std::fs::write(&path, serde_json::to_vec(&report).expect("JSON")).expect("written");
+    let path = path.to_str().expect("UTF-8 path");
+    let merged = crate::common::run_command(env!("CARGO_BIN_EXE_h2load-rs"), &["merge", path]);
+    let merged = Run {
+        output: merged,
+        json: serde_json::Value::Null,
+    };
+    assert_eq!(merged.output.code, 0, "{}", merged.output.stderr);
+    shown_as_text(
+        "a report's first error in merge",
+        &merged,
+        r"\u{1b}]0;owned\u{7}\u{1b}[2J\nh2load-rs: forged",
+    );
+}
