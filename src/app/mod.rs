@@ -90,7 +90,8 @@ fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     match result {
         Ok(status) => status,
         Err(error) => {
-            errln!("h2load-rs: {error:#}");
+            // A run's error may quote a server (a reflection service's own words, say).
+            errln!("h2load-rs: {}", error::escaped_line(&format!("{error:#}")));
             failure_status(&error)
         }
     }
@@ -175,7 +176,7 @@ fn clap_exit(error: &clap::Error, args: &[OsString]) -> u8 {
         _ => None,
     };
     let message = foreign.unwrap_or_else(|| one_line(&error.render().to_string()));
-    errln!("h2load-rs: {}", error::clipped(message));
+    errln!("h2load-rs: {}", error::escaped_line(&message));
     error::USAGE
 }
 

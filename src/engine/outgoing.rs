@@ -25,6 +25,9 @@ pub(crate) struct Outgoing {
     sent: usize,
     /// How much of the first shared chunk has been written (while `sent` is at its offset).
     shared_sent: usize,
+    /// Bytes written since the connection opened: with [`Outgoing::queued_end`], tells whether
+    /// a frame queued earlier has gone out since.
+    written: u64,
 }
 
 impl Outgoing {
@@ -48,10 +51,20 @@ impl Outgoing {
     }
 
     /// Bytes queued and not yet written.
-    #[cfg(test)]
     fn len(&self) -> usize {
         let shared: usize = self.shared.iter().map(|(_, chunk)| chunk.len()).sum();
         self.bytes.len() - self.sent + shared - self.shared_sent
+    }
+
+    /// Bytes written since the connection opened.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Where the bytes queued so far end, counted like [`Outgoing::written`]: a frame queued
+    /// last has been written once `written()` reaches this.
+    pub(crate) fn queued_end(&self) -> u64 {
+        self.written + self.len() as u64
     }
 
     /// Fills `slices` with the next bytes to write, in order; returns how many it filled.
@@ -80,6 +93,7 @@ impl Outgoing {
 
     /// Records that the first `count` queued bytes were written.
     pub(crate) fn advance(&mut self, mut count: usize) {
+        self.written += count as u64;
         while count > 0 {
             let next_shared = self.shared.front().map(|(at, _)| *at);
             match next_shared {
@@ -159,6 +173,26 @@ mod tests {
             assert!(out.is_empty());
             assert_eq!(out.len(), 0);
         }
+    }
+
+    #[test]
+    fn a_queued_frame_is_written_once_written_reaches_its_end() {
+        let mut out = Outgoing::default();
+        out.bytes().extend_from_slice(&[1; 10]);
+        out.push_body(&Bytes::from(vec![2; INLINE_BODY + 1]));
+        out.bytes().extend_from_slice(&[3; 17]);
+        let end = out.queued_end();
+        assert_eq!(end, (10 + INLINE_BODY + 1 + 17) as u64);
+        out.advance(end as usize - 1);
+        assert!(out.written() < end, "one byte of it is still queued");
+        drain(&mut out, 5);
+        assert_eq!(out.written(), end);
+        out.bytes().extend_from_slice(&[4; 3]);
+        assert_eq!(
+            out.queued_end(),
+            end + 3,
+            "counted on after the queue drained"
+        );
     }
 
     #[test]

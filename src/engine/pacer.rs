@@ -153,13 +153,30 @@ pub(crate) enum Source {
 pub(crate) struct Gaps {
     seed: u64,
     thread: u64,
-    /// The last position computed, (k, S_k): positions are read in order, so each costs one draw.
-    last: Cell<(u64, f64)>,
+    /// Positions computed, (k, S_k), each read on in order, so each next one costs one draw: the
+    /// schedule's next send time, and the latest one told to a waiting connection, which runs
+    /// ahead of it. (One alone would go back to S_0 at each send after a told one: a sum over the
+    /// whole run per request.)
+    cursors: [Cell<(u64, f64)>; 2],
 }
 
 /// The `part` of [`Rng::for_request`] the send-time gaps draw from, apart from every request's
 /// placeholders (parts 0 and up) and its URL choice (`u64::MAX`); one per thread below it.
 const GAPS_PART: u64 = u64::MAX / 2;
+
+/// The `part` a drawn count of send times ([`Gaps::count_after`]) comes from, one per thread.
+const COUNT_PART: u64 = u64::MAX / 4;
+
+/// How many send times a Poisson schedule's count sums gap by gap at most (a few milliseconds):
+/// beyond, the count of the rest is drawn at once. Summing is one draw per send time, and the
+/// end of a run at `--rate 100000000` would sum 10^8 a second of `-D` (11 s after a 2 s run; a
+/// week after `-D 720h` against a refused port).
+const SUMMED_AT_MOST: f64 = 65_536.0;
+
+/// A uniform in (0, 1] from a random word: never 0, whose logarithm is infinite.
+fn unit(word: u64) -> f64 {
+    ((word >> 11) + 1) as f64 / (1u64 << 53) as f64
+}
 
 impl Gaps {
     /// Thread `thread`'s gaps for `--seed` `seed`.
@@ -167,23 +184,45 @@ impl Gaps {
         let gaps = Gaps {
             seed,
             thread,
-            last: Cell::new((0, 0.0)),
+            cursors: [Cell::new((0, 0.0)), Cell::new((0, 0.0))],
         };
-        gaps.last.set((0, gaps.gap(0)));
+        let first = (0, gaps.gap(0));
+        gaps.cursors.iter().for_each(|cursor| cursor.set(first));
         gaps
     }
 
     /// E_index: exponential with mean 1.
     fn gap(&self, index: u64) -> f64 {
         let word = Rng::for_request(self.seed, index, GAPS_PART + self.thread).next_u64();
-        // A uniform in (0, 1]: never 0, whose logarithm is infinite.
-        let uniform = ((word >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        -uniform.ln()
+        -unit(word).ln()
+    }
+
+    /// How many send times follow S_index before a position `mean` further on: a Poisson count
+    /// of mean `mean` (the gaps are memoryless), drawn as the normal law of the same mean and
+    /// variance, which is within 1/√mean of it (the mean is past [`SUMMED_AT_MOST`]: 0.4%).
+    /// From the seed, the thread and `index` alone, as the gaps are.
+    fn count_after(&self, index: u64, mean: f64) -> u64 {
+        let mut rng = Rng::for_request(self.seed, index, COUNT_PART + self.thread);
+        let (radius, angle) = (unit(rng.next_u64()), unit(rng.next_u64()));
+        let normal = (-2.0 * radius.ln()).sqrt() * (std::f64::consts::TAU * angle).cos();
+        // At most 8.6 deviations off (a unit is at least 2^-53): never below zero.
+        (mean + mean.sqrt() * normal).round().max(0.0) as u64
     }
 
     /// S_index, the position of send time `index` on the count axis.
     fn position(&self, index: u64) -> f64 {
-        let (mut at, mut position) = self.last.get();
+        // The cursor furthest along that is not past `index`; else the one least along, from S_0.
+        let [one, other] = &self.cursors;
+        let (behind, ahead) = match one.get().0 <= other.get().0 {
+            true => (one, other),
+            false => (other, one),
+        };
+        let cursor = if ahead.get().0 <= index {
+            ahead
+        } else {
+            behind
+        };
+        let (mut at, mut position) = cursor.get();
         if index < at {
             (at, position) = (0, self.gap(0));
         }
@@ -191,7 +230,7 @@ impl Gaps {
             at += 1;
             position += self.gap(at);
         }
-        self.last.set((at, position));
+        cursor.set((at, position));
         position
     }
 }
@@ -401,15 +440,12 @@ impl Pacer {
     }
 
     /// How many send times of the schedule come before `at` (times are non-decreasing in their
-    /// number: a doubling search, then a binary one; Poisson times one by one, each position
-    /// costing one draw in order where a search would start its sum over each time).
+    /// number: a doubling search, then a binary one; Poisson times see [`Self::poisson_before`]).
     fn count_before(&self, at: Instant) -> u64 {
-        if self.gaps.is_some() {
-            return (0..)
-                .find(|&index| self.scheduled_time(index).is_none_or(|time| time >= at))
-                .unwrap_or(u64::MAX);
-        }
         let before = |index| self.scheduled_time(index).is_some_and(|time| time < at);
+        if let Some(gaps) = &self.gaps {
+            return self.poisson_before(gaps, at, before);
+        }
         if !before(0) {
             return 0;
         }
@@ -433,6 +469,69 @@ impl Pacer {
         high
     }
 
+    /// [`Self::count_before`] for Poisson times (`before` tells whether number k is before
+    /// `at`): each position costs a draw in order, so they are counted one by one from the last
+    /// one drawn (the pacer's, else the first) while fewer than [`SUMMED_AT_MOST`] are expected
+    /// before `at`; the count of more is drawn at once, so the end of a run costs milliseconds
+    /// at any rate and `-D`.
+    fn poisson_before(&self, gaps: &Gaps, at: Instant, before: impl Fn(u64) -> bool) -> u64 {
+        // A cursor's own position costs no draw.
+        let furthest = gaps.cursors.iter().map(|cursor| cursor.get().0);
+        let Some(mut index) = furthest
+            .filter(|&index| before(index))
+            .max()
+            .or_else(|| before(0).then_some(0))
+        else {
+            return 0;
+        };
+        let from = gaps.position(index);
+        let Some(until) = self.position_at(at, from) else {
+            return u64::MAX;
+        };
+        if until - from > SUMMED_AT_MOST {
+            return (index + 1).saturating_add(gaps.count_after(index, until - from));
+        }
+        while before(index + 1) {
+            index += 1;
+        }
+        index + 1
+    }
+
+    /// The position on the count axis (see [`Gaps`]) where the schedule reaches `at`, knowing
+    /// that it is past `from`, to within a thousandth: a doubling search, then a binary one (the
+    /// time of a position is non-decreasing); `None` past any representable time.
+    fn position_at(&self, at: Instant, from: f64) -> Option<f64> {
+        let until = at.saturating_duration_since(self.start);
+        let time_of = |position: f64| match &self.source {
+            Source::Constant(period) => {
+                Duration::try_from_secs_f64(period.as_secs_f64() * position).ok()
+            }
+            Source::Stages(share) => Some(share.time_at(position)),
+            Source::Steered(_) => None,
+        };
+        let (mut low, mut step) = (from, 1.0);
+        while time_of(low + step)? < until {
+            low += step;
+            step *= 2.0;
+            // A ramp's times stop at its end: a time past it is never reached.
+            if step > u64::MAX as f64 {
+                return None;
+            }
+        }
+        let mut high = low + step;
+        while high - low > 1e-3 {
+            let middle = low + (high - low) / 2.0;
+            if middle <= low || middle >= high {
+                break;
+            }
+            match time_of(middle) {
+                Some(time) if time < until => low = middle,
+                _ => high = middle,
+            }
+        }
+        Some(low)
+    }
+
     /// How a timed schedule was kept from `measured_from` to its end, once its connections are
     /// done; `None` for a schedule without an end (`-n`) or known only as it goes (steered).
     /// Send times are taken in order (but for handed-back ones, which were counted taken), so
@@ -444,8 +543,14 @@ impl Pacer {
         if matches!(self.source, Source::Steered(_)) {
             return None;
         }
+        // Every send time before the next one was taken, so before the end: when the next is
+        // past it too, they are all the end's, exactly, at no cost.
+        let before_end = match self.next.get() >= ends {
+            true => self.index.get(),
+            false => self.count_before(ends),
+        };
         let warm_up = self.count_before(measured_from);
-        let scheduled = self.count_before(ends).saturating_sub(warm_up);
+        let scheduled = before_end.saturating_sub(warm_up);
         let taken = self.index.get().saturating_sub(warm_up);
         let unsent = self
             .returned

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::error::{escaped_line, peer_text};
 use crate::plan::{Protocol, RunPlan};
 use crate::proto::h2::error_code_name;
 use crate::proto::h2::{self as h2frame, FrameHead};
@@ -70,7 +71,7 @@ impl Tracer {
     /// Prints a line about the run rather than one connection (a thread's QUIC socket).
     pub fn note(&self, line: &str) {
         let stamp = self.start.elapsed().as_secs_f64();
-        errln!("[{stamp:8.3}] {line}");
+        errln!("[{stamp:8.3}] {}", escaped_line(line));
     }
 
     /// Reports an established connection; returns its tap if it is among the traced ones.
@@ -226,6 +227,8 @@ impl ConnTrace {
         let stamp = self.tracer.start.elapsed().as_secs_f64();
         let mut text = String::new();
         for line in lines {
+            // Heads and header values are the server's words.
+            let line = escaped_line(line);
             // Details (indented) belong to the frame or head above them.
             if line.starts_with(' ') {
                 let _ = writeln!(text, "{:11}{line}", "");
@@ -446,7 +449,7 @@ fn frame_details(head: FrameHead, payload: &[u8], details: &mut Vec<String>) {
                 be_u32(payload) & 0x7fff_ffff,
                 error_code_name(code),
                 payload.len().saturating_sub(8),
-                String::from_utf8_lossy(payload.get(8..).unwrap_or_default())
+                peer_text(payload.get(8..).unwrap_or_default())
             ));
         }
         h2frame::PING if head.flags & h2frame::ACK != 0 => details.push("; ACK".to_owned()),

@@ -106,8 +106,8 @@ const UNKNOWN: u64 = 2;
 pub const STATUS_MESSAGE_KEPT: usize = 1024;
 
 /// The text a `grpc-message` value stands for: percent-decoded (gRPC percent-encodes UTF-8 in it;
-/// a `%` not followed by two hex digits stays as it is), invalid UTF-8 replaced, control
-/// characters made spaces, so it prints on one line.
+/// a `%` not followed by two hex digits stays as it is), as [`crate::error::peer_text`] shows a
+/// peer's words: on one line, escaped, cut.
 pub fn status_message_text(value: &[u8]) -> String {
     let hex = |byte: u8| char::from(byte).to_digit(16);
     let mut bytes = Vec::with_capacity(value.len());
@@ -124,10 +124,7 @@ pub fn status_message_text(value: &[u8]) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&bytes)
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    crate::error::peer_text(&bytes)
 }
 
 /// Appends the 5-byte prefix of an uncompressed message of `len` bytes.
@@ -310,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn status_messages_are_percent_decoded_onto_one_line() {
+    fn status_messages_are_percent_decoded_and_escaped_onto_one_line() {
         assert_eq!(
             status_message_text(b"no healthy upstream"),
             "no healthy upstream"
@@ -320,7 +317,8 @@ mod tests {
             status_message_text(b"50%25 d%C3%A9j%C3%A0 vu"),
             "50% déjà vu"
         );
-        assert_eq!(status_message_text(b"a%0Ab%09c"), "a b c");
+        // Control characters are escaped: a newline cannot start a line of ours.
+        assert_eq!(status_message_text(b"a%0Ab%09c%1B[2J"), r"a\nb\tc\u{1b}[2J");
         // A '%' without two hex digits after it is kept; bytes that are not UTF-8 are replaced.
         assert_eq!(status_message_text(b"100% %zz %4"), "100% %zz %4");
         assert_eq!(status_message_text(b"%FFok"), "\u{fffd}ok");

@@ -290,8 +290,11 @@ impl Recorder {
     }
 
     /// A connection failed after it was established, in a way the user should hear about.
+    /// Keeps `message` as the run's first error, unless one is kept already. It may quote the
+    /// server, so it is kept as [`crate::error::escaped_line`] prints it.
     pub fn note_error(&mut self, message: String) {
-        self.first_error.get_or_insert(message);
+        self.first_error
+            .get_or_insert_with(|| crate::error::escaped_line(&message).into_owned());
     }
 
     /// A request was sent for the first time: with `--rate`, how late it went is its start delay

@@ -170,7 +170,10 @@ fn body_words(body: &[u8]) -> String {
         true => "…",
         false => "",
     };
-    format!("its body began \"{}{cut}\"", words.join(" "))
+    // The words are the server's: what else could drive a terminal (a bidirectional override)
+    // is escaped.
+    let words = crate::error::peer_text(words.join(" ").as_bytes());
+    format!("its body began \"{words}{cut}\"")
 }
 
 fn errors(summary: &Summary, total: u64) -> Cause {

@@ -269,7 +269,7 @@ fn write_grpc(
             out,
             "grpc message: {} \"{}\" (the first call's that was not OK)",
             message.status,
-            crate::error::quoted(&message.text)
+            crate::error::peer_text(message.text.as_bytes())
         )?;
     }
     let side = |bytes: &crate::recorder::grpc::MessageBytes| {

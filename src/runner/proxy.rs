@@ -83,7 +83,9 @@ pub(crate) fn answer(head: &[u8], proxy: &ProxyPlan) -> Answer {
                 return Answer::Open(length);
             }
             let reason = match response.reason {
-                Some(reason) if !reason.is_empty() => format!(" ({reason})"),
+                Some(reason) if !reason.is_empty() => {
+                    format!(" ({})", crate::error::peer_text(reason.as_bytes()))
+                }
                 _ => String::new(),
             };
             Answer::Refused(Failure::new(

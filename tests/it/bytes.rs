@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use h2load_rs::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
 use h2load_rs::tls;
@@ -61,10 +62,27 @@ fn measure(
     args.extend(flags);
     args.push(&url);
     let traffic = tool(&args);
-    // A write is counted before the client can read it, so once the client has exited the
-    // counts hold everything it read.
-    (traffic, sent.totals())
+    let totals = settled(&sent, traffic["total_bytes"]);
+    (traffic, totals)
 }
+
+/// The target's counts once they hold at least `read` bytes, the total a client said it read, or
+/// as they are after [`COUNT_LAG`]. The target counts a write after its `write` call returned, so
+/// a client may have read (and exited) before the target's thread ran again to count it; a
+/// client that said it read more than was written still fails its test, a moment later.
+fn settled(sent: &SentBytes, read: u64) -> SentTotals {
+    let deadline = Instant::now() + COUNT_LAG;
+    loop {
+        let totals = sent.totals();
+        if totals.total >= read || Instant::now() > deadline {
+            return totals;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// How long after a run the target's count may still be catching up with its writes.
+const COUNT_LAG: Duration = Duration::from_secs(2);
 
 /// h2load-rs's traffic numbers: the JSON report's, checked equal to the text report's.
 fn h2load_rs_traffic(args: &[&str]) -> HashMap<String, u64> {

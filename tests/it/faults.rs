@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{h2load_rs, Run, TargetProcess};
+use crate::common::{h2load_rs, h2load_rs_within, Run, TargetProcess};
 
 /// The counters always add up, whatever happened.
 fn assert_consistent(run: &Run, name: &str) {
@@ -612,5 +612,51 @@ fn a_fault_mode_with_a_protocol_its_server_cannot_speak_is_a_usage_error() {
         args.extend(protocol);
         let output = crate::common::assert_usage_error(&args, drop);
         assert!(output.stderr.contains(fault), "{args:?}: {}", output.stderr);
+    }
+}
+
+// Found on main: a paced Poisson run against a refused port never ended (`-D 720h --rate 1000`:
+// it summed 2.6 × 10^9 send times one draw each to count them missed). A refused connection ends
+// its slot, as ever, and a run whose every slot ended ends there with its report, however long
+// its `-D`, at any rate and arrival.
+#[test]
+fn a_long_run_against_a_refused_port_ends_at_once_with_its_report() {
+    let addr = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        listener.local_addr().expect("its address")
+    };
+    let url = format!("http://{addr}/");
+    let paced: [&[&str]; 4] = [
+        &["-D", "720h"],
+        &["-D", "720h", "--rate", "100000000"],
+        &["-D", "720h", "--rate", "1000", "--arrival", "poisson"],
+        &["--stages", "720h:100000000", "--arrival", "poisson"],
+    ];
+    for flags in paced {
+        let name = flags.join(" ");
+        let run = h2load_rs_within(
+            &[],
+            &[flags, &["-c", "4", &url]].concat(),
+            Duration::from_secs(20),
+        );
+        assert_eq!(run.output.code, 1, "{name}: {}", run.output.stderr);
+        assert!(
+            run.output.wall < Duration::from_secs(5),
+            "{name}: took {:?}",
+            run.output.wall
+        );
+        assert_eq!(
+            run.int("errors/connect"),
+            4,
+            "{name}: each slot's one attempt"
+        );
+        assert_eq!(run.int("requests/started"), 0, "{name}");
+        assert!(
+            run.output
+                .stderr
+                .contains(&format!("cannot connect to {addr}: Connection refused")),
+            "{name}: {}",
+            run.output.stderr
+        );
     }
 }

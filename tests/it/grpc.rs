@@ -979,3 +979,70 @@ fn a_message_that_does_not_encode_is_not_sent_and_counts_as_grpc_input() {
         int(cell, "/requests/succeeded")
     );
 }
+
+/// grpc-go sends a PING with its responses (BDP estimation) all through a long call, so over
+/// 20,000 messages each way far more than 1,000 PINGs arrive while the client's output is never
+/// empty: they were once taken for a flood (every call failed as `protocol`). Their
+/// acknowledgements are written as they come, so each long bidirectional call, and 3 seconds of
+/// unary calls, succeed on one connection.
+#[test]
+fn grpc_go_s_pings_over_long_calls_are_no_flood() {
+    if !testbed_running() {
+        return;
+    }
+    const MESSAGES: u64 = 20_000;
+    for target in TARGETS
+        .iter()
+        .filter(|target| target.name.starts_with("grpc-go"))
+    {
+        let name = target.name;
+        let messages = MESSAGES.to_string();
+        let run = call(
+            target,
+            &probe_args(
+                "/h2loadrs.probe.Probe/Bidi",
+                r#"{"name":"x","size":10}"#,
+                &[
+                    "--grpc-stream-messages",
+                    &messages,
+                    "-n",
+                    "4",
+                    "-c",
+                    "1",
+                    "-m",
+                    "4",
+                ],
+            ),
+        );
+        let cell = run.cell();
+        assert_eq!(
+            statuses(cell),
+            only("OK", 4),
+            "{name}: {}",
+            run.output.stderr
+        );
+        assert_eq!(int(cell, "/grpc/sent/messages"), 4 * MESSAGES, "{name}");
+        assert_eq!(int(cell, "/grpc/received/messages"), 4 * MESSAGES, "{name}");
+        assert_eq!(int(cell, "/connections/opened"), 1, "{name}");
+
+        let run = call(
+            target,
+            &probe_args(
+                UNARY,
+                r#"{"name":"x"}"#,
+                &["-c", "1", "-m", "10", "-D", "3s"],
+            ),
+        );
+        let cell = run.cell();
+        let succeeded = int(cell, "/requests/succeeded");
+        assert!(succeeded > 0, "{name}: {}", run.output.stderr);
+        assert_eq!(
+            int(cell, "/requests/errored"),
+            0,
+            "{name}: {}",
+            run.output.stderr
+        );
+        assert_eq!(statuses(cell), only("OK", succeeded), "{name} unary");
+        assert_eq!(int(cell, "/connections/opened"), 1, "{name} unary");
+    }
+}

@@ -2,7 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::common::{assert_schedule_kept, h2load_rs, run_command, timer_noise, url, Noise, Run};
+use crate::common::{
+    assert_schedule_kept, h2load_rs, h2load_rs_within, run_command, timer_noise, url, Noise, Run,
+};
 
 fn percentile(run: &Run, histogram: &str, which: &str) -> u64 {
     run.int(&format!("latency/{histogram}/percentiles/{which}"))
@@ -524,4 +526,48 @@ fn a_send_time_taken_for_a_connection_lost_before_its_first_request_is_handed_on
         (slowest..=51.0).contains(&achieved),
         "100 requests at 50/s take 2 s: {achieved}/s (at least {slowest:.1}/s, widened by {widening:?}; {noise})"
     );
+}
+
+/// A timed run ends at its `-D` plus the drain of its requests in flight (1 s at most), whatever
+/// the rate and the arrivals: at 10^8/s the schedule holds 2 × 10^8 send times, nearly all missed,
+/// and counting them must not outlast the run. Before the fix the Poisson count summed them one
+/// draw at a time: 43 s for this 2 s run in a debug build (11 s in a release one); uniform 2.1 s.
+#[test]
+fn a_timed_run_ends_on_time_at_any_rate_and_arrival() {
+    let target = url("/");
+    for arrival in ["uniform", "poisson"] {
+        let run = h2load_rs_within(
+            &[],
+            &[
+                "--h1",
+                "-c",
+                "4",
+                "--rate",
+                "100000000",
+                "--arrival",
+                arrival,
+                "--seed",
+                "7",
+                "-D",
+                "2s",
+                &target,
+            ],
+            Duration::from_secs(30),
+        );
+        // 2 s of -D, at most 1 s of drain; 2 s more for a busy 2-core machine's start and
+        // report (a timely run takes 2.3 s there).
+        assert!(
+            run.output.wall < Duration::from_secs(5),
+            "{arrival}: -D 2s took {:?}",
+            run.output.wall
+        );
+        let scheduled = run.int("rate/scheduled");
+        assert_schedule_kept(&run, arrival, scheduled);
+        // Uniform: exactly 2 s × 10^8/s. Poisson: a count of sd √(2 × 10^8) ≈ 14,142, within 6.
+        let off = scheduled.abs_diff(200_000_000);
+        match arrival {
+            "uniform" => assert_eq!(off, 0, "{scheduled} send times"),
+            _ => assert!(off < 85_000, "{scheduled} send times"),
+        }
+    }
 }

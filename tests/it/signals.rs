@@ -321,3 +321,44 @@ fn a_signal_between_cells_stops_the_sweep_and_says_where() {
     // Cell 1 ran to its end.
     assert_eq!(cells[0]["interrupted"], false);
 }
+
+/// The first SIGINT or SIGTERM ends a run at any rate within its drain (1 s), with its report:
+/// at 10^8/s under Poisson arrivals the workers counted the schedule's send times to the end of
+/// its `-D` (3 × 10^9, which an interrupted run then leaves out) one draw each before the fix:
+/// minutes, and a second signal quit without the report.
+#[test]
+fn a_first_signal_ends_a_run_at_any_rate_with_its_report() {
+    let target = url("/");
+    let args = command_line(
+        "--h1 -c 4 --rate 100000000 --arrival poisson -D 30s",
+        &target,
+    );
+    for (name, code) in [("INT", 130), ("TERM", 143)] {
+        let run = Grouped::start(&args);
+        std::thread::sleep(Duration::from_secs(1));
+        let signalled = std::time::Instant::now();
+        run.signal(name, true);
+        let (status, stdout, stderr, json) = run.finish();
+        let took = signalled.elapsed();
+        // At most 1 s of drain; 2 s more for a busy 2-core machine (a timely stop takes 0.3 s).
+        assert!(
+            took < Duration::from_secs(3),
+            "SIG{name}: ended {took:?} after it"
+        );
+        assert_eq!(status, Some(code), "SIG{name}: {stderr}");
+        assert!(
+            stdout.contains("interrupted: the numbers below"),
+            "SIG{name}: {stdout}"
+        );
+        let json = json.unwrap_or_else(|| panic!("SIG{name}: no JSON report: {stderr}"));
+        let cell = &json["cells"][0];
+        assert_eq!(cell["interrupted"], true, "SIG{name}");
+        let started = cell["requests"]["started"].as_u64().unwrap();
+        assert!(started > 0, "SIG{name}: {started} requests started");
+        assert_eq!(
+            cell["requests"]["done"].as_u64(),
+            Some(started),
+            "SIG{name}"
+        );
+    }
+}

@@ -3,8 +3,7 @@
 //! machine to itself: beside the integration tests' other runs on 2 cores the rates of a
 //! download wander by more than the 5% this holds them to.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use h2load_rs::server::{spawn_background, SentBytes, ServeOptions};
@@ -74,35 +73,47 @@ fn our_download(url: &str, protocol: &[&str]) -> f64 {
 /// How fast the target served one download: `bytes` more written (heads included) while `fetch`
 /// ran, over the time between the first and the last of them as a thread watching its count
 /// every half millisecond saw them. Returns what `fetch` stated and that truth, in bytes a second.
+///
+/// The target counts a write once its `write` call has returned, so on a busy machine the
+/// client may have read the last bytes (and `fetch` returned) before the target's thread ran
+/// again to count them. The watcher then goes on until the count is whole (at most
+/// [`COUNT_LAG`] after `fetch` returned), and the last write is taken to be no later than the end
+/// of `fetch`: the client cannot have read what was not yet written.
 fn served(sent: &SentBytes, bytes: u64, fetch: impl FnOnce() -> f64) -> (f64, f64) {
     let base = sent.totals().total;
-    let done = AtomicBool::new(false);
+    let fetched: OnceLock<Instant> = OnceLock::new();
     std::thread::scope(|scope| {
         let watcher = scope.spawn(|| {
             let (mut first, mut last) = (None, None);
-            while !done.load(Ordering::Relaxed) {
+            while last.is_none() {
                 let now = Instant::now();
                 let written = sent.totals().total - base;
                 if written > 0 {
                     first.get_or_insert(now);
                 }
                 if written >= bytes {
-                    last.get_or_insert(now);
+                    last = Some(now);
+                } else if fetched.get().is_some_and(|end| now - *end > COUNT_LAG) {
+                    break;
                 }
                 std::thread::sleep(Duration::from_micros(500));
             }
             (first, last)
         });
         let stated = fetch();
-        done.store(true, Ordering::Relaxed);
+        let end = *fetched.get_or_init(Instant::now);
         let (first, last) = watcher.join().expect("the watcher ends");
-        let (first, last) = (
-            first.expect("the target wrote"),
-            last.expect("the target wrote it all"),
-        );
-        (stated, bytes as f64 / (last - first).as_secs_f64())
+        let written = sent.totals().total - base;
+        let first = first.expect("the target wrote");
+        let last = last.unwrap_or_else(|| {
+            panic!("the target counted {written} of {bytes} bytes within {COUNT_LAG:?} of the end")
+        });
+        (stated, bytes as f64 / (last.min(end) - first).as_secs_f64())
     })
 }
+
+/// How long after a download the target's count may still be catching up with its writes.
+const COUNT_LAG: Duration = Duration::from_secs(5);
 
 /// `-c 1 -n 1` of a GiB states the Gbit/s curl measures (`%{speed_download}`, decimal bytes a
 /// second over its whole transfer) for the same body from the same target: each states, within

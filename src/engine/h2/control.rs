@@ -9,10 +9,21 @@ use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, Fr
 use crate::recorder::{ErrorKind, Failure, Symptom};
 
 impl<'t> H2Session<'t> {
-    /// One more acknowledgement queued: a server that floods them while not reading is cut off.
+    /// One more acknowledgement queued (just now, at the end of `out`): a server that floods
+    /// them while not reading, so that they pile up unwritten, is cut off. Those written since
+    /// are forgotten first, so what counts is what is queued now, not how many came over the
+    /// connection's life.
     pub(super) fn count_control(&mut self, out: &mut Outgoing) -> Result<(), Failure> {
-        self.queued_control += 1;
-        if self.queued_control > MAX_QUEUED_CONTROL {
+        let written = out.written();
+        while self
+            .unwritten_acks
+            .front()
+            .is_some_and(|end| *end <= written)
+        {
+            self.unwritten_acks.pop_front();
+        }
+        self.unwritten_acks.push_back(out.queued_end());
+        if self.unwritten_acks.len() > MAX_QUEUED_CONTROL {
             return Err(self.connection_error(
                 out,
                 frame::ENHANCE_YOUR_CALM,

@@ -59,7 +59,10 @@ pub(crate) const CONNECTION_SPECIFIC: [&str; 6] = [
 pub(crate) const MAX_HEADER_BLOCK: usize = 64 * 1024;
 /// The largest header list accepted once decoded (names and values): an HPACK bomb stops here.
 pub(crate) const MAX_HEADER_LIST: u64 = 64 * 1024;
-/// Acknowledgements (PING, SETTINGS) queued while the server does not read them; more is a flood.
+/// Acknowledgements (PING, SETTINGS) queued and not yet written; more is a flood (nghttp2's
+/// `max_outbound_ack` is the same 1000). A server that reads keeps this near 0 however many
+/// PINGs it sends over a connection's life (grpc-go sends one with its responses to estimate the
+/// bandwidth); one that floods and never reads fills the socket's buffer and then this.
 pub(crate) const MAX_QUEUED_CONTROL: usize = 1000;
 /// Streams the client reset that are remembered, so that frames crossing the RST_STREAM are
 /// ignored; a frame on an older stream is ignored too (it cannot be told from those).
@@ -106,8 +109,9 @@ pub(crate) struct H2Session<'t> {
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
     goaway: Option<u32>,
-    /// Acknowledgements queued since the output last drained.
-    queued_control: usize,
+    /// Where each acknowledgement not yet written ends in the output ([`Outgoing::queued_end`]),
+    /// oldest first: at most [`MAX_QUEUED_CONTROL`].
+    unwritten_acks: VecDeque<u64>,
     budget_spent: bool,
     /// When the next scheduled request is due (`--rate`), if a stream is free for it.
     wake: Option<Instant>,
@@ -162,7 +166,7 @@ impl<'t> H2Session<'t> {
             decoder: hpack::Decoder::new(settings.header_table_size as usize),
             encoder: hpack::Encoder::new(template.field_count()),
             goaway: None,
-            queued_control: 0,
+            unwritten_acks: VecDeque::new(),
             budget_spent: false,
             wake: None,
             value: Vec::new(),
@@ -223,9 +227,6 @@ impl Session for H2Session<'_> {
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
-        if out.is_empty() {
-            self.queued_control = 0;
-        }
         while let Some(&(id, _)) = self.started.front() {
             if self.streams.contains_key(&id) {
                 break;

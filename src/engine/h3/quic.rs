@@ -289,7 +289,7 @@ fn handshake_failure(error: &ConnectionError, addr: SocketAddr) -> Failure {
         ),
         ConnectionError::ConnectionClosed(close) if is_crypto(u64::from(close.error_code)) => {
             let alert = rustls::AlertDescription::from((u64::from(close.error_code) - 0x100) as u8);
-            let reason = String::from_utf8_lossy(&close.reason);
+            let reason = crate::error::peer_text(&close.reason);
             Failure::new(
                 ErrorKind::Tls,
                 format!(
@@ -348,7 +348,7 @@ pub(crate) fn connection_failure(error: &ConnectionError) -> Failure {
         ),
         ConnectionError::ApplicationClosed(close) => {
             let code = close.error_code.into_inner();
-            let reason = String::from_utf8_lossy(&close.reason);
+            let reason = crate::error::peer_text(&close.reason);
             let reason = if reason.is_empty() {
                 String::new()
             } else {

@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod inert;
 mod logs;
 pub(crate) mod parts;
 mod shards;
@@ -27,7 +28,7 @@ use timeline::merge_timelines;
 /// rebuilds its histograms. Anything but an h2load-rs report of this schema is a usage error.
 pub(crate) fn load(path: &Path, what: &str) -> Result<Document> {
     let text = input::read(path, what, MAX_REPORT_FILE)?;
-    let document: Document = match serde_json::from_slice(&text) {
+    let document: Document = match serde_json::from_slice(&inert::inert(&text)) {
         Ok(document) => document,
         Err(error) => usage_bail!(
             "'{}' is not an h2load-rs JSON report: {error}",
@@ -56,7 +57,7 @@ pub(crate) fn load_all(path: &Path) -> Result<(Vec<Document>, Vec<String>)> {
 /// [`load_all`]).
 pub(crate) fn reports_from(text: &[u8], name: &str) -> Result<(Vec<Document>, Vec<String>)> {
     let name = name.to_owned();
-    if let Ok(document) = serde_json::from_slice::<Document>(text) {
+    if let Ok(document) = serde_json::from_slice::<Document>(&inert::inert(text)) {
         return Ok((vec![prepare(document, name)?], Vec::new()));
     }
     let found = logs::reports_in(text);

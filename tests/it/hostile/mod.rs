@@ -999,3 +999,4 @@ fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
 }
 
 mod grpc;
+mod words;

@@ -224,6 +224,32 @@ fn h2_ping_flood_unread_is_cut_off_with_enhance_your_calm() {
     assert!(outcome.sent.ends_with(&goaway));
 }
 
+/// grpc-go's habit: a PING with its responses, over a long call whose requests keep the output
+/// busy. Each acknowledgement is written soon after it is queued, but the output is never
+/// empty (the driver writes all but the last byte each time): 3,000 PINGs over the connection's
+/// life are no flood, since no more than one acknowledgement is ever unwritten.
+#[test]
+fn h2_pings_whose_acks_are_written_are_no_flood_though_the_output_never_empties() {
+    let world = world(&["--proto", "h2c", "-n", "1"]);
+    let (ledger, mut out, mut session) = open(&world, Protocol::H2c, None);
+    session.fill(Instant::now(), &ledger, &mut out).unwrap();
+    let settings = Server::default().settings(&[]);
+    let ping = Server::default().frame(frame::PING, 0, 0, &[1; 8]);
+    let mut pending = Vec::new();
+    for (index, bytes) in std::iter::once(&settings.0)
+        .chain(std::iter::repeat_n(&ping.0, 3000))
+        .enumerate()
+    {
+        let at = Instant::now();
+        feed(&mut session, bytes, &mut pending, at, &ledger, &mut out)
+            .and_then(|()| session.fill(at, &ledger, &mut out).map(|_| ()))
+            .unwrap_or_else(|failure| panic!("frame {index}: {failure:?}"));
+        let unwritten = out.queued_end() - out.written();
+        out.advance(unwritten as usize - 1);
+        assert!(!out.is_empty());
+    }
+}
+
 #[test]
 fn h2_first_bytes_that_are_not_http2_are_named() {
     let cases: [(&[u8], &str, Option<Symptom>); 3] = [
