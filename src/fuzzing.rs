@@ -15,11 +15,11 @@ use crate::proto::h1::{ByteCounts, Event, ResponseReader};
 use crate::proto::hpack::Decoder;
 
 /// What `merge` reads (a report, or a log holding several, as `kubectl logs` prints them), each
-/// report's histograms rebuilt, and the reports merged.
+/// report's histograms rebuilt, and the reports merged (mixed scenarios too, to reach the adding).
 pub fn merge_input(bytes: &[u8]) {
     if let Ok((documents, _)) = crate::report::merge::reports_from(bytes, "fuzz") {
         if !documents.is_empty() {
-            let _ = crate::report::merge::merge(documents);
+            let _ = crate::report::merge::merge(documents, true);
         }
     }
 }

@@ -4,7 +4,6 @@
 //! load is checked here, before anything reaches the cluster: the same flags a run takes, and the
 //! same rules for what can be split.
 
-use std::ffi::OsString;
 use std::time::SystemTime;
 
 use anyhow::Result;
@@ -21,17 +20,21 @@ const MAX_NAME: usize = 52;
 /// to collect the reports.
 pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
     check_name(&args.name)?;
-    check_load(args)?;
     let start = SystemTime::now() + args.lead;
     let start = match jiff::Timestamp::try_from(start) {
         Ok(timestamp) => timestamp.round(jiff::Unit::Second)?.to_string(),
         Err(error) => usage_bail!("--lead {:?} reaches past the calendar: {error}", args.lead),
     };
-    let mut container_args: Vec<String> = args
-        .load
-        .iter()
-        .map(|arg| arg.to_string_lossy().into_owned())
-        .collect();
+    let mut container_args = Vec::with_capacity(args.load.len() + 7);
+    for arg in &args.load {
+        let Some(arg) = arg.to_str() else {
+            usage_bail!(
+                "the load after -- holds an argument that is not UTF-8 ('{}'): a Job's args are JSON strings",
+                arg.to_string_lossy().escape_debug()
+            );
+        };
+        container_args.push(arg.to_owned());
+    }
     // A pod's stdout and stderr reach its log through two pipes and can interleave line by
     // line: -q keeps stderr to unindented lines (warnings, the one-line summary), which the
     // merge can tell from the report's own lines.
@@ -41,14 +44,19 @@ pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
     {
         container_args.push("-q".to_owned());
     }
-    container_args.extend([
-        "--shard".to_owned(),
-        args.workers.to_string(),
-        "--start-at".to_owned(),
-        start.clone(),
-        "--json".to_owned(),
-        "-".to_owned(),
-    ]);
+    // Checked as pod 0 runs it: here no JOB_COMPLETION_INDEX gives `--shard N` its index.
+    let as_pod_zero: Vec<String> = (container_args.iter().cloned())
+        .chain(job_flags(format!("1/{}", args.workers), &start))
+        .collect();
+    check_load(args, &as_pod_zero)?;
+    container_args.extend(job_flags(args.workers.to_string(), &start));
+    // The kubelet expands `$(VAR)` in a container's args and reads `$$` as `$`: every `$`
+    // doubled, each argument reaches the pod as written (`-H 'x-idx: $(JOB_COMPLETION_INDEX)'`
+    // is a header a template renders, not the pod's index).
+    let container_args: Vec<String> = container_args
+        .iter()
+        .map(|arg| arg.replace('$', "$$"))
+        .collect();
     let job = serde_json::json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -100,6 +108,19 @@ pub(super) fn render(args: &K8sJobArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// The flags the Job adds after the load: each pod's part (`shard`), the common start, and the
+/// report on stdout.
+fn job_flags(shard: String, start: &str) -> [String; 6] {
+    [
+        "--shard".to_owned(),
+        shard,
+        "--start-at".to_owned(),
+        start.to_owned(),
+        "--json".to_owned(),
+        "-".to_owned(),
+    ]
+}
+
 /// A Job name Kubernetes takes: a DNS label, short enough for its pods' names.
 fn check_name(name: &str) -> Result<()> {
     let valid = !name.is_empty()
@@ -115,11 +136,15 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The load parses as a run's flags with a URL, leaves the Job's own flags to it, and can be
-/// split between the workers.
-fn check_load(args: &K8sJobArgs) -> Result<()> {
+/// The pods' command line (`container_args`: the load and the flags the Job adds) parses as a
+/// run's flags with a URL, leaves the Job's own flags to it, writes nothing else to stdout (the
+/// log `merge -` reads), sends headers a run takes, and can be split between the workers.
+fn check_load(args: &K8sJobArgs, container_args: &[String]) -> Result<()> {
     for arg in &args.load {
         let arg = arg.to_string_lossy();
+        if arg == "--" {
+            usage_bail!("the load after -- holds a second --: the flags the Job adds after the load (--shard, --start-at, --json) would be read as URLs");
+        }
         if let Some(own) = ["--shard", "--start-at", "--json"]
             .into_iter()
             .find(|own| arg == *own || arg.starts_with(&format!("{own}=")))
@@ -128,7 +153,7 @@ fn check_load(args: &K8sJobArgs) -> Result<()> {
         }
     }
     let command_line =
-        std::iter::once(OsString::from("h2load-rs")).chain(args.load.iter().cloned());
+        std::iter::once("h2load-rs").chain(container_args.iter().map(String::as_str));
     let cli = match Cli::try_parse_from(command_line) {
         Ok(cli) => cli,
         Err(error) => usage_bail!(
@@ -147,6 +172,23 @@ fn check_load(args: &K8sJobArgs) -> Result<()> {
     let load = &cli.load;
     if load.urls.is_empty() && load.input_file.is_none() {
         usage_bail!("the load after -- names no URL: the pods need a target they can reach");
+    }
+    let outputs = &load.outputs;
+    for (flag, path) in [
+        ("--csv", &outputs.csv),
+        ("--markdown", &outputs.markdown),
+        ("--csv-timeline", &outputs.csv_timeline),
+        ("--csv-urls", &outputs.csv_urls),
+        ("--hdr-log", &outputs.hdr_log),
+        ("--hgrm", &outputs.hgrm),
+        ("--html", &outputs.html),
+    ] {
+        if path.as_deref() == Some(std::path::Path::new("-")) {
+            usage_bail!("the load after -- writes {flag} to -: a pod's stdout is its log, which carries the Job's --json report for merge alone");
+        }
+    }
+    for header in &load.headers {
+        crate::plan::header_flag(header)?;
     }
     let shard = Shard {
         index: 1,

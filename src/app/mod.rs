@@ -216,12 +216,19 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         usage_bail!("no report could be read: {}", unreadable.join("; "));
     }
     let document_count = documents.len();
-    let (mut document, missing_shards) = report::merge::merge(documents)?;
+    let report::merge::Merged {
+        mut document,
+        missing: missing_shards,
+        mixed,
+    } = report::merge::merge(documents, args.allow_mixed)?;
     for cell in &mut document.cells {
         cell.thresholds = report::thresholds::check(cell, &args.fail_if);
         cell.warnings.extend(unreadable.iter().cloned());
     }
     outln!("merged {}", units::counted(document_count as u64, "report"));
+    if let Some(mixed) = &mixed {
+        outln!("warning: {mixed}");
+    }
     if let Some(parts) = document.cells.first().and_then(|cell| cell.parts.as_ref()) {
         for line in parts.lines() {
             outln!("{line}");
@@ -253,6 +260,9 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     // before 3).
     if let Some(missing) = &missing_shards {
         errln!("h2load-rs: merge: {missing}");
+    }
+    if let Some(mixed) = &mixed {
+        errln!("h2load-rs: merge: {mixed}");
     }
     // What was measured and could not be read is lost from these totals: said, and a failure.
     for sentence in &unreadable {

@@ -27,11 +27,12 @@ pub struct K8sJobArgs {
     #[arg(long = "lead", value_name = "DURATION", default_value = "60s",
           value_parser = parse_positive_duration)]
     pub lead: Duration,
-    /// CPU each pod requests (a Kubernetes quantity).
-    #[arg(long = "cpu", value_name = "QUANTITY", default_value = "1")]
+    /// CPU each pod requests (a Kubernetes quantity: `1`, `500m`, `1.5`).
+    #[arg(long = "cpu", value_name = "QUANTITY", default_value = "1", value_parser = quantity)]
     pub cpu: String,
-    /// Memory each pod requests and is limited to (a Kubernetes quantity).
-    #[arg(long = "memory", value_name = "QUANTITY", default_value = "256Mi")]
+    /// Memory each pod requests and is limited to (a Kubernetes quantity: `256Mi`, `1G`).
+    #[arg(long = "memory", value_name = "QUANTITY", default_value = "256Mi",
+          value_parser = quantity)]
     pub memory: String,
     /// Run the pods on their node's network, so a target on the node's 127.0.0.1 is reachable
     /// (no Service needed).
@@ -50,4 +51,54 @@ pub struct K8sJobArgs {
         required = true
     )]
     pub load: Vec<OsString>,
+}
+
+/// A positive Kubernetes quantity (k8s.io/apimachinery `resource.Quantity`): a decimal number
+/// (`1`, `1.5`, `.5`, `1.`) and one suffix, binary (`Ki` `Mi` `Gi` `Ti` `Pi` `Ei`), decimal
+/// (`m` `k` `M` `G` `T` `P` `E`, or none) or an exponent (`e3`, `E-2`). The API server refuses
+/// anything else, so the Job would never run; a sign is refused too (a negative request is
+/// invalid, and `+` is never needed), as is zero.
+fn quantity(text: &str) -> Result<String, String> {
+    let number_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(number_end);
+    let digits = number.replace('.', "");
+    let number_ok = !digits.is_empty() && number.matches('.').count() <= 1;
+    let exponent = |rest: &str| {
+        let rest = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+        !rest.is_empty() && rest.bytes().all(|byte| byte.is_ascii_digit())
+    };
+    let suffix_ok = matches!(
+        suffix,
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "m" | "k" | "M" | "G" | "T" | "P" | "E"
+    ) || suffix.strip_prefix(['e', 'E']).is_some_and(exponent);
+    if !number_ok || !suffix_ok {
+        return Err(format!(
+            "'{}' is not a Kubernetes quantity: a number and one suffix (Ki, Mi, Gi, Ti, Pi, Ei, m, k, M, G, T, P, E or an exponent such as e3), e.g. 500m or 256Mi",
+            text.escape_debug()
+        ));
+    }
+    if digits.bytes().all(|byte| byte == b'0') {
+        return Err(format!("'{text}' is zero: a pod needs some"));
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quantities_follow_kubernetes_grammar() {
+        for good in [
+            "1", "500m", "1.5", ".5", "1.", "256Mi", "1Gi", "2k", "1e3", "1E-2", "3e+1",
+        ] {
+            assert_eq!(super::quantity(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in [
+            "", "1.2.3", "Mi", "1MiB", "1mi", "1 Mi", "-1", "+1", "1e", "1e3Mi", "0", "0.0m", "1K",
+            "half", ".",
+        ] {
+            assert!(super::quantity(bad).is_err(), "{bad}");
+        }
+    }
 }

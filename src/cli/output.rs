@@ -75,6 +75,10 @@ pub struct MergeArgs {
     /// histograms and counts: a run's --fail-if, e.g. 'p99>50ms' (repeatable).
     #[arg(long = "fail-if", value_name = "EXPR", value_parser = crate::cli::objective::parse)]
     pub fail_if: Vec<crate::cli::objective::Objective>,
+    /// Merge reports of different scenarios (another -c, -n, rate, URL, method, protocol or
+    /// h2load-rs version) instead of refusing them; every output then says so in a warning.
+    #[arg(long = "allow-mixed")]
+    pub allow_mixed: bool,
 }
 
 /// Arguments of `h2load-rs diff`.

@@ -108,6 +108,20 @@ impl Shard {
     }
 }
 
+/// The whole scenario a `--shard` part belongs to, as each part records it: a part's own
+/// `clients`, `requests` and rate are its share, so parts of different scenarios (`-c 30` and
+/// `-c 31` split in 3 make parts of 10 and 11 alike) are told apart by these, which `merge`
+/// compares.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Whole {
+    /// The cell's `-c`, before the split.
+    pub clients: u64,
+    /// Its `-n` before the split (`None`: a timed run).
+    pub requests: Option<u64>,
+    /// Its `--rate` before the split, requests/s (`None`: unpaced).
+    pub rate_per_s: Option<f64>,
+}
+
 impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)

@@ -62,7 +62,16 @@ pub fn build(
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
-    let (stop, clients) = shard_split(args, stop_rule(args, cell)?, cell.clients)?;
+    let whole_stop = stop_rule(args, cell)?;
+    let whole = args.shard.map(|_| crate::cli::shard::Whole {
+        clients: cell.clients,
+        requests: match whole_stop {
+            StopRule::Requests(n) => Some(n),
+            _ => None,
+        },
+        rate_per_s: cell.rate,
+    });
+    let (stop, clients) = shard_split(args, whole_stop, cell.clients)?;
     let mut clients = to_usize(clients, "-c")?;
     if let StopRule::Requests(n) = stop {
         if n < clients as u64 {
@@ -175,6 +184,7 @@ pub fn build(
         stages,
         arrival: args.arrival,
         shard: args.shard,
+        whole,
         until_stable: args.until_stable,
         interval: TimelineInterval::choose(args.interval, &stop),
         notes,

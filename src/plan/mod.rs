@@ -27,7 +27,7 @@ mod testing;
 pub use build::build;
 pub use cells::cells;
 pub(crate) use cells::CellSpec;
-pub(crate) use request::{RequestTemplate, Templated};
+pub(crate) use request::{header_flag, RequestTemplate, Templated};
 pub use run_plan::RunPlan;
 pub(crate) use run_plan::{
     setting_label, H2Settings, IoBackend, Negotiation, Protocol, StopRule, TimelineInterval,

@@ -145,35 +145,13 @@ pub(super) fn request_template(
     }
     let mut authority = authority.to_owned();
     for raw in &args.headers {
-        let (name, text) = parse_header(raw)?;
-        // Host / :authority too: a CR or LF there would smuggle a header into every request.
-        let Ok(value) = HeaderValue::from_str(&text) else {
-            usage_bail!(
-                "-H '{}': the value has characters not allowed in a header",
-                quoted(raw)
-            );
-        };
-        if name == "host" || name == ":authority" {
-            // Connections are made for one authority (and TLS for one name): it is not rendered.
-            if Template::parse(text.as_bytes(), "-H")?.is_some() {
-                usage_bail!(
-                    "-H '{}': placeholders are not rendered in the authority (Host, :authority)",
-                    raw.escape_debug()
-                );
+        match header_flag(raw)? {
+            HeaderFlag::Authority(text) => authority = text,
+            HeaderFlag::Field(name, value) => {
+                headers.retain(|(existing, _)| *existing != name);
+                headers.push((name, value));
             }
-            authority = text;
-            continue;
         }
-        refuse_framing(&name, &text, raw)?;
-        let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
-            usage_bail!(
-                "-H '{}': '{}' is not a valid header name",
-                quoted(raw),
-                quoted(&name)
-            );
-        };
-        headers.retain(|(existing, _)| *existing != name);
-        headers.push((name, value));
     }
     let (paths, body, body_what, encoder) = match grpc {
         Some((path, GrpcBody::Fixed(message))) => (vec![path.to_owned()], message, None, None),
@@ -262,6 +240,43 @@ fn grpc_headers(timeout: Option<std::time::Duration>) -> Vec<(HeaderName, Header
         ));
     }
     headers
+}
+
+/// What one `-H` sets: the authority the connections are made for, or a header field.
+pub(crate) enum HeaderFlag {
+    Authority(String),
+    Field(HeaderName, HeaderValue),
+}
+
+/// One `-H` `raw`, checked as a run takes it (also by `k8s-job`, for the pods' load).
+pub(crate) fn header_flag(raw: &str) -> Result<HeaderFlag> {
+    let (name, text) = parse_header(raw)?;
+    // Host / :authority too: a CR or LF there would smuggle a header into every request.
+    let Ok(value) = HeaderValue::from_str(&text) else {
+        usage_bail!(
+            "-H '{}': the value has characters not allowed in a header",
+            quoted(raw)
+        );
+    };
+    if name == "host" || name == ":authority" {
+        // Connections are made for one authority (and TLS for one name): it is not rendered.
+        if Template::parse(text.as_bytes(), "-H")?.is_some() {
+            usage_bail!(
+                "-H '{}': placeholders are not rendered in the authority (Host, :authority)",
+                raw.escape_debug()
+            );
+        }
+        return Ok(HeaderFlag::Authority(text));
+    }
+    refuse_framing(&name, &text, raw)?;
+    let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
+        usage_bail!(
+            "-H '{}': '{}' is not a valid header name",
+            quoted(raw),
+            quoted(&name)
+        );
+    };
+    Ok(HeaderFlag::Field(name, value))
 }
 
 /// Header fields a request's framing or connection depends on: the run writes them itself

@@ -52,6 +52,8 @@ pub struct RunPlan {
     /// `--shard`: the part of the scenario this run is (its counts, connections and schedule
     /// are that part's already; the pacer places its send times by it).
     pub shard: Option<crate::cli::shard::Shard>,
+    /// With `--shard`: the whole scenario's counts, which the report records for `merge`.
+    pub whole: Option<crate::cli::shard::Whole>,
     /// `--until-stable`: stop once the p99's and the rate's 95% half-widths are within this
     /// share of their values.
     pub until_stable: Option<f64>,

@@ -163,8 +163,129 @@ fn a_job_that_could_not_run_is_refused_before_it_is_rendered() {
             job(&["--name", "Load_Test"], &[&target]),
             "--name 'Load_Test' is not a Job name",
         ),
+        // Checked with the flags the Job adds: the pods' stdout is the log merge reads.
+        (
+            job(&[], &["-c", "3", "--html", "-", &target]),
+            "writes --html to -: a pod's stdout is its log",
+        ),
+        (
+            job(&[], &["-c", "3", "--csv=-", &target]),
+            "writes --csv to -",
+        ),
+        (
+            job(&[], &["-c", "3", "-H", "content-length: 5", &target]),
+            "content-length is the run's to set",
+        ),
+        (
+            job(
+                &[],
+                &["-c", "3", "-H", "transfer-encoding: chunked", &target],
+            ),
+            "transfer-encoding is the run's to set",
+        ),
+        (
+            job(&[], &["-c", "3", &target, "--", "x"]),
+            "holds a second --",
+        ),
+        // A flag left without its value, followed by the Job's own -q.
+        (
+            job(&[], &["-c", "3", &target, "-H"]),
+            "a value is required for '--header",
+        ),
+        (
+            job(&["--cpu", "lots"], &["-c", "3", &target]),
+            "'lots' is not a Kubernetes quantity",
+        ),
+        (
+            job(&["--memory", "1MiB"], &["-c", "3", &target]),
+            "'1MiB' is not a Kubernetes quantity",
+        ),
+        (
+            job(&["--memory", "0"], &["-c", "3", &target]),
+            "'0' is zero",
+        ),
     ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        assert_usage_error(&args, says);
+        let output = assert_usage_error(&args, says);
+        assert_eq!(output.stdout, "", "{args:?}: nothing printed");
     }
+}
+
+/// What the kubelet does to a container's args: `$(VAR)` becomes the variable's value (when it
+/// is set), `$$` becomes `$`, any other `$` stays.
+fn kubelet_expand(arg: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix("$$") {
+            out.push('$');
+            rest = after;
+        } else if let Some((name, after)) = rest
+            .strip_prefix("$(")
+            .and_then(|inner| inner.split_once(')'))
+            .and_then(|(name, after)| {
+                vars.iter()
+                    .find(|(var, _)| *var == name)
+                    .map(|(_, value)| (*value, after))
+            })
+        {
+            out.push_str(name);
+            rest = after;
+        } else {
+            out.push('$');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn arguments_reach_the_pod_as_written_through_the_kubelet_s_expansion() {
+    let target = url("/ping");
+    let header = "x-idx: $(JOB_COMPLETION_INDEX) costs $5 $$";
+    let output = run_command(
+        BIN,
+        &[
+            "k8s-job",
+            "--workers",
+            "2",
+            "--image",
+            "i:1",
+            "--cpu",
+            "500m",
+            "--memory",
+            "1Gi",
+            "--",
+            "-c",
+            "2",
+            "-H",
+            header,
+            &target,
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let job: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["resources"]["requests"]["cpu"], "500m");
+    assert_eq!(container["resources"]["limits"]["memory"], "1Gi");
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args[3], "x-idx: $$(JOB_COMPLETION_INDEX) costs $$5 $$$$",
+        "{args:?}"
+    );
+    let vars = [("JOB_COMPLETION_INDEX", "1")];
+    assert_eq!(kubelet_expand(args[3], &vars), header);
+    // The expansion itself, as the kubelet does it, on the unescaped text.
+    assert_eq!(
+        kubelet_expand("$(JOB_COMPLETION_INDEX) $(NONE) $$", &vars),
+        "1 $(NONE) $"
+    );
 }

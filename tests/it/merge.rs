@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{run_command, url};
+use crate::common::{assert_usage_error, run_command, url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 
@@ -346,8 +346,8 @@ fn until_stable_parts_merge_into_a_whole_judged_on_its_own_intervals() {
 fn fail_if_on_the_merged_histograms_gates_a_distributed_run() {
     let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let target = url("/ping");
-    let a = report(first.path(), &["-n", "200", "-c", "2", &target]);
-    let b = report(second.path(), &["-n", "300", "-c", "2", &target]);
+    let a = report(first.path(), &["-n", "250", "-c", "2", &target]);
+    let b = report(second.path(), &["-n", "250", "-c", "2", &target]);
     let merged = first.path().join("merged.json");
     let merge = |gate: &str| {
         run_command(
@@ -398,4 +398,177 @@ fn fail_if_on_the_merged_histograms_gates_a_distributed_run() {
         &["merge", a.to_str().unwrap(), "--fail-if", "p99>>1ms"],
     );
     assert_eq!(output.code, 2, "{}", output.stderr);
+}
+
+/// The report at `path` with `edit` applied to its first cell, written to `dir/name`.
+fn edited_copy(
+    path: &Path,
+    dir: &Path,
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> String {
+    let mut document = json(path);
+    edit(&mut document["cells"][0]);
+    let copy = dir.join(name);
+    std::fs::write(&copy, serde_json::to_vec(&document).unwrap()).unwrap();
+    copy.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_shard_that_cannot_exist_is_a_usage_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let target = url("/ping");
+    let part = report(dir, &["-n", "30", "-c", "3", "--shard", "1/3", &target]);
+    for (index, count) in [
+        (0u64, 3u64),
+        (5, 3),
+        (2, 1),
+        (0, 0),
+        (1, u64::MAX),
+        (1, 1_000_000_000_000),
+    ] {
+        let bad = edited_copy(&part, dir, &format!("{index}of{count}.json"), |cell| {
+            cell["settings"]["shard"] = serde_json::json!({"index": index, "count": count});
+        });
+        let says = format!("'{bad}': cell 1: settings.shard {index}/{count} is no part of a split");
+        assert_usage_error(&["merge", &bad, part.to_str().unwrap()], &says);
+    }
+}
+
+#[test]
+fn counters_that_contradict_each_other_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let good = report(dir, &["-n", "20", "-c", "1", &url("/ping")]);
+    let cell = json(&good)["cells"][0].clone();
+    let done = count(&cell, "requests.done");
+    for (name, field, value, says) in [
+        (
+            "succeeded",
+            "succeeded",
+            done + 1,
+            format!(
+                "requests.succeeded ({}) is more than requests.done ({done})",
+                done + 1
+            ),
+        ),
+        (
+            "total",
+            "total",
+            done - 1,
+            format!(
+                "requests.started ({done}) is more than requests.total ({})",
+                done - 1
+            ),
+        ),
+        (
+            "huge",
+            "in_flight_at_stop",
+            1 << 63,
+            "requests.in_flight_at_stop (9223372036854775808) is past 2^63 - 1".to_owned(),
+        ),
+    ] {
+        let bad = edited_copy(&good, dir, &format!("{name}.json"), |cell| {
+            cell["requests"][field] = value.into();
+        });
+        assert_usage_error(&["merge", &bad], &format!("'{bad}': cell 1: {says}"));
+    }
+}
+
+#[test]
+fn reports_of_different_scenarios_are_refused_unless_allowed_and_then_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let target = url("/ping");
+    let run = |name: &str, args: &[&str]| {
+        let path = report(dir, args);
+        let named = dir.join(name);
+        std::fs::rename(path, &named).unwrap();
+        named.to_str().unwrap().to_owned()
+    };
+    // Parts of -c 3 and -c 4 split in two hold 2 connections and 15 requests alike: only the
+    // whole scenario each records tells them apart.
+    let of_three = run(
+        "three.json",
+        &["-n", "30", "-c", "3", "--shard", "1/2", &target],
+    );
+    let of_four = run(
+        "four.json",
+        &["-n", "30", "-c", "4", "--shard", "2/2", &target],
+    );
+    let get = run("get.json", &["-n", "20", "-c", "1", &target]);
+    let head = run(
+        "head.json",
+        &["-n", "20", "-c", "1", "--method", "HEAD", &target],
+    );
+    let other_url = run("other.json", &["-n", "20", "-c", "1", &url("/other")]);
+    for (a, b, differ) in [
+        (&of_three, &of_four, "-c, -n and rate"),
+        (&get, &head, "method"),
+        (&get, &other_url, "URLs"),
+    ] {
+        let says = format!("'{b}' ran another scenario than '{a}' (cell 1: its {differ} differ)");
+        assert_usage_error(&["merge", a, b], &says);
+    }
+    let merged = dir.join("mixed.json");
+    let output = run_command(
+        BIN,
+        &[
+            "merge",
+            "--allow-mixed",
+            &of_three,
+            &of_four,
+            "--json",
+            merged.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let warning =
+        format!("merged with --allow-mixed: '{of_four}' ran another scenario than '{of_three}'");
+    assert!(output.stdout.contains(&warning), "{}", output.stdout);
+    let warnings = json(&merged)["cells"][0]["warnings"].clone();
+    assert!(
+        warnings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|text| text.as_str().unwrap().starts_with(&warning)),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_log_of_unreadable_reports_gives_a_few_warnings_and_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let good =
+        std::fs::read_to_string(report(dir, &["-n", "10", "-c", "1", &url("/ping")])).unwrap();
+    let log = dir.join("log");
+    std::fs::write(
+        &log,
+        format!("{}{good}\n", "{\"cells\": 1}\n".repeat(100_000)),
+    )
+    .unwrap();
+    let output = run_command(BIN, &["merge", log.to_str().unwrap()]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    let warned: Vec<&str> = output
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("h2load-rs: merge: "))
+        .collect();
+    assert_eq!(
+        warned.len(),
+        4,
+        "{}",
+        &output.stderr[..output.stderr.len().min(2000)]
+    );
+    assert!(
+        warned[0].contains("line 1: a report that could not be read"),
+        "{warned:?}"
+    );
+    assert_eq!(
+        warned[3],
+        format!("h2load-rs: merge: {}: and 99997 more objects that looked like reports could not be read", log.display())
+    );
 }

@@ -8,7 +8,10 @@
 #      and 0 otherwise;
 #   2. a Job of 3 shards of a paced load, one shard SIGKILLed (as by the OOM killer) and one
 #      sent SIGTERM (as on eviction) mid-run: the merge names the first missing and the second
-#      interrupted, and exits 1; the failed index is not run again and the third shard is whole.
+#      interrupted, and exits 1; the failed index is not run again and the third shard is whole;
+#   3. a Job whose load has a header with `$(JOB_COMPLETION_INDEX)` in it: k8s-job writes every `$`
+#      as `$$`, so the kubelet's `$(VAR)` expansion leaves it, and each pod sends it as written
+#      (each pod's report records the headers it sent, `settings.headers`).
 # It prints the timings (binaries, image, cluster up, import, each Job, merge, tear-down) and
 # tears everything down, also when a step fails. Never skipped: a missing prerequisite fails it
 # with a line saying what is missing. Needs root.
@@ -233,3 +236,17 @@ check "pods that succeeded (shard 1/3 only)" 1 "$(succeeded broken)"
 check "pods for index 1 (a failed part is not run again)" 1 \
   "$(kubectl get pod -l job-name=broken,batch.kubernetes.io/job-completion-index=1 -o name | wc -l)"
 check "the Job's failed indexes" "1,2" "$(kubectl get job broken -o jsonpath='{.status.failedIndexes}')"
+
+# --- 3. a header the kubelet would expand, reaching the pods as written ---------------------------
+t=$(now)
+must run_job dollar -n 30 -c 3 --proto h2c -H 'x-idx: $(JOB_COMPLETION_INDEX) $$' "$url/" >/dev/null
+must wait_ended dollar
+timing "Job dollar (3 shards, 30 requests)" "$(took "$t")"
+kubectl logs -l job-name=dollar --tail=-1 >"$work/dollar.log" 2>&1
+check "the Job's args (each \$ doubled)" 'x-idx: $$(JOB_COMPLETION_INDEX) $$$$' \
+  "$(jq -r '.spec.template.spec.containers[0].args as $a | $a[($a | index("-H")) + 1]' "$work/dollar.json")"
+check "the header each pod sent, as written" \
+  'x-idx: $(JOB_COMPLETION_INDEX) $$|x-idx: $(JOB_COMPLETION_INDEX) $$|x-idx: $(JOB_COMPLETION_INDEX) $$' \
+  "$(reports "$work/dollar.log" | jq -s -r '[.[] | .cells[0].settings.headers[] | select(startswith("x-idx"))] | join("|")')"
+"$h2l" merge - <"$work/dollar.log" >/dev/null 2>&1
+check "merge of the dollar Job's reports" 0 "$?"

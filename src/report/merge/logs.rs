@@ -14,11 +14,29 @@
 
 use crate::report::Document;
 
+/// The most objects that could not be read a log names one by one; the rest are counted. A log
+/// of a million broken report-like lines must not print a million warnings (nor copy them into
+/// every merged cell).
+const NAMED_UNREADABLE: usize = 3;
+
 /// What a log holds: its reports, each with the line (from 1) it began on, and a sentence for
-/// each object that looked like a report (it has `"cells"`) but could not be read as one.
+/// each of the first [`NAMED_UNREADABLE`] objects that looked like a report (it has `"cells"`)
+/// but could not be read as one, and how many more there were.
 pub(super) struct Found {
     pub(super) reports: Vec<(usize, Document)>,
     pub(super) unreadable: Vec<String>,
+    pub(super) more_unreadable: usize,
+}
+
+impl Found {
+    fn note(&mut self, sentence: Option<String>) {
+        let Some(sentence) = sentence else { return };
+        if self.unreadable.len() < NAMED_UNREADABLE {
+            self.unreadable.push(sentence);
+        } else {
+            self.more_unreadable += 1;
+        }
+    }
 }
 
 /// The reports in `bytes`, in order.
@@ -26,6 +44,7 @@ pub(super) fn reports_in(bytes: &[u8]) -> Found {
     let mut found = Found {
         reports: Vec::new(),
         unreadable: Vec::new(),
+        more_unreadable: 0,
     };
     let mut lines = Lines::new(bytes);
     // Whether a line `}` lies ahead: once none does, no block can close.
@@ -56,9 +75,7 @@ pub(super) fn reports_in(bytes: &[u8]) -> Found {
             match parse(whole).or_else(|_| parse(&without_strangers(whole))) {
                 Ok(document) => found.reports.push((line.number, document)),
                 Err(error) => {
-                    found
-                        .unreadable
-                        .extend(unreadable(line.number, whole, &error));
+                    found.note(unreadable(line.number, whole, &error));
                     // Again from the last opening: that block holds no other, so each line is
                     // read in two attempts at most.
                     if let Some(open) = last_open {
@@ -72,9 +89,7 @@ pub(super) fn reports_in(bytes: &[u8]) -> Found {
         } else if text.starts_with(b"{") {
             match parse(text) {
                 Ok(document) => found.reports.push((line.number, document)),
-                Err(error) => found
-                    .unreadable
-                    .extend(unreadable(line.number, text, &error)),
+                Err(error) => found.note(unreadable(line.number, text, &error)),
             }
         }
     }
@@ -137,8 +152,9 @@ impl Iterator for Lines<'_> {
     }
 }
 
+/// A block read as a report, made inert first as a whole file is (see [`super::inert`]).
 fn parse(bytes: &[u8]) -> serde_json::Result<Document> {
-    serde_json::from_slice(bytes)
+    serde_json::from_slice(&super::inert::inert(bytes))
 }
 
 /// The block's lines that a pretty-printed object can hold: its first and last, and the
@@ -216,6 +232,19 @@ mod tests {
         assert_eq!(found.reports[0].0, broken.lines().count() + 1);
         assert_eq!(found.unreadable.len(), 2, "{:?}", found.unreadable);
         assert!(found.unreadable[0].starts_with("line 1: a report that could not be read"));
+    }
+
+    #[test]
+    fn a_log_of_broken_reports_names_a_few_and_counts_the_rest() {
+        let log = "{\"cells\": 1}\n".repeat(10_000);
+        let found = reports_in(log.as_bytes());
+        assert_eq!(found.unreadable.len(), NAMED_UNREADABLE);
+        assert!(
+            found.unreadable[2].starts_with("line 3: "),
+            "{:?}",
+            found.unreadable
+        );
+        assert_eq!(found.more_unreadable, 10_000 - NAMED_UNREADABLE);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! machines. Counts add; histograms add exactly (they travel in the JSON, HDR-encoded); timelines
 //! line up on wall-clock intervals; rates are recomputed over the wall-clock span of all runs.
 
+mod checks;
 mod inert;
 mod logs;
 pub(crate) mod parts;
@@ -72,11 +73,17 @@ pub(crate) fn reports_from(text: &[u8], name: &str) -> Result<(Vec<Document>, Ve
         .into_iter()
         .map(|(line, document)| prepare(document, format!("{name}:{line}")))
         .collect::<Result<Vec<_>>>()?;
-    let unreadable = found
+    let mut unreadable: Vec<String> = found
         .unreadable
         .into_iter()
         .map(|sentence| format!("{name}: {sentence}"))
         .collect();
+    if found.more_unreadable > 0 {
+        unreadable.push(format!(
+            "{name}: and {} more objects that looked like reports could not be read",
+            found.more_unreadable
+        ));
+    }
     Ok((documents, unreadable))
 }
 
@@ -90,6 +97,7 @@ fn prepare(mut document: Document, source: String) -> Result<Document> {
     }
     document.source = source;
     for cell in &mut document.cells {
+        checks::check_shard(cell, &document.source)?;
         let latency = &cell.latency;
         let histograms = || -> Result<Histograms> {
             Ok(Histograms {
@@ -113,6 +121,7 @@ fn prepare(mut document: Document, source: String) -> Result<Document> {
         };
         let answered = check_totals(cell, &document.source)?;
         check_timeline(cell, &document.source, answered)?;
+        checks::check_counters(cell, &document.source)?;
     }
     Ok(document)
 }
@@ -262,10 +271,19 @@ impl Adder<'_> {
     }
 }
 
-/// Merges documents cell by cell; they must come from the same scenario (same cells, in order).
-/// Merges `documents` into one; with the sentence naming the `--shard` parts that are missing or
-/// were interrupted, if any (also among each merged cell's warnings).
-pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String>)> {
+/// What a merge made: the merged report, and its warnings (also among each merged cell's).
+pub(crate) struct Merged {
+    pub(crate) document: Document,
+    /// The sentence naming the `--shard` parts that are missing or were interrupted, if any.
+    pub(crate) missing: Option<String>,
+    /// With `--allow-mixed`, the sentence saying the reports were of different scenarios.
+    pub(crate) mixed: Option<String>,
+}
+
+/// Merges `documents` cell by cell into one. They must come from the same scenario (same cells,
+/// in order, and what [`checks::mixed`] compares), or, with `allow_mixed` (`--allow-mixed`),
+/// are merged with a warning saying they did not.
+pub(crate) fn merge(documents: Vec<Document>, allow_mixed: bool) -> Result<Merged> {
     let Some(first) = documents.first() else {
         bail!("nothing to merge");
     };
@@ -296,6 +314,18 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
     {
         usage_bail!("the reports ran different --rounds (or --round-order, or --seed), so they cannot be merged");
     }
+    let mixed = checks::mixed(&documents);
+    if let Some(mixed) = &mixed {
+        if !allow_mixed {
+            usage_bail!("{mixed}: they are not parts of one scenario, so they are not merged (--allow-mixed merges them anyway, with a warning)");
+        }
+    }
+    let mixed = mixed.map(|mixed| {
+        format!("merged with --allow-mixed: {mixed}; these totals are no one scenario's")
+    });
+    // The merge is of one scenario: its cells say which, as each part did, so it merges again
+    // with other parts of it.
+    let wholes: Vec<_> = first.cells.iter().map(checks::whole).collect();
     let rounds = first.rounds.clone();
     let cell_count = first.cells.len();
     let sources: Vec<String> = documents
@@ -323,15 +353,21 @@ pub(crate) fn merge(documents: Vec<Document>) -> Result<(Document, Option<String
         .into_iter()
         .map(|parts| merge_cells(parts, &sources))
         .collect::<Result<Vec<_>>>()?;
-    for cell in &mut cells {
+    for (cell, whole) in cells.iter_mut().zip(wholes) {
         // The whole of the parts there are: no one part of it.
         cell.settings.shard = None;
+        cell.settings.whole = whole;
         cell.warnings.extend(missing.clone());
+        cell.warnings.extend(mixed.clone());
     }
     let mut document = Document::new(cells);
     document.merged_from = merged_from;
     document.rounds = rounds;
-    Ok((document, missing))
+    Ok(Merged {
+        document,
+        missing,
+        mixed,
+    })
 }
 
 /// Adds the per-URL rows of another run of the same cell (same URLs, same order).

@@ -191,6 +191,7 @@ fn settings(plan: &RunPlan) -> Settings {
         tls_early_data: plan.tls.as_ref().is_some_and(|tls| tls.early_data),
         io: plan.io.name().to_owned(),
         shard: plan.shard,
+        whole: plan.whole,
     }
 }
 
