@@ -237,19 +237,38 @@ pub fn checked_len(histogram: &Histogram<u64>) -> Result<u64> {
         .context("a histogram holds more than 2^64 values")
 }
 
-/// Adds the values of [`encode`]d `bytes` to `histogram` (of the standard bounds): values from a
-/// histogram of other bounds or precision land where the standard one keeps them.
+/// Adds the values of [`encode`]d `bytes` to `histogram` (of the standard bounds, or
+/// [`fitted_histogram`]): values from a histogram of other bounds or precision land where the
+/// standard one keeps them, and none may be beyond what the standard one keeps.
 pub fn add_encoded(histogram: &mut Histogram<u64>, bytes: &[u8]) -> Result<u64> {
     scan(bytes, |value, count| {
+        // What a histogram of the standard bounds keeps: its buckets double up to the power of
+        // two past MAX_MICROS (2^32 - 1 µs).
+        anyhow::ensure!(
+            value < MAX_MICROS.next_power_of_two(),
+            "histogram values out of range"
+        );
         histogram
             .record_n(value, count)
             .context("histogram values out of range")
     })
 }
 
-/// Decodes [`encode`]d bytes into a histogram of the standard bounds.
+/// An empty histogram of the standard precision that grows to hold the largest value put in it
+/// (up to [`MAX_MICROS`] from [`add_encoded`]): what a report read from a file holds. One of the
+/// standard bounds is about 180 KB whatever it holds; this one is as large as its values need
+/// (about 40 KB for latencies up to 10 ms), so `merge` and `diff` of reports of many cells hold
+/// what their latencies need, not an hour's worth of buckets in each of a cell's histograms.
+pub fn fitted_histogram() -> Histogram<u64> {
+    let mut histogram =
+        Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid");
+    histogram.auto(true);
+    histogram
+}
+
+/// Decodes [`encode`]d bytes into a [`fitted_histogram`].
 pub fn decode(bytes: &[u8]) -> Result<Histogram<u64>> {
-    let mut histogram = new_histogram();
+    let mut histogram = fitted_histogram();
     add_encoded(&mut histogram, bytes)?;
     Ok(histogram)
 }

@@ -122,7 +122,7 @@ pub(super) fn mixed(documents: &[Document]) -> Option<String> {
                     .collect();
                 (!differ.is_empty()).then(|| {
                     format!(
-                        "'{}' ran another scenario than '{}' (cell {}: its {} differ)",
+                        "'{}' ran another scenario than '{}' (cell {}: they differ in {})",
                         document.source,
                         first.source,
                         mine.cell.index,

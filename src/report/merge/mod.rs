@@ -406,7 +406,7 @@ fn merge_urls(
 /// The sum of `histograms`; values that add up past 2^64 - 1 are an error (a histogram's count
 /// would stop there and its percentiles read 0).
 fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Result<Histogram<u64>> {
-    let mut sum = hdr::new_histogram();
+    let mut sum = hdr::fitted_histogram();
     let mut values = 0u64;
     for histogram in histograms {
         let Some(total) =

@@ -57,11 +57,13 @@ pub struct Histograms {
 
 impl Default for Histograms {
     fn default() -> Self {
+        // A report being read holds these until its `hdr` fields are decoded: fitted, so that
+        // a report of many cells does not hold three full histograms a cell meanwhile.
         Histograms {
-            request: hdr::new_histogram(),
+            request: hdr::fitted_histogram(),
             service: None,
-            connect: hdr::new_histogram(),
-            ttfb: hdr::new_histogram(),
+            connect: hdr::fitted_histogram(),
+            ttfb: hdr::fitted_histogram(),
         }
     }
 }

@@ -310,7 +310,7 @@ fn watch(mut command: Command) -> Outcome {
 }
 
 /// The process's peak resident set size (VmHWM), in kB.
-fn vm_hwm_kb(pid: u32) -> Option<u64> {
+pub(crate) fn vm_hwm_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
