@@ -16,6 +16,7 @@ mod build;
 mod cells;
 pub mod grpc;
 mod negotiate;
+pub mod proto_files;
 mod request;
 mod run_plan;
 mod target;
