@@ -186,6 +186,11 @@ impl Gathered {
             bail!("the answers hold more than {} MiB", MAX_ANSWER >> 20);
         }
         for file in files_of(body)? {
+            // Counted before decoding: a million names decoded hold several times their bytes.
+            self.dependencies += imports_in(&file)?;
+            if self.dependencies > MAX_DEPENDENCIES {
+                bail!("the files name more than {MAX_DEPENDENCIES} imports");
+            }
             let descriptor = FileDescriptorProto::decode(&file[..])
                 .context("a file descriptor that does not decode")?;
             if self.known.contains(descriptor.name()) {
@@ -193,10 +198,6 @@ impl Gathered {
             }
             if self.known.len() >= MAX_FILES {
                 bail!("more than {MAX_FILES} files");
-            }
-            self.dependencies += descriptor.dependency.len();
-            if self.dependencies > MAX_DEPENDENCIES {
-                bail!("the files name more than {MAX_DEPENDENCIES} imports");
             }
             for dependency in &descriptor.dependency {
                 if !self.known.contains(dependency) && self.asked.insert(dependency.clone()) {
@@ -309,6 +310,37 @@ async fn call(
         }
     }
     Ok(Ok(bytes))
+}
+
+/// The imports (`dependency`, field 3) an encoded `FileDescriptorProto` names, read from the
+/// wire format's top level without decoding.
+fn imports_in(mut file: &[u8]) -> Result<usize> {
+    let mut imports = 0;
+    while !file.is_empty() {
+        let key = prost::encoding::decode_varint(&mut file)
+            .context("a file descriptor that does not decode")?;
+        let skip = match key & 7 {
+            0 => {
+                prost::encoding::decode_varint(&mut file)
+                    .context("a file descriptor that does not decode")?;
+                0
+            }
+            1 => 8,
+            2 => {
+                imports += usize::from(key >> 3 == 3);
+                let len = prost::encoding::decode_varint(&mut file)
+                    .context("a file descriptor that does not decode")?;
+                usize::try_from(len).unwrap_or(usize::MAX)
+            }
+            5 => 4,
+            _ => bail!("a file descriptor that does not decode"),
+        };
+        if skip > file.len() {
+            bail!("a file descriptor that does not decode");
+        }
+        file = &file[skip..];
+    }
+    Ok(imports)
 }
 
 /// The files in the messages of `body`.

@@ -72,6 +72,16 @@
 //! | h2c_length_on_204                  | `204` and `content-length: 10`, no DATA               | none, exit 0      |
 //! | h2c_length_on_head                 | `200` and `content-length: 10`, no DATA, to HEAD      | none, exit 0      |
 //!
+//! Reflection services (`reflect.rs`, `--grpc-reflect`): no report is written (the schema never
+//! arrives); each run ends within 8 s, under the RSS limit, with exit 1 and one stderr line:
+//!
+//! | case                               | server behaviour                                      | the line's cause  |
+//! |------------------------------------|-------------------------------------------------------|-------------------|
+//! | reflect_200000_files_in_one_answer | 200,000 files in one answer                           | more than 1000 files |
+//! | reflect_a_million_imports          | one file naming 1,000,000 imports (15 MB)             | more than 10000 imports |
+//! | reflect_endless_imports_of_1_mib   | each answer a new 1 MiB file importing another        | more than 16 MiB  |
+//! | reflect_trickled_answer            | one byte every 50 ms, never complete                  | no complete answer within 2.0 s |
+//!
 //! "each": every request fails, and the protocol errors are exactly the requests (a stream
 //! error: the connections go on).
 //!
@@ -992,3 +1002,4 @@ fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
 }
 
 mod grpc;
+mod reflect;
