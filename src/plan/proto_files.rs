@@ -1,6 +1,6 @@
 //! `--grpc-proto`: the `.proto` files and every file they import, read and compiled within
 //! bounds. Every file, imports included, is read as a top-level input is (`cli::input`: a regular
-//! file or refused, never a FIFO wait or a device, at most [`MAX_PROTO_FILE`]), before protox sees
+//! file or refused, never a FIFO wait or a device, at most [`MAX_PROTO_BYTES`]), before protox sees
 //! it; the import graph is walked here without recursion, so an import chain deeper than
 //! [`MAX_IMPORT_DEPTH`] is refused naming the chain instead of overflowing protox's recursive
 //! walk; brackets nested deeper than [`MAX_NESTING`] (messages, option values) are refused before
@@ -9,6 +9,7 @@
 //! number of errors (each error searches every location), while the one line printed names the
 //! file and the first error alone.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -20,10 +21,9 @@ use crate::cli::input;
 use crate::units::format_bytes;
 use crate::usage_bail;
 
-/// The largest `.proto` file read (a schema, not data).
-pub const MAX_PROTO_FILE: u64 = 2 << 20;
-/// All the `.proto` files of a run together: compiling holds about 150 times their size.
-pub const MAX_PROTO_TOTAL: u64 = 4 << 20;
+/// The most the `.proto` files of a run may hold, each and all together (a schema, not data):
+/// compiling holds about 140 times their size (2 MiB of messages peaked at 290 MB).
+pub const MAX_PROTO_BYTES: u64 = 2 << 20;
 /// Files read, the named ones and their imports.
 pub const MAX_PROTO_FILES: usize = 1000;
 /// The longest chain of imports (a imports b imports c ...).
@@ -68,6 +68,9 @@ pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<Descriptor
 /// Compiles one file's text, named `name`, with no import path (only the well-known imports):
 /// the checks and compilation [`compile`] runs, for the fuzz target.
 pub fn compile_text(name: &str, text: &str) -> Result<DescriptorPool> {
+    if text.len() as u64 > MAX_PROTO_BYTES {
+        usage_bail!("--grpc-proto: {name} is longer than the limit of {MAX_PROTO_BYTES} bytes");
+    }
     let mut loaded = Loaded::new(Vec::new());
     loaded.admit(name, text)?;
     loaded.compile(&[name.to_owned()])
@@ -99,17 +102,17 @@ impl Loaded {
     }
 
     /// The checked read of one file, counted against [`MAX_PROTO_FILES`] and
-    /// [`MAX_PROTO_TOTAL`].
+    /// [`MAX_PROTO_BYTES`].
     fn read(&mut self, path: &Path, what: &str) -> Result<String> {
         if self.files.len() >= MAX_PROTO_FILES {
             usage_bail!("--grpc-proto: more than {MAX_PROTO_FILES} files with their imports");
         }
-        let text = input::read_text(path, what, MAX_PROTO_FILE)?;
+        let text = input::read_text(path, what, MAX_PROTO_BYTES)?;
         self.bytes += text.len() as u64;
-        if self.bytes > MAX_PROTO_TOTAL {
+        if self.bytes > MAX_PROTO_BYTES {
             usage_bail!(
                 "--grpc-proto: the files and their imports hold more than the limit of {} together (at '{}')",
-                format_bytes(MAX_PROTO_TOTAL as f64),
+                format_bytes(MAX_PROTO_BYTES as f64),
                 path.display()
             );
         }
@@ -188,7 +191,7 @@ impl Loaded {
         let includes = std::mem::take(&mut self.includes);
         let resolver = Resolver {
             includes: includes.into_iter().map(IncludeFileResolver::new).collect(),
-            files: self.files,
+            files: RefCell::new(self.files),
             google: GoogleFileResolver::new(),
         };
         let mut compiler = protox::Compiler::with_file_resolver(resolver);
@@ -210,10 +213,11 @@ fn protox_error<T>(error: protox::Error) -> Result<T> {
     }
 }
 
-/// protox's view of the files already read: it opens nothing itself.
+/// protox's view of the files already read: it opens nothing itself, and takes each file once
+/// (it keeps the files it compiled), so no copy of one is held.
 struct Resolver {
     includes: Vec<IncludeFileResolver>,
-    files: HashMap<String, File>,
+    files: RefCell<HashMap<String, File>>,
     google: GoogleFileResolver,
 }
 
@@ -225,8 +229,8 @@ impl FileResolver for Resolver {
     }
 
     fn open_file(&self, name: &str) -> Result<File, protox::Error> {
-        match self.files.get(name) {
-            Some(file) => Ok(file.clone()),
+        match self.files.borrow_mut().remove(name) {
+            Some(file) => Ok(file),
             None => self.google.open_file(name),
         }
     }

@@ -858,8 +858,8 @@ fn grpc_flags_are_checked_before_anything_is_sent() {
 /// Every `.proto` file a run reads, imports included, is checked as a top-level input is, and
 /// compiling one is bounded in depth, size and time: exit 2 and one line, quickly. On the code
 /// before these checks the FIFO import blocked for ever, /dev/zero was read to 2 GiB, the chain
-/// and the nested option overflowed the stack (abort), the 3 MB file was compiled, and the
-/// 30,000 errors took minutes (checking was quadratic in the errors).
+/// and the nested option overflowed the stack (abort), the 3 MB file was read (and the 2 MiB import
+/// beside a file), and the 30,000 errors took minutes (checking was quadratic in the errors).
 #[test]
 fn proto_files_and_their_imports_are_bounded() {
     const NOT_REGULAR: &str = " (a directory, device or pipe cannot be read as one)";
@@ -900,6 +900,12 @@ fn proto_files_and_their_imports_are_bounded() {
         .unwrap()
         .set_len(3 << 20)
         .unwrap();
+    // Within the cap alone, past it with the file importing it: refused before it is parsed.
+    let total = importer("d.proto", "sparse.proto");
+    std::fs::File::create(path("sparse.proto"))
+        .unwrap()
+        .set_len((2 << 20) - 10)
+        .unwrap();
     let errors: String = (0..30_000)
         .map(|i| format!("message E{i} {{ Nope f = 1; }}\n"))
         .collect();
@@ -927,6 +933,13 @@ fn proto_files_and_their_imports_are_bounded() {
         (
             &big,
             format!("the --grpc-proto file '{big}' holds 3145728 bytes, more than the limit of 2.10 MB"),
+        ),
+        (
+            &total,
+            format!(
+                "--grpc-proto: the files and their imports hold more than the limit of 2.10 MB together (at '{}')",
+                path("sparse.proto")
+            ),
         ),
         (
             &many_errors,
