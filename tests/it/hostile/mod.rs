@@ -80,7 +80,7 @@
 //! | reflect_200000_files_in_one_answer | 200,000 files in one answer                           | more than 1000 files |
 //! | reflect_a_million_imports          | one file naming 1,000,000 imports (15 MB)             | more than 10000 imports |
 //! | reflect_endless_imports_of_1_mib   | each answer a new 1 MiB file importing another        | more than 16 MiB  |
-//! | reflect_trickled_answer            | one byte every 50 ms, never complete                  | no complete answer within 2.0 s |
+//! | reflect_trickled_answer            | one byte every 5 ms, never complete                   | no complete answer within 2.0 s |
 //!
 //! "each": every request fails, and the protocol errors are exactly the requests (a stream
 //! error: the connections go on).

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use super::grpc::prefix_split_forever;
 use super::server::h2::{self, frame, DATA, END_HEADERS, END_STREAM, HEADERS, STATUS_200};
 use super::server::{hpack, Behaviour, Conn, Server};
 use super::{watch, BIN, RSS_LIMIT_KB};
@@ -164,31 +165,6 @@ fn endless_imports(mut conn: Conn) {
     }
 }
 
-/// Headers, then a prefix announcing 1 MiB and one byte of it every 50 ms, for ever.
-fn trickle(mut conn: Conn) {
-    if !h2::handshake(&mut conn, &[]) {
-        return;
-    }
-    let Some(stream) = h2::next_request(&mut conn) else {
-        return;
-    };
-    let headers = [
-        STATUS_200,
-        &hpack::literal(b"content-type", b"application/grpc"),
-    ]
-    .concat();
-    if !conn.send(&frame(HEADERS, END_HEADERS, stream, &headers)) {
-        return;
-    }
-    let prefix = [0u8, 0, 0x10, 0, 0];
-    for byte in prefix.into_iter().chain(std::iter::repeat(b'x')) {
-        if !conn.send(&frame(DATA, 0, stream, &[byte])) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn reflect_200000_files_in_one_answer() {
     many_files_body();
@@ -228,11 +204,17 @@ fn reflect_endless_imports_of_1_mib() {
 /// waited: at least that, and (on a busy machine) well under the harness's bound.
 #[test]
 fn reflect_trickled_answer() {
-    run("reflect_trickled_answer", trickle, "1s", 8, |cause| {
-        let waited = cause
-            .strip_prefix("no complete answer within ")
-            .and_then(|rest| rest.strip_suffix(" s"))
-            .and_then(|seconds| seconds.parse::<f64>().ok());
-        waited.is_some_and(|seconds| (2.0..6.0).contains(&seconds))
-    });
+    run(
+        "reflect_trickled_answer",
+        prefix_split_forever,
+        "1s",
+        8,
+        |cause| {
+            let waited = cause
+                .strip_prefix("no complete answer within ")
+                .and_then(|rest| rest.strip_suffix(" s"))
+                .and_then(|seconds| seconds.parse::<f64>().ok());
+            waited.is_some_and(|seconds| (2.0..6.0).contains(&seconds))
+        },
+    );
 }
