@@ -24,6 +24,21 @@ pub fn merge_input(bytes: &[u8]) {
     }
 }
 
+/// A `.proto` file's text, checked and compiled as `--grpc-proto` compiles one (without an import
+/// path: only the well-known imports resolve).
+pub fn proto_compile(text: &str) {
+    let _ = crate::plan::proto_files::compile_text("fuzz.proto", text);
+}
+
+/// The body of one reflection answer (prefixed messages), gathered as `--grpc-reflect` gathers
+/// the server's answers, then made into a schema.
+pub fn reflection_answer(bytes: &[u8]) {
+    let mut gathered = crate::runner::reflect::Gathered::new("fuzz.S");
+    if gathered.take(bytes).is_ok() {
+        let _ = gathered.pool();
+    }
+}
+
 /// A scenario file's text, merged with no overrides, then parsed as the command line.
 pub fn scenario(text: &str) {
     if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {

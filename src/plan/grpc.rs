@@ -3,7 +3,7 @@
 //! `.proto` files once (protox, prost-reflect); one with placeholders is rendered and encoded per
 //! call by [`JsonMessage`], which the engine's renderer calls.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -12,6 +12,7 @@ use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
 use super::json_ints::inexact_integer;
+use super::proto_files::{compile, one_line};
 use super::template::{Draw, Rng, Template};
 use crate::cli::input;
 use crate::cli::limits::MAX_BODY_FILE;
@@ -19,9 +20,6 @@ use crate::cli::{GrpcArgs, GrpcShapeArg};
 use crate::error::quoted;
 use crate::proto::grpc::write_prefix;
 use crate::usage_bail;
-
-/// The largest `.proto` file read (a schema, not data).
-const MAX_PROTO_FILE: u64 = 16 << 20;
 
 /// What a gRPC cell calls; `RunPlan::grpc`.
 #[derive(Debug, Clone)]
@@ -229,35 +227,6 @@ fn method_name(given: &str) -> Result<(String, String)> {
     }
 }
 
-/// Compiles the `.proto` files, each found in the import paths (default: the files' own
-/// directories).
-fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<DescriptorPool> {
-    for file in files {
-        // Read and bounded like every input file: a FIFO or /dev/zero must not hang the compiler.
-        input::read(file, "--grpc-proto file", MAX_PROTO_FILE)?;
-    }
-    let mut includes: Vec<PathBuf> = import_paths.to_vec();
-    if includes.is_empty() {
-        for file in files {
-            let parent = file
-                .parent()
-                .filter(|parent| !parent.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !includes.iter().any(|known| known == parent) {
-                includes.push(parent.to_path_buf());
-            }
-        }
-    }
-    let compiled = protox::Compiler::new(&includes).and_then(|mut compiler| {
-        compiler.include_imports(true).open_files(files)?;
-        Ok(compiler.descriptor_pool())
-    });
-    match compiled {
-        Ok(pool) => Ok(pool),
-        Err(error) => usage_bail!("--grpc-proto: {}", one_line(&error.to_string())),
-    }
-}
-
 fn find_method(
     pool: &DescriptorPool,
     service: &str,
@@ -381,10 +350,6 @@ fn framed(message: &[u8]) -> Bytes {
     write_prefix(&mut out, message.len());
     out.extend_from_slice(message);
     Bytes::from(out)
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod cells;
 pub mod grpc;
 mod json_ints;
 mod negotiate;
+pub mod proto_files;
 mod request;
 mod run_plan;
 mod target;

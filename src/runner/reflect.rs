@@ -4,26 +4,36 @@
 //! and speaks HTTP/2 with hyper's client: this is one exchange of setup, not load, so the engine's
 //! sessions are not needed. The files come back as `FileDescriptorProto`s, which the plan builds
 //! its descriptor pool from.
+//!
+//! What a server answers is bounded as a file read is: [`MAX_ANSWER`] bytes in all the answers
+//! together, [`MAX_FILES`] files, [`MAX_DEPENDENCIES`] imports named; the files are gathered in
+//! time linear in their size (sets, not searches of lists), and the whole exchange ends at its
+//! deadline whatever the server sends (bytes trickled, answers without end).
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper_util::rt::TokioIo;
 use prost::Message;
+use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::DescriptorPool;
 
 use super::net;
 use crate::plan::RunPlan;
 use crate::proto::grpc::{write_prefix, PREFIX_LEN};
 
-/// The most a reflection answer may hold (a service's files and their imports).
-const MAX_ANSWER: usize = 64 << 20;
-/// Files asked for, at most (a service and everything it imports).
-const MAX_FILES: usize = 1000;
-/// How long the whole exchange may take, on top of connecting.
-const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most the reflection answers may hold together (a service's files and their imports: the
+/// largest public schemas take a few MiB).
+pub const MAX_ANSWER: usize = 16 << 20;
+/// Files gathered, at most (a service and everything it imports).
+pub const MAX_FILES: usize = 1000;
+/// Imports the files may name, all together.
+pub const MAX_DEPENDENCIES: usize = 10_000;
+/// How long the whole exchange may take, on top of connecting, without `--request-timeout`.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `grpc.reflection.v1.ServerReflectionRequest`, the two questions asked.
 #[derive(Clone, PartialEq, Message)]
@@ -65,12 +75,20 @@ pub fn fetch(plan: &RunPlan, service: &str) -> Result<DescriptorPool> {
         .enable_all()
         .build()
         .context("cannot start the runtime for --grpc-reflect")?;
+    let limit = plan.timeouts.connect.unwrap_or_default()
+        + plan.timeouts.request.unwrap_or(EXCHANGE_TIMEOUT);
+    let started = Instant::now();
     // The connection is this thread's own (`net::Transport` is not `Send`): a local task set.
     tokio::task::LocalSet::new()
         .block_on(&runtime, async {
-            tokio::time::timeout(EXCHANGE_TIMEOUT + plan.timeouts.connect.unwrap_or_default(), ask(plan, service))
+            tokio::time::timeout(limit, ask(plan, service))
                 .await
-                .map_err(|_| anyhow!("no answer within {} s", EXCHANGE_TIMEOUT.as_secs()))?
+                .map_err(|_| {
+                    anyhow!(
+                        "no complete answer within {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    )
+                })?
         })
         .with_context(|| {
             format!(
@@ -88,61 +106,117 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool> {
     )
     .await
     .map_err(|failure| anyhow!("{}", failure.message))?;
-    let (mut sender, connection) =
-        hyper::client::conn::http2::handshake(Local, TokioIo::new(established.transport))
-            .await
-            .context("the HTTP/2 handshake failed")?;
+    // Windows above the cap: a server never waits on them, and the cap stops it first.
+    let window = 2 * MAX_ANSWER as u32;
+    let (mut sender, connection) = hyper::client::conn::http2::Builder::new(Local)
+        .initial_stream_window_size(window)
+        .initial_connection_window_size(window)
+        .handshake(TokioIo::new(established.transport))
+        .await
+        .context("the HTTP/2 handshake failed")?;
     tokio::task::spawn_local(connection);
     let scheme = if plan.tls.is_some() { "https" } else { "http" };
     let authority = &plan.destination.authority;
     let mut version = "v1";
-    let mut files: Vec<Vec<u8>> = Vec::new();
-    let mut known: Vec<String> = Vec::new();
-    let mut wanted = vec![Question::Symbol(service.to_owned())];
-    while let Some(question) = wanted.pop() {
-        if files.len() >= MAX_FILES {
-            bail!("more than {MAX_FILES} files");
-        }
-        let answer = match call(&mut sender, scheme, authority, version, &question).await {
+    let mut gathered = Gathered::new(service);
+    while let Some(question) = gathered.next_question() {
+        let room = gathered.room();
+        let answer = match call(&mut sender, scheme, authority, version, &question, room).await {
             Err(Unimplemented) if version == "v1" => {
                 version = "v1alpha";
-                call(&mut sender, scheme, authority, version, &question).await
+                call(&mut sender, scheme, authority, version, &question, room).await
             }
             other => other,
         };
         let answer = answer.map_err(|Unimplemented| {
             anyhow!("the server has no reflection service (UNIMPLEMENTED)")
         })??;
-        for file in answer {
-            let descriptor = prost_reflect::prost_types::FileDescriptorProto::decode(&file[..])
+        gathered.take(&answer)?;
+    }
+    gathered.pool()
+}
+
+/// The files answered so far and the questions still to ask: each file's imports are asked for
+/// until every file named is known.
+pub struct Gathered {
+    descriptors: Vec<FileDescriptorProto>,
+    /// The names of the files gathered.
+    known: HashSet<String>,
+    /// The names of the files asked for or to ask for.
+    asked: HashSet<String>,
+    wanted: Vec<Question>,
+    /// The bytes of the answers so far.
+    bytes: usize,
+    dependencies: usize,
+}
+
+impl Gathered {
+    /// Before the first question: the file that declares `service`.
+    pub fn new(service: &str) -> Gathered {
+        Gathered {
+            descriptors: Vec::new(),
+            known: HashSet::new(),
+            asked: HashSet::new(),
+            wanted: vec![Question::Symbol(service.to_owned())],
+            bytes: 0,
+            dependencies: 0,
+        }
+    }
+
+    /// The next question, skipping files an earlier answer brought.
+    fn next_question(&mut self) -> Option<Question> {
+        while let Some(question) = self.wanted.pop() {
+            match &question {
+                Question::File(file) if self.known.contains(file) => {}
+                _ => return Some(question),
+            }
+        }
+        None
+    }
+
+    /// The bytes the next answer may hold.
+    fn room(&self) -> usize {
+        MAX_ANSWER - self.bytes
+    }
+
+    /// Takes the body of one answer (its messages, each with its prefix).
+    pub fn take(&mut self, body: &[u8]) -> Result<()> {
+        self.bytes += body.len();
+        if self.bytes > MAX_ANSWER {
+            bail!("the answers hold more than {} MiB", MAX_ANSWER >> 20);
+        }
+        for file in files_of(body)? {
+            // Counted before decoding: a million names decoded hold several times their bytes.
+            self.dependencies += imports_in(&file)?;
+            if self.dependencies > MAX_DEPENDENCIES {
+                bail!("the files name more than {MAX_DEPENDENCIES} imports");
+            }
+            let descriptor = FileDescriptorProto::decode(&file[..])
                 .context("a file descriptor that does not decode")?;
-            let name = descriptor.name().to_owned();
-            if known.contains(&name) {
+            if self.known.contains(descriptor.name()) {
                 continue;
             }
+            if self.known.len() >= MAX_FILES {
+                bail!("more than {MAX_FILES} files");
+            }
             for dependency in &descriptor.dependency {
-                if !known.contains(dependency)
-                    && !wanted
-                        .iter()
-                        .any(|asked| matches!(asked, Question::File(file) if file == dependency))
-                {
-                    wanted.push(Question::File(dependency.clone()));
+                if !self.known.contains(dependency) && self.asked.insert(dependency.clone()) {
+                    self.wanted.push(Question::File(dependency.clone()));
                 }
             }
-            known.push(name);
-            files.push(file);
+            self.known.insert(descriptor.name().to_owned());
+            self.descriptors.push(descriptor);
         }
-        wanted.retain(|asked| !matches!(asked, Question::File(file) if known.contains(file)));
+        Ok(())
     }
-    let mut pool = DescriptorPool::new();
-    let descriptors = files
-        .iter()
-        .map(|file| prost_reflect::prost_types::FileDescriptorProto::decode(&file[..]))
-        .collect::<Result<Vec<_>, _>>()
-        .context("a file descriptor that does not decode")?;
-    pool.add_file_descriptor_protos(descriptors)
-        .context("the server's files do not make a schema")?;
-    Ok(pool)
+
+    /// The schema the files make.
+    pub fn pool(self) -> Result<DescriptorPool> {
+        let mut pool = DescriptorPool::new();
+        pool.add_file_descriptor_protos(self.descriptors)
+            .context("the server's files do not make a schema")?;
+        Ok(pool)
+    }
 }
 
 /// Runs hyper's connection tasks on the thread's local task set.
@@ -171,7 +245,8 @@ async fn call(
     authority: &str,
     version: &str,
     question: &Question,
-) -> Result<Result<Vec<Vec<u8>>>, Unimplemented> {
+    room: usize,
+) -> Result<Result<Bytes>, Unimplemented> {
     let request = match question {
         Question::Symbol(symbol) => ReflectionRequest {
             file_containing_symbol: Some(symbol.clone()),
@@ -207,11 +282,14 @@ async fn call(
         .get("grpc-status")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let collected = match Limited::new(response.into_body(), MAX_ANSWER)
-        .collect()
-        .await
-    {
+    let collected = match Limited::new(response.into_body(), room).collect().await {
         Ok(collected) => collected,
+        Err(error) if error.is::<LengthLimitError>() => {
+            return Ok(Err(anyhow!(
+                "the answers hold more than {} MiB",
+                MAX_ANSWER >> 20
+            )))
+        }
         Err(error) => return Ok(Err(anyhow!("the answer could not be read: {error}"))),
     };
     let grpc_status = collected
@@ -231,7 +309,38 @@ async fn call(
             )))
         }
     }
-    Ok(files_of(&bytes))
+    Ok(Ok(bytes))
+}
+
+/// The imports (`dependency`, field 3) an encoded `FileDescriptorProto` names, read from the
+/// wire format's top level without decoding.
+fn imports_in(mut file: &[u8]) -> Result<usize> {
+    let mut imports = 0;
+    while !file.is_empty() {
+        let key = prost::encoding::decode_varint(&mut file)
+            .context("a file descriptor that does not decode")?;
+        let skip = match key & 7 {
+            0 => {
+                prost::encoding::decode_varint(&mut file)
+                    .context("a file descriptor that does not decode")?;
+                0
+            }
+            1 => 8,
+            2 => {
+                imports += usize::from(key >> 3 == 3);
+                let len = prost::encoding::decode_varint(&mut file)
+                    .context("a file descriptor that does not decode")?;
+                usize::try_from(len).unwrap_or(usize::MAX)
+            }
+            5 => 4,
+            _ => bail!("a file descriptor that does not decode"),
+        };
+        if skip > file.len() {
+            bail!("a file descriptor that does not decode");
+        }
+        file = &file[skip..];
+    }
+    Ok(imports)
 }
 
 /// The files in the messages of `body`.
@@ -256,8 +365,95 @@ fn files_of(mut body: &[u8]) -> Result<Vec<Vec<u8>>> {
         }
         if let Some(found) = response.file_descriptor_response {
             files.extend(found.file_descriptor_proto);
+            // Counted before decoding: 200,000 files in one answer must not be decoded first.
+            if files.len() > MAX_FILES {
+                bail!("more than {MAX_FILES} files");
+            }
         }
         body = &body[PREFIX_LEN + len..];
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer (one message) holding `files`.
+    fn answer(files: Vec<FileDescriptorProto>) -> Vec<u8> {
+        let response = ReflectionResponse {
+            file_descriptor_response: Some(FileDescriptors {
+                file_descriptor_proto: files.iter().map(Message::encode_to_vec).collect(),
+            }),
+            error_response: None,
+        };
+        let mut body = Vec::new();
+        write_prefix(&mut body, response.encoded_len());
+        response.encode(&mut body).unwrap();
+        body
+    }
+
+    fn file(name: &str, dependency: Vec<String>) -> FileDescriptorProto {
+        FileDescriptorProto {
+            name: Some(name.to_owned()),
+            dependency,
+            ..FileDescriptorProto::default()
+        }
+    }
+
+    #[test]
+    fn a_chain_of_imports_is_asked_for_file_by_file() {
+        let mut gathered = Gathered::new("t.S");
+        let mut asked = 0;
+        while let Some(question) = gathered.next_question() {
+            asked += 1;
+            let index = match question {
+                Question::Symbol(_) => 0,
+                Question::File(name) => name[1..].parse::<usize>().unwrap(),
+            };
+            let imports = (index + 1 < MAX_FILES)
+                .then(|| format!("f{}", index + 1))
+                .into_iter()
+                .collect();
+            gathered
+                .take(&answer(vec![file(&format!("f{index}"), imports)]))
+                .unwrap();
+        }
+        assert_eq!(asked, MAX_FILES);
+        assert_eq!(gathered.pool().unwrap().files().len(), MAX_FILES);
+    }
+
+    #[test]
+    fn huge_answers_are_refused_in_linear_time() {
+        let started = Instant::now();
+        let many_files = answer(
+            (0..200_000)
+                .map(|i| file(&format!("f{i}"), vec![]))
+                .collect(),
+        );
+        let error = Gathered::new("t.S").take(&many_files).unwrap_err();
+        assert_eq!(error.to_string(), format!("more than {MAX_FILES} files"));
+        let imports = (0..1_000_000).map(|i| format!("d{i}")).collect();
+        let many_imports = answer(vec![file("a", imports)]);
+        let error = Gathered::new("t.S").take(&many_imports).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("the files name more than {MAX_DEPENDENCIES} imports")
+        );
+        let mut gathered = Gathered::new("t.S");
+        let padded = answer(vec![FileDescriptorProto {
+            package: Some("p".repeat(MAX_ANSWER / 2)),
+            ..file("a", vec![])
+        }]);
+        gathered.take(&padded).unwrap();
+        let error = gathered.take(&padded).unwrap_err();
+        assert_eq!(error.to_string(), "the answers hold more than 16 MiB");
+        // Quadratic work on these would take minutes; linear takes well under a second, even
+        // unoptimized on a busy machine.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 }

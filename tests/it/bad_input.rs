@@ -1,7 +1,7 @@
 //! Bad input of every kind: one clear line on stderr naming the problem, exit code 2 for usage
 //! and 1 for runtime problems, never a panic, a backtrace or a report.
 
-use crate::common::{run_command, url};
+use crate::common::{run_command, run_command_within, url};
 
 /// Runs h2load-rs with `args`; describes how it fell short of exiting with `code` and one line on
 /// stderr containing `needle` (and no panic, backtrace or report), if it did.
@@ -853,4 +853,118 @@ fn grpc_flags_are_checked_before_anything_is_sent() {
         .filter_map(|(args, needle)| rejects(args, 2, needle))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every `.proto` file a run reads, imports included, is checked as a top-level input is, and
+/// compiling one is bounded in depth, size and time: exit 2 and one line, quickly. On the code
+/// before these checks the FIFO import blocked for ever, /dev/zero was read to 2 GiB, the chain
+/// and the nested option overflowed the stack (abort), the 3 MB file was read (and the 2 MiB import
+/// beside a file), and the 30,000 errors took minutes (checking was quadratic in the errors).
+#[test]
+fn proto_files_and_their_imports_are_bounded() {
+    const NOT_REGULAR: &str = " (a directory, device or pipe cannot be read as one)";
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let write = |name: &str, text: &str| {
+        std::fs::write(path(name), text).unwrap();
+        path(name)
+    };
+    let importer = |name: &str, import: &str| {
+        write(
+            name,
+            &format!("syntax = \"proto3\"; import \"{import}\"; package t; message M {{}}\n"),
+        )
+    };
+    assert_eq!(run_command("mkfifo", &[&path("fifo.proto")]).code, 0);
+    std::os::unix::fs::symlink("/dev/zero", path("zero.proto")).unwrap();
+    let fifo_import = importer("a.proto", "fifo.proto");
+    let device_import = importer("b.proto", "zero.proto");
+    for i in 0..3000 {
+        importer(&format!("c{i}.proto"), &format!("c{}.proto", i + 1));
+    }
+    let nested = 20_000;
+    let deep_option = write(
+        "opt.proto",
+        &format!(
+            "syntax = \"proto2\"; import \"google/protobuf/descriptor.proto\";\n\
+             message X {{ optional X x = 1; }}\n\
+             extend google.protobuf.FileOptions {{ optional X xo = 50000; }}\n\
+             option (xo) = {}{{}}{};\n",
+            "{ x ".repeat(nested),
+            " }".repeat(nested)
+        ),
+    );
+    let chain = path("c0.proto");
+    let big = path("big.proto");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(3 << 20)
+        .unwrap();
+    // Within the cap alone, past it with the file importing it: refused before it is parsed.
+    let total = importer("d.proto", "sparse.proto");
+    std::fs::File::create(path("sparse.proto"))
+        .unwrap()
+        .set_len((2 << 20) - 10)
+        .unwrap();
+    let errors: String = (0..30_000)
+        .map(|i| format!("message E{i} {{ Nope f = 1; }}\n"))
+        .collect();
+    let many_errors = write("errors.proto", &format!("syntax = \"proto3\";\n{errors}"));
+    let cases: Vec<(&String, String)> = vec![
+        (
+            &fifo_import,
+            format!("the --grpc-proto import '{}' is not a regular file{NOT_REGULAR}", path("fifo.proto")),
+        ),
+        (
+            &device_import,
+            format!("the --grpc-proto import '{}' is not a regular file{NOT_REGULAR}", path("zero.proto")),
+        ),
+        (
+            &chain,
+            "--grpc-proto: imports nested deeper than the limit of 64 files: c0.proto -> c1.proto \
+             -> c2.proto -> ... (59 more) -> c62.proto -> c63.proto -> c64.proto"
+                .to_owned(),
+        ),
+        (
+            &deep_option,
+            "--grpc-proto: opt.proto:4: brackets nested deeper than the limit of 64 (messages or option values)"
+                .to_owned(),
+        ),
+        (
+            &big,
+            format!("the --grpc-proto file '{big}' holds 3145728 bytes, more than the limit of 2.10 MB"),
+        ),
+        (
+            &total,
+            format!(
+                "--grpc-proto: the files and their imports hold more than the limit of 2.10 MB together (at '{}')",
+                path("sparse.proto")
+            ),
+        ),
+        (
+            &many_errors,
+            "--grpc-proto: errors.proto: name 'Nope' is not defined".to_owned(),
+        ),
+    ];
+    for (proto, line) in &cases {
+        let args = [
+            "--grpc",
+            "/t.S/Do",
+            "--grpc-proto",
+            proto,
+            "http://127.0.0.1:1/",
+        ];
+        let output = run_command_within(
+            env!("CARGO_BIN_EXE_h2load-rs"),
+            &args,
+            std::time::Duration::from_secs(40),
+        );
+        assert_eq!(
+            (output.code, output.stderr.as_str()),
+            (2, format!("h2load-rs: {line}\n").as_str()),
+            "{proto}"
+        );
+        // Unoptimized, 30,000 errors take about 3 s here; quadratic, they took minutes.
+        assert!(output.wall.as_secs() < 30, "{proto}: {:?}", output.wall);
+    }
 }

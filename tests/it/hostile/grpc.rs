@@ -227,7 +227,7 @@ fn answer_first_call(conn: &mut Conn) -> Option<u32> {
 
 /// Each call: headers, then a prefix and message one byte per DATA frame, every 5 ms, forever
 /// (the prefix announces 1 MiB, so the message never completes within the run).
-fn prefix_split_forever(mut conn: Conn) {
+pub(super) fn prefix_split_forever(mut conn: Conn) {
     let Some(stream) = answer_first_call(&mut conn) else {
         return;
     };

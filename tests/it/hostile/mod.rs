@@ -79,6 +79,16 @@
 //! | grpc_proxy_502_html                | `502`, `content-type: text/html`, an HTML body        | none, 20 `UNAVAILABLE` |
 //! | grpc_proxy_503_html                | the same with `503`                                   | none, 20 `UNAVAILABLE` |
 //!
+//! Reflection services (`reflect.rs`, `--grpc-reflect`): no report is written (the schema never
+//! arrives); each run ends within 8 s, under the RSS limit, with exit 1 and one stderr line:
+//!
+//! | case                               | server behaviour                                      | the line's cause  |
+//! |------------------------------------|-------------------------------------------------------|-------------------|
+//! | reflect_200000_files_in_one_answer | 200,000 files in one answer                           | more than 1000 files |
+//! | reflect_a_million_imports          | one file naming 1,000,000 imports (15 MB)             | more than 10000 imports |
+//! | reflect_endless_imports_of_1_mib   | each answer a new 1 MiB file importing another        | more than 16 MiB  |
+//! | reflect_trickled_answer            | one byte every 5 ms, never complete                   | no complete answer within 2.0 s |
+//!
 //! "each": every request fails, and the protocol errors are exactly the requests (a stream
 //! error: the connections go on).
 //!
@@ -999,4 +1009,5 @@ fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
 }
 
 mod grpc;
+mod reflect;
 mod words;
