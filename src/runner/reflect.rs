@@ -10,7 +10,7 @@
 //! time linear in their size (sets, not searches of lists), and the whole exchange ends at its
 //! deadline whatever the server sends (bytes trickled, answers without end).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -212,11 +212,57 @@ impl Gathered {
 
     /// The schema the files make.
     pub fn pool(self) -> Result<DescriptorPool> {
+        refuse_import_cycles(&self.descriptors)?;
         let mut pool = DescriptorPool::new();
         pool.add_file_descriptor_protos(self.descriptors)
             .context("the server's files do not make a schema")?;
         Ok(pool)
     }
+}
+
+/// Refuses files that import themselves, directly or through others: prost-reflect follows a
+/// file's imports by recursion and would overflow the stack on a cycle (a server's answer of 21
+/// bytes did, found by fuzzing). Imports of files not among them are left to prost-reflect to
+/// name. Kahn's order, in time linear in the files and imports.
+fn refuse_import_cycles(descriptors: &[FileDescriptorProto]) -> Result<()> {
+    let index: HashMap<&str, usize> = descriptors
+        .iter()
+        .enumerate()
+        .map(|(at, file)| (file.name(), at))
+        .collect();
+    let mut waiting_on = vec![0usize; descriptors.len()];
+    let mut importers: Vec<Vec<usize>> = vec![Vec::new(); descriptors.len()];
+    for (at, file) in descriptors.iter().enumerate() {
+        for imported in file
+            .dependency
+            .iter()
+            .filter_map(|name| index.get(name.as_str()))
+        {
+            waiting_on[at] += 1;
+            importers[*imported].push(at);
+        }
+    }
+    let mut ready: Vec<usize> = (0..descriptors.len())
+        .filter(|&at| waiting_on[at] == 0)
+        .collect();
+    let mut ordered = 0;
+    while let Some(at) = ready.pop() {
+        ordered += 1;
+        for &importer in &importers[at] {
+            waiting_on[importer] -= 1;
+            if waiting_on[importer] == 0 {
+                ready.push(importer);
+            }
+        }
+    }
+    if let Some(at) = (0..descriptors.len()).find(|&at| waiting_on[at] > 0) {
+        bail!(
+            "the server's files import each other in a cycle ('{}' is in one or needs one)",
+            crate::error::peer_text(descriptors[at].name().as_bytes())
+        );
+    }
+    debug_assert_eq!(ordered, descriptors.len());
+    Ok(())
 }
 
 /// Runs hyper's connection tasks on the thread's local task set.
@@ -421,6 +467,41 @@ mod tests {
         }
         assert_eq!(asked, MAX_FILES);
         assert_eq!(gathered.pool().unwrap().files().len(), MAX_FILES);
+    }
+
+    /// Files that import themselves, or each other in a ring, are refused before prost-reflect
+    /// sees them: it would recurse forever. The first case is the fuzzer's (a file named "" that
+    /// imports "").
+    #[test]
+    fn files_that_import_each_other_in_a_cycle_are_refused() {
+        let fuzzed = [
+            0x0, 0x0, 0x0, 0x0, 0x10, 0x18, 0x18, 0x18, 0xfc, 0xe7, 0xe7, 0xe7, 0x18, 0x22, 0x6,
+            0xa, 0x4, 0x1a, 0x0, 0x50, 0x0,
+        ];
+        let ring = answer(vec![
+            file("a", vec!["b".into()]),
+            file("b", vec!["c".into()]),
+            file("c", vec!["a".into()]),
+            file("d", vec![]),
+        ]);
+        for body in [&fuzzed[..], &ring] {
+            let mut gathered = Gathered::new("t.S");
+            gathered.take(body).unwrap();
+            let error = gathered.pool().unwrap_err().to_string();
+            assert!(
+                error.starts_with("the server's files import each other in a cycle"),
+                "{error}"
+            );
+        }
+        let diamond = answer(vec![
+            file("top", vec!["left".into(), "right".into()]),
+            file("left", vec!["base".into()]),
+            file("right", vec!["base".into()]),
+            file("base", vec![]),
+        ]);
+        let mut gathered = Gathered::new("t.S");
+        gathered.take(&diamond).unwrap();
+        assert_eq!(gathered.pool().unwrap().files().len(), 4);
     }
 
     #[test]

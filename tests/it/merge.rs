@@ -508,7 +508,8 @@ fn reports_of_different_scenarios_are_refused_unless_allowed_and_then_say_so() {
         (&get, &head, "method"),
         (&get, &other_url, "URLs"),
     ] {
-        let says = format!("'{b}' ran another scenario than '{a}' (cell 1: they differ in {differ})");
+        let says =
+            format!("'{b}' ran another scenario than '{a}' (cell 1: they differ in {differ})");
         assert_usage_error(&["merge", a, b], &says);
     }
     let merged = dir.join("mixed.json");
@@ -581,7 +582,10 @@ fn a_log_of_unreadable_reports_gives_a_few_warnings_and_a_count() {
 #[test]
 fn a_report_of_a_thousand_cells_merges_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let one = json(&report(dir.path(), &["-n", "200", "-c", "2", &url("/ping")]));
+    let one = json(&report(
+        dir.path(),
+        &["-n", "200", "-c", "2", &url("/ping")],
+    ));
     let mut many = one.clone();
     let cell = one["cells"][0].clone();
     many["cells"] = (0..1000)
