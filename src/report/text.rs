@@ -39,6 +39,20 @@ pub(crate) fn cause_lines(cells: &[Summary]) -> Vec<String> {
         .collect()
 }
 
+/// Every cell's warnings, each once, as `warning: ...` (a merge of reports of different
+/// scenarios with `--allow-mixed` says so this way): what the exports (HTML, Markdown) show
+/// after the causes, as stderr does after the text report.
+pub(crate) fn warning_lines(cells: &[Summary]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for warning in cells.iter().flat_map(|cell| &cell.warnings) {
+        let line = format!("warning: {warning}");
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
 /// A run's name: its cell's label, with `--rounds` its round too (each round of a cell is a run
 /// of its own).
 pub(crate) fn run_label(cell: &Summary) -> String {

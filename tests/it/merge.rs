@@ -513,6 +513,7 @@ fn reports_of_different_scenarios_are_refused_unless_allowed_and_then_say_so() {
         assert_usage_error(&["merge", a, b], &says);
     }
     let merged = dir.join("mixed.json");
+    let (markdown, html) = (dir.join("mixed.md"), dir.join("mixed.html"));
     let output = run_command(
         BIN,
         &[
@@ -522,12 +523,27 @@ fn reports_of_different_scenarios_are_refused_unless_allowed_and_then_say_so() {
             &of_four,
             "--json",
             merged.to_str().unwrap(),
+            "--markdown",
+            markdown.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
         ],
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
     let warning =
         format!("merged with --allow-mixed: '{of_four}' ran another scenario than '{of_three}'");
     assert!(output.stdout.contains(&warning), "{}", output.stdout);
+    // Every output says so: the Markdown's verdicts and the HTML's (quotes escaped there).
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        markdown.contains(&format!("- warning: {warning}")),
+        "{markdown}"
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains(r#"<p class="warning">warning: merged with --allow-mixed: "#),
+        "{html}"
+    );
     let warnings = json(&merged)["cells"][0]["warnings"].clone();
     assert!(
         warnings

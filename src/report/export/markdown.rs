@@ -18,6 +18,7 @@ pub(crate) struct Markdown;
 pub(crate) fn render(document: &Document) -> String {
     let verdicts: Vec<String> = text::cause_lines(&document.cells)
         .into_iter()
+        .chain(text::warning_lines(&document.cells))
         .chain(plain::comparison(&document.comparison))
         .chain(capacity::sweep_lines(&document.cells))
         .collect();

@@ -150,6 +150,7 @@ th {{ background: #f3f3f3; }}
 #card th {{ text-align: left; }}
 .wide {{ overflow-x: auto; }}
 .cause {{ color: #b00020; font-weight: 600; }}
+.warning {{ color: #8a5a00; }}
 .capacity {{ font-weight: 600; }}
 pre.search {{ font-size: 12px; background: #f7f7f7; padding: 8px; overflow-x: auto; }}
 figure {{ margin: 16px 0; }}

@@ -18,6 +18,9 @@ pub(super) fn section(document: &Document) -> String {
     for line in text::cause_lines(cells) {
         let _ = write!(out, r#"<p class="cause">{}</p>"#, escape(&line));
     }
+    for line in text::warning_lines(cells) {
+        let _ = write!(out, r#"<p class="warning">{}</p>"#, escape(&line));
+    }
     list(
         &mut out,
         "comparison",
