@@ -640,8 +640,9 @@ fn a_long_run_against_a_refused_port_ends_at_once_with_its_report() {
             Duration::from_secs(20),
         );
         assert_eq!(run.output.code, 1, "{name}: {}", run.output.stderr);
+        // A timely end takes 0.2 s; the bound leaves a busy machine room (these never ended).
         assert!(
-            run.output.wall < Duration::from_secs(5),
+            run.output.wall < Duration::from_secs(10),
             "{name}: took {:?}",
             run.output.wall
         );

@@ -554,10 +554,11 @@ fn a_timed_run_ends_on_time_at_any_rate_and_arrival() {
             ],
             Duration::from_secs(30),
         );
-        // 2 s of -D, at most 1 s of drain; 2 s more for a busy 2-core machine's start and
-        // report (a timely run takes 2.3 s there).
+        // 2 s of -D, at most 1 s of drain, then the report: a timely run takes 2.3 s. The bound
+        // leaves a busy 2-core machine room, and is a quarter of what counting the schedule's
+        // send times one by one took (43 s).
         assert!(
-            run.output.wall < Duration::from_secs(5),
+            run.output.wall < Duration::from_secs(10),
             "{arrival}: -D 2s took {:?}",
             run.output.wall
         );

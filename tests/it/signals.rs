@@ -340,9 +340,11 @@ fn a_first_signal_ends_a_run_at_any_rate_with_its_report() {
         run.signal(name, true);
         let (status, stdout, stderr, json) = run.finish();
         let took = signalled.elapsed();
-        // At most 1 s of drain; 2 s more for a busy 2-core machine (a timely stop takes 0.3 s).
+        // At most 1 s of drain, then the report; a timely stop takes 0.3 s, and the bound leaves
+        // a busy 2-core machine room, far below the minute a stop took when it had to count the
+        // schedule's send times one by one.
         assert!(
-            took < Duration::from_secs(3),
+            took < Duration::from_secs(10),
             "SIG{name}: ended {took:?} after it"
         );
         assert_eq!(status, Some(code), "SIG{name}: {stderr}");
