@@ -35,6 +35,19 @@ pub fn encode(histogram: &Histogram<u64>) -> Vec<u8> {
         static SERIALIZER: std::cell::RefCell<V2DeflateSerializer> =
             std::cell::RefCell::new(V2DeflateSerializer::new());
     }
+    // The encoding's header names the histogram's bounds: a [`fitted_histogram`] goes out as
+    // one of the standard bounds, so that the same values always encode to the same bytes (a
+    // merged report's `hdr` is the run's own).
+    let standard;
+    let histogram = if !histogram.is_auto_resize() {
+        histogram
+    } else {
+        let mut copy = new_histogram();
+        copy.add(histogram)
+            .expect("a fitted histogram holds only values the standard bounds keep");
+        standard = copy;
+        &standard
+    };
     let mut bytes = Vec::new();
     SERIALIZER.with_borrow_mut(|serializer| {
         serializer
@@ -298,6 +311,20 @@ mod tests {
         let back = from_base64(&to_base64(&histogram)).unwrap();
         assert_eq!(back, histogram);
         assert!(to_base64(&histogram).starts_with("HISTF"));
+    }
+
+    #[test]
+    fn a_fitted_histogram_encodes_as_one_of_the_standard_bounds() {
+        let (mut standard, mut fitted) = (new_histogram(), fitted_histogram());
+        for value in [1, 809, 976, 50_000] {
+            standard.record(value).unwrap();
+            fitted.record(value).unwrap();
+        }
+        assert_eq!(encode(&fitted), encode(&standard));
+        assert_eq!(
+            encode(&decode(&encode(&standard)).unwrap()),
+            encode(&standard)
+        );
     }
 
     #[test]

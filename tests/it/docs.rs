@@ -22,7 +22,8 @@ fn defined_flags(args: &[&str]) -> BTreeSet<String> {
     help.stdout
         .lines()
         .filter_map(|line| {
-            let line = line.trim_start();
+            // The flag's part, before its description (which may name flags: "-c, -n").
+            let line = line.trim_start().split("  ").next().unwrap_or_default();
             let line = line.strip_prefix('-').and_then(|rest| {
                 // "-n, --requests <N>" or "--rate <R>"
                 rest.split_once(", -")
