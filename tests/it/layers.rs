@@ -4,6 +4,7 @@
 //! on each other, and a cycle between them fails too. There are no exceptions: a path that breaks
 //! the order fails the test, with its file and line.
 
+mod files;
 mod scan;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -32,6 +32,9 @@ pub(crate) struct Crate {
     /// Every path into the crate from a file below a top-level module, including the paths a
     /// macro of `src/lib.rs` names (`out!` names `$crate::console::write`) where it is invoked.
     pub(crate) references: Vec<Reference>,
+    /// Each module that has a file of its own (`plan::route`), with that file
+    /// (`src/plan/route.rs`); inline modules live in the file that holds them.
+    pub(crate) files: BTreeMap<String, String>,
 }
 
 /// Scans the crate at `root`; an unreadable file or a `mod x;` with no file is an error.
@@ -42,6 +45,7 @@ pub(crate) fn scan(root: &Path) -> Result<Crate, String> {
     let mut root_macros = BTreeMap::new();
     let mut module_macros = BTreeMap::new();
     let mut invocations = Vec::new();
+    let mut files = BTreeMap::new();
     let mut pending = vec![(root.join("src/lib.rs"), Vec::<String>::new())];
     while let Some((file, module)) = pending.pop() {
         let text = std::fs::read_to_string(&file)
@@ -52,6 +56,7 @@ pub(crate) fn scan(root: &Path) -> Result<Crate, String> {
             .display()
             .to_string();
         let found = scan_file(&lex(&text), &module);
+        files.insert(module.join("::"), relative.clone());
         if let Some(line) = found.unsupported.first() {
             return Err(format!(
                 "{relative}:{line}: #[path], or #[cfg(test)] on something other than an item: \
@@ -125,6 +130,7 @@ pub(crate) fn scan(root: &Path) -> Result<Crate, String> {
     Ok(Crate {
         top_modules,
         references,
+        files,
     })
 }
 
@@ -307,6 +313,12 @@ struct FileScan {
     children: Vec<Vec<String>>,
     /// (line, absolute path) of each path into the crate.
     paths: Vec<(usize, String)>,
+    /// (line, the module it is written in, segments) of each path that starts with a plain
+    /// name (`recv::HeaderBlock`): a path into the crate when that name is a module declared
+    /// there, which is known only at the end of the file.
+    relative: Vec<(usize, Vec<String>, Vec<String>)>,
+    /// The inline modules (`mod name { … }`), as full module paths.
+    inline_modules: Vec<Vec<String>>,
     /// Its `macro_rules!` definitions: the name, the paths into the crate and the macros its
     /// body names.
     macros: Vec<(String, Vec<String>, Vec<String>)>,
@@ -397,6 +409,7 @@ fn scan_file(tokens: &[(Token, usize)], module: &[String]) -> FileScan {
                         Token::Punct('{') => {
                             depth += 1;
                             inline.push((name.clone(), depth));
+                            found.inline_modules.push(here(&inline));
                             i += 3;
                             continue;
                         }
@@ -419,9 +432,41 @@ fn scan_file(tokens: &[(Token, usize)], module: &[String]) -> FileScan {
                     }));
                 continue;
             }
+            Token::Ident(_)
+                if tokens.get(i + 1).map(|t| &t.0) == Some(&Token::PathSep)
+                    && (i == 0 || tokens[i - 1].0 != Token::PathSep) =>
+            {
+                let mut paths = Vec::new();
+                i = use_tree(tokens, i, Vec::new(), &mut paths);
+                let base = here(&inline);
+                found.relative.extend(
+                    paths
+                        .into_iter()
+                        .map(|(line, segments)| (line, base.clone(), segments)),
+                );
+                continue;
+            }
             _ => {}
         }
         i += 1;
+    }
+    // A plain first segment is a path into the crate when it names a module declared here
+    // (`mod recv;` then `recv::HeaderBlock`); anything else (`std::`, a type's `Foo::new`, an
+    // alias) is not.
+    let declared = |module: &[String]| {
+        found.children.iter().any(|child| child == module)
+            || found.inline_modules.iter().any(|inline| inline == module)
+    };
+    let relative = std::mem::take(&mut found.relative);
+    for (line, base, segments) in relative {
+        let first = [base.clone(), vec![segments[0].clone()]].concat();
+        if declared(&first) {
+            let mut path = base;
+            path.extend(segments);
+            found
+                .paths
+                .push((line, format!("crate::{}", path.join("::"))));
+        }
     }
     found
 }
