@@ -54,6 +54,8 @@ pub(crate) mod error;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod input;
+pub mod limits;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;

@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
+use crate::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
 use crate::cli::objective::Objective;
 use crate::cli::LoadArgs;
 use crate::plan::objective::Measured;

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::limits::{
+use crate::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
 use crate::cli::objective::{self, Objective};
 use crate::cli::output::{CheckArgs, OutputArgs};
-use crate::cli::serve::Fault;
+use crate::server::Fault;
 use crate::cli::stages::Stage;
 use crate::cli::values::{
     count, parse_count, parse_si_number, Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg,
@@ -293,7 +293,7 @@ pub struct LoadArgs {
 
     /// Color the report: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
     #[arg(help_heading = OUTPUT, long = "color", value_name = "WHEN", value_enum, default_value_t)]
-    pub color: ColorChoice,
+    pub(crate) color: ColorChoice,
 
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(help_heading = OUTPUT, short = 'q', long = "quiet")]

@@ -5,9 +5,7 @@
 pub mod exposure;
 mod grpc;
 pub(crate) mod habits;
-pub mod input;
 mod k8s;
-pub mod limits;
 mod load;
 pub(crate) mod objective;
 mod output;

@@ -9,8 +9,8 @@ use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
-use crate::cli::input;
-use crate::cli::limits::MAX_SCENARIO_FILE;
+use crate::input;
+use crate::limits::MAX_SCENARIO_FILE;
 use crate::cli::Cli;
 use crate::usage_bail;
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::cli::limits::{MAX_RATE, MIN_RATE};
+use crate::limits::{MAX_RATE, MIN_RATE};
 use crate::units::parse_duration;
 
 /// One stage: the rate reaches `rate` (requests per second, in total) after `duration`.

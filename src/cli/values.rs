@@ -65,18 +65,6 @@ pub enum NoTlsProto {
     Http11,
 }
 
-/// When to color the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    /// When stdout is a terminal and `NO_COLOR` is not set.
-    #[default]
-    Auto,
-    /// Always, even into a pipe.
-    Always,
-    /// Never.
-    Never,
-}
-
 /// Values of `--round-order`: how the cells of a round after the first are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum RoundOrder {

@@ -12,14 +12,14 @@ use super::cells::{
 use super::grpc::grpc_plan;
 use super::negotiate::{check_tls_reuse, choose_negotiation, io_backend, tls_plan};
 use super::request::request_template;
-use super::route::{self, Route};
+use super::route::{self, resolve, resolve_connect_to, Route};
 use super::run_plan::{
     Destination, H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval, Timeouts,
     DEFAULT_CONNECT_TIMEOUT, QUIC_IDLE_TIMEOUT,
 };
-use super::target::{parse_target, resolve, resolve_connect_to, Scheme};
+use super::target::{parse_target, Scheme};
 use super::{objective, DEFAULT_REQUESTS, UNTIL_STABLE_CAP};
-use crate::cli::limits::MAX_REQUESTS;
+use crate::limits::MAX_REQUESTS;
 use crate::cli::values::Arrival;
 use crate::cli::{LoadArgs, Requests};
 use crate::proto::check::Checks;

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::stages::{self, Stages};
-use crate::cli::limits::{MAX_CLIENTS, MAX_RATE, MAX_STREAMS};
+use crate::limits::{MAX_CLIENTS, MAX_RATE, MAX_STREAMS};
 use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
 use crate::usage_bail;
 

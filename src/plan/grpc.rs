@@ -14,8 +14,8 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 use super::json_ints::inexact_integer;
 use super::proto_files::{compile, one_line};
 use super::template::{Draw, Rng, Template};
-use crate::cli::input;
-use crate::cli::limits::MAX_BODY_FILE;
+use crate::input;
+use crate::limits::MAX_BODY_FILE;
 use crate::cli::{GrpcArgs, GrpcShapeArg};
 use crate::error::quoted;
 use crate::proto::grpc::write_prefix;

@@ -10,8 +10,8 @@ use http::Method;
 
 use super::grpc::{GrpcBody, JsonMessage};
 use super::template::Template;
-use crate::cli::input;
-use crate::cli::limits::MAX_BODY_FILE;
+use crate::input;
+use crate::limits::MAX_BODY_FILE;
 use crate::cli::LoadArgs;
 use crate::error::quoted;
 use crate::proto::request::RequestParts;

@@ -1,11 +1,13 @@
 //! How connections reach the server: TCP to an address, a unix socket (`--unix-socket`), or a
-//! tunnel through an HTTP proxy (`--proxy`, `CONNECT`).
+//! tunnel through an HTTP proxy (`--proxy`, `CONNECT`); the host and `--connect-to` resolved once
+//! for the run.
 
 use std::fmt;
-use std::net::{Ipv6Addr, SocketAddr};
+use std::net::{Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use base64::Engine as _;
 use http::Uri;
 
@@ -112,6 +114,33 @@ pub(crate) fn parse_connect_to(given: &str) -> Result<(String, u16)> {
         );
     };
     Ok((host.to_owned(), port))
+}
+
+/// `--connect-to HOST:PORT`, checked and resolved.
+pub(super) fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
+    let (host, port) = parse_connect_to(connect_to)?;
+    resolve(&host, port)
+}
+
+/// Resolves `host` once for the whole run. When it has several addresses (`localhost`: ::1 and
+/// 127.0.0.1), the first that accepts a connection is used, as curl and h2load would find it.
+pub(super) fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .collect();
+    let Some(&first) = addrs.first() else {
+        anyhow::bail!("host '{host}' has no address");
+    };
+    if addrs.len() == 1 {
+        return Ok(first);
+    }
+    let probe_limit = Duration::from_secs(1);
+    Ok(addrs
+        .iter()
+        .copied()
+        .find(|addr| std::net::TcpStream::connect_timeout(addr, probe_limit).is_ok())
+        .unwrap_or(first))
 }
 
 /// `host` without the brackets of an IPv6 address, if it is an IP address or a DNS name (letters,

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use super::control::{Probe, StepResult};
 use super::launch::Launched;
 use super::{signals, RunOutcome, Sinks};
-use crate::cli::limits::{MAX_RATE, MIN_RATE};
+use crate::limits::{MAX_RATE, MIN_RATE};
 use crate::cli::values::Arrival;
 use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};
