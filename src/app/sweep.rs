@@ -21,7 +21,7 @@ use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
 use crate::observe::watch::{self, Watch};
 use crate::plan::rounds::Run;
-use crate::plan::{self, CellSpec, RunPlan};
+use crate::plan::{self, CellSpec, Inputs, RunPlan};
 use crate::report::export::outputs::{self, Outputs, StagedFile};
 use crate::report::paint::{self, paint};
 use crate::report::rounds::{RoundOf, RoundsInfo};
@@ -50,7 +50,7 @@ pub struct Finished {
 impl<'a> Sweep<'a> {
     /// Plans every cell and checks every destination; any problem is an error before anything is
     /// sent (a usage error for bad input).
-    pub fn prepare(args: &'a LoadArgs) -> Result<Sweep<'a>> {
+    pub fn prepare(args: &'a LoadArgs, inputs: &Inputs) -> Result<Sweep<'a>> {
         let outputs = Outputs::check(&args.outputs, args.log_file.as_deref())?;
         if outputs.takes_stdout() {
             crate::console::text_to_stderr();
@@ -59,7 +59,7 @@ impl<'a> Sweep<'a> {
             Some(path) => plan::urls::read_url_file(path, args.threads)?,
             None => Vec::new(),
         };
-        let specs = plan::cells(args, file_urls.first().map(String::as_str));
+        let specs = plan::cells(inputs, file_urls.first().map(String::as_str));
         if args.urls.is_empty()
             && file_urls
                 .first()
@@ -71,7 +71,7 @@ impl<'a> Sweep<'a> {
             );
         }
         let built_in = match args.urls.is_empty() && file_urls.is_empty() {
-            true => Some(BuiltIn::start(args, &specs)?),
+            true => Some(BuiltIn::start(args, inputs, &specs)?),
             false => None,
         };
         let mut cells = Vec::with_capacity(specs.len());
@@ -81,7 +81,7 @@ impl<'a> Sweep<'a> {
                 None => args.urls.clone(),
             };
             let plan = plan::build(
-                args,
+                inputs,
                 &urls,
                 &file_urls,
                 &spec,

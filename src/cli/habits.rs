@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::cli::values::parse_si_number;
+use crate::units::parse_si_number;
 use crate::cli::LoadArgs;
 use crate::error::{quoted, QUOTE_LIMIT};
 use crate::units::parse_positive_duration;

@@ -7,12 +7,9 @@ mod grpc;
 pub(crate) mod habits;
 mod k8s;
 mod load;
-pub(crate) mod objective;
 mod output;
 pub mod scenario;
 pub(crate) mod serve;
-pub mod shard;
-pub(crate) mod stages;
 pub(crate) mod values;
 
 use std::path::PathBuf;
@@ -21,11 +18,11 @@ use clap::{Args, Parser, Subcommand};
 
 pub use grpc::{GrpcArgs, GrpcShapeArg};
 pub use k8s::K8sJobArgs;
-pub use load::{LoadArgs, Requests};
+pub use load::LoadArgs;
 pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};
 pub use serve::ServeArgs;
 use serve::SERVE_BOUNDS;
-pub use values::{IoArg, NoTlsProto, ProtoArg};
+pub use values::NoTlsProto;
 
 /// The version `--version` prints: the package version and the commit it was built from.
 pub const VERSION: &str = concat!(

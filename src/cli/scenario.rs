@@ -258,7 +258,7 @@ mod tests {
         ])
         .unwrap()
         .load;
-        assert_eq!(flags.requests, Some(crate::cli::Requests::Total(10_000)));
+        assert_eq!(flags.requests, Some(crate::plan::Requests::Total(10_000)));
         assert_eq!(flags.clients, [1, 1_000]);
         assert_eq!(flags.rate, [1_500.0, 2_000_000.0]);
         let ramp = Cli::try_parse_from(["h2load-rs", "--stages", "1s:0.5k", "--fail-if", "rps<2k"])
@@ -275,7 +275,7 @@ mod tests {
         let file = Cli::try_parse_from(&loaded.argv).unwrap().load;
         assert_eq!(
             file.requests,
-            Some(crate::cli::Requests::PerConcurrency(2_500))
+            Some(crate::plan::Requests::PerConcurrency(2_500))
         );
         assert_eq!(file.clients, [1, 1_000]);
         assert_eq!(file.rate, [1_500.0]);

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use base64::Engine as _;
 use http::Uri;
 
-use crate::cli::LoadArgs;
+use super::inputs::Connection;
 use crate::error::quoted;
 use crate::usage_bail;
 
@@ -48,17 +48,17 @@ impl fmt::Display for Route {
     }
 }
 
-/// The route `args` ask for to the URL's `host` and `port`; `resolve` turns a host and port into
-/// an address (once for the run), `connect_to` parses `--connect-to`.
+/// The route `connection` asks for to the URL's `host` and `port`; `resolve` turns a host and port
+/// into an address (once for the run), `connect_to` parses `--connect-to`.
 pub(crate) fn route(
-    args: &LoadArgs,
+    connection: &Connection,
     host: &str,
     port: u16,
     resolve: impl Fn(&str, u16) -> Result<SocketAddr>,
     connect_to: impl Fn(&str) -> Result<SocketAddr>,
 ) -> Result<Route> {
-    if let Some(path) = &args.unix_socket {
-        if args.connect_to.is_some() || args.proxy.is_some() {
+    if let Some(path) = &connection.unix_socket {
+        if connection.connect_to.is_some() || connection.proxy.is_some() {
             usage_bail!("--unix-socket cannot be combined with --connect-to or --proxy: it is where every connection goes");
         }
         if path.as_os_str().is_empty() {
@@ -66,14 +66,14 @@ pub(crate) fn route(
         }
         return Ok(Route::Unix(path.clone()));
     }
-    let Some(proxy) = &args.proxy else {
-        return Ok(Route::Direct(match &args.connect_to {
+    let Some(proxy) = &connection.proxy else {
+        return Ok(Route::Direct(match &connection.connect_to {
             Some(given) => connect_to(given)?,
             None => resolve(host, port)?,
         }));
     };
     // The target goes into the request line and `Host`: built from checked parts only.
-    let target = match &args.connect_to {
+    let target = match &connection.connect_to {
         Some(given) => {
             let (host, port) = parse_connect_to(given)?;
             authority(&host, port)

@@ -1,5 +1,6 @@
 //! [`RunPlan`], everything a run needs once validated, and its parts: protocol and negotiation,
-//! TLS, stop rule, destination, time limits, HTTP/2 settings, I/O backend, timeline interval.
+//! TLS, stop rule, arrival of paced sends, destination, time limits, HTTP/2 settings, I/O
+//! backend, timeline interval.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,6 @@ use serde::Serialize;
 use super::request::RequestTemplate;
 use super::route::Route;
 use super::stages::Stages;
-use crate::cli::values::Arrival;
 use crate::proto::check::Checks;
 
 /// Everything a run needs, validated.
@@ -51,9 +51,9 @@ pub struct RunPlan {
     pub arrival: Arrival,
     /// `--shard`: the part of the scenario this run is (its counts, connections and schedule
     /// are that part's already; the pacer places its send times by it).
-    pub shard: Option<crate::cli::shard::Shard>,
+    pub shard: Option<super::shard::Shard>,
     /// With `--shard`: the whole scenario's counts, which the report records for `merge`.
-    pub whole: Option<crate::cli::shard::Whole>,
+    pub whole: Option<super::shard::Whole>,
     /// `--until-stable`: stop once the p99's and the rate's 95% half-widths are within this
     /// share of their values.
     pub until_stable: Option<f64>,
@@ -180,6 +180,27 @@ pub struct TlsPlan {
     pub resume: bool,
     /// `--tls-early-data`: requests leave as TLS 1.3 early data on resumed connections.
     pub early_data: bool,
+}
+
+/// How `--rate`, `--stages` and `--find-max` space their send times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Arrival {
+    /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps of mean 1/rate, as independent users arrive; drawn
+    /// from --seed, so a run with the same seed repeats its send times exactly.
+    Poisson,
+}
+
+impl Arrival {
+    /// Its name in the report and in `--arrival`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
 }
 
 /// When the run stops sending.

@@ -12,7 +12,7 @@ use super::control::{Probe, StepResult};
 use super::launch::Launched;
 use super::{signals, RunOutcome, Sinks};
 use crate::limits::{MAX_RATE, MIN_RATE};
-use crate::cli::values::Arrival;
+use crate::plan::Arrival;
 use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};
 use crate::plan::{RunPlan, DEFAULT_CONNECT_TIMEOUT};

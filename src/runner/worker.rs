@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::slot::run_slot;
 use super::{tls_resume, Sinks};
-use crate::cli::values::Arrival;
+use crate::plan::Arrival;
 use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver;

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::inputs::Load;
+
 /// The most shards a scenario splits into.
 pub const MAX_SHARDS: u64 = 10_000;
 
@@ -62,20 +64,15 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    /// Why the load of `args` cannot be split into `self.count` parts (`requests`: its `-n`
-    /// total for a cell of `clients` connections, if counted), if it cannot: a part with no
-    /// connection or request, or a mode whose one decider must see the whole load.
-    pub fn refusal(
-        &self,
-        args: &crate::cli::LoadArgs,
-        clients: u64,
-        requests: Option<u64>,
-    ) -> Option<String> {
+    /// Why `load` cannot be split into `self.count` parts (`requests`: its `-n` total for a cell
+    /// of `clients` connections, if counted), if it cannot: a part with no connection or
+    /// request, or a mode whose one decider must see the whole load.
+    pub fn refusal(&self, load: &Load, clients: u64, requests: Option<u64>) -> Option<String> {
         let shard = self;
-        if args.find_max {
+        if load.find_max {
             return Some("--shard cannot split --find-max: its search decides each step from the whole load, which one machine must see; run it on one machine".to_owned());
         }
-        if args.until_stable.is_some() {
+        if load.until_stable.is_some() {
             return Some("--shard cannot split --until-stable: each part would stop on its own intervals, so the parts would not add up to one run; give -D or -n".to_owned());
         }
         if clients < shard.count {
