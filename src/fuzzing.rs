@@ -43,7 +43,7 @@ pub fn reflection_answer(bytes: &[u8]) {
 pub fn scenario(text: &str) {
     if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {
         if let Ok(cli) = Cli::try_parse_from(&scenario.argv) {
-            let _ = crate::plan::cells(&cli.load, None);
+            let _ = crate::plan::cells(&crate::app::inputs::from_flags(&cli.load), None);
         }
     }
 }
@@ -56,7 +56,7 @@ pub fn arguments(text: &str) {
         .map(OsString::from)
         .collect();
     if let Ok(cli) = Cli::try_parse_from(&words) {
-        let _ = crate::plan::cells(&cli.load, None);
+        let _ = crate::plan::cells(&crate::app::inputs::from_flags(&cli.load), None);
     }
     for word in text.split_whitespace() {
         let _ = crate::units::parse_duration(word);

@@ -43,10 +43,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
-use crate::plan::objective::Objective;
 use crate::cli::LoadArgs;
+use crate::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
 use crate::plan::objective::Measured;
+use crate::plan::objective::Objective;
 use crate::plan::{RunPlan, StopRule};
 use crate::report::capacity::{
     grouped, Answer, Capacity, CapacityStep, Phase, SearchSettings, LOAD_SHARES,

@@ -11,7 +11,7 @@ use crate::plan::{
 
 /// What the plan of every cell of `args` is made from; the gRPC schema of `--grpc-reflect` is
 /// fetched later (`Grpc::reflected`).
-pub(crate) fn from_flags(args: &LoadArgs) -> Inputs {
+pub fn from_flags(args: &LoadArgs) -> Inputs {
     Inputs {
         target: Target {
             urls: args.urls.clone(),

@@ -9,8 +9,8 @@ use std::time::SystemTime;
 use anyhow::Result;
 use clap::Parser;
 
-use crate::plan::shard::Shard;
 use crate::cli::{Cli, K8sJobArgs};
+use crate::plan::shard::Shard;
 use crate::plan::Requests;
 use crate::usage_bail;
 

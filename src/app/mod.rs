@@ -10,7 +10,7 @@
 
 mod capacity;
 mod fault_cells;
-mod inputs;
+pub mod inputs;
 mod k8s;
 pub mod sweep;
 pub mod target;

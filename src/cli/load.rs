@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::cli::output::{CheckArgs, OutputArgs};
+use crate::cli::values::{count, NoTlsProto};
+use crate::console::ColorChoice;
 use crate::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
-use crate::cli::output::{CheckArgs, OutputArgs};
-use crate::cli::values::{count, NoTlsProto};
-use crate::console::ColorChoice;
 use crate::plan::objective::{self, Objective};
 use crate::plan::rounds::RoundOrder;
 use crate::plan::shard::Shard;

@@ -9,9 +9,9 @@ use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
+use crate::cli::Cli;
 use crate::input;
 use crate::limits::MAX_SCENARIO_FILE;
-use crate::cli::Cli;
 use crate::usage_bail;
 
 /// A scenario turned into command-line arguments.
@@ -195,10 +195,11 @@ mod tests {
         .unwrap()
         .load;
         let plan = |args: &crate::cli::LoadArgs| {
-            let cells = crate::plan::cells(args, None);
+            let inputs = crate::app::inputs::from_flags(args);
+            let cells = crate::plan::cells(&inputs, None);
             assert_eq!(cells.len(), 1, "a ramp is one cell");
             crate::plan::build(
-                args,
+                &inputs,
                 &args.urls,
                 &[],
                 &cells[0],

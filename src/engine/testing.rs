@@ -32,9 +32,10 @@ pub(crate) fn world(argv: &[&str]) -> World {
         .chain(argv.iter().copied())
         .chain(["http://127.0.0.1:9/"]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
-    let cell = &plan::cells(&cli.load, None)[0];
+    let inputs = crate::app::inputs::from_flags(&cli.load);
+    let cell = &plan::cells(&inputs, None)[0];
     let plan = plan::build(
-        &cli.load,
+        &inputs,
         &cli.load.urls,
         &[],
         cell,

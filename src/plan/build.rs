@@ -10,6 +10,7 @@ use super::cells::{
     check_cell_limits, per_client_rate, run_seed, scaled, scaled_stages, stages_plan, CellSpec,
 };
 use super::grpc::grpc_plan;
+use super::inputs::{Inputs, Load, Request, Requests};
 use super::negotiate::{check_tls_reuse, choose_negotiation, io_backend, tls_plan};
 use super::request::request_template;
 use super::route::{self, resolve, resolve_connect_to, Route};
@@ -17,10 +18,9 @@ use super::run_plan::{
     Destination, H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval, Timeouts,
     DEFAULT_CONNECT_TIMEOUT, QUIC_IDLE_TIMEOUT,
 };
+use super::shard::Whole;
 use super::target::{parse_target, Scheme};
 use super::{objective, DEFAULT_REQUESTS, UNTIL_STABLE_CAP};
-use super::inputs::{Inputs, Load, Request, Requests};
-use super::shard::Whole;
 use super::{Arrival, ProtoChoice};
 use crate::limits::MAX_REQUESTS;
 use crate::proto::check::Checks;
@@ -54,12 +54,23 @@ pub fn build(
     check_cell_limits(cell)?;
     // With --connect-to, --unix-socket or --proxy the URL's host only names the server (Host,
     // SNI; the proxy resolves it): it need not resolve here.
-    let route = route::route(&inputs.connection, &parsed.host, parsed.port, resolve, resolve_connect_to)?;
+    let route = route::route(
+        &inputs.connection,
+        &parsed.host,
+        parsed.port,
+        resolve,
+        resolve_connect_to,
+    )?;
     if negotiation == Negotiation::Quic && !matches!(route, Route::Direct(_)) {
         usage_bail!("--proto h3 runs over UDP: it cannot go through --unix-socket or --proxy (CONNECT-UDP is not supported)");
     }
     let tls = match parsed.scheme {
-        Scheme::Https => Some(tls_plan(&inputs.tls, negotiation, &parsed.host, trust_test_ca)?),
+        Scheme::Https => Some(tls_plan(
+            &inputs.tls,
+            negotiation,
+            &parsed.host,
+            trust_test_ca,
+        )?),
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
@@ -136,8 +147,8 @@ pub fn build(
             (inputs.request.data.is_some(), "-d"),
             (inputs.request.body.is_some(), "--body"),
         ]
-            .into_iter()
-            .find_map(|(given, flag)| given.then_some(flag))
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
         {
             usage_bail!("{flag} cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
         }
@@ -168,7 +179,12 @@ pub fn build(
         threads,
         max_concurrent: to_usize(cell.streams, "-m")?,
         timeouts: Timeouts {
-            connect: Some(inputs.connection.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)),
+            connect: Some(
+                inputs
+                    .connection
+                    .connect_timeout
+                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            ),
             request: inputs.connection.request_timeout,
             connection_active: inputs.connection.active_timeout,
             connection_inactivity: inputs.connection.inactivity_timeout,
@@ -414,9 +430,10 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load, None);
+        let inputs = crate::app::inputs::from_flags(&cli.load);
+        let cells = cells(&inputs, None);
         assert_eq!(cells[0].clients, 160);
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
+        let plan = build(&inputs, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
         let timed = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -427,9 +444,10 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let timed_cells = crate::plan::cells(&timed.load, None);
+        let timed_inputs = crate::app::inputs::from_flags(&timed.load);
+        let timed_cells = crate::plan::cells(&timed_inputs, None);
         let plan = build(
-            &timed.load,
+            &timed_inputs,
             &timed.load.urls,
             &[],
             &timed_cells[0],
@@ -453,11 +471,12 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
+        let floored_inputs = crate::app::inputs::from_flags(&floored.load);
         let plan = build(
-            &floored.load,
+            &floored_inputs,
             &floored.load.urls,
             &[],
-            &crate::plan::cells(&floored.load, None)[0],
+            &crate::plan::cells(&floored_inputs, None)[0],
             false,
             &check,
         )

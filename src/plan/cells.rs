@@ -3,8 +3,8 @@
 
 use anyhow::Result;
 
-use super::stages::{self, Stages};
 use super::inputs::{Inputs, Load};
+use super::stages::{self, Stages};
 use super::ProtoChoice;
 use crate::limits::{MAX_CLIENTS, MAX_RATE, MAX_STREAMS};
 use crate::usage_bail;
@@ -90,7 +90,13 @@ fn speaks_h2(inputs: &Inputs, proto: Option<ProtoChoice>, first_file_url: Option
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
         Some(ProtoChoice::H1 | ProtoChoice::Auto | ProtoChoice::H3) => false,
         None => {
-            let https = match inputs.target.urls.first().map(String::as_str).or(first_file_url) {
+            let https = match inputs
+                .target
+                .urls
+                .first()
+                .map(String::as_str)
+                .or(first_file_url)
+            {
                 Some(url) => url.starts_with("https://"),
                 None => inputs.target.target_tls,
             };
@@ -220,7 +226,8 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load, None);
+        let inputs = crate::app::inputs::from_flags(&cli.load);
+        let cells = cells(&inputs, None);
         let shape: Vec<_> = cells
             .iter()
             .map(|c| (c.proto, c.clients, c.streams, c.level))
@@ -234,7 +241,7 @@ mod tests {
                 (Some(ProtoChoice::H2c), 1, 10, 1),
             ]
         );
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
+        let plan = build(&inputs, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Requests(20),
@@ -262,7 +269,8 @@ mod tests {
                     .chain(argv),
             )
             .unwrap();
-            let cell = cells(&cli.load, None)[0];
+            let inputs = crate::app::inputs::from_flags(&cli.load);
+            let cell = cells(&inputs, None)[0];
             (cell.clients, cell.streams)
         };
         assert_eq!(shape(&["http://127.0.0.1:1/"]), (1, 8));

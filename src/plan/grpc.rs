@@ -11,13 +11,13 @@ use bytes::Bytes;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
+use super::inputs::Grpc;
 use super::json_ints::inexact_integer;
 use super::proto_files::{compile, one_line};
 use super::template::{Draw, Rng, Template};
-use super::inputs::Grpc;
+use crate::error::quoted;
 use crate::input;
 use crate::limits::MAX_BODY_FILE;
-use crate::error::quoted;
 use crate::proto::grpc::write_prefix;
 use crate::usage_bail;
 

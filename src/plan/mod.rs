@@ -33,15 +33,15 @@ mod testing;
 
 pub use build::build;
 pub use cells::cells;
+pub(crate) use cells::CellSpec;
 pub use inputs::{Connection, Grpc, Inputs, Load, ProtocolInputs, Request, Requests, Target, Tls};
 pub use negotiate::{IoChoice, ProtoChoice};
-pub(crate) use cells::CellSpec;
 pub(crate) use request::{header_flag, RequestTemplate, Templated};
-pub use run_plan::{Arrival, RunPlan};
 pub(crate) use run_plan::{
     setting_label, H2Settings, IoBackend, Negotiation, Protocol, StopRule, TimelineInterval,
     TlsPlan, DEFAULT_CONNECT_TIMEOUT,
 };
+pub use run_plan::{Arrival, RunPlan};
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;

@@ -6,10 +6,10 @@ use anyhow::Result;
 use clap::ValueEnum as _;
 use http::Method;
 
+use super::inputs::{Inputs, Tls};
 use super::request::RequestTemplate;
 use super::run_plan::{IoBackend, Negotiation, Protocol, TlsPlan};
 use super::target::Scheme;
-use super::inputs::{Inputs, Tls};
 use crate::tls;
 use crate::usage_bail;
 

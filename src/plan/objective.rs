@@ -161,15 +161,12 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
             },
             None => Err("errors takes a percentage (e.g. errors<1%)".to_owned()),
         },
-        Metric::Rps => {
-            crate::units::parse_si_number(text.strip_suffix("rps").unwrap_or(text))
-                .ok()
-                .filter(|rate| rate.is_finite() && *rate >= 0.0 && !text.starts_with('+'))
-                .ok_or_else(|| {
-                    "rps takes requests per second (e.g. rps>5000, rps>5k or rps>5000rps)"
-                        .to_owned()
-                })
-        }
+        Metric::Rps => crate::units::parse_si_number(text.strip_suffix("rps").unwrap_or(text))
+            .ok()
+            .filter(|rate| rate.is_finite() && *rate >= 0.0 && !text.starts_with('+'))
+            .ok_or_else(|| {
+                "rps takes requests per second (e.g. rps>5000, rps>5k or rps>5000rps)".to_owned()
+            }),
     }
 }
 
@@ -338,7 +335,6 @@ mod tests {
             assert!(!error.contains('\n'), "{text}: {error}");
         }
     }
-
 
     fn histogram(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
         let mut histogram = hdr::new_histogram();

@@ -11,9 +11,9 @@ use http::Method;
 use super::grpc::{GrpcBody, JsonMessage};
 use super::inputs::Inputs;
 use super::template::Template;
+use crate::error::quoted;
 use crate::input;
 use crate::limits::MAX_BODY_FILE;
-use crate::error::quoted;
 use crate::proto::request::RequestParts;
 use crate::usage_bail;
 
@@ -164,14 +164,12 @@ pub(super) fn request_template(
             Some(encoder),
         ),
         None => match (&given.data, &given.body) {
-            (Some(path), _) => {
-                (
-                    paths,
-                    Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
-                    Some(format!("-d file '{}'", path.display())),
-                    None,
-                )
-            }
+            (Some(path), _) => (
+                paths,
+                Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
+                Some(format!("-d file '{}'", path.display())),
+                None,
+            ),
             (None, Some(text)) => (
                 paths,
                 Bytes::from(text.clone()),

@@ -213,12 +213,13 @@ mod tests {
             "http://127.0.0.1:1/a",
         ])
         .unwrap();
+        let inputs = crate::app::inputs::from_flags(&cli.load);
         let file = ["/b/{seq}".to_owned(), "http://other:2/c".to_owned()];
         let built = build(
-            &cli.load,
+            &inputs,
             &cli.load.urls,
             &file,
-            &cells(&cli.load, None)[0],
+            &cells(&inputs, None)[0],
             false,
             &check,
         )

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
+use crate::plan::objective::{Metric, Objective};
 use crate::report::confidence::{self, Bounds};
 use crate::report::rounds::{mean_interval, runs_by_cell};
 use crate::report::{Document, Summary};

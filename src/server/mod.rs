@@ -38,13 +38,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
-
 use echo::EchoBudget;
 pub use faults::{Fault, Speaks};
 use gate::{AcceptFailures, Gate, Place};
+pub use grpc_last::GrpcReply;
 use idle::{Activity, Tracked};
 use routes::TargetBody;
-pub use grpc_last::GrpcReply;
 pub use routes::{Applied, AppliedDelays, Behaviour, Slow, Stall};
 pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
