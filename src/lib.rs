@@ -51,6 +51,7 @@ pub mod cli;
 pub(crate) mod console;
 pub(crate) mod engine;
 pub(crate) mod error;
+pub mod exposure;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -483,7 +483,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
     };
     if args.unix.is_none() {
         let anyone = "anyone who can reach it can use the target, with no authentication (and the built-in TLS key in certs/ is public)";
-        if let Some(line) = cli::exposure::warning("--host", args.host, anyone) {
+        if let Some(line) = crate::exposure::warning("--host", args.host, anyone) {
             errln!("{line}");
         }
     }

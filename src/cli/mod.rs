@@ -2,7 +2,6 @@
 //! This file holds the top-level [`Cli`] and its subcommands; each command's flags have a file
 //! (`load.rs`, `serve.rs`, `output.rs`), as do the flags' value types (`values.rs`, ...).
 
-pub mod exposure;
 mod grpc;
 pub(crate) mod habits;
 mod k8s;
