@@ -1,10 +1,11 @@
-//! Parsing and formatting of durations, byte sizes, percentages and times, in the notation h2load
-//! uses, and `counted` (`2 requests`): below every layer that reads or prints them.
+//! Parsing and formatting of durations, byte sizes, percentages, counts and rates with SI
+//! suffixes (`10k`, `1.5M`) and times, in the notation h2load uses, and `counted` (`2 requests`):
+//! below every layer that reads or prints them.
 
 use std::time::{Duration, SystemTime};
 
 /// Every duration flag (`-D`, timeouts, `--interval`, ...), also after `--scale`: a limit like
-/// those of cli/limits.rs, kept here because [`parse_duration`] bounds by it.
+/// those of src/limits.rs, kept here because [`parse_duration`] bounds by it.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in

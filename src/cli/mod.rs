@@ -1,6 +1,9 @@
-//! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
-//! This file holds the top-level [`Cli`] and its subcommands; each command's flags have a file
-//! (`load.rs`, `serve.rs`, `output.rs`), as do the flags' value types (`values.rs`, ...).
+//! Command-line definitions, the top layer under `app`: only shapes and value syntax live here.
+//! A value with a meaning has its type (and parser) in the layer that reads it (`plan`, `server`,
+//! `console`), and `app` turns the parsed flags into the plan's inputs; nothing below imports
+//! this module. This file holds the top-level [`Cli`] and its subcommands; each command's flags
+//! have a file (`load.rs`, `serve.rs`, `output.rs`, `grpc.rs`, `k8s.rs`), the syntax-only values
+//! theirs (`values.rs`).
 
 mod grpc;
 pub(crate) mod habits;
