@@ -55,30 +55,31 @@ impl<'a> Sweep<'a> {
         if outputs.takes_stdout() {
             crate::console::text_to_stderr();
         }
-        let file_urls = match &args.input_file {
-            Some(path) => plan::urls::read_url_file(path, args.threads)?,
+        let target = &inputs.target;
+        let file_urls = match &target.input_file {
+            Some(path) => plan::urls::read_url_file(path, inputs.load.threads)?,
             None => Vec::new(),
         };
         let specs = plan::cells(inputs, file_urls.first().map(String::as_str));
-        if args.urls.is_empty()
+        if target.urls.is_empty()
             && file_urls
                 .first()
                 .is_some_and(|first| first.starts_with('/'))
         {
             crate::usage_bail!(
                 "no URL given and the first line of the -i file '{}' is a path: make it a full URL (http://HOST:PORT/…)",
-                args.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
+                target.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
             );
         }
-        let built_in = match args.urls.is_empty() && file_urls.is_empty() {
+        let built_in = match target.urls.is_empty() && file_urls.is_empty() {
             true => Some(BuiltIn::start(args, inputs, &specs)?),
             false => None,
         };
         let mut cells = Vec::with_capacity(specs.len());
         for spec in specs {
             let urls = match &built_in {
-                Some(target) => vec![format!("{}{}", target.base_url(&spec), args.target_path)],
-                None => args.urls.clone(),
+                Some(built_in) => vec![format!("{}{}", built_in.base_url(&spec), args.target_path)],
+                None => target.urls.clone(),
             };
             let plan = plan::build(
                 inputs,
