@@ -6,7 +6,7 @@
 use crate::cli::{GrpcShapeArg, LoadArgs, NoTlsProto};
 use crate::plan::grpc::CallShape;
 use crate::plan::{
-    Connection, Grpc, Inputs, Load, ProtoChoice, ProtocolInputs, Request, Target, Tls,
+    Connection, GrpcInputs, Inputs, Load, ProtoChoice, ProtocolInputs, Request, Target, Tls,
 };
 
 /// What the plan of every cell of `args` is made from; the gRPC schema of `--grpc-reflect` is
@@ -89,9 +89,9 @@ pub fn from_flags(args: &LoadArgs) -> Inputs {
     }
 }
 
-fn grpc(args: &LoadArgs) -> Grpc {
+fn grpc(args: &LoadArgs) -> GrpcInputs {
     let given = &args.grpc;
-    Grpc {
+    GrpcInputs {
         method: given.grpc_method.clone(),
         shape: given.grpc_shape.map(|shape| match shape {
             GrpcShapeArg::Unary => CallShape::Unary,

@@ -200,8 +200,8 @@ fn check_load(args: &K8sJobArgs, container_args: &[String]) -> Result<()> {
         Some(Requests::Total(n)) => Some(n),
         Some(Requests::PerConcurrency(_)) | None => None,
     };
-    let inputs = super::inputs::from_flags(load);
-    if let Some(refusal) = shard.refusal(&inputs.load, fewest, requests) {
+    let until_stable = load.until_stable.is_some();
+    if let Some(refusal) = shard.refusal(load.find_max, until_stable, fewest, requests) {
         usage_bail!("{} workers: {refusal}", args.workers);
     }
     Ok(())

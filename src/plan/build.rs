@@ -339,7 +339,12 @@ fn shard_split(load: &Load, stop: StopRule, clients: u64) -> Result<(StopRule, u
         StopRule::Requests(n) => Some(n),
         StopRule::Duration { .. } => None,
     };
-    if let Some(refusal) = shard.refusal(load, clients, requests) {
+    if let Some(refusal) = shard.refusal(
+        load.find_max,
+        load.until_stable.is_some(),
+        clients,
+        requests,
+    ) {
         usage_bail!("{refusal}");
     }
     let stop = match stop {

@@ -1,17 +1,18 @@
-//! `--grpc`: the method called, its shape (read from `--grpc-proto` when given) and the message
-//! each call sends, framed with its 5-byte prefix. A JSON message is compiled against the
-//! `.proto` files once (protox, prost-reflect); one with placeholders is rendered and encoded per
-//! call by [`JsonMessage`], which the engine's renderer calls.
+//! `--grpc`: the method called ([`GrpcInputs`] say what was asked), its shape (read from
+//! `--grpc-proto` when given) and the message each call sends, framed with its 5-byte prefix. A
+//! JSON message is compiled against the `.proto` files once (protox, prost-reflect); one with
+//! placeholders is rendered and encoded per call by [`JsonMessage`], which the engine's renderer
+//! calls.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use bytes::Bytes;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
-use super::inputs::Grpc;
 use super::json_ints::inexact_integer;
 use super::proto_files::{compile, one_line};
 use super::template::{Draw, Rng, Template};
@@ -111,11 +112,38 @@ impl JsonMessage {
     }
 }
 
+/// The gRPC method to call and its message, as the inputs give them (`Inputs::grpc`).
+#[derive(Debug, Clone, Default)]
+pub struct GrpcInputs {
+    /// `--grpc`: the method (`None`: no gRPC).
+    pub method: Option<String>,
+    /// `--grpc-shape`, if given.
+    pub shape: Option<CallShape>,
+    /// `--grpc-proto`.
+    pub protos: Vec<PathBuf>,
+    /// `--grpc-import-path`.
+    pub import_paths: Vec<PathBuf>,
+    /// `--grpc-reflect`: the schema is asked of the server.
+    pub reflect: bool,
+    /// The schema the server's reflection service gave, once fetched.
+    pub reflected: Option<prost_reflect::DescriptorPool>,
+    /// `--grpc-data`.
+    pub data: Option<String>,
+    /// `--grpc-binary-file`.
+    pub binary_file: Option<PathBuf>,
+    /// `--grpc-stream-messages`.
+    pub stream_messages: u32,
+    /// `--grpc-stream-interval`.
+    pub stream_interval: Option<Duration>,
+    /// `--grpc-max-message`.
+    pub max_message: u32,
+}
+
 /// The method, shape and message `asked` for; `None` without `--grpc`. `last_seq`: the
 /// largest `{seq}` of the run when it is known (`-n N`); a message some calls will not encode
 /// adds a warning to `warnings`.
 pub(super) fn grpc_plan(
-    asked: &Grpc,
+    asked: &GrpcInputs,
     last_seq: Option<u64>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(GrpcPlan, GrpcBody)>> {

@@ -1,15 +1,17 @@
 //! What the plan is made from ([`Inputs`]): the load test's settings once the flags are parsed,
-//! in plain types and in a few parts, each read by the file of the plan that gives it meaning.
+//! in plain types and in a few parts, each read by the file of the plan that gives it meaning
+//! (the gRPC part, `GrpcInputs`, is grpc.rs's), and the values a cell asks for: `--proto`'s
+//! [`ProtoChoice`], `--io`'s [`IoChoice`], `-n`'s [`Requests`], `--arrival`'s [`Arrival`].
 //! `app` makes them from the flags (`src/app/inputs.rs`); nothing here knows a flag's spelling,
 //! only the name a usage error quotes.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::grpc::GrpcInputs;
 use super::objective::Objective;
 use super::shard::Shard;
 use super::stages::Stage;
-use super::{Arrival, IoChoice, ProtoChoice};
 
 /// Everything one sweep's plans are built from.
 #[derive(Debug, Clone)]
@@ -27,7 +29,7 @@ pub struct Inputs {
     /// What each request holds and what its response must show.
     pub request: Request,
     /// The gRPC method and message, if any.
-    pub grpc: Grpc,
+    pub grpc: GrpcInputs,
 }
 
 /// Where the requests go (`-i`, `--urls-random`, the built-in target's TLS).
@@ -50,6 +52,58 @@ pub enum Requests {
     Total(u64),
     /// This many per concurrent request (connections × streams) of each cell.
     PerConcurrency(u64),
+}
+
+/// The protocol a cell asks for (`--proto`), which negotiate.rs turns into its negotiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtoChoice {
+    /// HTTP/1.1 (keep-alive pool; pipelined when -m > 1).
+    #[value(name = "h1", alias = "http/1.1")]
+    H1,
+    /// HTTP/2 over cleartext TCP by prior knowledge.
+    H2c,
+    /// HTTP/2 over TLS (ALPN h2); fails if the server selects anything else.
+    H2,
+    /// HTTP/1.1 request with `Upgrade: h2c`, HTTP/2 on the same connection after `101`.
+    #[value(name = "h2c-upgrade")]
+    H2cUpgrade,
+    /// Over TLS: whatever ALPN selects (h2 or http/1.1).
+    Auto,
+    /// HTTP/3 over QUIC (UDP, the URL's port); https:// URLs only.
+    H3,
+}
+
+/// Values of `--io`: how TCP and unix-socket connections do their I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum IoChoice {
+    /// io_uring where the kernel allows it, else epoll (said once on stderr with the reason).
+    Auto,
+    /// io_uring, one ring per thread; the run fails (status 1) if the kernel refuses it.
+    Uring,
+    /// Readiness-based I/O on epoll.
+    #[default]
+    Epoll,
+}
+
+/// How `--rate`, `--stages` and `--find-max` space their send times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Arrival {
+    /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps of mean 1/rate, as independent users arrive; drawn
+    /// from --seed, so a run with the same seed repeats its send times exactly.
+    Poisson,
+}
+
+impl Arrival {
+    /// Its name in the report and in `--arrival`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
 }
 
 /// How much load, how fast and for how long; the lists are the sweep's levels.
@@ -181,31 +235,4 @@ pub struct Request {
     pub expect_header: Vec<String>,
     /// `--expect-body-contains`.
     pub expect_body_contains: Option<String>,
-}
-
-/// The gRPC method to call and its message.
-#[derive(Debug, Clone, Default)]
-pub struct Grpc {
-    /// `--grpc`: the method (`None`: no gRPC).
-    pub method: Option<String>,
-    /// `--grpc-shape`, if given.
-    pub shape: Option<super::grpc::CallShape>,
-    /// `--grpc-proto`.
-    pub protos: Vec<PathBuf>,
-    /// `--grpc-import-path`.
-    pub import_paths: Vec<PathBuf>,
-    /// `--grpc-reflect`: the schema is asked of the server.
-    pub reflect: bool,
-    /// The schema the server's reflection service gave, once fetched.
-    pub reflected: Option<prost_reflect::DescriptorPool>,
-    /// `--grpc-data`.
-    pub data: Option<String>,
-    /// `--grpc-binary-file`.
-    pub binary_file: Option<PathBuf>,
-    /// `--grpc-stream-messages`.
-    pub stream_messages: u32,
-    /// `--grpc-stream-interval`.
-    pub stream_interval: Option<Duration>,
-    /// `--grpc-max-message`.
-    pub max_message: u32,
 }

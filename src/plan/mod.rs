@@ -1,8 +1,8 @@
 //! Turns the load test's [`Inputs`] (inputs.rs: plain values, which `app` makes from the parsed
 //! flags) into a validated [`RunPlan`]: what to send, where, how hard and for how long. The value
 //! types the flags parse into live here too, where they mean something: `--shard` (shard.rs),
-//! `--stages` (stages.rs), `--fail-if`/`--slo` (objective.rs), `--proto`/`--io` (negotiate.rs),
-//! `--arrival` (run_plan.rs), `--round-order` (rounds.rs).
+//! `--stages` (stages.rs), `--fail-if`/`--slo` (objective.rs), `--proto`/`--io`/`-n`/`--arrival`
+//! (inputs.rs), `--round-order` (rounds.rs).
 //!
 //! [`cells()`] expands the inputs' lists into cells (cells.rs); [`build()`] makes one cell's plan
 //! (build.rs) from its target (target.rs), its negotiation, TLS and I/O choice (negotiate.rs) and
@@ -34,14 +34,17 @@ mod testing;
 pub use build::build;
 pub use cells::cells;
 pub(crate) use cells::CellSpec;
-pub use inputs::{Connection, Grpc, Inputs, Load, ProtocolInputs, Request, Requests, Target, Tls};
-pub use negotiate::{IoChoice, ProtoChoice};
+pub use grpc::GrpcInputs;
+pub use inputs::{
+    Arrival, Connection, Inputs, IoChoice, Load, ProtoChoice, ProtocolInputs, Request, Requests,
+    Target, Tls,
+};
 pub(crate) use request::{header_flag, RequestTemplate, Templated};
+pub use run_plan::RunPlan;
 pub(crate) use run_plan::{
     setting_label, H2Settings, IoBackend, Negotiation, Protocol, StopRule, TimelineInterval,
     TlsPlan, DEFAULT_CONNECT_TIMEOUT,
 };
-pub use run_plan::{Arrival, RunPlan};
 
 /// Requests sent when neither `-n` nor `-D` is given.
 pub const DEFAULT_REQUESTS: u64 = 10_000;

@@ -1,49 +1,17 @@
 //! How a cell's connections arrive at their protocol: the negotiation its inputs and scheme ask
-//! for ([`ProtoChoice`], `--proto`'s values), the TLS settings (ALPN list, trust, SNI), the
-//! TLS-reuse checks, and the I/O backend ([`IoChoice`], `--io`'s values).
+//! for (`--proto`'s [`ProtoChoice`]), the TLS settings (ALPN list, trust, SNI), the TLS-reuse
+//! checks, and the I/O backend (`--io`'s [`IoChoice`]).
 
 use anyhow::Result;
 use clap::ValueEnum as _;
 use http::Method;
 
-use super::inputs::{Inputs, Tls};
+use super::inputs::{Inputs, IoChoice, ProtoChoice, Tls};
 use super::request::RequestTemplate;
 use super::run_plan::{IoBackend, Negotiation, Protocol, TlsPlan};
 use super::target::Scheme;
 use crate::tls;
 use crate::usage_bail;
-
-/// The protocol a cell asks for (`--proto`), which `choose_negotiation` turns into its
-/// [`Negotiation`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtoChoice {
-    /// HTTP/1.1 (keep-alive pool; pipelined when -m > 1).
-    #[value(name = "h1", alias = "http/1.1")]
-    H1,
-    /// HTTP/2 over cleartext TCP by prior knowledge.
-    H2c,
-    /// HTTP/2 over TLS (ALPN h2); fails if the server selects anything else.
-    H2,
-    /// HTTP/1.1 request with `Upgrade: h2c`, HTTP/2 on the same connection after `101`.
-    #[value(name = "h2c-upgrade")]
-    H2cUpgrade,
-    /// Over TLS: whatever ALPN selects (h2 or http/1.1).
-    Auto,
-    /// HTTP/3 over QUIC (UDP, the URL's port); https:// URLs only.
-    H3,
-}
-
-/// Values of `--io`: how TCP and unix-socket connections do their I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum IoChoice {
-    /// io_uring where the kernel allows it, else epoll (said once on stderr with the reason).
-    Auto,
-    /// io_uring, one ring per thread; the run fails (status 1) if the kernel refuses it.
-    Uring,
-    /// Readiness-based I/O on epoll.
-    #[default]
-    Epoll,
-}
 
 pub(super) fn choose_negotiation(
     inputs: &Inputs,

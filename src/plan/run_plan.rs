@@ -1,6 +1,5 @@
 //! [`RunPlan`], everything a run needs once validated, and its parts: protocol and negotiation,
-//! TLS, stop rule, arrival of paced sends, destination, time limits, HTTP/2 settings, I/O
-//! backend, timeline interval.
+//! TLS, stop rule, destination, time limits, HTTP/2 settings, I/O backend, timeline interval.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +7,7 @@ use std::time::Duration;
 use rustls::pki_types::ServerName;
 use serde::Serialize;
 
+use super::inputs::Arrival;
 use super::request::RequestTemplate;
 use super::route::Route;
 use super::stages::Stages;
@@ -180,27 +180,6 @@ pub struct TlsPlan {
     pub resume: bool,
     /// `--tls-early-data`: requests leave as TLS 1.3 early data on resumed connections.
     pub early_data: bool,
-}
-
-/// How `--rate`, `--stages` and `--find-max` space their send times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Arrival {
-    /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
-    #[default]
-    Uniform,
-    /// A Poisson process: exponential gaps of mean 1/rate, as independent users arrive; drawn
-    /// from --seed, so a run with the same seed repeats its send times exactly.
-    Poisson,
-}
-
-impl Arrival {
-    /// Its name in the report and in `--arrival`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrival::Uniform => "uniform",
-            Arrival::Poisson => "poisson",
-        }
-    }
 }
 
 /// When the run stops sending.
