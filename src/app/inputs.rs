@@ -110,3 +110,37 @@ fn grpc(args: &LoadArgs) -> GrpcInputs {
         max_message: given.grpc_max_message,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn inputs(words: &[&str]) -> Inputs {
+        let cli = crate::cli::Cli::try_parse_from(["h2load-rs"].iter().chain(words)).unwrap();
+        from_flags(&cli.load)
+    }
+
+    #[test]
+    fn flag_spellings_become_what_they_mean() {
+        let url = "http://127.0.0.1:1/";
+        let given = inputs(&["-p", "http/1.1", "--no-retry", url]);
+        assert_eq!(given.protocol.cleartext_proto, Some(ProtoChoice::H1));
+        assert_eq!(given.protocol.default_proto, None);
+        assert_eq!(given.connection.max_retries, None);
+        let given = inputs(&["--h1", "--max-retries", "5", url]);
+        assert_eq!(given.protocol.default_proto, Some(ProtoChoice::H1));
+        assert_eq!(given.protocol.cleartext_proto, None);
+        assert_eq!(given.connection.max_retries, Some(5));
+        assert_eq!(inputs(&[url]).connection.max_retries, Some(3));
+        let given = inputs(&["--grpc", "/a.B/C", "--grpc-shape", "client", url]);
+        assert_eq!(given.grpc.shape, Some(CallShape::ClientStream));
+        assert!(given.grpc.reflected.is_none());
+        let given = inputs(&["-d", "@/nonexistent/body.json", url]);
+        assert_eq!(
+            given.request.data.as_deref(),
+            Some(std::path::Path::new("/nonexistent/body.json")),
+            "curl's -d @FILE names the file"
+        );
+    }
+}
