@@ -82,10 +82,11 @@ fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
         .chain(flags.iter().copied())
         .chain([url]);
     let cli = Cli::try_parse_from(args).expect("bench flags parse");
-    let cell = plan::cells(&cli.load, None)[0];
+    let inputs = h2load_rs::app::inputs::from_flags(&cli.load);
+    let cell = plan::cells(&inputs, None)[0];
     Arc::new(
         plan::build(
-            &cli.load,
+            &inputs,
             &cli.load.urls,
             &[],
             &cell,

@@ -8,6 +8,18 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+/// When to color the report (`--color`); `report::paint` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// When stdout is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
 /// Whether the text goes to standard error (an export has standard output).
 static TO_STDERR: AtomicBool = AtomicBool::new(false);
 

@@ -43,7 +43,7 @@ pub fn reflection_answer(bytes: &[u8]) {
 pub fn scenario(text: &str) {
     if let Ok(scenario) = crate::cli::scenario::parse(text, "fuzz.toml", &[]) {
         if let Ok(cli) = Cli::try_parse_from(&scenario.argv) {
-            let _ = crate::plan::cells(&cli.load, None);
+            let _ = crate::plan::cells(&crate::app::inputs::from_flags(&cli.load), None);
         }
     }
 }
@@ -56,7 +56,7 @@ pub fn arguments(text: &str) {
         .map(OsString::from)
         .collect();
     if let Ok(cli) = Cli::try_parse_from(&words) {
-        let _ = crate::plan::cells(&cli.load, None);
+        let _ = crate::plan::cells(&crate::app::inputs::from_flags(&cli.load), None);
     }
     for word in text.split_whitespace() {
         let _ = crate::units::parse_duration(word);
@@ -166,8 +166,29 @@ pub fn h2_session(bytes: &[u8], piece: usize) {
     assert!(recorder.grpc.sent.messages <= 8 * 3);
 }
 
+/// The plan of the first cell of the command-line words `argv` against `http://127.0.0.1:9/`
+/// (the program name and the URL are added), made as `app` makes it: the flags, their
+/// [`crate::plan::Inputs`], the cell. The engine's session tests build their worlds with it.
+pub(crate) fn plan_of_words(argv: &[&str]) -> crate::plan::RunPlan {
+    let words = std::iter::once("h2load-rs")
+        .chain(argv.iter().copied())
+        .chain(["http://127.0.0.1:9/"]);
+    let cli = Cli::try_parse_from(words).expect("arguments parse");
+    let inputs = crate::app::inputs::from_flags(&cli.load);
+    let cell = &crate::plan::cells(&inputs, None)[0];
+    crate::plan::build(
+        &inputs,
+        &inputs.target.urls,
+        &[],
+        cell,
+        false,
+        &crate::engine::uring::probe::check,
+    )
+    .expect("plan builds")
+}
+
 fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) -> testing::World {
-    let world = testing::world(argv);
+    let world = testing::world_of(plan_of_words(argv));
     let outcome = testing::converse(&world, protocol, bytes, piece.max(1));
     let counters = outcome.counters;
     assert!(counters.done <= counters.started, "{counters:?}");

@@ -51,9 +51,12 @@ pub mod cli;
 pub(crate) mod console;
 pub(crate) mod engine;
 pub(crate) mod error;
+pub mod exposure;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod input;
+pub mod limits;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;

@@ -1,10 +1,11 @@
-//! Parsing and formatting of durations, byte sizes, percentages and times, in the notation h2load
-//! uses, and `counted` (`2 requests`): below every layer that reads or prints them.
+//! Parsing and formatting of durations, byte sizes, percentages, counts and rates with SI
+//! suffixes (`10k`, `1.5M`) and times, in the notation h2load uses, and `counted` (`2 requests`):
+//! below every layer that reads or prints them.
 
 use std::time::{Duration, SystemTime};
 
 /// Every duration flag (`-D`, timeouts, `--interval`, ...), also after `--scale`: a limit like
-/// those of cli/limits.rs, kept here because [`parse_duration`] bounds by it.
+/// those of src/limits.rs, kept here because [`parse_duration`] bounds by it.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// Parses a duration such as `500ms`, `2s`, `1.5m`, `1h` or `30` (bare numbers are seconds, as in
@@ -77,6 +78,86 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     value
         .checked_mul(multiplier)
         .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// What an SI suffix multiplies a count or a rate by: `k` or `K` 10^3, `M` 10^6, `G` 10^9 —
+/// decimal, as oha, wrk and k6 read `10k` (sizes such as `-f 16K` stay binary: they count
+/// bytes). Case matters for `M` and `G` only: a lowercase `m` is SI's milli (and `-D`'s
+/// minutes), so `10m` is refused rather than guessed.
+const SI_SUFFIXES: [(char, u64); 4] = [
+    ('k', 1_000),
+    ('K', 1_000),
+    ('M', 1_000_000),
+    ('G', 1_000_000_000),
+];
+
+/// Splits `1.5k` into its number, `1.5`, and what the suffix multiplies it by (1 without one).
+fn split_si(text: &str) -> Result<(&str, u64), String> {
+    if text.ends_with('m') {
+        return Err(format!(
+            "'{text}': m is SI's milli; write M for millions (10M), or -D for a duration"
+        ));
+    }
+    Ok(SI_SUFFIXES
+        .iter()
+        .find_map(|&(suffix, multiplier)| {
+            text.strip_suffix(suffix).map(|number| (number, multiplier))
+        })
+        .unwrap_or((text, 1)))
+}
+
+/// A whole count in decimal with an optional SI suffix (`10000`, `10k`, `1.5k`, `2M`), computed
+/// exactly (no float rounding): `1.5` or `1.0005k` is not whole and is refused, and so is a count
+/// beyond `u64`.
+pub(crate) fn parse_count(text: &str) -> Result<u64, String> {
+    let (number, multiplier) = split_si(text)?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |part: &str| part.bytes().all(|byte| byte.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || number.ends_with('.') {
+        return Err(format!(
+            "'{text}' is not a count (examples: 500, 10k, 1.5k, 2M)"
+        ));
+    }
+    let too_large = || format!("'{text}' is too large a count");
+    // Trailing zeros of the fraction change nothing; what remains must be cancelled by the
+    // multiplier, so it holds at most nine digits and cannot overflow below.
+    let fraction = fraction.trim_end_matches('0');
+    let scale = 10u128
+        .checked_pow(u32::try_from(fraction.len()).map_err(|_| too_large())?)
+        .filter(|scale| *scale <= 1_000_000_000);
+    let exact = whole
+        .parse::<u128>()
+        .ok()
+        .and_then(|whole| whole.checked_mul(u128::from(multiplier)));
+    let (Some(scale), Some(exact)) = (scale, exact) else {
+        return Err(match exact {
+            None => too_large(),
+            Some(_) => not_whole(text),
+        });
+    };
+    let parts = match fraction {
+        "" => 0,
+        digits => digits.parse::<u128>().map_err(|_| not_whole(text))? * u128::from(multiplier),
+    };
+    if parts % scale != 0 {
+        return Err(not_whole(text));
+    }
+    u64::try_from(exact + parts / scale).map_err(|_| too_large())
+}
+
+fn not_whole(text: &str) -> String {
+    format!("'{text}' is not a whole number: a count has no fraction")
+}
+
+/// A rate, or any number of events, with an optional SI suffix (`1.5k` is 1500): the number
+/// itself, checked for its range by its flag.
+pub(crate) fn parse_si_number(text: &str) -> Result<f64, String> {
+    let (number, multiplier) = split_si(text)?;
+    // `inf` and `nan` parse, and go on to fail their flag's range check.
+    number
+        .parse::<f64>()
+        .map(|value| value * multiplier as f64)
+        .map_err(|_| format!("'{text}' is not a number (examples: 500, 1.5k, 2M)"))
 }
 
 /// Parses an RFC 3339 time such as `2026-11-21T10:00:00Z` or `2026-11-21T11:00:00.250+01:00`.
@@ -207,6 +288,58 @@ pub(crate) fn counted(count: u64, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_si_suffixes_exactly() {
+        for (text, value) in [
+            ("0", 0),
+            ("10000", 10_000),
+            ("10k", 10_000),
+            ("10K", 10_000),
+            ("1.5k", 1_500),
+            ("1.500k", 1_500),
+            ("2M", 2_000_000),
+            ("0.000001M", 1),
+            ("1.000000001G", 1_000_000_001),
+            ("3G", 3_000_000_000),
+            ("18446744073709551615", u64::MAX),
+        ] {
+            assert_eq!(parse_count(text), Ok(value), "{text}");
+        }
+    }
+
+    #[test]
+    fn counts_that_are_not_whole_or_too_large_say_so() {
+        for (text, says) in [
+            ("1.5", "not a whole number"),
+            ("1.0005k", "not a whole number"),
+            ("0.0000000001G", "not a whole number"),
+            ("10m", "m is SI's milli"),
+            ("18446744073709551616", "too large"),
+            ("18446744073709552k", "too large"),
+            ("999999999999999999999999999999999999999999G", "too large"),
+            ("", "is not a count"),
+            ("k", "is not a count"),
+            ("1.k", "is not a count"),
+            ("-1", "is not a count"),
+            ("+1", "is not a count"),
+            ("1e3", "is not a count"),
+            ("1kk", "is not a count"),
+            ("1 k", "is not a count"),
+        ] {
+            let error = parse_count(text).expect_err(text);
+            assert!(error.contains(says), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn rates_take_si_suffixes() {
+        assert_eq!(parse_si_number("1.5k"), Ok(1_500.0));
+        assert_eq!(parse_si_number("2M"), Ok(2_000_000.0));
+        assert_eq!(parse_si_number("0.5"), Ok(0.5));
+        assert!(parse_si_number("5m").unwrap_err().contains("milli"));
+        assert!(parse_si_number("fast").is_err());
+    }
     use std::time::UNIX_EPOCH;
 
     #[test]

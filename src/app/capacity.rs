@@ -43,10 +43,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
-use crate::cli::objective::Objective;
 use crate::cli::LoadArgs;
+use crate::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
 use crate::plan::objective::Measured;
+use crate::plan::objective::Objective;
 use crate::plan::{RunPlan, StopRule};
 use crate::report::capacity::{
     grouped, Answer, Capacity, CapacityStep, Phase, SearchSettings, LOAD_SHARES,
@@ -129,7 +129,7 @@ impl Search {
         let objectives = match args.slo.is_empty() {
             true => DEFAULT_OBJECTIVES
                 .iter()
-                .map(|text| crate::cli::objective::parse(text).expect("the defaults parse"))
+                .map(|text| crate::plan::objective::parse(text).expect("the defaults parse"))
                 .collect(),
             false => args.slo.clone(),
         };
@@ -649,7 +649,7 @@ mod tests {
         Search {
             objectives: slo
                 .iter()
-                .map(|text| crate::cli::objective::parse(text).unwrap())
+                .map(|text| crate::plan::objective::parse(text).unwrap())
                 .collect(),
             step: Duration::from_secs(3),
             precision,

@@ -5,26 +5,26 @@
 use anyhow::Result;
 use clap::ValueEnum;
 
-use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
-use crate::server::Speaks;
+use crate::plan::{Inputs, ProtoChoice};
+use crate::server::{Fault, Speaks};
 use crate::usage_bail;
 
-/// A usage error if `args` sweep a protocol their `--target-fault` cannot serve.
-pub(super) fn check(args: &LoadArgs) -> Result<()> {
-    let Some(fault) = args.target_fault else {
+/// A usage error if `inputs` sweep a protocol the built-in target's `fault` cannot serve.
+pub(super) fn check(fault: Option<Fault>, inputs: &Inputs) -> Result<()> {
+    let Some(fault) = fault else {
         return Ok(());
     };
-    let asked: Vec<Option<ProtoArg>> = match args.proto.is_empty() {
+    let asked: Vec<Option<ProtoChoice>> = match inputs.protocol.proto.is_empty() {
         true => vec![None],
-        false => args.proto.iter().copied().map(Some).collect(),
+        false => inputs.protocol.proto.iter().copied().map(Some).collect(),
     };
     for asked in asked {
-        let (proto, tls) = resolved(args, asked);
+        let (proto, tls) = resolved(inputs, asked);
         let served = match fault.speaks() {
-            Speaks::Http1 => proto == ProtoArg::H1 && !tls,
-            Speaks::H2c => proto == ProtoArg::H2c && !tls,
+            Speaks::Http1 => proto == ProtoChoice::H1 && !tls,
+            Speaks::H2c => proto == ProtoChoice::H2c && !tls,
             Speaks::Cleartext => !tls,
-            Speaks::Tcp => proto != ProtoArg::H3,
+            Speaks::Tcp => proto != ProtoChoice::H3,
         };
         if served {
             continue;
@@ -40,12 +40,12 @@ pub(super) fn check(args: &LoadArgs) -> Result<()> {
             .map_or_else(String::new, |value| value.get_name().to_owned());
         let (cells, remedy) = match asked {
             // An h1 cell is over TLS only because --target-tls asks it.
-            _ if tls && proto == ProtoArg::H1 => (
+            _ if tls && proto == ProtoChoice::H1 => (
                 format!("{name} cells over TLS"),
                 "drop --target-tls".to_owned(),
             ),
             None => (
-                match args.h1 {
+                match inputs.protocol.default_proto.is_some() {
                     true => format!("{name} cells (--h1)"),
                     false => format!("{name} cells (the default here)"),
                 },
@@ -63,19 +63,18 @@ pub(super) fn check(args: &LoadArgs) -> Result<()> {
 
 /// The protocol a cell asking `asked` speaks to the built-in target, and whether over TLS (a
 /// faulty target's HTTP/1.1 cells use TLS only with `--target-tls`).
-fn resolved(args: &LoadArgs, asked: Option<ProtoArg>) -> (ProtoArg, bool) {
-    let proto = match asked {
-        Some(proto) => proto,
-        None if args.h1 => ProtoArg::H1,
+fn resolved(inputs: &Inputs, asked: Option<ProtoChoice>) -> (ProtoChoice, bool) {
+    let protocol = &inputs.protocol;
+    let proto = match (asked, protocol.default_proto) {
+        (Some(proto), _) | (None, Some(proto)) => proto,
         // -p applies to http:// URLs only.
-        None if args.target_tls => ProtoArg::Auto,
-        None if args.no_tls_proto == Some(NoTlsProto::Http11) => ProtoArg::H1,
-        None => ProtoArg::H2c,
+        (None, None) if inputs.target.target_tls => ProtoChoice::Auto,
+        (None, None) => protocol.cleartext_proto.unwrap_or(ProtoChoice::H2c),
     };
     let tls = match proto {
-        ProtoArg::H2 | ProtoArg::Auto | ProtoArg::H3 => true,
-        ProtoArg::H1 => args.target_tls,
-        ProtoArg::H2c | ProtoArg::H2cUpgrade => false,
+        ProtoChoice::H2 | ProtoChoice::Auto | ProtoChoice::H3 => true,
+        ProtoChoice::H1 => inputs.target.target_tls,
+        ProtoChoice::H2c | ProtoChoice::H2cUpgrade => false,
     };
     (proto, tls)
 }

@@ -9,8 +9,9 @@ use std::time::SystemTime;
 use anyhow::Result;
 use clap::Parser;
 
-use crate::cli::shard::Shard;
-use crate::cli::{Cli, K8sJobArgs, Requests};
+use crate::cli::{Cli, K8sJobArgs};
+use crate::plan::shard::Shard;
+use crate::plan::Requests;
 use crate::usage_bail;
 
 /// The longest Job name: Kubernetes adds the index and a suffix to make its pods' names.
@@ -199,7 +200,8 @@ fn check_load(args: &K8sJobArgs, container_args: &[String]) -> Result<()> {
         Some(Requests::Total(n)) => Some(n),
         Some(Requests::PerConcurrency(_)) | None => None,
     };
-    if let Some(refusal) = shard.refusal(load, fewest, requests) {
+    let until_stable = load.until_stable.is_some();
+    if let Some(refusal) = shard.refusal(load.find_max, until_stable, fewest, requests) {
         usage_bail!("{} workers: {refusal}", args.workers);
     }
     Ok(())

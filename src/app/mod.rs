@@ -10,6 +10,7 @@
 
 mod capacity;
 mod fault_cells;
+pub mod inputs;
 mod k8s;
 pub mod sweep;
 pub mod target;
@@ -26,6 +27,7 @@ use clap::{CommandFactory, Parser};
 use crate::app::sweep::Sweep;
 use crate::cli::scenario;
 use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs};
+use crate::plan::Inputs;
 use crate::report::export::outputs::{self, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals};
@@ -328,12 +330,14 @@ fn run_scenario(args: &RunArgs) -> Result<u8> {
     load_test(cli.load)
 }
 
-fn load_test(mut args: LoadArgs) -> Result<u8> {
-    if args.grpc.grpc_reflect {
-        args.grpc.grpc_reflected = Some(reflect_schema(&args)?);
-    }
+fn load_test(args: LoadArgs) -> Result<u8> {
     let args = &args;
-    let finished = Sweep::prepare(args)?.run()?;
+    cli::habits::check(args)?;
+    let mut inputs = inputs::from_flags(args);
+    if inputs.grpc.reflect {
+        inputs.grpc.reflected = Some(reflect_schema(&inputs)?);
+    }
+    let finished = Sweep::prepare(args, &inputs)?.run()?;
     let document = &finished.document;
     Ok(if let Some(signal) = signals::received() {
         signal.exit_code()
@@ -352,19 +356,20 @@ fn load_test(mut args: LoadArgs) -> Result<u8> {
 }
 
 /// `--grpc-reflect`: the method's schema, asked of the server the first cell connects to.
-fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
-    if args.urls.is_empty() {
+fn reflect_schema(inputs: &Inputs) -> Result<prost_reflect::DescriptorPool> {
+    let urls = &inputs.target.urls;
+    if urls.is_empty() {
         usage_bail!(
             "--grpc-reflect asks the server of the URL for its schema: give one (the built-in target has no reflection service)"
         );
     }
-    let specs = crate::plan::cells(args, None);
+    let specs = crate::plan::cells(inputs, None);
     let Some(spec) = specs.first() else {
         usage_bail!("--grpc-reflect: no cell to connect with");
     };
     let plan = crate::plan::build(
-        args,
-        &args.urls,
+        inputs,
+        urls,
         &[],
         spec,
         false,
@@ -478,7 +483,7 @@ fn serve(args: &ServeArgs) -> Result<u8> {
     };
     if args.unix.is_none() {
         let anyone = "anyone who can reach it can use the target, with no authentication (and the built-in TLS key in certs/ is public)";
-        if let Some(line) = cli::exposure::warning("--host", args.host, anyone) {
+        if let Some(line) = crate::exposure::warning("--host", args.host, anyone) {
             errln!("{line}");
         }
     }

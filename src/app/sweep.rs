@@ -21,7 +21,7 @@ use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
 use crate::observe::watch::{self, Watch};
 use crate::plan::rounds::Run;
-use crate::plan::{self, CellSpec, RunPlan};
+use crate::plan::{self, CellSpec, Inputs, RunPlan};
 use crate::report::export::outputs::{self, Outputs, StagedFile};
 use crate::report::paint::{self, paint};
 use crate::report::rounds::{RoundOf, RoundsInfo};
@@ -50,38 +50,39 @@ pub struct Finished {
 impl<'a> Sweep<'a> {
     /// Plans every cell and checks every destination; any problem is an error before anything is
     /// sent (a usage error for bad input).
-    pub fn prepare(args: &'a LoadArgs) -> Result<Sweep<'a>> {
+    pub fn prepare(args: &'a LoadArgs, inputs: &Inputs) -> Result<Sweep<'a>> {
         let outputs = Outputs::check(&args.outputs, args.log_file.as_deref())?;
         if outputs.takes_stdout() {
             crate::console::text_to_stderr();
         }
-        let file_urls = match &args.input_file {
-            Some(path) => plan::urls::read_url_file(path, args.threads)?,
+        let target = &inputs.target;
+        let file_urls = match &target.input_file {
+            Some(path) => plan::urls::read_url_file(path, inputs.load.threads)?,
             None => Vec::new(),
         };
-        let specs = plan::cells(args, file_urls.first().map(String::as_str));
-        if args.urls.is_empty()
+        let specs = plan::cells(inputs, file_urls.first().map(String::as_str));
+        if target.urls.is_empty()
             && file_urls
                 .first()
                 .is_some_and(|first| first.starts_with('/'))
         {
             crate::usage_bail!(
                 "no URL given and the first line of the -i file '{}' is a path: make it a full URL (http://HOST:PORT/…)",
-                args.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
+                target.input_file.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
             );
         }
-        let built_in = match args.urls.is_empty() && file_urls.is_empty() {
-            true => Some(BuiltIn::start(args, &specs)?),
+        let built_in = match target.urls.is_empty() && file_urls.is_empty() {
+            true => Some(BuiltIn::start(args, inputs, &specs)?),
             false => None,
         };
         let mut cells = Vec::with_capacity(specs.len());
         for spec in specs {
             let urls = match &built_in {
-                Some(target) => vec![format!("{}{}", target.base_url(&spec), args.target_path)],
-                None => args.urls.clone(),
+                Some(built_in) => vec![format!("{}{}", built_in.base_url(&spec), args.target_path)],
+                None => target.urls.clone(),
             };
             let plan = plan::build(
-                args,
+                inputs,
                 &urls,
                 &file_urls,
                 &spec,

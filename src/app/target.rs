@@ -7,8 +7,9 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{GrpcShapeArg, LoadArgs};
-use crate::plan::CellSpec;
+use crate::cli::LoadArgs;
+use crate::plan::grpc::CallShape;
+use crate::plan::{CellSpec, Inputs};
 use crate::usage_bail;
 
 /// The built-in target's `--idle-timeout` when a run starts it: the longest duration accepted.
@@ -94,10 +95,11 @@ pub struct BuiltIn {
 }
 
 impl BuiltIn {
-    /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells`.
-    pub fn start(args: &LoadArgs, cells: &[CellSpec]) -> Result<BuiltIn> {
-        super::fault_cells::check(args)?;
-        if let Some(path) = &args.unix_socket {
+    /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells` (of
+    /// `inputs`).
+    pub fn start(args: &LoadArgs, inputs: &Inputs, cells: &[CellSpec]) -> Result<BuiltIn> {
+        super::fault_cells::check(args.target_fault, inputs)?;
+        if let Some(path) = &inputs.connection.unix_socket {
             // The URL gives the scheme, Host and SNI of whatever listens there.
             usage_bail!(
                 "--unix-socket needs a URL naming the server, e.g. h2load-rs --unix-socket {} http://localhost/",
@@ -107,7 +109,7 @@ impl BuiltIn {
         // A fault's raw-socket server speaks its mode's protocol, so faults keep h1 as asked.
         let h1_tls = args.target_tls
             || (args.target_fault.is_none() && cells.iter().any(|cell| cell.needs_tls(false)));
-        let flags = serve_flags(args);
+        let flags = serve_flags(args, inputs);
         let cleartext = ChildTarget::start(false, &flags)?;
         let tls = if cells.iter().any(|cell| cell.needs_tls(h1_tls)) {
             Some(ChildTarget::start(true, &flags)?)
@@ -150,7 +152,7 @@ impl BuiltIn {
 }
 
 /// The `serve` flags that give the built-in target the behaviour `--target-*` asks for.
-fn serve_flags(args: &LoadArgs) -> Vec<String> {
+fn serve_flags(args: &LoadArgs, inputs: &Inputs) -> Vec<String> {
     let mut flags = Vec::new();
     if let Some(delay) = args.target_delay {
         flags.push(format!("--delay={}us", delay.as_micros()));
@@ -167,7 +169,7 @@ fn serve_flags(args: &LoadArgs) -> Vec<String> {
         flags.push(format!("--slow-by={}us", by.as_micros()));
     }
     // A client-streaming call takes one answer; the echo would send one a message.
-    if args.grpc.grpc_method.is_some() && args.grpc.grpc_shape == Some(GrpcShapeArg::Client) {
+    if inputs.grpc.method.is_some() && inputs.grpc.shape == Some(CallShape::ClientStream) {
         flags.push("--grpc-reply=last".to_owned());
     }
     flags

@@ -29,10 +29,6 @@ pub struct GrpcArgs {
     )]
     pub grpc_reflect: bool,
 
-    /// The schema the reflection service gave (set by the app before the cells are planned).
-    #[arg(skip)]
-    pub grpc_reflected: Option<prost_reflect::DescriptorPool>,
-
     /// A directory the .proto files' imports are looked up in (repeatable; default: each
     /// file's own directory).
     #[arg(

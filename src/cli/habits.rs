@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::cli::values::parse_si_number;
 use crate::cli::LoadArgs;
 use crate::error::{quoted, QUOTE_LIMIT};
 use crate::units::parse_positive_duration;
+use crate::units::parse_si_number;
 use crate::usage_bail;
 
 /// Unknown short flags other tools use, what they mean there and the flag that means it here.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::shard::MAX_SHARDS;
+use crate::plan::shard::MAX_SHARDS;
 use crate::units::parse_positive_duration;
 
 /// Arguments of `h2load-rs k8s-job`.

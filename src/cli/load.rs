@@ -6,19 +6,23 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::limits::{
+use crate::cli::output::{CheckArgs, OutputArgs};
+use crate::cli::values::{count, NoTlsProto};
+use crate::console::ColorChoice;
+use crate::limits::{
     MAX_CLIENTS, MAX_RATE, MAX_REQUESTS, MAX_ROUNDS, MAX_SCALE, MAX_STEP, MAX_STREAMS, MAX_THREADS,
     MIN_INTERVAL, MIN_PROGRESS_INTERVAL, MIN_RATE, MIN_SCALE, MIN_STEP,
 };
-use crate::cli::objective::{self, Objective};
-use crate::cli::output::{CheckArgs, OutputArgs};
-use crate::cli::serve::Fault;
-use crate::cli::stages::Stage;
-use crate::cli::values::{
-    count, parse_count, parse_si_number, Arrival, ColorChoice, IoArg, NoTlsProto, ProtoArg,
-    RoundOrder,
+use crate::plan::objective::{self, Objective};
+use crate::plan::rounds::RoundOrder;
+use crate::plan::shard::Shard;
+use crate::plan::stages::Stage;
+use crate::plan::{Arrival, IoChoice, ProtoChoice, Requests};
+use crate::server::Fault;
+use crate::units::{
+    parse_count, parse_duration, parse_percent, parse_positive_duration, parse_si_number,
+    parse_size,
 };
-use crate::units::{parse_duration, parse_percent, parse_positive_duration, parse_size};
 
 // The headings `--help` and the manual page group the options under, in this order (clap shows
 // a heading where its first option is declared).
@@ -193,7 +197,7 @@ pub struct LoadArgs {
     /// [default: h2c for http:// URLs as in h2load, auto for https://].
     #[arg(help_heading = PROTOCOL, long = "proto", value_name = "PROTO[,PROTO...]", value_delimiter = ',',
           conflicts_with_all = ["h1", "no_tls_proto"])]
-    pub proto: Vec<ProtoArg>,
+    pub proto: Vec<ProtoChoice>,
 
     /// For HTTP/2 cells, carry the concurrency on streams of one connection (-c 1 -m N×M, at most
     /// 1000000) instead of N connections, as browsers and Go's client do (seeds 001 and 004). Applies
@@ -213,7 +217,7 @@ pub struct LoadArgs {
         default_value_t,
         env = "H2LOAD_RS_IO"
     )]
-    pub io: IoArg,
+    pub io: IoChoice,
 
     /// With --io uring or auto: a kernel thread polls each ring's submission queue (SQPOLL), so
     /// sending needs no system call; it costs that thread's CPU.
@@ -293,7 +297,7 @@ pub struct LoadArgs {
 
     /// Color the report: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
     #[arg(help_heading = OUTPUT, long = "color", value_name = "WHEN", value_enum, default_value_t)]
-    pub color: ColorChoice,
+    pub(crate) color: ColorChoice,
 
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(help_heading = OUTPUT, short = 'q', long = "quiet")]
@@ -450,17 +454,8 @@ pub struct LoadArgs {
     /// exactly (the remainders to the first parts), --rate and --stages too (each part takes
     /// every N-th send time of the whole schedule), so `merge` of the N reports has one machine's
     /// totals. Not with --find-max or --until-stable, which need one decider.
-    #[arg(help_heading = LOAD, long = "shard", value_name = "I/N", value_parser = crate::cli::shard::Shard::parse)]
-    pub shard: Option<crate::cli::shard::Shard>,
-}
-
-/// A request count: a total, or a multiple of each cell's concurrency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requests {
-    /// This many requests in total.
-    Total(u64),
-    /// This many per concurrent request (connections × streams) of each cell.
-    PerConcurrency(u64),
+    #[arg(help_heading = LOAD, long = "shard", value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
 }
 
 fn parse_requests(text: &str) -> Result<Requests, String> {

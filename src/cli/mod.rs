@@ -1,20 +1,17 @@
-//! Command-line definitions. Only shapes and value syntax live here; meaning is given in `plan`.
-//! This file holds the top-level [`Cli`] and its subcommands; each command's flags have a file
-//! (`load.rs`, `serve.rs`, `output.rs`), as do the flags' value types (`values.rs`, ...).
+//! Command-line definitions, the top layer under `app`: only shapes and value syntax live here.
+//! A value with a meaning has its type (and parser) in the layer that reads it (`plan`, `server`,
+//! `console`), and `app` turns the parsed flags into the plan's inputs; nothing below imports
+//! this module. This file holds the top-level [`Cli`] and its subcommands; each command's flags
+//! have a file (`load.rs`, `serve.rs`, `output.rs`, `grpc.rs`, `k8s.rs`), the syntax-only values
+//! theirs (`values.rs`).
 
-pub mod exposure;
 mod grpc;
 pub(crate) mod habits;
-pub mod input;
 mod k8s;
-pub mod limits;
 mod load;
-pub(crate) mod objective;
 mod output;
 pub mod scenario;
 pub(crate) mod serve;
-pub mod shard;
-pub(crate) mod stages;
 pub(crate) mod values;
 
 use std::path::PathBuf;
@@ -23,11 +20,11 @@ use clap::{Args, Parser, Subcommand};
 
 pub use grpc::{GrpcArgs, GrpcShapeArg};
 pub use k8s::K8sJobArgs;
-pub use load::{LoadArgs, Requests};
+pub use load::LoadArgs;
 pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};
 pub use serve::ServeArgs;
 use serve::SERVE_BOUNDS;
-pub use values::{IoArg, NoTlsProto, ProtoArg};
+pub use values::NoTlsProto;
 
 /// The version `--version` prints: the package version and the commit it was built from.
 pub const VERSION: &str = concat!(

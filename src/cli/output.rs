@@ -73,8 +73,8 @@ pub struct MergeArgs {
     pub outputs: OutputArgs,
     /// Fail the merge (exit status 3) when this holds for a merged cell, read on the merged
     /// histograms and counts: a run's --fail-if, e.g. 'p99>50ms' (repeatable).
-    #[arg(long = "fail-if", value_name = "EXPR", value_parser = crate::cli::objective::parse)]
-    pub fail_if: Vec<crate::cli::objective::Objective>,
+    #[arg(long = "fail-if", value_name = "EXPR", value_parser = crate::plan::objective::parse)]
+    pub fail_if: Vec<crate::plan::objective::Objective>,
     /// Merge reports of different scenarios (another -c, -n, rate, URL, method, protocol or
     /// h2load-rs version) instead of refusing them; every output then says so in a warning.
     #[arg(long = "allow-mixed")]

@@ -9,9 +9,9 @@ use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
-use crate::cli::input;
-use crate::cli::limits::MAX_SCENARIO_FILE;
 use crate::cli::Cli;
+use crate::input;
+use crate::limits::MAX_SCENARIO_FILE;
 use crate::usage_bail;
 
 /// A scenario turned into command-line arguments.
@@ -195,10 +195,11 @@ mod tests {
         .unwrap()
         .load;
         let plan = |args: &crate::cli::LoadArgs| {
-            let cells = crate::plan::cells(args, None);
+            let inputs = crate::app::inputs::from_flags(args);
+            let cells = crate::plan::cells(&inputs, None);
             assert_eq!(cells.len(), 1, "a ramp is one cell");
             crate::plan::build(
-                args,
+                &inputs,
                 &args.urls,
                 &[],
                 &cells[0],
@@ -258,7 +259,7 @@ mod tests {
         ])
         .unwrap()
         .load;
-        assert_eq!(flags.requests, Some(crate::cli::Requests::Total(10_000)));
+        assert_eq!(flags.requests, Some(crate::plan::Requests::Total(10_000)));
         assert_eq!(flags.clients, [1, 1_000]);
         assert_eq!(flags.rate, [1_500.0, 2_000_000.0]);
         let ramp = Cli::try_parse_from(["h2load-rs", "--stages", "1s:0.5k", "--fail-if", "rps<2k"])
@@ -275,7 +276,7 @@ mod tests {
         let file = Cli::try_parse_from(&loaded.argv).unwrap().load;
         assert_eq!(
             file.requests,
-            Some(crate::cli::Requests::PerConcurrency(2_500))
+            Some(crate::plan::Requests::PerConcurrency(2_500))
         );
         assert_eq!(file.clients, [1, 1_000]);
         assert_eq!(file.rate, [1_500.0]);

@@ -1,13 +1,13 @@
-//! `h2load-rs serve`: its flags ([`ServeArgs`], the help's bounds), their defaults and the
-//! `--fault MODE` values ([`Fault`]); the built-in target that obeys them is `server`.
+//! `h2load-rs serve`: its flags ([`ServeArgs`], the help's bounds) and their defaults; their value
+//! types ([`Fault`], [`GrpcReply`]) are the built-in target's, in `server`.
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::limits::{MAX_CLIENTS, MAX_THREADS};
+use crate::limits::{MAX_CLIENTS, MAX_THREADS};
+use crate::server::{Fault, GrpcReply, DEFAULT_MAX_CONNECTIONS};
 use crate::units::{parse_duration, parse_positive_duration};
 
 /// What `serve --help` says one client can make the target hold (reference.md, "What the
@@ -93,122 +93,4 @@ pub struct ServeArgs {
     /// the client has half-closed: the last it sent (a client-streaming method).
     #[arg(long, value_name = "HOW", default_value = "echo")]
     pub grpc_reply: GrpcReply,
-}
-
-/// How the built-in target answers a gRPC call (`serve --grpc-reply`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum GrpcReply {
-    /// Every message back as it arrives, then `grpc-status: 0`.
-    #[default]
-    Echo,
-    /// Once the request has ended, its last message, then `grpc-status: 0`.
-    Last,
-}
-
-/// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
-pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
-
-/// A fault mode of the built-in target (`--fault MODE`): one way of failing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// HTTP/1.1: answer N requests, the last with `Connection: close`, then close.
-    CloseAfter(u64),
-    /// HTTP/1.1: answer N requests as if the connection stayed open, then close it unannounced,
-    /// as a server whose keep-alive timeout or request limit ends an idle connection does.
-    DropAfter(u64),
-    /// Close every N-th connection at once, before reading or sending anything (an h2c client is
-    /// still waiting for SETTINGS); serve the others as the built-in target does.
-    DropEvery(u64),
-    /// HTTP/1.1: send part of every response, then reset the connection (TCP RST).
-    ResetMidResponse,
-    /// HTTP/1.1: promise a 100-byte body, send 5 bytes, close.
-    ShortBody,
-    /// HTTP/1.1: answer with a malformed status line.
-    Malformed,
-    /// Read requests, never answer.
-    Stall,
-    /// Accept connections, never read them.
-    NeverRead,
-    /// h2c: answer N streams, then GOAWAY (NO_ERROR) naming the last one, and close.
-    GoawayAfter(u64),
-    /// h2c: like `GoawayAfter`, with error code INTERNAL_ERROR.
-    GoawayErrorAfter(u64),
-    /// h2c: answer every N-th stream with RST_STREAM (INTERNAL_ERROR) instead of a response.
-    ResetStreamEvery(u64),
-}
-
-impl FromStr for Fault {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Fault, String> {
-        let (name, count) = match text.split_once('=') {
-            Some((name, count)) => {
-                let count: u64 = count
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("'{text}': the count must be a positive number"))?;
-                (name, Some(count))
-            }
-            None => (text, None),
-        };
-        Ok(match (name, count) {
-            ("close-after", Some(n)) => Fault::CloseAfter(n),
-            ("drop-after", Some(n)) => Fault::DropAfter(n),
-            ("drop-every", Some(n)) => Fault::DropEvery(n),
-            ("reset-mid-response", None) => Fault::ResetMidResponse,
-            ("short-body", None) => Fault::ShortBody,
-            ("malformed", None) => Fault::Malformed,
-            ("stall", None) => Fault::Stall,
-            ("never-read", None) => Fault::NeverRead,
-            ("goaway-after", Some(n)) => Fault::GoawayAfter(n),
-            ("goaway-error-after", Some(n)) => Fault::GoawayErrorAfter(n),
-            ("rst-stream-every", Some(n)) => Fault::ResetStreamEvery(n),
-            _ => {
-                return Err(format!(
-                    "'{text}' is not a fault: close-after=N, drop-after=N, drop-every=N, reset-mid-response, short-body, \
-                     malformed, stall, never-read, goaway-after=N, goaway-error-after=N, rst-stream-every=N"
-                ))
-            }
-        })
-    }
-}
-
-impl Fault {
-    /// The mode as `serve --fault` spells it.
-    pub fn name(&self) -> String {
-        match self {
-            Fault::CloseAfter(n) => format!("close-after={n}"),
-            Fault::DropAfter(n) => format!("drop-after={n}"),
-            Fault::DropEvery(n) => format!("drop-every={n}"),
-            Fault::ResetMidResponse => "reset-mid-response".to_owned(),
-            Fault::ShortBody => "short-body".to_owned(),
-            Fault::Malformed => "malformed".to_owned(),
-            Fault::Stall => "stall".to_owned(),
-            Fault::NeverRead => "never-read".to_owned(),
-            Fault::GoawayAfter(n) => format!("goaway-after={n}"),
-            Fault::GoawayErrorAfter(n) => format!("goaway-error-after={n}"),
-            Fault::ResetStreamEvery(n) => format!("rst-stream-every={n}"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn modes_parse() {
-        assert_eq!("close-after=3".parse(), Ok(Fault::CloseAfter(3)));
-        assert_eq!("drop-after=1".parse(), Ok(Fault::DropAfter(1)));
-        assert_eq!("drop-every=4".parse(), Ok(Fault::DropEvery(4)));
-        assert_eq!("rst-stream-every=5".parse(), Ok(Fault::ResetStreamEvery(5)));
-        assert_eq!("stall".parse(), Ok(Fault::Stall));
-        assert!("close-after".parse::<Fault>().is_err());
-        assert!("close-after=0".parse::<Fault>().is_err());
-        assert!("explode"
-            .parse::<Fault>()
-            .unwrap_err()
-            .contains("is not a fault"));
-    }
 }

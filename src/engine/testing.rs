@@ -9,8 +9,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-
 use super::budget::Budget;
 use super::driver::{feed, read_buffer};
 use super::outgoing::{Outgoing, MAX_SLICES};
@@ -20,28 +18,22 @@ use crate::plan::{self, Protocol};
 use crate::proto::h2 as frame;
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestCounters, WireMeter, WireTotals};
 
-/// One thread's world for a plan made from command-line words (the URL is added).
+/// One thread's world for a plan: its shared state, a connection and the templates.
 pub(crate) struct World {
     pub(crate) shared: ThreadShared,
     pub(crate) conn: ConnState,
     pub(crate) templates: Templates,
 }
 
+/// The world of a plan made from command-line words (the URL is added), as
+/// `fuzzing::plan_of_words` makes it; tests only, since that reaches up to the flags.
+#[cfg(test)]
 pub(crate) fn world(argv: &[&str]) -> World {
-    let words = std::iter::once("h2load-rs")
-        .chain(argv.iter().copied())
-        .chain(["http://127.0.0.1:9/"]);
-    let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
-    let cell = &plan::cells(&cli.load, None)[0];
-    let plan = plan::build(
-        &cli.load,
-        &cli.load.urls,
-        &[],
-        cell,
-        false,
-        &super::uring::probe::check,
-    )
-    .expect("plan builds");
+    world_of(crate::fuzzing::plan_of_words(argv))
+}
+
+/// One thread's world for `plan`.
+pub(crate) fn world_of(plan: plan::RunPlan) -> World {
     let budget = Budget::new(match plan.stop {
         plan::StopRule::Requests(n) => Some(n),
         plan::StopRule::Duration { .. } => None,

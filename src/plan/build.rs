@@ -1,4 +1,4 @@
-//! [`build`]: one cell's flags become its [`RunPlan`], each part checked by the file that holds
+//! [`build`]: one cell's inputs become its [`RunPlan`], each part checked by the file that holds
 //! it; here also the stop rule (`-n`, `-D`, scaled) and the response checks.
 
 use std::sync::Arc;
@@ -10,60 +10,72 @@ use super::cells::{
     check_cell_limits, per_client_rate, run_seed, scaled, scaled_stages, stages_plan, CellSpec,
 };
 use super::grpc::grpc_plan;
+use super::inputs::{Inputs, Load, Request, Requests};
 use super::negotiate::{check_tls_reuse, choose_negotiation, io_backend, tls_plan};
 use super::request::request_template;
-use super::route::{self, Route};
+use super::route::{self, resolve, resolve_connect_to, Route};
 use super::run_plan::{
     Destination, H2Settings, Negotiation, RunPlan, StopRule, TimelineInterval, Timeouts,
     DEFAULT_CONNECT_TIMEOUT, QUIC_IDLE_TIMEOUT,
 };
-use super::target::{parse_target, resolve, resolve_connect_to, Scheme};
+use super::shard::Whole;
+use super::target::{parse_target, Scheme};
 use super::{objective, DEFAULT_REQUESTS, UNTIL_STABLE_CAP};
-use crate::cli::limits::MAX_REQUESTS;
-use crate::cli::values::Arrival;
-use crate::cli::{LoadArgs, Requests};
+use super::{Arrival, ProtoChoice};
+use crate::limits::MAX_REQUESTS;
 use crate::proto::check::Checks;
 use crate::units::{counted, MAX_DURATION};
 use crate::usage_bail;
 
-/// Builds the plan of one cell. `urls` replaces `args.urls` (the app may fill in the built-in
+/// Builds the plan of one cell. `urls` replaces the inputs' URLs (the app may fill in the built-in
 /// target, whose CA `trust_test_ca` adds to the trusted roots); `file_urls` (`-i`) come after them.
 /// `uring_verdict` says whether io_uring is usable (the engine's probe, which the caller passes:
 /// the plan sits below the engine); it is asked only for `--io uring` or `--io auto`.
 pub fn build(
-    args: &LoadArgs,
+    inputs: &Inputs,
     urls: &[String],
     file_urls: &[String],
     cell: &CellSpec,
     trust_test_ca: bool,
     uring_verdict: &dyn Fn() -> Result<(), String>,
 ) -> Result<RunPlan> {
-    crate::cli::habits::check(args)?;
-    objective::check_slo(&args.slo)?;
-    let urls = grpc_url(args, urls, cell)?;
+    let load = &inputs.load;
+    objective::check_slo(&load.slo)?;
+    let urls = grpc_url(inputs, urls, cell)?;
     if let Some(url) = urls
         .iter()
-        .find(|url| args.grpc.grpc_method.is_some() && !url.contains("://"))
+        .find(|url| inputs.grpc.method.is_some() && !url.contains("://"))
     {
         let url = crate::error::quoted(&super::target::shown(url)).to_string();
         usage_bail!("URL '{url}' has no scheme (ghz's host:port): write http://{url} for h2c, or https://{url} for TLS");
     }
     let parsed = parse_target(urls, file_urls)?;
-    let negotiation = choose_negotiation(args, cell.proto, parsed.scheme)?;
+    let negotiation = choose_negotiation(inputs, cell.proto, parsed.scheme)?;
     check_cell_limits(cell)?;
     // With --connect-to, --unix-socket or --proxy the URL's host only names the server (Host,
     // SNI; the proxy resolves it): it need not resolve here.
-    let route = route::route(args, &parsed.host, parsed.port, resolve, resolve_connect_to)?;
+    let route = route::route(
+        &inputs.connection,
+        &parsed.host,
+        parsed.port,
+        resolve,
+        resolve_connect_to,
+    )?;
     if negotiation == Negotiation::Quic && !matches!(route, Route::Direct(_)) {
         usage_bail!("--proto h3 runs over UDP: it cannot go through --unix-socket or --proxy (CONNECT-UDP is not supported)");
     }
     let tls = match parsed.scheme {
-        Scheme::Https => Some(tls_plan(args, negotiation, &parsed.host, trust_test_ca)?),
+        Scheme::Https => Some(tls_plan(
+            &inputs.tls,
+            negotiation,
+            &parsed.host,
+            trust_test_ca,
+        )?),
         Scheme::Http => None,
     };
     let mut notes = Vec::new();
-    let whole_stop = stop_rule(args, cell)?;
-    let whole = args.shard.map(|_| crate::cli::shard::Whole {
+    let whole_stop = stop_rule(load, cell)?;
+    let whole = load.shard.map(|_| Whole {
         clients: cell.clients,
         requests: match whole_stop {
             StopRule::Requests(n) => Some(n),
@@ -71,7 +83,7 @@ pub fn build(
         },
         rate_per_s: cell.rate,
     });
-    let (stop, clients) = shard_split(args, whole_stop, cell.clients)?;
+    let (stop, clients) = shard_split(load, whole_stop, cell.clients)?;
     let mut clients = to_usize(clients, "-c")?;
     if let StopRule::Requests(n) = stop {
         if n < clients as u64 {
@@ -83,7 +95,7 @@ pub fn build(
             clients = n as usize;
         }
     }
-    let mut threads = to_usize(args.threads, "-t")?;
+    let mut threads = to_usize(load.threads, "-t")?;
     if threads > clients {
         notes.push(format!(
             "-t {threads} is more than the {}: using {}",
@@ -93,46 +105,50 @@ pub fn build(
         threads = clients;
     }
 
-    let max_frame_size = u32::try_from(args.max_frame_size)
+    let max_frame_size = u32::try_from(inputs.protocol.max_frame_size)
         .ok()
         .filter(|size| (16_384..=16_777_215).contains(size));
     let Some(max_frame_size) = max_frame_size else {
         usage_bail!("-f/--max-frame-size must be between 16K and 16M-1 (16384..16777215)");
     };
-    let Ok(header_table_size) = u32::try_from(args.header_table_size) else {
+    let Ok(header_table_size) = u32::try_from(inputs.protocol.header_table_size) else {
         usage_bail!("--header-table-size must be below 4G");
     };
-    let shard_share = args.shard.map_or(1.0, |shard| 1.0 / shard.count as f64);
-    let stages = stages_plan(args, cell)?.map(|stages| stages.scaled(shard_share));
-    let rate = match (cell.rate, args.rps) {
+    let shard_share = load.shard.map_or(1.0, |shard| 1.0 / shard.count as f64);
+    let stages = stages_plan(load, cell)?.map(|stages| stages.scaled(shard_share));
+    let rate = match (cell.rate, load.rps) {
         (Some(_), _) if stages.is_some() => None,
         (Some(rate), _) => Some(rate * shard_share),
         (None, Some(per_client)) => Some(per_client_rate(per_client, clients)?),
         (None, None) => None,
     };
-    if args.arrival == Arrival::Poisson && rate.is_none() && stages.is_none() && !args.find_max {
+    if load.arrival == Arrival::Poisson && rate.is_none() && stages.is_none() && !load.find_max {
         usage_bail!("--arrival poisson spaces paced send times: give it --rate, --rps, --stages or --find-max");
     }
     let destination = Destination {
         urls: parsed.urls,
         route,
-        input_file: args
+        input_file: inputs
+            .target
             .input_file
             .as_ref()
             .map(|path| path.display().to_string()),
         authority: parsed.authority,
     };
 
-    let last_seq = match args.requests {
+    let last_seq = match load.requests {
         Some(Requests::Total(total)) => Some(total),
         _ => None,
     };
     let mut grpc_warnings = Vec::new();
-    let grpc = grpc_plan(&args.grpc, last_seq, &mut grpc_warnings)?;
+    let grpc = grpc_plan(&inputs.grpc, last_seq, &mut grpc_warnings)?;
     if grpc.is_some() {
-        if let Some(flag) = [(args.data.is_some(), "-d"), (args.body.is_some(), "--body")]
-            .into_iter()
-            .find_map(|(given, flag)| given.then_some(flag))
+        if let Some(flag) = [
+            (inputs.request.data.is_some(), "-d"),
+            (inputs.request.body.is_some(), "--body"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
         {
             usage_bail!("{flag} cannot be given with --grpc: the message comes from --grpc-data or --grpc-binary-file");
         }
@@ -144,15 +160,15 @@ pub fn build(
     }
     let (grpc, body) = grpc.map_or((None, None), |(plan, body)| (Some(plan), Some(body)));
     let request = request_template(
-        args,
+        inputs,
         parsed.paths,
         &destination.authority,
         grpc.as_ref().map(|plan| plan.path.as_str()).zip(body),
     )?;
-    check_tls_reuse(args, negotiation, &request)?;
-    let checks = checks(args, grpc.is_some())?;
+    check_tls_reuse(inputs, negotiation, &request)?;
+    let checks = checks(&inputs.request, grpc.is_some())?;
     // Last: every usage error outranks a kernel that refuses io_uring.
-    let io = io_backend(args, negotiation, uring_verdict, &mut notes)?;
+    let io = io_backend(inputs, negotiation, uring_verdict, &mut notes)?;
     Ok(RunPlan {
         request,
         destination,
@@ -163,34 +179,40 @@ pub fn build(
         threads,
         max_concurrent: to_usize(cell.streams, "-m")?,
         timeouts: Timeouts {
-            connect: Some(args.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)),
-            request: args.request_timeout,
-            connection_active: args.connection_active_timeout,
-            connection_inactivity: args.connection_inactivity_timeout,
+            connect: Some(
+                inputs
+                    .connection
+                    .connect_timeout
+                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            ),
+            request: inputs.connection.request_timeout,
+            connection_active: inputs.connection.active_timeout,
+            connection_inactivity: inputs.connection.inactivity_timeout,
             quic_idle: QUIC_IDLE_TIMEOUT,
         },
-        max_retries: (!args.no_retry).then_some(args.max_retries),
-        requests_per_connection: args
+        max_retries: inputs.connection.max_retries,
+        requests_per_connection: inputs
+            .connection
             .requests_per_connection
-            .or(args.no_keepalive.then_some(1)),
-        no_keepalive: args.no_keepalive,
+            .or(inputs.connection.no_keepalive.then_some(1)),
+        no_keepalive: inputs.connection.no_keepalive,
         h2: H2Settings {
-            stream_window: (1u32 << args.window_bits) - 1,
-            connection_window: (1u32 << args.connection_window_bits) - 1,
+            stream_window: (1u32 << inputs.protocol.window_bits) - 1,
+            connection_window: (1u32 << inputs.protocol.connection_window_bits) - 1,
             max_frame_size,
             header_table_size,
         },
         rate,
         stages,
-        arrival: args.arrival,
-        shard: args.shard,
+        arrival: load.arrival,
+        shard: load.shard,
         whole,
-        until_stable: args.until_stable,
-        interval: TimelineInterval::choose(args.interval, &stop),
+        until_stable: load.until_stable,
+        interval: TimelineInterval::choose(load.interval, &stop),
         notes,
         warnings: parsed.warnings.into_iter().chain(grpc_warnings).collect(),
         checks,
-        seed: run_seed(args.seed),
+        seed: run_seed(load.seed),
         io,
         grpc,
     })
@@ -199,8 +221,8 @@ pub fn build(
 /// A gRPC cell's URL: the one given, or of an `http://` and an `https://` URL of one service
 /// (its cleartext and TLS ports), the one whose scheme the cell's `--proto` speaks, so that
 /// `--proto h2,h2c` compares the two.
-fn grpc_url<'u>(args: &LoadArgs, urls: &'u [String], cell: &CellSpec) -> Result<&'u [String]> {
-    if args.grpc.grpc_method.is_none() || urls.len() < 2 {
+fn grpc_url<'u>(inputs: &Inputs, urls: &'u [String], cell: &CellSpec) -> Result<&'u [String]> {
+    if inputs.grpc.method.is_none() || urls.len() < 2 {
         return Ok(urls);
     }
     let secure = |url: &String| url.to_ascii_lowercase().starts_with("https://");
@@ -218,8 +240,8 @@ fn grpc_url<'u>(args: &LoadArgs, urls: &'u [String], cell: &CellSpec) -> Result<
         );
     };
     match cell.proto {
-        Some(crate::cli::ProtoArg::H2) => Ok(tls),
-        Some(crate::cli::ProtoArg::H2c) => Ok(cleartext),
+        Some(ProtoChoice::H2) => Ok(tls),
+        Some(ProtoChoice::H2c) => Ok(cleartext),
         _ => usage_bail!(
             "--grpc with an http:// and an https:// URL needs --proto h2, h2c or both, to pick one"
         ),
@@ -227,8 +249,7 @@ fn grpc_url<'u>(args: &LoadArgs, urls: &'u [String], cell: &CellSpec) -> Result<
 }
 
 /// The response checks the `--expect-*` flags ask for.
-fn checks(args: &LoadArgs, grpc: bool) -> Result<Option<Arc<Checks>>> {
-    let given = &args.checks;
+fn checks(given: &Request, grpc: bool) -> Result<Option<Arc<Checks>>> {
     match Checks::parse(
         grpc,
         &given.expect_status,
@@ -245,25 +266,25 @@ fn checks(args: &LoadArgs, grpc: bool) -> Result<Option<Arc<Checks>>> {
 const MIN_SCALED_DURATION: Duration = Duration::from_secs(1);
 
 /// When the cell stops: `-D` (with its warm-up) or `-n`, scaled, within the limits.
-fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
-    if args.find_max {
+fn stop_rule(load: &Load, cell: &CellSpec) -> Result<StopRule> {
+    if load.find_max {
         // The search's steps end the run; the report gives the search's real length.
         return Ok(StopRule::Duration {
             warm_up: Duration::ZERO,
-            measure: args.step_duration,
+            measure: load.step_duration,
         });
     }
-    let scale = args.scale.unwrap_or(1.0);
-    if !args.stages.is_empty() {
+    let scale = load.scale.unwrap_or(1.0);
+    if !load.stages.is_empty() {
         // The stages are the measured period; a ramp from 0 is its own warm-up.
-        let measure = scaled_stages(args).iter().map(|stage| stage.duration).sum();
+        let measure = scaled_stages(load).iter().map(|stage| stage.duration).sum();
         return Ok(StopRule::Duration {
             warm_up: Duration::ZERO,
             measure,
         });
     }
-    if let Some(measure) = args.duration {
-        let warm_up = args.warm_up_time.unwrap_or_default().mul_f64(scale);
+    if let Some(measure) = load.duration {
+        let warm_up = load.warm_up_time.unwrap_or_default().mul_f64(scale);
         let floor = if scale < 1.0 {
             measure.min(MIN_SCALED_DURATION)
         } else {
@@ -278,7 +299,7 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
         }
         return Ok(StopRule::Duration { warm_up, measure });
     }
-    if args.until_stable.is_some() && args.requests.is_none() {
+    if load.until_stable.is_some() && load.requests.is_none() {
         return Ok(StopRule::Duration {
             warm_up: Duration::ZERO,
             measure: UNTIL_STABLE_CAP,
@@ -291,7 +312,7 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
         let floor = if scale < 1.0 { n.min(concurrency) } else { 0 };
         scaled(n, scale).max(floor)
     };
-    let requests = match args.requests {
+    let requests = match load.requests {
         None => Some(scaled_count(DEFAULT_REQUESTS)),
         Some(Requests::Total(n)) => Some(scaled_count(n)),
         Some(Requests::PerConcurrency(k)) => k
@@ -310,15 +331,20 @@ fn stop_rule(args: &LoadArgs, cell: &CellSpec) -> Result<StopRule> {
 
 /// `-n` and `-c` split for `--shard` (a timed run's length is every part's), unless the load
 /// cannot be split.
-fn shard_split(args: &LoadArgs, stop: StopRule, clients: u64) -> Result<(StopRule, u64)> {
-    let Some(shard) = args.shard else {
+fn shard_split(load: &Load, stop: StopRule, clients: u64) -> Result<(StopRule, u64)> {
+    let Some(shard) = load.shard else {
         return Ok((stop, clients));
     };
     let requests = match stop {
         StopRule::Requests(n) => Some(n),
         StopRule::Duration { .. } => None,
     };
-    if let Some(refusal) = shard.refusal(args, clients, requests) {
+    if let Some(refusal) = shard.refusal(
+        load.find_max,
+        load.until_stable.is_some(),
+        clients,
+        requests,
+    ) {
         usage_bail!("{refusal}");
     }
     let stop = match stop {
@@ -409,9 +435,10 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load, None);
+        let inputs = crate::app::inputs::from_flags(&cli.load);
+        let cells = cells(&inputs, None);
         assert_eq!(cells[0].clients, 160);
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
+        let plan = build(&inputs, &cli.load.urls, &[], &cells[0], false, &check).unwrap();
         assert_eq!(plan.stop, StopRule::Requests(1000));
         let timed = crate::cli::Cli::try_parse_from([
             "h2load-rs",
@@ -422,9 +449,10 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let timed_cells = crate::plan::cells(&timed.load, None);
+        let timed_inputs = crate::app::inputs::from_flags(&timed.load);
+        let timed_cells = crate::plan::cells(&timed_inputs, None);
         let plan = build(
-            &timed.load,
+            &timed_inputs,
             &timed.load.urls,
             &[],
             &timed_cells[0],
@@ -448,11 +476,12 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
+        let floored_inputs = crate::app::inputs::from_flags(&floored.load);
         let plan = build(
-            &floored.load,
+            &floored_inputs,
             &floored.load.urls,
             &[],
-            &crate::plan::cells(&floored.load, None)[0],
+            &crate::plan::cells(&floored_inputs, None)[0],
             false,
             &check,
         )

@@ -3,16 +3,17 @@
 
 use anyhow::Result;
 
+use super::inputs::{Inputs, Load};
 use super::stages::{self, Stages};
-use crate::cli::limits::{MAX_CLIENTS, MAX_RATE, MAX_STREAMS};
-use crate::cli::{LoadArgs, NoTlsProto, ProtoArg};
+use super::ProtoChoice;
+use crate::limits::{MAX_CLIENTS, MAX_RATE, MAX_STREAMS};
 use crate::usage_bail;
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CellSpec {
     /// The protocol asked for (None: h2load's default for the URL's scheme).
-    pub proto: Option<ProtoArg>,
+    pub proto: Option<ProtoChoice>,
     /// Connections.
     pub clients: u64,
     /// Requests in flight per connection.
@@ -27,9 +28,9 @@ impl CellSpec {
     /// Whether this cell needs a TLS target (`https://`); `target_tls` asks it of HTTP/1.1 cells too.
     pub fn needs_tls(&self, target_tls: bool) -> bool {
         match self.proto {
-            Some(ProtoArg::H2 | ProtoArg::Auto | ProtoArg::H3) => true,
-            Some(ProtoArg::H1) | None => target_tls,
-            Some(ProtoArg::H2c | ProtoArg::H2cUpgrade) => false,
+            Some(ProtoChoice::H2 | ProtoChoice::Auto | ProtoChoice::H3) => true,
+            Some(ProtoChoice::H1) | None => target_tls,
+            Some(ProtoChoice::H2c | ProtoChoice::H2cUpgrade) => false,
         }
     }
 }
@@ -37,29 +38,31 @@ impl CellSpec {
 /// Expands `-c`, `-m` and `--proto` lists into cells, in the order they run: for each connection
 /// count, for each stream count, every protocol. `first_file_url` is the first URL of the `-i`
 /// file, which the caller has read and checked (it decides h2c for `--h2-multiplex`).
-pub fn cells(args: &LoadArgs, first_file_url: Option<&str>) -> Vec<CellSpec> {
-    let protocols: Vec<Option<ProtoArg>> = if args.proto.is_empty() {
+pub fn cells(inputs: &Inputs, first_file_url: Option<&str>) -> Vec<CellSpec> {
+    let load = &inputs.load;
+    let protocols: Vec<Option<ProtoChoice>> = if inputs.protocol.proto.is_empty() {
         vec![None]
     } else {
-        args.proto.iter().copied().map(Some).collect()
+        inputs.protocol.proto.iter().copied().map(Some).collect()
     };
-    let scale = args.scale.unwrap_or(1.0);
+    let scale = load.scale.unwrap_or(1.0);
     let mut cells = Vec::new();
-    let rates: Vec<Option<f64>> = if args.rate.is_empty() {
+    let rates: Vec<Option<f64>> = if load.rate.is_empty() {
         vec![None]
     } else {
-        args.rate.iter().copied().map(Some).collect()
+        load.rate.iter().copied().map(Some).collect()
     };
-    let scaled_clients = scaled_levels(&args.clients, scale);
+    let scaled_clients = scaled_levels(&load.clients, scale);
     for &clients in &scaled_clients {
-        for (&streams, &rate) in args
+        for (&streams, &rate) in load
             .max_concurrent_streams
             .iter()
             .flat_map(|m| rates.iter().map(move |r| (m, r)))
         {
             let level = cells.len() / protocols.len();
             for &proto in &protocols {
-                let multiplexed = args.h2_multiplex && speaks_h2(args, proto, first_file_url);
+                let multiplexed =
+                    inputs.protocol.h2_multiplex && speaks_h2(inputs, proto, first_file_url);
                 let (clients, streams) = if multiplexed {
                     (1, clients * streams)
                 } else {
@@ -81,17 +84,25 @@ pub fn cells(args: &LoadArgs, first_file_url: Option<&str>) -> Vec<CellSpec> {
 /// Whether a cell of `proto` speaks HTTP/2 for sure: `h2`, `h2c`, `h2c-upgrade`, or no `--proto`
 /// where the default is h2c (http://, h2load's default, unless `--h1` or `-p http/1.1`). `auto`
 /// (https:// by default) may end up as HTTP/1.1, so it is never multiplexed.
-fn speaks_h2(args: &LoadArgs, proto: Option<ProtoArg>, first_file_url: Option<&str>) -> bool {
+fn speaks_h2(inputs: &Inputs, proto: Option<ProtoChoice>, first_file_url: Option<&str>) -> bool {
     match proto {
-        Some(ProtoArg::H2 | ProtoArg::H2c | ProtoArg::H2cUpgrade) => true,
+        Some(ProtoChoice::H2 | ProtoChoice::H2c | ProtoChoice::H2cUpgrade) => true,
         // HTTP/3 multiplexes too, but --h2-multiplex is h2load's HTTP/2 option.
-        Some(ProtoArg::H1 | ProtoArg::Auto | ProtoArg::H3) => false,
+        Some(ProtoChoice::H1 | ProtoChoice::Auto | ProtoChoice::H3) => false,
         None => {
-            let https = match args.urls.first().map(String::as_str).or(first_file_url) {
+            let https = match inputs
+                .target
+                .urls
+                .first()
+                .map(String::as_str)
+                .or(first_file_url)
+            {
                 Some(url) => url.starts_with("https://"),
-                None => args.target_tls,
+                None => inputs.target.target_tls,
             };
-            !https && !args.h1 && args.no_tls_proto != Some(NoTlsProto::Http11)
+            let protocol = &inputs.protocol;
+            let default = protocol.default_proto.or(protocol.cleartext_proto);
+            !https && matches!(default, None | Some(ProtoChoice::H2c))
         }
     }
 }
@@ -158,14 +169,14 @@ pub(super) fn check_cell_limits(cell: &CellSpec) -> Result<()> {
 }
 
 /// The cell's ramp, if `--stages` is given: from `--rate` (a single one) or 0.
-pub(super) fn stages_plan(args: &LoadArgs, cell: &CellSpec) -> Result<Option<Stages>> {
-    if args.stages.is_empty() {
+pub(super) fn stages_plan(load: &Load, cell: &CellSpec) -> Result<Option<Stages>> {
+    if load.stages.is_empty() {
         return Ok(None);
     }
-    if args.rate.len() > 1 {
+    if load.rate.len() > 1 {
         usage_bail!("--rate with --stages is the ramp's starting rate: give one rate, not a list");
     }
-    match Stages::new(cell.rate.unwrap_or(0.0), scaled_stages(args)) {
+    match Stages::new(cell.rate.unwrap_or(0.0), scaled_stages(load)) {
         Ok(stages) => Ok(Some(stages)),
         Err(problem) => usage_bail!("{problem}"),
     }
@@ -173,9 +184,9 @@ pub(super) fn stages_plan(args: &LoadArgs, cell: &CellSpec) -> Result<Option<Sta
 
 /// `--stages` with each stage's length multiplied by `--scale` (the rates stay: a scaled-down
 /// ramp is a shorter one, not a gentler one).
-pub(super) fn scaled_stages(args: &LoadArgs) -> Vec<stages::Stage> {
-    let scale = args.scale.unwrap_or(1.0);
-    args.stages
+pub(super) fn scaled_stages(load: &Load) -> Vec<stages::Stage> {
+    let scale = load.scale.unwrap_or(1.0);
+    load.stages
         .iter()
         .map(|stage| stages::Stage {
             duration: stage.duration.mul_f64(scale),
@@ -215,7 +226,8 @@ mod tests {
             "http://127.0.0.1:1/",
         ])
         .unwrap();
-        let cells = cells(&cli.load, None);
+        let inputs = crate::app::inputs::from_flags(&cli.load);
+        let cells = cells(&inputs, None);
         let shape: Vec<_> = cells
             .iter()
             .map(|c| (c.proto, c.clients, c.streams, c.level))
@@ -223,13 +235,13 @@ mod tests {
         assert_eq!(
             shape,
             [
-                (Some(ProtoArg::H1), 1, 1, 0),
-                (Some(ProtoArg::H2c), 1, 1, 0),
-                (Some(ProtoArg::H1), 10, 1, 1),
-                (Some(ProtoArg::H2c), 1, 10, 1),
+                (Some(ProtoChoice::H1), 1, 1, 0),
+                (Some(ProtoChoice::H2c), 1, 1, 0),
+                (Some(ProtoChoice::H1), 10, 1, 1),
+                (Some(ProtoChoice::H2c), 1, 10, 1),
             ]
         );
-        let plan = build(&cli.load, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
+        let plan = build(&inputs, &cli.load.urls, &[], &cells[3], false, &check).unwrap();
         assert_eq!(
             plan.stop,
             StopRule::Requests(20),
@@ -257,7 +269,8 @@ mod tests {
                     .chain(argv),
             )
             .unwrap();
-            let cell = cells(&cli.load, None)[0];
+            let inputs = crate::app::inputs::from_flags(&cli.load);
+            let cell = cells(&inputs, None)[0];
             (cell.clients, cell.streams)
         };
         assert_eq!(shape(&["http://127.0.0.1:1/"]), (1, 8));

@@ -1,10 +1,12 @@
-//! `--grpc`: the method called, its shape (read from `--grpc-proto` when given) and the message
-//! each call sends, framed with its 5-byte prefix. A JSON message is compiled against the
-//! `.proto` files once (protox, prost-reflect); one with placeholders is rendered and encoded per
-//! call by [`JsonMessage`], which the engine's renderer calls.
+//! `--grpc`: the method called ([`GrpcInputs`] say what was asked), its shape (read from
+//! `--grpc-proto` when given) and the message each call sends, framed with its 5-byte prefix. A
+//! JSON message is compiled against the `.proto` files once (protox, prost-reflect); one with
+//! placeholders is rendered and encoded per call by [`JsonMessage`], which the engine's renderer
+//! calls.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use bytes::Bytes;
@@ -14,10 +16,9 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 use super::json_ints::inexact_integer;
 use super::proto_files::{compile, one_line};
 use super::template::{Draw, Rng, Template};
-use crate::cli::input;
-use crate::cli::limits::MAX_BODY_FILE;
-use crate::cli::{GrpcArgs, GrpcShapeArg};
 use crate::error::quoted;
+use crate::input;
+use crate::limits::MAX_BODY_FILE;
 use crate::proto::grpc::write_prefix;
 use crate::usage_bail;
 
@@ -111,28 +112,50 @@ impl JsonMessage {
     }
 }
 
-/// The method, shape and message `args` ask for; `None` without `--grpc`. `last_seq`: the
+/// The gRPC method to call and its message, as the inputs give them (`Inputs::grpc`).
+#[derive(Debug, Clone, Default)]
+pub struct GrpcInputs {
+    /// `--grpc`: the method (`None`: no gRPC).
+    pub method: Option<String>,
+    /// `--grpc-shape`, if given.
+    pub shape: Option<CallShape>,
+    /// `--grpc-proto`.
+    pub protos: Vec<PathBuf>,
+    /// `--grpc-import-path`.
+    pub import_paths: Vec<PathBuf>,
+    /// `--grpc-reflect`: the schema is asked of the server.
+    pub reflect: bool,
+    /// The schema the server's reflection service gave, once fetched.
+    pub reflected: Option<prost_reflect::DescriptorPool>,
+    /// `--grpc-data`.
+    pub data: Option<String>,
+    /// `--grpc-binary-file`.
+    pub binary_file: Option<PathBuf>,
+    /// `--grpc-stream-messages`.
+    pub stream_messages: u32,
+    /// `--grpc-stream-interval`.
+    pub stream_interval: Option<Duration>,
+    /// `--grpc-max-message`.
+    pub max_message: u32,
+}
+
+/// The method, shape and message `asked` for; `None` without `--grpc`. `last_seq`: the
 /// largest `{seq}` of the run when it is known (`-n N`); a message some calls will not encode
 /// adds a warning to `warnings`.
 pub(super) fn grpc_plan(
-    args: &GrpcArgs,
+    asked: &GrpcInputs,
     last_seq: Option<u64>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(GrpcPlan, GrpcBody)>> {
-    let Some(given) = &args.grpc_method else {
+    let Some(given) = &asked.method else {
         return Ok(None);
     };
     let (service, method) = method_name(given)?;
     let path = format!("/{service}/{method}");
-    let given_shape = args.grpc_shape.map(|shape| match shape {
-        GrpcShapeArg::Unary => CallShape::Unary,
-        GrpcShapeArg::Server => CallShape::ServerStream,
-        GrpcShapeArg::Client => CallShape::ClientStream,
-        GrpcShapeArg::Bidi => CallShape::Bidi,
-    });
-    let pool = match (&args.grpc_reflected, args.grpc_protos.is_empty()) {
+    let given_shape = asked.shape;
+    let pool = match (&asked.reflected, asked.protos.is_empty()) {
         (Some(reflected), _) => Some(reflected.clone()),
-        (None, false) => Some(compile(&args.grpc_protos, &args.grpc_import_paths)?),
+        (None, false) => Some(compile(&asked.protos, &asked.import_paths)?),
         (None, true) => None,
     };
     let (input, shape) = if let Some(pool) = pool {
@@ -158,10 +181,10 @@ pub(super) fn grpc_plan(
         (None, given_shape.unwrap_or(CallShape::Unary))
     };
     // Before --grpc-reflect has brought the schema, the shape is not known yet.
-    let shape_known = !(args.grpc_reflect && args.grpc_reflected.is_none());
+    let shape_known = !(asked.reflect && asked.reflected.is_none());
     if shape_known
         && !shape.client_streams()
-        && (args.grpc_stream_messages > 1 || args.grpc_stream_interval.is_some())
+        && (asked.stream_messages > 1 || asked.stream_interval.is_some())
     {
         usage_bail!(
             "--grpc-stream-messages and --grpc-stream-interval are for client-streaming and bidirectional calls; {} is {}",
@@ -169,7 +192,7 @@ pub(super) fn grpc_plan(
             shape.name()
         );
     }
-    let body = match (&args.grpc_data, &args.grpc_binary_file, input) {
+    let body = match (&asked.data, &asked.binary_file, input) {
         (Some(data), _, Some(input)) => json_body(data, input, last_seq, warnings)?,
         (None, Some(file), _) => {
             let message = input::read(file, "--grpc-binary-file", MAX_BODY_FILE)?;
@@ -178,7 +201,7 @@ pub(super) fn grpc_plan(
         // No message given: the empty message, every field at its default.
         (None, None, _) => GrpcBody::Fixed(framed(&[])),
         // With --grpc-reflect the schema comes after a first plan, made to connect with.
-        (Some(_), _, None) if args.grpc_reflect => GrpcBody::Fixed(framed(&[])),
+        (Some(_), _, None) if asked.reflect => GrpcBody::Fixed(framed(&[])),
         (Some(_), _, None) => {
             usage_bail!("--grpc-data needs --grpc-proto or --grpc-reflect, to encode the JSON")
         }
@@ -190,15 +213,15 @@ pub(super) fn grpc_plan(
     Ok(Some((
         GrpcPlan {
             path,
-            max_message: args.grpc_max_message,
+            max_message: asked.max_message,
             message_len,
             shape,
             messages: if shape.client_streams() {
-                args.grpc_stream_messages
+                asked.stream_messages
             } else {
                 1
             },
-            interval: args.grpc_stream_interval,
+            interval: asked.stream_interval,
         },
         body,
     )))

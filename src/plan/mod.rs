@@ -1,6 +1,10 @@
-//! Turns command-line options into a validated [`RunPlan`]: what to send, where, how hard and for how long.
+//! Turns the load test's [`Inputs`] (inputs.rs: plain values, which `app` makes from the parsed
+//! flags) into a validated [`RunPlan`]: what to send, where, how hard and for how long. The value
+//! types the flags parse into live here too, where they mean something: `--shard` (shard.rs),
+//! `--stages` (stages.rs), `--fail-if`/`--slo` (objective.rs), `--proto`/`--io`/`-n`/`--arrival`
+//! (inputs.rs), `--round-order` (rounds.rs).
 //!
-//! [`cells()`] expands the flags' lists into cells (cells.rs); [`build()`] makes one cell's plan
+//! [`cells()`] expands the inputs' lists into cells (cells.rs); [`build()`] makes one cell's plan
 //! (build.rs) from its target (target.rs), its negotiation, TLS and I/O choice (negotiate.rs) and
 //! its request (request.rs), and for `--grpc` its method and message (grpc.rs, with
 //! json_ints.rs refusing the integers a JSON message would have clamped); run_plan.rs holds the
@@ -9,6 +13,7 @@
 pub mod objective;
 pub mod rounds;
 pub mod route;
+pub mod shard;
 pub mod stages;
 pub mod template;
 pub mod urls;
@@ -16,6 +21,7 @@ pub mod urls;
 mod build;
 mod cells;
 pub mod grpc;
+mod inputs;
 mod json_ints;
 mod negotiate;
 pub mod proto_files;
@@ -28,6 +34,11 @@ mod testing;
 pub use build::build;
 pub use cells::cells;
 pub(crate) use cells::CellSpec;
+pub use grpc::GrpcInputs;
+pub use inputs::{
+    Arrival, Connection, Inputs, IoChoice, Load, ProtoChoice, ProtocolInputs, Request, Requests,
+    Target, Tls,
+};
 pub(crate) use request::{header_flag, RequestTemplate, Templated};
 pub use run_plan::RunPlan;
 pub(crate) use run_plan::{

@@ -1,37 +1,35 @@
-//! How a cell's connections arrive at their protocol: the negotiation its flags and scheme ask
-//! for, the TLS settings (ALPN list, trust, SNI), the TLS-reuse checks, and the I/O backend.
+//! How a cell's connections arrive at their protocol: the negotiation its inputs and scheme ask
+//! for (`--proto`'s [`ProtoChoice`]), the TLS settings (ALPN list, trust, SNI), the TLS-reuse
+//! checks, and the I/O backend (`--io`'s [`IoChoice`]).
 
 use anyhow::Result;
-use clap::ValueEnum;
+use clap::ValueEnum as _;
 use http::Method;
 
+use super::inputs::{Inputs, IoChoice, ProtoChoice, Tls};
 use super::request::RequestTemplate;
 use super::run_plan::{IoBackend, Negotiation, Protocol, TlsPlan};
 use super::target::Scheme;
-use crate::cli::{IoArg, LoadArgs, NoTlsProto, ProtoArg};
 use crate::tls;
 use crate::usage_bail;
 
 pub(super) fn choose_negotiation(
-    args: &LoadArgs,
-    proto: Option<ProtoArg>,
+    inputs: &Inputs,
+    proto: Option<ProtoChoice>,
     scheme: Scheme,
 ) -> Result<Negotiation> {
-    let requested = match (proto, args.h1, args.no_tls_proto) {
-        (Some(proto), _, _) => Some(proto),
-        (None, true, _) => Some(ProtoArg::H1),
+    let protocol = &inputs.protocol;
+    let requested = proto.or(protocol.default_proto).or(match scheme {
         // h2load's -p applies to http:// URLs only.
-        (None, false, Some(_)) if scheme == Scheme::Https => None,
-        (None, false, Some(NoTlsProto::Http11)) => Some(ProtoArg::H1),
-        (None, false, Some(NoTlsProto::H2c)) => Some(ProtoArg::H2c),
-        (None, false, None) => None,
-    };
-    if args.grpc.grpc_method.is_some() {
+        Scheme::Https => None,
+        Scheme::Http => protocol.cleartext_proto,
+    });
+    if inputs.grpc.method.is_some() {
         // gRPC runs over HTTP/2 only (PROTOCOL-HTTP2.md): by prior knowledge on cleartext,
         // ALPN h2 on TLS; no server speaks it after an Upgrade.
         return match (scheme, requested) {
-            (Scheme::Http, None | Some(ProtoArg::H2c)) => Ok(Negotiation::Direct(Protocol::H2c)),
-            (Scheme::Https, None | Some(ProtoArg::H2)) => Ok(Negotiation::Alpn {
+            (Scheme::Http, None | Some(ProtoChoice::H2c)) => Ok(Negotiation::Direct(Protocol::H2c)),
+            (Scheme::Https, None | Some(ProtoChoice::H2)) => Ok(Negotiation::Alpn {
                 require: Some(Protocol::H2),
             }),
             (_, Some(other)) => usage_bail!(
@@ -43,27 +41,27 @@ pub(super) fn choose_negotiation(
         };
     }
     Ok(match (scheme, requested) {
-        (Scheme::Http, None | Some(ProtoArg::H2c)) => Negotiation::Direct(Protocol::H2c),
-        (Scheme::Http, Some(ProtoArg::H1)) => Negotiation::Direct(Protocol::Http1),
-        (Scheme::Http, Some(ProtoArg::H2cUpgrade)) => Negotiation::H2cUpgrade,
-        (Scheme::Http, Some(ProtoArg::H2)) => usage_bail!(
+        (Scheme::Http, None | Some(ProtoChoice::H2c)) => Negotiation::Direct(Protocol::H2c),
+        (Scheme::Http, Some(ProtoChoice::H1)) => Negotiation::Direct(Protocol::Http1),
+        (Scheme::Http, Some(ProtoChoice::H2cUpgrade)) => Negotiation::H2cUpgrade,
+        (Scheme::Http, Some(ProtoChoice::H2)) => usage_bail!(
             "--proto h2 is HTTP/2 over TLS and needs an https:// URL; use --proto h2c for cleartext HTTP/2"
         ),
-        (Scheme::Http, Some(ProtoArg::H3)) => {
+        (Scheme::Http, Some(ProtoChoice::H3)) => {
             usage_bail!("--proto h3 is HTTP/3 over QUIC, always encrypted, and needs an https:// URL")
         }
-        (Scheme::Https, Some(ProtoArg::H3)) => Negotiation::Quic,
-        (Scheme::Http, Some(ProtoArg::Auto)) => usage_bail!(
+        (Scheme::Https, Some(ProtoChoice::H3)) => Negotiation::Quic,
+        (Scheme::Http, Some(ProtoChoice::Auto)) => usage_bail!(
             "--proto auto lets TLS ALPN choose and needs an https:// URL; for http:// use h1, h2c or h2c-upgrade"
         ),
-        (Scheme::Https, None | Some(ProtoArg::Auto)) => Negotiation::Alpn { require: None },
-        (Scheme::Https, Some(ProtoArg::H2)) => Negotiation::Alpn {
+        (Scheme::Https, None | Some(ProtoChoice::Auto)) => Negotiation::Alpn { require: None },
+        (Scheme::Https, Some(ProtoChoice::H2)) => Negotiation::Alpn {
             require: Some(Protocol::H2),
         },
-        (Scheme::Https, Some(ProtoArg::H1)) => Negotiation::Alpn {
+        (Scheme::Https, Some(ProtoChoice::H1)) => Negotiation::Alpn {
             require: Some(Protocol::Http1),
         },
-        (Scheme::Https, Some(ProtoArg::H2c | ProtoArg::H2cUpgrade)) => {
+        (Scheme::Https, Some(ProtoChoice::H2c | ProtoChoice::H2cUpgrade)) => {
             usage_bail!("h2c is cleartext HTTP/2 and needs an http:// URL; use --proto h2 for https://")
         }
     })
@@ -73,11 +71,12 @@ pub(super) fn choose_negotiation(
 /// before the handshake ends (the requests leave before ALPN answers) and a method that is safe
 /// to replay (RFC 8470 §3: a server or an attacker may replay early data).
 pub(super) fn check_tls_reuse(
-    args: &LoadArgs,
+    inputs: &Inputs,
     negotiation: Negotiation,
     request: &RequestTemplate,
 ) -> Result<()> {
-    let flag = match (args.tls_early_data, args.tls_resume) {
+    let tls = &inputs.tls;
+    let flag = match (tls.early_data, tls.resume) {
         (true, _) => "--tls-early-data",
         (false, true) => "--tls-resume",
         (false, false) => return Ok(()),
@@ -89,30 +88,30 @@ pub(super) fn check_tls_reuse(
         Negotiation::Quic => usage_bail!(
             "{flag} is not supported with --proto h3: quinn does not tell whether a QUIC handshake resumed"
         ),
-        Negotiation::Alpn { require: None } if args.tls_early_data => usage_bail!(
+        Negotiation::Alpn { require: None } if tls.early_data => usage_bail!(
             "--tls-early-data needs --proto h1 or --proto h2: requests leave before ALPN settles the protocol"
         ),
         Negotiation::Alpn { .. } => {}
     }
-    if args.tls_early_data && ![Method::GET, Method::HEAD].contains(&request.parts.method) {
+    if tls.early_data && ![Method::GET, Method::HEAD].contains(&request.parts.method) {
         usage_bail!(
             "--tls-early-data sends only GET or HEAD requests early (a server may replay early data), not {}",
             request.parts.method
         );
     }
-    if args.tls_early_data && args.unix_socket.is_some() {
+    if tls.early_data && inputs.connection.unix_socket.is_some() {
         usage_bail!("--tls-early-data is not supported with --unix-socket (TLS over TCP only)");
     }
     Ok(())
 }
 
 pub(super) fn tls_plan(
-    args: &LoadArgs,
+    given: &Tls,
     negotiation: Negotiation,
     host: &str,
     trust_test_ca: bool,
 ) -> Result<TlsPlan> {
-    let alpn = match (&args.alpn_list, negotiation) {
+    let alpn = match (&given.alpn_list, negotiation) {
         (Some(list), _) => tls::parse_alpn_list(list)?,
         (
             None,
@@ -127,7 +126,7 @@ pub(super) fn tls_plan(
             Negotiation::Alpn {
                 require: Some(Protocol::H2),
             },
-        ) if args.tls_early_data => vec![b"h2".to_vec()],
+        ) if given.early_data => vec![b"h2".to_vec()],
         (None, _) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
     };
     if negotiation == Negotiation::Quic && !alpn.iter().any(|id| id == b"h3") {
@@ -143,18 +142,18 @@ pub(super) fn tls_plan(
     }
     let config = tls::client_config(&tls::ClientTlsOptions {
         alpn,
-        insecure: args.insecure,
-        ca_file: args.cacert.as_deref(),
+        insecure: given.insecure,
+        ca_file: given.cacert.as_deref(),
         trust_test_ca,
-        client_identity: args.cert.as_deref().zip(args.key.as_deref()),
+        client_identity: given.cert.as_deref().zip(given.key.as_deref()),
         // QUIC carries TLS 1.3 only (RFC 9001 §4.2).
         tls13_only: negotiation == Negotiation::Quic,
     })?;
     Ok(TlsPlan {
         config,
-        server_name: tls::server_name(args.sni.as_deref().unwrap_or(host))?,
-        resume: args.tls_resume || args.tls_early_data,
-        early_data: args.tls_early_data,
+        server_name: tls::server_name(given.sni.as_deref().unwrap_or(host))?,
+        resume: given.resume || given.early_data,
+        early_data: given.early_data,
     })
 }
 
@@ -167,27 +166,30 @@ pub(super) fn tls_plan(
 /// through `--proxy` or with `--tls-early-data`, whose connections stay on tokio's TCP stream
 /// (the tunnel peeks at the proxy's answer; early data needs tokio-rustls' stream).
 pub(super) fn io_backend(
-    args: &LoadArgs,
+    inputs: &Inputs,
     negotiation: Negotiation,
     uring_verdict: &dyn Fn() -> Result<(), String>,
     notes: &mut Vec<String>,
 ) -> Result<IoBackend> {
     let uring = IoBackend::Uring {
-        sqpoll: args.io_sqpoll,
+        sqpoll: inputs.protocol.io_sqpoll,
     };
-    match args.io {
-        IoArg::Epoll if args.io_sqpoll => {
+    match inputs.protocol.io {
+        IoChoice::Epoll if inputs.protocol.io_sqpoll => {
             usage_bail!("--io-sqpoll needs --io uring or --io auto (it polls an io_uring)")
         }
-        IoArg::Epoll => Ok(IoBackend::Epoll),
-        _ if negotiation == Negotiation::Quic || args.proxy.is_some() || args.tls_early_data => {
+        IoChoice::Epoll => Ok(IoBackend::Epoll),
+        _ if negotiation == Negotiation::Quic
+            || inputs.connection.proxy.is_some()
+            || inputs.tls.early_data =>
+        {
             Ok(IoBackend::Epoll)
         }
-        IoArg::Uring => match uring_verdict() {
+        IoChoice::Uring => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => anyhow::bail!("--io uring: io_uring unavailable ({reason})"),
         },
-        IoArg::Auto => match uring_verdict() {
+        IoChoice::Auto => match uring_verdict() {
             Ok(()) => Ok(uring),
             Err(reason) => {
                 notes.push(format!(

@@ -1,5 +1,5 @@
 //! `--grpc-proto`: the `.proto` files and every file they import, read and compiled within
-//! bounds. Every file, imports included, is read as a top-level input is (`cli::input`: a regular
+//! bounds. Every file, imports included, is read as a top-level input is (`input`: a regular
 //! file or refused, never a FIFO wait or a device, at most [`MAX_PROTO_BYTES`]), before protox sees
 //! it; the import graph is walked here without recursion, so an import chain deeper than
 //! [`MAX_IMPORT_DEPTH`] is refused naming the chain instead of overflowing protox's recursive
@@ -17,7 +17,7 @@ use anyhow::Result;
 use prost_reflect::DescriptorPool;
 use protox::file::{File, FileResolver, GoogleFileResolver, IncludeFileResolver};
 
-use crate::cli::input;
+use crate::input;
 use crate::units::format_bytes;
 use crate::usage_bail;
 

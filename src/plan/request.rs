@@ -9,11 +9,11 @@ use http::header::{HeaderName, HeaderValue};
 use http::Method;
 
 use super::grpc::{GrpcBody, JsonMessage};
+use super::inputs::Inputs;
 use super::template::Template;
-use crate::cli::input;
-use crate::cli::limits::MAX_BODY_FILE;
-use crate::cli::LoadArgs;
 use crate::error::quoted;
+use crate::input;
+use crate::limits::MAX_BODY_FILE;
 use crate::proto::request::RequestParts;
 use crate::usage_bail;
 
@@ -134,17 +134,19 @@ fn default_headers() -> Vec<(HeaderName, HeaderValue)> {
 }
 
 pub(super) fn request_template(
-    args: &LoadArgs,
+    inputs: &Inputs,
     paths: Vec<String>,
     authority: &str,
     grpc: Option<(&str, GrpcBody)>,
 ) -> Result<RequestTemplate> {
+    let given = &inputs.request;
+    let grpc_method = inputs.grpc.method.is_some();
     let mut headers = default_headers();
     if grpc.is_some() {
-        headers.extend(grpc_headers(args.request_timeout));
+        headers.extend(grpc_headers(inputs.connection.request_timeout));
     }
     let mut authority = authority.to_owned();
-    for raw in &args.headers {
+    for raw in &given.headers {
         match header_flag(raw)? {
             HeaderFlag::Authority(text) => authority = text,
             HeaderFlag::Field(name, value) => {
@@ -161,16 +163,13 @@ pub(super) fn request_template(
             Some("--grpc-data".to_owned()),
             Some(encoder),
         ),
-        None => match (&args.data, &args.body) {
-            (Some(path), _) => {
-                let path = crate::cli::habits::data_file(path);
-                (
-                    paths,
-                    Bytes::from(input::read(&path, "-d file", MAX_BODY_FILE)?),
-                    Some(format!("-d file '{}'", path.display())),
-                    None,
-                )
-            }
+        None => match (&given.data, &given.body) {
+            (Some(path), _) => (
+                paths,
+                Bytes::from(input::read(path, "-d file", MAX_BODY_FILE)?),
+                Some(format!("-d file '{}'", path.display())),
+                None,
+            ),
             (None, Some(text)) => (
                 paths,
                 Bytes::from(text.clone()),
@@ -180,16 +179,16 @@ pub(super) fn request_template(
             (None, None) => (paths, Bytes::new(), None, None),
         },
     };
-    let method = match &args.method {
-        Some(_) if encoder.is_some() || args.grpc.grpc_method.is_some() => {
+    let method = match &given.method {
+        Some(_) if encoder.is_some() || grpc_method => {
             usage_bail!("--method cannot be given with --grpc: a gRPC call is a POST")
         }
-        None if args.grpc.grpc_method.is_some() => Method::POST,
+        None if grpc_method => Method::POST,
         Some(method) => match Method::from_bytes(method.as_bytes()) {
             Ok(method) => method,
             Err(_) => usage_bail!("--method '{}' is not a valid HTTP method", quoted(method)),
         },
-        None if args.data.is_some() || args.body.is_some() => Method::POST,
+        None if given.data.is_some() || given.body.is_some() => Method::POST,
         None => Method::GET,
     };
     let mut request = RequestTemplate {
@@ -198,10 +197,10 @@ pub(super) fn request_template(
             authority,
             headers,
             body,
-            declares_length: args.grpc.grpc_method.is_none(),
+            declares_length: !grpc_method,
         },
         paths,
-        random_paths: args.urls_random,
+        random_paths: inputs.target.urls_random,
         templated: None,
         numbered: false,
     };

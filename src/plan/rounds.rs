@@ -6,7 +6,26 @@
 //! "Rigorous Benchmarking in Reasonable Time", 2013), interleaved so the repeats are paired.
 
 use super::template::Rng;
-use crate::cli::values::RoundOrder;
+
+/// Values of `--round-order`: how the cells of a round after the first are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum RoundOrder {
+    /// The reverse of the round before: a drift over the run hits every cell alike.
+    #[default]
+    Alternate,
+    /// A new order each round, drawn from --seed.
+    Shuffle,
+}
+
+impl RoundOrder {
+    /// Its name in the report and in `--round-order`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundOrder::Alternate => "alternate",
+            RoundOrder::Shuffle => "shuffle",
+        }
+    }
+}
 
 /// One run of the sweep: the cell (0-based, in the sweep's order) in a round (1-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

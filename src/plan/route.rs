@@ -1,15 +1,17 @@
 //! How connections reach the server: TCP to an address, a unix socket (`--unix-socket`), or a
-//! tunnel through an HTTP proxy (`--proxy`, `CONNECT`).
+//! tunnel through an HTTP proxy (`--proxy`, `CONNECT`); the host and `--connect-to` resolved once
+//! for the run.
 
 use std::fmt;
-use std::net::{Ipv6Addr, SocketAddr};
+use std::net::{Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use base64::Engine as _;
 use http::Uri;
 
-use crate::cli::LoadArgs;
+use super::inputs::Connection;
 use crate::error::quoted;
 use crate::usage_bail;
 
@@ -46,17 +48,17 @@ impl fmt::Display for Route {
     }
 }
 
-/// The route `args` ask for to the URL's `host` and `port`; `resolve` turns a host and port into
-/// an address (once for the run), `connect_to` parses `--connect-to`.
+/// The route `connection` asks for to the URL's `host` and `port`; `resolve` turns a host and port
+/// into an address (once for the run), `connect_to` parses `--connect-to`.
 pub(crate) fn route(
-    args: &LoadArgs,
+    connection: &Connection,
     host: &str,
     port: u16,
     resolve: impl Fn(&str, u16) -> Result<SocketAddr>,
     connect_to: impl Fn(&str) -> Result<SocketAddr>,
 ) -> Result<Route> {
-    if let Some(path) = &args.unix_socket {
-        if args.connect_to.is_some() || args.proxy.is_some() {
+    if let Some(path) = &connection.unix_socket {
+        if connection.connect_to.is_some() || connection.proxy.is_some() {
             usage_bail!("--unix-socket cannot be combined with --connect-to or --proxy: it is where every connection goes");
         }
         if path.as_os_str().is_empty() {
@@ -64,14 +66,14 @@ pub(crate) fn route(
         }
         return Ok(Route::Unix(path.clone()));
     }
-    let Some(proxy) = &args.proxy else {
-        return Ok(Route::Direct(match &args.connect_to {
+    let Some(proxy) = &connection.proxy else {
+        return Ok(Route::Direct(match &connection.connect_to {
             Some(given) => connect_to(given)?,
             None => resolve(host, port)?,
         }));
     };
     // The target goes into the request line and `Host`: built from checked parts only.
-    let target = match &args.connect_to {
+    let target = match &connection.connect_to {
         Some(given) => {
             let (host, port) = parse_connect_to(given)?;
             authority(&host, port)
@@ -112,6 +114,33 @@ pub(crate) fn parse_connect_to(given: &str) -> Result<(String, u16)> {
         );
     };
     Ok((host.to_owned(), port))
+}
+
+/// `--connect-to HOST:PORT`, checked and resolved.
+pub(super) fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
+    let (host, port) = parse_connect_to(connect_to)?;
+    resolve(&host, port)
+}
+
+/// Resolves `host` once for the whole run. When it has several addresses (`localhost`: ::1 and
+/// 127.0.0.1), the first that accepts a connection is used, as curl and h2load would find it.
+pub(super) fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .collect();
+    let Some(&first) = addrs.first() else {
+        anyhow::bail!("host '{host}' has no address");
+    };
+    if addrs.len() == 1 {
+        return Ok(first);
+    }
+    let probe_limit = Duration::from_secs(1);
+    Ok(addrs
+        .iter()
+        .copied()
+        .find(|addr| std::net::TcpStream::connect_timeout(addr, probe_limit).is_ok())
+        .unwrap_or(first))
 }
 
 /// `host` without the brackets of an IPv6 address, if it is an IP address or a DNS name (letters,

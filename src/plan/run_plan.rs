@@ -7,10 +7,10 @@ use std::time::Duration;
 use rustls::pki_types::ServerName;
 use serde::Serialize;
 
+use super::inputs::Arrival;
 use super::request::RequestTemplate;
 use super::route::Route;
 use super::stages::Stages;
-use crate::cli::values::Arrival;
 use crate::proto::check::Checks;
 
 /// Everything a run needs, validated.
@@ -51,9 +51,9 @@ pub struct RunPlan {
     pub arrival: Arrival,
     /// `--shard`: the part of the scenario this run is (its counts, connections and schedule
     /// are that part's already; the pacer places its send times by it).
-    pub shard: Option<crate::cli::shard::Shard>,
+    pub shard: Option<super::shard::Shard>,
     /// With `--shard`: the whole scenario's counts, which the report records for `merge`.
-    pub whole: Option<crate::cli::shard::Whole>,
+    pub whole: Option<super::shard::Whole>,
     /// `--until-stable`: stop once the p99's and the rate's 95% half-widths are within this
     /// share of their values.
     pub until_stable: Option<f64>,

@@ -1,14 +1,68 @@
-//! `--stages D:R[,D:R...]`, k6's ramping arrival rate: the offered rate moves linearly from the
-//! previous stage's rate to R over D. The schedule is the inverse of the cumulative request count
-//! N(t) (the area under the rate curve, piecewise quadratic), so the k-th send time is computed
-//! afresh, never accumulated from 1/rate(t) steps that would drift.
+//! `--stages D:R[,D:R...]`, k6's ramping arrival rate: each [`Stage`] (`D:R`, parsed and shown as
+//! given) moves the offered rate linearly from the previous stage's rate to R over D. The
+//! schedule is the inverse of the cumulative request count N(t) (the area under the rate curve,
+//! piecewise quadratic), so the k-th send time is computed afresh, never accumulated from
+//! 1/rate(t) steps that would drift.
 
 use std::fmt;
 use std::time::Duration;
 
-/// The flag's values, which the curve is made of (`plan::stages::Stage` names it for its users).
-pub(crate) use crate::cli::stages::Stage;
-use crate::units::MAX_DURATION;
+use crate::limits::{MAX_RATE, MIN_RATE};
+use crate::units::{parse_duration, MAX_DURATION};
+
+/// One stage: the rate reaches `rate` (requests per second, in total) after `duration`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    /// How long the ramp lasts; zero is a step change.
+    pub duration: Duration,
+    /// The rate at the stage's end.
+    pub rate: f64,
+}
+
+impl Stage {
+    /// Parses `D:R` (`30s:1000`): a duration in the project's notation, then a rate that is zero
+    /// (a ramp down to, or a pause at, no load) or within `--rate`'s limits.
+    pub fn parse(text: &str) -> Result<Stage, String> {
+        let Some((duration, rate)) = text.split_once(':') else {
+            return Err(format!(
+                "'{text}' is not a stage DURATION:RATE (example: 30s:1000)"
+            ));
+        };
+        let duration = parse_duration(duration)?;
+        let rate = match crate::units::parse_si_number(rate.trim()) {
+            Ok(rate) if rate == 0.0 || (MIN_RATE..=MAX_RATE).contains(&rate) => rate,
+            _ => {
+                return Err(format!(
+                    "'{text}': the rate must be 0 or between {MIN_RATE} and {MAX_RATE} requests per second"
+                ))
+            }
+        };
+        Ok(Stage { duration, rate })
+    }
+}
+
+impl fmt::Display for Stage {
+    /// `2s:200`, as given (durations in the largest unit that keeps them whole).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", short_duration(self.duration), self.rate)
+    }
+}
+
+/// A duration in the largest of h, m, s, ms, us that shows it whole.
+fn short_duration(duration: Duration) -> String {
+    let micros = duration.as_micros();
+    for (unit, per) in [
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1000),
+    ] {
+        if micros >= per && micros.is_multiple_of(per) {
+            return format!("{}{unit}", micros / per);
+        }
+    }
+    format!("{micros}us")
+}
 
 /// A whole ramp: the starting rate, then the stages in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,7 +255,7 @@ impl Share {
     /// of the whole ramp's send times from the I-th (the whole's k-th is due at N(t) = k + ½,
     /// which is the shard's N(t)/N = j + (I - ½)/N for k = I - 1 + jN), so the N shards'
     /// times together are the whole's.
-    pub fn striped(self, shard: &crate::cli::shard::Shard) -> Share {
+    pub fn striped(self, shard: &super::shard::Shard) -> Share {
         Share {
             first: shard.phase() + 0.5 / shard.count as f64,
             ..self
@@ -225,6 +279,33 @@ impl Share {
 mod tests {
     use super::*;
 
+    #[test]
+    fn parses_and_shows_stages() {
+        assert_eq!(
+            Stage::parse("30s:1000"),
+            Ok(Stage {
+                duration: Duration::from_secs(30),
+                rate: 1000.0
+            })
+        );
+        assert_eq!(Stage::parse("1m:0").unwrap().to_string(), "1m:0");
+        assert_eq!(
+            Stage::parse("1500ms:2.5").unwrap().to_string(),
+            "1500ms:2.5"
+        );
+        for bad in [
+            "2s",
+            "2s:-5",
+            "2s:x",
+            "x:5",
+            "2s:0.0001",
+            "2s:1e9",
+            "2s:NaN",
+        ] {
+            assert!(Stage::parse(bad).is_err(), "{bad}");
+        }
+    }
+
     fn stages(start: f64, list: &str) -> Stages {
         let parsed = list.split(',').map(|s| Stage::parse(s).unwrap()).collect();
         Stages::new(start, parsed).unwrap()
@@ -239,7 +320,7 @@ mod tests {
 
     #[test]
     fn shards_take_every_nth_send_time_of_the_whole_ramp() {
-        use crate::cli::shard::Shard;
+        use crate::plan::shard::Shard;
         let ramp = stages(50.0, "2s:200,0s:1000,1s:0");
         let whole = Share::new(ramp.clone(), 1.0);
         let all: Vec<Duration> = (0..)

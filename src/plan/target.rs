@@ -1,14 +1,11 @@
 //! The target the URLs name: scheme, host, port, authority and every URL's path, credentials
-//! dropped; the host resolved once for the run.
+//! dropped (the host is resolved by `route.rs`, which reaches it).
 
 use std::borrow::Cow;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use http::Uri;
 
-use super::route;
 use crate::error::quoted;
 use crate::usage_bail;
 
@@ -127,32 +124,6 @@ pub(crate) fn shown(url: &str) -> Cow<'_, str> {
     without_userinfo(url).map_or(Cow::Borrowed(url), Cow::Owned)
 }
 
-pub(super) fn resolve_connect_to(connect_to: &str) -> Result<SocketAddr> {
-    let (host, port) = route::parse_connect_to(connect_to)?;
-    resolve(&host, port)
-}
-
-/// Resolves `host` once for the whole run. When it has several addresses (`localhost`: ::1 and
-/// 127.0.0.1), the first that accepts a connection is used, as curl and h2load would find it.
-pub(super) fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve host '{host}'"))?
-        .collect();
-    let Some(&first) = addrs.first() else {
-        anyhow::bail!("host '{host}' has no address");
-    };
-    if addrs.len() == 1 {
-        return Ok(first);
-    }
-    let probe_limit = Duration::from_secs(1);
-    Ok(addrs
-        .iter()
-        .copied()
-        .find(|addr| std::net::TcpStream::connect_timeout(addr, probe_limit).is_ok())
-        .unwrap_or(first))
-}
-
 /// An http:// or https:// URL (its fragment, if any, dropped as `Uri` does).
 pub(crate) fn parse_absolute_url(url: &str) -> Result<Uri> {
     let shown = shown(url);
@@ -242,12 +213,13 @@ mod tests {
             "http://127.0.0.1:1/a",
         ])
         .unwrap();
+        let inputs = crate::app::inputs::from_flags(&cli.load);
         let file = ["/b/{seq}".to_owned(), "http://other:2/c".to_owned()];
         let built = build(
-            &cli.load,
+            &inputs,
             &cli.load.urls,
             &file,
-            &cells(&cli.load, None)[0],
+            &cells(&inputs, None)[0],
             false,
             &check,
         )

@@ -1,5 +1,5 @@
-//! Test helpers of the plan's files: a cell's plan built from a command line, and the usage
-//! error a command line fails with.
+//! Test helpers of the plan's files: a cell's plan built from a command line (its inputs made as
+//! `app` makes them), and the usage error a command line fails with.
 
 use anyhow::Result;
 use clap::Parser;
@@ -14,8 +14,9 @@ pub(super) fn plan(argv: &[&str]) -> Result<RunPlan> {
     let cli =
         crate::cli::Cli::try_parse_from(std::iter::once("h2load-rs").chain(argv.iter().copied()))
             .expect("arguments parse");
-    let cells = cells(&cli.load, None);
-    build(&cli.load, &cli.load.urls, &[], &cells[0], false, &check)
+    let inputs = crate::app::inputs::from_flags(&cli.load);
+    let cells = cells(&inputs, None);
+    build(&inputs, &inputs.target.urls, &[], &cells[0], false, &check)
 }
 
 /// The message of the usage error `argv` must fail with.

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::cli::input;
-use crate::cli::limits::{MAX_URL_FILE, MAX_URL_LIST_MEMORY, URL_COST, URL_COST_PER_THREAD};
 use crate::error::quoted;
+use crate::input;
+use crate::limits::{MAX_URL_FILE, MAX_URL_LIST_MEMORY, URL_COST, URL_COST_PER_THREAD};
 use crate::units::format_bytes;
 use crate::usage_bail;
 

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use crate::cli::values::ColorChoice;
+use crate::console::ColorChoice;
 
 /// Whether stdout should be colored.
 pub(crate) fn enabled(choice: ColorChoice) -> bool {

@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::values::Arrival;
+use crate::plan::Arrival;
 use crate::plan::RunPlan;
 use crate::recorder::hdr;
 

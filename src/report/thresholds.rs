@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
+use crate::plan::objective::{Metric, Objective};
 use crate::report::confidence::{self, Bounds};
 use crate::report::rounds::{mean_interval, runs_by_cell};
 use crate::report::{Document, Summary};
@@ -149,7 +149,7 @@ pub(crate) fn objectives(cells: &[Summary]) -> Vec<Objective> {
     cells.first().map_or_else(Vec::new, |cell| {
         cell.thresholds
             .iter()
-            .map(|threshold| crate::cli::objective::parse(&threshold.expr))
+            .map(|threshold| crate::plan::objective::parse(&threshold.expr))
             .collect::<Result<Vec<_>, _>>()
             .unwrap_or_default()
     })

@@ -15,7 +15,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::slot::run_slot;
 use super::{tls_resume, Sinks};
-use crate::cli::values::Arrival;
 use crate::engine::budget::Budget;
 use crate::engine::clock::PreciseTimer;
 use crate::engine::driver;
@@ -26,6 +25,7 @@ use crate::engine::{Pacer, Templates, ThreadShared};
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::RequestLog;
 use crate::plan::stages::Share;
+use crate::plan::Arrival;
 use crate::plan::{IoBackend, Negotiation, RunPlan};
 use crate::recorder::backlog::Backlog;
 use crate::recorder::outcome::Kept;

@@ -2,13 +2,98 @@
 //! one precise way, so tests (and users) can see how a load generator copes. hyper is not used
 //! here because these are exactly the things a correct server never does.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::cli::serve::Fault;
 use crate::proto::h2::{self as h2frame, FrameHead};
+
+/// A fault mode of the built-in target (`--fault MODE`): one way of failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP/1.1: answer N requests, the last with `Connection: close`, then close.
+    CloseAfter(u64),
+    /// HTTP/1.1: answer N requests as if the connection stayed open, then close it unannounced,
+    /// as a server whose keep-alive timeout or request limit ends an idle connection does.
+    DropAfter(u64),
+    /// Close every N-th connection at once, before reading or sending anything (an h2c client is
+    /// still waiting for SETTINGS); serve the others as the built-in target does.
+    DropEvery(u64),
+    /// HTTP/1.1: send part of every response, then reset the connection (TCP RST).
+    ResetMidResponse,
+    /// HTTP/1.1: promise a 100-byte body, send 5 bytes, close.
+    ShortBody,
+    /// HTTP/1.1: answer with a malformed status line.
+    Malformed,
+    /// Read requests, never answer.
+    Stall,
+    /// Accept connections, never read them.
+    NeverRead,
+    /// h2c: answer N streams, then GOAWAY (NO_ERROR) naming the last one, and close.
+    GoawayAfter(u64),
+    /// h2c: like `GoawayAfter`, with error code INTERNAL_ERROR.
+    GoawayErrorAfter(u64),
+    /// h2c: answer every N-th stream with RST_STREAM (INTERNAL_ERROR) instead of a response.
+    ResetStreamEvery(u64),
+}
+
+impl FromStr for Fault {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Fault, String> {
+        let (name, count) = match text.split_once('=') {
+            Some((name, count)) => {
+                let count: u64 = count
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("'{text}': the count must be a positive number"))?;
+                (name, Some(count))
+            }
+            None => (text, None),
+        };
+        Ok(match (name, count) {
+            ("close-after", Some(n)) => Fault::CloseAfter(n),
+            ("drop-after", Some(n)) => Fault::DropAfter(n),
+            ("drop-every", Some(n)) => Fault::DropEvery(n),
+            ("reset-mid-response", None) => Fault::ResetMidResponse,
+            ("short-body", None) => Fault::ShortBody,
+            ("malformed", None) => Fault::Malformed,
+            ("stall", None) => Fault::Stall,
+            ("never-read", None) => Fault::NeverRead,
+            ("goaway-after", Some(n)) => Fault::GoawayAfter(n),
+            ("goaway-error-after", Some(n)) => Fault::GoawayErrorAfter(n),
+            ("rst-stream-every", Some(n)) => Fault::ResetStreamEvery(n),
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a fault: close-after=N, drop-after=N, drop-every=N, reset-mid-response, short-body, \
+                     malformed, stall, never-read, goaway-after=N, goaway-error-after=N, rst-stream-every=N"
+                ))
+            }
+        })
+    }
+}
+
+impl Fault {
+    /// The mode as `serve --fault` spells it.
+    pub fn name(&self) -> String {
+        match self {
+            Fault::CloseAfter(n) => format!("close-after={n}"),
+            Fault::DropAfter(n) => format!("drop-after={n}"),
+            Fault::DropEvery(n) => format!("drop-every={n}"),
+            Fault::ResetMidResponse => "reset-mid-response".to_owned(),
+            Fault::ShortBody => "short-body".to_owned(),
+            Fault::Malformed => "malformed".to_owned(),
+            Fault::Stall => "stall".to_owned(),
+            Fault::NeverRead => "never-read".to_owned(),
+            Fault::GoawayAfter(n) => format!("goaway-after={n}"),
+            Fault::GoawayErrorAfter(n) => format!("goaway-error-after={n}"),
+            Fault::ResetStreamEvery(n) => format!("rst-stream-every={n}"),
+        }
+    }
+}
 
 /// What a fault mode's server speaks: a cell of any other protocol would only time out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,5 +317,25 @@ async fn serve_h2(mut stream: TcpStream, fault: Fault) -> std::io::Result<()> {
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("close-after=3".parse(), Ok(Fault::CloseAfter(3)));
+        assert_eq!("drop-after=1".parse(), Ok(Fault::DropAfter(1)));
+        assert_eq!("drop-every=4".parse(), Ok(Fault::DropEvery(4)));
+        assert_eq!("rst-stream-every=5".parse(), Ok(Fault::ResetStreamEvery(5)));
+        assert_eq!("stall".parse(), Ok(Fault::Stall));
+        assert!("close-after".parse::<Fault>().is_err());
+        assert!("close-after=0".parse::<Fault>().is_err());
+        assert!("explode"
+            .parse::<Fault>()
+            .unwrap_err()
+            .contains("is not a fault"));
     }
 }

@@ -17,6 +17,16 @@ use http_body::{Body, Frame};
 use super::echo::Echo;
 use crate::proto::grpc::{FramingError, MessageReader};
 
+/// How the built-in target answers a gRPC call (`serve --grpc-reply`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum GrpcReply {
+    /// Every message back as it arrives, then `grpc-status: 0`.
+    #[default]
+    Echo,
+    /// Once the request has ended, its last message, then `grpc-status: 0`.
+    Last,
+}
+
 /// The longest message a call may send: grpc-go's and grpc-java's default receive limit.
 const MAX_MESSAGE: u32 = 4 << 20;
 

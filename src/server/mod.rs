@@ -38,11 +38,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
-use crate::cli::serve::{Fault, DEFAULT_MAX_CONNECTIONS};
-
 use echo::EchoBudget;
-pub use faults::Speaks;
+pub use faults::{Fault, Speaks};
 use gate::{AcceptFailures, Gate, Place};
+pub use grpc_last::GrpcReply;
 use idle::{Activity, Tracked};
 use routes::TargetBody;
 pub use routes::{Applied, AppliedDelays, Behaviour, Slow, Stall};
@@ -50,6 +49,9 @@ pub use sent::{SentBytes, SentTotals};
 pub use unix::{listen_unix, SocketFile};
 use watched::Watched;
 use windows::{Sizes, Window, Windows};
+
+/// Connections served at once by default (`serve --max-connections`): seed 002's 16,000 fit.
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
 
 /// HTTP/2 and QUIC receive windows of the target: what a connection's clients may send that it
 /// has not read yet (an `/echo` waiting for its budget, a body a delayed route reads later), for

@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 
 use super::echo::{Echo, EchoBudget};
 use super::grpc_last::LastMessage;
-use crate::cli::serve::GrpcReply;
+use super::GrpcReply;
 use crate::plan::template::Rng;
 use crate::time::sleep_precisely;
 

@@ -15,8 +15,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 
-use crate::cli::input;
-use crate::cli::limits::MAX_PEM_FILE;
+use crate::input;
+use crate::limits::MAX_PEM_FILE;
 use crate::usage_bail;
 pub use info::TlsInfo;
 pub use problem::certificate_problem;

@@ -33,11 +33,12 @@ fn delayed_target() -> SocketAddr {
 fn plan_of(args: &[&str]) -> Arc<RunPlan> {
     let cli = Cli::try_parse_from(std::iter::once("h2load-rs").chain(args.iter().copied()))
         .expect("the arguments parse");
-    let cells = plan::cells(&cli.load, None);
+    let inputs = h2load_rs::app::inputs::from_flags(&cli.load);
+    let cells = plan::cells(&inputs, None);
     assert_eq!(cells.len(), 1);
     Arc::new(
         plan::build(
-            &cli.load,
+            &inputs,
             &cli.load.urls,
             &[],
             &cells[0],

@@ -312,9 +312,10 @@ fn run_with(
         .chain(args.iter().copied())
         .chain([url.as_str()]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
-    let cell = &plan::cells(&cli.load, None)[0];
+    let inputs = crate::app::inputs::from_flags(&cli.load);
+    let cell = &plan::cells(&inputs, None)[0];
     let mut plan = plan::build(
-        &cli.load,
+        &inputs,
         &cli.load.urls,
         &[],
         cell,

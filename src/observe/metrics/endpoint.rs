@@ -32,7 +32,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 const SCRAPE_CONNECTION_LIMIT: Duration = Duration::from_secs(30);
 
 use super::Board;
-use crate::cli;
+use crate::exposure;
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
@@ -47,7 +47,7 @@ impl Endpoint {
     /// serves `board` from another thread.
     pub(crate) fn start(addr: SocketAddr, board: Arc<Board>) -> Result<Endpoint> {
         let anyone = "anyone who can reach it can read the metrics (no authentication)";
-        if let Some(line) = cli::exposure::warning("--metrics-listen", addr.ip(), anyone) {
+        if let Some(line) = exposure::warning("--metrics-listen", addr.ip(), anyone) {
             errln!("{line}");
         }
         let listener = std::net::TcpListener::bind(addr)

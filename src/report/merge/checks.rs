@@ -6,7 +6,7 @@
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::cli::shard::{Shard, Whole, MAX_SHARDS};
+use crate::plan::shard::{Shard, Whole, MAX_SHARDS};
 use crate::report::{Document, Summary};
 use crate::usage_bail;
 

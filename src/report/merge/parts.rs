@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::shard::Shard;
+use crate::plan::shard::Shard;
 use crate::report::{cell_slack_per_s, Summary};
 
 /// A part that began its measured period more than this after the first one is flagged (or

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use crate::cli::shard::Shard;
+use crate::plan::shard::Shard;
 use crate::report::Document;
 use crate::usage_bail;
 

@@ -10,7 +10,7 @@ use super::schema::{
     ProtocolInfo, Requests, Settings, Spread, StageSettings, StagesSettings, StatusCodes, Summary,
     Traffic, UrlRow,
 };
-use crate::cli::values::Arrival;
+use crate::plan::Arrival;
 use crate::plan::{Negotiation, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshakes;
 use crate::recorder::outcome::RunOutcome;

@@ -261,10 +261,10 @@ pub struct Settings {
     pub io: String,
     /// `--shard`: which part of the scenario the run was (absent for a whole one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::cli::shard::Shard>,
+    pub shard: Option<crate::plan::shard::Shard>,
     /// With `--shard`: the whole scenario's `-c`, `-n` and rate, the same in every part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub whole: Option<crate::cli::shard::Whole>,
+    pub whole: Option<crate::plan::shard::Whole>,
 }
 
 /// The I/O backend of reports written before `--io` existed.

@@ -62,20 +62,22 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    /// Why the load of `args` cannot be split into `self.count` parts (`requests`: its `-n`
-    /// total for a cell of `clients` connections, if counted), if it cannot: a part with no
-    /// connection or request, or a mode whose one decider must see the whole load.
+    /// Why a load cannot be split into `self.count` parts (`requests`: its `-n` total for a cell
+    /// of `clients` connections, if counted), if it cannot: a part with no connection or
+    /// request, or a mode whose one decider must see the whole load (`find_max`,
+    /// `until_stable`: whether it searches or measures until stable).
     pub fn refusal(
         &self,
-        args: &crate::cli::LoadArgs,
+        find_max: bool,
+        until_stable: bool,
         clients: u64,
         requests: Option<u64>,
     ) -> Option<String> {
         let shard = self;
-        if args.find_max {
+        if find_max {
             return Some("--shard cannot split --find-max: its search decides each step from the whole load, which one machine must see; run it on one machine".to_owned());
         }
-        if args.until_stable.is_some() {
+        if until_stable {
             return Some("--shard cannot split --until-stable: each part would stop on its own intervals, so the parts would not add up to one run; give -D or -n".to_owned());
         }
         if clients < shard.count {

@@ -1,0 +1,238 @@
+//! What the plan is made from ([`Inputs`]): the load test's settings once the flags are parsed,
+//! in plain types and in a few parts, each read by the file of the plan that gives it meaning
+//! (the gRPC part, `GrpcInputs`, is grpc.rs's), and the values a cell asks for: `--proto`'s
+//! [`ProtoChoice`], `--io`'s [`IoChoice`], `-n`'s [`Requests`], `--arrival`'s [`Arrival`].
+//! `app` makes them from the flags (`src/app/inputs.rs`); nothing here knows a flag's spelling,
+//! only the name a usage error quotes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::grpc::GrpcInputs;
+use super::objective::Objective;
+use super::shard::Shard;
+use super::stages::Stage;
+
+/// Everything one sweep's plans are built from.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// Where the requests go.
+    pub target: Target,
+    /// How much load, how fast, for how long.
+    pub load: Load,
+    /// The protocol, its settings and the I/O backend.
+    pub protocol: ProtocolInputs,
+    /// How connections are made, kept and given up.
+    pub connection: Connection,
+    /// TLS settings of `https://` cells.
+    pub tls: Tls,
+    /// What each request holds and what its response must show.
+    pub request: Request,
+    /// The gRPC method and message, if any.
+    pub grpc: GrpcInputs,
+}
+
+/// Where the requests go (`-i`, `--urls-random`, the built-in target's TLS).
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    /// The URLs given on the command line.
+    pub urls: Vec<String>,
+    /// `-i`: the file more URLs come from (named in the report).
+    pub input_file: Option<PathBuf>,
+    /// Each request's URL picked at random, not in turn.
+    pub urls_random: bool,
+    /// The built-in target serves TLS (decides the default protocol when no URL is given).
+    pub target_tls: bool,
+}
+
+/// A request count (`-n`): a total, or a multiple of each cell's concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// This many requests in total.
+    Total(u64),
+    /// This many per concurrent request (connections × streams) of each cell.
+    PerConcurrency(u64),
+}
+
+/// The protocol a cell asks for (`--proto`), which negotiate.rs turns into its negotiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtoChoice {
+    /// HTTP/1.1 (keep-alive pool; pipelined when -m > 1).
+    #[value(name = "h1", alias = "http/1.1")]
+    H1,
+    /// HTTP/2 over cleartext TCP by prior knowledge.
+    H2c,
+    /// HTTP/2 over TLS (ALPN h2); fails if the server selects anything else.
+    H2,
+    /// HTTP/1.1 request with `Upgrade: h2c`, HTTP/2 on the same connection after `101`.
+    #[value(name = "h2c-upgrade")]
+    H2cUpgrade,
+    /// Over TLS: whatever ALPN selects (h2 or http/1.1).
+    Auto,
+    /// HTTP/3 over QUIC (UDP, the URL's port); https:// URLs only.
+    H3,
+}
+
+/// Values of `--io`: how TCP and unix-socket connections do their I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum IoChoice {
+    /// io_uring where the kernel allows it, else epoll (said once on stderr with the reason).
+    Auto,
+    /// io_uring, one ring per thread; the run fails (status 1) if the kernel refuses it.
+    Uring,
+    /// Readiness-based I/O on epoll.
+    #[default]
+    Epoll,
+}
+
+/// How `--rate`, `--stages` and `--find-max` space their send times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Arrival {
+    /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
+    #[default]
+    Uniform,
+    /// A Poisson process: exponential gaps of mean 1/rate, as independent users arrive; drawn
+    /// from --seed, so a run with the same seed repeats its send times exactly.
+    Poisson,
+}
+
+impl Arrival {
+    /// Its name in the report and in `--arrival`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// How much load, how fast and for how long; the lists are the sweep's levels.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// `-n`.
+    pub requests: Option<Requests>,
+    /// `-c`: connections, one cell per level.
+    pub clients: Vec<u64>,
+    /// `-t`.
+    pub threads: u64,
+    /// `-m`: requests in flight per connection, one cell per level.
+    pub max_concurrent_streams: Vec<u64>,
+    /// `--rate`: total requests per second, one cell per rate.
+    pub rate: Vec<f64>,
+    /// `--rps`: each connection's rate.
+    pub rps: Option<f64>,
+    /// `--stages`: the ramp.
+    pub stages: Vec<Stage>,
+    /// How paced send times are spaced.
+    pub arrival: Arrival,
+    /// `--until-stable`: the precision the p99 and the rate must reach, as a fraction.
+    pub until_stable: Option<f64>,
+    /// `-D`.
+    pub duration: Option<Duration>,
+    /// `--warm-up-time`.
+    pub warm_up_time: Option<Duration>,
+    /// `--find-max`: the run is a search for the highest rate that keeps [`Load::slo`].
+    pub find_max: bool,
+    /// `--slo`: the objectives of the search.
+    pub slo: Vec<Objective>,
+    /// `--step-duration`: the length of a full step of the search.
+    pub step_duration: Duration,
+    /// `--scale`: the factor of counts, levels and durations.
+    pub scale: Option<f64>,
+    /// `--shard`: the part of the load this process runs.
+    pub shard: Option<Shard>,
+    /// `--seed` (without one, a seed drawn once per process).
+    pub seed: Option<u64>,
+    /// `--interval`: the timeline's intervals.
+    pub interval: Option<Duration>,
+}
+
+/// The protocol asked for, its HTTP/2 settings and the I/O backend.
+#[derive(Debug, Clone)]
+pub struct ProtocolInputs {
+    /// `--proto`: one cell per protocol (empty: the scheme's default).
+    pub proto: Vec<ProtoChoice>,
+    /// The protocol of every cell without `--proto`, whatever the scheme (`--h1`).
+    pub default_proto: Option<ProtoChoice>,
+    /// The protocol of `http://` cells without `--proto` (h2load's `-p`).
+    pub cleartext_proto: Option<ProtoChoice>,
+    /// `--h2-multiplex`: HTTP/2 cells carry their concurrency on one connection.
+    pub h2_multiplex: bool,
+    /// `--io`.
+    pub io: IoChoice,
+    /// `--io-sqpoll`.
+    pub io_sqpoll: bool,
+    /// `-w`: the stream window is 2^N-1.
+    pub window_bits: u8,
+    /// `-W`: the connection window is 2^N-1.
+    pub connection_window_bits: u8,
+    /// `-f`, unchecked.
+    pub max_frame_size: u64,
+    /// `--header-table-size`, unchecked.
+    pub header_table_size: u64,
+}
+
+/// How connections reach the server, and when they and their requests are given up.
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    /// `--connect-to HOST:PORT`, unparsed.
+    pub connect_to: Option<String>,
+    /// `--unix-socket`.
+    pub unix_socket: Option<PathBuf>,
+    /// `--proxy`, unparsed.
+    pub proxy: Option<String>,
+    /// `--connect-timeout`.
+    pub connect_timeout: Option<Duration>,
+    /// `--request-timeout`.
+    pub request_timeout: Option<Duration>,
+    /// `-T`.
+    pub active_timeout: Option<Duration>,
+    /// `-N`.
+    pub inactivity_timeout: Option<Duration>,
+    /// How many times a request the server never processed is sent again (`None`: never).
+    pub max_retries: Option<u8>,
+    /// `--requests-per-connection`.
+    pub requests_per_connection: Option<u64>,
+    /// `--no-keepalive`.
+    pub no_keepalive: bool,
+}
+
+/// The TLS settings of `https://` cells.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// `--tls-resume`.
+    pub resume: bool,
+    /// `--tls-early-data`.
+    pub early_data: bool,
+    /// `--alpn-list`, unparsed.
+    pub alpn_list: Option<String>,
+    /// `-k`.
+    pub insecure: bool,
+    /// `--cacert`.
+    pub cacert: Option<PathBuf>,
+    /// `--cert`.
+    pub cert: Option<PathBuf>,
+    /// `--key`.
+    pub key: Option<PathBuf>,
+    /// `--sni`.
+    pub sni: Option<String>,
+}
+
+/// What each request holds and what its response must show.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `-H`, unparsed.
+    pub headers: Vec<String>,
+    /// The file of the body (`-d`).
+    pub data: Option<PathBuf>,
+    /// The body itself (`--body`).
+    pub body: Option<String>,
+    /// `--method`.
+    pub method: Option<String>,
+    /// `--expect-status`, unparsed.
+    pub expect_status: Vec<String>,
+    /// `--expect-header`, unparsed.
+    pub expect_header: Vec<String>,
+    /// `--expect-body-contains`.
+    pub expect_body_contains: Option<String>,
+}
