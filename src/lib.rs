@@ -49,18 +49,20 @@ macro_rules! errln {
 pub mod app;
 pub mod cli;
 pub(crate) mod console;
-pub(crate) mod engine;
 pub(crate) mod error;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub(crate) mod io;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;
 pub mod recorder;
 pub(crate) mod report;
 pub mod runner;
+pub(crate) mod schedule;
 pub mod server;
+pub(crate) mod session;
 pub(crate) mod time;
 pub mod tls;
 pub(crate) mod units;

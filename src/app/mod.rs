@@ -368,7 +368,7 @@ fn reflect_schema(args: &LoadArgs) -> Result<prost_reflect::DescriptorPool> {
         &[],
         spec,
         false,
-        &crate::engine::uring::probe::check,
+        &crate::io::uring::probe::check,
     )?;
     let path = plan.grpc.as_ref().map_or("", |grpc| grpc.path.as_str());
     let service = path

@@ -13,9 +13,9 @@ use super::launch::Launched;
 use super::{signals, RunOutcome, Sinks};
 use crate::cli::limits::{MAX_RATE, MIN_RATE};
 use crate::cli::values::Arrival;
-use crate::engine::pacer::{Offered, Throttle};
 use crate::observe::live::{Live, Snapshot};
 use crate::plan::{RunPlan, DEFAULT_CONNECT_TIMEOUT};
+use crate::schedule::pacer::{Offered, Throttle};
 
 /// The timeline's interval when none was asked for: a search lasts minutes, its steps seconds.
 const STEERED_INTERVAL: Duration = Duration::from_secs(1);

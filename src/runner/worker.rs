@@ -14,15 +14,13 @@ use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
 use super::slot::run_slot;
-use super::{tls_resume, Sinks};
+use super::Sinks;
 use crate::cli::values::Arrival;
-use crate::engine::budget::Budget;
-use crate::engine::clock::PreciseTimer;
-use crate::engine::driver;
-use crate::engine::h3::QuicContext;
-use crate::engine::pacer::{Gaps, Source, Steering, Throttle};
-use crate::engine::uring::Uring;
-use crate::engine::{Pacer, Templates, ThreadShared};
+use crate::io::clock::PreciseTimer;
+use crate::io::driver;
+use crate::io::h3::QuicContext;
+use crate::io::tls_resume;
+use crate::io::uring::Uring;
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::RequestLog;
 use crate::plan::stages::Share;
@@ -30,6 +28,9 @@ use crate::plan::{IoBackend, Negotiation, RunPlan};
 use crate::recorder::backlog::Backlog;
 use crate::recorder::outcome::Kept;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
+use crate::schedule::budget::Budget;
+use crate::schedule::pacer::{Gaps, Source, Steering, Throttle};
+use crate::session::{Pacer, Templates, ThreadShared};
 use crate::time::thread_busy_time;
 
 /// How often a steered run's workers publish their numbers (its steps are measured from them).
