@@ -9,7 +9,7 @@
 //! last stretch, so deadlines that never come (a timeout whose response arrives first) never
 //! touch the heap or the timerfd.
 //!
-//! The driver only knows the [`Timer`] trait, so another I/O backend (QUIC, io_uring) can bring
+//! The driver only knows the [`Timer`] trait (`src/schedule/mod.rs`), so another I/O backend (QUIC, io_uring) can bring
 //! its own timer.
 //!
 //! The timerfd and the wait on tokio's timer are [`crate::time`]'s, shared with the built-in
@@ -26,13 +26,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use super::uring::Uring;
+use crate::schedule::Timer;
 use crate::time::{approach, TimerFd};
-
-/// What an I/O driver waits with for its next deadline.
-pub(crate) trait Timer {
-    /// Completes at `deadline` (at once if it has passed).
-    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + '_;
-}
 
 /// One thread's precise timer: a heap of near deadlines served by one timerfd. Single-threaded
 /// (its sleepers and [`PreciseTimer::serve`] run on the thread's current-thread runtime).

@@ -21,18 +21,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::clock::Timer;
 use crate::plan::Protocol;
 use crate::recorder::{ErrorKind, Failure};
-use crate::session::any::{AnySession, Progress, Speaks};
+use crate::schedule::Timer;
+use crate::session::any::{feed, AnySession, Progress, Speaks};
 use crate::session::earliest;
 use crate::session::outgoing::{Outgoing, MAX_SLICES};
 use crate::session::{io_error_kind, ConnEnd, Ledger, Templates};
 
-/// Bytes one thread reads at a time, shared by its connections.
-pub(crate) const READ_BUFFER: usize = 256 * 1024;
-/// Capacity a connection keeps for unconsumed input after it empties; more is given back.
-const KEEP_PENDING: usize = 4 * 1024;
 /// The socket's receive low-water mark while a response body still has at least
 /// [`LOW_WATER_FROM`] bytes to come: the connection then wakes once per this many bytes instead
 /// of once per arriving segment. A reader faster than the server otherwise sleeps and is woken
@@ -85,11 +81,6 @@ pub(crate) struct ConnLimits {
     /// How many bytes of TLS early data the connection may send (`--tls-early-data` on a
     /// resumed connection whose ticket allows it), `None` otherwise.
     pub(crate) early_data: Option<usize>,
-}
-
-/// The buffer a thread's connections read into, one at a time.
-pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
-    RefCell::new(vec![0; READ_BUFFER])
 }
 
 /// Drives one established connection that speaks `protocol` (`None`: an h2c upgrade decides)
@@ -211,30 +202,6 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Arrivals + Unpi
             return lose(&mut session, failure, &ledger);
         }
     }
-}
-
-/// Hands freshly read bytes to the session, after whatever it left unconsumed before; keeps what
-/// it leaves now.
-pub(crate) fn feed(
-    session: &mut AnySession<'_>,
-    fresh: &[u8],
-    pending: &mut Vec<u8>,
-    at: Instant,
-    ledger: &Ledger<'_>,
-    out: &mut Outgoing,
-) -> Result<(), Failure> {
-    if pending.is_empty() {
-        let used = session.on_read(fresh, at, ledger, out)?;
-        pending.extend_from_slice(&fresh[used..]);
-    } else {
-        pending.extend_from_slice(fresh);
-        let used = session.on_read(pending, at, ledger, out)?;
-        pending.drain(..used);
-    }
-    if pending.is_empty() && pending.capacity() > KEEP_PENDING {
-        *pending = Vec::new();
-    }
-    Ok(())
 }
 
 /// How long ago, on the wall clock the kernel stamps with, `arrived` (time since the Unix epoch)

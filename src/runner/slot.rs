@@ -18,7 +18,7 @@ use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
-use crate::schedule::reserve::Reserved;
+use crate::schedule::reserve::{Reserved, Supply};
 use crate::session::{pick_protocol, ConnEnd, ConnState, Ledger, Templates, ThreadShared};
 use crate::tls::TlsInfo;
 

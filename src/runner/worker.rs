@@ -17,7 +17,6 @@ use super::slot::run_slot;
 use super::Sinks;
 use crate::cli::values::Arrival;
 use crate::io::clock::PreciseTimer;
-use crate::io::driver;
 use crate::io::h3::QuicContext;
 use crate::io::tls_resume;
 use crate::io::uring::Uring;
@@ -215,7 +214,7 @@ impl Worker {
                 .log
                 .clone()
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
-            read_buffer: driver::read_buffer(),
+            read_buffer: crate::session::read_buffer(),
             retries: RefCell::default(),
             first_slot,
             tls: self

@@ -4,14 +4,17 @@
 //! request's send time has come, as a real client connects when it has something to send. The
 //! connect, proxy and TLS time then fall inside the request's response time, as a new user's
 //! would, instead of the connection opening early and idling until its send time.
+//!
+//! The schedule sees a thread's state through [`Supply`] (the session layer's `ThreadShared`
+//! implements it), and reads the time from the slot's [`Timer`]: the same clock it sleeps on.
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::pacer::Due;
-use crate::io::clock::Timer;
-use crate::session::ThreadShared;
+use super::budget::Budget;
+use super::pacer::{Due, Pacer};
+use super::Timer;
 
 /// What a slot took before connecting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,45 +25,56 @@ pub(crate) struct Reserved {
     pub scheduled: Option<Instant>,
 }
 
-impl ThreadShared {
+/// What a slot draws its requests from: the thread's budget and schedule, and its queue of
+/// requests waiting to be sent again. The reservations are provided on it.
+pub(crate) trait Supply {
+    /// The run's request budget.
+    fn budget(&self) -> &Budget;
+    /// The thread's schedule, with `--rate`.
+    fn pacer(&self) -> Option<&Pacer>;
+    /// Whether connections carry `--requests-per-connection` at most.
+    fn churned(&self) -> bool;
+    /// Whether requests are waiting to be sent again.
+    fn has_retries(&self) -> bool;
+
     /// What a slot about to connect takes first: nothing for its first connection without
     /// `--requests-per-connection`, nor when it reconnects under a schedule; else a request from
     /// the budget (`reconnecting` unscheduled: slots whose connections were lost together near
     /// the end of `-n` all reconnected for the last few requests, 64 to 88 connections for 60
     /// requests that each timed out on its own), once its send time has come under a schedule (the slot
-    /// waits here, not connected, with `told` the slot's [`super::Pacer::come_back_at`] cell,
+    /// waits here, not connected, with `told` the slot's [`Pacer::come_back_at`] cell,
     /// which its connections carry on). `None`:
     /// nothing is left to connect for. Requests waiting to be sent again need no send time: the
     /// slot connects for them at once.
-    pub(crate) async fn reserve_first(
+    async fn reserve_first(
         &self,
         timer: &impl Timer,
         told: &Cell<Option<Instant>>,
         reconnecting: bool,
     ) -> Option<Reserved> {
-        let churned = self.plan.requests_per_connection.is_some();
-        let takes_first = churned || (reconnecting && self.pacer.is_none());
+        let churned = self.churned();
+        let takes_first = churned || (reconnecting && self.pacer().is_none());
         if !takes_first {
             return Some(Reserved::default());
         }
         loop {
-            let now = Instant::now();
+            let now = timer.now();
             // A ramp's end stops its schedule, not the budget: a connection opened now would
             // carry nothing.
-            if (self.pacer.as_ref()).is_some_and(|pacer| pacer.past_end(now)) {
+            if self.pacer().is_some_and(|pacer| pacer.past_end(now)) {
                 return None;
             }
-            let Some(pacer) = self.pacer.as_ref().filter(|_| !self.has_retries()) else {
-                let taken = self.budget.try_take();
+            let Some(pacer) = self.pacer().filter(|_| !self.has_retries()) else {
+                let taken = self.budget().try_take();
                 return (taken || self.has_retries()).then_some(Reserved {
                     taken,
                     scheduled: None,
                 });
             };
             let wake = match pacer.due(now) {
-                _ if !self.budget.has_more() => None,
+                _ if !self.budget().has_more() => None,
                 Due::Now(intended) => {
-                    if self.budget.try_take() {
+                    if self.budget().try_take() {
                         pacer.taken(intended);
                         return Some(Reserved {
                             taken: true,
@@ -87,11 +101,11 @@ impl ThreadShared {
 
     /// Gives back what a slot took before connecting and never sent: the request to the budget,
     /// its send time to the schedule (another connection sends it, measured from that time).
-    pub(crate) fn give_back(&self, reserved: Reserved) {
+    fn give_back(&self, reserved: Reserved) {
         if reserved.taken {
-            self.budget.give_back();
+            self.budget().give_back();
         }
-        if let (Some(pacer), Some(time)) = (&self.pacer, reserved.scheduled) {
+        if let (Some(pacer), Some(time)) = (self.pacer(), reserved.scheduled) {
             pacer.hand_back(time);
         }
     }
@@ -102,12 +116,11 @@ impl ThreadShared {
     /// for it else, and the next connection to wake would take it a period late (and its own
     /// time later still). That wake-up is a task of its own, which the end of the thread's
     /// connections does not wait for.
-    pub(crate) fn slot_stopped(
-        self: &Rc<Self>,
-        told: Option<Instant>,
-        timer: &Rc<impl Timer + 'static>,
-    ) {
-        let Some(pacer) = &self.pacer else {
+    fn slot_stopped(self: &Rc<Self>, told: Option<Instant>, timer: &Rc<impl Timer + 'static>)
+    where
+        Self: 'static,
+    {
+        let Some(pacer) = self.pacer() else {
             return;
         };
         let Some(time) = told.filter(|&time| pacer.still_told(time)) else {
@@ -116,7 +129,7 @@ impl ThreadShared {
         let (shared, timer) = (self.clone(), timer.clone());
         tokio::task::spawn_local(async move {
             timer.sleep_until(time).await;
-            if let Some(pacer) = &shared.pacer {
+            if let Some(pacer) = shared.pacer() {
                 pacer.wake_one_for(time);
             }
         });

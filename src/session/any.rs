@@ -160,6 +160,9 @@ impl Speaks {
     }
 }
 
+/// Capacity a connection keeps for unconsumed input after it empties; more is given back.
+const KEEP_PENDING: usize = 4 * 1024;
+
 /// Forwards a call to the session inside an [`AnySession`], whichever it is.
 macro_rules! each {
     ($any:expr, $session:ident => $call:expr) => {
@@ -296,4 +299,28 @@ impl<'t> AnySession<'t> {
     pub(crate) fn is_ready(&self) -> bool {
         each!(self, session => session.is_ready())
     }
+}
+
+/// Hands freshly read bytes to the session, after whatever it left unconsumed before; keeps what
+/// it leaves now.
+pub(crate) fn feed(
+    session: &mut AnySession<'_>,
+    fresh: &[u8],
+    pending: &mut Vec<u8>,
+    at: Instant,
+    ledger: &Ledger<'_>,
+    out: &mut Outgoing,
+) -> Result<(), Failure> {
+    if pending.is_empty() {
+        let used = session.on_read(fresh, at, ledger, out)?;
+        pending.extend_from_slice(&fresh[used..]);
+    } else {
+        pending.extend_from_slice(fresh);
+        let used = session.on_read(pending, at, ledger, out)?;
+        pending.drain(..used);
+    }
+    if pending.is_empty() && pending.capacity() > KEEP_PENDING {
+        *pending = Vec::new();
+    }
+    Ok(())
 }

@@ -33,6 +33,7 @@ use crate::recorder::{
 };
 use crate::schedule::budget::Budget;
 use crate::schedule::pacer::Due;
+use crate::schedule::reserve::Supply;
 use crate::tls::TlsInfo;
 
 pub(crate) use crate::schedule::pacer::Pacer;
@@ -109,6 +110,14 @@ pub(crate) enum NextRequest {
     Done,
 }
 
+/// Bytes one thread reads at a time, shared by its connections.
+pub(crate) const READ_BUFFER: usize = 256 * 1024;
+
+/// The buffer a thread's connections read into, one at a time.
+pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
+    RefCell::new(vec![0; READ_BUFFER])
+}
+
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
 pub(crate) struct ThreadShared {
     /// The run's plan.
@@ -146,13 +155,26 @@ pub(crate) struct Retry {
     kind: ErrorKind,
 }
 
-impl ThreadShared {
-    /// Whether requests are waiting to be sent again: a slot must connect for them even when
-    /// the budget is spent.
-    pub(crate) fn has_retries(&self) -> bool {
-        !self.retries.borrow().is_empty()
+impl Supply for ThreadShared {
+    fn budget(&self) -> &Budget {
+        &self.budget
     }
 
+    fn pacer(&self) -> Option<&Pacer> {
+        self.pacer.as_ref()
+    }
+
+    fn churned(&self) -> bool {
+        self.plan.requests_per_connection.is_some()
+    }
+
+    /// A slot must connect for them even when the budget is spent.
+    fn has_retries(&self) -> bool {
+        !self.retries.borrow().is_empty()
+    }
+}
+
+impl ThreadShared {
     /// Fails the requests still waiting to be sent again once the thread's connections are
     /// done: none could carry them.
     pub(crate) fn fail_unsent_retries(&self) {

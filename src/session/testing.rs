@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use super::any::{AnySession, Speaks};
+use super::any::{feed, AnySession, Speaks};
 use super::outgoing::{Outgoing, MAX_SLICES};
-use super::{ConnState, Ledger, Templates, ThreadShared};
-use crate::io::driver::{feed, read_buffer};
+use super::{read_buffer, ConnState, Ledger, Templates, ThreadShared};
 use crate::plan::{self, Protocol};
 use crate::proto::h2 as frame;
 use crate::recorder::{ErrorKind, Failure, Recorder, RequestCounters, WireMeter, WireTotals};
@@ -33,14 +32,9 @@ pub(crate) fn world(argv: &[&str]) -> World {
         .chain(["http://127.0.0.1:9/"]);
     let cli = crate::cli::Cli::try_parse_from(words).expect("arguments parse");
     let cell = &plan::cells(&cli.load, None)[0];
-    let plan = plan::build(
-        &cli.load,
-        &cli.load.urls,
-        &[],
-        cell,
-        false,
-        &crate::io::uring::probe::check,
-    )
+    let plan = plan::build(&cli.load, &cli.load.urls, &[], cell, false, &|| {
+        Err("a session test has no io_uring".into())
+    })
     .expect("plan builds");
     let budget = Budget::new(match plan.stop {
         plan::StopRule::Requests(n) => Some(n),

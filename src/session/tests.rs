@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use crate::io::driver::feed;
 use crate::plan::Protocol;
+use crate::session::any::feed;
 use crate::session::any::Progress;
 use crate::session::testing::{drain, open, world};
 

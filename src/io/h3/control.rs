@@ -7,13 +7,13 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use quinn::{ReadError, RecvStream, SendStream, VarInt, WriteError};
 
 use super::Shared;
-use crate::io::clock::Timer;
 use crate::io::quic;
 use crate::proto::h3::{
     H3Error, UniStreamParser, H3_CLOSED_CRITICAL_STREAM, H3_STREAM_CREATION_ERROR, STREAM_CONTROL,
     STREAM_QPACK_DECODER, STREAM_QPACK_ENCODER,
 };
 use crate::recorder::{ErrorKind, Failure};
+use crate::schedule::Timer;
 use crate::units::format_micros;
 
 /// Opens the client's control stream with the client's SETTINGS, within the credit wait.

@@ -8,7 +8,6 @@ use futures_util::FutureExt;
 use quinn::{ReadError, RecvStream, SendStream, VarInt, WriteError};
 
 use super::{Held, InFlight, Shared};
-use crate::io::clock::Timer;
 use crate::io::quic;
 use crate::proto::h3::{
     H3Error, ResponseEvent, ResponseParser, Section, H3_MESSAGE_ERROR, H3_NO_ERROR,
@@ -16,6 +15,7 @@ use crate::proto::h3::{
 };
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
+use crate::schedule::Timer;
 use crate::session::NextRequest;
 use crate::units::format_micros;
 

@@ -33,13 +33,13 @@ use futures_util::FutureExt;
 use quinn::{Connection, RecvStream, SendStream, VarInt};
 use tokio::sync::Notify;
 
-use crate::io::clock::Timer;
 use crate::io::driver::ConnLimits;
 use crate::io::quic;
 pub(crate) use crate::io::quic::QuicContext;
 use crate::observe::trace::ConnTrace;
 use crate::proto::h3::{ControlEvent, H3Error, H3_NO_ERROR, H3_STREAM_CREATION_ERROR};
 use crate::recorder::{ErrorKind, Failure, RequestStart};
+use crate::schedule::Timer;
 use crate::session::earliest;
 pub(crate) use crate::session::h3::H3Template;
 use crate::session::{ConnEnd, Ledger};

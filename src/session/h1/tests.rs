@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::io::driver::feed;
 use crate::plan::Protocol;
 use crate::recorder::ErrorKind;
+use crate::session::any::feed;
 use crate::session::any::Progress;
 use crate::session::testing::{converse, kind, open, queued, world};
 use crate::session::ConnState;

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::io::driver::feed;
 use crate::plan::Protocol;
 use crate::proto::h2 as frame;
 use crate::recorder::ErrorKind;
+use crate::session::any::feed;
 use crate::session::any::AnySession;
 use crate::session::outgoing::Outgoing;
 use crate::session::testing::{converse, drain, frames, goaway, open, world, Conversation, Server};

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use crate::io::driver::feed;
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::{ErrorKind, Symptom};
+use crate::session::any::feed;
 use crate::session::testing::{
     converse, goaway, kind, open, queued, world, Conversation, Server, World,
 };

@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::io::driver::feed;
 use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
+use crate::session::any::feed;
 use crate::session::any::{AnySession, Progress};
 use crate::session::testing::{drain, open, world, Server};
 
