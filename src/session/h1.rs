@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::Method;
 
-use super::any::{Progress, Read, Session};
+use super::contract::{Progress, Read, Session};
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::{earliest, Ledger, NextRequest};

@@ -1,12 +1,15 @@
-//! Protocol engines, h2load's split: each protocol is a [`session`] — a state machine fed with
-//! received bytes that fills an outgoing buffer and reports request events through a [`Ledger`] —
-//! and one I/O [`driver`] owns the socket, the buffers, the timers and transport errors for all
-//! of them. Sessions never touch a socket or the runtime, so they are tested with bytes alone.
+//! The protocol sessions, h2load's split: each protocol is a session — a state machine fed with
+//! received bytes and the time they came (`now`, `at`: its caller's clock), that fills an
+//! outgoing buffer and reports request events through a [`Ledger`] — and an I/O driver
+//! (`crate::io::driver`) owns the socket, the buffers, the timers, the clock and transport
+//! errors for all of them. Neither the sessions nor the [`Ledger`] read a clock or touch a
+//! socket, so they are tested with bytes and scripted times alone ([`testing`]).
 //!
-//! Adding a protocol means adding a session module that implements [`session::Session`] and a
-//! variant of [`session::AnySession`] (and of [`session::Speaks`]).
+//! Adding a protocol means adding a session module that implements [`contract::Session`] and a
+//! variant of [`any::AnySession`] (and of [`any::Speaks`]).
 
 pub(crate) mod any;
+pub(crate) mod contract;
 mod h1;
 pub(crate) mod h2;
 pub(crate) mod h3;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::plan::Protocol;
 use crate::session::any::feed;
-use crate::session::any::Progress;
+use crate::session::contract::Progress;
 use crate::session::testing::{drain, open, world};
 
 #[test]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use bytes::Bytes;
 
-use super::any::{AnySession, Progress, Read, Session};
+use super::contract::{Progress, Read, Session};
 use super::earliest;
 use super::h1::{H1Session, H1Template};
 use super::h2::{settings_payload, H2Session, H2Template};
@@ -52,6 +52,15 @@ impl UpgradeTemplate {
             request_timeout: plan.timeouts.request,
         }
     }
+}
+
+/// What an answered upgrade becomes (its [`Read::Became`]): HTTP/1.1 when the server declined
+/// it, HTTP/2 when it switched protocols. The driver's enum takes it in its place.
+pub(crate) enum Upgraded<'t> {
+    /// HTTP/1.1, carrying on with the upgrade request's answer.
+    H1(H1Session<'t>),
+    /// HTTP/2 (boxed, as in the driver's enum: it is several times larger).
+    H2(Box<H2Session<'t>>),
 }
 
 /// A connection that sent (or will send) the upgrade request and waits for its answer.
@@ -90,7 +99,7 @@ impl<'t> UpgradeSession<'t> {
 }
 
 impl<'t> Session for UpgradeSession<'t> {
-    type Next = AnySession<'t>;
+    type Next = Upgraded<'t>;
 
     fn fill(
         &mut self,
@@ -139,7 +148,7 @@ impl<'t> Session for UpgradeSession<'t> {
         _at: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
-    ) -> Result<Read<AnySession<'t>>, Failure> {
+    ) -> Result<Read<Upgraded<'t>>, Failure> {
         let Some(start) = self.sent else {
             return Err(Failure::protocol(
                 "the server sent bytes before the h2c upgrade request",
@@ -177,14 +186,14 @@ impl<'t> Session for UpgradeSession<'t> {
             });
             // The HTTP/1.1 session reads this answer again, from its first byte, as a response.
             return Ok(Read::Became(
-                AnySession::H1(H1Session::continuing(self.h1, start)),
+                Upgraded::H1(H1Session::continuing(self.h1, start)),
                 0,
             ));
         }
         ledger.note_protocol(Protocol::H2c);
         ledger.wire().add_headers(head_len as u64, head_len as u64);
         let h2 = H2Session::new(self.h2, Some(start), self.ready_by, None, out);
-        Ok(Read::Became(AnySession::H2(Box::new(h2)), head_len))
+        Ok(Read::Became(Upgraded::H2(Box::new(h2)), head_len))
     }
 
     /// The server closed without answering: an idempotent upgrade request goes again, like an

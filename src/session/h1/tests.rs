@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::plan::Protocol;
 use crate::recorder::ErrorKind;
 use crate::session::any::feed;
-use crate::session::any::Progress;
+use crate::session::contract::Progress;
 use crate::session::testing::{converse, kind, open, queued, world};
 use crate::session::ConnState;
 

@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Instant;
 
-use super::any::{Progress, Read, Session};
+use super::contract::{Progress, Read, Session};
 use super::earliest;
 use super::outgoing::Outgoing;
 use super::Ledger;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::super::any::Progress;
+use super::super::contract::Progress;
 use super::super::outgoing::Outgoing;
 use super::super::render::Renderer;
 use super::super::{Ledger, NextRequest};

@@ -6,7 +6,8 @@ use crate::plan::Protocol;
 use crate::proto::h2::{self as frame, write_frame};
 use crate::recorder::ErrorKind;
 use crate::session::any::feed;
-use crate::session::any::{AnySession, Progress};
+use crate::session::any::AnySession;
+use crate::session::contract::Progress;
 use crate::session::testing::{drain, open, world, Server};
 
 #[test]
