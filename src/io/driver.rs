@@ -125,18 +125,18 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Arrivals + Unpi
                 ErrorKind::Timeout,
                 "a connection reached its -T/-N limit and the client closed it",
             );
-            return lose(&mut session, failure, &ledger);
+            return lose(&mut session, failure, now, &ledger);
         }
         if session.next_timer().is_some_and(|due| now >= due) {
             if let Err(failure) = session.on_timer(now, &ledger, &mut out) {
-                return lose(&mut session, failure, &ledger);
+                return lose(&mut session, failure, now, &ledger);
             }
         }
         match session.fill(now, &ledger, &mut out) {
             Ok(Progress::Continue) => {}
             Ok(Progress::Finished) => return ConnEnd::Finished,
             Ok(Progress::Reconnect) => return ConnEnd::Lost,
-            Err(failure) => return lose(&mut session, failure, &ledger),
+            Err(failure) => return lose(&mut session, failure, now, &ledger),
         }
         let wake = earliest(
             session.next_timer(),
@@ -200,7 +200,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + LowWater + Arrivals + Unpi
             )),
         };
         if let Err(failure) = result {
-            return lose(&mut session, failure, &ledger);
+            return lose(&mut session, failure, at, &ledger);
         }
     }
 }
@@ -215,16 +215,21 @@ fn waited_since(arrived: Duration) -> Duration {
         .saturating_sub(arrived)
 }
 
-/// The connection cannot go on: its requests fail with the failure's kind. A failure with no
+/// The connection cannot go on (found at `at`): its requests fail with the failure's kind. A failure with no
 /// request to blame counts as a failed connection when it happened before the connection was
 /// usable, or is the server's fault (a protocol error, a GOAWAY before any request).
-fn lose(session: &mut AnySession<'_>, failure: Failure, ledger: &Ledger<'_>) -> ConnEnd {
+fn lose(
+    session: &mut AnySession<'_>,
+    failure: Failure,
+    at: Instant,
+    ledger: &Ledger<'_>,
+) -> ConnEnd {
     // A timeout is the client's decision: the report tells these closes from the server's.
     if failure.kind == ErrorKind::Timeout {
         ledger.closed_by_client();
     }
     ledger.note_symptom(&failure);
-    if session.fail_all(&failure, ledger) > 0 {
+    if session.fail_all(&failure, at, ledger) > 0 {
         ledger.note_error(|| failure.message);
     } else if !session.is_ready() || matches!(failure.kind, ErrorKind::Protocol | ErrorKind::Goaway)
     {

@@ -351,7 +351,7 @@ impl Worker {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
-        shared.fail_unsent_retries();
+        shared.fail_unsent_retries(Instant::now());
         let schedule = (shared.pacer.as_ref())
             .and_then(|pacer| pacer.kept(self.measure_start, self.budget.stopped_at()));
         let mut recorder = shared.recorder.into_inner();

@@ -178,11 +178,16 @@ impl<'t> AnySession<'t> {
         each!(self, session => session.on_timer(now, ledger, out))
     }
 
-    /// Fails every request in flight with the failure's kind (the connection is going away);
-    /// returns how many there were.
+    /// Fails every request in flight with the failure's kind (the connection is going away, as
+    /// found at `at`); returns how many there were.
     #[inline]
-    pub(crate) fn fail_all(&mut self, failure: &Failure, ledger: &Ledger<'_>) -> usize {
-        each!(self, session => session.fail_all(failure.kind, ledger))
+    pub(crate) fn fail_all(
+        &mut self,
+        failure: &Failure,
+        at: Instant,
+        ledger: &Ledger<'_>,
+    ) -> usize {
+        each!(self, session => session.fail_all(failure.kind, at, ledger))
     }
 
     /// See [`Session::bytes_due`]: the known rest of an HTTP/1.1 body. 0 for HTTP/2: its streams

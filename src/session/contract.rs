@@ -65,9 +65,9 @@ pub(crate) trait Session {
         out: &mut Outgoing,
     ) -> Result<(), Failure>;
 
-    /// Fails every request in flight with `kind` (the connection is going away); returns how
-    /// many there were.
-    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize;
+    /// Fails every request in flight with `kind` (the connection is going away, as found at
+    /// `at`); returns how many there were.
+    fn fail_all(&mut self, kind: ErrorKind, at: Instant, ledger: &Ledger<'_>) -> usize;
 
     /// Bytes the server is sure to send before the session needs to act (so the driver may sleep
     /// through them). None by default.

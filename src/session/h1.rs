@@ -170,10 +170,10 @@ impl<'t> H1Session<'t> {
     /// The server ended the connection: requests it had not answered go again when the method
     /// is idempotent (one cut off in the middle of its response was processed: it fails with
     /// the rest); otherwise they are lost.
-    fn closed_by_server(&mut self, ledger: &Ledger<'_>) -> Result<Progress, Failure> {
+    fn closed_by_server(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<Progress, Failure> {
         if self.template.idempotent && !self.reader.is_mid_response() {
             while let Some(&start) = self.in_flight.front() {
-                if !ledger.retry(start, ErrorKind::Closed) {
+                if !ledger.retry(start, ErrorKind::Closed, at) {
                     break;
                 }
                 self.in_flight.pop_front();
@@ -211,16 +211,16 @@ impl Session for H1Session<'_> {
 
     fn fill(
         &mut self,
-        _now: Instant,
+        now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
         if self.closing {
-            return self.closed_by_server(ledger);
+            return self.closed_by_server(now, ledger);
         }
         self.wake = None;
         while !self.budget_spent && self.in_flight.len() < self.template.depth {
-            match ledger.next_request() {
+            match ledger.next_request(now) {
                 NextRequest::Now(mut start) => {
                     let path = ledger.pick_path(&mut start);
                     if let Some(renderer) = &self.template.renderer {
@@ -268,7 +268,7 @@ impl Session for H1Session<'_> {
                 self.complete(status, at, ledger);
             }
         }
-        self.closed_by_server(ledger).map(|_| ())
+        self.closed_by_server(at, ledger).map(|_| ())
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -301,10 +301,10 @@ impl Session for H1Session<'_> {
         Ok(())
     }
 
-    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, at: Instant, ledger: &Ledger<'_>) -> usize {
         let count = self.in_flight.len();
         for start in self.in_flight.drain(..) {
-            ledger.fail(start, kind);
+            ledger.fail(start, kind, at);
         }
         count
     }

@@ -179,8 +179,8 @@ impl Supply for ThreadShared {
 
 impl ThreadShared {
     /// Fails the requests still waiting to be sent again once the thread's connections are
-    /// done: none could carry them.
-    pub(crate) fn fail_unsent_retries(&self) {
+    /// done (at `now`): none could carry them.
+    pub(crate) fn fail_unsent_retries(&self, now: Instant) {
         let mut recorder = self.recorder.borrow_mut();
         for Retry { start, kind } in self.retries.borrow_mut().drain(..) {
             if recorder.is_measured(start.intended) {
@@ -190,7 +190,7 @@ impl ThreadShared {
                     log.borrow_mut().record(LogEntry {
                         start,
                         response: None,
-                        end: Instant::now(),
+                        end: now,
                         connection: 0,
                         protocol: None,
                     });
@@ -257,15 +257,14 @@ impl<'a> Ledger<'a> {
         Ledger { shared, conn, slot }
     }
 
-    /// The next request this connection may send: now (it is counted as sent), not before some
-    /// time (`--rate`), or never (the budget is spent or the run is stopping, and no request
+    /// The next request this connection may send at `now` (the caller's clock): now (it is
+    /// counted as sent, `now` its actual start), not before some time (`--rate`), or never (the budget is spent or the run is stopping, and no request
     /// waits to be sent again). A request waiting to be sent again goes first, at once: it takes
     /// nothing from the budget or the schedule and was counted as started the first time.
-    pub(crate) fn next_request(&self) -> NextRequest {
+    pub(crate) fn next_request(&self, now: Instant) -> NextRequest {
         if self.conn.retiring(self.shared) {
             return NextRequest::Done;
         }
-        let now = Instant::now();
         let retry = self.shared.retries.borrow_mut().pop_front();
         if let Some(Retry { start, .. }) = retry {
             let start = RequestStart {
@@ -386,7 +385,8 @@ impl<'a> Ledger<'a> {
         u32::try_from(sequence).unwrap_or(u32::MAX)
     }
 
-    /// A request the server provably never processed (`kind`: goaway, refused or closed) goes
+    /// A request the server provably never processed (`kind`: goaway, refused or closed, learnt
+    /// at `at`) goes
     /// back to the thread's queue, for this connection or another to send again; once it has
     /// been sent `--max-retries` times more, it fails with `kind`. `false` with `--no-retry`:
     /// nothing was done, the caller counts it as before.
@@ -396,7 +396,7 @@ impl<'a> Ledger<'a> {
     /// (Apache ends every upgraded connection that runs out of streams), not refusing work.
     /// The run still ends: every such re-send follows a completed request. A refused stream
     /// always counts, as it is re-sent on the same connection.
-    pub(crate) fn retry(&self, start: RequestStart, kind: ErrorKind) -> bool {
+    pub(crate) fn retry(&self, start: RequestStart, kind: ErrorKind, at: Instant) -> bool {
         let Some(max_retries) = self.shared.plan.max_retries else {
             return false;
         };
@@ -409,7 +409,7 @@ impl<'a> Ledger<'a> {
                     kind.name()
                 )
             });
-            self.fail(start, kind);
+            self.fail(start, kind, at);
             return true;
         }
         let mut recorder = self.shared.recorder.borrow_mut();
@@ -466,14 +466,14 @@ impl<'a> Ledger<'a> {
             .received_after(at, waited, responses);
     }
 
-    /// Records a request that ended without a complete response.
-    pub(crate) fn fail(&self, start: RequestStart, kind: ErrorKind) {
+    /// Records a request that ended at `at` without a complete response.
+    pub(crate) fn fail(&self, start: RequestStart, kind: ErrorKind, at: Instant) {
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
             self.conn.in_flight.set(self.conn.in_flight.get() - 1);
             recorder.requests_failed(1, kind);
             recorder.path_failed(start.path);
-            self.log(start, None, Instant::now());
+            self.log(start, None, at);
         }
     }
 
@@ -516,9 +516,14 @@ impl<'a> Ledger<'a> {
             .grpc_round_trip(start.intended, after);
     }
 
-    /// Records a request whose stream the server reset with `code`.
-    pub(crate) fn fail_stream_reset(&self, start: RequestStart, code: crate::proto::ResetCode) {
-        self.fail(start, ErrorKind::StreamReset);
+    /// Records a request whose stream the server reset with `code` (read at `at`).
+    pub(crate) fn fail_stream_reset(
+        &self,
+        start: RequestStart,
+        code: crate::proto::ResetCode,
+        at: Instant,
+    ) {
+        self.fail(start, ErrorKind::StreamReset, at);
         let mut recorder = self.shared.recorder.borrow_mut();
         if recorder.is_measured(start.intended) {
             *recorder.stream_reset_codes.entry(code).or_default() += 1;
@@ -629,3 +634,5 @@ pub(crate) fn io_error_kind(error: &io::Error) -> ErrorKind {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing_tests;

@@ -112,7 +112,7 @@ impl Renderer {
             // The plan encoded one rendering; another (a {rand:N} past a field's range, say)
             // may not.
             ledger.note_error(|| format!("a rendered --grpc-data did not encode: {problem}"));
-            ledger.fail(*start, ErrorKind::GrpcInput);
+            ledger.fail(*start, ErrorKind::GrpcInput, start.actual);
             return None;
         }
         Some(use_body(&encoded))

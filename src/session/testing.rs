@@ -1,6 +1,6 @@
 //! A connection's world without a network, for the session unit tests and the fuzz targets:
 //! a plan from command-line words, a thread's shared state, a loop that feeds a session the
-//! server's bytes the way the driver does, and (tests only) the helpers the session tests share.
+//! server's bytes the way the driver does (on real time, or on a scripted clock), and (tests only) the helpers the session tests share.
 //! Compiled for tests and with the `fuzzing` feature only (src/fuzzing.rs uses it), never into
 //! the program.
 
@@ -101,9 +101,6 @@ pub(crate) fn converse(
     piece: usize,
 ) -> Conversation {
     let protocol = protocol.into();
-    let (ledger, mut out, mut session) = open(world, protocol, None);
-    let mut pending = Vec::new();
-    let mut failure = session.fill(Instant::now(), &ledger, &mut out).err();
     // A server answers only what it was sent: its first frame (SETTINGS) comes in pieces of its
     // own, so the client has opened its streams before their responses arrive.
     let first_frame = match protocol {
@@ -115,17 +112,53 @@ pub(crate) fn converse(
             }),
     };
     let (first, rest) = server.split_at(first_frame);
-    for chunk in first.chunks(piece.max(1)).chain(rest.chunks(piece.max(1))) {
+    let pieces = first.chunks(piece.max(1)).chain(rest.chunks(piece.max(1)));
+    run(
+        world,
+        protocol,
+        Instant::now(),
+        pieces.map(|chunk| (Instant::now(), chunk)),
+    )
+}
+
+/// [`converse`] on a scripted clock, as quinn-proto's tests drive a connection: the client
+/// fills at `t0`, and each step's bytes arrive at `t0` plus the step's offset, after which the
+/// client fills again at that time. The session and the ledger see no other time, so every
+/// duration they record is a difference of the script's times, to the nanosecond.
+#[cfg(test)]
+pub(crate) fn converse_scripted(
+    world: &World,
+    protocol: impl Into<Option<Protocol>>,
+    t0: Instant,
+    steps: &[(Duration, &[u8])],
+) -> Conversation {
+    let arrivals = steps.iter().map(|&(offset, bytes)| (t0 + offset, bytes));
+    run(world, protocol.into(), t0, arrivals)
+}
+
+/// A conversation: the first fill at `start`, then each piece of the server's bytes fed at its
+/// time and a fill at that time; a failure fails what is in flight at the last time seen.
+fn run<'b>(
+    world: &World,
+    protocol: Option<Protocol>,
+    start: Instant,
+    arrivals: impl Iterator<Item = (Instant, &'b [u8])>,
+) -> Conversation {
+    let (ledger, mut out, mut session) = open(world, protocol, None);
+    let mut pending = Vec::new();
+    let mut failure = session.fill(start, &ledger, &mut out).err();
+    let mut last = start;
+    for (at, chunk) in arrivals {
         if failure.is_some() {
             break;
         }
-        let at = Instant::now();
+        last = at;
         failure = feed(&mut session, chunk, &mut pending, at, &ledger, &mut out)
             .and_then(|()| session.fill(at, &ledger, &mut out))
             .err();
     }
     if let Some(failure) = &failure {
-        session.fail_all(failure, &ledger);
+        session.fail_all(failure, last, &ledger);
     }
     let recorder = world.shared.recorder.borrow();
     Conversation {

@@ -103,7 +103,7 @@ impl<'t> Session for UpgradeSession<'t> {
 
     fn fill(
         &mut self,
-        _now: Instant,
+        now: Instant,
         ledger: &Ledger<'_>,
         out: &mut Outgoing,
     ) -> Result<Progress, Failure> {
@@ -111,7 +111,7 @@ impl<'t> Session for UpgradeSession<'t> {
             return Ok(Progress::Continue);
         }
         self.wake = None;
-        match ledger.next_request() {
+        match ledger.next_request(now) {
             NextRequest::Now(mut start) => {
                 // Like any request: the slot's next path, or a retried request's own.
                 let path = ledger.pick_path(&mut start);
@@ -198,9 +198,9 @@ impl<'t> Session for UpgradeSession<'t> {
 
     /// The server closed without answering: an idempotent upgrade request goes again, like an
     /// HTTP/1.1 request left unanswered.
-    fn on_eof(&mut self, _at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
+    fn on_eof(&mut self, at: Instant, ledger: &Ledger<'_>) -> Result<(), Failure> {
         if let Some(start) = self.sent.filter(|_| self.h1.idempotent) {
-            if ledger.retry(start, ErrorKind::Closed) {
+            if ledger.retry(start, ErrorKind::Closed, at) {
                 self.sent = None;
                 return Ok(());
             }
@@ -230,10 +230,10 @@ impl<'t> Session for UpgradeSession<'t> {
         Ok(())
     }
 
-    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, at: Instant, ledger: &Ledger<'_>) -> usize {
         match self.sent.take() {
             Some(start) => {
-                ledger.fail(start, kind);
+                ledger.fail(start, kind, at);
                 1
             }
             None => 0,

@@ -86,23 +86,24 @@ pub(super) async fn lane(
             // that a request sent again counts its response's once.
             LaneOutcome::Unprocessed(kind) => {
                 stream.cancel(H3_REQUEST_CANCELLED);
-                if !ledger.retry(start, kind) {
-                    ledger.fail(start, kind);
+                let at = Instant::now();
+                if !ledger.retry(start, kind, at) {
+                    ledger.fail(start, kind, at);
                 }
             }
             LaneOutcome::Reset(code) => {
                 shared.count_headers(&request);
-                ledger.fail_stream_reset(start, ResetCode::H3(code));
+                ledger.fail_stream_reset(start, ResetCode::H3(code), Instant::now());
             }
             LaneOutcome::Failed(kind) => {
                 shared.count_headers(&request);
                 stream.cancel(H3_REQUEST_CANCELLED);
-                ledger.fail(start, kind);
+                ledger.fail(start, kind, Instant::now());
             }
             LaneOutcome::Malformed => {
                 shared.count_headers(&request);
                 stream.cancel(H3_MESSAGE_ERROR);
-                ledger.fail(start, ErrorKind::Protocol);
+                ledger.fail(start, ErrorKind::Protocol, Instant::now());
             }
         }
     }
@@ -157,7 +158,7 @@ async fn take_request(shared: &Shared<'_>, timer: &impl Timer) -> Option<Request
         if shared.goaway.get().is_some() {
             return None;
         }
-        match shared.ledger.next_request() {
+        match shared.ledger.next_request(Instant::now()) {
             NextRequest::Now(start) => return Some(start),
             NextRequest::At(at) => tokio::select! {
                 () = timer.sleep_until(at) => {}

@@ -288,6 +288,7 @@ async fn run_tasks<'a>(
 /// those a GOAWAY said were not processed, which go again.
 fn lose(shared: &Shared<'_>, failure: Failure) {
     let ledger = &shared.ledger;
+    let now = Instant::now();
     let mut failed = 0;
     for request in shared
         .in_flight
@@ -295,11 +296,11 @@ fn lose(shared: &Shared<'_>, failure: Failure) {
         .iter_mut()
         .filter_map(Option::take)
     {
-        if shared.unprocessed(request.id) && ledger.retry(request.start, ErrorKind::Goaway) {
+        if shared.unprocessed(request.id) && ledger.retry(request.start, ErrorKind::Goaway, now) {
             continue;
         }
         shared.count_headers(&request);
-        ledger.fail(request.start, failure.kind);
+        ledger.fail(request.start, failure.kind, now);
         failed += 1;
     }
     if failed > 0 {

@@ -22,7 +22,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
         Ledger::new(&world.shared, &a, 0),
         Ledger::new(&world.shared, &b, 1),
     );
-    let at = |ledger: &Ledger<'_>| match ledger.next_request() {
+    let at = |ledger: &Ledger<'_>| match ledger.next_request(Instant::now()) {
         NextRequest::At(time) => time,
         other => panic!("expected to wait, got {other:?}"),
     };
@@ -41,7 +41,7 @@ fn waiting_connections_come_back_one_per_send_time_and_wake_when_the_schedule_en
     let mut context = Context::from_waker(Waker::noop());
     let mut waiting = Box::pin(ledger_b.schedule_calls_back());
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
-    assert_eq!(ledger_a.next_request(), NextRequest::Done);
+    assert_eq!(ledger_a.next_request(Instant::now()), NextRequest::Done);
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
 }
 
@@ -59,7 +59,7 @@ fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
     ];
     let told: Vec<_> = conns
         .iter()
-        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request())
+        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request(Instant::now()))
         .collect();
     assert_eq!(
         told,
@@ -74,7 +74,7 @@ fn a_timed_run_tells_no_send_time_past_its_end_and_ends_its_waiters_there() {
     let mut late = super::Pacer::new(period, Instant::now() + period, Some(Instant::now()));
     std::mem::swap(world.shared.pacer.as_mut().unwrap(), &mut late);
     let ledger = Ledger::new(&world.shared, &conns[0], 0);
-    assert_eq!(ledger.next_request(), NextRequest::Done);
+    assert_eq!(ledger.next_request(Instant::now()), NextRequest::Done);
     assert_eq!(conns[0].requests.get(), 0, "nothing sent");
 }
 
@@ -92,7 +92,10 @@ fn a_send_time_due_before_the_end_goes_just_after_it_but_a_backlog_does_not() {
     );
     world.shared.pacer = Some(late);
     let ledger = Ledger::new(&world.shared, &conn, 0);
-    assert!(matches!(ledger.next_request(), NextRequest::Now(_)));
+    assert!(matches!(
+        ledger.next_request(Instant::now()),
+        NextRequest::Now(_)
+    ));
     // Due 1 s before an end that passed 50 ms ago (an overloaded server's backlog): over.
     let ends = now - Duration::from_millis(50);
     let backlog = super::Pacer::new(
@@ -102,7 +105,7 @@ fn a_send_time_due_before_the_end_goes_just_after_it_but_a_backlog_does_not() {
     );
     world.shared.pacer = Some(backlog);
     let ledger = Ledger::new(&world.shared, &conn, 0);
-    assert_eq!(ledger.next_request(), NextRequest::Done);
+    assert_eq!(ledger.next_request(Instant::now()), NextRequest::Done);
 }
 
 // ---- --stages and the steered run ----
@@ -133,7 +136,7 @@ fn a_ramp_tells_waiting_connections_the_send_times_of_its_curve() {
     let conns = [ConnState::default(), ConnState::default()];
     let told: Vec<_> = conns
         .iter()
-        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request())
+        .map(|conn| Ledger::new(&world.shared, conn, 0).next_request(Instant::now()))
         .collect();
     let at = |micros| NextRequest::At(start + Duration::from_micros(micros));
     assert_eq!(
@@ -164,7 +167,7 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     // change between its look and its wait would not wake it).
     for _ in 0..2 {
         let asked = Instant::now();
-        match ledger.next_request() {
+        match ledger.next_request(Instant::now()) {
             NextRequest::At(time) => assert!(
                 time >= asked + Duration::from_millis(50)
                     && time <= Instant::now() + Duration::from_millis(50)
@@ -179,13 +182,13 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
     // The new rate starts at once; the time told under the old one no longer holds.
     let before = Instant::now();
-    let first = match ledger.next_request() {
+    let first = match ledger.next_request(Instant::now()) {
         NextRequest::Now(start) => start.intended,
         other => panic!("the first request of the step goes now, got {other:?}"),
     };
     assert!(first >= before);
     assert_eq!(
-        ledger.next_request(),
+        ledger.next_request(Instant::now()),
         NextRequest::At(first + Duration::from_millis(1)),
         "1000/s: the next a millisecond later"
     );
@@ -193,9 +196,9 @@ fn a_steered_pacer_follows_its_throttle_and_wakes_its_waiters_on_a_change() {
     throttle.set(Offered::Unpaced);
     for _ in 0..3 {
         assert!(
-            matches!(ledger.next_request(), NextRequest::Now(start) if start.intended == start.actual)
+            matches!(ledger.next_request(Instant::now()), NextRequest::Now(start) if start.intended == start.actual)
         );
     }
     throttle.set(Offered::Stopped);
-    assert_eq!(ledger.next_request(), NextRequest::Done);
+    assert_eq!(ledger.next_request(Instant::now()), NextRequest::Done);
 }

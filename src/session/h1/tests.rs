@@ -93,7 +93,7 @@ fn h1_server_closing_with_requests_unanswered_fails_them_as_closed_unless_retrie
         feed(&mut session, CLOSE, &mut pending, at, &ledger, &mut out).unwrap();
         let failure = session.fill(Instant::now(), &ledger, &mut out).unwrap_err();
         assert_eq!(failure.kind, ErrorKind::Closed, "{flags:?}");
-        assert_eq!(session.fail_all(&failure, &ledger), 2, "{flags:?}");
+        assert_eq!(session.fail_all(&failure, at, &ledger), 2, "{flags:?}");
         let recorder = world.shared.recorder.borrow();
         assert_eq!(recorder.counters.errored, 2, "{flags:?}");
         assert_eq!(recorder.retried.total(), 0, "{flags:?}");
@@ -154,7 +154,7 @@ fn h1_close_in_the_middle_of_a_response_fails_everything_in_flight() {
     feed(&mut session, cut, &mut pending, at, &ledger, &mut out).unwrap();
     let failure = session.on_eof(at, &ledger).unwrap_err();
     assert_eq!(failure.kind, ErrorKind::Closed);
-    assert_eq!(session.fail_all(&failure, &ledger), 2);
+    assert_eq!(session.fail_all(&failure, at, &ledger), 2);
     assert_eq!(world.shared.recorder.borrow().retried.total(), 0);
 }
 

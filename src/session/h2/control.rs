@@ -2,6 +2,8 @@
 //! RST_STREAM and GOAWAY, the flood limit on acknowledgements, and naming a server that does not
 //! speak HTTP/2.
 
+use std::time::Instant;
+
 use super::super::outgoing::Outgoing;
 use super::super::Ledger;
 use super::{H2Session, MAX_QUEUED_CONTROL, RESETS_KEPT};
@@ -149,7 +151,12 @@ impl<'t> H2Session<'t> {
     /// GOAWAY: streams above the last one the server will process were never processed (RFC 9113
     /// §6.8); they go again on another connection (they fail with `--no-retry`), and no new
     /// stream opens on this one.
-    pub(super) fn on_goaway(&mut self, payload: &[u8], ledger: &Ledger<'_>) -> Result<(), Failure> {
+    pub(super) fn on_goaway(
+        &mut self,
+        payload: &[u8],
+        at: Instant,
+        ledger: &Ledger<'_>,
+    ) -> Result<(), Failure> {
         let last =
             read_u32(payload).ok_or_else(|| Failure::protocol("short GOAWAY"))? & 0x7fff_ffff;
         let code = payload
@@ -179,8 +186,8 @@ impl<'t> H2Session<'t> {
         unprocessed.sort_unstable();
         for id in unprocessed {
             if let Some(stream) = self.streams.remove(&id) {
-                if !ledger.retry(stream.start, ErrorKind::Goaway) {
-                    ledger.fail(stream.start, ErrorKind::Goaway);
+                if !ledger.retry(stream.start, ErrorKind::Goaway, at) {
+                    ledger.fail(stream.start, ErrorKind::Goaway, at);
                 }
             }
         }

@@ -193,7 +193,7 @@ impl<'t> H2Session<'t> {
             FramingError::CompressedWithoutEncoding => ErrorKind::GrpcCompressed,
             FramingError::TooLarge(_) => ErrorKind::GrpcTooLarge,
         };
-        ledger.fail(stream.start, kind);
+        ledger.fail(stream.start, kind, at);
     }
 
     /// Counts the message a gRPC call sends (`framed`: its bytes, prefix included).

@@ -324,16 +324,16 @@ impl Session for H2Session<'_> {
             if live {
                 let stream = self.streams.remove(&id).expect("checked live");
                 self.reset(id, frame::CANCEL, out.bytes());
-                ledger.fail(stream.start, ErrorKind::Timeout);
+                ledger.fail(stream.start, ErrorKind::Timeout, now);
             }
         }
         Ok(())
     }
 
-    fn fail_all(&mut self, kind: ErrorKind, ledger: &Ledger<'_>) -> usize {
+    fn fail_all(&mut self, kind: ErrorKind, at: Instant, ledger: &Ledger<'_>) -> usize {
         let count = self.streams.len();
         for (_, stream) in self.streams.drain() {
-            ledger.fail(stream.start, kind);
+            ledger.fail(stream.start, kind, at);
         }
         count
     }

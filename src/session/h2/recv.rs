@@ -99,7 +99,7 @@ impl<'t> H2Session<'t> {
                     None => self.on_closed_stream(head.stream, "DATA", out)?,
                     Some(stream) if stream.status.is_none() => {
                         let reason = "DATA before the response's HEADERS";
-                        self.malformed(head.stream, reason, false, ledger, out.bytes());
+                        self.malformed(head.stream, reason, false, at, ledger, out.bytes());
                     }
                     Some(_) => {}
                 }
@@ -191,7 +191,7 @@ impl<'t> H2Session<'t> {
                     .is_some_and(|length| stream.received > length)
                 {
                     let reason = "a body longer than its content-length (or a response that has none with DATA)";
-                    self.malformed(data.stream, reason, false, ledger, out);
+                    self.malformed(data.stream, reason, false, at, ledger, out);
                 } else if self.template.grpc.is_some() {
                     self.grpc_body(data.stream, &input[..body_bytes], at, ledger, out);
                 }
@@ -263,7 +263,7 @@ impl<'t> H2Session<'t> {
                 if let Some(stream) = self.streams.remove(&head.stream) {
                     // A refused stream was never processed (RFC 9113 §8.7): it goes again.
                     if code == frame::REFUSED_STREAM
-                        && ledger.retry(stream.start, ErrorKind::Refused)
+                        && ledger.retry(stream.start, ErrorKind::Refused, at)
                     {
                         // Even when the budget is spent, this connection can send it.
                         self.budget_spent = false;
@@ -271,7 +271,11 @@ impl<'t> H2Session<'t> {
                         ledger.note_error(|| {
                             format!("the server reset a stream ({})", error_code_name(code))
                         });
-                        ledger.fail_stream_reset(stream.start, crate::proto::ResetCode::H2(code));
+                        ledger.fail_stream_reset(
+                            stream.start,
+                            crate::proto::ResetCode::H2(code),
+                            at,
+                        );
                     }
                 }
                 Ok(())
@@ -284,7 +288,7 @@ impl<'t> H2Session<'t> {
                 write_frame(out.bytes(), frame::PING, frame::ACK, 0, payload);
                 self.count_control(out)
             }
-            frame::GOAWAY => self.on_goaway(payload, ledger),
+            frame::GOAWAY => self.on_goaway(payload, at, ledger),
             frame::WINDOW_UPDATE => self.on_window_update(head, payload),
             frame::PUSH_PROMISE => Err(Failure::protocol(
                 "the server pushed although we disabled push",
@@ -437,6 +441,7 @@ impl<'t> H2Session<'t> {
                 pending.stream,
                 reason,
                 pending.end_stream,
+                at,
                 ledger,
                 out.bytes(),
             );
@@ -469,6 +474,7 @@ impl<'t> H2Session<'t> {
         id: u32,
         reason: &'static str,
         ended: bool,
+        at: Instant,
         ledger: &Ledger<'_>,
         out: &mut Vec<u8>,
     ) {
@@ -479,6 +485,6 @@ impl<'t> H2Session<'t> {
             self.reset(id, frame::PROTOCOL_ERROR, out);
         }
         ledger.note_error(|| format!("a malformed HTTP/2 response: {reason}"));
-        ledger.fail(stream.start, ErrorKind::Protocol);
+        ledger.fail(stream.start, ErrorKind::Protocol, at);
     }
 }

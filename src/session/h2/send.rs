@@ -63,7 +63,7 @@ impl<'t> H2Session<'t> {
                 // Stream ids are spent: finish what is open, then reconnect.
                 return self.streams.is_empty().then_some(Progress::Reconnect);
             }
-            let mut start = match ledger.next_request() {
+            let mut start = match ledger.next_request(now) {
                 NextRequest::Now(start) => start,
                 NextRequest::At(time) => {
                     self.wake = Some(time);

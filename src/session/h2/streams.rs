@@ -126,7 +126,7 @@ impl<'t> H2Session<'t> {
             .is_some_and(|length| length != stream.received)
         {
             let reason = "a body shorter than its content-length";
-            return self.malformed(id, reason, true, ledger, out);
+            return self.malformed(id, reason, true, at, ledger, out);
         }
         let Some(stream) = self.streams.remove(&id) else {
             return;
@@ -138,7 +138,7 @@ impl<'t> H2Session<'t> {
             self.reset(id, frame::NO_ERROR, out);
         }
         let Some(status) = stream.status else {
-            ledger.fail(stream.start, ErrorKind::Protocol);
+            ledger.fail(stream.start, ErrorKind::Protocol, at);
             return;
         };
         let grpc = match &self.template.grpc {
@@ -148,7 +148,7 @@ impl<'t> H2Session<'t> {
                 let call = stream.grpc.as_deref().unwrap_or(&nothing);
                 match call.outcome(plan.shape, ledger, &stream.start) {
                     Ok(code) => Some(code),
-                    Err(kind) => return ledger.fail(stream.start, kind),
+                    Err(kind) => return ledger.fail(stream.start, kind, at),
                 }
             }
             None => None,
