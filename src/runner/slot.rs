@@ -27,7 +27,7 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent and no
 /// request of the thread waits to be sent again. The send time the slot was told last goes on
-/// when it stops ([`ThreadShared::slot_stopped`]).
+/// when it stops ([`Supply::slot_stopped`]).
 pub(super) async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,

@@ -264,7 +264,7 @@ const LATE_AT_END: Duration = Duration::from_millis(5);
 /// Whoever finds a send time due takes it, told or not, so a time whose connection cannot come
 /// (busy) delays only that one request. A told time survives its connection: the slot's next
 /// connection comes back at it, and a slot that stops wakes another connection at it
-/// (`ThreadShared::slot_stopped`). A time taken for a request that was never sent (a churned
+/// (`Supply::slot_stopped`). A time taken for a request that was never sent (a churned
 /// connection lost before its first request) is handed back: it goes before the next scheduled
 /// one, at once, to a waiting connection woken for it, still measured from that time. When the
 /// schedule ends (the budget is spent, the run stops, or a timed run's end comes), the first
