@@ -8,11 +8,11 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::cli::Cli;
-use crate::engine::testing;
 use crate::plan::Protocol;
 use crate::proto::check::Checks;
 use crate::proto::h1::{ByteCounts, Event, ResponseReader};
 use crate::proto::hpack::Decoder;
+use crate::session::testing;
 
 /// What `merge` reads (a report, or a log holding several, as `kubectl logs` prints them), each
 /// report's histograms rebuilt, and the reports merged (mixed scenarios too, to reach the adding).
@@ -182,7 +182,7 @@ pub(crate) fn plan_of_words(argv: &[&str]) -> crate::plan::RunPlan {
         &[],
         cell,
         false,
-        &crate::engine::uring::probe::check,
+        &crate::io::uring::probe::check,
     )
     .expect("plan builds")
 }
@@ -256,9 +256,9 @@ pub fn h3_response(bytes: &[u8], piece: usize) {
 /// head it takes ends within the bytes just read (the tunnel consumes the rest of it), a refusal
 /// is a `proxy` error of one line, and below the head limit the split changes nothing.
 pub fn proxy_answer(bytes: &[u8], piece: usize) {
+    use crate::io::proxy::{answer, Answer};
     use crate::plan::route::ProxyPlan;
     use crate::recorder::ErrorKind;
-    use crate::runner::proxy::{answer, Answer};
 
     let proxy = ProxyPlan {
         addr: ([127, 0, 0, 1], 3128).into(),

@@ -1,7 +1,8 @@
 //! h2load-rs: an HTTP/1.1, HTTP/2 and HTTP/3 load generator.
 //!
-//! Data flows [`cli`] → [`plan`] → [`runner`] (threads, budget, connecting) → [`engine`] (one
-//! I/O driver and one session per protocol over TCP; HTTP/3 on quinn) over [`proto`] (wire
+//! Data flows [`cli`] → [`plan`] → [`runner`] (threads, client slots) → [`io`] (connecting,
+//! the drivers; HTTP/3 on quinn) → [`session`] (one sans-IO session per protocol and the
+//! `Ledger`) → [`schedule`] (budget, `--rate`) over [`proto`] (wire
 //! formats, no I/O) → [`recorder`] (HDR histograms, counters) → [`report`]; [`app`] runs it,
 //! [`observe`] taps the engines (progress, `-v` trace, request log). [`server`] is the built-in
 //! target. Which module may use which is the `layers` block of docs/internals.md, checked by a
@@ -49,7 +50,6 @@ macro_rules! errln {
 pub mod app;
 pub mod cli;
 pub(crate) mod console;
-pub(crate) mod engine;
 pub(crate) mod error;
 pub mod exposure;
 #[doc(hidden)]
@@ -57,13 +57,16 @@ pub mod exposure;
 pub mod fuzzing;
 pub mod input;
 pub mod limits;
+pub(crate) mod io;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;
 pub mod recorder;
 pub(crate) mod report;
 pub mod runner;
+pub(crate) mod schedule;
 pub mod server;
+pub(crate) mod session;
 pub(crate) mod time;
 pub mod tls;
 pub(crate) mod units;

@@ -373,7 +373,7 @@ fn reflect_schema(inputs: &Inputs) -> Result<prost_reflect::DescriptorPool> {
         &[],
         spec,
         false,
-        &crate::engine::uring::probe::check,
+        &crate::io::uring::probe::check,
     )?;
     let path = plan.grpc.as_ref().map_or("", |grpc| grpc.path.as_str());
     let service = path

@@ -87,7 +87,7 @@ impl<'a> Sweep<'a> {
                 &file_urls,
                 &spec,
                 built_in.is_some(),
-                &crate::engine::uring::probe::check,
+                &crate::io::uring::probe::check,
             )?;
             cells.push((spec, Arc::new(plan)));
         }

@@ -204,7 +204,7 @@ mod tests {
                 &[],
                 &cells[0],
                 false,
-                &crate::engine::uring::probe::check,
+                &crate::io::uring::probe::check,
             )
             .unwrap()
         };

@@ -364,7 +364,7 @@ fn to_usize(value: u64, flag: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::uring::probe::check;
+    use crate::io::uring::probe::check;
     use crate::plan::cells::cells;
     use crate::plan::testing::{plan, usage_message};
     use clap::Parser;

@@ -207,7 +207,7 @@ pub(super) fn per_client_rate(per_client: f64, clients: usize) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::uring::probe::check;
+    use crate::io::uring::probe::check;
     use crate::plan::build::build;
     use crate::plan::run_plan::StopRule;
     use clap::Parser;

@@ -245,7 +245,7 @@ mod tests {
         .unwrap();
         assert_eq!(early.io, IoBackend::Epoll, "early data stays on epoll");
         assert!(early.notes.is_empty(), "{:?}", early.notes);
-        match crate::engine::uring::probe::check() {
+        match crate::io::uring::probe::check() {
             Ok(()) => {
                 let auto = io(&["--io", "auto", "--io-sqpoll"]).unwrap();
                 assert_eq!(auto.io, IoBackend::Uring { sqpoll: true });

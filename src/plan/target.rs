@@ -172,7 +172,7 @@ fn path_of(uri: &Uri) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::uring::probe::check;
+    use crate::io::uring::probe::check;
     use crate::plan::build::build;
     use crate::plan::cells::cells;
     use crate::plan::route::Route;

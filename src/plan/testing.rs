@@ -7,7 +7,7 @@ use clap::Parser;
 use super::build::build;
 use super::cells::cells;
 use super::run_plan::RunPlan;
-use crate::engine::uring::probe::check;
+use crate::io::uring::probe::check;
 
 /// The plan of the first cell of the command line `argv` (without the program name).
 pub(super) fn plan(argv: &[&str]) -> Result<RunPlan> {

@@ -12,12 +12,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::stable::{UntilStable, LOOK_EVERY};
 use super::worker::{ThreadResult, Worker};
-use super::{panics, signals, stamped, Sinks, DEFAULT_DRAIN};
-use crate::engine::budget::Budget;
-use crate::engine::pacer::Throttle;
+use super::{panics, signals, Sinks, DEFAULT_DRAIN};
+use crate::io::stamped;
 use crate::plan::{IoBackend, Negotiation, RunPlan, StopRule};
 use crate::recorder::outcome::{Kept, RunOutcome};
 use crate::recorder::{Recorder, WireTotals};
+use crate::schedule::budget::Budget;
+use crate::schedule::pacer::Throttle;
 
 /// A run whose worker threads are going: [`Launched::finish`] waits for them and merges what
 /// they measured.

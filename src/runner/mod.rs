@@ -5,16 +5,12 @@
 
 pub mod control;
 mod launch;
-pub mod net;
 pub mod panics;
-pub(crate) mod proxy;
 pub mod reflect;
 pub mod signals;
 mod slot;
 mod stable;
-pub(crate) mod stamped;
 pub mod steer;
-mod tls_resume;
 mod worker;
 
 use std::sync::Arc;
@@ -89,7 +85,7 @@ pub fn pause(duration: Duration) -> bool {
 /// Whether io_uring is usable here: the engine's probe, which [`plan::build`](crate::plan::build)
 /// takes for `--io uring` and `--io auto`, for callers outside the crate (tests, benches).
 pub fn uring_verdict() -> Result<(), String> {
-    crate::engine::uring::probe::check()
+    crate::io::uring::probe::check()
 }
 
 /// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were

@@ -21,7 +21,7 @@ use prost::Message;
 use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::DescriptorPool;
 
-use super::net;
+use crate::io::net;
 use crate::plan::RunPlan;
 use crate::proto::grpc::{write_prefix, PREFIX_LEN};
 

@@ -9,17 +9,17 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::net::{self, Established, TappedIo, TlsOutcome, Transport};
-use crate::engine::clock::PreciseTimer;
-use crate::engine::driver::{self, ConnLimits};
-use crate::engine::h3::{self, QuicContext};
-use crate::engine::reserve::Reserved;
-use crate::engine::uring::Uring;
-use crate::engine::{pick_protocol, ConnEnd, ConnState, Ledger, Templates, ThreadShared};
+use crate::io::clock::PreciseTimer;
+use crate::io::driver::{self, ConnLimits};
+use crate::io::h3::{self, QuicContext};
+use crate::io::net::{self, Established, TappedIo, TlsOutcome, Transport};
+use crate::io::uring::Uring;
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::handshakes::Handshake;
 use crate::recorder::Failure;
+use crate::schedule::reserve::{Reserved, Supply};
+use crate::session::{pick_protocol, ConnEnd, ConnState, Ledger, Templates, ThreadShared};
 use crate::tls::TlsInfo;
 
 /// Numbers connections across threads and cells, for `--log-file`.
@@ -27,7 +27,7 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One client slot: a connection, replaced whenever it is lost, until the budget is spent and no
 /// request of the thread waits to be sent again. The send time the slot was told last goes on
-/// when it stops ([`ThreadShared::slot_stopped`]).
+/// when it stops ([`Supply::slot_stopped`]).
 pub(super) async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,

@@ -11,11 +11,11 @@ use anyhow::{bail, Context, Result};
 use super::control::{Probe, StepResult};
 use super::launch::Launched;
 use super::{signals, RunOutcome, Sinks};
-use crate::engine::pacer::{Offered, Throttle};
 use crate::limits::{MAX_RATE, MIN_RATE};
 use crate::observe::live::{Live, Snapshot};
 use crate::plan::Arrival;
 use crate::plan::{RunPlan, DEFAULT_CONNECT_TIMEOUT};
+use crate::schedule::pacer::{Offered, Throttle};
 
 /// The timeline's interval when none was asked for: a search lasts minutes, its steps seconds.
 const STEERED_INTERVAL: Duration = Duration::from_secs(1);

@@ -14,14 +14,11 @@ use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::sync::CancellationToken;
 
 use super::slot::run_slot;
-use super::{tls_resume, Sinks};
-use crate::engine::budget::Budget;
-use crate::engine::clock::PreciseTimer;
-use crate::engine::driver;
-use crate::engine::h3::QuicContext;
-use crate::engine::pacer::{Gaps, Source, Steering, Throttle};
-use crate::engine::uring::Uring;
-use crate::engine::{Pacer, Templates, ThreadShared};
+use super::Sinks;
+use crate::io::clock::PreciseTimer;
+use crate::io::h3::QuicContext;
+use crate::io::tls_resume;
+use crate::io::uring::Uring;
 use crate::observe::live::{Live, PUBLISH_EVERY};
 use crate::observe::request_log::RequestLog;
 use crate::plan::stages::Share;
@@ -30,6 +27,9 @@ use crate::plan::{IoBackend, Negotiation, RunPlan};
 use crate::recorder::backlog::Backlog;
 use crate::recorder::outcome::Kept;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
+use crate::schedule::budget::Budget;
+use crate::schedule::pacer::{Gaps, Source, Steering, Throttle};
+use crate::session::{Pacer, Templates, ThreadShared};
 use crate::time::thread_busy_time;
 
 /// How often a steered run's workers publish their numbers (its steps are measured from them).
@@ -214,7 +214,7 @@ impl Worker {
                 .log
                 .clone()
                 .map(|log| RefCell::new(RequestLog::new(log.file, log.cell))),
-            read_buffer: driver::read_buffer(),
+            read_buffer: crate::session::read_buffer(),
             retries: RefCell::default(),
             first_slot,
             tls: self
@@ -351,7 +351,7 @@ impl Worker {
         let shared = Rc::try_unwrap(shared)
             .ok()
             .expect("connection tasks end with their LocalSet");
-        shared.fail_unsent_retries();
+        shared.fail_unsent_retries(Instant::now());
         let schedule = (shared.pacer.as_ref())
             .and_then(|pacer| pacer.kept(self.measure_start, self.budget.stopped_at()));
         let mut recorder = shared.recorder.into_inner();

@@ -155,7 +155,7 @@ fn http1_bytes_are_what_the_server_sent() {
     }
 }
 
-/// Bodies long enough for the client to raise its socket's receive low-water mark (src/engine/
+/// Bodies long enough for the client to raise its socket's receive low-water mark (src/io/
 /// driver.rs, `LOW_WATER_FROM`: 512 KiB due) and lower it again before the end: every byte
 /// still arrives, and the last ones, fewer than the mark, still wake the client (a mark left up
 /// would hang the run). Cleartext and TLS, pipelined too, and HTTP/2 with several streams; more

@@ -393,7 +393,7 @@ fn prose(text: &str) -> String {
         .join("\n")
 }
 
-/// The files and folders of the repository that `text` names in backquotes (`src/engine/h2/`,
+/// The files and folders of the repository that `text` names in backquotes (`src/session/h2/`,
 /// `tests/it/docs.rs:12`: the line left out), outside fenced blocks.
 fn repository_paths(text: &str) -> BTreeSet<String> {
     const FOLDERS: [&str; 8] = [
