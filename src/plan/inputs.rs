@@ -2,8 +2,8 @@
 //! in plain types and in a few parts, each read by the file of the plan that gives it meaning
 //! (the gRPC part, `GrpcInputs`, is grpc.rs's), and the values a cell asks for: `--proto`'s
 //! [`ProtoChoice`], `--io`'s [`IoChoice`], `-n`'s [`Requests`], `--arrival`'s [`Arrival`].
-//! `app` makes them from the flags (`src/app/inputs.rs`); nothing here knows a flag's spelling,
-//! only the name a usage error quotes.
+//! `app` makes them from the flags (`src/app/inputs.rs`), so the plan never sees a clap struct;
+//! a value type keeps its own spellings (`--proto h1`) and parser, so clap's messages stay its.
 
 use std::path::PathBuf;
 use std::time::Duration;
