@@ -4,7 +4,8 @@
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 //!
 //! The types it records live beside it: `failure.rs` (ErrorKind, Failure), `events.rs` (what the
-//! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`.
+//! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`,
+//! `messages.rs` (the message layer: messages inside a request's stream, for every protocol).
 
 pub mod backlog;
 mod events;
@@ -13,6 +14,7 @@ pub mod grpc;
 pub mod handshakes;
 pub mod hdr;
 mod in_flight;
+pub mod messages;
 pub(crate) mod outcome;
 pub mod paths;
 mod timeline;
@@ -124,10 +126,9 @@ pub struct Recorder {
     /// completed it to that read. Created by the first stamped read, so `None` where the
     /// transport gives no timestamps (io_uring, unix sockets, HTTP/3).
     pub receive_wait: Option<Histogram<u64>>,
-    /// gRPC calls: from the send to the first response message (created by the first).
-    pub grpc_first_message: Option<Histogram<u64>>,
-    /// Bidirectional gRPC calls: from a message's send to its reply (created by the first).
-    pub grpc_round_trip: Option<Histogram<u64>>,
+    /// Messages inside requests' streams (gRPC calls): counts each way, time to the first,
+    /// round trips, gaps.
+    pub messages: messages::MessageFigures,
     /// Per-interval counts and histograms.
     pub intervals: Intervals,
     /// gRPC calls by status, and messages (zero outside gRPC cells).
@@ -183,8 +184,7 @@ impl Recorder {
             service: rate_mode.then(new_histogram),
             start_delay: rate_mode.then(new_histogram),
             receive_wait: None,
-            grpc_first_message: None,
-            grpc_round_trip: None,
+            messages: messages::MessageFigures::default(),
             intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
             grpc: grpc::GrpcTally::default(),
             grpc_status_message: None,
@@ -310,22 +310,43 @@ impl Recorder {
         }
     }
 
-    /// A gRPC call scheduled at `intended` received its first message `after` its send.
-    pub fn grpc_first_message(&mut self, intended: Instant, after: Duration) {
+    /// A request scheduled at `intended` sent `bytes`, messages of its stream.
+    pub(crate) fn message_sent(&mut self, intended: Instant, bytes: messages::MessageBytes) {
         if self.is_measured(intended) {
-            self.grpc_first_message
-                .get_or_insert_with(new_histogram)
-                .saturating_record(micros(after));
+            self.messages.sent.add(bytes);
         }
     }
 
-    /// A bidirectional gRPC call scheduled at `intended` got the reply to one of its messages
-    /// `after` that message left.
-    pub fn grpc_round_trip(&mut self, intended: Instant, after: Duration) {
+    /// A request scheduled at `intended` received a message of its stream, with `times`.
+    pub(crate) fn message_received(&mut self, intended: Instant, times: messages::MessageTimes) {
         if self.is_measured(intended) {
-            self.grpc_round_trip
-                .get_or_insert_with(new_histogram)
-                .saturating_record(micros(after));
+            self.messages.record(times);
+        }
+    }
+
+    /// The stream of a request scheduled at `intended` ended having received `received`.
+    pub(crate) fn message_stream_ended(
+        &mut self,
+        intended: Instant,
+        received: messages::MessageBytes,
+    ) {
+        if self.is_measured(intended) {
+            self.messages.received.add(received);
+        }
+    }
+
+    /// A gRPC call scheduled at `intended` ended with status `code`, not OK, saying `text` in
+    /// its `grpc-message`: the first such text is the report's.
+    pub(crate) fn grpc_status_message(&mut self, intended: Instant, code: u64, text: &str) {
+        if self.is_measured(intended) && self.grpc_status_message.is_none() {
+            self.grpc_status_message = Some(grpc::StatusMessage::new(code, text));
+        }
+    }
+
+    /// The server reset the stream of a request scheduled at `intended` with `code`.
+    pub(crate) fn stream_reset(&mut self, intended: Instant, code: crate::proto::ResetCode) {
+        if self.is_measured(intended) {
+            *self.stream_reset_codes.entry(code).or_default() += 1;
         }
     }
 
@@ -508,8 +529,6 @@ impl Recorder {
         for (mine, theirs) in [
             (&mut self.proxy, other.proxy),
             (&mut self.receive_wait, other.receive_wait),
-            (&mut self.grpc_first_message, other.grpc_first_message),
-            (&mut self.grpc_round_trip, other.grpc_round_trip),
         ] {
             match (mine.as_mut(), theirs) {
                 (Some(mine), Some(theirs)) => mine.add(&theirs).expect("histograms share bounds"),
@@ -582,6 +601,7 @@ impl Recorder {
         self.intervals.merge(other.intervals);
         self.in_flight.integral += other.in_flight.integral;
         self.grpc.merge(&other.grpc);
+        self.messages.merge(other.messages);
         if self.grpc_status_message.is_none() {
             self.grpc_status_message = other.grpc_status_message;
         }
