@@ -563,10 +563,7 @@ impl<'a> Ledger<'a> {
 
     /// Records that the client closed this connection itself (a timeout), not the server.
     pub(crate) fn closed_by_client(&self) {
-        self.shared
-            .recorder
-            .borrow_mut()
-            .connections_closed_by_client += 1;
+        self.shared.recorder.borrow_mut().closed_by_client();
     }
 
     /// Records the protocol this connection settled on.
