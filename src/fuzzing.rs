@@ -157,13 +157,13 @@ pub fn h2_session(bytes: &[u8], piece: usize) {
     ];
     let world = session(&argv, Protocol::H2c, bytes, piece);
     let recorder = world.shared.recorder.borrow();
-    let received = recorder.grpc.received;
+    let received = recorder.messages.received;
     let data = world.shared.wire.totals().data;
     assert!(
         received.message_bytes + received.prefix_bytes <= data,
         "{received:?} of {data} DATA bytes"
     );
-    assert!(recorder.grpc.sent.messages <= 8 * 3);
+    assert!(recorder.messages.sent.messages <= 8 * 3);
 }
 
 /// The plan of the first cell of the command-line words `argv` against `http://127.0.0.1:9/`

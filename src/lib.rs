@@ -56,8 +56,8 @@ pub mod exposure;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod input;
-pub mod limits;
 pub(crate) mod io;
+pub mod limits;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;

@@ -1,17 +1,17 @@
-//! What a gRPC cell counts besides requests: calls by `grpc-status`, and the messages sent and
-//! received with their bytes, message bytes apart from the 5-byte prefixes that frame them.
+//! What a gRPC cell counts besides requests: calls by `grpc-status`, the first status message,
+//! and how gRPC's framing counts the messages of the message layer ([`super::messages`]):
+//! message bytes apart from the 5-byte prefixes that frame them.
 
 use crate::proto::grpc::{self, MessageReader, CODE_SLOTS};
 
-/// gRPC counts of one thread or run (zero in other cells).
+pub use super::messages::MessageBytes;
+
+/// gRPC calls by status of one thread or run (zero in other cells; their messages are the
+/// message layer's, [`super::messages::MessageFigures`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GrpcTally {
     /// Calls with a response, by status slot (see [`grpc::code_slot`]).
     pub codes: [u64; CODE_SLOTS],
-    /// Messages sent, their bytes, and the prefixes' bytes.
-    pub sent: MessageBytes,
-    /// Messages received, their bytes, and the prefixes' bytes.
-    pub received: MessageBytes,
 }
 
 /// What a call that ended with a status other than OK said of it in its `grpc-message`.
@@ -35,35 +35,8 @@ impl StatusMessage {
     }
 }
 
-/// Messages and their bytes in one direction.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub struct MessageBytes {
-    /// Complete messages.
-    pub messages: u64,
-    /// Their bytes, prefixes excluded (the protobuf bytes).
-    pub message_bytes: u64,
-    /// The bytes of their 5-byte prefixes (and of a prefix cut short).
-    pub prefix_bytes: u64,
-}
-
+/// gRPC's ways of counting a stream's messages (the prefix is its framing).
 impl MessageBytes {
-    /// Adds `other`.
-    pub fn add(&mut self, other: MessageBytes) {
-        self.messages += other.messages;
-        self.message_bytes += other.message_bytes;
-        self.prefix_bytes += other.prefix_bytes;
-    }
-
     /// What `reader` has read of one response.
     pub fn read_by(reader: &MessageReader) -> MessageBytes {
         MessageBytes {
@@ -94,8 +67,6 @@ impl GrpcTally {
         for (mine, theirs) in self.codes.iter_mut().zip(other.codes) {
             *mine += theirs;
         }
-        self.sent.add(other.sent);
-        self.received.add(other.received);
     }
 
     /// Calls by status name, in code order, those seen only.

@@ -4,7 +4,8 @@
 //! threads, so recording takes no lock. The runner merges them when the threads finish.
 //!
 //! The types it records live beside it: `failure.rs` (ErrorKind, Failure), `events.rs` (what the
-//! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`.
+//! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`,
+//! `messages.rs` (the message layer: messages inside a request's stream, for every protocol).
 
 pub mod backlog;
 mod events;
@@ -13,6 +14,8 @@ pub mod grpc;
 pub mod handshakes;
 pub mod hdr;
 mod in_flight;
+mod measurements;
+pub mod messages;
 pub(crate) mod outcome;
 pub mod paths;
 mod timeline;
@@ -20,11 +23,9 @@ mod wire;
 
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
 use crate::plan::{Protocol, TimelineInterval};
 use crate::tls::TlsInfo;
-use handshakes::{Handshake, Handshakes};
+use handshakes::Handshake;
 use hdr::new_histogram;
 use in_flight::InFlightMeter;
 
@@ -32,6 +33,7 @@ pub use events::{
     CheckTally, ErrorResponse, RequestCounters, RequestStart, ResponseSample, Retried,
 };
 pub use failure::{ErrorKind, Failure, Symptom};
+pub use measurements::Measurements;
 pub use timeline::{IntervalRecord, Intervals};
 pub use wire::{WireMeter, WireTotals};
 
@@ -59,89 +61,29 @@ struct ClientSlot {
     responses: u64,
 }
 
-/// One thread's measurements.
+/// One thread's measurements. Written through its methods only: outside `recorder`, what it
+/// measured is read through [`Measurements`], which it dereferences to (read-only: there is no
+/// `DerefMut`, so no field can be written from outside).
 #[derive(Debug, Clone)]
 pub struct Recorder {
     measure_start: Instant,
-    /// Request latency: send to last byte.
-    pub request: Histogram<u64>,
-    /// Connection setup time.
-    pub connect: Histogram<u64>,
-    /// With `--proxy`: the part of the setup until the proxy answered `CONNECT` (created by the
-    /// first tunnel, so `None` without a proxy).
-    pub proxy: Option<Histogram<u64>>,
-    /// Time to first byte of each response.
-    pub ttfb: Histogram<u64>,
-    /// Request counters.
-    pub counters: RequestCounters,
-    /// Requests sent again, by reason (each still counts once in `counters`).
-    pub retried: Retried,
-    /// Responses by status class: 1xx..5xx (index 0..4).
-    pub status_classes: [u64; 5],
     /// Errors by kind, indexed like [`ErrorKind::ALL`].
     errors: [u64; ErrorKind::ALL.len()],
     /// Of `errors`, the requests without a response (not the connection attempts, nor the
     /// responses that failed a check), indexed the same way.
     request_errors: [u64; ErrorKind::ALL.len()],
-    /// Responses that failed a check.
-    pub checks: CheckTally,
-    /// Of `status_classes`, the responses that failed a check, by class: the live metrics count
-    /// them under the outcome `check` instead.
-    pub(crate) check_failed_classes: [u64; 5],
-    /// Connections established.
-    pub connections_opened: u64,
-    /// Of those, the ones begun in the measured period (connections per second counts them).
-    pub connections_measured: u64,
-    /// TLS handshakes of the connections begun in the measured period, by kind (TLS runs).
-    pub handshakes: Option<Box<Handshakes>>,
-    /// Connection attempts that failed.
-    pub connections_failed: u64,
-    /// Established connections that have ended (so `connections_opened` minus this are open).
-    pub(crate) connections_ended: u64,
-    /// Established connections the client closed itself because of a timeout.
-    pub(crate) connections_closed_by_client: u64,
-    /// The first connection-level error, worded for the user.
-    pub first_error: Option<String>,
-    /// The first failure that showed a [`Symptom`], with its message.
-    pub first_symptom: Option<(Symptom, String)>,
-    /// The first response with a 4xx/5xx status, with the first bytes of its body.
-    pub first_error_response: Option<ErrorResponse>,
-    /// The smallest per-connection concurrency an engine settled on (e.g. capped by the server).
-    pub effective_concurrency: Option<usize>,
-    /// The first TLS session's parameters.
-    pub tls: Option<TlsInfo>,
-    /// Things the user should know that are not errors, each once.
-    pub warnings: Vec<String>,
     connections_by_protocol: [u64; Protocol::ALL.len()],
     clients: Vec<ClientSlot>,
-    /// Service time (actual send to last byte), kept only in rate mode: there `request` is the
-    /// response time, measured from the scheduled send.
-    pub service: Option<Histogram<u64>>,
-    /// How long after its schedule each request went out (rate mode).
-    pub start_delay: Option<Histogram<u64>>,
-    /// How long each response waited, whole in the kernel's socket buffer, for h2load-rs to
-    /// read it: from the kernel's receive timestamp of the newest byte of the read that
-    /// completed it to that read. Created by the first stamped read, so `None` where the
-    /// transport gives no timestamps (io_uring, unix sockets, HTTP/3).
-    pub receive_wait: Option<Histogram<u64>>,
-    /// gRPC calls: from the send to the first response message (created by the first).
-    pub grpc_first_message: Option<Histogram<u64>>,
-    /// Bidirectional gRPC calls: from a message's send to its reply (created by the first).
-    pub grpc_round_trip: Option<Histogram<u64>>,
-    /// Per-interval counts and histograms.
-    pub intervals: Intervals,
-    /// gRPC calls by status, and messages (zero outside gRPC cells).
-    pub grpc: grpc::GrpcTally,
-    /// The `grpc-message` of the first measured call that ended with a status other than OK.
-    pub grpc_status_message: Option<grpc::StatusMessage>,
-    /// Stream resets (HTTP/2 and HTTP/3) by error code.
-    pub stream_reset_codes: std::collections::BTreeMap<crate::proto::ResetCode, u64>,
-    /// Measured requests in flight over time.
-    pub(crate) in_flight: InFlightMeter,
-    /// Per-URL counts and latency, when the plan has two paths or more.
-    pub paths: Option<paths::PathStats>,
-    /// A steered run's responses to requests sent before their step's measured part.
-    pub backlog: Option<backlog::Backlog>,
+    /// What the report reads.
+    measured: Measurements,
+}
+
+impl std::ops::Deref for Recorder {
+    type Target = Measurements;
+
+    fn deref(&self) -> &Measurements {
+        &self.measured
+    }
 }
 
 impl Recorder {
@@ -155,55 +97,62 @@ impl Recorder {
     ) -> Self {
         Recorder {
             measure_start,
-            request: new_histogram(),
-            connect: new_histogram(),
-            proxy: None,
-            ttfb: new_histogram(),
-            counters: RequestCounters::default(),
-            retried: Retried::default(),
-            status_classes: [0; 5],
             errors: [0; ErrorKind::ALL.len()],
             request_errors: [0; ErrorKind::ALL.len()],
-            checks: CheckTally::default(),
-            check_failed_classes: [0; 5],
-            connections_opened: 0,
-            connections_measured: 0,
-            handshakes: None,
-            connections_failed: 0,
-            connections_ended: 0,
-            connections_closed_by_client: 0,
-            first_error: None,
-            first_symptom: None,
-            first_error_response: None,
-            effective_concurrency: None,
-            tls: None,
-            warnings: Vec::new(),
             connections_by_protocol: [0; Protocol::ALL.len()],
             clients: vec![ClientSlot::default(); slots],
-            service: rate_mode.then(new_histogram),
-            start_delay: rate_mode.then(new_histogram),
-            receive_wait: None,
-            grpc_first_message: None,
-            grpc_round_trip: None,
-            intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
-            grpc: grpc::GrpcTally::default(),
-            grpc_status_message: None,
-            stream_reset_codes: std::collections::BTreeMap::new(),
-            in_flight: InFlightMeter::new(measure_start),
-            paths: None,
-            backlog: None,
+            measured: Measurements {
+                request: new_histogram(),
+                connect: new_histogram(),
+                proxy: None,
+                ttfb: new_histogram(),
+                counters: RequestCounters::default(),
+                retried: Retried::default(),
+                status_classes: [0; 5],
+                checks: CheckTally::default(),
+                check_failed_classes: [0; 5],
+                connections_opened: 0,
+                connections_measured: 0,
+                handshakes: None,
+                connections_failed: 0,
+                connections_ended: 0,
+                connections_closed_by_client: 0,
+                first_error: None,
+                first_symptom: None,
+                first_error_response: None,
+                effective_concurrency: None,
+                tls: None,
+                warnings: Vec::new(),
+                service: rate_mode.then(new_histogram),
+                start_delay: rate_mode.then(new_histogram),
+                receive_wait: None,
+                messages: messages::MessageFigures::default(),
+                intervals: Intervals::new(measure_start, interval.length, interval.auto, rate_mode),
+                grpc: grpc::GrpcTally::default(),
+                grpc_status_message: None,
+                stream_reset_codes: std::collections::BTreeMap::new(),
+                in_flight: InFlightMeter::new(measure_start),
+                paths: None,
+                backlog: None,
+            },
         }
+    }
+
+    /// Keeps a steered run's backlog: the responses to requests sent before `edge`'s step's
+    /// measured part.
+    pub fn track_backlog(&mut self, edge: std::sync::Arc<backlog::StepEdge>) {
+        self.measured.backlog = Some(backlog::Backlog::new(edge));
     }
 
     /// Keeps per-URL counts and latency for a plan of `count` paths (two or more).
     pub fn track_paths(&mut self, count: usize) {
-        self.paths = paths::PathStats::new(count);
+        self.measured.paths = paths::PathStats::new(count);
     }
 
     /// A measured request for path `path` ended without a response (its counters are
     /// [`Recorder::requests_failed`]'s).
     pub fn path_failed(&mut self, path: u32) {
-        if let Some(paths) = &mut self.paths {
+        if let Some(paths) = &mut self.measured.paths {
             paths.failed(path as usize);
         }
     }
@@ -215,15 +164,16 @@ impl Recorder {
 
     /// A connection for `slot` was established; `start..end` is its setup time.
     pub fn connected(&mut self, slot: usize, start: Instant, end: Instant) {
-        self.connections_opened += 1;
-        self.connections_measured += u64::from(self.is_measured(start));
-        self.connect.saturating_record(micros(end - start));
+        self.measured.connections_opened += 1;
+        self.measured.connections_measured += u64::from(self.is_measured(start));
+        self.measured.connect.saturating_record(micros(end - start));
         self.clients[slot].began.get_or_insert(start);
     }
 
     /// A connection's tunnel through the proxy was open `took` after it began.
     pub fn proxy_connected(&mut self, took: Duration) {
-        self.proxy
+        self.measured
+            .proxy
             .get_or_insert_with(new_histogram)
             .saturating_record(micros(took));
     }
@@ -232,7 +182,8 @@ impl Recorder {
     /// connection began in the measured period, like connections per second).
     pub fn handshake(&mut self, start: std::time::Instant, handshake: Handshake) {
         if self.is_measured(start) {
-            self.handshakes
+            self.measured
+                .handshakes
                 .get_or_insert_with(Box::default)
                 .record(handshake);
         }
@@ -253,47 +204,48 @@ impl Recorder {
 
     /// A TLS handshake completed; the first one is described in the report.
     pub fn note_tls(&mut self, info: TlsInfo) {
-        self.tls.get_or_insert(info);
+        self.measured.tls.get_or_insert(info);
     }
 
     /// Something the user should know, reported once however often it happens.
     pub fn warn(&mut self, message: String) {
-        if !self.warnings.contains(&message) {
-            self.warnings.push(message);
+        if !self.measured.warnings.contains(&message) {
+            self.measured.warnings.push(message);
         }
     }
 
     /// A connection attempt failed.
     pub fn connect_failed(&mut self, failure: Failure) {
-        self.connections_failed += 1;
+        self.measured.connections_failed += 1;
         self.errors[failure.kind.index()] += 1;
         self.note_symptom(&failure);
-        self.first_error.get_or_insert(failure.message);
+        self.measured.first_error.get_or_insert(failure.message);
     }
 
     /// Keeps `failure`'s symptom, with its message, if it shows one and is the first to.
     pub fn note_symptom(&mut self, failure: &Failure) {
-        if let (None, Some(symptom)) = (&self.first_symptom, failure.symptom) {
-            self.first_symptom = Some((symptom, failure.message.clone()));
+        if let (None, Some(symptom)) = (&self.measured.first_symptom, failure.symptom) {
+            self.measured.first_symptom = Some((symptom, failure.message.clone()));
         }
     }
 
     /// Whether a session should keep the body of the 4xx/5xx response it is reading: only
     /// until one is kept, so the hot path copies nothing once it is.
     pub fn wants_error_body(&self) -> bool {
-        self.first_error_response.is_none()
+        self.measured.first_error_response.is_none()
     }
 
     /// A response with a 4xx/5xx status and its first bytes, kept if it is the first.
     pub fn error_response(&mut self, response: ErrorResponse) {
-        self.first_error_response.get_or_insert(response);
+        self.measured.first_error_response.get_or_insert(response);
     }
 
     /// A connection failed after it was established, in a way the user should hear about.
     /// Keeps `message` as the run's first error, unless one is kept already. It may quote the
     /// server, so it is kept as [`crate::error::escaped_line`] prints it.
     pub fn note_error(&mut self, message: String) {
-        self.first_error
+        self.measured
+            .first_error
             .get_or_insert_with(|| crate::error::escaped_line(&message).into_owned());
     }
 
@@ -302,30 +254,51 @@ impl Recorder {
     /// scheduled send, not of the attempt that got through).
     pub fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
-            self.counters.started += 1;
-            self.in_flight.change(start.actual, 1, 0);
-            if let Some(histogram) = &mut self.start_delay {
+            self.measured.counters.started += 1;
+            self.measured.in_flight.change(start.actual, 1, 0);
+            if let Some(histogram) = &mut self.measured.start_delay {
                 histogram.saturating_record(micros(start.actual - start.intended));
             }
         }
     }
 
-    /// A gRPC call scheduled at `intended` received its first message `after` its send.
-    pub fn grpc_first_message(&mut self, intended: Instant, after: Duration) {
+    /// A request scheduled at `intended` sent `bytes`, messages of its stream.
+    pub(crate) fn message_sent(&mut self, intended: Instant, bytes: messages::MessageBytes) {
         if self.is_measured(intended) {
-            self.grpc_first_message
-                .get_or_insert_with(new_histogram)
-                .saturating_record(micros(after));
+            self.measured.messages.sent.add(bytes);
         }
     }
 
-    /// A bidirectional gRPC call scheduled at `intended` got the reply to one of its messages
-    /// `after` that message left.
-    pub fn grpc_round_trip(&mut self, intended: Instant, after: Duration) {
+    /// A request scheduled at `intended` received a message of its stream, with `times`.
+    pub(crate) fn message_received(&mut self, intended: Instant, times: messages::MessageTimes) {
         if self.is_measured(intended) {
-            self.grpc_round_trip
-                .get_or_insert_with(new_histogram)
-                .saturating_record(micros(after));
+            self.measured.messages.record(times);
+        }
+    }
+
+    /// The stream of a request scheduled at `intended` ended having received `received`.
+    pub(crate) fn message_stream_ended(
+        &mut self,
+        intended: Instant,
+        received: messages::MessageBytes,
+    ) {
+        if self.is_measured(intended) {
+            self.measured.messages.received.add(received);
+        }
+    }
+
+    /// A gRPC call scheduled at `intended` ended with status `code`, not OK, saying `text` in
+    /// its `grpc-message`: the first such text is the report's.
+    pub(crate) fn grpc_status_message(&mut self, intended: Instant, code: u64, text: &str) {
+        if self.is_measured(intended) && self.measured.grpc_status_message.is_none() {
+            self.measured.grpc_status_message = Some(grpc::StatusMessage::new(code, text));
+        }
+    }
+
+    /// The server reset the stream of a request scheduled at `intended` with `code`.
+    pub(crate) fn stream_reset(&mut self, intended: Instant, code: crate::proto::ResetCode) {
+        if self.is_measured(intended) {
+            *self.measured.stream_reset_codes.entry(code).or_default() += 1;
         }
     }
 
@@ -333,7 +306,8 @@ impl Recorder {
     /// before it.
     pub fn received_after(&mut self, at: Instant, waited: Duration, responses: u64) {
         if self.is_measured(at) {
-            self.receive_wait
+            self.measured
+                .receive_wait
                 .get_or_insert_with(new_histogram)
                 .saturating_record_n(micros(waited), responses);
         }
@@ -342,7 +316,7 @@ impl Recorder {
     /// A request sent at or after the measure start goes out again: the server never processed it
     /// (`kind`: goaway, refused or closed).
     pub fn request_retried(&mut self, kind: ErrorKind) {
-        self.retried.count(kind);
+        self.measured.retried.count(kind);
     }
 
     /// A response completed on `slot`: it succeeded if its status is 2xx or 3xx.
@@ -374,10 +348,13 @@ impl Recorder {
         }
         self.count_response(slot, sample, false);
         self.errors[ErrorKind::Check.index()] += 1;
-        self.checks.failed += 1;
-        self.checks.first_mismatch.get_or_insert_with(mismatch);
+        self.measured.checks.failed += 1;
+        self.measured
+            .checks
+            .first_mismatch
+            .get_or_insert_with(mismatch);
         if let Some(class) = status_class(sample.status) {
-            self.check_failed_classes[class] += 1;
+            self.measured.check_failed_classes[class] += 1;
         }
     }
 
@@ -386,14 +363,14 @@ impl Recorder {
         if !self.is_measured(start.intended) {
             return;
         }
-        self.in_flight.change(sample.end, 0, 1);
-        let counters = &mut self.counters;
+        self.measured.in_flight.change(sample.end, 0, 1);
+        let counters = &mut self.measured.counters;
         counters.done += 1;
         if let Some(class) = status_class(sample.status) {
-            self.status_classes[class] += 1;
+            self.measured.status_classes[class] += 1;
         }
         if let Some(code) = sample.grpc {
-            self.grpc.call(code);
+            self.measured.grpc.call(code);
         }
         if succeeded {
             counters.succeeded += 1;
@@ -401,20 +378,21 @@ impl Recorder {
             counters.failed += 1;
         }
         let response = micros(sample.end - start.intended);
-        if let Some(paths) = &mut self.paths {
+        if let Some(paths) = &mut self.measured.paths {
             paths.completed(start.path as usize, succeeded, response);
         }
         let ttfb = micros(sample.first_byte.saturating_duration_since(start.actual));
         let service = micros(sample.end - start.actual);
-        self.request.saturating_record(response);
-        if let Some(backlog) = &mut self.backlog {
+        self.measured.request.saturating_record(response);
+        if let Some(backlog) = &mut self.measured.backlog {
             backlog.completed(start.actual, response);
         }
-        self.ttfb.saturating_record(ttfb);
-        if let Some(histogram) = &mut self.service {
+        self.measured.ttfb.saturating_record(ttfb);
+        if let Some(histogram) = &mut self.measured.service {
             histogram.saturating_record(service);
         }
-        self.intervals
+        self.measured
+            .intervals
             .completed(sample.end, response, ttfb, service);
         let client = &mut self.clients[slot];
         client.responses += 1;
@@ -423,7 +401,7 @@ impl Recorder {
 
     /// `count` requests sent at or after the measure start ended without a complete response.
     pub fn requests_failed(&mut self, count: u64, kind: ErrorKind) {
-        let counters = &mut self.counters;
+        let counters = &mut self.measured.counters;
         counters.done += count;
         counters.errored += count;
         counters.failed += count;
@@ -433,14 +411,17 @@ impl Recorder {
         self.errors[kind.index()] += count;
         self.request_errors[kind.index()] += count;
         let now = Instant::now();
-        self.in_flight.change(now, 0, count);
-        self.intervals.errored(now, count);
+        self.measured.in_flight.change(now, 0, count);
+        self.measured.intervals.errored(now, count);
     }
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
     pub fn note_effective_concurrency(&mut self, value: usize) {
-        self.effective_concurrency =
-            Some(self.effective_concurrency.map_or(value, |v| v.min(value)));
+        self.measured.effective_concurrency = Some(
+            self.measured
+                .effective_concurrency
+                .map_or(value, |v| v.min(value)),
+        );
     }
 
     /// Error counts by kind, in [`ErrorKind::ALL`] order.
@@ -469,14 +450,26 @@ impl Recorder {
             })
     }
 
+    /// Requests the run's budget never let go (it stopped first): they count as failed with
+    /// no response.
+    pub fn never_sent(&mut self, count: u64) {
+        self.measured.counters.failed += count;
+        self.measured.counters.errored += count;
+    }
+
+    /// The client closed an established connection itself, because of a timeout.
+    pub(crate) fn closed_by_client(&mut self) {
+        self.measured.connections_closed_by_client += 1;
+    }
+
     /// An established connection ended.
     pub fn connection_ended(&mut self) {
-        self.connections_ended += 1;
+        self.measured.connections_ended += 1;
     }
 
     /// Measured requests in flight now.
     pub(crate) fn in_flight_now(&self) -> u64 {
-        self.in_flight.count
+        self.measured.in_flight.count
     }
 
     /// Requests per second of each client slot that got responses (h2load's "req/s" row).
@@ -497,8 +490,8 @@ impl Recorder {
     /// Adds another thread's measurements to this one.
     pub fn merge(&mut self, other: Recorder) {
         for (mine, theirs) in [
-            (&mut self.service, &other.service),
-            (&mut self.start_delay, &other.start_delay),
+            (&mut self.measured.service, &other.measured.service),
+            (&mut self.measured.start_delay, &other.measured.start_delay),
         ] {
             if let (Some(mine), Some(theirs)) = (mine, theirs) {
                 mine.add(theirs).expect("histograms share bounds");
@@ -506,10 +499,8 @@ impl Recorder {
         }
         // Moved where this side has none (no third ~180 KB histogram for a sum of one).
         for (mine, theirs) in [
-            (&mut self.proxy, other.proxy),
-            (&mut self.receive_wait, other.receive_wait),
-            (&mut self.grpc_first_message, other.grpc_first_message),
-            (&mut self.grpc_round_trip, other.grpc_round_trip),
+            (&mut self.measured.proxy, other.measured.proxy),
+            (&mut self.measured.receive_wait, other.measured.receive_wait),
         ] {
             match (mine.as_mut(), theirs) {
                 (Some(mine), Some(theirs)) => mine.add(&theirs).expect("histograms share bounds"),
@@ -517,16 +508,26 @@ impl Recorder {
                 (Some(_), None) => {}
             }
         }
-        self.request
-            .add(&other.request)
+        self.measured
+            .request
+            .add(&other.measured.request)
             .expect("histograms share bounds");
-        self.connect
-            .add(&other.connect)
+        self.measured
+            .connect
+            .add(&other.measured.connect)
             .expect("histograms share bounds");
-        self.ttfb.add(&other.ttfb).expect("histograms share bounds");
-        self.counters += other.counters;
-        self.retried += other.retried;
-        for (mine, theirs) in self.status_classes.iter_mut().zip(other.status_classes) {
+        self.measured
+            .ttfb
+            .add(&other.measured.ttfb)
+            .expect("histograms share bounds");
+        self.measured.counters += other.measured.counters;
+        self.measured.retried += other.measured.retried;
+        for (mine, theirs) in self
+            .measured
+            .status_classes
+            .iter_mut()
+            .zip(other.measured.status_classes)
+        {
             *mine += theirs;
         }
         for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
@@ -535,34 +536,36 @@ impl Recorder {
         for (mine, theirs) in self.request_errors.iter_mut().zip(other.request_errors) {
             *mine += theirs;
         }
-        self.checks.add(other.checks);
+        self.measured.checks.add(other.measured.checks);
         for (mine, theirs) in self
+            .measured
             .check_failed_classes
             .iter_mut()
-            .zip(other.check_failed_classes)
+            .zip(other.measured.check_failed_classes)
         {
             *mine += theirs;
         }
-        self.connections_opened += other.connections_opened;
-        self.connections_measured += other.connections_measured;
-        if let Some(theirs) = &other.handshakes {
-            self.handshakes
+        self.measured.connections_opened += other.measured.connections_opened;
+        self.measured.connections_measured += other.measured.connections_measured;
+        if let Some(theirs) = &other.measured.handshakes {
+            self.measured
+                .handshakes
                 .get_or_insert_with(Box::default)
                 .merge(theirs);
         }
-        self.connections_failed += other.connections_failed;
-        self.connections_ended += other.connections_ended;
-        self.connections_closed_by_client += other.connections_closed_by_client;
-        if self.first_error.is_none() {
-            self.first_error = other.first_error;
+        self.measured.connections_failed += other.measured.connections_failed;
+        self.measured.connections_ended += other.measured.connections_ended;
+        self.measured.connections_closed_by_client += other.measured.connections_closed_by_client;
+        if self.measured.first_error.is_none() {
+            self.measured.first_error = other.measured.first_error;
         }
-        if self.first_symptom.is_none() {
-            self.first_symptom = other.first_symptom;
+        if self.measured.first_symptom.is_none() {
+            self.measured.first_symptom = other.measured.first_symptom;
         }
-        if self.first_error_response.is_none() {
-            self.first_error_response = other.first_error_response;
+        if self.measured.first_error_response.is_none() {
+            self.measured.first_error_response = other.measured.first_error_response;
         }
-        if let Some(value) = other.effective_concurrency {
+        if let Some(value) = other.measured.effective_concurrency {
             self.note_effective_concurrency(value);
         }
         for (mine, theirs) in self
@@ -572,23 +575,24 @@ impl Recorder {
         {
             *mine += theirs;
         }
-        if self.tls.is_none() {
-            self.tls = other.tls;
+        if self.measured.tls.is_none() {
+            self.measured.tls = other.measured.tls;
         }
-        for warning in other.warnings {
+        for warning in other.measured.warnings {
             self.warn(warning);
         }
         self.clients.extend(other.clients);
-        self.intervals.merge(other.intervals);
-        self.in_flight.integral += other.in_flight.integral;
-        self.grpc.merge(&other.grpc);
-        if self.grpc_status_message.is_none() {
-            self.grpc_status_message = other.grpc_status_message;
+        self.measured.intervals.merge(other.measured.intervals);
+        self.measured.in_flight.integral += other.measured.in_flight.integral;
+        self.measured.grpc.merge(&other.measured.grpc);
+        self.measured.messages.merge(other.measured.messages);
+        if self.measured.grpc_status_message.is_none() {
+            self.measured.grpc_status_message = other.measured.grpc_status_message;
         }
-        for (code, count) in other.stream_reset_codes {
-            *self.stream_reset_codes.entry(code).or_default() += count;
+        for (code, count) in other.measured.stream_reset_codes {
+            *self.measured.stream_reset_codes.entry(code).or_default() += count;
         }
-        match (&mut self.paths, other.paths) {
+        match (&mut self.measured.paths, other.measured.paths) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (mine @ None, theirs) => *mine = theirs,
             (Some(_), None) => {}
@@ -733,7 +737,7 @@ mod tests {
         assert_eq!(a.request.max(), a.request.highest_equivalent(100_000));
         assert_eq!(a.effective_concurrency, Some(8));
         assert_eq!(a.client_rates().len(), 2);
-        let intervals = a.intervals.into_closed();
+        let intervals = a.measured.intervals.into_closed();
         assert!(
             intervals.iter().all(|interval| interval.index == 0),
             "both ended in the first second"

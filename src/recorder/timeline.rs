@@ -209,7 +209,7 @@ mod tests {
                 },
             );
         }
-        let intervals = rec.intervals.into_closed();
+        let intervals = rec.measured.intervals.into_closed();
         let shape: Vec<(u64, u64)> = intervals.iter().map(|i| (i.index, i.completed)).collect();
         assert_eq!(shape, [(0, 2), (1, 1), (3, 1)]);
         let histogram = crate::recorder::hdr::decode(&intervals[0].request).unwrap();

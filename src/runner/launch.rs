@@ -178,8 +178,7 @@ impl Launched {
             };
         }
         let never_sent = if interrupted { 0 } else { budget.untaken() };
-        merged.counters.failed += never_sent;
-        merged.counters.errored += never_sent;
+        merged.never_sent(never_sent);
         let in_flight_at_stop = merged.counters.started - merged.counters.done;
         Ok(RunOutcome {
             recorder: merged,

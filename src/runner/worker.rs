@@ -24,7 +24,6 @@ use crate::observe::request_log::RequestLog;
 use crate::plan::stages::Share;
 use crate::plan::Arrival;
 use crate::plan::{IoBackend, Negotiation, RunPlan};
-use crate::recorder::backlog::Backlog;
 use crate::recorder::outcome::Kept;
 use crate::recorder::{Recorder, WireMeter, WireTotals};
 use crate::schedule::budget::Budget;
@@ -201,7 +200,7 @@ impl Worker {
         );
         recorder.track_paths(self.plan.request.paths.len());
         if let Some(throttle) = &self.throttle {
-            recorder.backlog = Some(Backlog::new(throttle.edge.clone()));
+            recorder.track_backlog(throttle.edge.clone());
         }
         ThreadShared {
             plan: self.plan.clone(),

@@ -30,7 +30,7 @@ use crate::observe::request_log::{Entry as LogEntry, RequestLog};
 use crate::plan::template::{Draw, Rng, PATH_CHOICE};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::proto::check::{ResponseCheck, Verdict};
-use crate::recorder::grpc::{GrpcTally, MessageBytes, StatusMessage};
+use crate::recorder::messages::{MessageBytes, MessageStream};
 use crate::recorder::{
     ErrorKind, Failure, Recorder, RequestStart, ResponseSample, Symptom, WireMeter,
 };
@@ -477,43 +477,47 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    /// Counts `bytes`, messages of the gRPC call `start`, on the side of the tally `side` picks
-    /// (sent or received).
-    pub(crate) fn grpc_messages(
+    /// The stream of request `start` sent `bytes`, its messages, as the protocol counts them
+    /// when it commits them to the stream (the layer's round trips count from when one has
+    /// left: [`MessageStream::left`]).
+    pub(crate) fn message_sent(&self, start: &RequestStart, bytes: MessageBytes) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .message_sent(start.intended, bytes);
+    }
+
+    /// `count` messages of the stream of request `start` (its state: `stream`) arrived whole
+    /// at `now`: the message layer's figures for each.
+    pub(crate) fn messages_received(
         &self,
         start: &RequestStart,
-        side: fn(&mut GrpcTally) -> &mut MessageBytes,
-        bytes: MessageBytes,
+        stream: &mut MessageStream,
+        count: u64,
+        now: Instant,
     ) {
         let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start.intended) {
-            side(&mut recorder.grpc).add(bytes);
+        for _ in 0..count {
+            recorder.message_received(start.intended, stream.received(now));
         }
+    }
+
+    /// The stream of request `start` ended having received `received`, its messages as its
+    /// framing read them (the bytes of one cut short included).
+    pub(crate) fn message_stream_ended(&self, start: &RequestStart, received: MessageBytes) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .message_stream_ended(start.intended, received);
     }
 
     /// A gRPC call `start` ended with status `code`, not OK, saying `text` in its
     /// `grpc-message`: the first such text is the report's.
     pub(crate) fn grpc_status_message(&self, start: &RequestStart, code: u64, text: &str) {
-        let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start.intended) && recorder.grpc_status_message.is_none() {
-            recorder.grpc_status_message = Some(StatusMessage::new(code, text));
-        }
-    }
-
-    /// A gRPC call `start` received its first message `after` its send.
-    pub(crate) fn grpc_first_message(&self, start: &RequestStart, after: Duration) {
         self.shared
             .recorder
             .borrow_mut()
-            .grpc_first_message(start.intended, after);
-    }
-
-    /// A bidirectional gRPC call `start` got a message's reply `after` the message left.
-    pub(crate) fn grpc_round_trip(&self, start: &RequestStart, after: Duration) {
-        self.shared
-            .recorder
-            .borrow_mut()
-            .grpc_round_trip(start.intended, after);
+            .grpc_status_message(start.intended, code, text);
     }
 
     /// Records a request whose stream the server reset with `code` (read at `at`).
@@ -524,10 +528,10 @@ impl<'a> Ledger<'a> {
         at: Instant,
     ) {
         self.fail(start, ErrorKind::StreamReset, at);
-        let mut recorder = self.shared.recorder.borrow_mut();
-        if recorder.is_measured(start.intended) {
-            *recorder.stream_reset_codes.entry(code).or_default() += 1;
-        }
+        self.shared
+            .recorder
+            .borrow_mut()
+            .stream_reset(start.intended, code);
     }
 
     /// Records a connection that failed with no request to blame: before it became usable, or
@@ -583,10 +587,7 @@ impl<'a> Ledger<'a> {
 
     /// Records that the client closed this connection itself (a timeout), not the server.
     pub(crate) fn closed_by_client(&self) {
-        self.shared
-            .recorder
-            .borrow_mut()
-            .connections_closed_by_client += 1;
+        self.shared.recorder.borrow_mut().closed_by_client();
     }
 
     /// Records the protocol this connection settled on.

@@ -134,16 +134,17 @@ fn a_grpc_call_times_its_first_message_and_its_round_trips() {
     assert_eq!(outcome.failure, None);
     assert_eq!(outcome.counters.succeeded, 1);
     let recorder = world.shared.recorder.borrow();
-    assert_eq!(recorder.grpc.sent.messages, 2);
-    assert_eq!(recorder.grpc.received.messages, 2);
+    assert_eq!(recorder.messages.sent.messages, 2);
+    assert_eq!(recorder.messages.received.messages, 2);
     assert_eq!(values(&recorder.request), [(1300, 1)], "+1400 − 100");
     assert_eq!(values(&recorder.ttfb), [(200, 1)], "+300 − 100");
     let first = recorder
-        .grpc_first_message
+        .messages
+        .first_message
         .as_ref()
         .expect("a first message");
     assert_eq!(values(first), [(500, 1)], "+600 − 100");
-    let round_trips = recorder.grpc_round_trip.as_ref().expect("round trips");
+    let round_trips = recorder.messages.round_trip.as_ref().expect("round trips");
     assert_eq!(
         values(round_trips),
         [(400, 1), (500, 1)],

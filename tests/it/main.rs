@@ -15,6 +15,7 @@ mod exports;
 mod faults;
 mod figures;
 mod grpc;
+mod grpc_golden;
 mod h3;
 mod habits;
 mod hostile;

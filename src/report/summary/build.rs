@@ -59,8 +59,8 @@ impl Summary {
                     .named_codes()
                     .map(|(name, count)| (name.to_owned(), count))
                     .collect(),
-                sent: recorder.grpc.sent,
-                received: recorder.grpc.received,
+                sent: recorder.messages.sent,
+                received: recorder.messages.received,
                 first_status_message: recorder.grpc_status_message.clone(),
             }),
             traffic: traffic(outcome.wire),
@@ -301,8 +301,12 @@ fn latencies(recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies 
         receive_wait: recorder.receive_wait.as_ref().map(latency_summary),
         handshake_full: handshakes.map(|h| latency_summary(&h.full)),
         handshake_resumed: handshakes.map(|h| latency_summary(&h.resumed)),
-        grpc_first_message: recorder.grpc_first_message.as_ref().map(latency_summary),
-        grpc_round_trip: recorder.grpc_round_trip.as_ref().map(latency_summary),
+        grpc_first_message: recorder
+            .messages
+            .first_message
+            .as_ref()
+            .map(latency_summary),
+        grpc_round_trip: recorder.messages.round_trip.as_ref().map(latency_summary),
     }
 }
 

@@ -1,27 +1,23 @@
-//! A gRPC call on an HTTP/2 stream. Receiving: the response headers judged as grpc-go's client
-//! judges them (an HTTP status other than 200, or a `content-type` that is not gRPC's, decides
-//! the call's code from the HTTP status alone, and its body is then not read as messages: a
-//! proxy's HTML error page is no framing error), else the response body read as messages as DATA
-//! arrives, the `grpc-status` taken from the trailers (or from a Trailers-Only response's one
-//! header section), and the call's outcome when the stream ends; a body that breaks the framing
-//! fails its call alone, with the stream cancelled before more of it arrives. Sending, for
-//! client-streaming and bidirectional calls: the call's message goes again and again, each time
-//! its last byte has left (client streams), its reply has arrived (bidirectional), or its
-//! interval has passed (`--grpc-stream-interval`); the last goes with END_STREAM.
+//! A gRPC call's messages on an HTTP/2 stream. Receiving: the response body read as messages as
+//! DATA arrives (its status is `grpc_status.rs`'s); a body that breaks the framing fails its call
+//! alone, with the stream cancelled before more of it arrives. Sending, for client-streaming and
+//! bidirectional calls: the call's message goes again and again, each time its last byte has
+//! left (client streams), its reply has arrived (bidirectional), or its interval has passed
+//! (`--grpc-stream-interval`); the last goes with END_STREAM.
 //!
-//! Times measured: each call's first response message (from its send), and on bidirectional
-//! calls each message's round trip, from its last byte queued to its reply's last byte read.
+//! The messages go through the message layer (`recorder::messages`), which times them: each
+//! call's first response message (from its send), and on bidirectional calls each message's
+//! round trip, from its last byte queued to its reply's last byte read.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::super::Ledger;
+use super::grpc_status::GrpcStatus;
 use super::H2Session;
 use crate::plan::grpc::CallShape;
-use crate::proto::fields::SectionRules;
-use crate::proto::grpc::{code_of_headers, FramingError, MessageReader, PREFIX_LEN};
+use crate::proto::grpc::{FramingError, MessageReader, PREFIX_LEN};
 use crate::proto::h2 as frame;
-use crate::recorder::grpc::{GrpcTally, MessageBytes};
+use crate::recorder::messages::{MessageBytes, MessageStream};
 use crate::recorder::{ErrorKind, RequestStart};
 
 /// Replies a bidirectional call may owe before it stops sending (with
@@ -29,103 +25,44 @@ use crate::recorder::{ErrorKind, RequestStart};
 /// send times without bound).
 const MAX_UNANSWERED: usize = 1024;
 
-/// The received side of a call's tally.
-fn received(tally: &mut GrpcTally) -> &mut MessageBytes {
-    &mut tally.received
-}
-
 /// What a gRPC call has sent and received so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct GrpcResponse {
     reader: MessageReader,
-    /// The `grpc-status` of the trailers, or of a Trailers-Only response.
-    status: Option<u64>,
-    /// The text of their `grpc-message`, if they sent one as a literal.
-    message: Option<String>,
-    /// Whether the response headers named a `grpc-encoding`.
-    encoding: bool,
-    /// The code the response headers decided alone (see [`code_of_headers`]): the response is
-    /// not gRPC's, its body and any `grpc-status` are not read.
-    judged: Option<u64>,
+    /// What the response has said of the call's status.
+    pub(super) status: GrpcStatus,
     /// Messages still to send after the one being sent (client-streaming, bidirectional).
     pub(super) to_send: u32,
-    /// Bidirectional calls: when each message not answered yet left.
-    unanswered: VecDeque<Instant>,
+    /// The call's messages in the message layer: a bidirectional call's replies pair with its
+    /// messages.
+    messages: MessageStream,
 }
 
 impl GrpcResponse {
-    /// A call that sends `messages` in all.
-    pub(super) fn sending(messages: u32) -> Self {
+    /// A call of `shape` sent at `sent` that sends `messages` in all.
+    pub(super) fn sending(shape: CallShape, sent: Instant, messages: u32) -> Self {
         GrpcResponse {
+            reader: MessageReader::default(),
+            status: GrpcStatus::default(),
             to_send: messages.saturating_sub(1),
-            ..GrpcResponse::default()
+            messages: MessageStream::opened(sent, shape == CallShape::Bidi),
         }
     }
+}
 
-    /// The response's first (final) header section, with HTTP status `status`: `ended` when it
-    /// ends the stream, a Trailers-Only response whose section carries the status too.
-    pub(super) fn headers(
-        &mut self,
-        status: u16,
-        rules: &SectionRules,
-        message: Option<String>,
-        ended: bool,
-    ) {
-        self.encoding = rules.grpc_encoding;
-        self.judged = code_of_headers(status, rules.grpc_content_type);
-        if ended && self.judged.is_none() {
-            self.trailers(rules, message);
-        }
-    }
-
-    /// The trailers, with the text of their `grpc-message` (of a gRPC response only).
-    pub(super) fn trailers(&mut self, rules: &SectionRules, message: Option<String>) {
-        if self.judged.is_some() {
-            return;
-        }
-        self.status = rules.grpc_status;
-        self.message = message;
-    }
-
-    /// The call's `grpc-status` once its stream ended, or the error kind it failed with (noted,
-    /// with its received messages counted either way).
-    pub(super) fn outcome(
-        &self,
-        shape: CallShape,
-        ledger: &Ledger<'_>,
-        start: &RequestStart,
-    ) -> Result<u16, ErrorKind> {
-        ledger.grpc_messages(start, received, MessageBytes::read_by(&self.reader));
-        if let Some(code) = self.judged {
-            return Ok(code as u16);
-        }
-        if !self.reader.at_boundary() {
-            ledger.note_error(|| "a gRPC response ended inside a message".to_owned());
-            return Err(ErrorKind::GrpcFraming);
-        }
-        let Some(code) = self.status else {
-            ledger.note_error(|| {
-                "a gRPC response (HTTP status 200) ended without grpc-status".to_owned()
-            });
-            return Err(ErrorKind::GrpcStatusMissing);
-        };
-        let messages = self.reader.messages;
-        if code == 0 && shape.one_response() && messages != 1 {
-            // Unary and client-streaming calls have exactly one response message (grpc-go: "no
-            // response message" or "more than one message" are INTERNAL).
-            ledger.note_error(|| {
-                format!(
-                    "a {} gRPC call answered OK with {messages} messages instead of 1",
-                    shape.name()
-                )
-            });
-            return Err(ErrorKind::GrpcFraming);
-        }
-        if let Some(text) = self.message.as_deref().filter(|_| code != 0) {
-            ledger.grpc_status_message(start, code, text);
-        }
-        Ok(u16::try_from(code).unwrap_or(u16::MAX))
-    }
+/// The `grpc-status` of `call` (of `shape`, request `start`) once its stream ended, or the error
+/// kind it failed with (noted); its received messages are counted either way. Every stream of
+/// a gRPC cell has its call; a missing one reads as nothing read.
+pub(super) fn outcome(
+    call: Option<&GrpcResponse>,
+    shape: CallShape,
+    ledger: &Ledger<'_>,
+    start: &RequestStart,
+) -> Result<u16, ErrorKind> {
+    let (nothing, unread) = (GrpcStatus::default(), MessageReader::default());
+    let (status, reader) = call.map_or((&nothing, &unread), |call| (&call.status, &call.reader));
+    ledger.message_stream_ended(start, MessageBytes::read_by(reader));
+    status.outcome(shape, reader, ledger, start)
 }
 
 impl<'t> H2Session<'t> {
@@ -150,26 +87,21 @@ impl<'t> H2Session<'t> {
         let Some(call) = stream
             .grpc
             .as_deref_mut()
-            .filter(|call| call.judged.is_none())
+            .filter(|call| !call.status.judged())
         else {
             return;
         };
         let before = call.reader.messages;
-        let fed = call.reader.feed(body, call.encoding, limit, |_| {});
+        let fed = call
+            .reader
+            .feed(body, call.status.encoding(), limit, |_| {});
         let completed = call.reader.messages - before;
         if completed > 0 {
-            if before == 0 {
-                ledger.grpc_first_message(&stream.start, at - stream.start.actual);
-            }
-            for _ in 0..completed {
-                if let Some(sent) = call.unanswered.pop_front() {
-                    ledger.grpc_round_trip(&stream.start, at.saturating_duration_since(sent));
-                }
-            }
+            ledger.messages_received(&stream.start, &mut call.messages, completed, at);
             // The reply sends the next message when replies pace the call; back to back
             // (`--grpc-stream-interval 0`), it resumes a call stopped at MAX_UNANSWERED.
             let waiting = match plan.interval {
-                None => call.unanswered.is_empty(),
+                None => call.messages.unanswered() == 0,
                 Some(interval) => interval.is_zero() && body_left == 0,
             };
             if shape == CallShape::Bidi && call.to_send > 0 && waiting {
@@ -185,7 +117,7 @@ impl<'t> H2Session<'t> {
         // CANCEL: the client gives up on the call (as a gRPC client does on such a message).
         self.reset(id, frame::CANCEL, out);
         if let Some(call) = stream.grpc.as_deref() {
-            ledger.grpc_messages(&stream.start, received, MessageBytes::read_by(&call.reader));
+            ledger.message_stream_ended(&stream.start, MessageBytes::read_by(&call.reader));
         }
         ledger.note_error(|| error.describe(limit));
         let kind = match error {
@@ -200,7 +132,7 @@ impl<'t> H2Session<'t> {
     pub(super) fn grpc_sent(&self, start: &RequestStart, framed: usize, ledger: &Ledger<'_>) {
         if self.template.grpc.is_some() {
             let len = framed.saturating_sub(PREFIX_LEN);
-            ledger.grpc_messages(start, |tally| &mut tally.sent, MessageBytes::framed(1, len));
+            ledger.message_sent(start, MessageBytes::framed(1, len));
         }
     }
 
@@ -219,8 +151,8 @@ impl<'t> H2Session<'t> {
         else {
             return false;
         };
-        if shape == CallShape::Bidi && call.unanswered.len() < MAX_UNANSWERED {
-            call.unanswered.push_back(now);
+        if call.messages.unanswered() < MAX_UNANSWERED {
+            call.messages.left(now);
         }
         if call.to_send == 0 {
             return false;
@@ -248,7 +180,7 @@ impl<'t> H2Session<'t> {
         let Some(call) = stream.grpc.as_deref_mut() else {
             return false;
         };
-        if call.to_send == 0 || call.unanswered.len() >= MAX_UNANSWERED {
+        if call.to_send == 0 || call.messages.unanswered() >= MAX_UNANSWERED {
             return false;
         }
         call.to_send -= 1;

@@ -17,11 +17,13 @@
 //! The session is one type, [`H2Session`], whose methods are spread by job: this file holds its
 //! state, setup and its [`Session`] contract (whose `on_read` hands over to `recv.rs`); `send.rs`
 //! opens streams and sends request bodies, `recv.rs` reads frames, `control.rs` answers control
-//! frames, `streams.rs` holds the stream map and a stream's start and finish, `grpc.rs` reads a
-//! gRPC call's response, `prepared.rs` what is prepared once per thread.
+//! frames, `streams.rs` holds the stream map and a stream's start and finish, `grpc.rs` sends and
+//! reads a gRPC call's messages (through the message layer), `grpc_status.rs` judges its status,
+//! `prepared.rs` what is prepared once per thread.
 
 mod control;
 mod grpc;
+mod grpc_status;
 mod prepared;
 mod recv;
 mod send;

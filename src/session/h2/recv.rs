@@ -406,7 +406,7 @@ impl<'t> H2Session<'t> {
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
                 if let Some(call) = stream.grpc.as_deref_mut() {
-                    call.headers(
+                    call.status.headers(
                         status,
                         &rules,
                         decoded.grpc_message.take(),
@@ -431,7 +431,7 @@ impl<'t> H2Session<'t> {
             (Some(_), _) if !pending.end_stream => Some("trailers that do not end the stream"),
             (Some(_), _) => {
                 if let Some(call) = stream.grpc.as_deref_mut() {
-                    call.trailers(&rules, decoded.grpc_message.take());
+                    call.status.trailers(&rules, decoded.grpc_message.take());
                 }
                 None
             }

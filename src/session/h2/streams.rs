@@ -8,7 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::Ledger;
-use super::grpc::GrpcResponse;
+use super::grpc::{self, GrpcResponse};
 use super::H2Session;
 use crate::proto::check::ResponseCheck;
 use crate::proto::h2 as frame;
@@ -84,11 +84,13 @@ impl<'t> H2Session<'t> {
             body: None,
             content_length: None,
             received: 0,
-            grpc: self
-                .template
-                .grpc
-                .as_ref()
-                .map(|plan| Box::new(GrpcResponse::sending(plan.messages))),
+            grpc: self.template.grpc.as_ref().map(|plan| {
+                Box::new(GrpcResponse::sending(
+                    plan.shape,
+                    start.actual,
+                    plan.messages,
+                ))
+            }),
         }
     }
 
@@ -143,10 +145,7 @@ impl<'t> H2Session<'t> {
         };
         let grpc = match &self.template.grpc {
             Some(plan) => {
-                // Every stream of a gRPC cell has its state; a missing one reads as nothing read.
-                let nothing = GrpcResponse::default();
-                let call = stream.grpc.as_deref().unwrap_or(&nothing);
-                match call.outcome(plan.shape, ledger, &stream.start) {
+                match grpc::outcome(stream.grpc.as_deref(), plan.shape, ledger, &stream.start) {
                     Ok(code) => Some(code),
                     Err(kind) => return ledger.fail(stream.start, kind, at),
                 }

@@ -48,7 +48,10 @@ fn arrows(scanned: &Crate) -> Arrows {
         let segments: Vec<&str> = path.split("::").skip(1).collect();
         (1..=segments.len()).rev().find_map(|length| {
             let module = segments[..length].join("::");
-            scanned.files.get(&module).map(|file| (module, file.clone()))
+            scanned
+                .files
+                .get(&module)
+                .map(|file| (module, file.clone()))
         })
     };
     let resolve = |path: &str| -> Option<(String, String)> {
@@ -133,7 +136,11 @@ fn loops(scanned: &Crate) -> Vec<String> {
             .map(|(_, reference)| reference.as_str())
             .collect();
         let files: Vec<&str> = component.iter().map(|file| file.as_str()).collect();
-        found.push(format!("{}\n    {}", files.join(", "), inside.join("\n    ")));
+        found.push(format!(
+            "{}\n    {}",
+            files.join(", "),
+            inside.join("\n    ")
+        ));
     }
     found
 }
@@ -158,7 +165,10 @@ mod fixtures {
             ("lib.rs", "mod a;\n"),
             ("a/mod.rs", "mod x;\nmod y;\n"),
             ("a/x.rs", "use super::y::Y;\npub(crate) struct X;\n"),
-            ("a/y.rs", "\nfn f() { crate::a::x::X; }\npub(crate) struct Y;\n"),
+            (
+                "a/y.rs",
+                "\nfn f() { crate::a::x::X; }\npub(crate) struct Y;\n",
+            ),
         ]);
         assert_eq!(
             found,
@@ -173,7 +183,10 @@ mod fixtures {
         // x uses its parent (no arrow); the parent uses x by a plain relative path.
         let parent_and_child = [
             ("lib.rs", "mod a;\n"),
-            ("a/mod.rs", "mod x;\nfn f() { x::g(); }\npub(crate) struct P;\n"),
+            (
+                "a/mod.rs",
+                "mod x;\nfn f() { x::g(); }\npub(crate) struct P;\n",
+            ),
             ("a/x.rs", "use super::P;\npub(crate) fn g() {}\n"),
         ];
         assert_eq!(loops_of(&parent_and_child), Vec::<String>::new());
@@ -185,7 +198,10 @@ mod fixtures {
             ("a/y.rs", "use super::x::X;\npub(crate) struct Y;\n"),
         ]);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("src/a/x.rs, src/a/y.rs\n"), "{found:?}");
+        assert!(
+            found[0].starts_with("src/a/x.rs, src/a/y.rs\n"),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -211,7 +227,10 @@ mod fixtures {
             ("lib.rs", "mod a;\nmod b;\n"),
             ("a/mod.rs", "mod x;\n"),
             ("a/x.rs", "use crate::b::B;\n"),
-            ("b/mod.rs", "mod z;\npub(crate) struct B;\nfn f() { z::h(); }\n"),
+            (
+                "b/mod.rs",
+                "mod z;\npub(crate) struct B;\nfn f() { z::h(); }\n",
+            ),
             ("b/z.rs", "pub(crate) fn h() { crate::a::x::g(); }\n"),
         ]);
         assert_eq!(

@@ -68,12 +68,13 @@ fn calls_split_at_every_byte_count_messages_and_statuses() {
             [("OK", 1), ("NOT_FOUND", 1)],
             "piece {piece}"
         );
-        assert_eq!(grpc.received.messages, 1, "piece {piece}");
-        assert_eq!(grpc.received.message_bytes, 6, "piece {piece}");
-        assert_eq!(grpc.received.prefix_bytes, 5, "piece {piece}");
-        assert_eq!(grpc.sent.messages, 2, "piece {piece}");
-        assert_eq!(grpc.sent.prefix_bytes, 10, "piece {piece}");
-        assert_eq!(grpc.sent.message_bytes, 0, "piece {piece}");
+        let messages = &recorder.messages;
+        assert_eq!(messages.received.messages, 1, "piece {piece}");
+        assert_eq!(messages.received.message_bytes, 6, "piece {piece}");
+        assert_eq!(messages.received.prefix_bytes, 5, "piece {piece}");
+        assert_eq!(messages.sent.messages, 2, "piece {piece}");
+        assert_eq!(messages.sent.prefix_bytes, 10, "piece {piece}");
+        assert_eq!(messages.sent.message_bytes, 0, "piece {piece}");
         let said = recorder.grpc_status_message.as_ref().unwrap();
         assert_eq!(
             (said.status.as_str(), said.text.as_str()),
@@ -148,5 +149,5 @@ fn a_response_without_grpc_status_fails_its_call() {
     let world = world(&["--grpc", "/t.S/M", "-n", "1"]);
     let outcome = converse(&world, Protocol::H2c, &server.0, 3);
     assert_eq!(outcome.errors, [(ErrorKind::GrpcStatusMissing, 1)]);
-    assert_eq!(world.shared.recorder.borrow().grpc.received.messages, 1);
+    assert_eq!(world.shared.recorder.borrow().messages.received.messages, 1);
 }
