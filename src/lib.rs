@@ -49,11 +49,14 @@ macro_rules! errln {
 pub mod app;
 pub mod cli;
 pub(crate) mod console;
+pub(crate) mod destination;
+pub(crate) mod diff;
 pub(crate) mod engine;
 pub(crate) mod error;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub(crate) mod merge;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;
@@ -61,6 +64,7 @@ pub mod recorder;
 pub(crate) mod report;
 pub mod runner;
 pub mod server;
+pub(crate) mod stats;
 pub(crate) mod time;
 pub mod tls;
 pub(crate) mod units;

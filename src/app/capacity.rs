@@ -52,9 +52,10 @@ use crate::report::capacity::{
     grouped, Answer, Capacity, CapacityStep, Phase, SearchSettings, LOAD_SHARES,
 };
 use crate::report::capacity_answer;
-use crate::report::{confidence, count_slack_per_s};
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
+use crate::stats::confidence;
+use crate::stats::slack::count_slack_per_s;
 
 /// A step passes only if at least this share of the offered rate was achieved (less what the
 /// schedule's own count may fall short by: [`count_slack_per_s`]).

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::report::capacity_answer::Answer;
 use crate::report::capacity_answer::{self, CapacityRatio};
-use crate::report::confidence::Bounds;
 use crate::report::Summary;
+use crate::stats::confidence::Bounds;
 use crate::units::format_micros;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it

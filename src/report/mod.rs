@@ -7,43 +7,38 @@ pub(crate) mod capacity;
 pub(crate) mod capacity_answer;
 pub(crate) mod cause;
 pub(crate) mod comparison;
-pub(crate) mod confidence;
-pub(crate) mod diff;
 pub(crate) mod export;
 pub(crate) mod generator;
 #[cfg(test)]
 mod json_schema;
 pub(crate) mod layout;
-pub(crate) mod merge;
 pub(crate) mod paint;
 pub(crate) mod plain;
 pub(crate) mod provenance;
 mod rate;
 pub(crate) mod rounds;
-pub(crate) mod stats;
-pub(crate) mod steadiness;
 mod summary;
 pub(crate) mod text;
 pub(crate) mod thresholds;
 pub(crate) mod throughput;
-mod timeline;
 
 use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::units::counted;
-pub(crate) use rate::{cell_slack_per_s, count_slack_per_s, InFlight, RateReport};
-// Named `super::latency_summary` by merge.
-use summary::latency_summary;
+pub(crate) use rate::{InFlight, RateReport};
+// Named by merge.
+pub(crate) use summary::intervals::annotate;
+pub(crate) use summary::latency_summary;
+pub(crate) use summary::merge::Adder;
+pub(crate) use summary::parts::{Part, Parts};
 pub(crate) use summary::schema::{
     CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary, Tool, UrlRow,
 };
 // Named by merge's tests.
 #[cfg(test)]
 pub(crate) use summary::schema::{Connections, Requests, StatusCodes, Traffic};
-pub(crate) use timeline::IntervalSummary;
-pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 3;

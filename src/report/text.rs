@@ -7,7 +7,7 @@ use super::layout::{stacked, WIDTH};
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
-use crate::report::confidence::{Bounds, Method};
+use crate::stats::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.

@@ -4,9 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
-use crate::report::confidence::{self, Bounds};
-use crate::report::rounds::{mean_interval, runs_by_cell};
+use crate::report::rounds::runs_by_cell;
 use crate::report::{Document, Summary};
+use crate::stats::confidence::{self, Bounds};
+use crate::stats::rounds::mean_interval;
 use crate::units::counted;
 
 /// One `--fail-if` expression checked against a cell.
@@ -91,7 +92,11 @@ fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
     match objective.metric {
         Metric::Latency(_, quantile) if quantile >= 1.0 => None,
         Metric::Latency(_, quantile) => {
-            let bounds = confidence::request_quantile(summary, quantile)?;
+            let bounds = confidence::request_quantile(
+                &summary.histograms.request,
+                &summary.timeline,
+                quantile,
+            )?;
             Some(Bounds {
                 ci_low: bounds.ci_low as f64,
                 ci_high: bounds.ci_high.map(|high| high as f64),

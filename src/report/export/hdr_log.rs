@@ -4,7 +4,7 @@
 //! read it; values are microseconds, and the Interval_Max column is in milliseconds.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
@@ -73,10 +73,4 @@ impl Exporter for HdrLog {
         write_to(path, text.as_bytes())
             .with_context(|| format!("cannot write the interval log to '{}'", path.display()))
     }
-}
-
-/// The wall-clock start of a run, for logs and merging.
-pub(crate) fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
 }

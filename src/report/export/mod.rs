@@ -2,7 +2,6 @@
 //! every export path before a run and writes each file atomically.
 
 pub(crate) mod csv;
-pub(crate) mod destination;
 pub(crate) mod hdr_log;
 pub(crate) mod hgrm;
 pub(crate) mod html;

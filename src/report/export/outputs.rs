@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::destination::{self, directory_of, Destination, Temporary};
 use crate::cli::OutputArgs;
+use crate::destination::{self, directory_of, Destination, Temporary};
 use crate::report::{Document, Exporter};
 use crate::usage_bail;
 

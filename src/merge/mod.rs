@@ -5,23 +5,25 @@
 mod checks;
 mod inert;
 mod logs;
-pub(crate) mod parts;
+mod parts;
 mod shards;
 mod stability;
 mod timeline;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 
-use super::provenance::Origin;
-use super::rounds::RoundOf;
-use super::{latency_summary, Document, Histograms, RateReport, Spread, Summary, SCHEMA_VERSION};
 use crate::cli::input;
 use crate::cli::limits::MAX_REPORT_FILE;
 use crate::recorder::hdr;
+use crate::report::provenance::Origin;
+use crate::report::rounds::RoundOf;
+use crate::report::{
+    latency_summary, Adder, Document, Histograms, InFlight, Latencies, LatencySummary, RateReport,
+    Spread, Summary, UrlRow, SCHEMA_VERSION,
+};
 use crate::usage_bail;
 use timeline::merge_timelines;
 
@@ -215,62 +217,6 @@ fn check_timeline(cell: &Summary, source: &str, answered: u64) -> Result<()> {
     Ok(())
 }
 
-/// Adds the counts of the report `source` to the merged ones; a sum past 2^64 − 1 is a usage
-/// error naming the file and the field, never a count that wraps. The Summary parts' `add`
-/// methods (beside their types) add field by field through it.
-pub(crate) struct Adder<'a> {
-    source: &'a str,
-}
-
-impl Adder<'_> {
-    pub(crate) fn add(&self, sum: &mut u64, value: u64, field: &str) -> Result<()> {
-        match sum.checked_add(value) {
-            Some(total) => *sum = total,
-            None => usage_bail!(
-                "'{}': its {field} ({value}) and the other reports' add up past 2^64 - 1",
-                self.source
-            ),
-        }
-        Ok(())
-    }
-
-    fn add_usize(&self, sum: &mut usize, value: usize, field: &str) -> Result<()> {
-        let mut wide = *sum as u64;
-        self.add(&mut wide, value as u64, field)?;
-        match usize::try_from(wide) {
-            Ok(total) => *sum = total,
-            Err(_) => usage_bail!("'{}': its {field} passes the limit", self.source),
-        }
-        Ok(())
-    }
-
-    /// Adds optional counts: present when any part has them.
-    pub(crate) fn add_optional(
-        &self,
-        sum: &mut Option<u64>,
-        value: Option<u64>,
-        field: &str,
-    ) -> Result<()> {
-        if sum.is_some() || value.is_some() {
-            self.add(sum.get_or_insert(0), value.unwrap_or(0), field)?;
-        }
-        Ok(())
-    }
-
-    /// Adds counts by key.
-    pub(crate) fn add_map<K: Ord>(
-        &self,
-        sums: &mut BTreeMap<K, u64>,
-        values: BTreeMap<K, u64>,
-        field: &str,
-    ) -> Result<()> {
-        for (key, value) in values {
-            self.add(sums.entry(key).or_default(), value, field)?;
-        }
-        Ok(())
-    }
-}
-
 /// What a merge made: the merged report, and its warnings (also among each merged cell's).
 pub(crate) struct Merged {
     pub(crate) document: Document,
@@ -371,11 +317,7 @@ pub(crate) fn merge(documents: Vec<Document>, allow_mixed: bool) -> Result<Merge
 }
 
 /// Adds the per-URL rows of another run of the same cell (same URLs, same order).
-fn merge_urls(
-    mine: &mut [super::UrlRow],
-    theirs: Vec<super::UrlRow>,
-    adder: &Adder<'_>,
-) -> Result<()> {
+fn merge_urls(mine: &mut [UrlRow], theirs: Vec<UrlRow>, adder: &Adder<'_>) -> Result<()> {
     if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url) {
         usage_bail!(
             "the reports come from different URL lists, so their per-URL rows cannot be merged"
@@ -424,8 +366,8 @@ fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Result<Histogram
 /// CONNECT) added up: absent when no part has it.
 fn merge_optional_times(
     parts: &[Summary],
-    pick: impl Fn(&super::Latencies) -> Option<&super::LatencySummary>,
-) -> Result<Option<super::LatencySummary>> {
+    pick: impl Fn(&Latencies) -> Option<&LatencySummary>,
+) -> Result<Option<LatencySummary>> {
     let mut found = parts
         .iter()
         .filter_map(|part| pick(&part.latency))
@@ -502,7 +444,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
                 .try_fold(0u64, u64::checked_add)
                 .ok_or_else(|| past("requests.done"))?;
             // Concurrent runs: their requests in flight and their limits add up.
-            let in_flight = super::InFlight {
+            let in_flight = InFlight {
                 mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
                 limit: (rates.iter().map(|rate| rate.in_flight.limit))
                     .try_fold(0u64, u64::checked_add)
@@ -536,7 +478,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     };
 
     let stabilities: Vec<_> = parts.iter().map(|part| part.until_stable).collect();
-    let part_figures = parts::Parts::of(&parts, sources);
+    let part_figures = parts::of(&parts, sources);
     let mut parts = parts.into_iter();
     let mut merged = parts.next().expect("at least one part");
     let mut spreads = vec![(
@@ -566,8 +508,8 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             merged.settings.io = format!("{},{}", merged.settings.io, part.settings.io);
         }
         merged.interrupted |= part.interrupted;
-        merged.requests.add(part.requests, &adder)?;
-        merged.status_codes.add(part.status_codes, &adder)?;
+        merged.requests.merge(part.requests, &adder)?;
+        merged.status_codes.merge(part.status_codes, &adder)?;
         adder.add_map(&mut merged.errors, part.errors, "errors")?;
         adder.add_map(
             &mut merged.request_errors,
@@ -591,15 +533,15 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             mine.add(theirs);
         }
         match (&mut merged.grpc, part.grpc) {
-            (Some(mine), Some(theirs)) => mine.add(theirs, &adder)?,
+            (Some(mine), Some(theirs)) => mine.merge(theirs, &adder)?,
             (None, None) => {}
             _ => usage_bail!(
                 "'{}': a gRPC cell merged with one that is not: the reports are not of the same scenario",
                 adder.source
             ),
         }
-        merged.traffic.add(part.traffic, &adder)?;
-        merged.connections.add(part.connections, &adder)?;
+        merged.traffic.merge(part.traffic, &adder)?;
+        merged.connections.merge(part.connections, &adder)?;
         adder.add_map(
             &mut merged.protocol.connections,
             part.protocol.connections,
@@ -636,7 +578,7 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         crate::plan::setting_label(merged.cell.clients, merged.cell.streams, merged.cell.rate)
     );
     // The first part's cause, said only when the merged cell failed as a whole.
-    if !super::cause::failed(&merged) {
+    if !crate::report::cause::failed(&merged) {
         merged.cause = None;
     }
     merged.elapsed_s = elapsed_s;
@@ -668,12 +610,12 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
         ttfb,
     };
     // The intervals of the whole, from the merged histograms and timeline.
-    super::confidence::annotate(&mut merged);
+    crate::report::annotate(&mut merged);
     merged.until_stable = stability::of(&stabilities, &merged);
     // A merge's own start lateness is its parts' (each in `parts`).
     merged.start_late_ms = None;
     merged.parts = Some(part_figures);
-    merged.steadiness = super::steadiness::Steadiness::of(&merged.timeline);
+    merged.steadiness = crate::stats::steadiness::Steadiness::of(&merged.timeline);
     Ok(merged)
 }
 
@@ -803,15 +745,15 @@ mod tests {
 
     #[test]
     fn every_count_of_a_summary_part_adds_up() {
-        let requests = super::super::Requests {
+        let requests = crate::report::Requests {
             total: 0,
             counters: Default::default(),
             never_sent: 0,
             in_flight_at_stop: 0,
             retried: Default::default(),
         };
-        adds_every_field("requests", requests, |a, b, adder| a.add(b, adder), &[]);
-        let status_codes = super::super::StatusCodes {
+        adds_every_field("requests", requests, |a, b, adder| a.merge(b, adder), &[]);
+        let status_codes = crate::report::StatusCodes {
             informational: 0,
             success: 0,
             redirection: 0,
@@ -821,10 +763,10 @@ mod tests {
         adds_every_field(
             "status_codes",
             status_codes,
-            |a, b, adder| a.add(b, adder),
+            |a, b, adder| a.merge(b, adder),
             &[],
         );
-        let traffic = super::super::Traffic {
+        let traffic = crate::report::Traffic {
             total_bytes: 0,
             header_bytes: 0,
             header_bytes_uncompressed: 0,
@@ -832,8 +774,13 @@ mod tests {
             data_bytes: 0,
         };
         let derived = ["traffic.header_space_savings"];
-        adds_every_field("traffic", traffic, |a, b, adder| a.add(b, adder), &derived);
-        let connections = super::super::Connections {
+        adds_every_field(
+            "traffic",
+            traffic,
+            |a, b, adder| a.merge(b, adder),
+            &derived,
+        );
+        let connections = crate::report::Connections {
             opened: 0,
             failed: 0,
             closed_by_client: 0,
@@ -848,7 +795,7 @@ mod tests {
         adds_every_field(
             "connections",
             connections,
-            |a, b, adder| a.add(b, adder),
+            |a, b, adder| a.merge(b, adder),
             &derived,
         );
     }
