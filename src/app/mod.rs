@@ -25,8 +25,8 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::sweep::Sweep;
 use crate::cli::scenario;
-use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs};
-use crate::report::export::outputs::{self, Outputs};
+use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
+use crate::report::export::outputs::{self, ExportPaths, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals};
 use crate::tls;
@@ -201,7 +201,7 @@ fn one_line(rendered: &str) -> String {
 }
 
 fn merge(args: &MergeArgs) -> Result<u8> {
-    let outputs = Outputs::check(&args.outputs, None)?;
+    let outputs = Outputs::check(&export_paths(&args.outputs), None)?;
     if outputs.takes_stdout() {
         crate::console::text_to_stderr();
     }
@@ -561,4 +561,18 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         until_signal(server::serve(sockets, options), args.stop_with_parent).await
     })?;
     Ok(0)
+}
+
+/// The export flags as the report's paths.
+fn export_paths(args: &OutputArgs) -> ExportPaths {
+    ExportPaths {
+        json: args.json.clone(),
+        csv: args.csv.clone(),
+        markdown: args.markdown.clone(),
+        csv_timeline: args.csv_timeline.clone(),
+        csv_urls: args.csv_urls.clone(),
+        hdr_log: args.hdr_log.clone(),
+        hgrm: args.hgrm.clone(),
+        html: args.html.clone(),
+    }
 }

@@ -34,7 +34,8 @@ pub(crate) use summary::latency_summary;
 pub(crate) use summary::merge::Adder;
 pub(crate) use summary::parts::{Part, Parts};
 pub(crate) use summary::schema::{
-    CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary, Tool, UrlRow,
+    Cause, CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary,
+    Threshold, Tool, UrlRow,
 };
 // Named by merge's tests.
 #[cfg(test)]
@@ -108,12 +109,6 @@ pub struct SweepStop {
     pub after_cell: usize,
     /// The cells the sweep had.
     pub of: usize,
-}
-
-/// Writes a document in one format (one implementation per format, like hyperfine's exports).
-pub(crate) trait Exporter {
-    /// Writes `document` to `path` (a file, or a directory for formats with one file per cell).
-    fn export(&self, document: &Document, path: &std::path::Path) -> anyhow::Result<()>;
 }
 
 /// Where a cell stands in its run, and what the processes around it used.

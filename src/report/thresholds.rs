@@ -1,44 +1,12 @@
 //! `--fail-if`: each cell's thresholds, checked against its report once it has run.
 
-use serde::{Deserialize, Serialize};
-
 use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
 use crate::report::rounds::runs_by_cell;
-use crate::report::{Document, Summary};
+use crate::report::{Document, Summary, Threshold};
 use crate::stats::confidence::{self, Bounds};
 use crate::stats::rounds::mean_interval;
 use crate::units::counted;
-
-/// One `--fail-if` expression checked against a cell.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Threshold {
-    /// The expression, canonically spelled (`p99>50ms`).
-    pub expr: String,
-    /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
-    /// second for `rps`.
-    pub value: f64,
-    /// Whether the expression held, so the run fails.
-    pub breached: bool,
-    /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
-    /// (`max`, or a run without samples).
-    #[serde(default)]
-    pub ci: Option<Bounds<f64>>,
-    /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
-    /// breach within the noise still fails the run (the value measured is past the bound); the
-    /// message says a longer run can tell.
-    #[serde(default)]
-    pub within_noise: bool,
-    /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
-    /// samples beyond it), which is then neither breached nor held.
-    #[serde(default = "judged")]
-    pub judged: bool,
-}
-
-/// A threshold of a report written before `judged` was judged.
-fn judged() -> bool {
-    true
-}
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
 /// come from, h2load's failed over done plus never sent (failed counts those too), and the

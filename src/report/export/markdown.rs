@@ -1,14 +1,11 @@
 //! `--markdown`: what the run concluded (why a cell failed, the comparison in plain words, the
 //! capacity), in the text report's own words, then the comparison table.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::html::escape;
-use crate::report::{
-    capacity, comparison, export::outputs::write_to, plain, rounds, text, Document, Exporter,
-};
+use super::{Exporter, Rendered};
+use crate::report::{capacity, comparison, plain, rounds, text, Document};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
@@ -54,8 +51,7 @@ pub(crate) fn table(titles: &[&str], lines: &[Vec<String>]) -> String {
 }
 
 impl Exporter for Markdown {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_to(path, render(document).as_bytes())
-            .with_context(|| format!("cannot write the Markdown report to '{}'", path.display()))
+    fn render(&self, document: &Document) -> Result<Rendered> {
+        Ok(Rendered::File(render(document).into_bytes()))
     }
 }

@@ -10,10 +10,9 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::H2Settings;
 use crate::recorder::outcome::Stability;
 use crate::recorder::{hdr, RequestCounters, Retried};
-use crate::report::cause::Cause;
+use crate::report::capacity;
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::RateReport;
-use crate::report::{capacity, thresholds};
 use crate::stats::confidence::{Bounds, NoInterval, PercentileBounds};
 use crate::stats::steadiness::Steadiness;
 use crate::stats::timeline::Timeline;
@@ -159,7 +158,7 @@ pub struct Summary {
     pub rate: Option<RateReport>,
     /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<thresholds::Threshold>,
+    pub thresholds: Vec<Threshold>,
     /// What `--find-max` found (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
@@ -541,4 +540,44 @@ pub struct Spread {
     pub sd: f64,
     /// Percentage of values within mean ± sd.
     pub within_sd_pct: f64,
+}
+
+/// Why a cell failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Cause {
+    /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
+    /// or `errors`.
+    pub kind: String,
+    /// The cause in plain words, with the fix.
+    pub text: String,
+}
+
+/// One `--fail-if` expression checked against a cell.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Threshold {
+    /// The expression, canonically spelled (`p99>50ms`).
+    pub expr: String,
+    /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
+    /// second for `rps`.
+    pub value: f64,
+    /// Whether the expression held, so the run fails.
+    pub breached: bool,
+    /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
+    /// (`max`, or a run without samples).
+    #[serde(default)]
+    pub ci: Option<Bounds<f64>>,
+    /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
+    /// breach within the noise still fails the run (the value measured is past the bound); the
+    /// message says a longer run can tell.
+    #[serde(default)]
+    pub within_noise: bool,
+    /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
+    /// samples beyond it), which is then neither breached nor held.
+    #[serde(default = "judged")]
+    pub judged: bool,
+}
+
+/// A threshold of a report written before `judged` was judged.
+fn judged() -> bool {
+    true
 }

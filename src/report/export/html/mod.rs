@@ -9,13 +9,11 @@ mod charts;
 mod verdicts;
 
 use std::fmt::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::report::{
-    capacity, comparison, export::outputs::write_to, rounds, text, Document, Exporter,
-};
+use super::{Exporter, Rendered};
+use crate::report::{capacity, comparison, rounds, text, Document};
 
 /// Writes the page.
 pub(crate) struct Html;
@@ -204,8 +202,7 @@ fn html_table(id: &str, titles: &[&str], lines: &[Vec<String>]) -> String {
 }
 
 impl Exporter for Html {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_to(path, render(document).as_bytes())
-            .with_context(|| format!("cannot write the HTML report to '{}'", path.display()))
+    fn render(&self, document: &Document) -> Result<Rendered> {
+        Ok(Rendered::File(render(document).into_bytes()))
     }
 }
