@@ -201,7 +201,7 @@ impl<'a> Sweep<'a> {
             };
             out!("{}", self.shown(&comparison));
         }
-        for line in report::capacity::sweep_lines(&document.cells) {
+        for line in report::capacity::sweep::sweep_lines(&document.cells) {
             outln!("{line}");
         }
         failures.extend(self.outputs.write_streams(&document));

@@ -32,8 +32,7 @@ pub(crate) mod render;
 use anyhow::Result;
 
 use crate::recorder::hdr;
-use crate::report::rounds::runs_by_cell;
-use crate::report::{Document, Summary};
+use crate::report::{runs_by_cell, Document, Summary};
 use crate::stats::confidence::Bounds;
 use crate::stats::rounds::mean_interval;
 use crate::stats::timeline::{last_index, Timeline};

@@ -4,7 +4,6 @@
 //! `rate.rs`.
 
 pub(crate) mod capacity;
-pub(crate) mod capacity_answer;
 pub(crate) mod cause;
 pub(crate) mod comparison;
 pub(crate) mod export;
@@ -109,6 +108,21 @@ pub struct SweepStop {
     pub after_cell: usize,
     /// The cells the sweep had.
     pub of: usize,
+}
+
+/// The runs of each cell of a sweep, in the sweep's order: one run each, or with `--rounds`
+/// every round of it, in the order they ran.
+pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
+    let mut groups: Vec<(usize, Vec<&Summary>)> = Vec::new();
+    for cell in cells {
+        let id = cell.cell.round.map_or(cell.cell.index, |of| of.cell);
+        match groups.iter_mut().find(|(other, _)| *other == id) {
+            Some((_, runs)) => runs.push(cell),
+            None => groups.push((id, vec![cell])),
+        }
+    }
+    groups.sort_by_key(|(id, _)| *id);
+    groups.into_iter().map(|(_, runs)| runs).collect()
 }
 
 /// Where a cell stands in its run, and what the processes around it used.

@@ -766,7 +766,7 @@ pub(crate) fn comparison(document: &super::Document) -> String {
         out.push_str(&legend);
         out.push('\n');
     }
-    if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = super::comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");
         out.push_str(&stacked(&titles, &lines, &[&[]], WIDTH));

@@ -2,8 +2,7 @@
 
 use crate::cli::objective::{Metric, Objective};
 use crate::plan::objective::Measured;
-use crate::report::rounds::runs_by_cell;
-use crate::report::{Document, Summary, Threshold};
+use crate::report::{runs_by_cell, Document, Summary, Threshold};
 use crate::stats::confidence::{self, Bounds};
 use crate::stats::rounds::mean_interval;
 use crate::units::counted;

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::{Exporter, Rendered};
-use crate::report::{comparison, rounds, Document};
+use crate::report::{comparison, Document};
 
 /// The comparison as CSV (RFC 4180 quoting).
 pub(crate) struct Csv;
@@ -22,7 +22,7 @@ impl Exporter for Csv {
         let (titles, lines) =
             comparison::table(&document.comparison, comparison::Intervals::Columns);
         // With --rounds, each round's figures follow in columns of their own.
-        let (round_titles, round_lines) = rounds::columns(&document.comparison);
+        let (round_titles, round_lines) = comparison::rounds::columns(&document.comparison);
         let mut csv = titles
             .iter()
             .copied()

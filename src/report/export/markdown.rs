@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use super::html::escape;
 use super::{Exporter, Rendered};
-use crate::report::{capacity, comparison, plain, rounds, text, Document};
+use crate::report::{capacity, comparison, plain, text, Document};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
@@ -17,7 +17,7 @@ pub(crate) fn render(document: &Document) -> String {
         .into_iter()
         .chain(text::warning_lines(&document.cells))
         .chain(plain::comparison(&document.comparison))
-        .chain(capacity::sweep_lines(&document.cells))
+        .chain(capacity::sweep::sweep_lines(&document.cells))
         .collect();
     let mut markdown = String::new();
     for line in &verdicts {
@@ -32,7 +32,7 @@ pub(crate) fn render(document: &Document) -> String {
     if let Some(legend) = comparison::legend(&document.comparison) {
         markdown.push_str(&format!("\n{legend}\n"));
     }
-    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         markdown.push_str("\nRounds (spread: highest minus lowest, over the mean):\n\n");
         markdown.push_str(&table(&titles, &lines));

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::{Exporter, Rendered};
-use crate::report::{capacity, comparison, rounds, text, Document};
+use crate::report::{capacity, comparison, text, Document};
 
 /// Writes the page.
 pub(crate) struct Html;
@@ -64,7 +64,7 @@ fn figures(document: &Document) -> String {
             out.push_str(&html_table("comparison", &titles, &lines));
         }
     }
-    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("<p>Rounds (spread: highest minus lowest, over the mean):</p>");
         out.push_str(&html_table("rounds", &titles, &lines));

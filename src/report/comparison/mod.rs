@@ -1,11 +1,14 @@
 //! The comparison table: one row per cell, and each protocol's throughput relative to the first
 //! protocol at the same concurrency level (e.g. `h2c/h1 = 0.48`).
 
+pub(crate) mod rounds;
+
 use serde::{Deserialize, Serialize};
 
-use super::capacity::{level_ratio, Answer};
-use super::capacity_answer::CapacityRatio;
-use super::rounds::{self, RoundFigures};
+use super::capacity::answer::CapacityRatio;
+use super::capacity::sweep::level_ratio;
+use super::capacity::Answer;
+use super::rounds::RoundFigures;
 use super::Summary;
 use crate::stats::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 
