@@ -13,7 +13,6 @@ mod timeline;
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use hdrhistogram::Histogram;
 
 use crate::cli::input;
 use crate::cli::limits::MAX_REPORT_FILE;
@@ -21,8 +20,8 @@ use crate::recorder::hdr;
 use crate::report::provenance::Origin;
 use crate::report::rounds::RoundOf;
 use crate::report::{
-    latency_summary, Adder, Document, Histograms, InFlight, Latencies, LatencySummary, RateReport,
-    Spread, Summary, UrlRow, SCHEMA_VERSION,
+    add_histograms, Adder, Document, Histograms, InFlight, RateReport, Spread, Summary,
+    SCHEMA_VERSION,
 };
 use crate::usage_bail;
 use timeline::merge_timelines;
@@ -316,72 +315,10 @@ pub(crate) fn merge(documents: Vec<Document>, allow_mixed: bool) -> Result<Merge
     })
 }
 
-/// Adds the per-URL rows of another run of the same cell (same URLs, same order).
-fn merge_urls(mine: &mut [UrlRow], theirs: Vec<UrlRow>, adder: &Adder<'_>) -> Result<()> {
-    if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| a.url != b.url) {
-        usage_bail!(
-            "the reports come from different URL lists, so their per-URL rows cannot be merged"
-        );
-    }
-    for (row, other) in mine.iter_mut().zip(theirs) {
-        adder.add(&mut row.requests, other.requests, "urls.requests")?;
-        adder.add(&mut row.succeeded, other.succeeded, "urls.succeeded")?;
-        adder.add(&mut row.failed, other.failed, "urls.failed")?;
-        row.latency = match (row.latency.take(), other.latency) {
-            (Some(a), Some(b)) => {
-                let mut sum = latency_summary(&add_all(
-                    [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
-                )?);
-                // The parts' extremes are at the run's precision, finer than the URL histograms.
-                sum.bound(
-                    a.spread.min.min(b.spread.min) as u64,
-                    a.percentiles.max.max(b.percentiles.max),
-                );
-                Some(Box::new(sum))
-            }
-            (a, b) => a.or(b),
-        };
-    }
-    Ok(())
-}
-
-/// The sum of `histograms`; values that add up past 2^64 - 1 are an error (a histogram's count
-/// would stop there and its percentiles read 0).
-fn add_all(histograms: impl Iterator<Item = Histogram<u64>>) -> Result<Histogram<u64>> {
-    let mut sum = hdr::fitted_histogram();
-    let mut values = 0u64;
-    for histogram in histograms {
-        let Some(total) =
-            (hdr::checked_len(&histogram).ok()).and_then(|len| values.checked_add(len))
-        else {
-            usage_bail!("the reports' histograms hold more than 2^64 values together");
-        };
-        values = total;
-        sum.add(histogram).expect("histograms share bounds");
-    }
-    Ok(sum)
-}
-
-/// The parts' times of one optional distribution (a kind of TLS handshake, the proxy's
-/// CONNECT) added up: absent when no part has it.
-fn merge_optional_times(
-    parts: &[Summary],
-    pick: impl Fn(&Latencies) -> Option<&LatencySummary>,
-) -> Result<Option<LatencySummary>> {
-    let mut found = parts
-        .iter()
-        .filter_map(|part| pick(&part.latency))
-        .peekable();
-    if found.peek().is_none() {
-        return Ok(None);
-    }
-    let histograms = found
-        .map(|summary| hdr::from_base64(&summary.hdr))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Some(latency_summary(&add_all(histograms.into_iter())?)))
-}
-
-/// One cell from the same cell of every run; `sources` names the runs' files.
+/// One cell from the same cell of every run; `sources` names the runs' files. Each part of the
+/// first run's summary merges the others' (`Summary::merge`); what only the whole decides is
+/// worked out here: its wall-clock span and the rates over it, the timeline, the schedule, the
+/// parts' figures and the intervals.
 fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     let start_ms = parts
         .iter()
@@ -400,171 +337,20 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
             0.0
         }
     };
-    let request = add_all(parts.iter().map(|part| part.histograms.request.clone()))?;
-    let connect = add_all(parts.iter().map(|part| part.histograms.connect.clone()))?;
-    let ttfb = add_all(parts.iter().map(|part| part.histograms.ttfb.clone()))?;
-    let handshake_full = merge_optional_times(&parts, |latency| latency.handshake_full.as_ref())?;
-    let handshake_resumed =
-        merge_optional_times(&parts, |latency| latency.handshake_resumed.as_ref())?;
-    let service = parts
-        .iter()
-        .all(|part| part.histograms.service.is_some())
-        .then(|| {
-            add_all(
-                parts
-                    .iter()
-                    .filter_map(|part| part.histograms.service.clone()),
-            )
-        })
-        .transpose()?;
-    let proxy = merge_optional_times(&parts, |latency| latency.proxy.as_ref())?;
-    let receive_wait = merge_optional_times(&parts, |latency| latency.receive_wait.as_ref())?;
-    let grpc_first_message =
-        merge_optional_times(&parts, |latency| latency.grpc_first_message.as_ref())?;
-    let grpc_round_trip = merge_optional_times(&parts, |latency| latency.grpc_round_trip.as_ref())?;
     let timeline = merge_timelines(&parts, sources)?;
-    let rate = match parts
-        .iter()
-        .map(|part| part.rate.as_ref())
-        .collect::<Option<Vec<_>>>()
-    {
-        Some(rates) => {
-            let delays = rates
-                .iter()
-                .map(|rate| hdr::from_base64(&rate.delay_hdr))
-                .collect::<Result<Vec<_>>>()?;
-            let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
-            // A report cannot make a sum wrap: that is bad input, like any count past 2^64 - 1.
-            let past = |field: &str| {
-                anyhow::Error::new(crate::error::UsageError(format!(
-                    "the reports' {field} add up past 2^64 - 1"
-                )))
-            };
-            let done = (parts.iter().map(|part| part.requests.counters.done))
-                .try_fold(0u64, u64::checked_add)
-                .ok_or_else(|| past("requests.done"))?;
-            // Concurrent runs: their requests in flight and their limits add up.
-            let in_flight = InFlight {
-                mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
-                limit: (rates.iter().map(|rate| rate.in_flight.limit))
-                    .try_fold(0u64, u64::checked_add)
-                    .ok_or_else(|| past("rate.in_flight.limit"))?,
-            };
-            // Concurrent runs' schedules add up too (known only if every run's is).
-            let overflow = || past("rate.scheduled or rate.missed");
-            let scheduled = rates
-                .iter()
-                .map(|rate| rate.scheduled)
-                .try_fold(Some(0u64), |sum, count| match (sum, count) {
-                    (Some(sum), Some(count)) => sum.checked_add(count).map(Some),
-                    _ => Some(None),
-                })
-                .ok_or_else(overflow)?;
-            let missed = (rates.iter().map(|rate| rate.missed))
-                .try_fold(0u64, u64::checked_add)
-                .ok_or_else(overflow)?;
-            Some(RateReport {
-                scheduled,
-                missed,
-                ..RateReport::from_delays(
-                    requested,
-                    per_second(done),
-                    &add_all(delays.into_iter())?,
-                    in_flight,
-                )
-            })
-        }
-        None => None,
-    };
-
+    let rate = merge_rates(&parts, per_second)?;
     let stabilities: Vec<_> = parts.iter().map(|part| part.until_stable).collect();
     let part_figures = parts::of(&parts, sources);
+    let per_client = pooled(
+        &parts
+            .iter()
+            .map(|part| (part.cell.clients, &part.requests_per_client_per_s))
+            .collect::<Vec<_>>(),
+    );
     let mut parts = parts.into_iter();
     let mut merged = parts.next().expect("at least one part");
-    let mut spreads = vec![(
-        merged.cell.clients,
-        std::mem::take(&mut merged.requests_per_client_per_s),
-    )];
     for (part, source) in parts.zip(sources.iter().skip(1)) {
-        let adder = Adder { source };
-        // A threshold's value and a capacity search belong to one run: they do not add up.
-        merged.thresholds.clear();
-        merged.capacity = None;
-        adder.add_usize(&mut merged.cell.clients, part.cell.clients, "cell.clients")?;
-        // Concurrent runs add their schedules; an unpaced part makes the whole unpaced.
-        merged.cell.rate = merged.cell.rate.zip(part.cell.rate).map(|(a, b)| a + b);
-        adder.add_usize(
-            &mut merged.settings.clients,
-            part.settings.clients,
-            "settings.clients",
-        )?;
-        // Machines may differ in their backend: the merged cell names every one, in order.
-        if !merged
-            .settings
-            .io
-            .split(',')
-            .any(|io| io == part.settings.io)
-        {
-            merged.settings.io = format!("{},{}", merged.settings.io, part.settings.io);
-        }
-        merged.interrupted |= part.interrupted;
-        merged.requests.merge(part.requests, &adder)?;
-        merged.status_codes.merge(part.status_codes, &adder)?;
-        adder.add_map(&mut merged.errors, part.errors, "errors")?;
-        adder.add_map(
-            &mut merged.request_errors,
-            part.request_errors,
-            "request_errors",
-        )?;
-        adder.add_map(
-            &mut merged.connection_errors,
-            part.connection_errors,
-            "connection_errors",
-        )?;
-        adder.add_map(
-            &mut merged.stream_reset_codes,
-            part.stream_reset_codes,
-            "stream_reset_codes",
-        )?;
-        if let Some(theirs) = part.checks {
-            let mine = merged.checks.get_or_insert_with(Default::default);
-            let mut failed = mine.failed;
-            adder.add(&mut failed, theirs.failed, "checks.failed")?;
-            mine.add(theirs);
-        }
-        match (&mut merged.grpc, part.grpc) {
-            (Some(mine), Some(theirs)) => mine.merge(theirs, &adder)?,
-            (None, None) => {}
-            _ => usage_bail!(
-                "'{}': a gRPC cell merged with one that is not: the reports are not of the same scenario",
-                adder.source
-            ),
-        }
-        merged.traffic.merge(part.traffic, &adder)?;
-        merged.connections.merge(part.connections, &adder)?;
-        adder.add_map(
-            &mut merged.protocol.connections,
-            part.protocol.connections,
-            "protocol.connections",
-        )?;
-        merged.protocol.max_concurrent_streams_effective = merged
-            .protocol
-            .max_concurrent_streams_effective
-            .into_iter()
-            .chain(part.protocol.max_concurrent_streams_effective)
-            .min();
-        merged.cause = merged.cause.or(part.cause);
-        merged.first_error = merged.first_error.or(part.first_error);
-        for warning in part.warnings {
-            if !merged.warnings.contains(&warning) {
-                merged.warnings.push(warning);
-            }
-        }
-        merge_urls(&mut merged.urls, part.urls, &adder)?;
-        merged.generator_cpu_percent += part.generator_cpu_percent;
-        merged.generator.add(&part.generator);
-        merged.watched.extend(part.watched);
-        spreads.push((part.cell.clients, part.requests_per_client_per_s));
+        merged.merge(part, &Adder { source })?;
     }
     let traffic = &mut merged.traffic;
     traffic.header_space_savings = if traffic.header_bytes_uncompressed > 0 {
@@ -584,31 +370,11 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     merged.elapsed_s = elapsed_s;
     merged.requests_per_s = per_second(merged.requests.counters.done);
     merged.bytes_per_s = per_second(merged.traffic.total_bytes);
-    merged.requests_per_client_per_s = pooled(
-        &spreads
-            .iter()
-            .map(|(n, spread)| (*n, spread))
-            .collect::<Vec<_>>(),
-    );
-    merged.latency.request = latency_summary(&request);
-    merged.latency.connect = latency_summary(&connect);
-    merged.latency.handshake_full = handshake_full;
-    merged.latency.handshake_resumed = handshake_resumed;
+    merged.requests_per_client_per_s = per_client;
+    merged.latency.summarize(&merged.histograms)?;
     merged.connections.per_s = per_second(merged.connections.measured);
-    merged.latency.ttfb = latency_summary(&ttfb);
-    merged.latency.service = service.as_ref().map(latency_summary);
-    merged.latency.proxy = proxy;
-    merged.latency.receive_wait = receive_wait;
-    merged.latency.grpc_first_message = grpc_first_message;
-    merged.latency.grpc_round_trip = grpc_round_trip;
     merged.timeline = timeline;
     merged.rate = rate;
-    merged.histograms = Histograms {
-        request,
-        service,
-        connect,
-        ttfb,
-    };
     // The intervals of the whole, from the merged histograms and timeline.
     crate::report::annotate(&mut merged);
     merged.until_stable = stability::of(&stabilities, &merged);
@@ -617,6 +383,63 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     merged.parts = Some(part_figures);
     merged.steadiness = crate::stats::steadiness::Steadiness::of(&merged.timeline);
     Ok(merged)
+}
+
+/// The schedule of the parts together (`--rate`: known only if every part had one): their
+/// rates, in-flight requests and sends add up, the delays' histograms too, and the achieved rate
+/// is over the whole's span (`per_second`).
+fn merge_rates(parts: &[Summary], per_second: impl Fn(u64) -> f64) -> Result<Option<RateReport>> {
+    let Some(rates) = parts
+        .iter()
+        .map(|part| part.rate.as_ref())
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
+    let delays = rates
+        .iter()
+        .map(|rate| hdr::from_base64(&rate.delay_hdr))
+        .collect::<Result<Vec<_>>>()?;
+    let requested = rates.iter().map(|rate| rate.requested_per_s).sum();
+    // A report cannot make a sum wrap: that is bad input, like any count past 2^64 - 1.
+    let past = |field: &str| {
+        anyhow::Error::new(crate::error::UsageError(format!(
+            "the reports' {field} add up past 2^64 - 1"
+        )))
+    };
+    let done = (parts.iter().map(|part| part.requests.counters.done))
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(|| past("requests.done"))?;
+    // Concurrent runs: their requests in flight and their limits add up.
+    let in_flight = InFlight {
+        mean: rates.iter().map(|rate| rate.in_flight.mean).sum(),
+        limit: (rates.iter().map(|rate| rate.in_flight.limit))
+            .try_fold(0u64, u64::checked_add)
+            .ok_or_else(|| past("rate.in_flight.limit"))?,
+    };
+    // Concurrent runs' schedules add up too (known only if every run's is).
+    let overflow = || past("rate.scheduled or rate.missed");
+    let scheduled = rates
+        .iter()
+        .map(|rate| rate.scheduled)
+        .try_fold(Some(0u64), |sum, count| match (sum, count) {
+            (Some(sum), Some(count)) => sum.checked_add(count).map(Some),
+            _ => Some(None),
+        })
+        .ok_or_else(overflow)?;
+    let missed = (rates.iter().map(|rate| rate.missed))
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(overflow)?;
+    Ok(Some(RateReport {
+        scheduled,
+        missed,
+        ..RateReport::from_delays(
+            requested,
+            per_second(done),
+            &add_histograms(delays.into_iter())?,
+            in_flight,
+        )
+    }))
 }
 
 /// The spread of the union of several groups, from each group's size, mean and sd (exact for

@@ -29,8 +29,7 @@ use crate::units::counted;
 pub(crate) use rate::{InFlight, RateReport};
 // Named by merge.
 pub(crate) use summary::intervals::annotate;
-pub(crate) use summary::latency_summary;
-pub(crate) use summary::merge::Adder;
+pub(crate) use summary::merge::{add_histograms, Adder};
 pub(crate) use summary::parts::{Part, Parts};
 pub(crate) use summary::schema::{
     Cause, CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary,

@@ -1,17 +1,24 @@
 //! How a cell's report merges another run's of the same cell (`h2load-rs merge`): each part of
-//! the schema adds the other's, field by field, through the [`Adder`], which checks every sum.
+//! the schema merges the other's own (`merge`), counts through the [`Adder`], which checks every
+//! sum; [`Summary::merge`] only hands each part its counterpart. What the whole's wall-clock span
+//! decides (its rates, timeline and intervals) `merge` works out once every part is in.
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+use hdrhistogram::Histogram;
 
-use super::schema::{Connections, GrpcReport, Requests, StatusCodes, Traffic};
-use crate::recorder::{RequestCounters, Retried};
+use super::build::latency_summary;
+use super::schema::{
+    CellInfo, Connections, GrpcReport, Histograms, Latencies, LatencySummary, ProtocolInfo,
+    Requests, Settings, StatusCodes, Summary, Traffic, UrlRow,
+};
+use crate::recorder::{hdr, RequestCounters, Retried};
 use crate::usage_bail;
 
 /// Adds the counts of the report `source` to the merged ones; a sum past 2^64 − 1 is a usage
-/// error naming the file and the field, never a count that wraps. The Summary parts' `add`
-/// methods (beside their types) add field by field through it.
+/// error naming the file and the field, never a count that wraps. The Summary parts' `merge`
+/// methods add field by field through it.
 pub(crate) struct Adder<'a> {
     pub(crate) source: &'a str,
 }
@@ -218,4 +225,228 @@ impl Connections {
         }
         Ok(())
     }
+}
+
+impl Summary {
+    /// Adds `other`, a run of the same cell from the report `adder` names, part by part. A
+    /// threshold's value and a capacity search belong to one run: they do not add up, so the
+    /// merged cell has neither.
+    pub(crate) fn merge(&mut self, other: Summary, adder: &Adder<'_>) -> Result<()> {
+        self.histograms.merge(other.histograms)?;
+        self.latency.merge(other.latency)?;
+        self.thresholds.clear();
+        self.capacity = None;
+        self.cell.merge(&other.cell, adder)?;
+        self.settings.merge(&other.settings, adder)?;
+        self.interrupted |= other.interrupted;
+        self.requests.merge(other.requests, adder)?;
+        self.status_codes.merge(other.status_codes, adder)?;
+        adder.add_map(&mut self.errors, other.errors, "errors")?;
+        adder.add_map(
+            &mut self.request_errors,
+            other.request_errors,
+            "request_errors",
+        )?;
+        adder.add_map(
+            &mut self.connection_errors,
+            other.connection_errors,
+            "connection_errors",
+        )?;
+        adder.add_map(
+            &mut self.stream_reset_codes,
+            other.stream_reset_codes,
+            "stream_reset_codes",
+        )?;
+        if let Some(theirs) = other.checks {
+            let mine = self.checks.get_or_insert_with(Default::default);
+            let mut failed = mine.failed;
+            adder.add(&mut failed, theirs.failed, "checks.failed")?;
+            mine.add(theirs);
+        }
+        match (&mut self.grpc, other.grpc) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs, adder)?,
+            (None, None) => {}
+            _ => usage_bail!(
+                "'{}': a gRPC cell merged with one that is not: the reports are not of the same scenario",
+                adder.source
+            ),
+        }
+        self.traffic.merge(other.traffic, adder)?;
+        self.connections.merge(other.connections, adder)?;
+        self.protocol.merge(other.protocol, adder)?;
+        self.cause = self.cause.take().or(other.cause);
+        self.first_error = self.first_error.take().or(other.first_error);
+        for warning in other.warnings {
+            if !self.warnings.contains(&warning) {
+                self.warnings.push(warning);
+            }
+        }
+        if self.urls.len() != other.urls.len()
+            || (self.urls.iter().zip(&other.urls)).any(|(a, b)| a.url != b.url)
+        {
+            usage_bail!(
+                "the reports come from different URL lists, so their per-URL rows cannot be merged"
+            );
+        }
+        for (row, theirs) in self.urls.iter_mut().zip(other.urls) {
+            row.merge(theirs, adder)?;
+        }
+        self.generator_cpu_percent += other.generator_cpu_percent;
+        self.generator.add(&other.generator);
+        self.watched.extend(other.watched);
+        Ok(())
+    }
+}
+
+impl CellInfo {
+    /// Concurrent runs add their clients and their schedules; an unpaced part makes the whole
+    /// unpaced.
+    fn merge(&mut self, other: &CellInfo, adder: &Adder<'_>) -> Result<()> {
+        adder.add_usize(&mut self.clients, other.clients, "cell.clients")?;
+        self.rate = self.rate.zip(other.rate).map(|(a, b)| a + b);
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// The clients add up; machines may differ in their backend: the merged cell names every
+    /// one, in order.
+    fn merge(&mut self, other: &Settings, adder: &Adder<'_>) -> Result<()> {
+        adder.add_usize(&mut self.clients, other.clients, "settings.clients")?;
+        if !self.io.split(',').any(|io| io == other.io) {
+            self.io = format!("{},{}", self.io, other.io);
+        }
+        Ok(())
+    }
+}
+
+impl ProtocolInfo {
+    /// Connections by protocol add up; the effective stream limit is the lowest.
+    fn merge(&mut self, other: ProtocolInfo, adder: &Adder<'_>) -> Result<()> {
+        adder.add_map(
+            &mut self.connections,
+            other.connections,
+            "protocol.connections",
+        )?;
+        self.max_concurrent_streams_effective = self
+            .max_concurrent_streams_effective
+            .into_iter()
+            .chain(other.max_concurrent_streams_effective)
+            .min();
+        Ok(())
+    }
+}
+
+impl UrlRow {
+    /// Adds the row of the same URL in another run.
+    fn merge(&mut self, other: UrlRow, adder: &Adder<'_>) -> Result<()> {
+        adder.add(&mut self.requests, other.requests, "urls.requests")?;
+        adder.add(&mut self.succeeded, other.succeeded, "urls.succeeded")?;
+        adder.add(&mut self.failed, other.failed, "urls.failed")?;
+        self.latency = match (self.latency.take(), other.latency) {
+            (Some(a), Some(b)) => {
+                let mut sum = latency_summary(&add_histograms(
+                    [hdr::from_base64(&a.hdr)?, hdr::from_base64(&b.hdr)?].into_iter(),
+                )?);
+                // The parts' extremes are at the run's precision, finer than the URL histograms.
+                sum.bound(
+                    a.spread.min.min(b.spread.min) as u64,
+                    a.percentiles.max.max(b.percentiles.max),
+                );
+                Some(Box::new(sum))
+            }
+            (a, b) => a.or(b),
+        };
+        Ok(())
+    }
+}
+
+impl Histograms {
+    /// Adds another run's histograms, exactly; a service time only when both runs have one.
+    fn merge(&mut self, other: Histograms) -> Result<()> {
+        for (mine, theirs) in [
+            (&mut self.request, other.request),
+            (&mut self.connect, other.connect),
+            (&mut self.ttfb, other.ttfb),
+        ] {
+            let sum = std::mem::replace(mine, hdr::fitted_histogram());
+            *mine = add_histograms([sum, theirs].into_iter())?;
+        }
+        self.service = match (self.service.take(), other.service) {
+            (Some(mine), Some(theirs)) => Some(add_histograms([mine, theirs].into_iter())?),
+            _ => None,
+        };
+        Ok(())
+    }
+}
+
+impl Latencies {
+    /// Adds another run's optional distributions (a kind of TLS handshake, the proxy's CONNECT,
+    /// …): present when either run has one. The others summarize the histograms, and are read
+    /// from their sums ([`Latencies::summarize`]).
+    fn merge(&mut self, other: Latencies) -> Result<()> {
+        for (mine, theirs) in [
+            (&mut self.handshake_full, other.handshake_full),
+            (&mut self.handshake_resumed, other.handshake_resumed),
+            (&mut self.proxy, other.proxy),
+            (&mut self.receive_wait, other.receive_wait),
+            (&mut self.grpc_first_message, other.grpc_first_message),
+            (&mut self.grpc_round_trip, other.grpc_round_trip),
+        ] {
+            *mine = added(mine.take().into_iter().chain(theirs))?;
+        }
+        Ok(())
+    }
+
+    /// Every distribution worked out again from what it summarizes: `histograms` (the merged
+    /// cell's), or its own encoded histogram.
+    pub(crate) fn summarize(&mut self, histograms: &Histograms) -> Result<()> {
+        self.request = latency_summary(&histograms.request);
+        self.connect = latency_summary(&histograms.connect);
+        self.ttfb = latency_summary(&histograms.ttfb);
+        self.service = histograms.service.as_ref().map(latency_summary);
+        for optional in [
+            &mut self.handshake_full,
+            &mut self.handshake_resumed,
+            &mut self.proxy,
+            &mut self.receive_wait,
+            &mut self.grpc_first_message,
+            &mut self.grpc_round_trip,
+        ] {
+            *optional = added(optional.take().into_iter())?;
+        }
+        Ok(())
+    }
+}
+
+/// The distribution of `summaries` added up: `None` when there is none.
+fn added(summaries: impl Iterator<Item = LatencySummary>) -> Result<Option<LatencySummary>> {
+    let histograms = summaries
+        .map(|summary| hdr::from_base64(&summary.hdr))
+        .collect::<Result<Vec<_>>>()?;
+    if histograms.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(latency_summary(&add_histograms(
+        histograms.into_iter(),
+    )?)))
+}
+
+/// The sum of `histograms`; values that add up past 2^64 - 1 are an error (a histogram's count
+/// would stop there and its percentiles read 0).
+pub(crate) fn add_histograms(
+    histograms: impl Iterator<Item = Histogram<u64>>,
+) -> Result<Histogram<u64>> {
+    let mut sum = hdr::fitted_histogram();
+    let mut values = 0u64;
+    for histogram in histograms {
+        let Some(total) =
+            (hdr::checked_len(&histogram).ok()).and_then(|len| values.checked_add(len))
+        else {
+            usage_bail!("the reports' histograms hold more than 2^64 values together");
+        };
+        values = total;
+        sum.add(histogram).expect("histograms share bounds");
+    }
+    Ok(sum)
 }
