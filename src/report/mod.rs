@@ -35,9 +35,6 @@ pub(crate) use summary::schema::{
     Cause, CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary,
     Threshold, Tool, UrlRow,
 };
-// Named by merge's tests.
-#[cfg(test)]
-pub(crate) use summary::schema::{Connections, Requests, StatusCodes, Traffic};
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 3;

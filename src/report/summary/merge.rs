@@ -450,3 +450,131 @@ pub(crate) fn add_histograms(
     }
     Ok(sum)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    /// Gives every number of `value`, and every absent optional one, the next of 1, 2, 3…
+    fn numbered(value: &mut Value, next: &mut u64) {
+        match value {
+            Value::Number(_) | Value::Null => {
+                *value = (*next).into();
+                *next += 1;
+            }
+            Value::Object(fields) => fields.values_mut().for_each(|field| numbered(field, next)),
+            Value::Array(items) => items.iter_mut().for_each(|item| numbered(item, next)),
+            Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+
+    /// The fields at and under `path` whose sum is not twice the `part`'s value (or, for the
+    /// `derived` ones the merge works out again afterwards, not the part's value unchanged).
+    fn not_doubled(part: &Value, sum: &Value, path: &str, derived: &[&str]) -> Vec<String> {
+        match part {
+            Value::Object(fields) => fields
+                .iter()
+                .flat_map(|(name, field)| {
+                    let path = format!("{path}.{name}");
+                    not_doubled(field, &sum[name.as_str()], &path, derived)
+                })
+                .collect(),
+            Value::Number(number) => {
+                let value = number.as_f64().unwrap();
+                let expected = if derived.contains(&path) {
+                    value
+                } else {
+                    2.0 * value
+                };
+                (sum.as_f64() != Some(expected))
+                    .then(|| format!("{path}: {sum} where {expected} was due"))
+                    .into_iter()
+                    .collect()
+            }
+            _ => vec![format!("{path}: not a number ({part})")],
+        }
+    }
+
+    /// Adds a part whose every number is a distinct non-zero value to a copy of itself, and
+    /// checks in the JSON that each field doubled: a field `add` leaves out fails, whichever.
+    fn adds_every_field<T: serde::Serialize + serde::de::DeserializeOwned>(
+        name: &str,
+        zero: T,
+        add: fn(&mut T, T, &Adder<'_>) -> Result<()>,
+        derived: &[&str],
+    ) {
+        let mut part = serde_json::to_value(zero).unwrap();
+        numbered(&mut part, &mut 1);
+        let mut sum: T = serde_json::from_value(part.clone()).unwrap();
+        add(
+            &mut sum,
+            serde_json::from_value(part.clone()).unwrap(),
+            &Adder { source: "part" },
+        )
+        .unwrap();
+        let sum = serde_json::to_value(sum).unwrap();
+        assert_eq!(
+            not_doubled(&part, &sum, name, derived),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn every_count_of_a_summary_part_adds_up() {
+        let requests = Requests {
+            total: 0,
+            counters: Default::default(),
+            never_sent: 0,
+            in_flight_at_stop: 0,
+            retried: Default::default(),
+        };
+        adds_every_field("requests", requests, |a, b, adder| a.merge(b, adder), &[]);
+        let status_codes = StatusCodes {
+            informational: 0,
+            success: 0,
+            redirection: 0,
+            client_error: 0,
+            server_error: 0,
+        };
+        adds_every_field(
+            "status_codes",
+            status_codes,
+            |a, b, adder| a.merge(b, adder),
+            &[],
+        );
+        let traffic = Traffic {
+            total_bytes: 0,
+            header_bytes: 0,
+            header_bytes_uncompressed: 0,
+            header_space_savings: 0.0,
+            data_bytes: 0,
+        };
+        let derived = ["traffic.header_space_savings"];
+        adds_every_field(
+            "traffic",
+            traffic,
+            |a, b, adder| a.merge(b, adder),
+            &derived,
+        );
+        let connections = Connections {
+            opened: 0,
+            failed: 0,
+            closed_by_client: 0,
+            measured: 0,
+            per_s: 0.0,
+            resumed_handshakes: None,
+            full_handshakes: None,
+            early_data_accepted: None,
+            early_data_rejected: None,
+        };
+        let derived = ["connections.per_s"];
+        adds_every_field(
+            "connections",
+            connections,
+            |a, b, adder| a.merge(b, adder),
+            &derived,
+        );
+    }
+}
