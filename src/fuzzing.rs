@@ -17,9 +17,9 @@ use crate::session::testing;
 /// What `merge` reads (a report, or a log holding several, as `kubectl logs` prints them), each
 /// report's histograms rebuilt, and the reports merged (mixed scenarios too, to reach the adding).
 pub fn merge_input(bytes: &[u8]) {
-    if let Ok((documents, _)) = crate::report::merge::reports_from(bytes, "fuzz") {
+    if let Ok((documents, _)) = crate::merge::reports_from(bytes, "fuzz") {
         if !documents.is_empty() {
-            let _ = crate::report::merge::merge(documents, true);
+            let _ = crate::merge::merge(documents, true);
         }
     }
 }

@@ -50,6 +50,8 @@ macro_rules! errln {
 pub mod app;
 pub mod cli;
 pub(crate) mod console;
+pub(crate) mod destination;
+pub(crate) mod diff;
 pub(crate) mod error;
 pub mod exposure;
 #[doc(hidden)]
@@ -58,6 +60,7 @@ pub mod fuzzing;
 pub mod input;
 pub(crate) mod io;
 pub mod limits;
+pub(crate) mod merge;
 pub(crate) mod observe;
 pub mod plan;
 pub mod proto;
@@ -67,6 +70,7 @@ pub mod runner;
 pub(crate) mod schedule;
 pub mod server;
 pub(crate) mod session;
+pub(crate) mod stats;
 pub(crate) mod time;
 pub mod tls;
 pub(crate) mod units;

@@ -18,7 +18,7 @@
 //! 4. **Repeats**: a rate whose verdict contradicts another's (a failure below a pass, a pass
 //!    above a failure) is taken again with full steps, until one more could not turn its
 //!    verdict: at most [`REPEATS_PER_RATE`] times a rate and [`MAX_REPEATS`] a search. A rate's
-//!    verdict is that of most of its full steps; `report::capacity_answer` turns them into the
+//!    verdict is that of most of its full steps; `report::capacity::answer` turns them into the
 //!    one answer every output states: the capacity with its interval, a range, or none.
 //!    With `--rounds N` every step is taken N times in a row, each round on fresh connections
 //!    ([`Probe::renew_connections`]): the search goes on from most of the rounds' verdicts, the
@@ -48,13 +48,14 @@ use crate::limits::{MAX_STEP, MIN_RATE, MIN_STEP};
 use crate::plan::objective::Measured;
 use crate::plan::objective::Objective;
 use crate::plan::{RunPlan, StopRule};
+use crate::report::capacity::answer;
 use crate::report::capacity::{
     grouped, Answer, Capacity, CapacityStep, Phase, SearchSettings, LOAD_SHARES,
 };
-use crate::report::capacity_answer;
-use crate::report::{confidence, count_slack_per_s};
 use crate::runner::control::{Probe, StepResult};
 use crate::runner::{self, RunOutcome, Sinks};
+use crate::stats::confidence;
+use crate::stats::slack::count_slack_per_s;
 
 /// A step passes only if at least this share of the offered rate was achieved (less what the
 /// schedule's own count may fall short by: [`count_slack_per_s`]).
@@ -201,8 +202,8 @@ impl Search {
     /// round counted ([`Answer::of`]).
     fn repeat_contradictions(&self, steps: &mut Steps, left: &mut usize) -> Result<()> {
         while *left > 0 {
-            let verdicts = capacity_answer::verdicts(&steps.done, self.rounds);
-            let contradicting = capacity_answer::contradicting(&verdicts);
+            let verdicts = answer::verdicts(&steps.done, self.rounds);
+            let contradicting = answer::contradicting(&verdicts);
             let mut open: Vec<_> = verdicts
                 .iter()
                 .filter(|verdict| {
@@ -865,7 +866,7 @@ mod tests {
                 found.steps.len()
             );
             let repeats = |rate: f64| repeats_at(&found.steps, rate, 1);
-            let all: usize = capacity_answer::verdicts(&found.steps, 1)
+            let all: usize = answer::verdicts(&found.steps, 1)
                 .iter()
                 .map(|verdict| {
                     assert!(repeats(verdict.rate) <= REPEATS_PER_RATE);
@@ -878,11 +879,7 @@ mod tests {
             match &found.answer {
                 Answer::Consistent { capacity_rps, .. } => {
                     assert_eq!(found.capacity_rps, Some(*capacity_rps));
-                    assert!(capacity_answer::contradicting(&capacity_answer::verdicts(
-                        &found.steps,
-                        1
-                    ))
-                    .is_empty());
+                    assert!(answer::contradicting(&answer::verdicts(&found.steps, 1)).is_empty());
                 }
                 Answer::Inconsistent {
                     between,

@@ -26,13 +26,13 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::sweep::Sweep;
 use crate::cli::scenario;
-use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, RunArgs, ServeArgs};
+use crate::cli::{Cli, Command, DiffArgs, LoadArgs, MergeArgs, OutputArgs, RunArgs, ServeArgs};
 use crate::plan::Inputs;
-use crate::report::export::outputs::{self, Outputs};
+use crate::report::export::outputs::{self, ExportPaths, Outputs};
 use crate::report::Document;
 use crate::runner::{panics, signals};
 use crate::tls;
-use crate::{cli, error, report, server, units, usage_bail};
+use crate::{cli, diff, error, merge, report, server, units, usage_bail};
 
 /// Something failed (runtime error, panic, export, no request succeeded).
 const FAILURE: u8 = 1;
@@ -203,14 +203,14 @@ fn one_line(rendered: &str) -> String {
 }
 
 fn merge(args: &MergeArgs) -> Result<u8> {
-    let outputs = Outputs::check(&args.outputs, None)?;
+    let outputs = Outputs::check(&export_paths(&args.outputs), None)?;
     if outputs.takes_stdout() {
         crate::console::text_to_stderr();
     }
     let mut documents = Vec::new();
     let mut unreadable = Vec::new();
     for path in &args.results {
-        let (found, broken) = report::merge::load_all(path)?;
+        let (found, broken) = merge::load_all(path)?;
         documents.extend(found);
         unreadable.extend(broken);
     }
@@ -218,11 +218,11 @@ fn merge(args: &MergeArgs) -> Result<u8> {
         usage_bail!("no report could be read: {}", unreadable.join("; "));
     }
     let document_count = documents.len();
-    let report::merge::Merged {
+    let merge::Merged {
         mut document,
         missing: missing_shards,
         mixed,
-    } = report::merge::merge(documents, args.allow_mixed)?;
+    } = merge::merge(documents, args.allow_mixed)?;
     for cell in &mut document.cells {
         cell.thresholds = report::thresholds::check(cell, &args.fail_if);
         cell.warnings.extend(unreadable.iter().cloned());
@@ -283,22 +283,22 @@ fn merge(args: &MergeArgs) -> Result<u8> {
 
 /// `h2load-rs diff`: 3 when `--fail-if-regressed` finds a regression, 0 otherwise.
 fn diff(args: &DiffArgs) -> Result<u8> {
-    let base = report::merge::load(&args.base, "base report")?;
-    let new = report::merge::load(&args.new, "new report")?;
-    let diff = report::diff::compare(&base, &new)?;
+    let base = merge::load(&args.base, "base report")?;
+    let new = merge::load(&args.new, "new report")?;
+    let diff = diff::compare(&base, &new)?;
     let (base, new) = (
         args.base.display().to_string(),
         args.new.display().to_string(),
     );
-    let context = report::diff::render::Context {
+    let context = diff::render::Context {
         base: &base,
         new: &new,
         threshold_pct: args.fail_if_regressed,
     };
     if args.markdown {
-        out!("{}", report::diff::render::markdown(&diff, &context));
+        out!("{}", diff::render::markdown(&diff, &context));
     } else {
-        out!("{}", report::diff::render::text(&diff, &context));
+        out!("{}", diff::render::text(&diff, &context));
     }
     let regressed = args
         .fail_if_regressed
@@ -566,4 +566,18 @@ fn serve(args: &ServeArgs) -> Result<u8> {
         until_signal(server::serve(sockets, options), args.stop_with_parent).await
     })?;
     Ok(0)
+}
+
+/// The export flags as the report's paths.
+fn export_paths(args: &OutputArgs) -> ExportPaths {
+    ExportPaths {
+        json: args.json.clone(),
+        csv: args.csv.clone(),
+        markdown: args.markdown.clone(),
+        csv_timeline: args.csv_timeline.clone(),
+        csv_urls: args.csv_urls.clone(),
+        hdr_log: args.hdr_log.clone(),
+        hgrm: args.hgrm.clone(),
+        html: args.html.clone(),
+    }
 }

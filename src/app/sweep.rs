@@ -51,7 +51,10 @@ impl<'a> Sweep<'a> {
     /// Plans every cell and checks every destination; any problem is an error before anything is
     /// sent (a usage error for bad input).
     pub fn prepare(args: &'a LoadArgs, inputs: &Inputs) -> Result<Sweep<'a>> {
-        let outputs = Outputs::check(&args.outputs, args.log_file.as_deref())?;
+        let outputs = Outputs::check(
+            &super::export_paths(&args.outputs),
+            args.log_file.as_deref(),
+        )?;
         if outputs.takes_stdout() {
             crate::console::text_to_stderr();
         }
@@ -199,7 +202,7 @@ impl<'a> Sweep<'a> {
             };
             out!("{}", self.shown(&comparison));
         }
-        for line in report::capacity::sweep_lines(&document.cells) {
+        for line in report::capacity::sweep::sweep_lines(&document.cells) {
             outln!("{line}");
         }
         failures.extend(self.outputs.write_streams(&document));

@@ -13,25 +13,13 @@
 //! The busy-generator verdict is gated here too ([`generator_fair`]): a run that spent its time
 //! failing says nothing about the generator's limit.
 
-use serde::{Deserialize, Serialize};
-
-use super::{counted, Summary};
+use super::{counted, Cause, Summary};
 use crate::recorder::{ErrorKind, ErrorResponse, Symptom};
 
 /// A share of finished requests that succeeded at or above which the busy-generator verdict may
 /// be given: below it, the threads were busy failing (connecting again, parsing what the server
 /// should not have sent), not measuring the server.
 pub(crate) const GENERATOR_VERDICT_SUCCESS: f64 = 0.5;
-
-/// Why a cell failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Cause {
-    /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
-    /// or `errors`.
-    pub kind: String,
-    /// The cause in plain words, with the fix.
-    pub text: String,
-}
 
 /// What the run saw that a cause is built from, beyond the summary's counts.
 pub(crate) struct Evidence<'a> {

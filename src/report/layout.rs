@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 /// The width the default text fits: a 100-column terminal.
 pub(crate) const WIDTH: usize = 100;
 
-/// A table as [`aligned`](super::text::aligned) text, as it is if it fits `width` columns, else
+/// A table as [`aligned`] text, as it is if it fits `width` columns, else
 /// as several tables stacked, each of whole columns within `width` (unless one column is wider
 /// by itself): the first two columns lead every table, the others go in the table of their
 /// group in `groups` (by title; the last group takes the unnamed), and a group too wide for one
@@ -73,7 +73,7 @@ pub(crate) fn stacked(
                 .iter()
                 .map(|line| chosen.iter().map(|&column| line[column].clone()).collect())
                 .collect();
-            super::text::aligned(&titles, &lines)
+            aligned(&titles, &lines)
         })
         .collect();
     tables.join("\n")
@@ -139,6 +139,31 @@ fn fitted(text: &str, width: usize) -> String {
             room = width - hanging;
         }
         out.push_str(end);
+    }
+    out
+}
+
+/// A table as text: the titles, then one line per row, every column right-aligned to its widest
+/// cell, two spaces apart, no trailing spaces.
+pub(crate) fn aligned(titles: &[&str], lines: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = titles.iter().map(|title| title.chars().count()).collect();
+    for line in lines {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let row = |cells: &mut dyn Iterator<Item = &str>| {
+        let padded: Vec<String> = cells
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:>width$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    let mut out = row(&mut titles.iter().copied());
+    out.push('\n');
+    for line in lines {
+        out.push_str(&row(&mut line.iter().map(String::as_str)));
+        out.push('\n');
     }
     out
 }

@@ -4,46 +4,37 @@
 //! `rate.rs`.
 
 pub(crate) mod capacity;
-pub(crate) mod capacity_answer;
 pub(crate) mod cause;
 pub(crate) mod comparison;
-pub(crate) mod confidence;
-pub(crate) mod diff;
 pub(crate) mod export;
 pub(crate) mod generator;
 #[cfg(test)]
 mod json_schema;
 pub(crate) mod layout;
-pub(crate) mod merge;
 pub(crate) mod paint;
 pub(crate) mod plain;
 pub(crate) mod provenance;
 mod rate;
 pub(crate) mod rounds;
-pub(crate) mod stats;
-pub(crate) mod steadiness;
 mod summary;
 pub(crate) mod text;
 pub(crate) mod thresholds;
 pub(crate) mod throughput;
-mod timeline;
 
 use serde::{Deserialize, Serialize};
 
 use crate::observe::watch::ProcessUsage;
 // Named `super::counted` by text.rs and plain.rs.
 use crate::units::counted;
-pub(crate) use rate::{cell_slack_per_s, count_slack_per_s, InFlight, RateReport};
-// Named `super::latency_summary` by merge.
-use summary::latency_summary;
+pub(crate) use rate::{InFlight, RateReport};
+// Named by merge.
+pub(crate) use summary::intervals::annotate;
+pub(crate) use summary::merge::{add_histograms, Adder};
+pub(crate) use summary::parts::{Part, Parts};
 pub(crate) use summary::schema::{
-    CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary, Tool, UrlRow,
+    Cause, CellInfo, Histograms, Latencies, LatencySummary, Percentiles, Spread, Summary,
+    Threshold, Tool, UrlRow,
 };
-// Named by merge's tests.
-#[cfg(test)]
-pub(crate) use summary::schema::{Connections, Requests, StatusCodes, Traffic};
-pub(crate) use timeline::IntervalSummary;
-pub(crate) use timeline::{interval_length, last_index, IntervalSums, Timeline};
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 3;
@@ -115,10 +106,19 @@ pub struct SweepStop {
     pub of: usize,
 }
 
-/// Writes a document in one format (one implementation per format, like hyperfine's exports).
-pub(crate) trait Exporter {
-    /// Writes `document` to `path` (a file, or a directory for formats with one file per cell).
-    fn export(&self, document: &Document, path: &std::path::Path) -> anyhow::Result<()>;
+/// The runs of each cell of a sweep, in the sweep's order: one run each, or with `--rounds`
+/// every round of it, in the order they ran.
+pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
+    let mut groups: Vec<(usize, Vec<&Summary>)> = Vec::new();
+    for cell in cells {
+        let id = cell.cell.round.map_or(cell.cell.index, |of| of.cell);
+        match groups.iter_mut().find(|(other, _)| *other == id) {
+            Some((_, runs)) => runs.push(cell),
+            None => groups.push((id, vec![cell])),
+        }
+    }
+    groups.sort_by_key(|(id, _)| *id);
+    groups.into_iter().map(|(_, runs)| runs).collect()
 }
 
 /// Where a cell stands in its run, and what the processes around it used.

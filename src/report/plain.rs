@@ -2,8 +2,8 @@
 //! out from the report (how many connections the concurrency took, what capped it, what failed).
 
 use super::comparison::Row;
-use super::confidence::IntervalKind;
 use super::{counted, CellInfo, Latencies, LatencySummary, RateReport, Summary};
+use crate::stats::confidence::IntervalKind;
 use crate::units::format_micros;
 
 /// Two request rates within 2% of each other count as the same: a paced cell that achieved at
@@ -241,7 +241,7 @@ pub(crate) fn comparison(rows: &[Row]) -> Vec<String> {
 /// generator CPU; `None` for a cell that was not paced or sustained its rate.
 pub(crate) fn cell_rate_shortfall(summary: &Summary) -> Option<String> {
     let rate = summary.rate.as_ref()?;
-    let slack = super::cell_slack_per_s(
+    let slack = crate::stats::slack::cell_slack_per_s(
         rate.requested_per_s,
         summary.elapsed_s,
         summary.settings.arrival.as_deref(),
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn a_difference_is_stated_only_when_the_ratios_interval_excludes_1() {
         use crate::report::comparison::testing::row;
-        use crate::report::confidence::{Bounds, Evidence, NoInterval};
+        use crate::stats::confidence::{Bounds, Evidence, NoInterval};
         let with = |ratio: f64, interval: Option<(f64, f64)>| {
             let mut second = row(2, "h2c", 100.0 * ratio);
             second.ratio_ci = interval.map(|(low, high)| Bounds {
@@ -474,7 +474,7 @@ mod tests {
     fn the_rate_shortfall_says_why() {
         let cell = cell();
         // Evenly spaced sends over 1 s: the count's granularity, one request.
-        let even = crate::report::count_slack_per_s(0.0, 1.0);
+        let even = crate::stats::slack::count_slack_per_s(0.0, 1.0);
         // Within 2% of the rate: sustained, nothing to say.
         assert_eq!(
             rate_shortfall(&rate(980.0, 8.0), &cell, None, 50.0, even),
@@ -489,7 +489,7 @@ mod tests {
                 &cell,
                 None,
                 50.0,
-                crate::report::count_slack_per_s(1000f64.sqrt(), 1.0)
+                crate::stats::slack::count_slack_per_s(1000f64.sqrt(), 1.0)
             ),
             None
         );

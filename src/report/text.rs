@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::layout::{stacked, WIDTH};
+use super::layout::{aligned, stacked, WIDTH};
 use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
-use crate::report::confidence::{Bounds, Method};
+use crate::stats::confidence::{Bounds, Method};
 use crate::units::{format_bytes, format_micros};
 
 /// Renders the report.
@@ -766,7 +766,7 @@ pub(crate) fn comparison(document: &super::Document) -> String {
         out.push_str(&legend);
         out.push('\n');
     }
-    if let Some((titles, lines)) = super::rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = super::comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("\nrounds (spread: highest minus lowest, over the mean):\n");
         out.push_str(&stacked(&titles, &lines, &[&[]], WIDTH));
@@ -806,28 +806,3 @@ const COMPARISON_GROUPS: [&[&str]; 3] = [
     &["p50", "p90", "p99", "p99.9", "max"],
     &[],
 ];
-
-/// A table as text: the titles, then one line per row, every column right-aligned to its widest
-/// cell, two spaces apart, no trailing spaces.
-pub(crate) fn aligned(titles: &[&str], lines: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = titles.iter().map(|title| title.chars().count()).collect();
-    for line in lines {
-        for (width, cell) in widths.iter_mut().zip(line) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let row = |cells: &mut dyn Iterator<Item = &str>| {
-        let padded: Vec<String> = cells
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:>width$}"))
-            .collect();
-        padded.join("  ").trim_end().to_owned()
-    };
-    let mut out = row(&mut titles.iter().copied());
-    out.push('\n');
-    for line in lines {
-        out.push_str(&row(&mut line.iter().map(String::as_str)));
-        out.push('\n');
-    }
-    out
-}

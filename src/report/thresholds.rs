@@ -1,43 +1,11 @@
 //! `--fail-if`: each cell's thresholds, checked against its report once it has run.
 
-use serde::{Deserialize, Serialize};
-
 use crate::plan::objective::Measured;
 use crate::plan::objective::{Metric, Objective};
-use crate::report::confidence::{self, Bounds};
-use crate::report::rounds::{mean_interval, runs_by_cell};
-use crate::report::{Document, Summary};
+use crate::report::{runs_by_cell, Document, Summary, Threshold};
+use crate::stats::confidence::{self, Bounds};
+use crate::stats::rounds::mean_interval;
 use crate::units::counted;
-
-/// One `--fail-if` expression checked against a cell.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Threshold {
-    /// The expression, canonically spelled (`p99>50ms`).
-    pub expr: String,
-    /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
-    /// second for `rps`.
-    pub value: f64,
-    /// Whether the expression held, so the run fails.
-    pub breached: bool,
-    /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
-    /// (`max`, or a run without samples).
-    #[serde(default)]
-    pub ci: Option<Bounds<f64>>,
-    /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
-    /// breach within the noise still fails the run (the value measured is past the bound); the
-    /// message says a longer run can tell.
-    #[serde(default)]
-    pub within_noise: bool,
-    /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
-    /// samples beyond it), which is then neither breached nor held.
-    #[serde(default = "judged")]
-    pub judged: bool,
-}
-
-/// A threshold of a report written before `judged` was judged.
-fn judged() -> bool {
-    true
-}
 
 /// What objectives read from a cell's report: the request latency the report's percentiles
 /// come from, h2load's failed over done plus never sent (failed counts those too), and the
@@ -91,7 +59,11 @@ fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
     match objective.metric {
         Metric::Latency(_, quantile) if quantile >= 1.0 => None,
         Metric::Latency(_, quantile) => {
-            let bounds = confidence::request_quantile(summary, quantile)?;
+            let bounds = confidence::request_quantile(
+                &summary.histograms.request,
+                &summary.timeline,
+                quantile,
+            )?;
             Some(Bounds {
                 ci_low: bounds.ci_low as f64,
                 ci_high: bounds.ci_high.map(|high| high as f64),

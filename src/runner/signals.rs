@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::report::export::destination;
+use crate::destination;
 
 /// The signals that stop a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

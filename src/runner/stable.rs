@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 use crate::observe::live::Live;
 use crate::recorder::hdr::{self, new_histogram};
 use crate::recorder::outcome::Stability;
-use crate::report::confidence::{self, Bounds};
+use crate::stats::confidence::{self, Bounds};
 
 /// How often the controller looks: each look closes a batch.
 pub(super) const LOOK_EVERY: Duration = Duration::from_secs(1);

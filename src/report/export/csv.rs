@@ -1,12 +1,11 @@
 //! `--csv`: the comparison table, one row per cell.
 
-use std::path::Path;
+use anyhow::Result;
 
-use anyhow::{Context, Result};
+use super::{Exporter, Rendered};
+use crate::report::{comparison, Document};
 
-use crate::report::{comparison, export::outputs::write_to, rounds, Document, Exporter};
-
-/// Writes the comparison as CSV (RFC 4180 quoting).
+/// The comparison as CSV (RFC 4180 quoting).
 pub(crate) struct Csv;
 
 /// `text` as one CSV field, quoted when it must be.
@@ -19,11 +18,11 @@ pub(crate) fn field(text: &str) -> String {
 }
 
 impl Exporter for Csv {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+    fn render(&self, document: &Document) -> Result<Rendered> {
         let (titles, lines) =
             comparison::table(&document.comparison, comparison::Intervals::Columns);
         // With --rounds, each round's figures follow in columns of their own.
-        let (round_titles, round_lines) = rounds::columns(&document.comparison);
+        let (round_titles, round_lines) = comparison::rounds::columns(&document.comparison);
         let mut csv = titles
             .iter()
             .copied()
@@ -44,7 +43,6 @@ impl Exporter for Csv {
             );
             csv.push('\n');
         }
-        write_to(path, csv.as_bytes())
-            .with_context(|| format!("cannot write the CSV report to '{}'", path.display()))
+        Ok(Rendered::File(csv.into_bytes()))
     }
 }

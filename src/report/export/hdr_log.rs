@@ -3,21 +3,21 @@
 //! `cN-ttfb` and (with `--rate`) `cN-service` for cell N. HdrHistogram's log processor and plotter
 //! read it; values are microseconds, and the Interval_Max column is in milliseconds.
 
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
+use super::{Exporter, Rendered};
 use crate::recorder::hdr;
-use crate::report::{export::outputs::write_to, Document, Exporter};
+use crate::report::Document;
 
-/// Writes the interval log.
+/// The interval log.
 pub(crate) struct HdrLog;
 
 impl Exporter for HdrLog {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+    fn render(&self, document: &Document) -> Result<Rendered> {
         let base_ms = document
             .cells
             .iter()
@@ -70,13 +70,6 @@ impl Exporter for HdrLog {
             &text[..headers_end],
             &text[headers_end..]
         );
-        write_to(path, text.as_bytes())
-            .with_context(|| format!("cannot write the interval log to '{}'", path.display()))
+        Ok(Rendered::File(text.into_bytes()))
     }
-}
-
-/// The wall-clock start of a run, for logs and merging.
-pub(crate) fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
 }

@@ -2,19 +2,19 @@
 //! HdrHistogram's `outputPercentileDistribution` writes and its plotter reads (values in ms).
 
 use std::fmt::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use hdrhistogram::Histogram;
 
-use crate::report::{export::outputs::write_to, Document, Exporter};
+use super::{Exporter, Rendered};
+use crate::report::Document;
 
 /// Microseconds per reported unit (milliseconds).
 const SCALE: f64 = 1000.0;
 /// Percentile ticks per halving of the distance to 100%, as in HdrHistogram's default output.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-/// Writes `cell-NN-PROTOCOL-cC-mM.{request,connect,ttfb}.hgrm` files.
+/// The `cell-NN-PROTOCOL-cC-mM.{request,connect,ttfb}.hgrm` files of a directory.
 pub(crate) struct Hgrm;
 
 /// The percentile distribution of `histogram` in HdrHistogram's text format.
@@ -62,9 +62,8 @@ pub(crate) fn distribution(histogram: &Histogram<u64>) -> String {
 }
 
 impl Exporter for Hgrm {
-    fn export(&self, document: &Document, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the --hgrm directory '{}'", dir.display()))?;
+    fn render(&self, document: &Document) -> Result<Rendered> {
+        let mut files = Vec::new();
         for cell in &document.cells {
             let info = &cell.cell;
             let stem = format!(
@@ -79,12 +78,13 @@ impl Exporter for Hgrm {
                 ("ttfb", Some(&histograms.ttfb)),
             ];
             for (kind, histogram) in kinds.into_iter().filter_map(|(kind, h)| Some((kind, h?))) {
-                let path = dir.join(format!("{stem}.{kind}.hgrm"));
-                write_to(&path, distribution(histogram).as_bytes())
-                    .with_context(|| format!("cannot write '{}'", path.display()))?;
+                files.push((
+                    format!("{stem}.{kind}.hgrm"),
+                    distribution(histogram).into_bytes(),
+                ));
             }
         }
-        Ok(())
+        Ok(Rendered::Files(files))
     }
 }
 

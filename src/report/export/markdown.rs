@@ -1,14 +1,11 @@
 //! `--markdown`: what the run concluded (why a cell failed, the comparison in plain words, the
 //! capacity), in the text report's own words, then the comparison table.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::html::escape;
-use crate::report::{
-    capacity, comparison, export::outputs::write_to, plain, rounds, text, Document, Exporter,
-};
+use super::{Exporter, Rendered};
+use crate::report::{capacity, comparison, plain, text, Document};
 
 /// Writes the comparison as a Markdown table (latencies in milliseconds).
 pub(crate) struct Markdown;
@@ -20,7 +17,7 @@ pub(crate) fn render(document: &Document) -> String {
         .into_iter()
         .chain(text::warning_lines(&document.cells))
         .chain(plain::comparison(&document.comparison))
-        .chain(capacity::sweep_lines(&document.cells))
+        .chain(capacity::sweep::sweep_lines(&document.cells))
         .collect();
     let mut markdown = String::new();
     for line in &verdicts {
@@ -35,7 +32,7 @@ pub(crate) fn render(document: &Document) -> String {
     if let Some(legend) = comparison::legend(&document.comparison) {
         markdown.push_str(&format!("\n{legend}\n"));
     }
-    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         markdown.push_str("\nRounds (spread: highest minus lowest, over the mean):\n\n");
         markdown.push_str(&table(&titles, &lines));
@@ -54,8 +51,7 @@ pub(crate) fn table(titles: &[&str], lines: &[Vec<String>]) -> String {
 }
 
 impl Exporter for Markdown {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_to(path, render(document).as_bytes())
-            .with_context(|| format!("cannot write the Markdown report to '{}'", path.display()))
+    fn render(&self, document: &Document) -> Result<Rendered> {
+        Ok(Rendered::File(render(document).into_bytes()))
     }
 }

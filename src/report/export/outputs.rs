@@ -4,6 +4,7 @@
 //! beside it and renamed into place, so a run that fails or is interrupted never leaves a
 //! truncated file where a complete one was; a node or standard output is written through, once
 //! (see [`Destination`]); and one export failing does not keep the others from being written.
+//! The one place that writes the exports: each [`Exporter`] only renders its bytes.
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -11,10 +12,31 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::destination::{self, directory_of, Destination, Temporary};
-use crate::cli::OutputArgs;
-use crate::report::{Document, Exporter};
+use super::{Exporter, Rendered};
+use crate::destination::{self, directory_of, Destination, Temporary};
+use crate::report::Document;
 use crate::usage_bail;
+
+/// Where each export goes, when asked for (`app` fills it from the export flags).
+#[derive(Debug)]
+pub(crate) struct ExportPaths {
+    /// `--json`: the whole document.
+    pub(crate) json: Option<PathBuf>,
+    /// `--csv`: the comparison table.
+    pub(crate) csv: Option<PathBuf>,
+    /// `--markdown`: the comparison and verdicts.
+    pub(crate) markdown: Option<PathBuf>,
+    /// `--csv-timeline`: every cell's intervals.
+    pub(crate) csv_timeline: Option<PathBuf>,
+    /// `--csv-urls`: the per-URL rows.
+    pub(crate) csv_urls: Option<PathBuf>,
+    /// `--hdr-log`: the interval log.
+    pub(crate) hdr_log: Option<PathBuf>,
+    /// `--hgrm`: a directory of percentile distributions.
+    pub(crate) hgrm: Option<PathBuf>,
+    /// `--html`: the page.
+    pub(crate) html: Option<PathBuf>,
+}
 
 /// The exports a run was asked for, each checked writable.
 pub(crate) struct Outputs {
@@ -27,6 +49,10 @@ pub(crate) struct Outputs {
 /// One export and where it goes.
 struct Export {
     path: PathBuf,
+    /// Its flag, for a directory's error.
+    flag: &'static str,
+    /// What it is, for a file's error ("the JSON report").
+    what: &'static str,
     exporter: &'static dyn Exporter,
     /// Written after every cell (a file replaced whole, or `--hgrm`'s directory of them), or once
     /// at the end (a node or standard output, which would receive every copy).
@@ -36,24 +62,51 @@ struct Export {
 impl Outputs {
     /// The exports of `args`, and the request log at `log_file`; a usage error names the first
     /// that could not be written, or the two that both take standard output (`-`).
-    pub(crate) fn check(args: &OutputArgs, log_file: Option<&Path>) -> Result<Outputs> {
-        let asked: [(&str, &Option<PathBuf>, &'static dyn Exporter); 8] = [
-            ("--json", &args.json, &super::json::Json),
-            ("--csv", &args.csv, &super::csv::Csv),
+    pub(crate) fn check(paths: &ExportPaths, log_file: Option<&Path>) -> Result<Outputs> {
+        type Asked<'a> = (
+            &'static str,
+            &'a Option<PathBuf>,
+            &'static dyn Exporter,
+            &'static str,
+        );
+        let asked: [Asked<'_>; 8] = [
+            ("--json", &paths.json, &super::json::Json, "the JSON report"),
+            ("--csv", &paths.csv, &super::csv::Csv, "the CSV report"),
             (
                 "--csv-timeline",
-                &args.csv_timeline,
+                &paths.csv_timeline,
                 &super::timeline_csv::TimelineCsv,
+                "the timeline CSV",
             ),
-            ("--csv-urls", &args.csv_urls, &super::urls_csv::UrlsCsv),
-            ("--hdr-log", &args.hdr_log, &super::hdr_log::HdrLog),
-            ("--markdown", &args.markdown, &super::markdown::Markdown),
-            ("--hgrm", &args.hgrm, &super::hgrm::Hgrm),
-            ("--html", &args.html, &super::html::Html),
+            (
+                "--csv-urls",
+                &paths.csv_urls,
+                &super::urls_csv::UrlsCsv,
+                "the per-URL CSV",
+            ),
+            (
+                "--hdr-log",
+                &paths.hdr_log,
+                &super::hdr_log::HdrLog,
+                "the interval log",
+            ),
+            (
+                "--markdown",
+                &paths.markdown,
+                &super::markdown::Markdown,
+                "the Markdown report",
+            ),
+            (
+                "--hgrm",
+                &paths.hgrm,
+                &super::hgrm::Hgrm,
+                "the --hgrm files",
+            ),
+            ("--html", &paths.html, &super::html::Html, "the HTML report"),
         ];
         let mut exports = Vec::new();
         let mut on_stdout = Vec::new();
-        for (flag, path, exporter) in asked {
+        for (flag, path, exporter, what) in asked {
             let Some(path) = path else { continue };
             let replaced = if flag == "--hgrm" {
                 check_directory(path, flag)?;
@@ -66,6 +119,8 @@ impl Outputs {
             }
             exports.push(Export {
                 path: path.clone(),
+                flag,
+                what,
                 exporter,
                 replaced,
             });
@@ -117,8 +172,34 @@ impl Outputs {
         self.exports
             .iter()
             .filter(|export| wanted(export))
-            .filter_map(|export| export.exporter.export(document, &export.path).err())
+            .filter_map(|export| export.write(document).err())
             .collect()
+    }
+}
+
+impl Export {
+    /// Renders `document` and writes it where this export goes.
+    fn write(&self, document: &Document) -> Result<()> {
+        let path = &self.path;
+        match self.exporter.render(document)? {
+            Rendered::File(bytes) => write_to(path, &bytes)
+                .with_context(|| format!("cannot write {} to '{}'", self.what, path.display())),
+            Rendered::Files(files) => {
+                std::fs::create_dir_all(path).with_context(|| {
+                    format!(
+                        "cannot create the {} directory '{}'",
+                        self.flag,
+                        path.display()
+                    )
+                })?;
+                for (name, bytes) in files {
+                    let file = path.join(name);
+                    write_to(&file, &bytes)
+                        .with_context(|| format!("cannot write '{}'", file.display()))?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -194,7 +275,7 @@ fn check_can_create_in(directory: &Path, path: &Path, flag: &str) -> Result<()> 
 }
 
 /// Writes `bytes` where `path` leads (see [`Destination`]).
-pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
     Destination::of(path)?.write(bytes)?;
     Ok(())
 }

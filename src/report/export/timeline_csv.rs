@@ -1,17 +1,16 @@
 //! `--csv-timeline FILE`: every cell's timeline, one row per interval.
 
+use anyhow::Result;
 use std::fmt::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use super::{Exporter, Rendered};
+use crate::report::Document;
 
-use crate::report::{export::outputs::write_to, Document, Exporter};
-
-/// Writes the timelines as CSV.
+/// The timelines as CSV.
 pub(crate) struct TimelineCsv;
 
 impl Exporter for TimelineCsv {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+    fn render(&self, document: &Document) -> Result<Rendered> {
         let mut csv = String::from(
             "cell,protocol,interval,start_s,completed,request_errors,requests_per_s,p50_ms,p99_ms,max_ms,length_s\n",
         );
@@ -35,7 +34,6 @@ impl Exporter for TimelineCsv {
                 );
             }
         }
-        write_to(path, csv.as_bytes())
-            .with_context(|| format!("cannot write the timeline CSV to '{}'", path.display()))
+        Ok(Rendered::File(csv.into_bytes()))
     }
 }

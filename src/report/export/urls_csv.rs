@@ -2,20 +2,19 @@
 //! JSON report; a cell with a single URL has no row), with the 95% intervals of p50, p90 and p99
 //! in columns after the figures, so that scripts reading the first ten keep working.
 
+use anyhow::Result;
 use std::fmt::Write;
-use std::path::Path;
-
-use anyhow::{Context, Result};
 
 use super::csv::field;
+use super::{Exporter, Rendered};
 use crate::report::comparison::NOT_ESTIMABLE;
-use crate::report::{export::outputs::write_to, Document, Exporter};
+use crate::report::Document;
 
 /// Writes the per-URL rows as CSV.
 pub(crate) struct UrlsCsv;
 
 impl Exporter for UrlsCsv {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
+    fn render(&self, document: &Document) -> Result<Rendered> {
         let mut csv = String::from(
             "cell,label,url,requests,succeeded,failed,p50_ms,p90_ms,p99_ms,max_ms,\
                           p50_low_ms,p50_high_ms,p90_low_ms,p90_high_ms,p99_low_ms,p99_high_ms\n",
@@ -69,7 +68,6 @@ impl Exporter for UrlsCsv {
                 );
             }
         }
-        write_to(path, csv.as_bytes())
-            .with_context(|| format!("cannot write the per-URL CSV to '{}'", path.display()))
+        Ok(Rendered::File(csv.into_bytes()))
     }
 }

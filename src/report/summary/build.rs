@@ -15,12 +15,12 @@ use crate::plan::{Negotiation, RunPlan, StopRule};
 use crate::recorder::handshakes::Handshakes;
 use crate::recorder::outcome::RunOutcome;
 use crate::recorder::{hdr, ErrorKind, Recorder, WireTotals};
+use crate::report::cause;
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::{requested_rate, InFlight, RateReport};
-use crate::report::steadiness::Steadiness;
-use crate::report::timeline::Timeline;
 use crate::report::CellContext;
-use crate::report::{cause, confidence};
+use crate::stats::steadiness::Steadiness;
+use crate::stats::timeline::Timeline;
 
 impl Summary {
     /// Computes the report of a finished cell.
@@ -98,7 +98,7 @@ impl Summary {
                 error_response: recorder.first_error_response.as_ref(),
             },
         );
-        confidence::annotate(&mut summary);
+        super::intervals::annotate(&mut summary);
         // A ramp changes the rate by design: a trend in it says nothing.
         if plan.stages.is_none() {
             summary.steadiness = Steadiness::of(&summary.timeline);

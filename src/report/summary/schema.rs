@@ -1,5 +1,5 @@
 //! The JSON schema of a cell's report: [`Summary`] and its serialized parts, field order being
-//! the JSON key order, with the `add` of each part `merge` sums.
+//! the JSON key order (how each part merges another run's: `merge.rs`).
 
 use std::collections::BTreeMap;
 
@@ -10,13 +10,12 @@ use crate::observe::watch::ProcessUsage;
 use crate::plan::H2Settings;
 use crate::recorder::outcome::Stability;
 use crate::recorder::{hdr, RequestCounters, Retried};
-use crate::report::cause::Cause;
-use crate::report::confidence::{Bounds, NoInterval, PercentileBounds};
+use crate::report::capacity;
 use crate::report::generator::GeneratorLoad;
 use crate::report::rate::RateReport;
-use crate::report::steadiness::Steadiness;
-use crate::report::timeline::Timeline;
-use crate::report::{capacity, merge, thresholds};
+use crate::stats::confidence::{Bounds, NoInterval, PercentileBounds};
+use crate::stats::steadiness::Steadiness;
+use crate::stats::timeline::Timeline;
 use crate::tls::TlsInfo;
 
 /// Identifies a cell.
@@ -150,7 +149,7 @@ pub struct Summary {
     /// A merged cell: each part's start and rates, and which are outside tolerance (absent for
     /// a run's own cell).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parts: Option<crate::report::merge::parts::Parts>,
+    pub parts: Option<super::parts::Parts>,
     /// What each watched process (e.g. the target) used during the cell.
     pub watched: Vec<ProcessUsage>,
     /// Requests, errors and latency per interval of the measured period.
@@ -159,7 +158,7 @@ pub struct Summary {
     pub rate: Option<RateReport>,
     /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<thresholds::Threshold>,
+    pub thresholds: Vec<Threshold>,
     /// What `--find-max` found (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
@@ -323,51 +322,6 @@ pub struct Requests {
     pub retried: Retried,
 }
 
-impl Requests {
-    /// Adds another run's counts (`merge`), each checked by `adder`; every field is named, so a
-    /// new one does not compile until it is added here.
-    pub(crate) fn add(&mut self, other: Requests, adder: &merge::Adder<'_>) -> anyhow::Result<()> {
-        let Requests {
-            total,
-            counters,
-            never_sent,
-            in_flight_at_stop,
-            retried,
-        } = other;
-        adder.add(&mut self.total, total, "requests.total")?;
-        adder.add(&mut self.never_sent, never_sent, "requests.never_sent")?;
-        adder.add(
-            &mut self.in_flight_at_stop,
-            in_flight_at_stop,
-            "requests.in_flight_at_stop",
-        )?;
-        let Retried {
-            goaway,
-            refused,
-            closed,
-        } = retried;
-        let mine = &mut self.retried;
-        adder.add(&mut mine.goaway, goaway, "requests.retried.goaway")?;
-        adder.add(&mut mine.refused, refused, "requests.retried.refused")?;
-        adder.add(&mut mine.closed, closed, "requests.retried.closed")?;
-        let RequestCounters {
-            started,
-            done,
-            succeeded,
-            failed,
-            errored,
-            timeout,
-        } = counters;
-        let mine = &mut self.counters;
-        adder.add(&mut mine.started, started, "requests.started")?;
-        adder.add(&mut mine.done, done, "requests.done")?;
-        adder.add(&mut mine.succeeded, succeeded, "requests.succeeded")?;
-        adder.add(&mut mine.failed, failed, "requests.failed")?;
-        adder.add(&mut mine.errored, errored, "requests.errored")?;
-        adder.add(&mut mine.timeout, timeout, "requests.timeout")
-    }
-}
-
 /// Responses by status class.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusCodes {
@@ -386,28 +340,6 @@ pub struct StatusCodes {
     /// 5xx responses.
     #[serde(rename = "5xx")]
     pub server_error: u64,
-}
-
-impl StatusCodes {
-    /// Adds another run's counts (`merge`), each checked by `adder`.
-    pub(crate) fn add(
-        &mut self,
-        other: StatusCodes,
-        adder: &merge::Adder<'_>,
-    ) -> anyhow::Result<()> {
-        let StatusCodes {
-            informational,
-            success,
-            redirection,
-            client_error,
-            server_error,
-        } = other;
-        adder.add(&mut self.informational, informational, "status_codes.1xx")?;
-        adder.add(&mut self.success, success, "status_codes.2xx")?;
-        adder.add(&mut self.redirection, redirection, "status_codes.3xx")?;
-        adder.add(&mut self.client_error, client_error, "status_codes.4xx")?;
-        adder.add(&mut self.server_error, server_error, "status_codes.5xx")
-    }
 }
 
 /// A gRPC cell's calls and messages.
@@ -431,29 +363,6 @@ pub struct GrpcReport {
     pub first_status_message: Option<crate::recorder::grpc::StatusMessage>,
 }
 
-impl GrpcReport {
-    /// Adds another run's counts (`merge`), each checked by `adder`.
-    pub(crate) fn add(
-        &mut self,
-        other: GrpcReport,
-        adder: &merge::Adder<'_>,
-    ) -> anyhow::Result<()> {
-        adder.add_map(&mut self.statuses, other.statuses, "grpc.statuses")?;
-        if self.first_status_message.is_none() {
-            self.first_status_message = other.first_status_message;
-        }
-        for (mine, theirs, field) in [
-            (&mut self.sent, other.sent, "grpc.sent"),
-            (&mut self.received, other.received, "grpc.received"),
-        ] {
-            adder.add(&mut mine.messages, theirs.messages, field)?;
-            adder.add(&mut mine.message_bytes, theirs.message_bytes, field)?;
-            adder.add(&mut mine.prefix_bytes, theirs.prefix_bytes, field)?;
-        }
-        Ok(())
-    }
-}
-
 /// Bytes received during the measured period.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Traffic {
@@ -467,28 +376,6 @@ pub struct Traffic {
     pub header_space_savings: f64,
     /// Response body bytes.
     pub data_bytes: u64,
-}
-
-impl Traffic {
-    /// Adds another run's byte counts (`merge`), each checked by `adder`; the merge works out
-    /// `header_space_savings` again from the sums.
-    pub(crate) fn add(&mut self, other: Traffic, adder: &merge::Adder<'_>) -> anyhow::Result<()> {
-        let Traffic {
-            total_bytes,
-            header_bytes,
-            header_bytes_uncompressed,
-            header_space_savings: _,
-            data_bytes,
-        } = other;
-        adder.add(&mut self.total_bytes, total_bytes, "traffic.total_bytes")?;
-        adder.add(&mut self.header_bytes, header_bytes, "traffic.header_bytes")?;
-        adder.add(
-            &mut self.header_bytes_uncompressed,
-            header_bytes_uncompressed,
-            "traffic.header_bytes_uncompressed",
-        )?;
-        adder.add(&mut self.data_bytes, data_bytes, "traffic.data_bytes")
-    }
 }
 
 /// Connection counters.
@@ -521,61 +408,6 @@ pub struct Connections {
     /// handshake, each counted once (null without `--tls-early-data`).
     #[serde(default)]
     pub early_data_rejected: Option<u64>,
-}
-
-impl Connections {
-    /// Adds another run's counts (`merge`), each checked by `adder`; an optional count is
-    /// present when either run has it. The merge works out `per_s` again from the sum.
-    pub(crate) fn add(
-        &mut self,
-        other: Connections,
-        adder: &merge::Adder<'_>,
-    ) -> anyhow::Result<()> {
-        let Connections {
-            opened,
-            failed,
-            closed_by_client,
-            measured,
-            per_s: _,
-            resumed_handshakes,
-            full_handshakes,
-            early_data_accepted,
-            early_data_rejected,
-        } = other;
-        adder.add(&mut self.opened, opened, "connections.opened")?;
-        adder.add(&mut self.failed, failed, "connections.failed")?;
-        adder.add(
-            &mut self.closed_by_client,
-            closed_by_client,
-            "connections.closed_by_client",
-        )?;
-        adder.add(&mut self.measured, measured, "connections.measured")?;
-        for (mine, theirs, field) in [
-            (
-                &mut self.resumed_handshakes,
-                resumed_handshakes,
-                "connections.resumed_handshakes",
-            ),
-            (
-                &mut self.full_handshakes,
-                full_handshakes,
-                "connections.full_handshakes",
-            ),
-            (
-                &mut self.early_data_accepted,
-                early_data_accepted,
-                "connections.early_data_accepted",
-            ),
-            (
-                &mut self.early_data_rejected,
-                early_data_rejected,
-                "connections.early_data_rejected",
-            ),
-        ] {
-            adder.add_optional(mine, theirs, field)?;
-        }
-        Ok(())
-    }
 }
 
 /// The latency distributions, in microseconds.
@@ -708,4 +540,44 @@ pub struct Spread {
     pub sd: f64,
     /// Percentage of values within mean ± sd.
     pub within_sd_pct: f64,
+}
+
+/// Why a cell failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Cause {
+    /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
+    /// or `errors`.
+    pub kind: String,
+    /// The cause in plain words, with the fix.
+    pub text: String,
+}
+
+/// One `--fail-if` expression checked against a cell.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Threshold {
+    /// The expression, canonically spelled (`p99>50ms`).
+    pub expr: String,
+    /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
+    /// second for `rps`.
+    pub value: f64,
+    /// Whether the expression held, so the run fails.
+    pub breached: bool,
+    /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
+    /// (`max`, or a run without samples).
+    #[serde(default)]
+    pub ci: Option<Bounds<f64>>,
+    /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
+    /// breach within the noise still fails the run (the value measured is past the bound); the
+    /// message says a longer run can tell.
+    #[serde(default)]
+    pub within_noise: bool,
+    /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
+    /// samples beyond it), which is then neither breached nor held.
+    #[serde(default = "judged")]
+    pub judged: bool,
+}
+
+/// A threshold of a report written before `judged` was judged.
+fn judged() -> bool {
+    true
 }

@@ -5,9 +5,10 @@
 
 use super::chart::{chart, Frame, Series};
 use crate::report::capacity::CapacityStep;
-use crate::report::confidence::{self, Bounds};
 use crate::report::text::run_label;
-use crate::report::{Document, IntervalSummary, LatencySummary, Summary};
+use crate::report::{Document, LatencySummary, Summary};
+use crate::stats::confidence::{self, Bounds};
+use crate::stats::timeline::IntervalSummary;
 
 /// Percentile ticks per halving of the distance to 100% on the latency curves.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;

@@ -9,13 +9,11 @@ mod charts;
 mod verdicts;
 
 use std::fmt::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::report::{
-    capacity, comparison, export::outputs::write_to, rounds, text, Document, Exporter,
-};
+use super::{Exporter, Rendered};
+use crate::report::{capacity, comparison, text, Document};
 
 /// Writes the page.
 pub(crate) struct Html;
@@ -66,7 +64,7 @@ fn figures(document: &Document) -> String {
             out.push_str(&html_table("comparison", &titles, &lines));
         }
     }
-    if let Some((titles, lines)) = rounds::table(&document.comparison) {
+    if let Some((titles, lines)) = comparison::rounds::table(&document.comparison) {
         let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
         out.push_str("<p>Rounds (spread: highest minus lowest, over the mean):</p>");
         out.push_str(&html_table("rounds", &titles, &lines));
@@ -204,8 +202,7 @@ fn html_table(id: &str, titles: &[&str], lines: &[Vec<String>]) -> String {
 }
 
 impl Exporter for Html {
-    fn export(&self, document: &Document, path: &Path) -> Result<()> {
-        write_to(path, render(document).as_bytes())
-            .with_context(|| format!("cannot write the HTML report to '{}'", path.display()))
+    fn render(&self, document: &Document) -> Result<Rendered> {
+        Ok(Rendered::File(render(document).into_bytes()))
     }
 }

@@ -26,7 +26,7 @@ pub(super) fn section(document: &Document) -> String {
         "comparison",
         &plain::comparison(&document.comparison),
     );
-    for line in capacity::sweep_lines(cells) {
+    for line in capacity::sweep::sweep_lines(cells) {
         let _ = write!(out, r#"<p class="capacity">{}</p>"#, escape(&line));
     }
     list(&mut out, "thresholds", &threshold_lines(document));

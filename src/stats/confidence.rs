@@ -35,8 +35,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::timeline::{interval_length, last_index, IntervalSummary, Timeline};
-use super::{counted, LatencySummary, Summary};
 use crate::recorder::hdr;
+use crate::units::counted;
 
 /// The confidence level of every interval.
 pub(crate) const LEVEL: f64 = 0.95;
@@ -231,7 +231,7 @@ pub struct PercentileBounds {
 }
 
 impl PercentileBounds {
-    /// The interval of the percentile labelled `label` (as [`super::Percentiles::labelled`]
+    /// The interval of the percentile labelled `label` (as `Percentiles::labelled` (the report's)
     /// names them); `None` for `max`, which has none, and for one not estimable.
     pub(crate) fn of(&self, label: &str) -> Option<Bounds<u64>> {
         match label {
@@ -253,62 +253,23 @@ impl PercentileBounds {
     }
 }
 
-/// (Re)computes every interval of `summary` from its histograms and timeline: after
-/// `Summary::new`, and after `merge` (whose timeline is the parts' added up).
-pub(crate) fn annotate(summary: &mut Summary) {
-    let timeline = &summary.timeline;
-    let latency = &mut summary.latency;
-    let batched = |summary: &mut LatencySummary, pick: fn(&IntervalSummary) -> Option<&str>| {
-        summary.confidence = percentile_bounds(summary, Some((timeline, pick)));
-    };
-    batched(&mut latency.request, |interval| Some(interval.hdr.as_str()));
-    batched(&mut latency.ttfb, |interval| {
-        Some(interval.ttfb_hdr.as_str())
-    });
-    if let Some(service) = &mut latency.service {
-        batched(service, |interval| interval.service_hdr.as_deref());
-    }
-    for summary in [Some(&mut latency.connect), latency.proxy.as_mut()]
-        .into_iter()
-        .chain([
-            latency.receive_wait.as_mut(),
-            latency.handshake_full.as_mut(),
-            latency.handshake_resumed.as_mut(),
-            latency.grpc_first_message.as_mut(),
-            latency.grpc_round_trip.as_mut(),
-        ])
-        .flatten()
-    {
-        summary.confidence = percentile_bounds(summary, None);
-    }
-    // A URL's samples have no timeline of their own: its intervals assume them independent
-    // (`method: independent` says so), which a run whose requests move together makes too narrow.
-    for row in &mut summary.urls {
-        if let Some(latency) = row.latency.as_deref_mut() {
-            latency.confidence = percentile_bounds(latency, None);
-        }
-    }
-    let rate = rate_bounds(&summary.timeline, summary.requests_per_s);
-    summary.requests_per_s_ci = rate.ok();
-    summary.requests_per_s_ci_reason = rate.err();
-}
-
 /// The quantiles a report gives, in [`PercentileBounds`]'s order.
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
 
-/// Their labels, as [`super::Percentiles::labelled`] names them.
+/// Their labels, as `Percentiles::labelled` (the report's) names them.
 const QUANTILE_LABELS: [&str; 7] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"];
 
 /// Where a distribution's batches come from: a timeline, and which of an interval's histograms.
-type Source<'a> = (&'a Timeline, fn(&IntervalSummary) -> Option<&str>);
+pub(crate) type Source<'a> = (&'a Timeline, fn(&IntervalSummary) -> Option<&str>);
 
-/// The percentiles' intervals of `summary`, by batch means over the timeline's histograms that
-/// `source` picks when there are enough of them; `None` without samples.
-fn percentile_bounds(
-    summary: &LatencySummary,
+/// The percentiles' intervals of the distribution `encoded` (a latency summary's `hdr`), by batch
+/// means over the timeline's histograms that `source` picks when there are enough of them; `None`
+/// without samples.
+pub(crate) fn percentile_bounds(
+    encoded: &str,
     source: Option<Source<'_>>,
 ) -> Option<PercentileBounds> {
-    let whole = hdr::from_base64(&summary.hdr).ok()?;
+    let whole = hdr::from_base64(encoded).ok()?;
     if whole.is_empty() {
         return None;
     }
@@ -411,16 +372,19 @@ fn design_effect(batches: &[(f64, f64)]) -> Option<(f64, usize)> {
     Some((measured / binomial, count))
 }
 
-/// The 95% interval of the request latency's `quantile` in `summary` (by batch means over its
-/// timeline when it has batches enough); `None` without samples.
-pub(crate) fn request_quantile(summary: &Summary, quantile: f64) -> Option<Bounds<u64>> {
-    let whole = &summary.histograms.request;
+/// The 95% interval of the `quantile` of the request latencies `whole` (by batch means over their
+/// `timeline` when it has batches enough); `None` without samples.
+pub(crate) fn request_quantile(
+    whole: &Histogram<u64>,
+    timeline: &Timeline,
+    quantile: f64,
+) -> Option<Bounds<u64>> {
     if whole.is_empty() {
         return None;
     }
     let line = whole.value_at_quantile(quantile);
     let counts = batch_counts(
-        &summary.timeline,
+        timeline,
         |interval| Some(interval.hdr.as_str()),
         &[line],
         reach_s(whole),
@@ -464,7 +428,7 @@ pub(crate) fn wilson(hits: u64, trials: u64) -> Option<Bounds<f64>> {
 /// The 95% interval of the finished requests per second, `rate`, by batch means over the
 /// timeline's intervals (empty ones too); why there is none with fewer than
 /// [`MIN_RATE_SAMPLES`] finished requests or [`MIN_BATCHES`] batches.
-fn rate_bounds(timeline: &Timeline, rate: f64) -> Result<Bounds<f64>, NoInterval> {
+pub(crate) fn rate_bounds(timeline: &Timeline, rate: f64) -> Result<Bounds<f64>, NoInterval> {
     let no_batches = |n: usize| NoInterval {
         too_few: Evidence::Batches,
         n: n as u64,
@@ -814,23 +778,7 @@ mod tests {
     fn percentiles_too_far_in_the_tail_of_few_samples_have_no_interval() {
         // 50 exponential samples: 25 beyond the p50, 5 beyond the p90, 2.5 beyond the p95.
         let (whole, _) = exponential(50, 1, 5);
-        let summary = LatencySummary {
-            count: 50,
-            spread: Default::default(),
-            percentiles: crate::report::Percentiles {
-                p50: 0,
-                p75: 0,
-                p90: 0,
-                p95: 0,
-                p99: 0,
-                p99_9: 0,
-                p99_99: 0,
-                max: 0,
-            },
-            confidence: None,
-            hdr: hdr::to_base64(&whole),
-        };
-        let bounds = percentile_bounds(&summary, None).unwrap();
+        let bounds = percentile_bounds(&hdr::to_base64(&whole), None).unwrap();
         assert_eq!(
             bounds.not_estimable,
             ["p95", "p99", "p99.9", "p99.99"].map(str::to_owned)
@@ -848,10 +796,7 @@ mod tests {
         assert_eq!(bounds.of("max"), None);
         assert!(!bounds.not_estimable("max"));
         // One sample: nothing is estimable (its interval was `697–?` for every percentile).
-        let one = LatencySummary {
-            hdr: hdr::to_base64(&samples(1, 697)),
-            ..summary
-        };
+        let one = hdr::to_base64(&samples(1, 697));
         assert_eq!(
             percentile_bounds(&one, None).unwrap().not_estimable.len(),
             QUANTILES.len()

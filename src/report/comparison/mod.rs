@@ -1,13 +1,16 @@
 //! The comparison table: one row per cell, and each protocol's throughput relative to the first
 //! protocol at the same concurrency level (e.g. `h2c/h1 = 0.48`).
 
+pub(crate) mod rounds;
+
 use serde::{Deserialize, Serialize};
 
-use super::capacity::{level_ratio, Answer};
-use super::capacity_answer::CapacityRatio;
-use super::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
-use super::rounds::{self, RoundFigures};
+use super::capacity::answer::CapacityRatio;
+use super::capacity::sweep::level_ratio;
+use super::capacity::Answer;
+use super::rounds::RoundFigures;
 use super::Summary;
+use crate::stats::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 
 /// One cell in the comparison.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -222,7 +225,7 @@ fn ratio_bounds(cell: &Summary, first: &Summary) -> Result<Bounds<f64>, NoInterv
             summary.requests_per_s_ci_reason.unwrap_or(NoInterval {
                 too_few: Evidence::Samples,
                 n: 0,
-                needed: super::confidence::MIN_RATE_SAMPLES,
+                needed: crate::stats::confidence::MIN_RATE_SAMPLES,
             })
         };
         let bounds = summary.requests_per_s_ci.ok_or_else(none)?;
@@ -250,7 +253,7 @@ pub(crate) const NOT_ESTIMABLE: &str = "n/e";
 pub(crate) fn not_estimable_legend() -> String {
     format!(
         "{NOT_ESTIMABLE}: not estimable, fewer than {:.0} samples beyond the percentile (p99 needs 500 samples, p99.9 5,000): its value is the histogram's, with no interval",
-        super::confidence::MIN_TAIL
+        crate::stats::confidence::MIN_TAIL
     )
 }
 

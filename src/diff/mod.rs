@@ -31,11 +31,12 @@ pub(crate) mod render;
 
 use anyhow::Result;
 
-use super::confidence::Bounds;
-use super::rounds::{mean_interval, runs_by_cell};
-use super::stats::{ks_distance, mann_whitney, MannWhitney};
-use super::{Document, Summary, Timeline};
 use crate::recorder::hdr;
+use crate::report::{runs_by_cell, Document, Summary};
+use crate::stats::confidence::Bounds;
+use crate::stats::rounds::mean_interval;
+use crate::stats::timeline::{last_index, Timeline};
+use crate::stats::two_samples::{ks_distance, mann_whitney, MannWhitney};
 use crate::units::counted;
 use crate::usage_bail;
 
@@ -457,7 +458,7 @@ fn interval_rates(timeline: &Timeline) -> Vec<f64> {
     }
     // Reports from before `end_s` list intervals up to the last one that had something.
     let last = if timeline.end_s > 0.0 {
-        super::last_index(timeline.end_s, timeline.interval_s)
+        last_index(timeline.end_s, timeline.interval_s)
     } else {
         match timeline
             .intervals
@@ -583,7 +584,7 @@ fn compare_cell(base: &Summary, new: &Summary) -> Result<CellDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::IntervalSummary;
+    use crate::stats::timeline::IntervalSummary;
 
     /// A figure whose samples, if tested, moved the way its whole-run value did.
     pub(super) fn figure(

@@ -1,15 +1,17 @@
 //! What a `--find-max` search found in a cell: the capacity, the steps tried, the latency below
-//! it; and its text, one block per cell and one line per concurrency level after the sweep.
+//! it; and its text, one block per cell. Its one answer is `answer.rs`; the lines across a
+//! sweep's cells, `sweep.rs`.
 
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use crate::report::capacity_answer::Answer;
-use crate::report::capacity_answer::{self, CapacityRatio};
-use crate::report::confidence::Bounds;
-use crate::report::Summary;
+pub(crate) mod answer;
+pub(crate) mod sweep;
+
+use crate::stats::confidence::Bounds;
 use crate::units::format_micros;
+pub(crate) use answer::Answer;
 
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
 /// first); it and every other output come from `answer` ([`Answer::of`]).
@@ -345,84 +347,10 @@ fn line(capacity: &Capacity) -> String {
     line
 }
 
-/// `h2c/h1 = 1.06 (1.01–1.09)`: `cell`'s capacity over its level's first cell's in `cells`, from
-/// the two answers; `None` for the first cell itself, a cell without a search, and where
-/// [`capacity_answer::ratio`] gives none.
-pub(crate) fn level_ratio(cells: &[Summary], cell: &Summary) -> Option<CapacityRatio> {
-    let first = cells
-        .iter()
-        .find(|other| other.cell.level == cell.cell.level)?;
-    if first.cell.index == cell.cell.index {
-        return None;
-    }
-    capacity_answer::ratio(
-        format!("{}/{}", cell.cell.protocol, first.cell.protocol),
-        cell.capacity.as_ref()?,
-        first.capacity.as_ref()?,
-    )
-}
-
-/// After a sweep, one line per concurrency level that searched:
-/// `capacity: h1 8,450 req/s (8,450–8,870) at p99<20ms; h2c 7,900 req/s (7,900–8,290), h2c/h1 =
-/// 0.93 (0.89–0.98)`: the objectives once, each cell's answer, and each protocol's ratio to the
-/// level's first from the two answers ([`level_ratio`], as the comparison table's). The level's
-/// `c=… m=…` is named when the sweep has several levels.
-pub(crate) fn sweep_lines(cells: &[Summary]) -> Vec<String> {
-    let searched: Vec<(&Summary, &Capacity)> = cells
-        .iter()
-        .filter_map(|cell| Some((cell, cell.capacity.as_ref()?)))
-        .collect();
-    let levels = {
-        let mut levels: Vec<usize> = searched.iter().map(|(cell, _)| cell.cell.level).collect();
-        levels.dedup();
-        levels
-    };
-    levels
-        .iter()
-        .map(|&level| {
-            let at_level: Vec<_> = searched
-                .iter()
-                .filter(|(cell, _)| cell.cell.level == level)
-                .collect();
-            let (first, _) = at_level[0];
-            let setting = match levels.len() {
-                1 => String::new(),
-                _ => format!(" c={} m={}", first.cell.clients, first.cell.streams),
-            };
-            let parts: Vec<String> = at_level
-                .iter()
-                .enumerate()
-                .map(|(position, (cell, capacity))| {
-                    let caveat = match (&capacity.answer, capacity.interrupted) {
-                        (_, true) => " (interrupted)",
-                        (Answer::Consistent { interval, .. }, false)
-                            if interval.high.is_none() && capacity.limited_by_client =>
-                        {
-                            " (the client's ceiling: raise -c or -m)"
-                        }
-                        _ => "",
-                    };
-                    let rate = format!(
-                        "{} {}{caveat}",
-                        cell.cell.protocol,
-                        capacity.answer.figure()
-                    );
-                    match (position, level_ratio(cells, cell)) {
-                        (0, _) => format!("{rate} at {}", capacity.objectives.join(", ")),
-                        (_, Some(ratio)) => format!("{rate}, {}", ratio.text()),
-                        (_, None) => rate,
-                    }
-                })
-                .collect();
-            format!("capacity{setting}: {}", parts.join("; "))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::answer::tests::{search, step as full};
     use super::*;
-    use crate::report::capacity_answer::tests::{search, step as full};
 
     #[test]
     fn rates_are_grouped_by_thousands() {

@@ -1,12 +1,11 @@
 //! A cell's timeline: the threads' interval records merged into one summary per interval, and
 //! where the last, possibly shorter, interval ends.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::export;
 use crate::plan::TimelineInterval;
 use crate::recorder::hdr;
 
@@ -174,7 +173,7 @@ impl Timeline {
         Timeline {
             interval_s,
             end_s,
-            start_unix_ms: export::hdr_log::unix_ms(start),
+            start_unix_ms: unix_ms(start),
             intervals: summaries,
         }
     }
@@ -225,6 +224,12 @@ pub(crate) fn interval_length(index: u64, interval_s: f64, end_s: f64) -> f64 {
     } else {
         interval_s
     }
+}
+
+/// The wall-clock start of a run, for logs and merging.
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::capacity::{grouped, Capacity, CapacityStep, Phase};
+use super::{grouped, Capacity, CapacityStep, Phase};
 
 /// The full steps taken at one offered rate, by verdict.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,8 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::{mann_whitney, normal_sf};
 use super::timeline::{interval_length, last_index, Timeline};
+use super::two_samples::{mann_whitney, normal_sf};
 
 /// A p-value below this is more than chance.
 const ALPHA: f64 = 0.01;

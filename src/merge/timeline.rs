@@ -4,7 +4,8 @@
 use anyhow::Result;
 
 use crate::recorder::hdr;
-use crate::report::{IntervalSums, Summary, Timeline};
+use crate::report::Summary;
+use crate::stats::timeline::{interval_length, last_index, IntervalSums, Timeline};
 use crate::usage_bail;
 
 /// How many times the longest of the parts' intervals their merged interval may be: beyond it a
@@ -67,7 +68,7 @@ pub(super) fn merge_timelines(parts: &[Summary], sources: &[String]) -> Result<T
             (part.timeline.start_unix_ms - start_unix_ms) as f64 / 1000.0 + part.timeline.end_s
         })
         .fold(0.0, f64::max);
-    let last = crate::report::last_index(end_s, interval_s);
+    let last = last_index(end_s, interval_s);
     // Every part's intervals at their place in the merged timeline, in order, so the merged
     // intervals are summed one at a time: memory holds one interval's histograms (540 KB)
     // however long the timelines, and a few words for each interval read.
@@ -108,7 +109,7 @@ pub(super) fn merge_timelines(parts: &[Summary], sources: &[String]) -> Result<T
             }
         }
         let index = same_interval[0].0;
-        let length = crate::report::interval_length(index, interval_s, end_s);
+        let length = interval_length(index, interval_s, end_s);
         intervals.push(sums.summary(index, length));
     }
     Ok(Timeline {

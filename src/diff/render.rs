@@ -8,7 +8,7 @@ use super::{
 };
 use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
 use crate::report::export::markdown;
-use crate::report::text;
+use crate::report::layout;
 use crate::units::{counted, format_micros};
 
 /// Which files were compared, and the `--fail-if-regressed` threshold if one was given.
@@ -63,7 +63,7 @@ pub(crate) fn text(diff: &Diff, context: &Context) -> String {
                 ]
             })
             .collect();
-        out.push_str(&text::aligned(
+        out.push_str(&layout::aligned(
             &["", "base", "new", "change", "p", ""],
             &lines,
         ));
