@@ -49,9 +49,7 @@ pub(crate) struct Outputs {
 /// One export and where it goes.
 struct Export {
     path: PathBuf,
-    /// Its flag, for a directory's error.
-    flag: &'static str,
-    /// What it is, for a file's error ("the JSON report").
+    /// What it is, for its errors ("the JSON report", "the --hgrm directory").
     what: &'static str,
     exporter: &'static dyn Exporter,
     /// Written after every cell (a file replaced whole, or `--hgrm`'s directory of them), or once
@@ -119,7 +117,6 @@ impl Outputs {
             }
             exports.push(Export {
                 path: path.clone(),
-                flag,
                 what,
                 exporter,
                 replaced,
@@ -185,13 +182,8 @@ impl Export {
             Rendered::File(bytes) => write_to(path, &bytes)
                 .with_context(|| format!("cannot write {} to '{}'", self.what, path.display())),
             Rendered::Files(files) => {
-                std::fs::create_dir_all(path).with_context(|| {
-                    format!(
-                        "cannot create the {} directory '{}'",
-                        self.flag,
-                        path.display()
-                    )
-                })?;
+                std::fs::create_dir_all(path)
+                    .with_context(|| format!("cannot create {} '{}'", self.what, path.display()))?;
                 for (name, bytes) in files {
                     let file = path.join(name);
                     write_to(&file, &bytes)
