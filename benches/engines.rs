@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use h2load_rs::cli::Cli;
-use h2load_rs::{plan, runner};
+use h2load_rs::testkit::runner;
+use h2load_rs::testkit::{first_plan, RunPlan};
 
 /// Counts every allocation (and reallocation) made in this process.
 struct CountingAllocator;
@@ -75,26 +75,13 @@ impl Drop for Target {
     }
 }
 
-fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<plan::RunPlan> {
+fn plan_for(flags: &[&str], requests: u64, url: &str) -> Arc<RunPlan> {
     let requests = requests.to_string();
     let args = ["h2load-rs", "-n", &requests]
         .into_iter()
         .chain(flags.iter().copied())
         .chain([url]);
-    let cli = Cli::try_parse_from(args).expect("bench flags parse");
-    let inputs = h2load_rs::app::inputs::from_flags(&cli.load);
-    let cell = plan::cells(&inputs, None)[0];
-    Arc::new(
-        plan::build(
-            &inputs,
-            &cli.load.urls,
-            &[],
-            &cell,
-            false,
-            &runner::uring_verdict,
-        )
-        .expect("bench plan builds"),
-    )
+    Arc::new(first_plan(args).expect("bench plan builds"))
 }
 
 /// Allocations per request beyond a run's fixed setup: the difference between two run sizes.

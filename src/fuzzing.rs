@@ -166,25 +166,14 @@ pub fn h2_session(bytes: &[u8], piece: usize) {
     assert!(recorder.messages.sent.messages <= 8 * 3);
 }
 
-/// The plan of the first cell of the command-line words `argv` against `http://127.0.0.1:9/`
+/// The plan of the one cell of the command-line words `argv` against `http://127.0.0.1:9/`
 /// (the program name and the URL are added), made as `app` makes it: the flags, their
 /// [`crate::plan::Inputs`], the cell. The engine's session tests build their worlds with it.
 pub(crate) fn plan_of_words(argv: &[&str]) -> crate::plan::RunPlan {
     let words = std::iter::once("h2load-rs")
         .chain(argv.iter().copied())
         .chain(["http://127.0.0.1:9/"]);
-    let cli = Cli::try_parse_from(words).expect("arguments parse");
-    let inputs = crate::app::inputs::from_flags(&cli.load);
-    let cell = &crate::plan::cells(&inputs, None)[0];
-    crate::plan::build(
-        &inputs,
-        &inputs.target.urls,
-        &[],
-        cell,
-        false,
-        &crate::io::uring::probe::check,
-    )
-    .expect("plan builds")
+    crate::app::inputs::first_plan(words).expect("plan builds")
 }
 
 fn session(argv: &[&str], protocol: Protocol, bytes: &[u8], piece: usize) -> testing::World {

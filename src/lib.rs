@@ -47,30 +47,31 @@ macro_rules! errln {
     ($($arg:tt)*) => { write_or_drop!(std::io::stderr(), line, $($arg)*) };
 }
 
-pub mod app;
-pub mod cli;
+pub(crate) mod app;
+pub(crate) mod cli;
 pub(crate) mod console;
 pub(crate) mod destination;
 pub(crate) mod diff;
 pub(crate) mod error;
-pub mod exposure;
-#[doc(hidden)]
+pub(crate) mod exposure;
 #[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzzing;
-pub mod input;
+pub(crate) mod fuzzing;
+pub(crate) mod input;
 pub(crate) mod io;
-pub mod limits;
+pub(crate) mod limits;
 pub(crate) mod merge;
 pub(crate) mod observe;
-pub mod plan;
-pub mod proto;
-pub mod recorder;
+pub(crate) mod plan;
+pub(crate) mod proto;
+pub(crate) mod recorder;
 pub(crate) mod report;
-pub mod runner;
+pub(crate) mod runner;
 pub(crate) mod schedule;
-pub mod server;
+pub(crate) mod server;
 pub(crate) mod session;
 pub(crate) mod stats;
+#[doc(hidden)]
+pub mod testkit;
 pub(crate) mod time;
-pub mod tls;
+pub(crate) mod tls;
 pub(crate) mod units;

@@ -1,5 +1,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    h2load_rs::app::main(std::env::args_os())
+    h2load_rs::testkit::main(std::env::args_os())
 }

@@ -1,3 +1,3 @@
 #![no_main]
 // What a server sends back, in pieces of any size, through the HTTP/1.1 session (pipelined).
-libfuzzer_sys::fuzz_target!(|input: (u16, &[u8])| h2load_rs::fuzzing::http1_session(input.1, usize::from(input.0)));
+libfuzzer_sys::fuzz_target!(|input: (u16, &[u8])| h2load_rs::testkit::fuzzing::http1_session(input.1, usize::from(input.0)));

@@ -5,9 +5,32 @@
 
 use crate::cli::{GrpcShapeArg, LoadArgs, NoTlsProto};
 use crate::plan::grpc::CallShape;
+use crate::plan::RunPlan;
 use crate::plan::{
     Connection, GrpcInputs, Inputs, Load, ProtoChoice, ProtocolInputs, Request, Target, Tls,
 };
+
+/// The plan of the one cell of the command line `words` (the program's name first), made as a
+/// run makes a cell's: the flags, their inputs, the cell, with io_uring probed if asked for. The
+/// benches, the steering test and the fuzz targets plan with it; words that make a sweep of
+/// more than one cell are an error, as they would plan only a part of what they say.
+pub fn first_plan<'a>(words: impl IntoIterator<Item = &'a str>) -> anyhow::Result<RunPlan> {
+    use clap::Parser as _;
+    let cli = crate::cli::Cli::try_parse_from(words)?;
+    let inputs = from_flags(&cli.load);
+    let cells = crate::plan::cells(&inputs, None);
+    let [cell] = cells.as_slice() else {
+        anyhow::bail!("the words make {} cells, not one", cells.len());
+    };
+    crate::plan::build(
+        &inputs,
+        &inputs.target.urls,
+        &[],
+        cell,
+        false,
+        &crate::io::uring::probe::check,
+    )
+}
 
 /// What the plan of every cell of `args` is made from; the gRPC schema of `--grpc-reflect` is
 /// fetched later (`Grpc::reflected`).

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use h2load_rs::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
-use h2load_rs::tls;
+use h2load_rs::testkit::server::{spawn_background, SentBytes, SentTotals, ServeOptions};
+use h2load_rs::testkit::tls;
 
 use crate::common::{h2load_rs, run_command, text_counts};
 

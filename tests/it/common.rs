@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use h2load_rs::server::{spawn_background, ServeOptions};
+use h2load_rs::testkit::server::{spawn_background, ServeOptions};
 
 /// Longest any single command in a test may run before it is killed and the test fails.
 pub const COMMAND_LIMIT: Duration = Duration::from_secs(60);

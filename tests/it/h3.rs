@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 
-use h2load_rs::server::{spawn_background, ServeOptions};
-use h2load_rs::tls;
+use h2load_rs::testkit::server::{spawn_background, ServeOptions};
+use h2load_rs::testkit::tls;
 
 use crate::common::{assert_clean, assert_usage_error, h2load_rs, Run};
 use crate::testbed::testbed_running;

@@ -259,10 +259,10 @@ fn established_to(port: u16) -> usize {
 #[test]
 fn timed_out_connections_give_their_sockets_back_on_both_backends() {
     // A target of its own: only this test's client connects to its port.
-    let addr = h2load_rs::server::spawn_background(
+    let addr = h2load_rs::testkit::server::spawn_background(
         1,
-        h2load_rs::server::ServeOptions {
-            behaviour: h2load_rs::server::Behaviour {
+        h2load_rs::testkit::server::ServeOptions {
+            behaviour: h2load_rs::testkit::server::Behaviour {
                 delay: Some(Duration::from_millis(20)),
                 ..Default::default()
             },

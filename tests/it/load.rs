@@ -232,9 +232,9 @@ fn json_report_matches_the_text_report() {
 
 #[test]
 fn server_stream_limit_caps_streams_per_connection() {
-    let addr = h2load_rs::server::spawn_background(
+    let addr = h2load_rs::testkit::server::spawn_background(
         1,
-        h2load_rs::server::ServeOptions {
+        h2load_rs::testkit::server::ServeOptions {
             max_concurrent_streams: 8,
             ..Default::default()
         },
@@ -496,16 +496,16 @@ fn h2c_upgrade_against_the_built_in_target() {
 
 /// A built-in target serving TLS with the test certificate (certs/ca.crt signs it).
 fn tls_target() -> std::net::SocketAddr {
-    let tls = h2load_rs::tls::server_config(
-        h2load_rs::tls::test_pki::SERVER_CERT.as_bytes(),
-        h2load_rs::tls::test_pki::SERVER_KEY.as_bytes(),
+    let tls = h2load_rs::testkit::tls::server_config(
+        h2load_rs::testkit::tls::test_pki::SERVER_CERT.as_bytes(),
+        h2load_rs::testkit::tls::test_pki::SERVER_KEY.as_bytes(),
     )
     .unwrap();
-    let options = h2load_rs::server::ServeOptions {
+    let options = h2load_rs::testkit::server::ServeOptions {
         tls: Some(tls),
         ..Default::default()
     };
-    h2load_rs::server::spawn_background(1, options).unwrap()
+    h2load_rs::testkit::server::spawn_background(1, options).unwrap()
 }
 
 /// The scheme that does not match the port is named in the error, both ways and for every

@@ -142,7 +142,7 @@ fn interval_log_is_readable_by_hdrhistogram() {
         let entry = entry.expect("a valid log entry");
         if let hdrhistogram::serialization::interval_log::LogEntry::Interval(interval) = entry {
             let histogram =
-                h2load_rs::recorder::hdr::from_base64(interval.encoded_histogram()).unwrap();
+                h2load_rs::testkit::hdr::from_base64(interval.encoded_histogram()).unwrap();
             let tag = interval.tag().unwrap().as_str().to_owned();
             durations
                 .entry(tag.clone())
@@ -313,11 +313,11 @@ fn merging_three_concurrent_runs_adds_them_exactly() {
     }
     assert_eq!(cell["cell"]["clients"], 12);
     // The merged histogram is exactly the sum of the three.
-    let mut union = h2load_rs::recorder::hdr::new_histogram();
+    let mut union = h2load_rs::testkit::hdr::new_histogram();
     for run in &runs {
         union
             .add(
-                h2load_rs::recorder::hdr::from_base64(
+                h2load_rs::testkit::hdr::from_base64(
                     run.cell()["latency"]["request"]["hdr"].as_str().unwrap(),
                 )
                 .unwrap(),
@@ -392,7 +392,7 @@ fn at_least(run: &Run, pointer: &str, micros: u64) -> u64 {
         .pointer(&format!("/{pointer}"))
         .and_then(serde_json::Value::as_str)
         .unwrap_or_else(|| panic!("a histogram at {pointer}"));
-    let values = h2load_rs::recorder::hdr::from_base64(hdr).unwrap();
+    let values = h2load_rs::testkit::hdr::from_base64(hdr).unwrap();
     values.count_between(micros, u64::MAX)
 }
 

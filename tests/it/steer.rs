@@ -6,11 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use h2load_rs::cli::Cli;
-use h2load_rs::plan::{self, RunPlan};
-use h2load_rs::runner::control::{Probe, StepResult};
-use h2load_rs::runner::{self, steer::steer, Sinks};
-use h2load_rs::server::{spawn_background, Behaviour, ServeOptions};
+use h2load_rs::testkit::runner::{self, steer, Probe, Sinks, StepResult};
+use h2load_rs::testkit::server::{spawn_background, Behaviour, ServeOptions};
+use h2load_rs::testkit::{first_plan, RunPlan};
 
 use crate::common::timer_noise;
 
@@ -31,22 +29,8 @@ fn delayed_target() -> SocketAddr {
 
 /// The plan of the only cell of `args`.
 fn plan_of(args: &[&str]) -> Arc<RunPlan> {
-    let cli = Cli::try_parse_from(std::iter::once("h2load-rs").chain(args.iter().copied()))
-        .expect("the arguments parse");
-    let inputs = h2load_rs::app::inputs::from_flags(&cli.load);
-    let cells = plan::cells(&inputs, None);
-    assert_eq!(cells.len(), 1);
-    Arc::new(
-        plan::build(
-            &inputs,
-            &cli.load.urls,
-            &[],
-            &cells[0],
-            false,
-            &runner::uring_verdict,
-        )
-        .expect("the plan builds"),
-    )
+    let words = std::iter::once("h2load-rs").chain(args.iter().copied());
+    Arc::new(first_plan(words).expect("the plan builds"))
 }
 
 fn p50_ms(step: &StepResult) -> f64 {

@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h2load_rs::proto::h2::{self as h2frame, FrameHead};
-use h2load_rs::tls;
+use h2load_rs::testkit::h2::{self as h2frame, FrameHead};
+use h2load_rs::testkit::tls;
 
 const BIN: &str = env!("CARGO_BIN_EXE_h2load-rs");
 

@@ -7,8 +7,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use h2load_rs::server::{spawn_background, ServeOptions};
-use h2load_rs::tls;
+use h2load_rs::testkit::server::{spawn_background, ServeOptions};
+use h2load_rs::testkit::tls;
 
 use crate::common::{assert_clean, assert_usage_error, h2load_rs, run_command, url, Run};
 

@@ -7,7 +7,7 @@
 //! the `--until-stable` test adds the overhead it measures (its p50 beyond the exponential's) to
 //! the exponential's p99.
 
-use h2load_rs::server::{spawn_background, ServeOptions};
+use h2load_rs::testkit::server::{spawn_background, ServeOptions};
 
 use crate::common::{h2load_rs, run_command, timer_noise, Run};
 use crate::{exclusive, short_of_cpu};

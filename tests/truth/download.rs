@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use h2load_rs::server::{spawn_background, SentBytes, ServeOptions};
+use h2load_rs::testkit::server::{spawn_background, SentBytes, ServeOptions};
 
 use crate::common::{finished_fields, h2load_rs, require, run_command, throughput};
 use crate::exclusive;

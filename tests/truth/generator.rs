@@ -230,7 +230,7 @@ fn responses_that_arrived_while_the_client_was_stopped_waited_the_stop() {
     assert!(status.success(), "{status}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let wait = &report["cells"][0]["latency"]["receive_wait"];
-    let histogram = h2load_rs::recorder::hdr::from_base64(wait["hdr"].as_str().unwrap()).unwrap();
+    let histogram = h2load_rs::testkit::hdr::from_base64(wait["hdr"].as_str().unwrap()).unwrap();
     let micros = |duration: Duration| duration.as_micros() as u64;
     let long = histogram.count_between(micros(stop / 2), u64::MAX);
     let max = Duration::from_micros(histogram.max());

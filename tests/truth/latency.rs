@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use h2load_rs::server::{spawn_background, AppliedDelays, Behaviour, ServeOptions};
+use h2load_rs::testkit::server::{spawn_background, AppliedDelays, Behaviour, ServeOptions};
 
 use crate::common::{h2load_rs, target, timer_noise, url, Run};
 use crate::{exclusive, short_of_cpu, starved};
@@ -255,7 +255,7 @@ fn under_rate_response_minus_service_time_is_the_pacing_error() {
         .cell()
         .pointer("/rate/delay_hdr")
         .and_then(serde_json::Value::as_str)
-        .map(h2load_rs::recorder::hdr::from_base64)
+        .map(h2load_rs::testkit::hdr::from_base64)
         .expect("a start delay histogram")
         .unwrap()
         .mean();

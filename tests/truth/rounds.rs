@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 
-use h2load_rs::server::{spawn_background, ServeOptions};
+use h2load_rs::testkit::server::{spawn_background, ServeOptions};
 
 use crate::common::{h2load_rs, stolen_time, timer_noise};
 use crate::exclusive;

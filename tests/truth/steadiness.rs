@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use h2load_rs::server::{spawn_background, Behaviour, ServeOptions, Stall};
+use h2load_rs::testkit::server::{spawn_background, Behaviour, ServeOptions, Stall};
 
 use crate::common::{h2load_rs, timer_noise, url};
 use crate::exclusive;

@@ -4,7 +4,7 @@
 use super::server::h2::{self, frame, STATUS_200};
 use super::server::{hpack, Behaviour, Conn};
 use super::{run, Case, Exactly, BASE, TIMEOUT};
-use h2load_rs::proto::h2::{DATA, END_HEADERS, END_STREAM, HEADERS};
+use h2load_rs::testkit::h2::{DATA, END_HEADERS, END_STREAM, HEADERS};
 use std::time::Duration;
 
 use Behaviour::{H2Reply, Script};

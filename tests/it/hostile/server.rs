@@ -317,12 +317,12 @@ pub mod h2 {
 
     // The wire facts are the client's own (RFC constants, defined once in `proto::h2`); only the
     // frames built from them misbehave.
-    pub use h2load_rs::proto::h2::{
+    pub use h2load_rs::testkit::h2::{
         ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, INTERNAL_ERROR,
         NO_ERROR, PADDED, PING, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
         SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, WINDOW_UPDATE,
     };
-    use h2load_rs::proto::h2::{HEADER_LEN as FRAME_HEADER_LEN, PREFACE_LEN};
+    use h2load_rs::testkit::h2::{HEADER_LEN as FRAME_HEADER_LEN, PREFACE_LEN};
 
     /// HPACK block of the single static entry 8, `:status: 200`.
     pub const STATUS_200: &[u8] = &[0x88];
@@ -330,7 +330,7 @@ pub mod h2 {
     /// One frame: 24-bit length, type, flags, 31-bit stream id, payload.
     pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
-        h2load_rs::proto::h2::write_frame(&mut bytes, kind, flags, stream, payload);
+        h2load_rs::testkit::h2::write_frame(&mut bytes, kind, flags, stream, payload);
         bytes
     }
 

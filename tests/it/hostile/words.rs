@@ -6,7 +6,7 @@
 use super::server::h2::{self, frame, STATUS_200};
 use super::server::{hpack, Behaviour, Conn, Server};
 use crate::common::{h2load_rs, Run};
-use h2load_rs::proto::h2::{END_HEADERS, END_STREAM, GOAWAY, HEADERS};
+use h2load_rs::testkit::h2::{END_HEADERS, END_STREAM, GOAWAY, HEADERS};
 
 /// What drives a terminal, with no newline (for fields that end at one).
 const CONTROL: &[u8] = b"\x1b]0;owned\x07\x1b[2J";
