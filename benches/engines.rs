@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use h2load_rs::testkit::runner;
 use h2load_rs::testkit::{first_plan, RunPlan};

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 /// The one-line warning for `flag` listening on `ip`, saying what `anyone` reaching it can do,
 /// or `None` for a loopback address. Every other address is reachable from elsewhere: the
 /// unspecified `0.0.0.0` and `::` included, an IPv4-mapped loopback (`::ffff:127.0.0.1`) excluded.
-pub fn warning(flag: &str, ip: IpAddr, anyone: &str) -> Option<String> {
+pub(crate) fn warning(flag: &str, ip: IpAddr, anyone: &str) -> Option<String> {
     (!ip.to_canonical().is_loopback())
         .then(|| format!("h2load-rs: warning: {flag} {ip} is not a loopback address: {anyone}"))
 }

@@ -14,7 +14,7 @@ use crate::usage_bail;
 
 /// Reads the whole of `path`, the `what` of the command line (e.g. "-d file"), if it is a regular
 /// file of at most `cap` bytes.
-pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+pub(crate) fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
     let shown = path.display();
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
@@ -50,7 +50,7 @@ pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
 
 /// Reads standard input to its end (`-` on the command line, e.g. `kubectl logs ... | h2load-rs
 /// merge -`), at most `cap` bytes: a stream longer than that is refused, not held.
-pub fn read_stdin(what: &str, cap: u64) -> Result<Vec<u8>> {
+pub(crate) fn read_stdin(what: &str, cap: u64) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if let Err(error) = std::io::stdin()
         .lock()
@@ -69,7 +69,7 @@ pub fn read_stdin(what: &str, cap: u64) -> Result<Vec<u8>> {
 }
 
 /// [`read`] for text files.
-pub fn read_text(path: &Path, what: &str, cap: u64) -> Result<String> {
+pub(crate) fn read_text(path: &Path, what: &str, cap: u64) -> Result<String> {
     match String::from_utf8(read(path, what, cap)?) {
         Ok(text) => Ok(text),
         Err(_) => usage_bail!("the {what} '{}' is not UTF-8 text", path.display()),

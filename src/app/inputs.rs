@@ -34,7 +34,7 @@ pub fn first_plan<'a>(words: impl IntoIterator<Item = &'a str>) -> anyhow::Resul
 
 /// What the plan of every cell of `args` is made from; the gRPC schema of `--grpc-reflect` is
 /// fetched later (`Grpc::reflected`).
-pub fn from_flags(args: &LoadArgs) -> Inputs {
+pub(crate) fn from_flags(args: &LoadArgs) -> Inputs {
     Inputs {
         target: Target {
             urls: args.urls.clone(),

@@ -10,10 +10,10 @@
 
 mod capacity;
 mod fault_cells;
-pub mod inputs;
+pub(crate) mod inputs;
 mod k8s;
-pub mod sweep;
-pub mod target;
+pub(crate) mod sweep;
+pub(crate) mod target;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -29,7 +29,7 @@ use crate::report::{self, CellContext, Document, Summary, SweepStop};
 use crate::runner::{self, signals};
 
 /// A load test ready to run: every cell planned, every destination checked.
-pub struct Sweep<'a> {
+pub(crate) struct Sweep<'a> {
     args: &'a LoadArgs,
     cells: Vec<(CellSpec, Arc<RunPlan>)>,
     built_in: Option<BuiltIn>,
@@ -40,7 +40,7 @@ pub struct Sweep<'a> {
 }
 
 /// What a sweep measured.
-pub struct Finished {
+pub(crate) struct Finished {
     /// Every cell that ran, and their comparison.
     pub document: Document,
     /// Whether an export could not be written at the end (each failure is on stderr).
@@ -50,7 +50,7 @@ pub struct Finished {
 impl<'a> Sweep<'a> {
     /// Plans every cell and checks every destination; any problem is an error before anything is
     /// sent (a usage error for bad input).
-    pub fn prepare(args: &'a LoadArgs, inputs: &Inputs) -> Result<Sweep<'a>> {
+    pub(crate) fn prepare(args: &'a LoadArgs, inputs: &Inputs) -> Result<Sweep<'a>> {
         let outputs = Outputs::check(
             &super::export_paths(&args.outputs),
             args.log_file.as_deref(),
@@ -126,7 +126,7 @@ impl<'a> Sweep<'a> {
 
     /// Runs the cells in order, writing the exports after each; stops early on a signal. The
     /// metrics endpoint then lingers, however the cells ended.
-    pub fn run(mut self) -> Result<Finished> {
+    pub(crate) fn run(mut self) -> Result<Finished> {
         let finished = self.run_cells();
         if let Some((endpoint, _)) = self.metrics.take() {
             endpoint.linger(self.args.metrics_linger, runner::pause);

@@ -16,7 +16,7 @@ use crate::usage_bail;
 const PRIVATE_IDLE_TIMEOUT: &str = "720h";
 
 /// A running `h2load-rs serve`, stopped when dropped.
-pub struct ChildTarget {
+pub(crate) struct ChildTarget {
     child: Child,
     /// Its base URL, e.g. `http://127.0.0.1:40123`.
     pub base_url: String,
@@ -24,7 +24,7 @@ pub struct ChildTarget {
 
 impl ChildTarget {
     /// Starts `h2load-rs serve` on a free loopback port, with extra `serve` flags (delays, stalls).
-    pub fn start(tls: bool, flags: &[String]) -> Result<ChildTarget> {
+    pub(crate) fn start(tls: bool, flags: &[String]) -> Result<ChildTarget> {
         let executable = std::env::current_exe().context("cannot find the h2load-rs executable")?;
         let mut command = Command::new(executable);
         // The target exits when its stdin closes: even if this process is killed, it never lingers.
@@ -72,7 +72,7 @@ impl ChildTarget {
     }
 
     /// The process id, for watching.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 }
@@ -85,7 +85,7 @@ impl Drop for ChildTarget {
 }
 
 /// The built-in target for runs without a URL: cleartext, and TLS when a cell needs it.
-pub struct BuiltIn {
+pub(crate) struct BuiltIn {
     cleartext: ChildTarget,
     tls: Option<ChildTarget>,
     /// Whether HTTP/1.1 cells use the TLS instance: with `--target-tls`, or when another cell of
@@ -97,7 +97,7 @@ pub struct BuiltIn {
 impl BuiltIn {
     /// Starts the target(s) with the `--target-*` options of `args`, for the sweep's `cells` (of
     /// `inputs`).
-    pub fn start(args: &LoadArgs, inputs: &Inputs, cells: &[CellSpec]) -> Result<BuiltIn> {
+    pub(crate) fn start(args: &LoadArgs, inputs: &Inputs, cells: &[CellSpec]) -> Result<BuiltIn> {
         super::fault_cells::check(args.target_fault, inputs)?;
         if let Some(path) = &inputs.connection.unix_socket {
             // The URL gives the scheme, Host and SNI of whatever listens there.
@@ -141,12 +141,12 @@ impl BuiltIn {
     }
 
     /// The base URL (`http://127.0.0.1:PORT` or `https://…`) of the instance serving `cell`.
-    pub fn base_url(&self, cell: &CellSpec) -> &str {
+    pub(crate) fn base_url(&self, cell: &CellSpec) -> &str {
         &self.serving(cell).base_url
     }
 
     /// The process id of the instance serving `cell`, for watching.
-    pub fn pid(&self, cell: &CellSpec) -> u32 {
+    pub(crate) fn pid(&self, cell: &CellSpec) -> u32 {
         self.serving(cell).pid()
     }
 }

@@ -9,7 +9,7 @@ use crate::units::parse_size;
 
 /// Arguments that make a run call a gRPC method instead of sending plain HTTP requests.
 #[derive(Debug, Clone, Default, Args)]
-pub struct GrpcArgs {
+pub(crate) struct GrpcArgs {
     /// Call this gRPC method on the URL's server (h2c for http://, h2 for https://):
     /// /package.Service/Method (also package.Service.Method). The URL's path is ignored.
     #[arg(long = "grpc", value_name = "METHOD")]
@@ -93,7 +93,7 @@ fn parse_message_limit(text: &str) -> Result<u32, String> {
 
 /// Values of `--grpc-shape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GrpcShapeArg {
+pub(crate) enum GrpcShapeArg {
     /// One message each way.
     Unary,
     /// One message sent, a stream of them received.

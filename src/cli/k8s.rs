@@ -10,7 +10,7 @@ use crate::units::parse_positive_duration;
 
 /// Arguments of `h2load-rs k8s-job`.
 #[derive(Debug, Args)]
-pub struct K8sJobArgs {
+pub(crate) struct K8sJobArgs {
     /// Pods, each running one part (`--shard`) of the load: N pods run it once between them.
     #[arg(long = "workers", value_name = "N",
           value_parser = crate::cli::values::count::<u64>(1, MAX_SHARDS))]

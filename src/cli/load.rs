@@ -37,7 +37,7 @@ const TARGET: &str = "Built-in target (when no URL is given)";
 
 /// Options of a load test. Flag names and meanings follow h2load.
 #[derive(Debug, Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Target URLs, used in turn by each client across its connections. Scheme, host and port
     /// come from the first.
     #[arg(value_name = "URL")]

@@ -10,7 +10,7 @@ pub(crate) mod habits;
 mod k8s;
 mod load;
 mod output;
-pub mod scenario;
+pub(crate) mod scenario;
 pub(crate) mod serve;
 pub(crate) mod values;
 
@@ -18,16 +18,16 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use grpc::{GrpcArgs, GrpcShapeArg};
-pub use k8s::K8sJobArgs;
-pub use load::LoadArgs;
-pub use output::{CheckArgs, DiffArgs, MergeArgs, OutputArgs};
-pub use serve::ServeArgs;
+pub(crate) use grpc::{GrpcArgs, GrpcShapeArg};
+pub(crate) use k8s::K8sJobArgs;
+pub(crate) use load::LoadArgs;
+pub(crate) use output::{DiffArgs, MergeArgs, OutputArgs};
+pub(crate) use serve::ServeArgs;
 use serve::SERVE_BOUNDS;
-pub use values::NoTlsProto;
+pub(crate) use values::NoTlsProto;
 
 /// The version `--version` prints: the package version and the commit it was built from.
-pub const VERSION: &str = concat!(
+pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("H2LOAD_RS_COMMIT"),
@@ -36,7 +36,7 @@ pub const VERSION: &str = concat!(
 
 /// The examples `--help` ends with and the manual page's EXAMPLES: what each does, and the
 /// command (tested to parse).
-pub const EXAMPLES: [(&str, &str); 9] = [
+pub(crate) const EXAMPLES: [(&str, &str); 9] = [
     (
         "10000 requests to the built-in target, on 10 connections",
         "h2load-rs -n 10k -c 10",
@@ -94,7 +94,7 @@ fn examples_help() -> String {
     args_conflicts_with_subcommands = true,
     after_help = examples_help()
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// A subcommand; without one, h2load-rs runs a load test.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -105,7 +105,7 @@ pub struct Cli {
 
 /// Subcommands besides the load test itself.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a scenario file (TOML: keys are the long option names); options given here override it.
     Run(RunArgs),
     /// Combine the JSON reports of runs made on several machines into one report.
@@ -134,7 +134,7 @@ pub enum Command {
 
 /// Arguments of `h2load-rs run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The scenario file.
     #[arg(value_name = "FILE")]
     pub scenario: PathBuf,

@@ -9,7 +9,7 @@ use crate::units::parse_percent;
 
 /// Where results are written (every format is optional).
 #[derive(Debug, Args, Default)]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     /// Write every cell as JSON to FILE (- for standard output).
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -46,7 +46,7 @@ pub struct OutputArgs {
 
 /// Response checks: a response that fails one counts as failed, with error kind `check`.
 #[derive(Debug, Args, Default)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Statuses that count as success instead of 2xx/3xx: codes and classes, comma-separated
     /// (200,204 or 2xx); any other status fails the check (repeatable).
     #[arg(long = "expect-status", value_name = "CODE[,CODE...]")]
@@ -64,7 +64,7 @@ pub struct CheckArgs {
 
 /// Arguments of `h2load-rs merge`.
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// `--json` reports of the same scenario, run on several machines.
     #[arg(value_name = "RESULT.json", required = true)]
     pub results: Vec<PathBuf>,
@@ -83,7 +83,7 @@ pub struct MergeArgs {
 
 /// Arguments of `h2load-rs diff`.
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The baseline `--json` report.
     #[arg(value_name = "BASE.json")]
     pub base: PathBuf,

@@ -16,7 +16,7 @@ use crate::usage_bail;
 
 /// A scenario turned into command-line arguments.
 #[derive(Debug)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     /// The file's `description`, if any.
     pub description: Option<String>,
     /// Arguments for [`Cli`]: the program name, the file's options, then the command line's.
@@ -24,13 +24,13 @@ pub struct Scenario {
 }
 
 /// Reads `path` and merges it with `overrides` (the arguments after the file name).
-pub fn load(path: &Path, overrides: &[OsString]) -> Result<Scenario> {
+pub(crate) fn load(path: &Path, overrides: &[OsString]) -> Result<Scenario> {
     let text = input::read_text(path, "scenario file", MAX_SCENARIO_FILE)?;
     parse(&text, &path.display().to_string(), overrides)
 }
 
 /// Merges scenario `text` (named `shown` in messages) with `overrides`.
-pub fn parse(text: &str, shown: &str, overrides: &[OsString]) -> Result<Scenario> {
+pub(crate) fn parse(text: &str, shown: &str, overrides: &[OsString]) -> Result<Scenario> {
     let table: toml::Table = match text.parse() {
         Ok(table) => table,
         Err(error) => usage_bail!("{shown}: {}", error.message()),

@@ -22,7 +22,7 @@ and the built-in TLS key in certs/ is public.";
 
 /// Options of `h2load-rs serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// TCP port to listen on (0 picks a free one; the address is printed).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,

@@ -9,7 +9,7 @@ use crate::units::parse_count;
 
 /// Values of h2load's `-p/--no-tls-proto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoTlsProto {
+pub(crate) enum NoTlsProto {
     /// HTTP/2 by prior knowledge.
     H2c,
     /// HTTP/1.1.

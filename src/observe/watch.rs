@@ -13,7 +13,7 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// What one process used during a cell.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
-pub struct ProcessUsage {
+pub(crate) struct ProcessUsage {
     /// The process id.
     pub pid: u32,
     /// CPU time over wall time, in percent of one core (above 100 with several busy threads).

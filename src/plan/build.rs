@@ -31,7 +31,7 @@ use crate::usage_bail;
 /// target, whose CA `trust_test_ca` adds to the trusted roots); `file_urls` (`-i`) come after them.
 /// `uring_verdict` says whether io_uring is usable (the engine's probe, which the caller passes:
 /// the plan sits below the engine); it is asked only for `--io uring` or `--io auto`.
-pub fn build(
+pub(crate) fn build(
     inputs: &Inputs,
     urls: &[String],
     file_urls: &[String],

@@ -11,7 +11,7 @@ use crate::usage_bail;
 
 /// One cell of a run: a protocol at a concurrency level. A sweep is a list of cells.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CellSpec {
+pub(crate) struct CellSpec {
     /// The protocol asked for (None: h2load's default for the URL's scheme).
     pub proto: Option<ProtoChoice>,
     /// Connections.
@@ -26,7 +26,7 @@ pub struct CellSpec {
 
 impl CellSpec {
     /// Whether this cell needs a TLS target (`https://`); `target_tls` asks it of HTTP/1.1 cells too.
-    pub fn needs_tls(&self, target_tls: bool) -> bool {
+    pub(crate) fn needs_tls(&self, target_tls: bool) -> bool {
         match self.proto {
             Some(ProtoChoice::H2 | ProtoChoice::Auto | ProtoChoice::H3) => true,
             Some(ProtoChoice::H1) | None => target_tls,
@@ -38,7 +38,7 @@ impl CellSpec {
 /// Expands `-c`, `-m` and `--proto` lists into cells, in the order they run: for each connection
 /// count, for each stream count, every protocol. `first_file_url` is the first URL of the `-i`
 /// file, which the caller has read and checked (it decides h2c for `--h2-multiplex`).
-pub fn cells(inputs: &Inputs, first_file_url: Option<&str>) -> Vec<CellSpec> {
+pub(crate) fn cells(inputs: &Inputs, first_file_url: Option<&str>) -> Vec<CellSpec> {
     let load = &inputs.load;
     let protocols: Vec<Option<ProtoChoice>> = if inputs.protocol.proto.is_empty() {
         vec![None]

@@ -114,7 +114,7 @@ impl JsonMessage {
 
 /// The gRPC method to call and its message, as the inputs give them (`Inputs::grpc`).
 #[derive(Debug, Clone, Default)]
-pub struct GrpcInputs {
+pub(crate) struct GrpcInputs {
     /// `--grpc`: the method (`None`: no gRPC).
     pub method: Option<String>,
     /// `--grpc-shape`, if given.

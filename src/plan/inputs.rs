@@ -15,7 +15,7 @@ use super::stages::Stage;
 
 /// Everything one sweep's plans are built from.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// Where the requests go.
     pub target: Target,
     /// How much load, how fast, for how long.
@@ -34,7 +34,7 @@ pub struct Inputs {
 
 /// Where the requests go (`-i`, `--urls-random`, the built-in target's TLS).
 #[derive(Debug, Clone, Default)]
-pub struct Target {
+pub(crate) struct Target {
     /// The URLs given on the command line.
     pub urls: Vec<String>,
     /// `-i`: the file more URLs come from (named in the report).
@@ -47,7 +47,7 @@ pub struct Target {
 
 /// A request count (`-n`): a total, or a multiple of each cell's concurrency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requests {
+pub(crate) enum Requests {
     /// This many requests in total.
     Total(u64),
     /// This many per concurrent request (connections × streams) of each cell.
@@ -56,7 +56,7 @@ pub enum Requests {
 
 /// The protocol a cell asks for (`--proto`), which negotiate.rs turns into its negotiation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtoChoice {
+pub(crate) enum ProtoChoice {
     /// HTTP/1.1 (keep-alive pool; pipelined when -m > 1).
     #[value(name = "h1", alias = "http/1.1")]
     H1,
@@ -75,7 +75,7 @@ pub enum ProtoChoice {
 
 /// Values of `--io`: how TCP and unix-socket connections do their I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum IoChoice {
+pub(crate) enum IoChoice {
     /// io_uring where the kernel allows it, else epoll (said once on stderr with the reason).
     Auto,
     /// io_uring, one ring per thread; the run fails (status 1) if the kernel refuses it.
@@ -108,7 +108,7 @@ impl Arrival {
 
 /// How much load, how fast and for how long; the lists are the sweep's levels.
 #[derive(Debug, Clone)]
-pub struct Load {
+pub(crate) struct Load {
     /// `-n`.
     pub requests: Option<Requests>,
     /// `-c`: connections, one cell per level.
@@ -149,7 +149,7 @@ pub struct Load {
 
 /// The protocol asked for, its HTTP/2 settings and the I/O backend.
 #[derive(Debug, Clone)]
-pub struct ProtocolInputs {
+pub(crate) struct ProtocolInputs {
     /// `--proto`: one cell per protocol (empty: the scheme's default).
     pub proto: Vec<ProtoChoice>,
     /// The protocol of every cell without `--proto`, whatever the scheme (`--h1`).
@@ -174,7 +174,7 @@ pub struct ProtocolInputs {
 
 /// How connections reach the server, and when they and their requests are given up.
 #[derive(Debug, Clone, Default)]
-pub struct Connection {
+pub(crate) struct Connection {
     /// `--connect-to HOST:PORT`, unparsed.
     pub connect_to: Option<String>,
     /// `--unix-socket`.
@@ -199,7 +199,7 @@ pub struct Connection {
 
 /// The TLS settings of `https://` cells.
 #[derive(Debug, Clone, Default)]
-pub struct Tls {
+pub(crate) struct Tls {
     /// `--tls-resume`.
     pub resume: bool,
     /// `--tls-early-data`.
@@ -220,7 +220,7 @@ pub struct Tls {
 
 /// What each request holds and what its response must show.
 #[derive(Debug, Clone, Default)]
-pub struct Request {
+pub(crate) struct Request {
     /// `-H`, unparsed.
     pub headers: Vec<String>,
     /// The file of the body (`-d`).

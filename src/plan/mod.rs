@@ -10,32 +10,32 @@
 //! json_ints.rs refusing the integers a JSON message would have clamped); run_plan.rs holds the
 //! plan's types.
 
-pub mod objective;
-pub mod rounds;
-pub mod route;
-pub mod shard;
-pub mod stages;
-pub mod template;
-pub mod urls;
+pub(crate) mod objective;
+pub(crate) mod rounds;
+pub(crate) mod route;
+pub(crate) mod shard;
+pub(crate) mod stages;
+pub(crate) mod template;
+pub(crate) mod urls;
 
 mod build;
 mod cells;
-pub mod grpc;
+pub(crate) mod grpc;
 mod inputs;
 mod json_ints;
 mod negotiate;
-pub mod proto_files;
+pub(crate) mod proto_files;
 mod request;
 mod run_plan;
 mod target;
 #[cfg(test)]
 mod testing;
 
-pub use build::build;
-pub use cells::cells;
+pub(crate) use build::build;
+pub(crate) use cells::cells;
 pub(crate) use cells::CellSpec;
-pub use grpc::GrpcInputs;
-pub use inputs::{
+pub(crate) use grpc::GrpcInputs;
+pub(crate) use inputs::{
     Arrival, Connection, Inputs, IoChoice, Load, ProtoChoice, ProtocolInputs, Request, Requests,
     Target, Tls,
 };
@@ -47,10 +47,10 @@ pub(crate) use run_plan::{
 };
 
 /// Requests sent when neither `-n` nor `-D` is given.
-pub const DEFAULT_REQUESTS: u64 = 10_000;
+pub(crate) const DEFAULT_REQUESTS: u64 = 10_000;
 
 /// How long `--until-stable` measures at most without `-n` or `-D`: it ends the run itself, and
 /// the default count (a fraction of a second on a fast target, before its second look) would
 /// end it first. Ten minutes is far beyond what a steady server needs at any usual target
 /// (seconds at ±5%), and still ends a run on one that never settles the same hour.
-pub const UNTIL_STABLE_CAP: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const UNTIL_STABLE_CAP: std::time::Duration = std::time::Duration::from_secs(600);

@@ -10,7 +10,7 @@ use crate::units::parse_duration;
 
 /// What an objective measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Metric {
+pub(crate) enum Metric {
     /// A quantile of the request latency (1.0: the largest value), in microseconds.
     Latency(&'static str, f64),
     /// Failed requests over finished ones, in percent (h2load's failed: error statuses and errors).
@@ -41,7 +41,7 @@ impl Metric {
 
 /// The comparison an objective makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// `<`, or `<=` when inclusive.
     Below {
         /// Whether equality satisfies it.
@@ -68,7 +68,7 @@ impl Op {
 
 /// One parsed `METRIC OP VALUE`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Objective {
+pub(crate) struct Objective {
     /// What is measured.
     pub metric: Metric,
     /// How it is compared.
@@ -172,7 +172,7 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
 
 /// What a run (or a step of one) measured, as objectives read it.
 #[derive(Debug, Clone, Copy)]
-pub struct Measured<'a> {
+pub(crate) struct Measured<'a> {
     /// Request latency, µs.
     pub latency: &'a Histogram<u64>,
     /// Requests accounted for: finished, or never sent (`-n` requests no connection carried).
@@ -187,7 +187,7 @@ impl Objective {
     /// The metric's value in `measured`, in the metric's unit. An empty latency histogram reads
     /// 0, as in the report's percentiles; with no request at all, `errors` reads 100%: nothing
     /// succeeded, and a threshold on errors must see a dead server.
-    pub fn value(&self, measured: &Measured) -> f64 {
+    pub(crate) fn value(&self, measured: &Measured) -> f64 {
         match self.metric {
             Metric::Latency(_, quantile) if quantile >= 1.0 => measured.latency.max() as f64,
             Metric::Latency(_, quantile) => measured.latency.value_at_quantile(quantile) as f64,
@@ -198,7 +198,7 @@ impl Objective {
     }
 
     /// Whether `value` makes the expression true.
-    pub fn holds(&self, value: f64) -> bool {
+    pub(crate) fn holds(&self, value: f64) -> bool {
         match self.op {
             Op::Below { inclusive } => value < self.bound || (inclusive && value == self.bound),
             Op::Above { inclusive } => value > self.bound || (inclusive && value == self.bound),
@@ -207,12 +207,12 @@ impl Objective {
 
     /// Whether the expression is an upper bound (`<`, `<=`): only those can be objectives of a
     /// capacity search, whose latency and errors grow with the rate.
-    pub fn is_upper_bound(&self) -> bool {
+    pub(crate) fn is_upper_bound(&self) -> bool {
         matches!(self.op, Op::Below { .. })
     }
 
     /// `value` in the metric's unit, as messages show it: `84.2ms`, `0.50%`, `4,950 req/s`.
-    pub fn show(&self, value: f64) -> String {
+    pub(crate) fn show(&self, value: f64) -> String {
         match self.metric {
             Metric::Latency(..) => show_micros(value),
             Metric::Errors => format!("{value:.2}%"),
@@ -221,7 +221,7 @@ impl Objective {
     }
 
     /// `p99 84.2ms > 50ms`: the metric, its measured value, the operator and the bound.
-    pub fn describe(&self, value: f64) -> String {
+    pub(crate) fn describe(&self, value: f64) -> String {
         format!(
             "{} {} {} {}",
             self.metric.name(),
@@ -232,7 +232,7 @@ impl Objective {
     }
 
     /// Checks the objective against `measured`.
-    pub fn check(&self, measured: &Measured) -> Checked {
+    pub(crate) fn check(&self, measured: &Measured) -> Checked {
         let value = self.value(measured);
         Checked {
             expr: self.to_string(),
@@ -245,7 +245,7 @@ impl Objective {
 /// `--slo` objectives bound latency and errors from above: a capacity search raises the rate
 /// until one breaks, so `>` (which a higher rate could only make true) and `rps` (which the
 /// search sets itself) are usage errors.
-pub fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
+pub(crate) fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
     for objective in objectives {
         if !objective.is_upper_bound() {
             crate::usage_bail!("--slo '{objective}': an objective is what must hold as the rate rises, an upper bound with < or <= (use --fail-if for a threshold with >)");
@@ -259,7 +259,7 @@ pub fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
 
 /// One objective checked against a run: the expression, the measured value and the outcome.
 #[derive(Debug, Clone)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The expression, canonically spelled (`p99>50ms`).
     pub expr: String,
     /// The measured value in the metric's unit (µs, percent, requests per second).

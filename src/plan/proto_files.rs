@@ -23,18 +23,18 @@ use crate::usage_bail;
 
 /// The most the `.proto` files of a run may hold, each and all together (a schema, not data):
 /// compiling holds about 140 times their size (2 MiB of messages peaked at 290 MB).
-pub const MAX_PROTO_BYTES: u64 = 2 << 20;
+pub(crate) const MAX_PROTO_BYTES: u64 = 2 << 20;
 /// Files read, the named ones and their imports.
-pub const MAX_PROTO_FILES: usize = 1000;
+pub(crate) const MAX_PROTO_FILES: usize = 1000;
 /// The longest chain of imports (a imports b imports c ...).
-pub const MAX_IMPORT_DEPTH: usize = 64;
+pub(crate) const MAX_IMPORT_DEPTH: usize = 64;
 /// The deepest nesting of brackets (`{`, `[`, `(`, `<`) in one file: nested messages and option
 /// values are parsed and checked by recursion.
-pub const MAX_NESTING: usize = 64;
+pub(crate) const MAX_NESTING: usize = 64;
 
 /// Compiles the `.proto` files, each found in the import paths (default: the files' own
 /// directories).
-pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<DescriptorPool> {
+pub(crate) fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<DescriptorPool> {
     let mut includes: Vec<PathBuf> = import_paths.to_vec();
     if includes.is_empty() {
         for file in files {
@@ -67,7 +67,8 @@ pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<Descriptor
 
 /// Compiles one file's text, named `name`, with no import path (only the well-known imports):
 /// the checks and compilation [`compile`] runs, for the fuzz target.
-pub fn compile_text(name: &str, text: &str) -> Result<DescriptorPool> {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn compile_text(name: &str, text: &str) -> Result<DescriptorPool> {
     if text.len() as u64 > MAX_PROTO_BYTES {
         usage_bail!("--grpc-proto: {name} is longer than the limit of {MAX_PROTO_BYTES} bytes");
     }

@@ -9,7 +9,7 @@ use super::template::Rng;
 
 /// Values of `--round-order`: how the cells of a round after the first are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum RoundOrder {
+pub(crate) enum RoundOrder {
     /// The reverse of the round before: a drift over the run hits every cell alike.
     #[default]
     Alternate,
@@ -19,7 +19,7 @@ pub enum RoundOrder {
 
 impl RoundOrder {
     /// Its name in the report and in `--round-order`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RoundOrder::Alternate => "alternate",
             RoundOrder::Shuffle => "shuffle",
@@ -29,7 +29,7 @@ impl RoundOrder {
 
 /// One run of the sweep: the cell (0-based, in the sweep's order) in a round (1-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Run {
+pub(crate) struct Run {
     /// The round it belongs to, 1-based.
     pub round: usize,
     /// The cell it repeats, 0-based in the sweep's order.
@@ -37,7 +37,7 @@ pub struct Run {
 }
 
 /// Every run of `cells` cells over `rounds` rounds, in the order they run.
-pub fn runs(cells: usize, rounds: usize, order: RoundOrder, seed: u64) -> Vec<Run> {
+pub(crate) fn runs(cells: usize, rounds: usize, order: RoundOrder, seed: u64) -> Vec<Run> {
     let mut sequence: Vec<usize> = (0..cells).collect();
     // Its own stream of the seed: the URLs and values a request draws use parts 0.. and
     // PATH_CHOICE of each request number; this one is apart from all of them.

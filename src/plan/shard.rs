@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 /// The most shards a scenario splits into.
-pub const MAX_SHARDS: u64 = 10_000;
+pub(crate) const MAX_SHARDS: u64 = 10_000;
 
 /// The environment variable an Indexed Job sets to each pod's index, from 0.
-pub const JOB_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const JOB_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 
 /// Part `index` (from 1) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

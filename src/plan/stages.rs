@@ -232,7 +232,7 @@ impl fmt::Display for Stages {
 /// One thread's share of a ramp: its `k`-th request (from 0) is due when the thread's part of
 /// N(t) reaches k + ½, so over any span it sends the area under its curve to within one request.
 #[derive(Debug, Clone)]
-pub struct Share {
+pub(crate) struct Share {
     stages: Stages,
     /// The thread's fraction of the total rate (its connections / all connections).
     fraction: f64,
@@ -243,7 +243,7 @@ pub struct Share {
 
 impl Share {
     /// The part `fraction` (0..=1) of `stages`.
-    pub fn new(stages: Stages, fraction: f64) -> Share {
+    pub(crate) fn new(stages: Stages, fraction: f64) -> Share {
         Share {
             stages,
             fraction,
@@ -255,7 +255,7 @@ impl Share {
     /// of the whole ramp's send times from the I-th (the whole's k-th is due at N(t) = k + ½,
     /// which is the shard's N(t)/N = j + (I - ½)/N for k = I - 1 + jN), so the N shards'
     /// times together are the whole's.
-    pub fn striped(self, shard: &super::shard::Shard) -> Share {
+    pub(crate) fn striped(self, shard: &super::shard::Shard) -> Share {
         Share {
             first: shard.phase() + 0.5 / shard.count as f64,
             ..self
@@ -264,13 +264,13 @@ impl Share {
 
     /// When (from the start) this thread's request `index` (from 0) is due; the end of the
     /// stages once the curve has no more for it.
-    pub fn send_time(&self, index: u64) -> Duration {
+    pub(crate) fn send_time(&self, index: u64) -> Duration {
         self.time_at(index as f64 + self.first)
     }
 
     /// When (from the start) the thread's part of N(t) reaches `position` (Poisson arrivals
     /// put their send times at positions of their own).
-    pub fn time_at(&self, position: f64) -> Duration {
+    pub(crate) fn time_at(&self, position: f64) -> Duration {
         self.stages.time_of(position / self.fraction)
     }
 }

@@ -256,7 +256,7 @@ pub struct Rng(u64);
 
 /// The `part` of a request whose generator picks its URL (`--urls-random`), apart from the
 /// parts its placeholders draw from (0: the path, 1..: the headers, then the body).
-pub const PATH_CHOICE: u64 = u64::MAX;
+pub(crate) const PATH_CHOICE: u64 = u64::MAX;
 
 impl Rng {
     /// The generator of `part` of request number `number` (its `{seq}`) for `--seed` `seed`: what

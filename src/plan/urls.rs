@@ -15,7 +15,7 @@ use crate::usage_bail;
 /// trimmed. A line must be an http:// or https:// URL or a path starting with `/`, with no space
 /// or control character in it (a fragment, `#…`, is dropped later, as from any URL). A list that
 /// would cost more memory than [`MAX_URL_LIST_MEMORY`] with `threads` threads is refused first.
-pub fn read_url_file(path: &Path, threads: u64) -> Result<Vec<String>> {
+pub(crate) fn read_url_file(path: &Path, threads: u64) -> Result<Vec<String>> {
     let text = input::read_text(path, "-i file", MAX_URL_FILE)?;
     check_cost(&text, threads, &path.display())?;
     url_lines(&text, &path.display())

@@ -11,11 +11,11 @@
 use memchr::memmem;
 
 /// The most `--expect-header` checks a run may have: each is one bit of a `u64` mask.
-pub const MAX_HEADER_CHECKS: usize = 64;
+pub(crate) const MAX_HEADER_CHECKS: usize = 64;
 /// The longest expected header name or value, and `--expect-body-contains` string.
-pub const MAX_EXPECTED_LEN: usize = 4096;
+pub(crate) const MAX_EXPECTED_LEN: usize = 4096;
 /// How much of a body `--expect-body-contains` searches: a match must lie in its first 64 KiB.
-pub const BODY_WINDOW: usize = 64 * 1024;
+pub(crate) const BODY_WINDOW: usize = 64 * 1024;
 /// Whitespace a received header value may have around its text and still match (trimmed); a
 /// Huffman-coded value is decoded up to the longest expected text plus this much.
 const TRIM_SLACK: usize = 64;

@@ -5,10 +5,10 @@
 //! never kept.
 
 /// Bytes before each message: the compressed flag, then the length (big-endian `u32`).
-pub const PREFIX_LEN: usize = 5;
+pub(crate) const PREFIX_LEN: usize = 5;
 
 /// The status codes (grpc/grpc's doc/statuscodes.md), by number.
-pub const CODE_NAMES: [&str; 17] = [
+pub(crate) const CODE_NAMES: [&str; 17] = [
     "OK",
     "CANCELLED",
     "UNKNOWN",
@@ -29,10 +29,10 @@ pub const CODE_NAMES: [&str; 17] = [
 ];
 
 /// Codes counted one by one: the 17 defined, then one slot for every number outside them.
-pub const CODE_SLOTS: usize = CODE_NAMES.len() + 1;
+pub(crate) const CODE_SLOTS: usize = CODE_NAMES.len() + 1;
 
 /// The slot of `grpc-status` `code` in an array of [`CODE_SLOTS`] counters.
-pub fn code_slot(code: u64) -> usize {
+pub(crate) fn code_slot(code: u64) -> usize {
     usize::try_from(code)
         .ok()
         .filter(|code| *code < CODE_NAMES.len())
@@ -40,12 +40,12 @@ pub fn code_slot(code: u64) -> usize {
 }
 
 /// The name reports give slot `slot` (see [`code_slot`]).
-pub fn slot_name(slot: usize) -> &'static str {
+pub(crate) fn slot_name(slot: usize) -> &'static str {
     CODE_NAMES.get(slot).copied().unwrap_or("OTHER")
 }
 
 /// The code named `name` (`UNAVAILABLE`, `unavailable`) or numbered `name` (`14`).
-pub fn parse_code(name: &str) -> Option<u64> {
+pub(crate) fn parse_code(name: &str) -> Option<u64> {
     if let Ok(number) = name.parse::<u64>() {
         return (number < CODE_NAMES.len() as u64).then_some(number);
     }
@@ -57,7 +57,7 @@ pub fn parse_code(name: &str) -> Option<u64> {
 
 /// The code of a response's HTTP status (the mapping grpc/grpc's doc/http-grpc-status-mapping.md
 /// gives, grpc-go's `HTTPStatusConvTab`): `None` for 200, whose `grpc-status` decides.
-pub fn code_of_http_status(status: u16) -> Option<u64> {
+pub(crate) fn code_of_http_status(status: u16) -> Option<u64> {
     Some(match status {
         200 => return None,
         400 => 13,
@@ -73,12 +73,12 @@ pub fn code_of_http_status(status: u16) -> Option<u64> {
 const GRPC_CONTENT_TYPE: &[u8] = b"application/grpc";
 
 /// Bytes of a `content-type` value [`is_grpc_content_type`] needs to see.
-pub const CONTENT_TYPE_HEAD: usize = GRPC_CONTENT_TYPE.len() + 1;
+pub(crate) const CONTENT_TYPE_HEAD: usize = GRPC_CONTENT_TYPE.len() + 1;
 
 /// Whether a `content-type` value, given by its first [`CONTENT_TYPE_HEAD`] bytes (or all of it
 /// when shorter), names gRPC: `application/grpc` alone or followed by `+` or `;` (grpc-go's
 /// `ContentSubtype`: case-sensitive, as gRPC sends it).
-pub fn is_grpc_content_type(head: &[u8]) -> bool {
+pub(crate) fn is_grpc_content_type(head: &[u8]) -> bool {
     match head.strip_prefix(GRPC_CONTENT_TYPE) {
         Some([]) => true,
         Some([next, ..]) => matches!(next, b'+' | b';'),
@@ -91,7 +91,7 @@ pub fn is_grpc_content_type(head: &[u8]) -> bool {
 /// 200 whose `content-type` is missing or not gRPC's is `UNKNOWN` (grpc-go: "malformed header:
 /// missing HTTP content-type", its table having no entry for 200). `None`: a gRPC response,
 /// whose `grpc-status` decides.
-pub fn code_of_headers(status: u16, grpc_content_type: bool) -> Option<u64> {
+pub(crate) fn code_of_headers(status: u16, grpc_content_type: bool) -> Option<u64> {
     match code_of_http_status(status) {
         None if !grpc_content_type => Some(UNKNOWN),
         code => code,
@@ -103,12 +103,12 @@ const UNKNOWN: u64 = 2;
 
 /// The most bytes of a `grpc-message` value kept (as sent, percent-encoded): the text of a status
 /// is a line of the report, not a payload.
-pub const STATUS_MESSAGE_KEPT: usize = 1024;
+pub(crate) const STATUS_MESSAGE_KEPT: usize = 1024;
 
 /// The text a `grpc-message` value stands for: percent-decoded (gRPC percent-encodes UTF-8 in it;
 /// a `%` not followed by two hex digits stays as it is), as [`crate::error::peer_text`] shows a
 /// peer's words: on one line, escaped, cut.
-pub fn status_message_text(value: &[u8]) -> String {
+pub(crate) fn status_message_text(value: &[u8]) -> String {
     let hex = |byte: u8| char::from(byte).to_digit(16);
     let mut bytes = Vec::with_capacity(value.len());
     let mut rest = value;
@@ -128,14 +128,14 @@ pub fn status_message_text(value: &[u8]) -> String {
 }
 
 /// Appends the 5-byte prefix of an uncompressed message of `len` bytes.
-pub fn write_prefix(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn write_prefix(out: &mut Vec<u8>, len: usize) {
     out.push(0);
     out.extend_from_slice(&(len as u32).to_be_bytes());
 }
 
 /// Appends a `grpc-timeout` value for `timeout`: the fewest digits (at most 8) in the finest unit
 /// that holds it, rounded up so the server's deadline is never shorter than the client's.
-pub fn write_timeout(out: &mut Vec<u8>, timeout: std::time::Duration) {
+pub(crate) fn write_timeout(out: &mut Vec<u8>, timeout: std::time::Duration) {
     const UNITS: [(u128, u8); 6] = [
         (1, b'n'),
         (1_000, b'u'),

@@ -8,13 +8,13 @@ use super::request::{write_decimal, RequestParts};
 use super::ErrorBody;
 
 /// The largest response head accepted (status line and header fields).
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Header fields accepted in one response head.
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// A part of a request head whose bytes the caller of [`write_request_head`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeadPart {
+pub(crate) enum HeadPart {
     /// The request target (path and query).
     Path,
     /// The value of the template's header at this index.
@@ -25,7 +25,7 @@ pub enum HeadPart {
 /// template's header values (as they are, or rendered), `extra` headers follow the template's,
 /// then the Content-Length of a `body_len`-byte body when the request declares one. The one
 /// writer of HTTP/1.1 request heads, prepared ([`RequestHead`]) or rendered per request.
-pub fn write_request_head(
+pub(crate) fn write_request_head(
     out: &mut Vec<u8>,
     template: &RequestParts,
     extra: &[(&str, &str)],
@@ -61,7 +61,7 @@ pub fn write_request_head(
 /// The head of an untemplated request, prepared once for every path: the bytes before and after
 /// the path, so a request costs three copies and a list of paths costs no memory per path.
 #[derive(Debug, Clone)]
-pub struct RequestHead {
+pub(crate) struct RequestHead {
     bytes: Vec<u8>,
     path_at: usize,
 }
@@ -69,7 +69,7 @@ pub struct RequestHead {
 impl RequestHead {
     /// The head of `template`'s requests, with `extra` headers after the template's; its body
     /// (the template's) is sent after it, separately, so it is never copied.
-    pub fn new(template: &RequestParts, extra: &[(&str, &str)]) -> Self {
+    pub(crate) fn new(template: &RequestParts, extra: &[(&str, &str)]) -> Self {
         let mut bytes = Vec::new();
         let mut path_at = 0;
         write_request_head(
@@ -88,7 +88,7 @@ impl RequestHead {
     }
 
     /// Appends the head for `path`.
-    pub fn write(&self, path: &str, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, path: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.bytes[..self.path_at]);
         out.extend_from_slice(path.as_bytes());
         out.extend_from_slice(&self.bytes[self.path_at..]);
@@ -97,7 +97,7 @@ impl RequestHead {
 
 /// What parsing the received bytes produced.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The current response needs more bytes.
     NeedMore,
     /// An interim (1xx) response was skipped.
@@ -113,7 +113,7 @@ pub enum Event {
 
 /// Header and body bytes parsed so far (h2load's "headers" and "data" traffic).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ByteCounts {
+pub(crate) struct ByteCounts {
     /// Bytes of response heads (interim ones included).
     pub head: u64,
     /// Bytes of response bodies (chunk framing excluded).
@@ -133,7 +133,7 @@ enum Part {
 
 /// An incremental HTTP/1.1 response parser that counts header and body bytes and keeps no body.
 #[derive(Debug)]
-pub struct ResponseReader {
+pub(crate) struct ResponseReader {
     bodyless: bool,
     part: Part,
     status: u16,
@@ -149,7 +149,7 @@ pub struct ResponseReader {
 
 impl ResponseReader {
     /// A reader; `bodyless` for responses to HEAD, which never have a body.
-    pub fn new(bodyless: bool) -> Self {
+    pub(crate) fn new(bodyless: bool) -> Self {
         ResponseReader {
             bodyless,
             part: Part::Head,
@@ -163,12 +163,12 @@ impl ResponseReader {
     }
 
     /// The first bytes of the last final response's body when its status was 4xx/5xx.
-    pub fn error_body(&mut self) -> &mut ErrorBody {
+    pub(crate) fn error_body(&mut self) -> &mut ErrorBody {
         &mut self.error_body
     }
 
     /// A reader that also follows the response checks (`--expect-*`), when there are any.
-    pub fn checking(bodyless: bool, checks: Option<&Arc<Checks>>) -> Self {
+    pub(crate) fn checking(bodyless: bool, checks: Option<&Arc<Checks>>) -> Self {
         ResponseReader {
             checks: checks.cloned(),
             ..ResponseReader::new(bodyless)
@@ -176,7 +176,7 @@ impl ResponseReader {
     }
 
     /// What the last final response's head and body have shown of the checks.
-    pub fn check(&self) -> &ResponseCheck {
+    pub(crate) fn check(&self) -> &ResponseCheck {
         &self.check
     }
 
@@ -190,7 +190,7 @@ impl ResponseReader {
 
     /// Consumes a prefix of `bytes`, adding what it parsed to `counts`; returns how much it used
     /// and what that produced. `Err` names what makes the response invalid.
-    pub fn step(
+    pub(crate) fn step(
         &mut self,
         bytes: &[u8],
         counts: &mut ByteCounts,
@@ -320,7 +320,7 @@ impl ResponseReader {
 
     /// Body bytes the response being read still has to send for sure: the rest of a
     /// Content-Length body, or of the current chunk (0 when that is not known).
-    pub fn body_due(&self) -> u64 {
+    pub(crate) fn body_due(&self) -> u64 {
         match self.part {
             Part::Fixed(left) | Part::ChunkData(left) => left,
             _ => 0,
@@ -328,12 +328,12 @@ impl ResponseReader {
     }
 
     /// Whether part of a response has been read (its end has not).
-    pub fn is_mid_response(&self) -> bool {
+    pub(crate) fn is_mid_response(&self) -> bool {
         self.part != Part::Head
     }
 
     /// The connection reached EOF: a response delimited by the close completes; anything else is cut short.
-    pub fn finish_at_eof(&mut self) -> Event {
+    pub(crate) fn finish_at_eof(&mut self) -> Event {
         if self.part == Part::UntilClose {
             self.complete()
         } else {

@@ -77,17 +77,17 @@ const STATIC_TABLE: [(&str, &str); 61] = [
 ];
 
 /// The dynamic table size both sides start with (and the most this encoder ever uses).
-pub const DEFAULT_TABLE_SIZE: usize = 4096;
+pub(crate) const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Per-entry overhead counted against the table size (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
 
 /// A malformed header block; the connection cannot continue (COMPRESSION_ERROR).
 #[derive(Debug, PartialEq, Eq)]
-pub struct HpackError(pub &'static str);
+pub(crate) struct HpackError(pub &'static str);
 
 /// What a response header block held.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct DecodedBlock {
+pub(crate) struct DecodedBlock {
     /// The `:status`, if the block had one.
     pub status: Option<u16>,
     /// Sum of name and value lengths of every field (h2load's "uncompressed" header size).
@@ -191,7 +191,7 @@ impl Entry {
 
 /// Decodes response header blocks, keeping the dynamic table in step with the server's encoder.
 #[derive(Debug)]
-pub struct Decoder {
+pub(crate) struct Decoder {
     entries: VecDeque<Entry>,
     size: usize,
     max_size: usize,
@@ -266,7 +266,7 @@ impl FieldMatcher {
 
 impl Decoder {
     /// A decoder for a connection that announced `limit` as its SETTINGS_HEADER_TABLE_SIZE.
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Decoder {
             entries: VecDeque::with_capacity(32),
             size: 0,
@@ -283,7 +283,7 @@ impl Decoder {
     }
 
     /// Decodes one complete header block.
-    pub fn decode(&mut self, block: &[u8]) -> Result<DecodedBlock, HpackError> {
+    pub(crate) fn decode(&mut self, block: &[u8]) -> Result<DecodedBlock, HpackError> {
         let mut decoded = DecodedBlock::default();
         let mut rest = block;
         while let Some(&first) = rest.first() {
@@ -505,7 +505,7 @@ pub(crate) fn read_integer(rest: &mut &[u8], prefix: u8) -> Result<usize, HpackE
 }
 
 /// Appends an integer with an N-bit prefix, OR-ing `flags` into the first byte.
-pub fn write_integer(out: &mut Vec<u8>, mut value: usize, prefix: u8, flags: u8) {
+pub(crate) fn write_integer(out: &mut Vec<u8>, mut value: usize, prefix: u8, flags: u8) {
     let max_prefix = (1usize << prefix) - 1;
     if value < max_prefix {
         out.push(flags | value as u8);
@@ -528,7 +528,7 @@ fn write_string(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// One request header field, prepared once.
 #[derive(Debug, Clone)]
-pub struct Field {
+pub(crate) struct Field {
     /// Index of an exact static-table match (name and value), if any.
     exact: Option<usize>,
     /// Index of a static-table entry with this name (0 when none).
@@ -539,7 +539,7 @@ pub struct Field {
 
 impl Field {
     /// Prepares `name: value` (name lower-case).
-    pub fn new(name: &str, value: &[u8]) -> Field {
+    pub(crate) fn new(name: &str, value: &[u8]) -> Field {
         let position = |matches: &dyn Fn(&(&str, &str)) -> bool| {
             STATIC_TABLE.iter().position(matches).map(|i| i + 1)
         };
@@ -553,7 +553,7 @@ impl Field {
 
     /// Appends this field's name with `value` as a literal never added to the table: values
     /// rendered per request would only evict the ones that repeat.
-    pub fn encode_unindexed(&self, out: &mut Vec<u8>, value: &[u8]) {
+    pub(crate) fn encode_unindexed(&self, out: &mut Vec<u8>, value: &[u8]) {
         write_integer(out, self.name_index, 4, 0x00);
         if self.name_index == 0 {
             write_string(out, &self.name);
@@ -568,7 +568,7 @@ impl Field {
 
 /// One connection's request encoder: which prepared fields the server's table holds, and where.
 #[derive(Debug)]
-pub struct Encoder {
+pub(crate) struct Encoder {
     /// For each field (by the caller's numbering), its insertion ordinal in the server's table.
     inserted: Vec<Option<usize>>,
     insertions: usize,
@@ -580,7 +580,7 @@ pub struct Encoder {
 
 impl Encoder {
     /// An encoder for `fields` prepared fields, starting from the protocol's default table size.
-    pub fn new(fields: usize) -> Self {
+    pub(crate) fn new(fields: usize) -> Self {
         Encoder {
             inserted: vec![None; fields],
             insertions: 0,
@@ -592,7 +592,7 @@ impl Encoder {
 
     /// The server announced SETTINGS_HEADER_TABLE_SIZE. Below what we use, the table is emptied
     /// (announced at the next block) and refilled within the new size.
-    pub fn server_table_size(&mut self, size: usize) {
+    pub(crate) fn server_table_size(&mut self, size: usize) {
         if size < self.capacity {
             self.capacity = size;
             self.size_update = Some(size);
@@ -603,7 +603,7 @@ impl Encoder {
     }
 
     /// Starts a header block (announcing a pending table size change).
-    pub fn begin_block(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn begin_block(&mut self, out: &mut Vec<u8>) {
         if let Some(size) = self.size_update.take() {
             write_integer(out, 0, 5, 0x20);
             write_integer(out, size, 5, 0x20);
@@ -611,7 +611,7 @@ impl Encoder {
     }
 
     /// Appends field number `slot`: indexed when the server's table has it, inserted if it fits.
-    pub fn encode(&mut self, out: &mut Vec<u8>, slot: usize, field: &Field) {
+    pub(crate) fn encode(&mut self, out: &mut Vec<u8>, slot: usize, field: &Field) {
         if let Some(index) = field.exact {
             write_integer(out, index, 7, 0x80);
         } else if let Some(ordinal) = self.inserted[slot] {

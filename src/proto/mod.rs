@@ -2,15 +2,15 @@
 //! HTTP/2 frames, HPACK and its Huffman code, HTTP/3 frames and QPACK, gRPC's message framing. Used by the protocol sessions, the `-v` trace and
 //! the fuzz targets alike.
 
-pub mod check;
+pub(crate) mod check;
 pub(crate) mod fields;
-pub mod grpc;
-pub mod h1;
-pub mod h2;
-pub mod h3;
-pub mod hpack;
+pub(crate) mod grpc;
+pub(crate) mod h1;
+pub(crate) mod h2;
+pub(crate) mod h3;
+pub(crate) mod hpack;
 mod huffman;
-pub mod request;
+pub(crate) mod request;
 
 /// Interim (1xx) responses accepted before one request's final response, for every protocol
 /// (h1, h2, h3); more is a protocol error.
@@ -24,7 +24,7 @@ pub(crate) const ERROR_BODY_KEPT: usize = 200;
 /// connection hands one over ([`ErrorBody::stop`]): no allocation before the first error
 /// response, none after.
 #[derive(Debug, Default)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     stopped: bool,
     bytes: Vec<u8>,
 }
@@ -45,12 +45,12 @@ impl ErrorBody {
     }
 
     /// What was kept of the current (or last) response's body.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     /// Keeps no more: the run has the one it reports.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.stopped = true;
         self.bytes = Vec::new();
     }

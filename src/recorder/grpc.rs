@@ -4,7 +4,7 @@
 
 use crate::proto::grpc::{self, MessageReader, CODE_SLOTS};
 
-pub use super::messages::MessageBytes;
+pub(crate) use super::messages::MessageBytes;
 
 /// gRPC calls by status of one thread or run (zero in other cells; their messages are the
 /// message layer's, [`super::messages::MessageFigures`]).

@@ -9,7 +9,7 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 /// Largest latency a histogram holds exactly (one hour, in microseconds); larger values saturate.
-pub const MAX_MICROS: u64 = 3_600_000_000;
+pub(crate) const MAX_MICROS: u64 = 3_600_000_000;
 
 /// Creates an empty latency histogram: microseconds, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
@@ -27,7 +27,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// V2 + deflate bytes, the encoding HdrHistogram's tools exchange.
-pub fn encode(histogram: &Histogram<u64>) -> Vec<u8> {
+pub(crate) fn encode(histogram: &Histogram<u64>) -> Vec<u8> {
     // One serializer per thread: each holds a buffer sized for the widest counts array (about
     // 200 KB for ours), which a new one allocated and freed at every interval a timeline closed,
     // a hundred times a second, cycling that memory through the allocator and the kernel.
@@ -58,7 +58,7 @@ pub fn encode(histogram: &Histogram<u64>) -> Vec<u8> {
 }
 
 /// [`encode`], then base64: how histograms travel in JSON.
-pub fn to_base64(histogram: &Histogram<u64>) -> String {
+pub(crate) fn to_base64(histogram: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(encode(histogram))
 }
 
@@ -194,7 +194,7 @@ fn payload(bytes: &[u8]) -> Result<(Layout, Vec<u8>)> {
 /// count, in increasing order, the value being the highest its bucket holds (as the histogram's
 /// own iterators report it). Returns how many values there are, refused past 2^64 - 1 (the
 /// histogram's own count would stop there and its percentiles read 0).
-pub fn scan(bytes: &[u8], mut visit: impl FnMut(u64, u64) -> Result<()>) -> Result<u64> {
+pub(crate) fn scan(bytes: &[u8], mut visit: impl FnMut(u64, u64) -> Result<()>) -> Result<u64> {
     let (layout, counts) = payload(bytes)?;
     let (mut at, mut index, mut total) = (0, 0u64, 0u64);
     while at < counts.len() {
@@ -237,7 +237,7 @@ pub fn scan(bytes: &[u8], mut visit: impl FnMut(u64, u64) -> Result<()>) -> Resu
 
 /// The number of values `histogram` holds, or an error when they pass 2^64 (its own count then
 /// wraps, and its percentiles read 0).
-pub fn checked_len(histogram: &Histogram<u64>) -> Result<u64> {
+pub(crate) fn checked_len(histogram: &Histogram<u64>) -> Result<u64> {
     // The count saturates: below the top it is exact, and only the top needs the buckets summed.
     if histogram.len() < u64::MAX {
         return Ok(histogram.len());
@@ -253,7 +253,7 @@ pub fn checked_len(histogram: &Histogram<u64>) -> Result<u64> {
 /// Adds the values of [`encode`]d `bytes` to `histogram` (of the standard bounds, or
 /// [`fitted_histogram`]): values from a histogram of other bounds or precision land where the
 /// standard one keeps them, and none may be beyond what the standard one keeps.
-pub fn add_encoded(histogram: &mut Histogram<u64>, bytes: &[u8]) -> Result<u64> {
+pub(crate) fn add_encoded(histogram: &mut Histogram<u64>, bytes: &[u8]) -> Result<u64> {
     scan(bytes, |value, count| {
         // What a histogram of the standard bounds keeps: its buckets double up to the power of
         // two past MAX_MICROS (2^32 - 1 µs).
@@ -272,7 +272,7 @@ pub fn add_encoded(histogram: &mut Histogram<u64>, bytes: &[u8]) -> Result<u64> 
 /// standard bounds is about 180 KB whatever it holds; this one is as large as its values need
 /// (about 40 KB for latencies up to 10 ms), so `merge` and `diff` of reports of many cells hold
 /// what their latencies need, not an hour's worth of buckets in each of a cell's histograms.
-pub fn fitted_histogram() -> Histogram<u64> {
+pub(crate) fn fitted_histogram() -> Histogram<u64> {
     let mut histogram =
         Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid");
     histogram.auto(true);
@@ -280,14 +280,14 @@ pub fn fitted_histogram() -> Histogram<u64> {
 }
 
 /// Decodes [`encode`]d bytes into a [`fitted_histogram`].
-pub fn decode(bytes: &[u8]) -> Result<Histogram<u64>> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Histogram<u64>> {
     let mut histogram = fitted_histogram();
     add_encoded(&mut histogram, bytes)?;
     Ok(histogram)
 }
 
 /// The bytes of a [`to_base64`] string.
-pub fn base64_bytes(text: &str) -> Result<Vec<u8>> {
+pub(crate) fn base64_bytes(text: &str) -> Result<Vec<u8>> {
     base64::engine::general_purpose::STANDARD
         .decode(text)
         .context("a histogram is not valid base64")

@@ -7,17 +7,17 @@
 //! engines report, the counters), `in_flight.rs`, `timeline.rs` (per-interval records), `wire.rs`,
 //! `messages.rs` (the message layer: messages inside a request's stream, for every protocol).
 
-pub mod backlog;
+pub(crate) mod backlog;
 mod events;
 mod failure;
-pub mod grpc;
-pub mod handshakes;
-pub mod hdr;
+pub(crate) mod grpc;
+pub(crate) mod handshakes;
+pub(crate) mod hdr;
 mod in_flight;
 mod measurements;
-pub mod messages;
+pub(crate) mod messages;
 pub(crate) mod outcome;
-pub mod paths;
+pub(crate) mod paths;
 mod timeline;
 mod wire;
 
@@ -29,16 +29,16 @@ use handshakes::Handshake;
 use hdr::new_histogram;
 use in_flight::InFlightMeter;
 
-pub use events::{
+pub(crate) use events::{
     CheckTally, ErrorResponse, RequestCounters, RequestStart, ResponseSample, Retried,
 };
-pub use failure::{ErrorKind, Failure, Symptom};
-pub use measurements::Measurements;
-pub use timeline::{IntervalRecord, Intervals};
-pub use wire::{WireMeter, WireTotals};
+pub(crate) use failure::{ErrorKind, Failure, Symptom};
+pub(crate) use measurements::Measurements;
+pub(crate) use timeline::Intervals;
+pub(crate) use wire::{WireMeter, WireTotals};
 
 /// A request started more than this long after its scheduled time counts as late (rate mode).
-pub const LATE_AFTER: Duration = Duration::from_millis(1);
+pub(crate) const LATE_AFTER: Duration = Duration::from_millis(1);
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros())

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use super::hdr::MAX_MICROS;
 
 /// Paths that get a latency histogram; the ones after it are counted only.
-pub const MAX_PATH_HISTOGRAMS: usize = 1000;
+pub(crate) const MAX_PATH_HISTOGRAMS: usize = 1000;
 
 /// One path's counts and latency, as [`PathStats::row`] gives them.
 #[derive(Debug, Clone, Copy)]

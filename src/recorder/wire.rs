@@ -40,7 +40,7 @@ impl WireTotals {
 
 /// One thread's running byte counts, written by socket taps and engines.
 #[derive(Debug, Default)]
-pub struct WireMeter {
+pub(crate) struct WireMeter {
     total: Cell<u64>,
     headers: Cell<u64>,
     headers_uncompressed: Cell<u64>,
@@ -49,24 +49,24 @@ pub struct WireMeter {
 
 impl WireMeter {
     /// Bytes read from a socket.
-    pub fn add_total(&self, bytes: u64) {
+    pub(crate) fn add_total(&self, bytes: u64) {
         self.total.set(self.total.get() + bytes);
     }
 
     /// Header bytes as sent, and their uncompressed size.
-    pub fn add_headers(&self, wire: u64, uncompressed: u64) {
+    pub(crate) fn add_headers(&self, wire: u64, uncompressed: u64) {
         self.headers.set(self.headers.get() + wire);
         self.headers_uncompressed
             .set(self.headers_uncompressed.get() + uncompressed);
     }
 
     /// Response body bytes.
-    pub fn add_data(&self, bytes: u64) {
+    pub(crate) fn add_data(&self, bytes: u64) {
         self.data.set(self.data.get() + bytes);
     }
 
     /// The counts so far.
-    pub fn totals(&self) -> WireTotals {
+    pub(crate) fn totals(&self) -> WireTotals {
         WireTotals {
             total: self.total.get(),
             headers: self.headers.get(),

@@ -9,7 +9,7 @@ pub(crate) const LIMITED_BUSY: f64 = 0.9;
 
 /// How busy the generator's runner threads were.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GeneratorLoad {
+pub(crate) struct GeneratorLoad {
     /// Each runner thread's busy share, percent: the part of its time it was on a CPU or
     /// runnable waiting for one, not asleep waiting for I/O or a timer.
     pub thread_busy_pct: Vec<f64>,

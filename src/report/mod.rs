@@ -41,7 +41,7 @@ pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// A whole run: every cell, and their comparison. Serialized as is for `--json`.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Document {
+pub(crate) struct Document {
     /// Layout version of this document.
     pub schema_version: u32,
     /// The tool and its version.
@@ -72,7 +72,7 @@ pub struct Document {
 
 impl Document {
     /// Assembles the document from the cells' summaries, made by this process now.
-    pub fn new(cells: Vec<Summary>) -> Document {
+    pub(crate) fn new(cells: Vec<Summary>) -> Document {
         let comparison = comparison::rows(&cells);
         Document {
             schema_version: SCHEMA_VERSION,
@@ -91,7 +91,7 @@ impl Document {
     }
 
     /// Adds a cell and recomputes the comparison (a sweep rewrites its exports after every cell).
-    pub fn push(&mut self, cell: Summary) {
+    pub(crate) fn push(&mut self, cell: Summary) {
         self.cells.push(cell);
         self.comparison = comparison::rows(&self.cells);
     }
@@ -99,7 +99,7 @@ impl Document {
 
 /// Where a sweep stopped: after this many cells of the planned ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SweepStop {
+pub(crate) struct SweepStop {
     /// The cells that ran (all of them to their end).
     pub after_cell: usize,
     /// The cells the sweep had.
@@ -123,7 +123,7 @@ pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
 
 /// Where a cell stands in its run, and what the processes around it used.
 #[derive(Debug, Clone, Default)]
-pub struct CellContext {
+pub(crate) struct CellContext {
     /// 1-based position in the run.
     pub index: usize,
     /// The concurrency level it belongs to (cells of one level are compared).

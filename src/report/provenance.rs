@@ -21,7 +21,7 @@ const REDACTED: &str = "<redacted>";
 
 /// How, where, when and by which version a report was made.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     /// The program's arguments, the program first, each secret redacted (a header value whose
     /// name holds `authorization`, `cookie`, `token`, `secret`, `api-key` or `password`, and a
     /// URL's user name and password); empty in a report from before this field.
@@ -69,7 +69,7 @@ impl Provenance {
 
 /// One part of a merged report: the report it was read from and what made it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Origin {
+pub(crate) struct Origin {
     /// The file (`file:line` in a log) it was read from.
     pub source: String,
     /// Its command line, host, start time and version.

@@ -9,7 +9,7 @@ use crate::recorder::hdr;
 
 /// Scheduling with `--rate`: what was asked, what happened, and how late requests went out.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RateReport {
+pub(crate) struct RateReport {
     /// Requests per second asked for.
     pub requested_per_s: f64,
     /// Requests per second completed.
@@ -42,7 +42,7 @@ pub struct RateReport {
 /// Requests in flight against the most there can be: a rate falls short for lack of concurrency
 /// only when the mean is near the limit.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     /// Time-weighted mean of the measured requests in flight.
     pub mean: f64,
     /// The most that can be in flight: connections × streams (after the server's limit).
@@ -51,10 +51,10 @@ pub struct InFlight {
 
 impl InFlight {
     /// A mean at or above this share of the limit means the concurrency capped the rate.
-    pub const SATURATED: f64 = 0.8;
+    pub(crate) const SATURATED: f64 = 0.8;
 
     /// Whether the requests in flight stayed near the limit for the run.
-    pub fn saturated(&self) -> bool {
+    pub(crate) fn saturated(&self) -> bool {
         self.limit > 0 && self.mean >= Self::SATURATED * self.limit as f64
     }
 }
@@ -84,7 +84,7 @@ impl RateReport {
     }
 
     /// The figures for a histogram of start delays.
-    pub fn from_delays(
+    pub(crate) fn from_delays(
         requested: f64,
         achieved: f64,
         delay: &Histogram<u64>,

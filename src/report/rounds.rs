@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a run of several rounds was made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RoundsInfo {
+pub(crate) struct RoundsInfo {
     /// Rounds asked for (`--rounds`); an interrupted run has fewer in its cells.
     pub count: usize,
     /// How the cells of each round after the first were ordered: `alternate` or `shuffle`.
@@ -17,7 +17,7 @@ pub struct RoundsInfo {
 
 /// Which round a run was, and which cell of the sweep it repeated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RoundOf {
+pub(crate) struct RoundOf {
     /// The round, 1-based.
     pub round: usize,
     /// The cell of the sweep (1-based, in the sweep's order) this run is a round of.
@@ -26,7 +26,7 @@ pub struct RoundOf {
 
 /// One round's figures of a cell, as the comparison shows them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RoundFigures {
+pub(crate) struct RoundFigures {
     /// The round, 1-based.
     pub round: usize,
     /// Finished requests per second.

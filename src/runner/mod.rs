@@ -3,14 +3,14 @@
 //! watches the clock and Ctrl-C, and merges the threads' measurements at the end. `launch.rs`
 //! starts and supervises the threads, `worker.rs` is one thread, `slot.rs` one client slot.
 
-pub mod control;
+pub(crate) mod control;
 mod launch;
-pub mod panics;
-pub mod reflect;
-pub mod signals;
+pub(crate) mod panics;
+pub(crate) mod reflect;
+pub(crate) mod signals;
 mod slot;
 mod stable;
-pub mod steer;
+pub(crate) mod steer;
 mod worker;
 
 use std::sync::Arc;
@@ -22,20 +22,20 @@ use crate::observe::live::Live;
 use crate::observe::request_log::LogFile;
 use crate::observe::trace::Tracer;
 use crate::plan::RunPlan;
-pub use crate::recorder::outcome::RunOutcome;
+pub(crate) use crate::recorder::outcome::RunOutcome;
 use launch::Launched;
-pub use steer::{steer, Steered};
+pub(crate) use steer::steer;
 
 /// How long in-flight requests may finish after a timed run ends or is interrupted, unless
 /// `--request-timeout` says otherwise.
-pub const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_DRAIN: Duration = Duration::from_secs(1);
 
 /// Descriptors kept free for everything but connections (stdio, runtimes, files).
 const RESERVED_FDS: u64 = 64;
 
 /// Raises RLIMIT_NOFILE to its hard limit and fails clearly, before any connection is made, if
 /// `clients` connections needing `fds_per_client` descriptors each still do not fit.
-pub fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
+pub(crate) fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()> {
     let needed = clients as u64 * fds_per_client + RESERVED_FDS;
     let available =
         rlimit::increase_nofile_limit(u64::MAX).context("cannot read the open-file limit")?;
@@ -77,15 +77,9 @@ pub fn run(plan: Arc<RunPlan>, sinks: Sinks) -> Result<RunOutcome> {
 /// Pauses (while the metrics linger, or for `--start-at`); `true` when a signal asked to stop
 /// during the pause. After a signal that came before (the one that stopped the run), only a later
 /// one (which quits) ends it.
-pub fn pause(duration: Duration) -> bool {
+pub(crate) fn pause(duration: Duration) -> bool {
     let stopping = signals::received().is_some();
     sleep_unless_stopped(duration, !stopping)
-}
-
-/// Whether io_uring is usable here: the engine's probe, which [`plan::build`](crate::plan::build)
-/// takes for `--io uring` and `--io auto`, for callers outside the crate (tests, benches).
-pub fn uring_verdict() -> Result<(), String> {
-    crate::io::uring::probe::check()
 }
 
 /// Pauses between a sweep's cells, unless a signal asked to stop, before (while the exports were

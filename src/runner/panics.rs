@@ -11,10 +11,10 @@ static FIRST: OnceLock<String> = OnceLock::new();
 
 /// Names a thread to panic on purpose, so tests can check that panics are reported: `main`, or
 /// `worker` for the load test's worker threads. Not for use outside tests.
-pub const INJECT_VARIABLE: &str = "H2LOAD_RS_TEST_PANIC_IN";
+pub(crate) const INJECT_VARIABLE: &str = "H2LOAD_RS_TEST_PANIC_IN";
 
 /// Records every panic (once per process) before the default hook prints it.
-pub fn install_hook() {
+pub(crate) fn install_hook() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let default_hook = std::panic::take_hook();
@@ -38,7 +38,7 @@ fn describe(info: &PanicHookInfo<'_>) -> String {
 }
 
 /// The message a panic carried (`panic!("...")` gives a `&str` or a `String`).
-pub fn message(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn message(payload: &(dyn Any + Send)) -> String {
     match (
         payload.downcast_ref::<&str>(),
         payload.downcast_ref::<String>(),
@@ -50,12 +50,12 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// The first panic of the process, if any thread panicked.
-pub fn first() -> Option<&'static str> {
+pub(crate) fn first() -> Option<&'static str> {
     FIRST.get().map(String::as_str)
 }
 
 /// Panics if the test hook names `thread` (see [`INJECT_VARIABLE`]).
-pub fn inject(thread: &str) {
+pub(crate) fn inject(thread: &str) {
     if std::env::var_os(INJECT_VARIABLE).is_some_and(|named| named == thread) {
         panic!("injected panic in the {thread} thread ({INJECT_VARIABLE})");
     }

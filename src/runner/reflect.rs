@@ -27,13 +27,13 @@ use crate::proto::grpc::{write_prefix, PREFIX_LEN};
 
 /// The most the reflection answers may hold together (a service's files and their imports: the
 /// largest public schemas take a few MiB).
-pub const MAX_ANSWER: usize = 16 << 20;
+pub(crate) const MAX_ANSWER: usize = 16 << 20;
 /// Files gathered, at most (a service and everything it imports).
-pub const MAX_FILES: usize = 1000;
+pub(crate) const MAX_FILES: usize = 1000;
 /// Imports the files may name, all together.
-pub const MAX_DEPENDENCIES: usize = 10_000;
+pub(crate) const MAX_DEPENDENCIES: usize = 10_000;
 /// How long the whole exchange may take, on top of connecting, without `--request-timeout`.
-pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `grpc.reflection.v1.ServerReflectionRequest`, the two questions asked.
 #[derive(Clone, PartialEq, Message)]
@@ -70,7 +70,7 @@ struct ReflectionError {
 }
 
 /// The descriptors of `service` and every file it needs, from the server `plan` connects to.
-pub fn fetch(plan: &RunPlan, service: &str) -> Result<DescriptorPool> {
+pub(crate) fn fetch(plan: &RunPlan, service: &str) -> Result<DescriptorPool> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -138,7 +138,7 @@ async fn ask(plan: &RunPlan, service: &str) -> Result<DescriptorPool> {
 
 /// The files answered so far and the questions still to ask: each file's imports are asked for
 /// until every file named is known.
-pub struct Gathered {
+pub(crate) struct Gathered {
     descriptors: Vec<FileDescriptorProto>,
     /// The names of the files gathered.
     known: HashSet<String>,
@@ -152,7 +152,7 @@ pub struct Gathered {
 
 impl Gathered {
     /// Before the first question: the file that declares `service`.
-    pub fn new(service: &str) -> Gathered {
+    pub(crate) fn new(service: &str) -> Gathered {
         Gathered {
             descriptors: Vec::new(),
             known: HashSet::new(),
@@ -180,7 +180,7 @@ impl Gathered {
     }
 
     /// Takes the body of one answer (its messages, each with its prefix).
-    pub fn take(&mut self, body: &[u8]) -> Result<()> {
+    pub(crate) fn take(&mut self, body: &[u8]) -> Result<()> {
         self.bytes += body.len();
         if self.bytes > MAX_ANSWER {
             bail!("the answers hold more than {} MiB", MAX_ANSWER >> 20);
@@ -211,7 +211,7 @@ impl Gathered {
     }
 
     /// The schema the files make.
-    pub fn pool(self) -> Result<DescriptorPool> {
+    pub(crate) fn pool(self) -> Result<DescriptorPool> {
         refuse_import_cycles(&self.descriptors)?;
         let mut pool = DescriptorPool::new();
         pool.add_file_descriptor_protos(self.descriptors)

@@ -20,7 +20,7 @@ use crate::destination;
 
 /// The signals that stop a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// SIGHUP: the terminal went away.
     Hangup,
     /// SIGINT: Ctrl-C.
@@ -40,7 +40,7 @@ impl Signal {
     }
 
     /// The exit status of a process it stopped, as shells report it: 129, 130 or 143.
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         128 + self.number()
     }
 
@@ -59,7 +59,7 @@ static RECEIVED: OnceLock<watch::Sender<First>> = OnceLock::new();
 
 /// Starts watching the signals (once per process; later calls do nothing). Until then they have
 /// their default effect, which ends the process.
-pub fn install() -> Result<()> {
+pub(crate) fn install() -> Result<()> {
     let mut first_call = false;
     RECEIVED.get_or_init(|| {
         first_call = true;
@@ -160,7 +160,7 @@ fn record(which: Signal) {
 }
 
 /// The first signal received since [`install`], if any.
-pub fn received() -> Option<Signal> {
+pub(crate) fn received() -> Option<Signal> {
     RECEIVED
         .get()
         .and_then(|sender| sender.borrow().map(|(signal, _)| signal))

@@ -39,14 +39,15 @@ use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio_rustls::TlsAcceptor;
 
 use echo::EchoBudget;
-pub use faults::{Fault, Speaks};
+pub(crate) use faults::{Fault, Speaks};
 use gate::{AcceptFailures, Gate, Place};
-pub use grpc_last::GrpcReply;
+pub(crate) use grpc_last::GrpcReply;
 use idle::{Activity, Tracked};
+pub(crate) use routes::Slow;
 use routes::TargetBody;
-pub use routes::{Applied, AppliedDelays, Behaviour, Slow, Stall};
+pub use routes::{AppliedDelays, Behaviour, Stall};
 pub use sent::{SentBytes, SentTotals};
-pub use unix::{listen_unix, SocketFile};
+pub(crate) use unix::listen_unix;
 use watched::Watched;
 use windows::{Sizes, Window, Windows};
 
@@ -64,11 +65,11 @@ const CONNECTION_WINDOW: u32 = 4 << 20;
 
 /// Open-file descriptors `serve` keeps out of `--max-connections`: the cap is lowered to the
 /// open-file limit minus these.
-pub const RESERVED_DESCRIPTORS: u64 = 256;
+pub(crate) const RESERVED_DESCRIPTORS: u64 = 256;
 
 /// How long a connection may stay idle or stuck by default (`serve --idle-timeout`): hyper's
 /// default wait for an HTTP/1.1 request head.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the target behaves.
 #[derive(Debug, Clone)]
@@ -113,19 +114,19 @@ impl Default for ServeOptions {
 
 /// The target's sockets: a TCP listener and, for HTTP/3, a UDP socket on the same port number.
 #[derive(Debug)]
-pub struct Sockets {
+pub(crate) struct Sockets {
     tcp: TcpListener,
     udp: Option<UdpSocket>,
 }
 
 impl Sockets {
     /// The TCP listener's address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.tcp.local_addr()
     }
 
     /// The UDP port HTTP/3 is served on, if it is.
-    pub fn h3_port(&self) -> Option<u16> {
+    pub(crate) fn h3_port(&self) -> Option<u16> {
         self.udp
             .as_ref()
             .and_then(|udp| udp.local_addr().ok())
@@ -140,7 +141,7 @@ const UDP_TWIN_ATTEMPTS: usize = 8;
 /// Binds the target's sockets on `addr`: TCP (see [`listen`]) and, when `udp`, UDP on the same
 /// port number. With port 0 a free TCP port whose UDP twin is taken is given up for another.
 /// Must be called within a tokio runtime.
-pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
+pub(crate) fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
     let mut attempts = 0;
     loop {
         let tcp = listen(addr)?;
@@ -168,7 +169,7 @@ pub fn bind(addr: SocketAddr, udp: bool) -> io::Result<Sockets> {
 
 /// Serves connections on `sockets` until the runtime shuts down: HTTP/3 on the UDP socket, if
 /// any, when `options` have TLS and no fault.
-pub async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
+pub(crate) async fn serve(sockets: Sockets, options: ServeOptions) -> io::Result<()> {
     let Sockets { tcp, udp } = sockets;
     let gate = Arc::new(Gate::new(options.max_connections));
     let echo = EchoBudget::new();
@@ -223,7 +224,7 @@ async fn serve_tcp(
 
 /// Serves the routes on a unix socket until the runtime shuts down: HTTP/1.1 and h2c, or with
 /// TLS h2 and HTTP/1.1 by ALPN (no HTTP/3, no faults: those need UDP and TCP).
-pub async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
+pub(crate) async fn serve_unix(listener: UnixListener, options: ServeOptions) -> io::Result<()> {
     let server = Server::new(&options, None, EchoBudget::new(), Windows::new());
     let gate = Gate::new(options.max_connections);
     let mut failures = AcceptFailures::default();
@@ -464,7 +465,7 @@ fn http2_builder(
 /// Listens on `addr` with a deep accept queue, so thousands of clients connecting at once are not
 /// held back by SYN retransmits (the kernel caps the depth at `net.core.somaxconn`).
 /// Must be called within a tokio runtime.
-pub fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+pub(crate) fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     const BACKLOG: u32 = 65_535;
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?

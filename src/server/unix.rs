@@ -8,7 +8,7 @@ use tokio::net::UnixListener;
 
 /// The socket file a listener is bound to; dropping it removes the file.
 #[derive(Debug)]
-pub struct SocketFile(PathBuf);
+pub(crate) struct SocketFile(PathBuf);
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
@@ -19,7 +19,7 @@ impl Drop for SocketFile {
 /// Listens on the unix socket `path`, removing a socket file already there (one a killed server
 /// left behind; a live server's goes too, as with most servers). Anything else at `path` is
 /// left alone and is an error. Must be called within a tokio runtime.
-pub fn listen_unix(path: &Path) -> io::Result<(UnixListener, SocketFile)> {
+pub(crate) fn listen_unix(path: &Path) -> io::Result<(UnixListener, SocketFile)> {
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_socket() => std::fs::remove_file(path)?,
         Ok(_) => {

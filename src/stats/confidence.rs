@@ -75,7 +75,7 @@ const T_975: [f64; 29] = [
 
 /// A 95% confidence interval; `ci_high` is `None` when the run is too short to bound it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Bounds<T> {
+pub(crate) struct Bounds<T> {
     /// Its lower end.
     pub ci_low: T,
     /// Its upper end, `None` when it lies beyond what the run measured.
@@ -100,7 +100,7 @@ impl Bounds<f64> {
 
 /// Why a figure has no interval: too few of what its interval is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct NoInterval {
+pub(crate) struct NoInterval {
     /// What there were too few of.
     pub too_few: Evidence,
     /// How many there were.
@@ -112,7 +112,7 @@ pub struct NoInterval {
 /// What an interval is made of; one more kind (rounds) plugs in here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// Finished requests (samples).
     Samples,
     /// Batches of the timeline.
@@ -161,7 +161,7 @@ fn batches(count: u64) -> String {
 /// What an interval's spread covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum IntervalKind {
+pub(crate) enum IntervalKind {
     /// Batch means over one run's timeline: the variation within the run, not between runs.
     WithinRun,
     /// Student's t over `--rounds`' per-round values: the variation between reruns.
@@ -192,7 +192,7 @@ pub(crate) fn samples_needed(quantile: f64) -> u64 {
 /// How an interval accounts for the dependence between samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Method {
+pub(crate) enum Method {
     /// Batch means over the timeline: the run's own dependence measured.
     BatchMeans,
     /// As if the samples were independent (no timeline, or too few intervals to tell).
@@ -201,7 +201,7 @@ pub enum Method {
 
 /// The 95% intervals of a distribution's percentiles.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PercentileBounds {
+pub(crate) struct PercentileBounds {
     /// The confidence level (0.95).
     pub level: f64,
     /// How dependence was accounted for.

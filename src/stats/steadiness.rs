@@ -43,7 +43,7 @@ const MAX_SERIES: usize = 400;
 
 /// What the steadiness checks found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
-pub struct Steadiness {
+pub(crate) struct Steadiness {
     /// Neither figure trended, and the first part was like the rest.
     pub steady: bool,
     /// The request rate's trend over the run, percent of its median (Sen's slope × the run's

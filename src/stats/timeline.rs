@@ -11,7 +11,7 @@ use crate::recorder::hdr;
 
 /// The timeline of a cell: one entry per interval in which something happened.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     /// Interval length, seconds.
     pub interval_s: f64,
     /// The end of the measured period, seconds after its start: the last interval ends here, so
@@ -27,7 +27,7 @@ pub struct Timeline {
 
 /// One interval.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct IntervalSummary {
+pub(crate) struct IntervalSummary {
     /// Position: the interval covers `[index, index + 1) × interval_s` after the start.
     pub index: u64,
     /// Responses completed.
@@ -181,12 +181,12 @@ impl Timeline {
 
 impl Timeline {
     /// Where `interval` starts, seconds after the start of the measured period.
-    pub fn start_of(&self, interval: &IntervalSummary) -> f64 {
+    pub(crate) fn start_of(&self, interval: &IntervalSummary) -> f64 {
         interval.index as f64 * self.interval_s
     }
 
     /// `interval`'s real length (reports from before `length_s` only had full intervals).
-    pub fn length_of(&self, interval: &IntervalSummary) -> f64 {
+    pub(crate) fn length_of(&self, interval: &IntervalSummary) -> f64 {
         if interval.length_s > 0.0 {
             interval.length_s
         } else {
@@ -195,7 +195,7 @@ impl Timeline {
     }
 
     /// Responses completed per second of `interval`'s real length.
-    pub fn rate_of(&self, interval: &IntervalSummary) -> f64 {
+    pub(crate) fn rate_of(&self, interval: &IntervalSummary) -> f64 {
         interval.completed as f64 / self.length_of(interval)
     }
 }

@@ -18,8 +18,8 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, S
 use crate::input;
 use crate::limits::MAX_PEM_FILE;
 use crate::usage_bail;
-pub use info::TlsInfo;
-pub use problem::certificate_problem;
+pub(crate) use info::TlsInfo;
+pub(crate) use problem::certificate_problem;
 
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {
@@ -125,7 +125,7 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig
 }
 
 /// The name to verify the server's certificate against (and to send as SNI unless it is an address).
-pub fn server_name(name: &str) -> Result<ServerName<'static>> {
+pub(crate) fn server_name(name: &str) -> Result<ServerName<'static>> {
     let bare = name.trim_start_matches('[').trim_end_matches(']');
     match ServerName::try_from(bare.to_owned()) {
         Ok(name) => Ok(name),
@@ -134,7 +134,7 @@ pub fn server_name(name: &str) -> Result<ServerName<'static>> {
 }
 
 /// Parses `--alpn-list` (comma-separated identifiers).
-pub fn parse_alpn_list(list: &str) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn parse_alpn_list(list: &str) -> Result<Vec<Vec<u8>>> {
     let ids: Vec<Vec<u8>> = list
         .split(',')
         .map(str::trim)
@@ -148,7 +148,7 @@ pub fn parse_alpn_list(list: &str) -> Result<Vec<Vec<u8>>> {
 }
 
 /// Reads a PEM file the user named with `flag` (bounded, regular files only).
-pub fn read_pem(path: &Path, flag: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_pem(path: &Path, flag: &str) -> Result<Vec<u8>> {
     input::read(path, &format!("{flag} file"), MAX_PEM_FILE)
 }
 

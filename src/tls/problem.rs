@@ -5,7 +5,7 @@
 use rustls::{CertificateError, OtherError};
 
 /// What is wrong with the server's certificate, and what to do about it, in words.
-pub fn certificate_problem(error: &CertificateError) -> String {
+pub(crate) fn certificate_problem(error: &CertificateError) -> String {
     use CertificateError as E;
     let (what, fix) = match error {
         E::UnknownIssuer => (

@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use h2load_rs::testkit::runner::{self, steer, Probe, Sinks, StepResult};
 use h2load_rs::testkit::server::{spawn_background, Behaviour, ServeOptions};
 use h2load_rs::testkit::{first_plan, RunPlan};

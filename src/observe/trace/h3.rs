@@ -257,7 +257,8 @@ fn frame_name(kind: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::h3::{encode_field_section, headers_frame, write_frame_head, write_varint};
+    use crate::proto::h3::varint::write_varint;
+    use crate::proto::h3::{encode_field_section, headers_frame, write_frame_head};
 
     const SHOWN: Shown<'static> = Shown {
         every_frame: false,

@@ -12,7 +12,7 @@ use super::{
 
 /// The opening of the client's control stream: its type and the SETTINGS frame (no dynamic
 /// table, no blocked streams, field sections up to [`MAX_HEADER_LIST`]).
-pub fn client_control_stream() -> Vec<u8> {
+pub(crate) fn client_control_stream() -> Vec<u8> {
     let mut payload = Vec::new();
     for (id, value) in [
         (SETTINGS_QPACK_MAX_TABLE_CAPACITY, 0),
@@ -31,7 +31,7 @@ pub fn client_control_stream() -> Vec<u8> {
 
 /// What the server's control stream said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ControlEvent {
+pub(crate) enum ControlEvent {
     /// One setting of the server's SETTINGS.
     Setting {
         /// Its identifier.
@@ -50,7 +50,7 @@ pub enum ControlEvent {
 /// unknown (reserved) types are read and ignored; both are drained. A push stream is an
 /// error: the client allows no push.
 #[derive(Debug, Default)]
-pub struct UniStreamParser {
+pub(crate) struct UniStreamParser {
     kind: Option<u64>,
     head: Varints,
     frame: Option<(u64, u64)>,
@@ -61,12 +61,12 @@ pub struct UniStreamParser {
 
 impl UniStreamParser {
     /// The stream's type, once read.
-    pub fn kind(&self) -> Option<u64> {
+    pub(crate) fn kind(&self) -> Option<u64> {
         self.kind
     }
 
     /// Parses the next bytes of the stream, handing control events to `on`.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
         mut on: impl FnMut(ControlEvent),

@@ -16,75 +16,73 @@ mod qpack;
 mod response;
 #[cfg(test)]
 mod testing;
-mod varint;
+pub(crate) mod varint;
 
 use std::fmt;
 
-pub use control::{client_control_stream, ControlEvent, UniStreamParser};
+pub(crate) use control::{client_control_stream, ControlEvent, UniStreamParser};
 pub(crate) use qpack::decode_field_section;
-pub use qpack::{encode_field_section, headers_frame};
-pub use response::{ResponseEvent, ResponseParser, Section};
-pub use varint::{read_varint, write_frame_head, write_varint, MAX_VARINT};
+pub(crate) use qpack::{encode_field_section, headers_frame};
+pub(crate) use response::{ResponseEvent, ResponseParser, Section};
+pub(crate) use varint::{read_varint, write_frame_head};
 
 /// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
-pub const STREAM_CONTROL: u64 = 0x00;
+pub(crate) const STREAM_CONTROL: u64 = 0x00;
 /// A server push stream: never allowed, as the client sends no MAX_PUSH_ID.
-pub const STREAM_PUSH: u64 = 0x01;
+pub(crate) const STREAM_PUSH: u64 = 0x01;
 /// The QPACK encoder stream.
-pub const STREAM_QPACK_ENCODER: u64 = 0x02;
+pub(crate) const STREAM_QPACK_ENCODER: u64 = 0x02;
 /// The QPACK decoder stream.
-pub const STREAM_QPACK_DECODER: u64 = 0x03;
+pub(crate) const STREAM_QPACK_DECODER: u64 = 0x03;
 
 /// Frame types (RFC 9114 §7.2).
-pub const DATA: u64 = 0x00;
+pub(crate) const DATA: u64 = 0x00;
 /// HEADERS.
-pub const HEADERS: u64 = 0x01;
+pub(crate) const HEADERS: u64 = 0x01;
 /// CANCEL_PUSH.
-pub const CANCEL_PUSH: u64 = 0x03;
+pub(crate) const CANCEL_PUSH: u64 = 0x03;
 /// SETTINGS.
-pub const SETTINGS: u64 = 0x04;
+pub(crate) const SETTINGS: u64 = 0x04;
 /// PUSH_PROMISE.
-pub const PUSH_PROMISE: u64 = 0x05;
+pub(crate) const PUSH_PROMISE: u64 = 0x05;
 /// GOAWAY.
-pub const GOAWAY: u64 = 0x07;
+pub(crate) const GOAWAY: u64 = 0x07;
 /// MAX_PUSH_ID.
-pub const MAX_PUSH_ID: u64 = 0x0d;
+pub(crate) const MAX_PUSH_ID: u64 = 0x0d;
 
 /// SETTINGS_QPACK_MAX_TABLE_CAPACITY (RFC 9204 §5).
-pub const SETTINGS_QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
+pub(crate) const SETTINGS_QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
 /// SETTINGS_MAX_FIELD_SECTION_SIZE (RFC 9114 §7.2.4.1).
-pub const SETTINGS_MAX_FIELD_SECTION_SIZE: u64 = 0x06;
+pub(crate) const SETTINGS_MAX_FIELD_SECTION_SIZE: u64 = 0x06;
 /// SETTINGS_QPACK_BLOCKED_STREAMS (RFC 9204 §5).
-pub const SETTINGS_QPACK_BLOCKED_STREAMS: u64 = 0x07;
+pub(crate) const SETTINGS_QPACK_BLOCKED_STREAMS: u64 = 0x07;
 
 /// H3_NO_ERROR: a graceful close.
-pub const H3_NO_ERROR: u64 = 0x100;
-/// H3_GENERAL_PROTOCOL_ERROR.
-pub const H3_GENERAL_PROTOCOL_ERROR: u64 = 0x101;
+pub(crate) const H3_NO_ERROR: u64 = 0x100;
 /// H3_STREAM_CREATION_ERROR.
-pub const H3_STREAM_CREATION_ERROR: u64 = 0x103;
+pub(crate) const H3_STREAM_CREATION_ERROR: u64 = 0x103;
 /// H3_CLOSED_CRITICAL_STREAM.
-pub const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+pub(crate) const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
 /// H3_FRAME_UNEXPECTED.
-pub const H3_FRAME_UNEXPECTED: u64 = 0x105;
+pub(crate) const H3_FRAME_UNEXPECTED: u64 = 0x105;
 /// H3_FRAME_ERROR.
-pub const H3_FRAME_ERROR: u64 = 0x106;
+pub(crate) const H3_FRAME_ERROR: u64 = 0x106;
 /// H3_EXCESSIVE_LOAD.
-pub const H3_EXCESSIVE_LOAD: u64 = 0x107;
+pub(crate) const H3_EXCESSIVE_LOAD: u64 = 0x107;
 /// H3_ID_ERROR.
-pub const H3_ID_ERROR: u64 = 0x108;
+pub(crate) const H3_ID_ERROR: u64 = 0x108;
 /// H3_SETTINGS_ERROR.
-pub const H3_SETTINGS_ERROR: u64 = 0x109;
+pub(crate) const H3_SETTINGS_ERROR: u64 = 0x109;
 /// H3_MISSING_SETTINGS.
-pub const H3_MISSING_SETTINGS: u64 = 0x10a;
+pub(crate) const H3_MISSING_SETTINGS: u64 = 0x10a;
 /// H3_REQUEST_REJECTED: the server did not process the request; it may go again.
-pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+pub(crate) const H3_REQUEST_REJECTED: u64 = 0x10b;
 /// H3_REQUEST_CANCELLED.
-pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
+pub(crate) const H3_REQUEST_CANCELLED: u64 = 0x10c;
 /// H3_MESSAGE_ERROR.
-pub const H3_MESSAGE_ERROR: u64 = 0x10e;
+pub(crate) const H3_MESSAGE_ERROR: u64 = 0x10e;
 /// QPACK_DECOMPRESSION_FAILED.
-pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
+pub(crate) const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 
 /// Names of the HTTP/3 and QPACK error codes (RFC 9114 §8.1, RFC 9204 §6).
 const ERROR_NAMES: [(u64, &str); 20] = [
@@ -111,7 +109,7 @@ const ERROR_NAMES: [(u64, &str); 20] = [
 ];
 
 /// The name of an HTTP/3 error code; reserved (GREASE) and unknown codes by number.
-pub fn error_code_name(code: u64) -> String {
+pub(crate) fn error_code_name(code: u64) -> String {
     match ERROR_NAMES.iter().find(|(known, _)| *known == code) {
         Some((_, name)) => (*name).to_owned(),
         None => format!("HTTP/3 error 0x{code:x}"),
@@ -120,7 +118,7 @@ pub fn error_code_name(code: u64) -> String {
 
 /// A setting's name (RFC 9114 §7.2.4.1, RFC 9204 §5, RFC 9220, RFC 9297), without its
 /// `SETTINGS_` prefix; others by number.
-pub fn setting_name(id: u64) -> String {
+pub(crate) fn setting_name(id: u64) -> String {
     match id {
         SETTINGS_QPACK_MAX_TABLE_CAPACITY => "QPACK_MAX_TABLE_CAPACITY".to_owned(),
         SETTINGS_MAX_FIELD_SECTION_SIZE => "MAX_FIELD_SECTION_SIZE".to_owned(),
@@ -132,16 +130,16 @@ pub fn setting_name(id: u64) -> String {
 }
 
 /// The largest HEADERS frame accepted, as received.
-pub const MAX_HEADER_BLOCK: u64 = 64 * 1024;
+pub(crate) const MAX_HEADER_BLOCK: u64 = 64 * 1024;
 /// The largest field section accepted once decoded (names and values), also announced as
 /// SETTINGS_MAX_FIELD_SECTION_SIZE.
-pub const MAX_HEADER_LIST: u64 = 64 * 1024;
+pub(crate) const MAX_HEADER_LIST: u64 = 64 * 1024;
 /// The largest SETTINGS frame accepted from the server.
 const MAX_SETTINGS: u64 = 16 * 1024;
 
 /// A violation of HTTP/3 or QPACK: the code that names it and what was wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct H3Error {
+pub(crate) struct H3Error {
     /// The HTTP/3 error code (RFC 9114 §8.1, RFC 9204 §6).
     pub code: u64,
     /// What the peer did.

@@ -131,7 +131,7 @@ fn static_index(name: &str, value: &[u8]) -> (Option<usize>, Option<usize>) {
 /// Encodes a request's field section (RFC 9204 §4.5) once, with static-table references where
 /// the table has the field or its name and literals otherwise (no Huffman: the server decodes
 /// it once per request, and plain literals cost it least). Names must be lower-case.
-pub fn encode_field_section(fields: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn encode_field_section(fields: &[(&str, &[u8])]) -> Vec<u8> {
     // Required Insert Count 0 and Delta Base 0: no dynamic table.
     let mut out = vec![0, 0];
     for (name, value) in fields {
@@ -154,7 +154,7 @@ pub fn encode_field_section(fields: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 /// A HEADERS frame carrying `section`.
-pub fn headers_frame(section: &[u8]) -> Vec<u8> {
+pub(crate) fn headers_frame(section: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(section.len() + 8);
     write_frame_head(&mut out, HEADERS, section.len() as u64);
     out.extend_from_slice(section);

@@ -16,7 +16,7 @@ use crate::proto::{ErrorBody, MAX_INTERIM};
 
 /// A response's header section, as decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
+pub(crate) enum Section {
     /// An interim (1xx) response.
     Interim(u16),
     /// The final response's status.
@@ -27,7 +27,7 @@ pub enum Section {
 
 /// What a response stream carried, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResponseEvent {
+pub(crate) enum ResponseEvent {
     /// A HEADERS frame: which section, its payload length as received (QPACK-compressed) and its
     /// decoded size (names and values).
     Headers {
@@ -67,7 +67,7 @@ enum Phase {
 /// one HEADERS payload ([`MAX_HEADER_BLOCK`]); reusable for the next request with
 /// [`ResponseParser::reset`], which keeps its buffer.
 #[derive(Debug)]
-pub struct ResponseParser {
+pub(crate) struct ResponseParser {
     head: Varints,
     frame: Frame,
     phase: Phase,
@@ -108,7 +108,7 @@ impl Default for ResponseParser {
 
 impl ResponseParser {
     /// A parser that also follows the response checks (`--expect-*`), when there are any.
-    pub fn checking(checks: Option<&Arc<Checks>>) -> Self {
+    pub(crate) fn checking(checks: Option<&Arc<Checks>>) -> Self {
         ResponseParser {
             checks: checks.cloned(),
             matcher: checks.and_then(FieldMatcher::new),
@@ -117,7 +117,7 @@ impl ResponseParser {
     }
 
     /// A parser for the responses to HEAD requests (`head`), which have no content.
-    pub fn answering_head(self, head: bool) -> Self {
+    pub(crate) fn answering_head(self, head: bool) -> Self {
         ResponseParser {
             answers_head: head,
             ..self
@@ -125,17 +125,17 @@ impl ResponseParser {
     }
 
     /// What the response so far has shown of the checks.
-    pub fn check(&self) -> &ResponseCheck {
+    pub(crate) fn check(&self) -> &ResponseCheck {
         &self.check
     }
 
     /// The first bytes of the response's body when its status is 4xx/5xx.
-    pub fn error_body(&mut self) -> &mut ErrorBody {
+    pub(crate) fn error_body(&mut self) -> &mut ErrorBody {
         &mut self.error_body
     }
 
     /// Ready for a new response (the header buffer's capacity is kept).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.head = Varints::default();
         self.frame = Frame::Head;
         self.phase = Phase::AwaitingStatus;
@@ -148,7 +148,7 @@ impl ResponseParser {
     }
 
     /// Parses the next bytes of the stream, handing what they complete to `on`.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
         mut on: impl FnMut(ResponseEvent),
@@ -227,7 +227,7 @@ impl ResponseParser {
     }
 
     /// The stream ended: the final status when the response was complete.
-    pub fn finish(&self) -> Result<u16, H3Error> {
+    pub(crate) fn finish(&self) -> Result<u16, H3Error> {
         if self.frame != Frame::Head || self.head.len > 0 {
             return Err(H3Error::new(
                 H3_FRAME_ERROR,
@@ -253,7 +253,7 @@ impl ResponseParser {
     }
 
     /// The final status, once received.
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match self.phase {
             Phase::AwaitingStatus => None,
             Phase::Body(status) | Phase::Trailed(status) => Some(status),

@@ -2,10 +2,10 @@
 //! [`Varints`], which gathers them when they arrive split across reads.
 
 /// The largest value of a QUIC variable-length integer.
-pub const MAX_VARINT: u64 = (1 << 62) - 1;
+pub(crate) const MAX_VARINT: u64 = (1 << 62) - 1;
 
 /// Appends a QUIC variable-length integer (RFC 9000 §16), in its shortest form.
-pub fn write_varint(out: &mut Vec<u8>, value: u64) {
+pub(crate) fn write_varint(out: &mut Vec<u8>, value: u64) {
     debug_assert!(value <= MAX_VARINT);
     if value < 1 << 6 {
         out.push(value as u8);
@@ -20,7 +20,7 @@ pub fn write_varint(out: &mut Vec<u8>, value: u64) {
 
 /// Reads a variable-length integer at the start of `input`: its value and length, or `None`
 /// when `input` holds only part of it.
-pub fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
     let first = *input.first()?;
     let length = 1usize << (first >> 6);
     let bytes = input.get(..length)?;
@@ -33,7 +33,7 @@ pub fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// Appends a frame's type and length.
-pub fn write_frame_head(out: &mut Vec<u8>, kind: u64, length: u64) {
+pub(crate) fn write_frame_head(out: &mut Vec<u8>, kind: u64, length: u64) {
     write_varint(out, kind);
     write_varint(out, length);
 }

@@ -134,7 +134,7 @@ pub(crate) fn contradicting(verdicts: &[RateVerdict]) -> Vec<&RateVerdict> {
 /// lowest that broke in most; `null` when none above broke: the client's ceiling, or a search cut
 /// short). With `--rounds` the rates whose rounds disagreed lie inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Interval {
+pub(crate) struct Interval {
     /// Its lower end.
     pub low: f64,
     /// Its upper end, `None` when open.
@@ -145,7 +145,7 @@ pub struct Interval {
 /// whatever the kind ([`AnswerFields`]), the ones another kind uses `null` or empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(into = "AnswerFields", try_from = "AnswerFields")]
-pub enum Answer {
+pub(crate) enum Answer {
     /// The rates' verdicts agree: every rate up to `capacity_rps` that a full step tried held,
     /// every one above did not.
     Consistent {
@@ -313,7 +313,7 @@ impl Answer {
     }
 
     /// The capacity, when the search was consistent.
-    pub fn capacity_rps(&self) -> Option<f64> {
+    pub(crate) fn capacity_rps(&self) -> Option<f64> {
         match self {
             Answer::Consistent { capacity_rps, .. } => Some(*capacity_rps),
             _ => None,
@@ -379,7 +379,7 @@ impl Answer {
 
 /// A cell's capacity over its level's first cell's: `h2c/h1 = 1.06 (1.01–1.09)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CapacityRatio {
+pub(crate) struct CapacityRatio {
     /// `h2c/h1`.
     pub label: String,
     /// The ratio of the two capacities.

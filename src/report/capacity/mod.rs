@@ -16,7 +16,7 @@ pub(crate) use answer::Answer;
 /// The outcome of a capacity search. `capacity_rps` is its first numeric field (scripts read it
 /// first); it and every other output come from `answer` ([`Answer::of`]).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Capacity {
+pub(crate) struct Capacity {
     /// The capacity when the search was consistent, requests per second: the highest rate that
     /// held for its full steps; `None` when the search was inconsistent or found none.
     pub capacity_rps: Option<f64>,
@@ -136,7 +136,7 @@ impl Capacity {
 /// Why a step was run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Unpaced: how fast the client can go.
     Ceiling,
     /// A short step of the coarse ramp (shares of the ceiling).
@@ -151,7 +151,7 @@ pub enum Phase {
 
 impl Phase {
     /// The phase as the report and the JSON name it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Phase::Ceiling => "ceiling",
             Phase::Ramp => "ramp",
@@ -164,7 +164,7 @@ impl Phase {
 
 /// One step of the search, over its measured part.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CapacityStep {
+pub(crate) struct CapacityStep {
     /// Why it was run.
     pub phase: Phase,
     /// The rate offered (`null`: unpaced).
@@ -208,7 +208,7 @@ pub struct CapacityStep {
 
 /// The latency at a share of the capacity.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LoadPoint {
+pub(crate) struct LoadPoint {
     /// Share of the capacity, percent (50, 80, 100).
     pub share_pct: f64,
     /// The rate offered.

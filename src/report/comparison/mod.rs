@@ -14,7 +14,7 @@ use crate::stats::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 
 /// One cell in the comparison.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Row {
+pub(crate) struct Row {
     /// 1-based cell position.
     pub cell: usize,
     /// The cell's protocol.
@@ -109,7 +109,7 @@ pub struct Row {
 
 impl Row {
     /// `c=10 m=1`, with ` rate=500` when paced: what the row's level ran.
-    pub fn setting(&self) -> String {
+    pub(crate) fn setting(&self) -> String {
         crate::plan::setting_label(self.clients, self.streams, self.rate)
     }
 

@@ -24,7 +24,7 @@ use crate::stats::timeline::Timeline;
 
 impl Summary {
     /// Computes the report of a finished cell.
-    pub fn new(plan: &RunPlan, outcome: &RunOutcome, context: CellContext) -> Summary {
+    pub(crate) fn new(plan: &RunPlan, outcome: &RunOutcome, context: CellContext) -> Summary {
         let recorder = &outcome.recorder;
         let elapsed_s = outcome.elapsed.as_secs_f64();
         // TLS runs count handshakes by kind (none at all when no connection got through).

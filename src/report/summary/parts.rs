@@ -9,7 +9,7 @@ use crate::plan::shard::Shard;
 
 /// The parts of a merged cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Parts {
+pub(crate) struct Parts {
     /// The latest part's start of its measured period after the earliest's, ms.
     pub start_skew_ms: f64,
     /// How late a start may be before it is flagged, ms.
@@ -20,7 +20,7 @@ pub struct Parts {
 
 /// One part of a merged cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Part {
+pub(crate) struct Part {
     /// The report it came from.
     pub source: String,
     /// Its `--shard`, if it was one.

@@ -20,7 +20,7 @@ use crate::tls::TlsInfo;
 
 /// Identifies a cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CellInfo {
+pub(crate) struct CellInfo {
     /// 1-based position in the run.
     pub index: usize,
     /// e.g. `h2c c=10 m=100`, or `h1 c=4 m=1 rate=500` when paced.
@@ -43,7 +43,7 @@ pub struct CellInfo {
 
 /// The merged histograms of a cell, for exporters that need whole distributions.
 #[derive(Debug, Clone)]
-pub struct Histograms {
+pub(crate) struct Histograms {
     /// Request latency (µs): the response time, from the scheduled send with `--rate`.
     pub request: Histogram<u64>,
     /// Service time (µs), from the actual send (with `--rate` only).
@@ -69,7 +69,7 @@ impl Default for Histograms {
 
 /// Everything a cell's report shows.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Which cell this is.
     pub cell: CellInfo,
     /// The options the run used.
@@ -172,7 +172,7 @@ pub struct Summary {
 
 /// One URL's figures in a cell.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct UrlRow {
+pub(crate) struct UrlRow {
     /// The path and query requested, as given (placeholders unrendered).
     pub url: String,
     /// Measured requests that finished: `succeeded + failed`.
@@ -188,7 +188,7 @@ pub struct UrlRow {
 
 /// Name and version of the generator.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Tool {
+pub(crate) struct Tool {
     /// Always `h2load-rs`.
     pub name: String,
     /// Crate version.
@@ -197,7 +197,7 @@ pub struct Tool {
 
 /// The options the run used.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Target URLs.
     pub urls: Vec<String>,
     /// Connections.
@@ -273,7 +273,7 @@ fn epoll() -> String {
 
 /// A `--stages` ramp, as the JSON report shows it.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StagesSettings {
+pub(crate) struct StagesSettings {
     /// The rate at the start (`--rate`, else 0), requests per second.
     pub start_rps: f64,
     /// Each stage: its length and the rate reached at its end.
@@ -284,7 +284,7 @@ pub struct StagesSettings {
 
 /// One stage of a `--stages` ramp.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StageSettings {
+pub(crate) struct StageSettings {
     /// Its length in seconds (0: a step).
     pub duration_s: f64,
     /// The rate at its end, requests per second.
@@ -293,7 +293,7 @@ pub struct StageSettings {
 
 /// The protocol spoken.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProtocolInfo {
+pub(crate) struct ProtocolInfo {
     /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
     pub negotiated: Option<String>,
     /// Connections by the protocol they spoke.
@@ -306,7 +306,7 @@ pub struct ProtocolInfo {
 
 /// Request counters with h2load's meanings.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Requests {
+pub(crate) struct Requests {
     /// `-n`, or the requests started in a timed run.
     pub total: u64,
     /// started, done, succeeded, failed, errored, timeout (failed and errored include `never_sent`).
@@ -324,7 +324,7 @@ pub struct Requests {
 
 /// Responses by status class.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StatusCodes {
+pub(crate) struct StatusCodes {
     /// 1xx responses (final ones only).
     #[serde(rename = "1xx")]
     pub informational: u64,
@@ -344,7 +344,7 @@ pub struct StatusCodes {
 
 /// A gRPC cell's calls and messages.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GrpcReport {
+pub(crate) struct GrpcReport {
     /// The method called (`/package.Service/Method`).
     pub method: String,
     /// Calls with a response, by `grpc-status` name (`OK`, `UNAVAILABLE`, ...; `OTHER` for a
@@ -365,7 +365,7 @@ pub struct GrpcReport {
 
 /// Bytes received during the measured period.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// All bytes read from sockets.
     pub total_bytes: u64,
     /// Response header bytes as sent.
@@ -380,7 +380,7 @@ pub struct Traffic {
 
 /// Connection counters.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Connections {
+pub(crate) struct Connections {
     /// Connections established (warm-up included).
     pub opened: u64,
     /// Connection attempts that failed.
@@ -412,7 +412,7 @@ pub struct Connections {
 
 /// The latency distributions, in microseconds.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Latencies {
+pub(crate) struct Latencies {
     /// Request sent to last response byte; with `--rate`, from the scheduled send (response time).
     pub request: LatencySummary,
     /// With `--rate`: actual send to last response byte (service time).
@@ -450,7 +450,7 @@ pub struct Latencies {
 
 /// Percentiles reported for each distribution.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     /// Median.
     pub p50: u64,
     /// 75th percentile.
@@ -473,7 +473,7 @@ pub struct Percentiles {
 
 impl Percentiles {
     /// Label and value pairs in report order.
-    pub fn labelled(&self) -> [(&'static str, u64); 8] {
+    pub(crate) fn labelled(&self) -> [(&'static str, u64); 8] {
         [
             ("p50", self.p50),
             ("p75", self.p75),
@@ -489,7 +489,7 @@ impl Percentiles {
 
 /// One latency distribution (microseconds).
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LatencySummary {
+pub(crate) struct LatencySummary {
     /// Samples recorded.
     pub count: u64,
     /// min, max, mean, standard deviation and share within one sd of the mean.
@@ -529,7 +529,7 @@ impl LatencySummary {
 
 /// min / max / mean / sd / share within mean ± sd, h2load's five columns.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// Smallest value.
     pub min: f64,
     /// Largest value.
@@ -544,7 +544,7 @@ pub struct Spread {
 
 /// Why a cell failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Cause {
+pub(crate) struct Cause {
     /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
     /// or `errors`.
     pub kind: String,
@@ -554,7 +554,7 @@ pub struct Cause {
 
 /// One `--fail-if` expression checked against a cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     /// The expression, canonically spelled (`p99>50ms`).
     pub expr: String,
     /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
