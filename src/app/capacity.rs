@@ -78,11 +78,11 @@ const DEFAULT_OBJECTIVES: [&str; 2] = ["p99<100ms", "errors<1%"];
 /// the whole run, and the search's outcome.
 pub(crate) struct Searched {
     /// The cell's plan, its stop rule the search's real length.
-    pub plan: RunPlan,
+    pub(crate) plan: RunPlan,
     /// Everything measured over all steps.
-    pub outcome: RunOutcome,
+    pub(crate) outcome: RunOutcome,
     /// What the search found.
-    pub capacity: Capacity,
+    pub(crate) capacity: Capacity,
 }
 
 /// Runs `search` on a steered run of `plan`, then ends the run (also when the search failed,
@@ -110,15 +110,15 @@ pub(crate) fn measure(search: &Search, plan: Arc<RunPlan>, sinks: Sinks) -> Resu
 #[derive(Debug, Clone)]
 pub(crate) struct Search {
     /// What every passing step keeps (upper bounds only).
-    pub objectives: Vec<Objective>,
+    pub(crate) objectives: Vec<Objective>,
     /// A full step's measured length; short steps measure a third of it.
-    pub step: Duration,
+    pub(crate) step: Duration,
     /// Stop when `(failing - passing) / passing` is at most this fraction.
-    pub precision: f64,
+    pub(crate) precision: f64,
     /// Print each step on stderr as it ends (a search takes a minute).
-    pub announce: bool,
+    pub(crate) announce: bool,
     /// `--rounds`: each step is taken this many times in a row, each round on fresh connections.
-    pub rounds: usize,
+    pub(crate) rounds: usize,
 }
 
 impl Search {

@@ -42,9 +42,9 @@ pub(crate) struct Sweep<'a> {
 /// What a sweep measured.
 pub(crate) struct Finished {
     /// Every cell that ran, and their comparison.
-    pub document: Document,
+    pub(crate) document: Document,
     /// Whether an export could not be written at the end (each failure is on stderr).
-    pub exports_failed: bool,
+    pub(crate) exports_failed: bool,
 }
 
 impl<'a> Sweep<'a> {

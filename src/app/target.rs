@@ -19,7 +19,7 @@ const PRIVATE_IDLE_TIMEOUT: &str = "720h";
 pub(crate) struct ChildTarget {
     child: Child,
     /// Its base URL, e.g. `http://127.0.0.1:40123`.
-    pub base_url: String,
+    pub(crate) base_url: String,
 }
 
 impl ChildTarget {

@@ -13,12 +13,12 @@ pub(crate) struct GrpcArgs {
     /// Call this gRPC method on the URL's server (h2c for http://, h2 for https://):
     /// /package.Service/Method (also package.Service.Method). The URL's path is ignored.
     #[arg(long = "grpc", value_name = "METHOD")]
-    pub grpc_method: Option<String>,
+    pub(crate) grpc_method: Option<String>,
 
     /// A .proto file declaring the method (repeatable), compiled at run time: the message can
     /// then be given as JSON (--grpc-data), and the method's shape is checked.
     #[arg(long = "grpc-proto", value_name = "FILE", requires = "grpc_method")]
-    pub grpc_protos: Vec<PathBuf>,
+    pub(crate) grpc_protos: Vec<PathBuf>,
 
     /// Ask the server's reflection service (grpc.reflection.v1, else v1alpha) for the method's
     /// schema before the run, instead of --grpc-proto.
@@ -27,7 +27,7 @@ pub(crate) struct GrpcArgs {
         requires = "grpc_method",
         conflicts_with = "grpc_protos"
     )]
-    pub grpc_reflect: bool,
+    pub(crate) grpc_reflect: bool,
 
     /// A directory the .proto files' imports are looked up in (repeatable; default: each
     /// file's own directory).
@@ -36,7 +36,7 @@ pub(crate) struct GrpcArgs {
         value_name = "DIR",
         requires = "grpc_protos"
     )]
-    pub grpc_import_paths: Vec<PathBuf>,
+    pub(crate) grpc_import_paths: Vec<PathBuf>,
 
     /// The request message as JSON (proto3's JSON mapping), or @FILE to read it from a file;
     /// needs --grpc-proto or --grpc-reflect. Placeholders ({seq}, {rand:N}, {uuid}, ...) are rendered per call,
@@ -47,7 +47,7 @@ pub(crate) struct GrpcArgs {
         requires = "grpc_method",
         conflicts_with = "grpc_binary_file"
     )]
-    pub grpc_data: Option<String>,
+    pub(crate) grpc_data: Option<String>,
 
     /// The request message as raw protobuf bytes, sent as they are (no .proto needed).
     #[arg(
@@ -55,32 +55,32 @@ pub(crate) struct GrpcArgs {
         value_name = "FILE",
         requires = "grpc_method"
     )]
-    pub grpc_binary_file: Option<PathBuf>,
+    pub(crate) grpc_binary_file: Option<PathBuf>,
 
     /// The method's shape, when no --grpc-proto tells it: unary, server (server-streaming),
     /// client (client-streaming) or bidi.
     #[arg(long = "grpc-shape", value_name = "SHAPE", requires = "grpc_method")]
-    pub grpc_shape: Option<GrpcShapeArg>,
+    pub(crate) grpc_shape: Option<GrpcShapeArg>,
 
     /// Messages each client-streaming or bidirectional call sends (the same message each time),
     /// then it half-closes. A bidirectional call sends the next once the reply to the last has
     /// arrived, unless --grpc-stream-interval paces them. 1..=1000000; default 1.
     #[arg(long = "grpc-stream-messages", value_name = "N", default_value_t = 1,
           value_parser = crate::cli::values::count::<u32>(1, 1_000_000), requires = "grpc_method")]
-    pub grpc_stream_messages: u32,
+    pub(crate) grpc_stream_messages: u32,
 
     /// Send a streaming call's messages this far apart (a rate per stream) instead of as fast
     /// as flow control (client-streaming) or the replies (bidirectional) allow; 0 sends a
     /// bidirectional call's messages back to back, replies or not.
     #[arg(long = "grpc-stream-interval", value_name = "DURATION",
           value_parser = crate::units::parse_duration, requires = "grpc_method")]
-    pub grpc_stream_interval: Option<std::time::Duration>,
+    pub(crate) grpc_stream_interval: Option<std::time::Duration>,
 
     /// The longest response message accepted; a longer one fails its call (grpc_too_large)
     /// before its bytes arrive. Default 4M, as grpc-go and grpc-java clients.
     #[arg(long = "grpc-max-message", value_name = "SIZE", default_value = "4M",
           value_parser = parse_message_limit, requires = "grpc_method")]
-    pub grpc_max_message: u32,
+    pub(crate) grpc_max_message: u32,
 }
 
 fn parse_message_limit(text: &str) -> Result<u32, String> {

@@ -41,50 +41,50 @@ pub(crate) struct LoadArgs {
     /// Target URLs, used in turn by each client across its connections. Scheme, host and port
     /// come from the first.
     #[arg(value_name = "URL")]
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
 
     /// Read more URLs from FILE: one URL, or path starting with /, a line; blank lines and lines
     /// starting with # are skipped. They come after the URLs given here (h2load's -i replaces
     /// them); with none given, the file's first URL gives scheme, host and port.
     #[arg(help_heading = REQUESTS, short = 'i', long = "input-file", value_name = "FILE")]
-    pub input_file: Option<PathBuf>,
+    pub(crate) input_file: Option<PathBuf>,
 
     /// Pick each request's URL at random among them (seeded by --seed) instead of in turn.
     #[arg(help_heading = REQUESTS, long = "urls-random")]
-    pub urls_random: bool,
+    pub(crate) urls_random: bool,
 
     /// Seed of --urls-random, {rand:N}, {uuid} and --arrival poisson: the same seed, -c and -t draw the same numbers
     /// again [default: random; -v and the JSON report show it].
     #[arg(help_heading = REQUESTS, long = "seed", value_name = "N")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
 
     /// Number of requests across all connections, or `Kx`: K per concurrent request of each cell
     /// (connections × streams); at most 10^12 either way. Every count and rate takes SI suffixes:
     /// 10k, 1.5k, 2M (k or K 10^3, M 10^6, G 10^9) [default: 10000; none with --until-stable].
     #[arg(help_heading = LOAD, short = 'n', long = "requests", value_name = "N", conflicts_with = "duration", value_parser = parse_requests)]
-    pub requests: Option<Requests>,
+    pub(crate) requests: Option<Requests>,
 
     /// Concurrent connections (clients), 1..=1000000; a list (1,10,100) runs one cell per value.
     #[arg(help_heading = LOAD, short = 'c', long = "clients", value_name = "N[,N...]", default_value = "1", value_delimiter = ',',
           value_parser = count::<u64>(1, MAX_CLIENTS))]
-    pub clients: Vec<u64>,
+    pub(crate) clients: Vec<u64>,
 
     /// Number of OS threads, each with its own event loop and share of the connections (1..=4096).
     #[arg(help_heading = LOAD, short = 't', long = "threads", value_name = "N", default_value_t = 1,
           value_parser = count::<u64>(1, MAX_THREADS))]
-    pub threads: u64,
+    pub(crate) threads: u64,
 
     /// Concurrent requests per connection: h2 streams, or HTTP/1.1 pipeline depth (1..=1000000); a
     /// list runs one cell per value.
     #[arg(help_heading = LOAD, short = 'm', long = "max-concurrent-streams", value_name = "N[,N...]", default_value = "1",
           value_delimiter = ',', value_parser = count::<u64>(1, MAX_STREAMS))]
-    pub max_concurrent_streams: Vec<u64>,
+    pub(crate) max_concurrent_streams: Vec<u64>,
 
     /// Send at this many requests per second in total, on a fixed schedule (latency counts from each
     /// request's scheduled time: coordinated omission corrected), 0.001..=100000000; a list runs one
     /// cell per rate.
     #[arg(help_heading = RATE, long = "rate", value_name = "R[,R...]", value_delimiter = ',', value_parser = parse_rate, conflicts_with = "rps")]
-    pub rate: Vec<f64>,
+    pub(crate) rate: Vec<f64>,
 
     /// Ramp the rate (k6's stages): each DURATION:RATE moves it linearly from the previous stage's
     /// rate (0 at the start, or a single --rate) to RATE over DURATION (0s: a step), on the same
@@ -92,66 +92,66 @@ pub(crate) struct LoadArgs {
     /// cap; latency counts from each request's scheduled time). Not with -n, -D or --warm-up-time.
     #[arg(help_heading = RATE, long = "stages", value_name = "D:R[,D:R...]", value_delimiter = ',', value_parser = parse_stage,
           conflicts_with_all = ["requests", "duration", "warm_up_time", "rps"])]
-    pub stages: Vec<Stage>,
+    pub(crate) stages: Vec<Stage>,
 
     /// How paced send times are spaced (--rate, --rps, --stages, --find-max): uniform (one every
     /// 1/rate) or poisson (exponential gaps of mean 1/rate, as independent users arrive; drawn from
     /// --seed, so the same seed repeats the same send times).
     #[arg(help_heading = RATE, long = "arrival", value_name = "KIND", value_enum, default_value_t = Arrival::Uniform)]
-    pub arrival: Arrival,
+    pub(crate) arrival: Arrival,
 
     /// Measure each cell until the 95% confidence intervals of its p99 and of its request rate are
     /// each within PCT of their value (0.1%..50%; looked at once a second), -n or -D staying the
     /// cap (without them, 10 minutes): the report, -q's line too, says which came first.
     #[arg(help_heading = LOAD, long = "until-stable", value_name = "PCT", value_parser = parse_precision,
           conflicts_with = "find_max")]
-    pub until_stable: Option<f64>,
+    pub(crate) until_stable: Option<f64>,
 
     /// h2load's per-client rate: each connection's share of --rate is this many requests per second
     /// (0.001 or more; times the connections, at most 100000000).
     #[arg(help_heading = RATE, long = "rps", value_name = "N", value_parser = parse_rate)]
-    pub rps: Option<f64>,
+    pub(crate) rps: Option<f64>,
 
     /// Run for this long instead of a request count (e.g. 10s, 1m). Every duration flag takes at most
     /// 30 days (720h), also after --scale.
     #[arg(help_heading = LOAD, short = 'D', long = "duration", value_name = "DURATION", value_parser = parse_positive_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
 
     /// Send load for this long before measuring (with -D).
     #[arg(help_heading = LOAD, long = "warm-up-time", value_name = "DURATION", value_parser = parse_duration, requires = "duration")]
-    pub warm_up_time: Option<Duration>,
+    pub(crate) warm_up_time: Option<Duration>,
 
     /// Extra request header "Name: value" (repeatable; replaces a default of the same name).
     #[arg(help_heading = REQUESTS, short = 'H', long = "header", value_name = "HEADER")]
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
 
     /// Send this file as the request body (h2load's -d; curl's -d @FILE is the same), the method
     /// becoming POST unless --method is given.
     #[arg(help_heading = REQUESTS, short = 'd', long = "data", value_name = "FILE")]
-    pub data: Option<PathBuf>,
+    pub(crate) data: Option<PathBuf>,
 
     /// Send TEXT as the request body (curl's and oha's -d '…'), the method becoming POST unless
     /// --method is given; placeholders as in a -d file.
     #[arg(help_heading = REQUESTS, long = "body", value_name = "TEXT", conflicts_with = "data")]
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
 
     /// Request method [default: GET, or POST with -d].
     #[arg(help_heading = REQUESTS, long = "method", value_name = "METHOD")]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
 
     /// Close a connection after it has been open this long, whatever it is doing.
     #[arg(help_heading = CONNECTION, short = 'T', long = "connection-active-timeout", value_name = "DURATION",
           value_parser = parse_positive_duration)]
-    pub connection_active_timeout: Option<Duration>,
+    pub(crate) connection_active_timeout: Option<Duration>,
 
     /// Close a connection after it has received nothing for this long.
     #[arg(help_heading = CONNECTION, short = 'N', long = "connection-inactivity-timeout", value_name = "DURATION",
           value_parser = parse_positive_duration)]
-    pub connection_inactivity_timeout: Option<Duration>,
+    pub(crate) connection_inactivity_timeout: Option<Duration>,
 
     /// Count a request as timed out when its response has not completed after this long.
     #[arg(help_heading = CONNECTION, long = "request-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
-    pub request_timeout: Option<Duration>,
+    pub(crate) request_timeout: Option<Duration>,
 
     /// Send a request again, at most this many times (0..=100), when the server provably never
     /// processed it: an HTTP/2 stream above a GOAWAY's last stream id or refused (REFUSED_STREAM),
@@ -161,49 +161,49 @@ pub(crate) struct LoadArgs {
     /// against N: the server is rotating connections, not refusing work.
     #[arg(help_heading = REQUESTS, long = "max-retries", value_name = "N", default_value_t = 3,
           value_parser = count::<u8>(0, 100))]
-    pub max_retries: u8,
+    pub(crate) max_retries: u8,
 
     /// Never send a request again: what the server left unprocessed fails (h2load's accounting).
     #[arg(help_heading = REQUESTS, long = "no-retry", conflicts_with = "max_retries")]
-    pub no_retry: bool,
+    pub(crate) no_retry: bool,
 
     /// Close each connection after N requests (their answers in) and connect again: connection
     /// churn (gcannon's -r). The last connection of a counted run may carry fewer.
     #[arg(help_heading = LOAD, long = "requests-per-connection", value_name = "N",
           value_parser = count::<u64>(1, u64::MAX))]
-    pub requests_per_connection: Option<u64>,
+    pub(crate) requests_per_connection: Option<u64>,
 
     /// One request per connection (--requests-per-connection 1); HTTP/1.1 requests also carry
     /// `Connection: close`, so the server closes. With h2 and h3: one request per connection only.
     #[arg(help_heading = LOAD, long = "no-keepalive", conflicts_with = "requests_per_connection")]
-    pub no_keepalive: bool,
+    pub(crate) no_keepalive: bool,
 
     /// Resume TLS sessions (tickets, TLS 1.2 session ids) on new connections, each thread keeping
     /// its own cache; the report counts resumed and full handshakes. Not with --proto h3.
     #[arg(help_heading = TLS, long = "tls-resume")]
-    pub tls_resume: bool,
+    pub(crate) tls_resume: bool,
 
     /// Send requests as TLS 1.3 early data (0-RTT) on resumed connections (implies --tls-resume);
     /// GET and HEAD only, with --proto h1 or h2. The report counts accepted and rejected early data.
     #[arg(help_heading = TLS, long = "tls-early-data")]
-    pub tls_early_data: bool,
+    pub(crate) tls_early_data: bool,
 
     /// Give up connecting after this long: TCP, TLS and, for HTTP/2, the server's SETTINGS
     /// [default: 10s].
     #[arg(help_heading = CONNECTION, long = "connect-timeout", value_name = "DURATION", value_parser = parse_positive_duration)]
-    pub connect_timeout: Option<Duration>,
+    pub(crate) connect_timeout: Option<Duration>,
 
     /// Protocol to speak; a list (h1,h2c) runs one cell per protocol
     /// [default: h2c for http:// URLs as in h2load, auto for https://].
     #[arg(help_heading = PROTOCOL, long = "proto", value_name = "PROTO[,PROTO...]", value_delimiter = ',',
           conflicts_with_all = ["h1", "no_tls_proto"])]
-    pub proto: Vec<ProtoChoice>,
+    pub(crate) proto: Vec<ProtoChoice>,
 
     /// For HTTP/2 cells, carry the concurrency on streams of one connection (-c 1 -m N×M, at most
     /// 1000000) instead of N connections, as browsers and Go's client do (seeds 001 and 004). Applies
     /// to h2, h2c, h2c-upgrade and the default protocol of http:// URLs (h2c), not to auto.
     #[arg(help_heading = PROTOCOL, long = "h2-multiplex")]
-    pub h2_multiplex: bool,
+    pub(crate) h2_multiplex: bool,
 
     /// I/O backend of TCP and unix-socket connections: epoll, uring (io_uring, one ring per
     /// thread; fails with status 1 where the kernel refuses it) or auto (io_uring if the kernel
@@ -217,83 +217,83 @@ pub(crate) struct LoadArgs {
         default_value_t,
         env = "H2LOAD_RS_IO"
     )]
-    pub io: IoChoice,
+    pub(crate) io: IoChoice,
 
     /// With --io uring or auto: a kernel thread polls each ring's submission queue (SQPOLL), so
     /// sending needs no system call; it costs that thread's CPU.
     #[arg(help_heading = PROTOCOL, long = "io-sqpoll")]
-    pub io_sqpoll: bool,
+    pub(crate) io_sqpoll: bool,
 
     /// Use HTTP/1.1 (same as --proto h1).
     #[arg(help_heading = PROTOCOL, long = "h1", conflicts_with = "no_tls_proto")]
-    pub h1: bool,
+    pub(crate) h1: bool,
 
     /// Protocol for http:// URLs, h2load's spelling: h2c or http/1.1.
     #[arg(help_heading = PROTOCOL, short = 'p', long = "no-tls-proto", value_name = "PROTOID")]
-    pub no_tls_proto: Option<NoTlsProto>,
+    pub(crate) no_tls_proto: Option<NoTlsProto>,
 
     /// HTTP/2 stream window: 2^N-1 bytes (0..=30).
     #[arg(help_heading = PROTOCOL, short = 'w', long = "window-bits", value_name = "N", default_value_t = 30,
           value_parser = clap::value_parser!(u8).range(0..=30))]
-    pub window_bits: u8,
+    pub(crate) window_bits: u8,
 
     /// HTTP/2 connection window: 2^N-1 bytes (0..=30).
     #[arg(help_heading = PROTOCOL, short = 'W', long = "connection-window-bits", value_name = "N", default_value_t = 30,
           value_parser = clap::value_parser!(u8).range(0..=30))]
-    pub connection_window_bits: u8,
+    pub(crate) connection_window_bits: u8,
 
     /// Largest HTTP/2 frame the server may send us (16K..16M-1).
     #[arg(help_heading = PROTOCOL, short = 'f', long = "max-frame-size", value_name = "SIZE", default_value = "16K",
           value_parser = parse_size)]
-    pub max_frame_size: u64,
+    pub(crate) max_frame_size: u64,
 
     /// HPACK decoder table size announced to the server (below 4G).
     #[arg(help_heading = PROTOCOL, long = "header-table-size", value_name = "SIZE", default_value = "4K", value_parser = parse_size)]
-    pub header_table_size: u64,
+    pub(crate) header_table_size: u64,
 
     /// ALPN protocols offered over TLS, comma-separated [default: http/1.1 with --proto h1, else h2,http/1.1].
     #[arg(help_heading = TLS, long = "alpn-list", value_name = "LIST")]
-    pub alpn_list: Option<String>,
+    pub(crate) alpn_list: Option<String>,
 
     /// Do not verify the server's certificate (self-signed test servers).
     #[arg(help_heading = TLS, short = 'k', long = "insecure")]
-    pub insecure: bool,
+    pub(crate) insecure: bool,
 
     /// Also trust the CA certificates in this PEM file.
     #[arg(help_heading = TLS, long = "cacert", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    pub(crate) cacert: Option<PathBuf>,
 
     /// Client certificate chain (PEM) to present; needs --key.
     #[arg(help_heading = TLS, long = "cert", value_name = "FILE", requires = "key")]
-    pub cert: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
 
     /// Private key (PEM) of --cert.
     #[arg(help_heading = TLS, long = "key", value_name = "FILE", requires = "cert")]
-    pub key: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
 
     /// TLS server name to send and verify [default: the URL's host].
     #[arg(help_heading = TLS, long = "sni", value_name = "NAME")]
-    pub sni: Option<String>,
+    pub(crate) sni: Option<String>,
 
     /// Connect to HOST:PORT instead of the URL's host and port (Host, SNI and certificate checks keep the URL's).
     #[arg(help_heading = CONNECTION, long = "connect-to", value_name = "HOST:PORT")]
-    pub connect_to: Option<String>,
+    pub(crate) connect_to: Option<String>,
 
     /// Connect every connection to this unix socket instead of TCP: HTTP/1.1, h2c and h2 over TLS
     /// (the URL still gives Host / :authority and the TLS server name). Needs a URL.
     #[arg(help_heading = CONNECTION, long = "unix-socket", value_name = "PATH")]
-    pub unix_socket: Option<PathBuf>,
+    pub(crate) unix_socket: Option<PathBuf>,
 
     /// Tunnel every connection through this HTTP proxy with CONNECT: http://[USER:PASS@]HOST:PORT
     /// (credentials go as Proxy-Authorization Basic). Not for h3.
     #[arg(help_heading = CONNECTION, long = "proxy", value_name = "URL")]
-    pub proxy: Option<String>,
+    pub(crate) proxy: Option<String>,
 
     /// Trace the protocol of the first connections on stderr, like `nghttp -v`: handshake, HTTP/1.1
     /// heads, HTTP/2 SETTINGS, WINDOW_UPDATE, RST_STREAM, GOAWAY and the first header blocks;
     /// `-vv` adds DATA and every header block.
     #[arg(help_heading = OUTPUT, short = 'v', long = "verbose", action = clap::ArgAction::Count, conflicts_with = "quiet")]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
 
     /// Color the report: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
     #[arg(help_heading = OUTPUT, long = "color", value_name = "WHEN", value_enum, default_value_t)]
@@ -301,27 +301,27 @@ pub(crate) struct LoadArgs {
 
     /// Print only errors and the one-line summary of each cell (no progress bar, no details).
     #[arg(help_heading = OUTPUT, short = 'q', long = "quiet")]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// Where stderr is not a terminal (CI, kubectl logs), a progress line this often (100ms or
     /// more; default 10s).
     #[arg(help_heading = OUTPUT, long = "progress-interval", value_name = "DURATION", value_parser = parse_progress_interval)]
-    pub progress_interval: Option<Duration>,
+    pub(crate) progress_interval: Option<Duration>,
 
     /// Length of the timeline's intervals (requests, errors, p50/p99/max per interval), 1ms..=30 days.
     /// Default: chosen per cell for at least 20 intervals, at most 1s.
     #[arg(help_heading = OUTPUT, long = "interval", value_name = "DURATION", value_parser = parse_interval)]
-    pub interval: Option<Duration>,
+    pub(crate) interval: Option<Duration>,
 
     /// Write one tab-separated line per request to FILE: start (µs since the epoch), status (-1 if
     /// it failed), duration (µs), time to first byte (µs), connection id, stream id, protocol, cell
     /// (- for standard output).
     #[arg(help_heading = OUTPUT, long = "log-file", value_name = "FILE")]
-    pub log_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
 
     /// Pause between cells of a sweep.
     #[arg(help_heading = LOAD, long = "cooldown", value_name = "DURATION", value_parser = parse_duration)]
-    pub cooldown: Option<Duration>,
+    pub(crate) cooldown: Option<Duration>,
 
     /// Run the whole sweep N times (1..=100), interleaved: round 1 of every cell, then round 2 in
     /// another order (--round-order), each on fresh connections with its own warm-up. Each cell's
@@ -330,7 +330,7 @@ pub(crate) struct LoadArgs {
     /// is taken N times in a row instead, each round on fresh connections.
     #[arg(help_heading = LOAD, long = "rounds", value_name = "N", default_value_t = 1,
           value_parser = count::<u64>(1, MAX_ROUNDS))]
-    pub rounds: u64,
+    pub(crate) rounds: u64,
 
     /// The order of the cells in each round after the first: alternate (the reverse of the round
     /// before) or shuffle (drawn from --seed).
@@ -341,113 +341,113 @@ pub(crate) struct LoadArgs {
         value_enum,
         default_value_t
     )]
-    pub round_order: RoundOrder,
+    pub(crate) round_order: RoundOrder,
 
     /// Serve live metrics for Prometheus at http://ADDR/metrics during the whole run (every cell);
     /// port 0 picks a free port, printed on stderr.
     #[arg(help_heading = OUTPUT, long = "metrics-listen", value_name = "ADDR")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
 
     /// Keep serving --metrics-listen this long after the run, so a last scrape sees the final
     /// values (Ctrl-C ends it at once).
     #[arg(help_heading = OUTPUT, long = "metrics-linger", value_name = "DURATION", value_parser = parse_duration,
           default_value = "5s", requires = "metrics_listen")]
-    pub metrics_linger: Duration,
+    pub(crate) metrics_linger: Duration,
 
     /// Sample this process's CPU and memory during each cell (repeatable; the built-in target is
     /// always watched).
     #[arg(help_heading = OUTPUT, long = "watch-pid", value_name = "PID")]
-    pub watch_pid: Vec<u32>,
+    pub(crate) watch_pid: Vec<u32>,
 
     /// Multiply request counts, concurrency levels and durations by this factor (to run a scenario
     /// small), 0.000001..=1000; the results must stay within each flag's limit. Scaled down, levels
     /// stay distinct and in order (-c 1,10,100 at 0.01 is 1,2,3), -n keeps one request per
     /// connection and stream, and -D stays at least 1s.
     #[arg(help_heading = LOAD, long = "scale", value_name = "FACTOR", value_parser = parse_scale)]
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
 
     /// Path requested from the built-in target when no URL is given.
     #[arg(help_heading = TARGET, long = "target-path", value_name = "PATH", default_value = "/ping")]
-    pub target_path: String,
+    pub(crate) target_path: String,
 
     /// Serve the built-in target over TLS for every cell (HTTP/1.1 over TLS for h1, as when h2 or h3 cells are in the sweep; h2 cells always use TLS).
     #[arg(help_heading = TARGET, long = "target-tls")]
-    pub target_tls: bool,
+    pub(crate) target_tls: bool,
 
     /// Delay every response of the built-in target by this long (a slow handler, or a far server).
     #[arg(help_heading = TARGET, long = "target-delay", value_name = "DURATION", value_parser = parse_duration)]
-    pub target_delay: Option<Duration>,
+    pub(crate) target_delay: Option<Duration>,
 
     /// Make the built-in target misbehave (see `serve --fault`).
     #[arg(help_heading = TARGET, long = "target-fault", value_name = "MODE")]
-    pub target_fault: Option<Fault>,
+    pub(crate) target_fault: Option<Fault>,
 
     /// Make the built-in target stall at the end of every this long (see --target-stall-for).
     #[arg(help_heading = TARGET, long = "target-stall-every", value_name = "DURATION", value_parser = parse_positive_duration,
           requires = "target_stall_for")]
-    pub target_stall_every: Option<Duration>,
+    pub(crate) target_stall_every: Option<Duration>,
 
     /// Length of the built-in target's stalls: it answers nothing meanwhile.
     #[arg(help_heading = TARGET, long = "target-stall-for", value_name = "DURATION", value_parser = parse_positive_duration,
           requires = "target_stall_every")]
-    pub target_stall_for: Option<Duration>,
+    pub(crate) target_stall_for: Option<Duration>,
 
     /// Slow the built-in target down every other period of this long (see --target-slow-by): a
     /// server whose capacity changes over time.
     #[arg(long = "target-slow-every", value_name = "DURATION", value_parser = parse_positive_duration,
           requires = "target_slow_by")]
-    pub target_slow_every: Option<Duration>,
+    pub(crate) target_slow_every: Option<Duration>,
 
     /// How much longer each response of the built-in target waits in its slow periods.
     #[arg(long = "target-slow-by", value_name = "DURATION", value_parser = parse_positive_duration,
           requires = "target_slow_every")]
-    pub target_slow_by: Option<Duration>,
+    pub(crate) target_slow_by: Option<Duration>,
 
     /// Fail the run (exit status 3) when this holds for a cell, e.g. 'p99>50ms', 'errors>1%',
     /// 'rps<5000' (repeatable): METRIC OP VALUE with p50, p90, p99, p99.9, max (durations in us,
     /// ms, s), errors (a percentage of the finished requests) or rps; OP is <, >, <= or >=.
     #[arg(help_heading = OUTPUT, long = "fail-if", value_name = "EXPR", value_parser = objective::parse)]
-    pub fail_if: Vec<Objective>,
+    pub(crate) fail_if: Vec<Objective>,
 
     /// Search each cell for the highest constant rate that keeps every --slo, on warm
     /// connections (a coarse ramp, then a bisection); -c and -m cap the concurrency.
     #[arg(help_heading = RATE, long = "find-max", conflicts_with_all = ["requests", "duration", "rate", "rps", "stages"])]
-    pub find_max: bool,
+    pub(crate) find_max: bool,
 
     /// An objective --find-max must keep, in the --fail-if grammar with < or <= (repeatable)
     /// [default: p99<100ms and errors<1%].
     #[arg(help_heading = RATE, long = "slo", value_name = "EXPR", requires = "find_max",
           value_parser = objective::parse)]
-    pub slo: Vec<Objective>,
+    pub(crate) slo: Vec<Objective>,
 
     /// Length of each full step of --find-max; the shorter ramp steps take a third of it, and
     /// every step settles for a third of its length before it measures.
     #[arg(help_heading = RATE, long = "step-duration", value_name = "DURATION", default_value = "3s",
           value_parser = parse_step_duration, requires = "find_max")]
-    pub step_duration: Duration,
+    pub(crate) step_duration: Duration,
 
     /// --find-max stops when the passing and failing rates are this close: (fail - pass) / pass,
     /// in percent, 0.1%..=50%.
     #[arg(help_heading = RATE, long = "precision", value_name = "PCT", default_value = "5%",
           value_parser = parse_precision, requires = "find_max")]
-    pub precision: f64,
+    pub(crate) precision: f64,
 
     /// Files to write the results to.
     #[command(flatten, next_help_heading = OUTPUT)]
-    pub outputs: OutputArgs,
+    pub(crate) outputs: OutputArgs,
 
     /// What every response must show to count as a success.
     #[command(flatten, next_help_heading = "Response checks")]
-    pub checks: CheckArgs,
+    pub(crate) checks: CheckArgs,
 
     /// gRPC: the method to call and its message.
     #[command(flatten, next_help_heading = "gRPC")]
-    pub grpc: crate::cli::GrpcArgs,
+    pub(crate) grpc: crate::cli::GrpcArgs,
 
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
     #[arg(help_heading = LOAD, long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]
-    pub start_at: Option<std::time::SystemTime>,
+    pub(crate) start_at: Option<std::time::SystemTime>,
 
     /// Run part I of N of the scenario, so that N machines run it once between them (N alone: I
     /// from JOB_COMPLETION_INDEX + 1, as an Indexed Job's pods have it): -n and -c are split
@@ -455,7 +455,7 @@ pub(crate) struct LoadArgs {
     /// every N-th send time of the whole schedule), so `merge` of the N reports has one machine's
     /// totals. Not with --find-max or --until-stable, which need one decider.
     #[arg(help_heading = LOAD, long = "shard", value_name = "I/N", value_parser = Shard::parse)]
-    pub shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
 }
 
 fn parse_requests(text: &str) -> Result<Requests, String> {

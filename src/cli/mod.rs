@@ -97,10 +97,10 @@ fn examples_help() -> String {
 pub(crate) struct Cli {
     /// A subcommand; without one, h2load-rs runs a load test.
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
     /// Load-test options (used when no subcommand is given).
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
 }
 
 /// Subcommands besides the load test itself.
@@ -137,14 +137,14 @@ pub(crate) enum Command {
 pub(crate) struct RunArgs {
     /// The scenario file.
     #[arg(value_name = "FILE")]
-    pub scenario: PathBuf,
+    pub(crate) scenario: PathBuf,
     /// URLs and options that override the file's.
     #[arg(
         value_name = "ARGS",
         trailing_var_arg = true,
         allow_hyphen_values = true
     )]
-    pub overrides: Vec<std::ffi::OsString>,
+    pub(crate) overrides: Vec<std::ffi::OsString>,
 }
 
 #[cfg(test)]

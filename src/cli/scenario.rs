@@ -18,9 +18,9 @@ use crate::usage_bail;
 #[derive(Debug)]
 pub(crate) struct Scenario {
     /// The file's `description`, if any.
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// Arguments for [`Cli`]: the program name, the file's options, then the command line's.
-    pub argv: Vec<OsString>,
+    pub(crate) argv: Vec<OsString>,
 }
 
 /// Reads `path` and merges it with `overrides` (the arguments after the file name).

@@ -83,30 +83,30 @@ pub(crate) enum Verdict {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Figure {
     /// `req/s`, `p50`, `p90`, `p99` or `p99.9`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// What it measures.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The base run's whole-run value (req/s, or µs).
-    pub base: f64,
+    pub(crate) base: f64,
     /// The new run's.
-    pub new: f64,
+    pub(crate) new: f64,
     /// The test of the per-interval samples; `None` when either run has fewer than
     /// [`MIN_INTERVALS`].
-    pub test: Option<Shift>,
+    pub(crate) test: Option<Shift>,
     /// Each run's 95% confidence interval of the figure, base then new, as its report has it.
-    pub intervals: [Option<Bounds<f64>>; 2],
+    pub(crate) intervals: [Option<Bounds<f64>>; 2],
     /// Whether each run's figure is a percentile not estimable (too few samples beyond it):
     /// shown `(n/e)` in place of an interval.
-    pub not_estimable: [bool; 2],
+    pub(crate) not_estimable: [bool; 2],
 }
 
 /// What the test of a figure's per-interval samples found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Shift {
     /// The two-sided Mann–Whitney p-value.
-    pub p: f64,
+    pub(crate) p: f64,
     /// Whether the new run's samples tend to be the larger ones.
-    pub new_larger: bool,
+    pub(crate) new_larger: bool,
 }
 
 impl Shift {
@@ -184,17 +184,17 @@ impl SampleKind {
 #[derive(Debug)]
 pub(crate) struct CellDiff {
     /// The cell's label, e.g. `h1 c=10 m=1`.
-    pub label: String,
+    pub(crate) label: String,
     /// What its figures' samples are.
-    pub samples: SampleKind,
+    pub(crate) samples: SampleKind,
     /// The base run's samples: intervals with completions in its timeline, or rounds.
-    pub base_intervals: usize,
+    pub(crate) base_intervals: usize,
     /// The new run's.
-    pub new_intervals: usize,
+    pub(crate) new_intervals: usize,
     /// Kolmogorov–Smirnov distance between the two runs' request latency histograms.
-    pub ks_distance: f64,
+    pub(crate) ks_distance: f64,
     /// Throughput, then the latency percentiles.
-    pub figures: Vec<Figure>,
+    pub(crate) figures: Vec<Figure>,
 }
 
 impl CellDiff {
@@ -208,20 +208,20 @@ impl CellDiff {
 #[derive(Debug)]
 pub(crate) struct Regression<'a> {
     /// The cell's label.
-    pub cell: &'a str,
+    pub(crate) cell: &'a str,
     /// The figure.
-    pub figure: &'a Figure,
+    pub(crate) figure: &'a Figure,
 }
 
 /// The comparison of two runs.
 #[derive(Debug)]
 pub(crate) struct Diff {
     /// The cells in both, in the base run's order.
-    pub cells: Vec<CellDiff>,
+    pub(crate) cells: Vec<CellDiff>,
     /// Labels of the cells only the base run has.
-    pub only_in_base: Vec<String>,
+    pub(crate) only_in_base: Vec<String>,
     /// Labels of the cells only the new run has.
-    pub only_in_new: Vec<String>,
+    pub(crate) only_in_new: Vec<String>,
 }
 
 impl Diff {

@@ -14,11 +14,11 @@ use crate::units::{counted, format_micros};
 /// Which files were compared, and the `--fail-if-regressed` threshold if one was given.
 pub(crate) struct Context<'a> {
     /// The base report's path as given.
-    pub base: &'a str,
+    pub(crate) base: &'a str,
     /// The new report's path as given.
-    pub new: &'a str,
+    pub(crate) new: &'a str,
     /// `--fail-if-regressed`, in percent.
-    pub threshold_pct: Option<f64>,
+    pub(crate) threshold_pct: Option<f64>,
 }
 
 /// The comparison as text: one table per cell, then the cells without a match, what

@@ -56,13 +56,13 @@ pub(crate) struct EarlyTls {
 #[derive(Debug)]
 pub(crate) struct TlsOutcome {
     /// It resumed a session.
-    pub resumed: bool,
+    pub(crate) resumed: bool,
     /// Whether the server accepted the early data sent (`None`: none was sent).
-    pub early_data: Option<bool>,
+    pub(crate) early_data: Option<bool>,
     /// When the handshake ended, if after the connection was handed over (early data).
-    pub settled: Option<Instant>,
+    pub(crate) settled: Option<Instant>,
     /// What it negotiated, for a connection handed over before the handshake ended.
-    pub late_info: Option<TlsInfo>,
+    pub(crate) late_info: Option<TlsInfo>,
 }
 
 impl TlsOutcome {
@@ -137,12 +137,12 @@ impl EarlyTls {
 /// A connection ready for an engine, with what its TLS handshake negotiated.
 pub(crate) struct Established {
     /// The byte stream.
-    pub transport: Transport,
+    pub(crate) transport: Transport,
     /// The TLS session's parameters (None for cleartext, and while early data leaves: the
     /// handshake has not ended).
-    pub tls: Option<TlsInfo>,
+    pub(crate) tls: Option<TlsInfo>,
     /// Through a proxy: how long the TCP connection to it and its answer to `CONNECT` took.
-    pub proxy_time: Option<Duration>,
+    pub(crate) proxy_time: Option<Duration>,
 }
 
 /// Connects by `route` (and completes the TLS handshake when `tls` is given), all within `timeout`,

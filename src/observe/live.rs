@@ -33,19 +33,19 @@ struct Published {
 
 /// The counts the live metrics show besides [`Snapshot`]'s.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tallies {
+pub(crate) struct Tallies {
     /// Responses that met their checks, by status class: 1xx..5xx (index 0..4).
-    pub status_classes: [u64; 5],
+    pub(crate) status_classes: [u64; 5],
     /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order, and under
     /// [`ErrorKind::Check`] the responses that failed a check (so with `status_classes` they
     /// add up to `done`).
-    pub request_errors: [u64; ErrorKind::ALL.len()],
+    pub(crate) request_errors: [u64; ErrorKind::ALL.len()],
     /// Connections established.
-    pub connections_opened: u64,
+    pub(crate) connections_opened: u64,
     /// Connections open now.
-    pub connections_active: u64,
+    pub(crate) connections_active: u64,
     /// Measured requests in flight now.
-    pub in_flight: u64,
+    pub(crate) in_flight: u64,
 }
 
 impl Tallies {
@@ -95,7 +95,7 @@ impl Tallies {
 
 /// The progress of a run, as its workers last published it.
 #[derive(Debug)]
-pub struct Live {
+pub(crate) struct Live {
     threads: Vec<Mutex<Published>>,
     /// Asks each worker to publish now (a steered run's step edges): one per worker, as
     /// `notify_one` keeps the request for a worker busy publishing when it comes.
@@ -107,18 +107,18 @@ pub struct Live {
 
 /// The whole run so far.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Requests finished (with or without a response).
-    pub done: u64,
+    pub(crate) done: u64,
     /// Requests that ended without a response.
-    pub errored: u64,
+    pub(crate) errored: u64,
     /// The 99th percentile of request latency, once there is one.
-    pub p99: Option<Duration>,
+    pub(crate) p99: Option<Duration>,
 }
 
 impl Live {
     /// Room for `threads` workers.
-    pub fn new(threads: usize) -> Self {
+    pub(crate) fn new(threads: usize) -> Self {
         let published = || {
             Mutex::new(Published {
                 at: None,
@@ -139,7 +139,7 @@ impl Live {
     }
 
     /// Whether every worker has published its final numbers.
-    pub fn all_ended(&self) -> bool {
+    pub(crate) fn all_ended(&self) -> bool {
         self.threads.iter().all(|thread| {
             thread
                 .lock()
@@ -149,14 +149,14 @@ impl Live {
     }
 
     /// Completes when the controller asks worker `thread` to publish ([`Live::fresh_snapshot`]).
-    pub async fn asked(&self, thread: usize) {
+    pub(crate) async fn asked(&self, thread: usize) {
         self.ask[thread].notified().await;
     }
 
     /// Asks every worker to publish now and waits (at most `patience`) until each has, or has
     /// ended; then [`Live::snapshot`]. A step measured between two of these counts what was
     /// finished between its edges, not up to a publishing period off at each.
-    pub fn fresh_snapshot(&self, patience: Duration) -> Snapshot {
+    pub(crate) fn fresh_snapshot(&self, patience: Duration) -> Snapshot {
         let asked = Instant::now();
         for ask in &self.ask {
             ask.notify_one();
@@ -174,23 +174,23 @@ impl Live {
     }
 
     /// A steered run now offers `rate` requests per second (`None`: unpaced).
-    pub fn set_offered(&self, rate: Option<f64>) {
+    pub(crate) fn set_offered(&self, rate: Option<f64>) {
         let bits = rate.unwrap_or(f64::NAN).to_bits();
         self.offered.store(bits, Ordering::Relaxed);
     }
 
     /// The rate a steered run offers now, if it offers one.
-    pub fn offered(&self) -> Option<f64> {
+    pub(crate) fn offered(&self) -> Option<f64> {
         Some(f64::from_bits(self.offered.load(Ordering::Relaxed))).filter(|rate| !rate.is_nan())
     }
 
     /// Worker `thread` publishes what its recorder holds.
-    pub fn publish(&self, thread: usize, recorder: &Recorder) {
+    pub(crate) fn publish(&self, thread: usize, recorder: &Recorder) {
         self.replace(thread, recorder, false);
     }
 
     /// Worker `thread` publishes its final numbers: its work has ended.
-    pub fn publish_final(&self, thread: usize, recorder: &Recorder) {
+    pub(crate) fn publish_final(&self, thread: usize, recorder: &Recorder) {
         self.replace(thread, recorder, true);
     }
 
@@ -214,7 +214,7 @@ impl Live {
     }
 
     /// The totals across workers, with their merged latency histogram.
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
             done: 0,
             failed: 0,
@@ -244,7 +244,7 @@ impl Live {
     }
 
     /// The totals across workers, for the progress display.
-    pub fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         let snapshot = self.snapshot();
         Progress {
             done: snapshot.done,
@@ -258,39 +258,39 @@ impl Live {
 /// Everything the workers last published, added up: the counters of [`Recorder`] and its request
 /// latency histogram (microseconds, from each request's intended start).
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Requests finished (with or without a response).
-    pub done: u64,
+    pub(crate) done: u64,
     /// Requests that did not succeed (error statuses and errors).
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Requests that ended without a response.
-    pub errored: u64,
+    pub(crate) errored: u64,
     /// Request latency.
-    pub request: Histogram<u64>,
+    pub(crate) request: Histogram<u64>,
     /// Of `request`, a steered run's responses to requests sent before their step's measured
     /// part began.
-    pub backlog: Histogram<u64>,
+    pub(crate) backlog: Histogram<u64>,
     /// Requests by outcome, connections, requests in flight.
-    pub tallies: Tallies,
+    pub(crate) tallies: Tallies,
     /// Each worker's count and when it published it: a rate between two snapshots is exact
     /// only over each worker's own publishing times.
-    pub threads: Vec<Mark>,
+    pub(crate) threads: Vec<Mark>,
 }
 
 /// One worker's finished requests as of its last publishing.
 #[derive(Debug, Clone, Copy)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// When the worker published (`None`: not yet).
-    pub at: Option<Instant>,
+    pub(crate) at: Option<Instant>,
     /// Requests finished by then.
-    pub done: u64,
+    pub(crate) done: u64,
 }
 
 impl Snapshot {
     /// Requests finished per second between `before` and this snapshot: each worker's count
     /// over its own publishing times (workers publish on their own clocks, up to a publishing
     /// period apart), `measured` for a worker that did not publish twice in between.
-    pub fn rate_since(&self, before: &Snapshot, measured: Duration) -> f64 {
+    pub(crate) fn rate_since(&self, before: &Snapshot, measured: Duration) -> f64 {
         self.threads
             .iter()
             .zip(&before.threads)
@@ -308,7 +308,7 @@ impl Snapshot {
     /// spans between publications, the window [`Snapshot::rate_since`] counts over (the caller's
     /// clock reads the edges later than the workers, by whatever it waited for the last of them
     /// and for a CPU); `measured` when no worker published twice in between.
-    pub fn span_since(&self, before: &Snapshot, measured: Duration) -> Duration {
+    pub(crate) fn span_since(&self, before: &Snapshot, measured: Duration) -> Duration {
         let (total, count) = self
             .threads
             .iter()

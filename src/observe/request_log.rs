@@ -24,11 +24,11 @@ const BLOCK: usize = 64 * 1024;
 
 /// The file every thread of a run appends to.
 #[derive(Debug, Clone)]
-pub struct LogFile(Arc<File>);
+pub(crate) struct LogFile(Arc<File>);
 
 impl LogFile {
     /// The log in `file` (the sweep creates it beside its destination and moves it into place).
-    pub fn new(file: File) -> Self {
+    pub(crate) fn new(file: File) -> Self {
         LogFile(Arc::new(file))
     }
 }
@@ -37,15 +37,15 @@ impl LogFile {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     /// When the request was scheduled and sent.
-    pub start: RequestStart,
+    pub(crate) start: RequestStart,
     /// The response's first byte and status, if a complete response came.
-    pub response: Option<(Instant, u16)>,
+    pub(crate) response: Option<(Instant, u16)>,
     /// When the response completed or the request failed.
-    pub end: Instant,
+    pub(crate) end: Instant,
     /// The connection it was sent on.
-    pub connection: u64,
+    pub(crate) connection: u64,
     /// The protocol of that connection, once known.
-    pub protocol: Option<Protocol>,
+    pub(crate) protocol: Option<Protocol>,
 }
 
 /// One runner thread's share of the log.

@@ -33,7 +33,7 @@ const HEADER_BLOCKS_SHOWN: usize = 2;
 
 /// The trace of one run: which connections get a tap, and the clock they are stamped with.
 #[derive(Debug)]
-pub struct Tracer {
+pub(crate) struct Tracer {
     start: Instant,
     every_frame: bool,
     traced: AtomicUsize,
@@ -43,7 +43,7 @@ pub struct Tracer {
 
 impl Tracer {
     /// A trace of `plan`'s run starting now; `level` 2 (`-vv`) adds DATA and every header block.
-    pub fn new(plan: &RunPlan, level: u8) -> Self {
+    pub(crate) fn new(plan: &RunPlan, level: u8) -> Self {
         let template = &plan.request;
         let mut request_fields = vec![
             format!(":method: {}", template.parts.method),
@@ -69,13 +69,13 @@ impl Tracer {
     }
 
     /// Prints a line about the run rather than one connection (a thread's QUIC socket).
-    pub fn note(&self, line: &str) {
+    pub(crate) fn note(&self, line: &str) {
         let stamp = self.start.elapsed().as_secs_f64();
         errln!("[{stamp:8.3}] {}", escaped_line(line));
     }
 
     /// Reports an established connection; returns its tap if it is among the traced ones.
-    pub fn connected(
+    pub(crate) fn connected(
         self: &Arc<Self>,
         id: u64,
         connect_time: Duration,
@@ -173,7 +173,7 @@ impl Tap {
 
 /// The tap on one traced connection.
 #[derive(Debug)]
-pub struct ConnTrace {
+pub(crate) struct ConnTrace {
     tracer: Arc<Tracer>,
     id: u64,
     sent: Tap,
@@ -185,29 +185,29 @@ pub struct ConnTrace {
 
 impl ConnTrace {
     /// Bytes the engine wrote.
-    pub fn on_sent(&mut self, bytes: &[u8]) {
+    pub(crate) fn on_sent(&mut self, bytes: &[u8]) {
         let lines = self.feed(Direction::Send, bytes);
         self.print(&lines);
     }
 
     /// Bytes the server sent.
-    pub fn on_received(&mut self, bytes: &[u8]) {
+    pub(crate) fn on_received(&mut self, bytes: &[u8]) {
         let lines = self.feed(Direction::Recv, bytes);
         self.print(&lines);
     }
 
     /// HTTP/3: bytes the engine wrote on `stream`.
-    pub fn on_stream_sent(&mut self, stream: u64, bytes: &[u8]) {
+    pub(crate) fn on_stream_sent(&mut self, stream: u64, bytes: &[u8]) {
         self.on_stream(stream, Direction::Send, bytes);
     }
 
     /// HTTP/3: bytes the server sent on `stream`.
-    pub fn on_stream_received(&mut self, stream: u64, bytes: &[u8]) {
+    pub(crate) fn on_stream_received(&mut self, stream: u64, bytes: &[u8]) {
         self.on_stream(stream, Direction::Recv, bytes);
     }
 
     /// HTTP/3: a fact only quinn knows of the connection (its handshake, its end).
-    pub fn quic_line(&self, line: String) {
+    pub(crate) fn quic_line(&self, line: String) {
         self.print(&[line]);
     }
 

@@ -15,17 +15,17 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub(crate) struct ProcessUsage {
     /// The process id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// CPU time over wall time, in percent of one core (above 100 with several busy threads).
-    pub cpu_percent: f64,
+    pub(crate) cpu_percent: f64,
     /// Largest resident set seen, in KiB (`rss_peak_kb` in schema 2 of the JSON report; default
     /// when absent, so that such a report reads as far as its `schema_version`, which names
     /// why it is refused).
     #[serde(default)]
-    pub rss_peak_kib: u64,
+    pub(crate) rss_peak_kib: u64,
     /// Mean resident set over the samples, in KiB (`rss_mean_kb` in schema 2).
     #[serde(default)]
-    pub rss_mean_kib: u64,
+    pub(crate) rss_mean_kib: u64,
 }
 
 /// CPU time a process has used so far (user + system), or None if it is gone.

@@ -13,15 +13,15 @@ use crate::usage_bail;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct CellSpec {
     /// The protocol asked for (None: h2load's default for the URL's scheme).
-    pub proto: Option<ProtoChoice>,
+    pub(crate) proto: Option<ProtoChoice>,
     /// Connections.
-    pub clients: u64,
+    pub(crate) clients: u64,
     /// Requests in flight per connection.
-    pub streams: u64,
+    pub(crate) streams: u64,
     /// Total requests per second (`--rate`), if paced.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Which concurrency level of the sweep this cell belongs to (cells of one level are compared).
-    pub level: usize,
+    pub(crate) level: usize,
 }
 
 impl CellSpec {

@@ -24,25 +24,23 @@ use crate::usage_bail;
 
 /// What a gRPC cell calls; `RunPlan::grpc`.
 #[derive(Debug, Clone)]
-pub struct GrpcPlan {
+pub(crate) struct GrpcPlan {
     /// The method's path: `/package.Service/Method`.
-    pub path: String,
+    pub(crate) path: String,
     /// The longest response message accepted.
-    pub max_message: u32,
-    /// The message's length when every call sends the same one (prefix excluded).
-    pub message_len: Option<usize>,
+    pub(crate) max_message: u32,
     /// Whether each side streams.
-    pub shape: CallShape,
+    pub(crate) shape: CallShape,
     /// Messages a call sends: 1, or `--grpc-stream-messages` for client-streaming and
     /// bidirectional calls.
-    pub messages: u32,
+    pub(crate) messages: u32,
     /// `--grpc-stream-interval`: the gap between a streaming call's messages.
-    pub interval: Option<std::time::Duration>,
+    pub(crate) interval: Option<std::time::Duration>,
 }
 
 /// Which sides of a call stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallShape {
+pub(crate) enum CallShape {
     /// One request message, one response message.
     Unary,
     /// One request message, a stream of responses.
@@ -55,17 +53,17 @@ pub enum CallShape {
 
 impl CallShape {
     /// Whether the client sends a stream of messages.
-    pub fn client_streams(self) -> bool {
+    pub(crate) fn client_streams(self) -> bool {
         matches!(self, CallShape::ClientStream | CallShape::Bidi)
     }
 
     /// Whether the server answers with exactly one message (when the call ends OK).
-    pub fn one_response(self) -> bool {
+    pub(crate) fn one_response(self) -> bool {
         matches!(self, CallShape::Unary | CallShape::ClientStream)
     }
 
     /// Its name in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CallShape::Unary => "unary",
             CallShape::ServerStream => "server-streaming",
@@ -90,14 +88,14 @@ pub(super) enum GrpcBody {
 
 /// Encodes a rendered JSON message into a framed protobuf message.
 #[derive(Debug)]
-pub struct JsonMessage {
+pub(crate) struct JsonMessage {
     descriptor: MessageDescriptor,
 }
 
 impl JsonMessage {
     /// Appends `json` as a prefixed protobuf message to `out`; an integer out of its field's
     /// range is refused, never clamped (see [`inexact_integer`]).
-    pub fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         if let Some(problem) = inexact_integer(json, &self.descriptor) {
             return Err(problem);
         }
@@ -116,27 +114,27 @@ impl JsonMessage {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GrpcInputs {
     /// `--grpc`: the method (`None`: no gRPC).
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// `--grpc-shape`, if given.
-    pub shape: Option<CallShape>,
+    pub(crate) shape: Option<CallShape>,
     /// `--grpc-proto`.
-    pub protos: Vec<PathBuf>,
+    pub(crate) protos: Vec<PathBuf>,
     /// `--grpc-import-path`.
-    pub import_paths: Vec<PathBuf>,
+    pub(crate) import_paths: Vec<PathBuf>,
     /// `--grpc-reflect`: the schema is asked of the server.
-    pub reflect: bool,
+    pub(crate) reflect: bool,
     /// The schema the server's reflection service gave, once fetched.
-    pub reflected: Option<prost_reflect::DescriptorPool>,
+    pub(crate) reflected: Option<prost_reflect::DescriptorPool>,
     /// `--grpc-data`.
-    pub data: Option<String>,
+    pub(crate) data: Option<String>,
     /// `--grpc-binary-file`.
-    pub binary_file: Option<PathBuf>,
+    pub(crate) binary_file: Option<PathBuf>,
     /// `--grpc-stream-messages`.
-    pub stream_messages: u32,
+    pub(crate) stream_messages: u32,
     /// `--grpc-stream-interval`.
-    pub stream_interval: Option<Duration>,
+    pub(crate) stream_interval: Option<Duration>,
     /// `--grpc-max-message`.
-    pub max_message: u32,
+    pub(crate) max_message: u32,
 }
 
 /// The method, shape and message `asked` for; `None` without `--grpc`. `last_seq`: the
@@ -206,15 +204,10 @@ pub(super) fn grpc_plan(
             usage_bail!("--grpc-data needs --grpc-proto or --grpc-reflect, to encode the JSON")
         }
     };
-    let message_len = match &body {
-        GrpcBody::Fixed(bytes) => Some(bytes.len() - crate::proto::grpc::PREFIX_LEN),
-        GrpcBody::Templated { .. } => None,
-    };
     Ok(Some((
         GrpcPlan {
             path,
             max_message: asked.max_message,
-            message_len,
             shape,
             messages: if shape.client_streams() {
                 asked.stream_messages

@@ -17,32 +17,32 @@ use super::stages::Stage;
 #[derive(Debug, Clone)]
 pub(crate) struct Inputs {
     /// Where the requests go.
-    pub target: Target,
+    pub(crate) target: Target,
     /// How much load, how fast, for how long.
-    pub load: Load,
+    pub(crate) load: Load,
     /// The protocol, its settings and the I/O backend.
-    pub protocol: ProtocolInputs,
+    pub(crate) protocol: ProtocolInputs,
     /// How connections are made, kept and given up.
-    pub connection: Connection,
+    pub(crate) connection: Connection,
     /// TLS settings of `https://` cells.
-    pub tls: Tls,
+    pub(crate) tls: Tls,
     /// What each request holds and what its response must show.
-    pub request: Request,
+    pub(crate) request: Request,
     /// The gRPC method and message, if any.
-    pub grpc: GrpcInputs,
+    pub(crate) grpc: GrpcInputs,
 }
 
 /// Where the requests go (`-i`, `--urls-random`, the built-in target's TLS).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Target {
     /// The URLs given on the command line.
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// `-i`: the file more URLs come from (named in the report).
-    pub input_file: Option<PathBuf>,
+    pub(crate) input_file: Option<PathBuf>,
     /// Each request's URL picked at random, not in turn.
-    pub urls_random: bool,
+    pub(crate) urls_random: bool,
     /// The built-in target serves TLS (decides the default protocol when no URL is given).
-    pub target_tls: bool,
+    pub(crate) target_tls: bool,
 }
 
 /// A request count (`-n`): a total, or a multiple of each cell's concurrency.
@@ -87,7 +87,7 @@ pub(crate) enum IoChoice {
 
 /// How `--rate`, `--stages` and `--find-max` space their send times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// Evenly: one every 1/rate (h2load's and wrk2's schedule).
     #[default]
     Uniform,
@@ -98,7 +98,7 @@ pub enum Arrival {
 
 impl Arrival {
     /// Its name in the report and in `--arrival`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Arrival::Uniform => "uniform",
             Arrival::Poisson => "poisson",
@@ -110,129 +110,129 @@ impl Arrival {
 #[derive(Debug, Clone)]
 pub(crate) struct Load {
     /// `-n`.
-    pub requests: Option<Requests>,
+    pub(crate) requests: Option<Requests>,
     /// `-c`: connections, one cell per level.
-    pub clients: Vec<u64>,
+    pub(crate) clients: Vec<u64>,
     /// `-t`.
-    pub threads: u64,
+    pub(crate) threads: u64,
     /// `-m`: requests in flight per connection, one cell per level.
-    pub max_concurrent_streams: Vec<u64>,
+    pub(crate) max_concurrent_streams: Vec<u64>,
     /// `--rate`: total requests per second, one cell per rate.
-    pub rate: Vec<f64>,
+    pub(crate) rate: Vec<f64>,
     /// `--rps`: each connection's rate.
-    pub rps: Option<f64>,
+    pub(crate) rps: Option<f64>,
     /// `--stages`: the ramp.
-    pub stages: Vec<Stage>,
+    pub(crate) stages: Vec<Stage>,
     /// How paced send times are spaced.
-    pub arrival: Arrival,
+    pub(crate) arrival: Arrival,
     /// `--until-stable`: the precision the p99 and the rate must reach, as a fraction.
-    pub until_stable: Option<f64>,
+    pub(crate) until_stable: Option<f64>,
     /// `-D`.
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// `--warm-up-time`.
-    pub warm_up_time: Option<Duration>,
+    pub(crate) warm_up_time: Option<Duration>,
     /// `--find-max`: the run is a search for the highest rate that keeps [`Load::slo`].
-    pub find_max: bool,
+    pub(crate) find_max: bool,
     /// `--slo`: the objectives of the search.
-    pub slo: Vec<Objective>,
+    pub(crate) slo: Vec<Objective>,
     /// `--step-duration`: the length of a full step of the search.
-    pub step_duration: Duration,
+    pub(crate) step_duration: Duration,
     /// `--scale`: the factor of counts, levels and durations.
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
     /// `--shard`: the part of the load this process runs.
-    pub shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
     /// `--seed` (without one, a seed drawn once per process).
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// `--interval`: the timeline's intervals.
-    pub interval: Option<Duration>,
+    pub(crate) interval: Option<Duration>,
 }
 
 /// The protocol asked for, its HTTP/2 settings and the I/O backend.
 #[derive(Debug, Clone)]
 pub(crate) struct ProtocolInputs {
     /// `--proto`: one cell per protocol (empty: the scheme's default).
-    pub proto: Vec<ProtoChoice>,
+    pub(crate) proto: Vec<ProtoChoice>,
     /// The protocol of every cell without `--proto`, whatever the scheme (`--h1`).
-    pub default_proto: Option<ProtoChoice>,
+    pub(crate) default_proto: Option<ProtoChoice>,
     /// The protocol of `http://` cells without `--proto` (h2load's `-p`).
-    pub cleartext_proto: Option<ProtoChoice>,
+    pub(crate) cleartext_proto: Option<ProtoChoice>,
     /// `--h2-multiplex`: HTTP/2 cells carry their concurrency on one connection.
-    pub h2_multiplex: bool,
+    pub(crate) h2_multiplex: bool,
     /// `--io`.
-    pub io: IoChoice,
+    pub(crate) io: IoChoice,
     /// `--io-sqpoll`.
-    pub io_sqpoll: bool,
+    pub(crate) io_sqpoll: bool,
     /// `-w`: the stream window is 2^N-1.
-    pub window_bits: u8,
+    pub(crate) window_bits: u8,
     /// `-W`: the connection window is 2^N-1.
-    pub connection_window_bits: u8,
+    pub(crate) connection_window_bits: u8,
     /// `-f`, unchecked.
-    pub max_frame_size: u64,
+    pub(crate) max_frame_size: u64,
     /// `--header-table-size`, unchecked.
-    pub header_table_size: u64,
+    pub(crate) header_table_size: u64,
 }
 
 /// How connections reach the server, and when they and their requests are given up.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Connection {
     /// `--connect-to HOST:PORT`, unparsed.
-    pub connect_to: Option<String>,
+    pub(crate) connect_to: Option<String>,
     /// `--unix-socket`.
-    pub unix_socket: Option<PathBuf>,
+    pub(crate) unix_socket: Option<PathBuf>,
     /// `--proxy`, unparsed.
-    pub proxy: Option<String>,
+    pub(crate) proxy: Option<String>,
     /// `--connect-timeout`.
-    pub connect_timeout: Option<Duration>,
+    pub(crate) connect_timeout: Option<Duration>,
     /// `--request-timeout`.
-    pub request_timeout: Option<Duration>,
+    pub(crate) request_timeout: Option<Duration>,
     /// `-T`.
-    pub active_timeout: Option<Duration>,
+    pub(crate) active_timeout: Option<Duration>,
     /// `-N`.
-    pub inactivity_timeout: Option<Duration>,
+    pub(crate) inactivity_timeout: Option<Duration>,
     /// How many times a request the server never processed is sent again (`None`: never).
-    pub max_retries: Option<u8>,
+    pub(crate) max_retries: Option<u8>,
     /// `--requests-per-connection`.
-    pub requests_per_connection: Option<u64>,
+    pub(crate) requests_per_connection: Option<u64>,
     /// `--no-keepalive`.
-    pub no_keepalive: bool,
+    pub(crate) no_keepalive: bool,
 }
 
 /// The TLS settings of `https://` cells.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tls {
     /// `--tls-resume`.
-    pub resume: bool,
+    pub(crate) resume: bool,
     /// `--tls-early-data`.
-    pub early_data: bool,
+    pub(crate) early_data: bool,
     /// `--alpn-list`, unparsed.
-    pub alpn_list: Option<String>,
+    pub(crate) alpn_list: Option<String>,
     /// `-k`.
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// `--cacert`.
-    pub cacert: Option<PathBuf>,
+    pub(crate) cacert: Option<PathBuf>,
     /// `--cert`.
-    pub cert: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
     /// `--key`.
-    pub key: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
     /// `--sni`.
-    pub sni: Option<String>,
+    pub(crate) sni: Option<String>,
 }
 
 /// What each request holds and what its response must show.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Request {
     /// `-H`, unparsed.
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// The file of the body (`-d`).
-    pub data: Option<PathBuf>,
+    pub(crate) data: Option<PathBuf>,
     /// The body itself (`--body`).
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
     /// `--method`.
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// `--expect-status`, unparsed.
-    pub expect_status: Vec<String>,
+    pub(crate) expect_status: Vec<String>,
     /// `--expect-header`, unparsed.
-    pub expect_header: Vec<String>,
+    pub(crate) expect_header: Vec<String>,
     /// `--expect-body-contains`.
-    pub expect_body_contains: Option<String>,
+    pub(crate) expect_body_contains: Option<String>,
 }

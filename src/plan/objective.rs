@@ -70,11 +70,11 @@ impl Op {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Objective {
     /// What is measured.
-    pub metric: Metric,
+    pub(crate) metric: Metric,
     /// How it is compared.
-    pub op: Op,
+    pub(crate) op: Op,
     /// The bound, in the metric's unit (µs, percent, requests per second).
-    pub bound: f64,
+    pub(crate) bound: f64,
     /// The bound as written (`50ms`, `1%`), for messages.
     pub(crate) bound_text: String,
 }
@@ -174,13 +174,13 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Measured<'a> {
     /// Request latency, µs.
-    pub latency: &'a Histogram<u64>,
+    pub(crate) latency: &'a Histogram<u64>,
     /// Requests accounted for: finished, or never sent (`-n` requests no connection carried).
-    pub done: u64,
+    pub(crate) done: u64,
     /// Of them, the ones that did not succeed (error statuses, errors, never sent).
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Requests finished per second.
-    pub achieved_rps: f64,
+    pub(crate) achieved_rps: f64,
 }
 
 impl Objective {
@@ -261,11 +261,11 @@ pub(crate) fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
 #[derive(Debug, Clone)]
 pub(crate) struct Checked {
     /// The expression, canonically spelled (`p99>50ms`).
-    pub expr: String,
+    pub(crate) expr: String,
     /// The measured value in the metric's unit (µs, percent, requests per second).
-    pub value: f64,
+    pub(crate) value: f64,
     /// Whether the expression is true.
-    pub holds: bool,
+    pub(crate) holds: bool,
 }
 
 /// A duration in µs, with three significant digits: `950us`, `84.2ms`, `1.20s`.

@@ -19,33 +19,33 @@ use crate::usage_bail;
 
 /// What each request looks like. Engines prebuild their wire form from this once per thread.
 #[derive(Debug, Clone)]
-pub struct RequestTemplate {
+pub(crate) struct RequestTemplate {
     /// Method, authority, headers and body: what the wire encoders read (`proto` knows no plan).
-    pub parts: RequestParts,
+    pub(crate) parts: RequestParts,
     /// Paths (with query) used in turn, or at random with `random_paths`.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// `--urls-random`: each request picks its path at random.
-    pub random_paths: bool,
+    pub(crate) random_paths: bool,
     /// The parts with placeholders, if any: engines then render each request.
-    pub templated: Option<Arc<Templated>>,
+    pub(crate) templated: Option<Arc<Templated>>,
     /// Whether requests take a number over the whole run (`{seq}`, and what random draws
     /// derive from): one shared counter, touched only then.
-    pub numbered: bool,
+    pub(crate) numbered: bool,
 }
 
 /// The parts of a request that hold placeholders (`None`: sent as they are).
 #[derive(Debug)]
-pub struct Templated {
+pub(crate) struct Templated {
     /// One per path of [`RequestTemplate::paths`].
-    pub paths: Vec<Option<Template>>,
+    pub(crate) paths: Vec<Option<Template>>,
     /// One per header of [`RequestParts::headers`].
-    pub headers: Vec<Option<Template>>,
+    pub(crate) headers: Vec<Option<Template>>,
     /// The body's.
-    pub body: Option<Template>,
+    pub(crate) body: Option<Template>,
     /// A gRPC cell's JSON message: the rendered body is encoded by it before it is sent.
-    pub message: Option<Arc<JsonMessage>>,
+    pub(crate) message: Option<Arc<JsonMessage>>,
     /// Whether a part uses `{seq}`: the run then numbers its requests.
-    pub seq: bool,
+    pub(crate) seq: bool,
 }
 
 impl Templated {
@@ -105,7 +105,7 @@ impl Templated {
     }
 
     /// Whether a part draws random numbers.
-    pub fn uses_random(&self) -> bool {
+    pub(crate) fn uses_random(&self) -> bool {
         self.paths
             .iter()
             .chain(&self.headers)
@@ -117,7 +117,7 @@ impl Templated {
 
 impl RequestTemplate {
     /// Whether requests draw random numbers (`--urls-random`, `{rand:N}`, `{uuid}`).
-    pub fn draws_random(&self) -> bool {
+    pub(crate) fn draws_random(&self) -> bool {
         self.random_paths || self.templated.as_ref().is_some_and(|t| t.uses_random())
     }
 }

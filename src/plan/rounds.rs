@@ -31,9 +31,9 @@ impl RoundOrder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Run {
     /// The round it belongs to, 1-based.
-    pub round: usize,
+    pub(crate) round: usize,
     /// The cell it repeats, 0-based in the sweep's order.
-    pub cell: usize,
+    pub(crate) cell: usize,
 }
 
 /// Every run of `cells` cells over `rounds` rounds, in the order they run.

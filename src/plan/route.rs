@@ -17,7 +17,7 @@ use crate::usage_bail;
 
 /// Where every connection of a run goes first.
 #[derive(Debug, Clone)]
-pub enum Route {
+pub(crate) enum Route {
     /// TCP (UDP for HTTP/3) to this address: `--connect-to`'s, else the URL's, resolved once.
     Direct(SocketAddr),
     /// `--unix-socket`: the URL names the server (Host, SNI) but is not resolved.
@@ -28,13 +28,13 @@ pub enum Route {
 
 /// An HTTP proxy and the `CONNECT` request every connection sends it.
 #[derive(Debug, Clone)]
-pub struct ProxyPlan {
+pub(crate) struct ProxyPlan {
     /// The proxy's address, resolved once.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// `host:port` the tunnel is asked for (`--connect-to`'s, else the URL's).
-    pub target: String,
+    pub(crate) target: String,
     /// The whole request head: `CONNECT`, `Host` and, with credentials, `Proxy-Authorization`.
-    pub request: Vec<u8>,
+    pub(crate) request: Vec<u8>,
 }
 
 impl fmt::Display for Route {

@@ -17,62 +17,62 @@ use crate::proto::check::Checks;
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     /// Where to connect.
-    pub destination: Destination,
+    pub(crate) destination: Destination,
     /// What to send.
-    pub request: RequestTemplate,
+    pub(crate) request: RequestTemplate,
     /// How connections arrive at their protocol.
-    pub negotiation: Negotiation,
+    pub(crate) negotiation: Negotiation,
     /// TLS settings, for https:// URLs.
-    pub tls: Option<TlsPlan>,
+    pub(crate) tls: Option<TlsPlan>,
     /// When to stop.
-    pub stop: StopRule,
+    pub(crate) stop: StopRule,
     /// Concurrent connections.
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// OS threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Requests in flight per connection (h2 streams or h1 pipeline depth).
-    pub max_concurrent: usize,
+    pub(crate) max_concurrent: usize,
     /// Time limits.
-    pub timeouts: Timeouts,
+    pub(crate) timeouts: Timeouts,
     /// How often a request the server never processed is sent again (`None`: `--no-retry`).
-    pub max_retries: Option<u8>,
+    pub(crate) max_retries: Option<u8>,
     /// Requests a connection carries before it closes and its slot connects again
     /// (`--requests-per-connection`; 1 with `--no-keepalive`); `None`: as many as it can.
-    pub requests_per_connection: Option<u64>,
+    pub(crate) requests_per_connection: Option<u64>,
     /// `--no-keepalive`: HTTP/1.1 requests carry `Connection: close`.
-    pub no_keepalive: bool,
+    pub(crate) no_keepalive: bool,
     /// HTTP/2 settings.
-    pub h2: H2Settings,
+    pub(crate) h2: H2Settings,
     /// Total requests per second on a fixed schedule (`--rate`, or `--rps` × connections).
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// `--stages`: a ramp of rates instead (`rate` is then `None`; `--rate` is the ramp's start).
-    pub stages: Option<Stages>,
+    pub(crate) stages: Option<Stages>,
     /// `--arrival`: how the paced send times (`rate`, `stages`, or a steered run's) are spaced.
-    pub arrival: Arrival,
+    pub(crate) arrival: Arrival,
     /// `--shard`: the part of the scenario this run is (its counts, connections and schedule
     /// are that part's already; the pacer places its send times by it).
-    pub shard: Option<super::shard::Shard>,
+    pub(crate) shard: Option<super::shard::Shard>,
     /// With `--shard`: the whole scenario's counts, which the report records for `merge`.
-    pub whole: Option<super::shard::Whole>,
+    pub(crate) whole: Option<super::shard::Whole>,
     /// `--until-stable`: stop once the p99's and the rate's 95% half-widths are within this
     /// share of their values.
-    pub until_stable: Option<f64>,
+    pub(crate) until_stable: Option<f64>,
     /// Length of the timeline's intervals.
-    pub interval: TimelineInterval,
+    pub(crate) interval: TimelineInterval,
     /// Adjustments made to the options, printed before the run.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Input that was ignored for safety, printed before the run even with `--quiet`.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The response checks (`--expect-*`), if any: without them nothing is compared or searched.
-    pub checks: Option<Arc<Checks>>,
+    pub(crate) checks: Option<Arc<Checks>>,
     /// `--seed`, or the one drawn for the run: what `--urls-random`, `{rand:N}` and `{uuid}`
     /// draw from.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// The I/O backend of TCP and unix-socket connections (`--io`), resolved: `auto` has become
     /// one of the two.
-    pub io: IoBackend,
+    pub(crate) io: IoBackend,
     /// `--grpc`: each request is a call of this method, judged by its `grpc-status`.
-    pub grpc: Option<super::grpc::GrpcPlan>,
+    pub(crate) grpc: Option<super::grpc::GrpcPlan>,
 }
 
 impl RunPlan {
@@ -93,12 +93,12 @@ impl RunPlan {
 
     /// Whether requests follow a schedule (`--rate` or `--stages`): latency then counts from each
     /// request's intended start.
-    pub fn paced(&self) -> bool {
+    pub(crate) fn paced(&self) -> bool {
         self.rate.is_some() || self.stages.is_some()
     }
 
     /// The cell's protocol as the user names it: `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
-    pub fn protocol_label(&self) -> &'static str {
+    pub(crate) fn protocol_label(&self) -> &'static str {
         match self.negotiation {
             Negotiation::Direct(Protocol::Http1) => "h1",
             Negotiation::Direct(_) => "h2c",
@@ -123,7 +123,7 @@ pub(crate) fn setting_label(clients: usize, streams: usize, rate: Option<f64>) -
 
 /// The protocol a connection speaks once established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     /// HTTP/1.1: a keep-alive pool, or a pipeline when more than one request may be in flight.
     #[serde(rename = "http/1.1")]
     Http1,
@@ -140,10 +140,11 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in report order.
-    pub const ALL: [Protocol; 4] = [Protocol::Http1, Protocol::H2c, Protocol::H2, Protocol::H3];
+    pub(crate) const ALL: [Protocol; 4] =
+        [Protocol::Http1, Protocol::H2c, Protocol::H2, Protocol::H3];
 
     /// The protocol's identifier, as h2load prints it.
-    pub fn id(self) -> &'static str {
+    pub(crate) fn id(self) -> &'static str {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::H2c => "h2c",
@@ -155,7 +156,7 @@ impl Protocol {
 
 /// How each connection arrives at its protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Negotiation {
+pub(crate) enum Negotiation {
     /// Cleartext, the protocol fixed by the options (HTTP/1.1 or h2c by prior knowledge).
     Direct(Protocol),
     /// Cleartext HTTP/1.1 first request with `Upgrade: h2c`; HTTP/2 after `101 Switching Protocols`.
@@ -171,20 +172,20 @@ pub enum Negotiation {
 
 /// TLS settings of an https:// run.
 #[derive(Debug, Clone)]
-pub struct TlsPlan {
+pub(crate) struct TlsPlan {
     /// The client configuration (trust, client identity, ALPN list).
-    pub config: Arc<rustls::ClientConfig>,
+    pub(crate) config: Arc<rustls::ClientConfig>,
     /// The name sent as SNI and verified against the certificate.
-    pub server_name: ServerName<'static>,
+    pub(crate) server_name: ServerName<'static>,
     /// `--tls-resume`: each thread keeps a session cache and resumes sessions from it.
-    pub resume: bool,
+    pub(crate) resume: bool,
     /// `--tls-early-data`: requests leave as TLS 1.3 early data on resumed connections.
-    pub early_data: bool,
+    pub(crate) early_data: bool,
 }
 
 /// When the run stops sending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopRule {
+pub(crate) enum StopRule {
     /// After this many requests in total.
     Requests(u64),
     /// After a warm-up (not measured) and then a measured duration.
@@ -198,31 +199,31 @@ pub enum StopRule {
 
 /// Where connections go.
 #[derive(Debug, Clone)]
-pub struct Destination {
+pub(crate) struct Destination {
     /// The URLs given on the command line, for the report.
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// How every connection reaches the server.
-    pub route: Route,
+    pub(crate) route: Route,
     /// `-i`: the file more URLs came from, for the report.
-    pub input_file: Option<String>,
+    pub(crate) input_file: Option<String>,
     /// `host[:port]` as written in the first URL; the default Host / `:authority`.
-    pub authority: String,
+    pub(crate) authority: String,
 }
 
 /// Connection and request time limits; `None` means no limit.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// Limit on TCP connect.
-    pub connect: Option<Duration>,
+    pub(crate) connect: Option<Duration>,
     /// Limit on one request, from send to last byte.
-    pub request: Option<Duration>,
+    pub(crate) request: Option<Duration>,
     /// Limit on a connection's lifetime.
-    pub connection_active: Option<Duration>,
+    pub(crate) connection_active: Option<Duration>,
     /// Limit on a connection's silence.
-    pub connection_inactivity: Option<Duration>,
+    pub(crate) connection_inactivity: Option<Duration>,
     /// HTTP/3: how long a QUIC connection may hear nothing (keep-alive PINGs included) before it
     /// is given up. Not a flag: [`QUIC_IDLE_TIMEOUT`], which tests shorten.
-    pub quic_idle: Duration,
+    pub(crate) quic_idle: Duration,
 }
 
 /// How long a QUIC connection may hear nothing before it is given up (RFC 9000 §10.1). The
@@ -236,20 +237,20 @@ pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// HTTP/2 settings the client announces.
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct H2Settings {
+pub(crate) struct H2Settings {
     /// SETTINGS_INITIAL_WINDOW_SIZE.
-    pub stream_window: u32,
+    pub(crate) stream_window: u32,
     /// Connection-level receive window.
-    pub connection_window: u32,
+    pub(crate) connection_window: u32,
     /// SETTINGS_MAX_FRAME_SIZE.
-    pub max_frame_size: u32,
+    pub(crate) max_frame_size: u32,
     /// SETTINGS_HEADER_TABLE_SIZE.
-    pub header_table_size: u32,
+    pub(crate) header_table_size: u32,
 }
 
 /// How a runner thread does its connections' I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IoBackend {
+pub(crate) enum IoBackend {
     /// Readiness-based: tokio's epoll reactor.
     #[default]
     Epoll,
@@ -264,7 +265,7 @@ pub enum IoBackend {
 impl IoBackend {
     /// The name the JSON report (`settings.io`), `-v` and the text report give it: `epoll`,
     /// `uring` or `uring+sqpoll`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             IoBackend::Epoll => "epoll",
             IoBackend::Uring { sqpoll: false } => "uring",
@@ -275,11 +276,11 @@ impl IoBackend {
 
 /// The length of a cell's timeline intervals, and whether it was chosen automatically.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimelineInterval {
+pub(crate) struct TimelineInterval {
     /// The length recording starts with.
-    pub length: Duration,
+    pub(crate) length: Duration,
     /// No `--interval` was given: the report picks the final length from the cell's length.
-    pub auto: bool,
+    pub(crate) auto: bool,
 }
 
 impl TimelineInterval {

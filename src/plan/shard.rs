@@ -12,16 +12,16 @@ pub(crate) const JOB_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 
 /// Part `index` (from 1) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Shard {
+pub(crate) struct Shard {
     /// Which part, from 1.
-    pub index: u64,
+    pub(crate) index: u64,
     /// Of how many.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 impl Shard {
     /// `I/N`, or `N` alone with the index from [`JOB_INDEX_VAR`] (from 0, as Kubernetes counts).
-    pub fn parse(text: &str) -> Result<Shard, String> {
+    pub(crate) fn parse(text: &str) -> Result<Shard, String> {
         Self::parse_with(text, std::env::var(JOB_INDEX_VAR).ok().as_deref())
     }
 
@@ -66,7 +66,7 @@ impl Shard {
     /// of `clients` connections, if counted), if it cannot: a part with no connection or
     /// request, or a mode whose one decider must see the whole load (`find_max`,
     /// `until_stable`: whether it searches or measures until stable).
-    pub fn refusal(
+    pub(crate) fn refusal(
         &self,
         find_max: bool,
         until_stable: bool,
@@ -97,7 +97,7 @@ impl Shard {
 
     /// This shard's part of `total` things split between the shards: `total / N` each, and one
     /// more for each of the first `total % N` (the parts add up to `total`).
-    pub fn part(&self, total: u64) -> u64 {
+    pub(crate) fn part(&self, total: u64) -> u64 {
         total / self.count + u64::from(self.index <= total % self.count)
     }
 
@@ -105,7 +105,7 @@ impl Shard {
     /// every N-th send time of the whole schedule, from the I-th, so shard I's are `(I - 1) / N`
     /// of its own period late (the whole schedule's times striped across the shards, as k6's
     /// execution segments stripe iterations).
-    pub fn phase(&self) -> f64 {
+    pub(crate) fn phase(&self) -> f64 {
         (self.index - 1) as f64 / self.count as f64
     }
 }
@@ -115,13 +115,13 @@ impl Shard {
 /// `-c 31` split in 3 make parts of 10 and 11 alike) are told apart by these, which `merge`
 /// compares.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Whole {
+pub(crate) struct Whole {
     /// The cell's `-c`, before the split.
-    pub clients: u64,
+    pub(crate) clients: u64,
     /// Its `-n` before the split (`None`: a timed run).
-    pub requests: Option<u64>,
+    pub(crate) requests: Option<u64>,
     /// Its `--rate` before the split, requests/s (`None`: unpaced).
-    pub rate_per_s: Option<f64>,
+    pub(crate) rate_per_s: Option<f64>,
 }
 
 impl std::fmt::Display for Shard {

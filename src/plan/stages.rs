@@ -12,17 +12,17 @@ use crate::units::{parse_duration, MAX_DURATION};
 
 /// One stage: the rate reaches `rate` (requests per second, in total) after `duration`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stage {
+pub(crate) struct Stage {
     /// How long the ramp lasts; zero is a step change.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// The rate at the stage's end.
-    pub rate: f64,
+    pub(crate) rate: f64,
 }
 
 impl Stage {
     /// Parses `D:R` (`30s:1000`): a duration in the project's notation, then a rate that is zero
     /// (a ramp down to, or a pause at, no load) or within `--rate`'s limits.
-    pub fn parse(text: &str) -> Result<Stage, String> {
+    pub(crate) fn parse(text: &str) -> Result<Stage, String> {
         let Some((duration, rate)) = text.split_once(':') else {
             return Err(format!(
                 "'{text}' is not a stage DURATION:RATE (example: 30s:1000)"
@@ -66,11 +66,11 @@ fn short_duration(duration: Duration) -> String {
 
 /// A whole ramp: the starting rate, then the stages in order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Stages {
+pub(crate) struct Stages {
     /// The rate at time zero (`--rate`, else 0).
-    pub start_rate: f64,
+    pub(crate) start_rate: f64,
     /// The stages, at least one.
-    pub stages: Vec<Stage>,
+    pub(crate) stages: Vec<Stage>,
     /// Each stage as a segment of the rate curve, for the inversion.
     segments: Vec<Segment>,
 }
@@ -96,7 +96,7 @@ impl Segment {
 impl Stages {
     /// The ramp from `start_rate` through `stages`; `Err` when it would last longer than the
     /// longest duration accepted or sends nothing at all.
-    pub fn new(start_rate: f64, stages: Vec<Stage>) -> Result<Stages, String> {
+    pub(crate) fn new(start_rate: f64, stages: Vec<Stage>) -> Result<Stages, String> {
         let mut segments = Vec::with_capacity(stages.len());
         let (mut begins, mut from, mut before) = (0.0, start_rate, 0.0);
         for stage in &stages {
@@ -130,7 +130,7 @@ impl Stages {
 
     /// The same ramp at `share` of its rates (a `--shard`'s part): every rate, and so every
     /// count of the curve, times `share`.
-    pub fn scaled(&self, share: f64) -> Stages {
+    pub(crate) fn scaled(&self, share: f64) -> Stages {
         Stages {
             start_rate: self.start_rate * share,
             stages: self
@@ -161,19 +161,19 @@ impl Stages {
     }
 
     /// The sum of the stages' durations: the measured period.
-    pub fn duration(&self) -> Duration {
+    pub(crate) fn duration(&self) -> Duration {
         self.stages.iter().map(|stage| stage.duration).sum()
     }
 
     /// Requests the curve offers in all (the area under it).
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.segments
             .last()
             .map_or(0.0, |last| last.before + last.area())
     }
 
     /// The rate offered at `at` from the start (the last stage's rate after the end).
-    pub fn rate_at(&self, at: Duration) -> f64 {
+    pub(crate) fn rate_at(&self, at: Duration) -> f64 {
         let at = at.as_secs_f64();
         let index = self
             .segments
@@ -193,7 +193,7 @@ impl Stages {
 
     /// When (from the start) the cumulative count N(t) reaches `count`; the end of the stages
     /// when it never does. Monotonic in `count`.
-    pub fn time_of(&self, count: f64) -> Duration {
+    pub(crate) fn time_of(&self, count: f64) -> Duration {
         // The first segment whose end is past `count`: a segment with nothing due (a step, or a
         // pause at zero) is skipped.
         let index = self

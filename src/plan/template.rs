@@ -28,24 +28,24 @@ enum Piece {
 
 /// A text with placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
+pub(crate) struct Template {
     pieces: Vec<Piece>,
 }
 
 /// What a request's placeholders take their values from.
-pub struct Draw {
+pub(crate) struct Draw {
     /// `{seq}`.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// `{conn}`.
-    pub conn: u64,
+    pub(crate) conn: u64,
     /// `{rand:N}` and `{uuid}`.
-    pub rng: Rng,
+    pub(crate) rng: Rng,
 }
 
 impl Template {
     /// Parses `text` (`what` names it in errors, e.g. "-H 'x-id: {seq}'"); `None` when it holds
     /// no placeholder and is sent as it is.
-    pub fn parse(text: &[u8], what: &str) -> Result<Option<Template>> {
+    pub(crate) fn parse(text: &[u8], what: &str) -> Result<Option<Template>> {
         if !looks_templated(text) {
             return Ok(None);
         }
@@ -85,7 +85,7 @@ impl Template {
     /// Parses a JSON text (`--grpc-data`), where braces are the JSON's own: only the exact
     /// placeholders (`{seq}`, `{conn}`, `{uuid}`, `{rand:N}`) are rendered, every other brace is
     /// literal and none is escaped. `None` when it holds no placeholder.
-    pub fn parse_json(text: &[u8], what: &str) -> Result<Option<Template>> {
+    pub(crate) fn parse_json(text: &[u8], what: &str) -> Result<Option<Template>> {
         let mut pieces = Vec::new();
         let mut literal = Vec::new();
         let mut at = 0;
@@ -128,7 +128,7 @@ impl Template {
     /// The template of a URL path: its literal braces (written `{{` and `}}`) are sent
     /// percent-encoded, `%7B` and `%7D`, as a request target cannot hold a raw brace (RFC 3986
     /// §2.1); the other literal bytes passed the path's own check already.
-    pub fn in_uri(mut self) -> Template {
+    pub(crate) fn in_uri(mut self) -> Template {
         for piece in &mut self.pieces {
             if let Piece::Text(bytes) = piece {
                 if bytes.iter().any(|byte| matches!(byte, b'{' | b'}')) {
@@ -147,26 +147,26 @@ impl Template {
     }
 
     /// Whether it uses `{seq}` (the run then numbers its requests).
-    pub fn uses_seq(&self) -> bool {
+    pub(crate) fn uses_seq(&self) -> bool {
         self.pieces.contains(&Piece::Seq)
     }
 
     /// Whether it draws random numbers.
-    pub fn uses_random(&self) -> bool {
+    pub(crate) fn uses_random(&self) -> bool {
         self.pieces
             .iter()
             .any(|piece| matches!(piece, Piece::Rand(_) | Piece::Uuid))
     }
 
     /// Appends the rendered text to `out` (no allocation once `out` has grown).
-    pub fn render(&self, out: &mut Vec<u8>, draw: &mut Draw) {
+    pub(crate) fn render(&self, out: &mut Vec<u8>, draw: &mut Draw) {
         self.render_with(out, draw, Rng::below);
     }
 
     /// Appends the rendering with every `{rand:N}` at one end of its range, `top` (N − 1) or
     /// not (0): the plan tries both before the run, to say up front whether some calls' values
     /// will not fit the message.
-    pub fn render_at_end(&self, out: &mut Vec<u8>, draw: &mut Draw, top: bool) {
+    pub(crate) fn render_at_end(&self, out: &mut Vec<u8>, draw: &mut Draw, top: bool) {
         let end = |_: &mut Rng, below: u64| if top { below - 1 } else { 0 };
         self.render_with(out, draw, end);
     }
@@ -252,7 +252,7 @@ fn write_uuid(out: &mut Vec<u8>, high: u64, low: u64) {
 /// so a request starts its own in a few instructions. It runs on the hot path; it is not a
 /// cryptographic generator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 /// The `part` of a request whose generator picks its URL (`--urls-random`), apart from the
 /// parts its placeholders draw from (0: the path, 1..: the headers, then the body).
@@ -263,7 +263,7 @@ impl Rng {
     /// a request draws depends on the seed and its number only, not on the connection or thread
     /// that sends it, so a run with the same seed and `-n` draws the same values again whatever
     /// the timing.
-    pub fn for_request(seed: u64, number: u64, part: u64) -> Rng {
+    pub(crate) fn for_request(seed: u64, number: u64, part: u64) -> Rng {
         let mut mixer = Rng(seed
             ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15)
             ^ part.wrapping_add(1).wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
@@ -271,14 +271,14 @@ impl Rng {
     }
 
     /// The next random word.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
         let product = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
         (product >> 64) as u64 ^ product as u64
     }
 
     /// A number below `bound` (at least 1), by multiply-shift: the bias is below bound / 2^64.
-    pub fn below(&mut self, bound: u64) -> u64 {
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
     }
 }

@@ -22,7 +22,7 @@ const TRIM_SLACK: usize = 64;
 
 /// Every check of a run, validated.
 #[derive(Debug)]
-pub struct Checks {
+pub(crate) struct Checks {
     /// Whether the checks judge gRPC calls: a status is then a `grpc-status` code.
     grpc: bool,
     statuses: Option<StatusSet>,
@@ -76,16 +76,16 @@ struct BodyNeedle {
 /// What one response has shown of the checks so far, kept per response in flight (plain
 /// numbers: a request stream copies it around for free).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ResponseCheck {
+pub(crate) struct ResponseCheck {
     /// Which `--expect-header` checks the final response's header fields met (bit i: check i).
-    pub headers: u64,
+    pub(crate) headers: u64,
     /// How the body search stands.
-    pub body: BodyScan,
+    pub(crate) body: BodyScan,
 }
 
 /// The state of a body search.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct BodyScan {
+pub(crate) struct BodyScan {
     /// Body bytes searched (at most [`BODY_WINDOW`]).
     scanned: u32,
     /// How many of the needle's first bytes the searched body ends with.
@@ -95,7 +95,7 @@ pub struct BodyScan {
 
 /// How a complete response fares against the checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// It met every check: it succeeded, whatever its status when `--expect-status` accepts it.
     Passed,
     /// No `--expect-status`, and its status is not 2xx/3xx: it failed as any such response (the
@@ -107,7 +107,7 @@ pub enum Verdict {
 
 /// The first check a response failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mismatch {
+pub(crate) enum Mismatch {
     /// Its status is not one `--expect-status` accepts.
     Status(u16),
     /// The `--expect-header` check of this index found no matching field.
@@ -122,7 +122,7 @@ pub enum Mismatch {
 impl Checks {
     /// Validates the flags' values; `None` when no check is asked for. `Err` is the usage error's
     /// line.
-    pub fn parse(
+    pub(crate) fn parse(
         grpc: bool,
         statuses: &[String],
         headers: &[String],
@@ -171,20 +171,20 @@ impl Checks {
     }
 
     /// Whether header fields must be compared: with no `--expect-header` they are not decoded.
-    pub fn has_headers(&self) -> bool {
+    pub(crate) fn has_headers(&self) -> bool {
         !self.headers.is_empty()
     }
 
     /// Searches the next piece of a response body (in arrival order) for the expected string.
     /// Costs a branch without `--expect-body-contains`.
-    pub fn scan_body(&self, scan: &mut BodyScan, piece: &[u8]) {
+    pub(crate) fn scan_body(&self, scan: &mut BodyScan, piece: &[u8]) {
         if let Some(needle) = &self.body {
             needle.feed(scan, piece);
         }
     }
 
     /// Which header checks name the field `name` (bit i: check i), case-insensitively.
-    pub fn names(&self, name: &[u8]) -> u64 {
+    pub(crate) fn names(&self, name: &[u8]) -> u64 {
         self.headers
             .iter()
             .enumerate()
@@ -194,7 +194,7 @@ impl Checks {
 
     /// Of the checks in `names` (those naming the field), which its `value` meets: any value for
     /// a presence check, else the expected text, exactly, once whitespace around it is trimmed.
-    pub fn fields(&self, names: u64, value: &[u8]) -> u64 {
+    pub(crate) fn fields(&self, names: u64, value: &[u8]) -> u64 {
         if names == 0 {
             return 0;
         }
@@ -211,18 +211,18 @@ impl Checks {
 
     /// The checks met by a field whose name and value are both known text (an HTTP/1.1 field, a
     /// static table entry).
-    pub fn field(&self, name: &[u8], value: &[u8]) -> u64 {
+    pub(crate) fn field(&self, name: &[u8], value: &[u8]) -> u64 {
         self.fields(self.names(name), value)
     }
 
     /// A buffer for decoding Huffman-coded names and values, long enough for any text that can
     /// match (allocated once per connection or request lane, never grown).
-    pub fn scratch(&self) -> Vec<u8> {
+    pub(crate) fn scratch(&self) -> Vec<u8> {
         Vec::with_capacity(self.longest + TRIM_SLACK)
     }
 
     /// Judges a complete response by its status and what its headers and body showed.
-    pub fn judge(&self, status: u16, check: &ResponseCheck) -> Verdict {
+    pub(crate) fn judge(&self, status: u16, check: &ResponseCheck) -> Verdict {
         match &self.statuses {
             Some(accepted) if !accepted.contains(status) => {
                 return Verdict::Failed(Mismatch::Status(status))
@@ -246,7 +246,7 @@ impl Checks {
     }
 
     /// The mismatch in words, as the report shows it after `check failed: `.
-    pub fn describe(&self, mismatch: Mismatch) -> String {
+    pub(crate) fn describe(&self, mismatch: Mismatch) -> String {
         match mismatch {
             Mismatch::Status(code) if self.grpc => format!(
                 "grpc-status {}, expected {}",

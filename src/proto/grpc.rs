@@ -157,7 +157,7 @@ pub(crate) fn write_timeout(out: &mut Vec<u8>, timeout: std::time::Duration) {
 
 /// Why a response body is not a sequence of well-formed messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FramingError {
+pub(crate) enum FramingError {
     /// A compressed flag that is neither 0 nor 1.
     BadFlag(u8),
     /// A message marked compressed on a response with no `grpc-encoding`.
@@ -168,7 +168,7 @@ pub enum FramingError {
 
 impl FramingError {
     /// In words, for the first error's line.
-    pub fn describe(self, limit: u32) -> String {
+    pub(crate) fn describe(self, limit: u32) -> String {
         match self {
             FramingError::BadFlag(flag) => {
                 format!("a gRPC message prefix with compressed flag {flag} (only 0 and 1 exist)")
@@ -185,17 +185,17 @@ impl FramingError {
 
 /// A message completed by [`MessageReader::feed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Message {
+pub(crate) struct Message {
     /// Its length, prefix excluded.
-    pub len: u32,
+    pub(crate) len: u32,
     /// Where it ended in the input fed: its last byte's offset, plus one.
-    pub end: usize,
+    pub(crate) end: usize,
 }
 
 /// Splits a response body into messages as its bytes arrive, in pieces of any size: it keeps
 /// the prefix read so far (at most 5 bytes) and how much of the current message is left.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MessageReader {
+pub(crate) struct MessageReader {
     prefix: [u8; PREFIX_LEN],
     /// Prefix bytes read of the next message (0 to 5).
     prefix_read: u8,
@@ -204,15 +204,15 @@ pub struct MessageReader {
     /// Whether a prefix has been read and its message is not complete yet.
     in_message: bool,
     /// Messages completed.
-    pub messages: u64,
+    pub(crate) messages: u64,
     /// Message bytes (prefixes excluded) received.
-    pub message_bytes: u64,
+    pub(crate) message_bytes: u64,
 }
 
 impl MessageReader {
     /// Reads `input`, calling `each` for every message it completes. `compressed_allowed`: the
     /// response named a `grpc-encoding`; `limit`: the longest message accepted.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
         compressed_allowed: bool,
@@ -277,12 +277,12 @@ impl MessageReader {
     }
 
     /// Whether the body read so far ends between messages (nothing cut short).
-    pub fn at_boundary(&self) -> bool {
+    pub(crate) fn at_boundary(&self) -> bool {
         !self.in_message && self.prefix_read == 0
     }
 
     /// Prefix bytes of the messages read (5 per message, and those of one begun).
-    pub fn prefix_bytes(&self) -> u64 {
+    pub(crate) fn prefix_bytes(&self) -> u64 {
         self.messages * PREFIX_LEN as u64
             + if self.in_message {
                 PREFIX_LEN as u64

@@ -115,9 +115,9 @@ pub(crate) enum Event {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ByteCounts {
     /// Bytes of response heads (interim ones included).
-    pub head: u64,
+    pub(crate) head: u64,
     /// Bytes of response bodies (chunk framing excluded).
-    pub body: u64,
+    pub(crate) body: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

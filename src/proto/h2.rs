@@ -34,53 +34,47 @@ pub const END_HEADERS: u8 = 0x4;
 /// Flag PADDED (DATA, HEADERS).
 pub const PADDED: u8 = 0x8;
 /// Flag PRIORITY (HEADERS).
-pub const PRIORITY: u8 = 0x20;
+pub(crate) const PRIORITY: u8 = 0x20;
 
 /// Setting SETTINGS_HEADER_TABLE_SIZE.
-pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+pub(crate) const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
 /// Setting SETTINGS_ENABLE_PUSH.
-pub const SETTINGS_ENABLE_PUSH: u16 = 0x2;
+pub(crate) const SETTINGS_ENABLE_PUSH: u16 = 0x2;
 /// Setting SETTINGS_MAX_CONCURRENT_STREAMS.
 pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 /// Setting SETTINGS_INITIAL_WINDOW_SIZE.
 pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 /// Setting SETTINGS_MAX_FRAME_SIZE.
-pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
-/// Setting SETTINGS_MAX_HEADER_LIST_SIZE.
-pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
+pub(crate) const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
 
 /// Error code NO_ERROR.
 pub const NO_ERROR: u32 = 0x0;
 /// Error code PROTOCOL_ERROR.
-pub const PROTOCOL_ERROR: u32 = 0x1;
+pub(crate) const PROTOCOL_ERROR: u32 = 0x1;
 /// Error code INTERNAL_ERROR.
 pub const INTERNAL_ERROR: u32 = 0x2;
-/// Error code FLOW_CONTROL_ERROR.
-pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 /// A frame on a stream the peer had ended.
-pub const STREAM_CLOSED: u32 = 0x5;
+pub(crate) const STREAM_CLOSED: u32 = 0x5;
 /// Error code FRAME_SIZE_ERROR.
-pub const FRAME_SIZE_ERROR: u32 = 0x6;
+pub(crate) const FRAME_SIZE_ERROR: u32 = 0x6;
 /// Error code REFUSED_STREAM.
 pub const REFUSED_STREAM: u32 = 0x7;
 /// Error code CANCEL.
-pub const CANCEL: u32 = 0x8;
-/// Error code COMPRESSION_ERROR.
-pub const COMPRESSION_ERROR: u32 = 0x9;
+pub(crate) const CANCEL: u32 = 0x8;
 /// Error code ENHANCE_YOUR_CALM.
-pub const ENHANCE_YOUR_CALM: u32 = 0xb;
+pub(crate) const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The client connection preface.
 pub const PREFACE: &[u8; PREFACE_LEN] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The window every stream and the connection start with (RFC 9113 §6.9.2).
 pub const DEFAULT_WINDOW: i64 = 65_535;
 /// The largest flow-control window (RFC 9113 §6.9.1).
-pub const MAX_WINDOW: i64 = (1 << 31) - 1;
+pub(crate) const MAX_WINDOW: i64 = (1 << 31) - 1;
 /// The smallest SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
-pub const MIN_MAX_FRAME_SIZE: usize = 16_384;
+pub(crate) const MIN_MAX_FRAME_SIZE: usize = 16_384;
 
 /// The name of an HTTP/2 error code (RFC 9113 §7).
-pub fn error_code_name(code: u32) -> String {
+pub(crate) fn error_code_name(code: u32) -> String {
     const NAMES: [&str; 14] = [
         "NO_ERROR",
         "PROTOCOL_ERROR",
@@ -146,7 +140,7 @@ impl FrameHead {
     }
 
     /// Encodes the header (the payload length must fit in 24 bits).
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let length = (self.length as u32).to_be_bytes();
         let stream = self.stream.to_be_bytes();
         [
@@ -158,7 +152,7 @@ impl FrameHead {
 
 /// The header block fragment of a HEADERS payload, without its padding and priority fields;
 /// `None` when those do not fit in the payload.
-pub fn header_fragment(head: FrameHead, payload: &[u8]) -> Option<&[u8]> {
+pub(crate) fn header_fragment(head: FrameHead, payload: &[u8]) -> Option<&[u8]> {
     let mut fragment = payload;
     if head.flags & PADDED != 0 {
         let (&padding, rest) = fragment.split_first()?;

@@ -89,11 +89,11 @@ pub(crate) struct HpackError(pub &'static str);
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DecodedBlock {
     /// The `:status`, if the block had one.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Sum of name and value lengths of every field (h2load's "uncompressed" header size).
-    pub uncompressed: u64,
+    pub(crate) uncompressed: u64,
     /// Which `--expect-header` checks the block's fields met (bit i: check i); 0 without them.
-    pub matched: u64,
+    pub(crate) matched: u64,
     /// What the block's fields showed of the rules a response is held to (malformed or not).
     pub(crate) rules: SectionRules,
     /// The text of its `grpc-message`, when the block sent one as a literal (the first time a

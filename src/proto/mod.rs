@@ -66,7 +66,7 @@ pub(crate) fn is_tls_record(first: &[u8]) -> bool {
 /// names it: HTTP/2's codes are 32-bit, HTTP/3's are 62-bit varints (reserved GREASE codes
 /// included), and the two tables overlap (0x8 is HTTP/2's CANCEL, no HTTP/3 code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ResetCode {
+pub(crate) enum ResetCode {
     /// An HTTP/2 RST_STREAM error code.
     H2(u32),
     /// An HTTP/3 application error code (RESET_STREAM).
@@ -75,7 +75,7 @@ pub enum ResetCode {
 
 impl ResetCode {
     /// The code's name in its protocol's table, or its number when the table has none.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             ResetCode::H2(code) => h2::error_code_name(code),
             ResetCode::H3(code) => h3::error_code_name(code),

@@ -8,28 +8,28 @@ use http::{HeaderName, HeaderValue, Method};
 /// What each request carries besides its path. Engines prebuild their wire form from this once
 /// per thread.
 #[derive(Debug, Clone)]
-pub struct RequestParts {
+pub(crate) struct RequestParts {
     /// Request method.
-    pub method: Method,
+    pub(crate) method: Method,
     /// Host header / `:authority`.
-    pub authority: String,
+    pub(crate) authority: String,
     /// Headers besides Host, lower-case names, defaults merged with `-H`.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// Request body (empty for none).
-    pub body: Bytes,
+    pub(crate) body: Bytes,
     /// Whether the request declares its body's length (Content-Length): not a gRPC call, whose
     /// streaming body has no length known in advance (gRPC clients never send one).
-    pub declares_length: bool,
+    pub(crate) declares_length: bool,
 }
 
 impl RequestParts {
     /// The Content-Length the request declares: the body's, when there is one or the method expects one.
-    pub fn content_length(&self) -> Option<usize> {
+    pub(crate) fn content_length(&self) -> Option<usize> {
         self.content_length_of(self.body.len())
     }
 
     /// The Content-Length a request with a `body_len`-byte body (a rendered one, say) declares.
-    pub fn content_length_of(&self, body_len: usize) -> Option<usize> {
+    pub(crate) fn content_length_of(&self, body_len: usize) -> Option<usize> {
         let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
         (self.declares_length && (expects_body || body_len > 0)).then_some(body_len)
     }

@@ -13,7 +13,7 @@ use super::hdr::new_histogram;
 /// When the current step's measured part began, set by the run's controller and read by every
 /// worker with one atomic load per response.
 #[derive(Debug)]
-pub struct StepEdge {
+pub(crate) struct StepEdge {
     /// Time zero of `since`.
     base: Instant,
     /// The edge, in nanoseconds after `base` (0 before the first step: nothing is backlog).
@@ -22,7 +22,7 @@ pub struct StepEdge {
 
 impl StepEdge {
     /// No step yet: nothing is backlog.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         StepEdge {
             base: Instant::now(),
             since: AtomicU64::new(0),
@@ -30,7 +30,7 @@ impl StepEdge {
     }
 
     /// A measured part begins at `at`.
-    pub fn set(&self, at: Instant) {
+    pub(crate) fn set(&self, at: Instant) {
         let nanos = at.saturating_duration_since(self.base).as_nanos();
         self.since
             .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
@@ -51,15 +51,15 @@ impl Default for StepEdge {
 
 /// The latencies of the responses to requests sent before their step's measured part.
 #[derive(Debug, Clone)]
-pub struct Backlog {
+pub(crate) struct Backlog {
     edge: Arc<StepEdge>,
     /// Microseconds, from each request's intended start (as the run's histogram).
-    pub latency: Histogram<u64>,
+    pub(crate) latency: Histogram<u64>,
 }
 
 impl Backlog {
     /// Nothing yet; backlog is what was sent before `edge`.
-    pub fn new(edge: Arc<StepEdge>) -> Self {
+    pub(crate) fn new(edge: Arc<StepEdge>) -> Self {
         Backlog {
             edge,
             latency: new_histogram(),
@@ -67,7 +67,7 @@ impl Backlog {
     }
 
     /// A response to a request sent at `sent` took `latency_us`: kept if it is backlog.
-    pub fn completed(&mut self, sent: Instant, latency_us: u64) {
+    pub(crate) fn completed(&mut self, sent: Instant, latency_us: u64) {
         if self.edge.before(sent) {
             self.latency.saturating_record(latency_us);
         }

@@ -4,7 +4,7 @@
 
 /// Why a request or connection did not get its response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// The TCP connection could not be established.
     Connect,
     /// Connecting took longer than `--connect-timeout`.
@@ -50,7 +50,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 18] = [
+    pub(crate) const ALL: [ErrorKind; 18] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -72,7 +72,7 @@ impl ErrorKind {
     ];
 
     /// The kind's name in reports and JSON.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
             ErrorKind::ConnectTimeout => "connect_timeout",
@@ -103,7 +103,7 @@ impl ErrorKind {
 /// What one failure says about the server or the URL, beyond how it is counted: each names a
 /// mistake a user can fix, so the report leads with it when the run failed (`report::cause`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Symptom {
+pub(crate) enum Symptom {
     /// The server answered the HTTP/2 preface (h2c by prior knowledge) in HTTP/1.1.
     Http1Only,
     /// The server answered a cleartext request with a TLS record: the port speaks TLS.
@@ -116,18 +116,18 @@ pub enum Symptom {
 
 /// Why a connection or a request could not go on: how it is counted, and what to tell the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// How the failure is counted.
-    pub kind: ErrorKind,
+    pub(crate) kind: ErrorKind,
     /// What happened, worded for the user.
-    pub message: String,
+    pub(crate) message: String,
     /// What it says about the server or the URL, when it says something a user can fix.
-    pub symptom: Option<Symptom>,
+    pub(crate) symptom: Option<Symptom>,
 }
 
 impl Failure {
     /// A failure of `kind`, explained by `message`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Failure {
             kind,
             message: message.into(),
@@ -136,7 +136,7 @@ impl Failure {
     }
 
     /// The same failure, known to show `symptom`.
-    pub fn showing(self, symptom: Symptom) -> Self {
+    pub(crate) fn showing(self, symptom: Symptom) -> Self {
         Failure {
             symptom: Some(symptom),
             ..self
@@ -144,7 +144,7 @@ impl Failure {
     }
 
     /// The server broke the protocol.
-    pub fn protocol(message: impl Into<String>) -> Self {
+    pub(crate) fn protocol(message: impl Into<String>) -> Self {
         Failure::new(ErrorKind::Protocol, message)
     }
 }

@@ -9,25 +9,25 @@ pub(crate) use super::messages::MessageBytes;
 /// gRPC calls by status of one thread or run (zero in other cells; their messages are the
 /// message layer's, [`super::messages::MessageFigures`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GrpcTally {
+pub(crate) struct GrpcTally {
     /// Calls with a response, by status slot (see [`grpc::code_slot`]).
-    pub codes: [u64; CODE_SLOTS],
+    pub(crate) codes: [u64; CODE_SLOTS],
 }
 
 /// What a call that ended with a status other than OK said of it in its `grpc-message`.
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
-pub struct StatusMessage {
+pub(crate) struct StatusMessage {
     /// The status's name (`UNAVAILABLE`; `OTHER` for a code outside 0-16).
-    pub status: String,
+    pub(crate) status: String,
     /// The text, percent-decoded (see [`grpc::status_message_text`]).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 impl StatusMessage {
     /// The text `text` of a call that ended with `code`.
-    pub fn new(code: u64, text: &str) -> StatusMessage {
+    pub(crate) fn new(code: u64, text: &str) -> StatusMessage {
         StatusMessage {
             status: grpc::slot_name(grpc::code_slot(code)).to_owned(),
             text: text.to_owned(),
@@ -38,7 +38,7 @@ impl StatusMessage {
 /// gRPC's ways of counting a stream's messages (the prefix is its framing).
 impl MessageBytes {
     /// What `reader` has read of one response.
-    pub fn read_by(reader: &MessageReader) -> MessageBytes {
+    pub(crate) fn read_by(reader: &MessageReader) -> MessageBytes {
         MessageBytes {
             messages: reader.messages,
             message_bytes: reader.message_bytes,
@@ -47,7 +47,7 @@ impl MessageBytes {
     }
 
     /// `count` messages of `len` bytes each, prefixed.
-    pub fn framed(count: u64, len: usize) -> MessageBytes {
+    pub(crate) fn framed(count: u64, len: usize) -> MessageBytes {
         MessageBytes {
             messages: count,
             message_bytes: count * len as u64,
@@ -58,19 +58,19 @@ impl MessageBytes {
 
 impl GrpcTally {
     /// A call ended with `code` (a [`ResponseSample`](super::ResponseSample)'s `grpc`).
-    pub fn call(&mut self, code: u16) {
+    pub(crate) fn call(&mut self, code: u16) {
         self.codes[grpc::code_slot(u64::from(code))] += 1;
     }
 
     /// Adds another thread's counts.
-    pub fn merge(&mut self, other: &GrpcTally) {
+    pub(crate) fn merge(&mut self, other: &GrpcTally) {
         for (mine, theirs) in self.codes.iter_mut().zip(other.codes) {
             *mine += theirs;
         }
     }
 
     /// Calls by status name, in code order, those seen only.
-    pub fn named_codes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    pub(crate) fn named_codes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         self.codes
             .iter()
             .enumerate()

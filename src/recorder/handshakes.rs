@@ -14,27 +14,27 @@ use super::micros;
 
 /// What the TLS handshake of one connection came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Handshake {
+pub(crate) struct Handshake {
     /// It resumed a session (a ticket or a TLS 1.2 session id) instead of a full handshake.
-    pub resumed: bool,
+    pub(crate) resumed: bool,
     /// Whether the server accepted the early data sent (`None`: none was sent).
-    pub early_data: Option<bool>,
+    pub(crate) early_data: Option<bool>,
     /// TCP connect start to TLS established.
-    pub time: Duration,
+    pub(crate) time: Duration,
 }
 
 /// The TLS handshakes of the connections begun in the measured period.
 #[derive(Debug, Clone)]
-pub struct Handshakes {
+pub(crate) struct Handshakes {
     /// Handshake times of full handshakes (µs).
-    pub full: Histogram<u64>,
+    pub(crate) full: Histogram<u64>,
     /// Handshake times of resumed handshakes (µs).
-    pub resumed: Histogram<u64>,
+    pub(crate) resumed: Histogram<u64>,
     /// Connections whose early data the server accepted.
-    pub early_data_accepted: u64,
+    pub(crate) early_data_accepted: u64,
     /// Connections whose early data the server rejected (their requests went again after the
     /// handshake, once each).
-    pub early_data_rejected: u64,
+    pub(crate) early_data_rejected: u64,
 }
 
 impl Default for Handshakes {
@@ -50,7 +50,7 @@ impl Default for Handshakes {
 
 impl Handshakes {
     /// Counts one connection's handshake.
-    pub fn record(&mut self, handshake: Handshake) {
+    pub(crate) fn record(&mut self, handshake: Handshake) {
         let histogram = if handshake.resumed {
             &mut self.resumed
         } else {
@@ -65,7 +65,7 @@ impl Handshakes {
     }
 
     /// Adds another thread's handshakes.
-    pub fn merge(&mut self, other: &Handshakes) {
+    pub(crate) fn merge(&mut self, other: &Handshakes) {
         self.full.add(&other.full).expect("histograms share bounds");
         self.resumed
             .add(&other.resumed)

@@ -31,18 +31,18 @@ use super::micros;
     serde::Deserialize,
     schemars::JsonSchema,
 )]
-pub struct MessageBytes {
+pub(crate) struct MessageBytes {
     /// Complete messages.
-    pub messages: u64,
+    pub(crate) messages: u64,
     /// Their bytes, prefixes excluded (the protobuf bytes).
-    pub message_bytes: u64,
+    pub(crate) message_bytes: u64,
     /// The bytes of their 5-byte prefixes (and of a prefix cut short).
-    pub prefix_bytes: u64,
+    pub(crate) prefix_bytes: u64,
 }
 
 impl MessageBytes {
     /// Adds `other`.
-    pub fn add(&mut self, other: MessageBytes) {
+    pub(crate) fn add(&mut self, other: MessageBytes) {
         self.messages += other.messages;
         self.message_bytes += other.message_bytes;
         self.prefix_bytes += other.prefix_bytes;
@@ -118,15 +118,15 @@ impl MessageStream {
 
 /// A thread's (or run's) message figures: zero and `None` in cells without message streams.
 #[derive(Debug, Clone, Default)]
-pub struct MessageFigures {
+pub(crate) struct MessageFigures {
     /// Messages sent, their bytes and their framing's.
-    pub sent: MessageBytes,
+    pub(crate) sent: MessageBytes,
     /// Messages received, their bytes and their framing's, counted when their stream ended.
-    pub received: MessageBytes,
+    pub(crate) received: MessageBytes,
     /// From a stream's opening to its first message (created by the first).
-    pub first_message: Option<Histogram<u64>>,
+    pub(crate) first_message: Option<Histogram<u64>>,
     /// Replies pairing with sends: from a message's send to its reply (created by the first).
-    pub round_trip: Option<Histogram<u64>>,
+    pub(crate) round_trip: Option<Histogram<u64>>,
     /// Between one received message and the next on a stream (created by the first).
     gaps: Option<Histogram<u64>>,
 }

@@ -89,7 +89,7 @@ impl std::ops::Deref for Recorder {
 impl Recorder {
     /// A recorder for `slots` client slots that counts requests scheduled at or after
     /// `measure_start`, with a timeline of `interval`s; `rate_mode` keeps service times apart.
-    pub fn new(
+    pub(crate) fn new(
         measure_start: Instant,
         slots: usize,
         interval: TimelineInterval,
@@ -140,30 +140,30 @@ impl Recorder {
 
     /// Keeps a steered run's backlog: the responses to requests sent before `edge`'s step's
     /// measured part.
-    pub fn track_backlog(&mut self, edge: std::sync::Arc<backlog::StepEdge>) {
+    pub(crate) fn track_backlog(&mut self, edge: std::sync::Arc<backlog::StepEdge>) {
         self.measured.backlog = Some(backlog::Backlog::new(edge));
     }
 
     /// Keeps per-URL counts and latency for a plan of `count` paths (two or more).
-    pub fn track_paths(&mut self, count: usize) {
+    pub(crate) fn track_paths(&mut self, count: usize) {
         self.measured.paths = paths::PathStats::new(count);
     }
 
     /// A measured request for path `path` ended without a response (its counters are
     /// [`Recorder::requests_failed`]'s).
-    pub fn path_failed(&mut self, path: u32) {
+    pub(crate) fn path_failed(&mut self, path: u32) {
         if let Some(paths) = &mut self.measured.paths {
             paths.failed(path as usize);
         }
     }
 
     /// Whether a request started at `start` belongs to the measured period (not the warm-up).
-    pub fn is_measured(&self, start: Instant) -> bool {
+    pub(crate) fn is_measured(&self, start: Instant) -> bool {
         start >= self.measure_start
     }
 
     /// A connection for `slot` was established; `start..end` is its setup time.
-    pub fn connected(&mut self, slot: usize, start: Instant, end: Instant) {
+    pub(crate) fn connected(&mut self, slot: usize, start: Instant, end: Instant) {
         self.measured.connections_opened += 1;
         self.measured.connections_measured += u64::from(self.is_measured(start));
         self.measured.connect.saturating_record(micros(end - start));
@@ -171,7 +171,7 @@ impl Recorder {
     }
 
     /// A connection's tunnel through the proxy was open `took` after it began.
-    pub fn proxy_connected(&mut self, took: Duration) {
+    pub(crate) fn proxy_connected(&mut self, took: Duration) {
         self.measured
             .proxy
             .get_or_insert_with(new_histogram)
@@ -180,7 +180,7 @@ impl Recorder {
 
     /// The TLS handshake of a connection begun at `start` ended as `handshake` (counted when the
     /// connection began in the measured period, like connections per second).
-    pub fn handshake(&mut self, start: std::time::Instant, handshake: Handshake) {
+    pub(crate) fn handshake(&mut self, start: std::time::Instant, handshake: Handshake) {
         if self.is_measured(start) {
             self.measured
                 .handshakes
@@ -190,12 +190,12 @@ impl Recorder {
     }
 
     /// A connection settled on `protocol`.
-    pub fn note_protocol(&mut self, protocol: Protocol) {
+    pub(crate) fn note_protocol(&mut self, protocol: Protocol) {
         self.connections_by_protocol[protocol as usize] += 1;
     }
 
     /// Connections by protocol, only those that occurred.
-    pub fn protocols(&self) -> impl Iterator<Item = (Protocol, u64)> + '_ {
+    pub(crate) fn protocols(&self) -> impl Iterator<Item = (Protocol, u64)> + '_ {
         Protocol::ALL
             .iter()
             .map(|protocol| (*protocol, self.connections_by_protocol[*protocol as usize]))
@@ -203,19 +203,19 @@ impl Recorder {
     }
 
     /// A TLS handshake completed; the first one is described in the report.
-    pub fn note_tls(&mut self, info: TlsInfo) {
+    pub(crate) fn note_tls(&mut self, info: TlsInfo) {
         self.measured.tls.get_or_insert(info);
     }
 
     /// Something the user should know, reported once however often it happens.
-    pub fn warn(&mut self, message: String) {
+    pub(crate) fn warn(&mut self, message: String) {
         if !self.measured.warnings.contains(&message) {
             self.measured.warnings.push(message);
         }
     }
 
     /// A connection attempt failed.
-    pub fn connect_failed(&mut self, failure: Failure) {
+    pub(crate) fn connect_failed(&mut self, failure: Failure) {
         self.measured.connections_failed += 1;
         self.errors[failure.kind.index()] += 1;
         self.note_symptom(&failure);
@@ -223,7 +223,7 @@ impl Recorder {
     }
 
     /// Keeps `failure`'s symptom, with its message, if it shows one and is the first to.
-    pub fn note_symptom(&mut self, failure: &Failure) {
+    pub(crate) fn note_symptom(&mut self, failure: &Failure) {
         if let (None, Some(symptom)) = (&self.measured.first_symptom, failure.symptom) {
             self.measured.first_symptom = Some((symptom, failure.message.clone()));
         }
@@ -231,19 +231,19 @@ impl Recorder {
 
     /// Whether a session should keep the body of the 4xx/5xx response it is reading: only
     /// until one is kept, so the hot path copies nothing once it is.
-    pub fn wants_error_body(&self) -> bool {
+    pub(crate) fn wants_error_body(&self) -> bool {
         self.measured.first_error_response.is_none()
     }
 
     /// A response with a 4xx/5xx status and its first bytes, kept if it is the first.
-    pub fn error_response(&mut self, response: ErrorResponse) {
+    pub(crate) fn error_response(&mut self, response: ErrorResponse) {
         self.measured.first_error_response.get_or_insert(response);
     }
 
     /// A connection failed after it was established, in a way the user should hear about.
     /// Keeps `message` as the run's first error, unless one is kept already. It may quote the
     /// server, so it is kept as [`crate::error::escaped_line`] prints it.
-    pub fn note_error(&mut self, message: String) {
+    pub(crate) fn note_error(&mut self, message: String) {
         self.measured
             .first_error
             .get_or_insert_with(|| crate::error::escaped_line(&message).into_owned());
@@ -252,7 +252,7 @@ impl Recorder {
     /// A request was sent for the first time: with `--rate`, how late it went is its start delay
     /// (recorded here, not at its response, so that a retried request counts the lateness of its
     /// scheduled send, not of the attempt that got through).
-    pub fn request_started(&mut self, start: RequestStart) {
+    pub(crate) fn request_started(&mut self, start: RequestStart) {
         if self.is_measured(start.intended) {
             self.measured.counters.started += 1;
             self.measured.in_flight.change(start.actual, 1, 0);
@@ -304,7 +304,7 @@ impl Recorder {
 
     /// A read at `at` completed `responses` responses, whose newest byte had arrived `waited`
     /// before it.
-    pub fn received_after(&mut self, at: Instant, waited: Duration, responses: u64) {
+    pub(crate) fn received_after(&mut self, at: Instant, waited: Duration, responses: u64) {
         if self.is_measured(at) {
             self.measured
                 .receive_wait
@@ -315,12 +315,12 @@ impl Recorder {
 
     /// A request sent at or after the measure start goes out again: the server never processed it
     /// (`kind`: goaway, refused or closed).
-    pub fn request_retried(&mut self, kind: ErrorKind) {
+    pub(crate) fn request_retried(&mut self, kind: ErrorKind) {
         self.measured.retried.count(kind);
     }
 
     /// A response completed on `slot`: it succeeded if its status is 2xx or 3xx.
-    pub fn response(&mut self, slot: usize, sample: ResponseSample) {
+    pub(crate) fn response(&mut self, slot: usize, sample: ResponseSample) {
         let succeeded = match sample.grpc {
             Some(code) => code == 0,
             None => (200..400).contains(&sample.status),
@@ -330,14 +330,14 @@ impl Recorder {
 
     /// A response completed on `slot` and met every response check: it succeeded, whatever its
     /// status (`--expect-status` said which succeed).
-    pub fn response_passed(&mut self, slot: usize, sample: ResponseSample) {
+    pub(crate) fn response_passed(&mut self, slot: usize, sample: ResponseSample) {
         self.count_response(slot, sample, true);
     }
 
     /// A response completed on `slot` and failed a response check, which `mismatch` puts in
     /// words (asked only for the first): it failed, as an error of kind `check`. Its status
     /// and times count as any response's.
-    pub fn response_failed_check(
+    pub(crate) fn response_failed_check(
         &mut self,
         slot: usize,
         sample: ResponseSample,
@@ -400,7 +400,7 @@ impl Recorder {
     }
 
     /// `count` requests sent at or after the measure start ended without a complete response.
-    pub fn requests_failed(&mut self, count: u64, kind: ErrorKind) {
+    pub(crate) fn requests_failed(&mut self, count: u64, kind: ErrorKind) {
         let counters = &mut self.measured.counters;
         counters.done += count;
         counters.errored += count;
@@ -416,7 +416,7 @@ impl Recorder {
     }
 
     /// Records what an engine settled on as its per-connection concurrency; the smallest wins.
-    pub fn note_effective_concurrency(&mut self, value: usize) {
+    pub(crate) fn note_effective_concurrency(&mut self, value: usize) {
         self.measured.effective_concurrency = Some(
             self.measured
                 .effective_concurrency
@@ -425,7 +425,7 @@ impl Recorder {
     }
 
     /// Error counts by kind, in [`ErrorKind::ALL`] order.
-    pub fn errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+    pub(crate) fn errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
         ErrorKind::ALL
             .iter()
             .map(|kind| (*kind, self.errors[kind.index()]))
@@ -433,7 +433,7 @@ impl Recorder {
 
     /// Requests that ended without a response, by kind, in [`ErrorKind::ALL`] order (the
     /// connection attempts that failed are left out, unlike [`Recorder::errors`]).
-    pub fn request_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+    pub(crate) fn request_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
         ErrorKind::ALL
             .iter()
             .map(|kind| (*kind, self.request_errors[kind.index()]))
@@ -441,7 +441,7 @@ impl Recorder {
 
     /// Connection attempts that failed, by kind, in [`ErrorKind::ALL`] order: what
     /// [`Recorder::errors`] counts beyond the requests and the failed checks.
-    pub fn connection_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+    pub(crate) fn connection_errors(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
         self.errors()
             .zip(self.request_errors())
             .map(|((kind, all), (_, requests))| {
@@ -452,7 +452,7 @@ impl Recorder {
 
     /// Requests the run's budget never let go (it stopped first): they count as failed with
     /// no response.
-    pub fn never_sent(&mut self, count: u64) {
+    pub(crate) fn never_sent(&mut self, count: u64) {
         self.measured.counters.failed += count;
         self.measured.counters.errored += count;
     }
@@ -463,7 +463,7 @@ impl Recorder {
     }
 
     /// An established connection ended.
-    pub fn connection_ended(&mut self) {
+    pub(crate) fn connection_ended(&mut self) {
         self.measured.connections_ended += 1;
     }
 
@@ -473,7 +473,7 @@ impl Recorder {
     }
 
     /// Requests per second of each client slot that got responses (h2load's "req/s" row).
-    pub fn client_rates(&self) -> Vec<f64> {
+    pub(crate) fn client_rates(&self) -> Vec<f64> {
         self.clients
             .iter()
             .filter_map(|client| {
@@ -488,7 +488,7 @@ impl Recorder {
     }
 
     /// Adds another thread's measurements to this one.
-    pub fn merge(&mut self, other: Recorder) {
+    pub(crate) fn merge(&mut self, other: Recorder) {
         for (mine, theirs) in [
             (&mut self.measured.service, &other.measured.service),
             (&mut self.measured.start_delay, &other.measured.start_delay),

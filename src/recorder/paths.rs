@@ -13,25 +13,25 @@ pub(crate) const MAX_PATH_HISTOGRAMS: usize = 1000;
 
 /// One path's counts and latency, as [`PathStats::row`] gives them.
 #[derive(Debug, Clone, Copy)]
-pub struct PathRow<'a> {
+pub(crate) struct PathRow<'a> {
     /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
     /// checks (`--expect-*`) every check met.
-    pub succeeded: u64,
+    pub(crate) succeeded: u64,
     /// The rest: error responses, failed checks and requests that ended without a response.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Response latency (µs), for the first [`MAX_PATH_HISTOGRAMS`] paths once one responded.
-    pub latency: Option<&'a PathLatency>,
+    pub(crate) latency: Option<&'a PathLatency>,
 }
 
 /// One path's response times (µs).
 #[derive(Debug, Clone)]
-pub struct PathLatency {
+pub(crate) struct PathLatency {
     /// Every response time, with 2 significant digits.
-    pub histogram: Histogram<u64>,
+    pub(crate) histogram: Histogram<u64>,
     /// The smallest response time, exact.
-    pub min: u64,
+    pub(crate) min: u64,
     /// The largest response time, exact (at most [`MAX_MICROS`], as the histograms saturate).
-    pub max: u64,
+    pub(crate) max: u64,
 }
 
 impl PathLatency {
@@ -62,7 +62,7 @@ impl PathLatency {
 
 /// Every path's counts, indexed like the plan's paths, and the first paths' latency.
 #[derive(Debug, Clone)]
-pub struct PathStats {
+pub(crate) struct PathStats {
     /// Per path: succeeded, failed.
     counts: Vec<[u64; 2]>,
     /// Per path among the first [`MAX_PATH_HISTOGRAMS`]: its latency, once one responded.
@@ -71,7 +71,7 @@ pub struct PathStats {
 
 impl PathStats {
     /// Rows for `paths` paths; `None` for a single path (the cell's figures are its figures).
-    pub fn new(paths: usize) -> Option<PathStats> {
+    pub(crate) fn new(paths: usize) -> Option<PathStats> {
         (paths >= 2).then(|| PathStats {
             counts: vec![[0; 2]; paths],
             latency: vec![None; paths.min(MAX_PATH_HISTOGRAMS)],
@@ -79,7 +79,7 @@ impl PathStats {
     }
 
     /// Path `path`'s row.
-    pub fn row(&self, path: usize) -> PathRow<'_> {
+    pub(crate) fn row(&self, path: usize) -> PathRow<'_> {
         let [succeeded, failed] = self.counts[path];
         PathRow {
             succeeded,
@@ -89,7 +89,7 @@ impl PathStats {
     }
 
     /// Every path's row, in order.
-    pub fn rows(&self) -> impl Iterator<Item = PathRow<'_>> {
+    pub(crate) fn rows(&self) -> impl Iterator<Item = PathRow<'_>> {
         (0..self.counts.len()).map(|path| self.row(path))
     }
 

@@ -10,19 +10,19 @@ use crate::plan::TimelineInterval;
 
 /// One thread's measurements of one interval, histograms encoded (V2 + deflate) to stay small.
 #[derive(Debug, Clone)]
-pub struct IntervalRecord {
+pub(crate) struct IntervalRecord {
     /// Which interval: 0 is the first of the measured period.
-    pub index: u64,
+    pub(crate) index: u64,
     /// Responses completed in it.
-    pub completed: u64,
+    pub(crate) completed: u64,
     /// Requests that failed in it.
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// Response times of its responses.
-    pub request: Vec<u8>,
+    pub(crate) request: Vec<u8>,
     /// Times to first byte.
-    pub ttfb: Vec<u8>,
+    pub(crate) ttfb: Vec<u8>,
     /// Service times (rate mode).
-    pub service: Option<Vec<u8>>,
+    pub(crate) service: Option<Vec<u8>>,
 }
 
 impl IntervalRecord {
@@ -52,9 +52,9 @@ const MAX_AUTO_INTERVALS: usize = 2048;
 /// The timeline: counts and histograms per interval, rotated as time passes. Memory stays flat:
 /// only the current interval has full histograms; closed ones are kept encoded.
 #[derive(Debug, Clone)]
-pub struct Intervals {
+pub(crate) struct Intervals {
     /// Interval length.
-    pub length: Duration,
+    pub(crate) length: Duration,
     /// Whether the length was chosen automatically, so it may grow (see [`MAX_AUTO_INTERVALS`]).
     pub(crate) auto: bool,
     start: Instant,
@@ -175,7 +175,7 @@ impl Intervals {
     }
 
     /// Every interval, the current one included; threads' records of one index are merged later.
-    pub fn into_closed(mut self) -> Vec<IntervalRecord> {
+    pub(crate) fn into_closed(mut self) -> Vec<IntervalRecord> {
         self.close();
         self.closed
     }

@@ -7,20 +7,20 @@ use serde::Serialize;
 
 /// Bytes received, as plain numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct WireTotals {
+pub(crate) struct WireTotals {
     /// Every byte read from sockets (after TLS, before HTTP framing is removed).
-    pub total: u64,
+    pub(crate) total: u64,
     /// Response header bytes as sent (HPACK-compressed for HTTP/2).
-    pub headers: u64,
+    pub(crate) headers: u64,
     /// Response header bytes uncompressed (name + value lengths for HTTP/2).
-    pub headers_uncompressed: u64,
+    pub(crate) headers_uncompressed: u64,
     /// Response body bytes.
-    pub data: u64,
+    pub(crate) data: u64,
 }
 
 impl WireTotals {
     /// The bytes counted since `earlier` was taken.
-    pub fn since(self, earlier: WireTotals) -> WireTotals {
+    pub(crate) fn since(self, earlier: WireTotals) -> WireTotals {
         WireTotals {
             total: self.total - earlier.total,
             headers: self.headers - earlier.headers,
@@ -30,7 +30,7 @@ impl WireTotals {
     }
 
     /// Adds another thread's totals.
-    pub fn add(&mut self, other: WireTotals) {
+    pub(crate) fn add(&mut self, other: WireTotals) {
         self.total += other.total;
         self.headers += other.headers;
         self.headers_uncompressed += other.headers_uncompressed;

@@ -24,9 +24,9 @@ pub(crate) const GENERATOR_VERDICT_SUCCESS: f64 = 0.5;
 /// What the run saw that a cause is built from, beyond the summary's counts.
 pub(crate) struct Evidence<'a> {
     /// The first failure that showed a symptom, with its message.
-    pub symptom: Option<&'a (Symptom, String)>,
+    pub(crate) symptom: Option<&'a (Symptom, String)>,
     /// The first 4xx/5xx response and the first bytes of its body.
-    pub error_response: Option<&'a ErrorResponse>,
+    pub(crate) error_response: Option<&'a ErrorResponse>,
 }
 
 /// Whether the busy-generator verdict may be given for a run of these counts: at least

@@ -12,11 +12,11 @@ pub(crate) const LIMITED_BUSY: f64 = 0.9;
 pub(crate) struct GeneratorLoad {
     /// Each runner thread's busy share, percent: the part of its time it was on a CPU or
     /// runnable waiting for one, not asleep waiting for I/O or a timer.
-    pub thread_busy_pct: Vec<f64>,
+    pub(crate) thread_busy_pct: Vec<f64>,
     /// A thread was busy at least 90% of its time: h2load-rs itself may have bounded the result.
     /// Only said of a run whose requests mostly succeeded (`report::cause::generator_fair`): a
     /// run busy failing was not measuring the server.
-    pub limited: bool,
+    pub(crate) limited: bool,
 }
 
 impl GeneratorLoad {

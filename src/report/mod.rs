@@ -43,31 +43,31 @@ pub(crate) const SCHEMA_VERSION: u32 = 3;
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Document {
     /// Layout version of this document.
-    pub schema_version: u32,
+    pub(crate) schema_version: u32,
     /// The tool and its version.
-    pub tool: Tool,
+    pub(crate) tool: Tool,
     /// The command line, host, start time and version of the run (or of the `merge`) that
     /// wrote it.
     #[serde(flatten)]
-    pub provenance: provenance::Provenance,
+    pub(crate) provenance: provenance::Provenance,
     /// `merge`: each report it merged and what made it, in the order given (absent otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub merged_from: Vec<provenance::Origin>,
+    pub(crate) merged_from: Vec<provenance::Origin>,
     /// Each cell's report, in the order they ran.
-    pub cells: Vec<Summary>,
+    pub(crate) cells: Vec<Summary>,
     /// One row per cell, with per-level ratios.
-    pub comparison: Vec<comparison::Row>,
+    pub(crate) comparison: Vec<comparison::Row>,
     /// Where a signal between two cells stopped the sweep (a signal during a cell marks that
     /// cell `interrupted` instead); `None` when no signal came between cells.
     #[serde(default)]
-    pub stopped_between_cells: Option<SweepStop>,
+    pub(crate) stopped_between_cells: Option<SweepStop>,
     /// With `--rounds`: how many, in which order; each cell then holds its round
     /// (`cell.round`), and the comparison is across rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<rounds::RoundsInfo>,
+    pub(crate) rounds: Option<rounds::RoundsInfo>,
     /// The file it was read from (`merge`, `diff`), for errors; not written.
     #[serde(skip)]
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl Document {
@@ -101,9 +101,9 @@ impl Document {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct SweepStop {
     /// The cells that ran (all of them to their end).
-    pub after_cell: usize,
+    pub(crate) after_cell: usize,
     /// The cells the sweep had.
-    pub of: usize,
+    pub(crate) of: usize,
 }
 
 /// The runs of each cell of a sweep, in the sweep's order: one run each, or with `--rounds`
@@ -125,13 +125,13 @@ pub(crate) fn runs_by_cell(cells: &[Summary]) -> Vec<Vec<&Summary>> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CellContext {
     /// 1-based position in the run.
-    pub index: usize,
+    pub(crate) index: usize,
     /// The concurrency level it belongs to (cells of one level are compared).
-    pub level: usize,
+    pub(crate) level: usize,
     /// With `--rounds`: its round, and the cell of the sweep it repeats.
-    pub round: Option<rounds::RoundOf>,
+    pub(crate) round: Option<rounds::RoundOf>,
     /// CPU the generator itself used, in percent of one core.
-    pub generator_cpu_percent: f64,
+    pub(crate) generator_cpu_percent: f64,
     /// What each watched process used.
-    pub watched: Vec<ProcessUsage>,
+    pub(crate) watched: Vec<ProcessUsage>,
 }

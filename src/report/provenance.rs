@@ -26,19 +26,19 @@ pub(crate) struct Provenance {
     /// name holds `authorization`, `cookie`, `token`, `secret`, `api-key` or `password`, and a
     /// URL's user name and password); empty in a report from before this field.
     #[serde(default)]
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// `argv` as one line, each argument quoted for a POSIX shell when it needs it.
     #[serde(default)]
-    pub command_line: String,
+    pub(crate) command_line: String,
     /// The host name of the machine that made it (`uname -n`).
     #[serde(default)]
-    pub host: String,
+    pub(crate) host: String,
     /// When it began (a load test: before its first cell), RFC 3339 in UTC.
     #[serde(default)]
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// The h2load-rs version that wrote it.
     #[serde(default)]
-    pub version: String,
+    pub(crate) version: String,
 }
 
 impl Provenance {
@@ -71,13 +71,13 @@ impl Provenance {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Origin {
     /// The file (`file:line` in a log) it was read from.
-    pub source: String,
+    pub(crate) source: String,
     /// Its command line, host, start time and version.
     #[serde(flatten)]
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// The parts it was merged from itself, if it was a merged report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub merged_from: Vec<Origin>,
+    pub(crate) merged_from: Vec<Origin>,
 }
 
 /// The kernel's name for this machine; empty if it has none that reads as text.

@@ -11,32 +11,32 @@ use crate::recorder::hdr;
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct RateReport {
     /// Requests per second asked for.
-    pub requested_per_s: f64,
+    pub(crate) requested_per_s: f64,
     /// Requests per second completed.
-    pub achieved_per_s: f64,
+    pub(crate) achieved_per_s: f64,
     /// Requests sent more than 1 ms after their scheduled time.
-    pub late: u64,
+    pub(crate) late: u64,
     /// `late` as a share of all requests sent, in percent.
-    pub late_pct: f64,
+    pub(crate) late_pct: f64,
     /// Lateness of the sends: median, 99th percentile and maximum, µs.
-    pub delay_p50_us: u64,
+    pub(crate) delay_p50_us: u64,
     /// 99th percentile of the lateness.
-    pub delay_p99_us: u64,
+    pub(crate) delay_p99_us: u64,
     /// Largest lateness.
-    pub delay_max_us: u64,
+    pub(crate) delay_max_us: u64,
     /// The lateness of every send, HdrHistogram V2 + deflate, base64 (so runs merge exactly).
-    pub delay_hdr: String,
+    pub(crate) delay_hdr: String,
     /// How full the concurrency was (absent in reports from before this field).
     #[serde(default)]
-    pub in_flight: InFlight,
+    pub(crate) in_flight: InFlight,
     /// A timed schedule's (`-D` with `--rate`, `--stages`) send times in the measured period:
     /// `requests.started + missed`. `None` for `-n`, an interrupted run, and older reports.
     #[serde(default)]
-    pub scheduled: Option<u64>,
+    pub(crate) scheduled: Option<u64>,
     /// Send times of the schedule that no request took before it ended: the run could not keep
     /// its schedule (the client was starved, or the server held every connection).
     #[serde(default)]
-    pub missed: u64,
+    pub(crate) missed: u64,
 }
 
 /// Requests in flight against the most there can be: a rate falls short for lack of concurrency
@@ -44,9 +44,9 @@ pub(crate) struct RateReport {
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct InFlight {
     /// Time-weighted mean of the measured requests in flight.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// The most that can be in flight: connections × streams (after the server's limit).
-    pub limit: u64,
+    pub(crate) limit: u64,
 }
 
 impl InFlight {

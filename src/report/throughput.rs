@@ -17,19 +17,19 @@ pub(crate) const TRANSFER_BYTES: f64 = 1e6;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Finished {
     /// The measured period, in seconds.
-    pub elapsed_s: f64,
+    pub(crate) elapsed_s: f64,
     /// Finished requests per second over it.
-    pub requests_per_s: f64,
+    pub(crate) requests_per_s: f64,
     /// Every byte received per second over it (`traffic.total_bytes` over the period).
-    pub received_per_s: f64,
+    pub(crate) received_per_s: f64,
     /// Requests sent (`started`: finished or in flight when the run stopped).
-    pub started: u64,
+    pub(crate) started: u64,
     /// Requests that got a complete response (`done − (errored − never_sent)`).
-    pub responses: u64,
+    pub(crate) responses: u64,
     /// Response body bytes received (`traffic.data_bytes`).
-    pub data_bytes: u64,
+    pub(crate) data_bytes: u64,
     /// The request body each request sends (`settings.body_bytes`).
-    pub body_bytes: usize,
+    pub(crate) body_bytes: usize,
 }
 
 /// Which way a transfer's bodies went.

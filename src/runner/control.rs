@@ -32,7 +32,7 @@ pub struct StepResult {
     /// The standard deviation of the number of send times its schedule held over the measured
     /// part: 0 for evenly spaced ones, √(rate × length) for Poisson arrivals, whose count is
     /// random (a step of 30 expected sends holds fewer than 27 one time in four).
-    pub count_sd: f64,
+    pub(crate) count_sd: f64,
     /// Whether a signal stopped the run during this step (what it measured so far is kept).
     pub interrupted: bool,
 }

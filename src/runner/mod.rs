@@ -51,22 +51,22 @@ pub(crate) fn ensure_fd_limit(clients: usize, fds_per_client: u64) -> Result<()>
 
 /// Where a run writes one line per request (`--log-file`), and as which cell of a sweep.
 #[derive(Debug, Clone)]
-pub struct CellLog {
+pub(crate) struct CellLog {
     /// The file all threads append to.
-    pub file: LogFile,
+    pub(crate) file: LogFile,
     /// The cell's number, from 1.
-    pub cell: usize,
+    pub(crate) cell: usize,
 }
 
 /// Where a run reports besides its result: the per-request log and the live progress.
 #[derive(Debug, Clone, Default)]
 pub struct Sinks {
     /// `--log-file`.
-    pub log: Option<CellLog>,
+    pub(crate) log: Option<CellLog>,
     /// Progress published for the display (one slot per thread).
-    pub live: Option<Arc<Live>>,
+    pub(crate) live: Option<Arc<Live>>,
     /// The `-v` protocol trace.
-    pub trace: Option<Arc<Tracer>>,
+    pub(crate) trace: Option<Arc<Tracer>>,
 }
 
 /// Runs the plan to the end and returns what was measured.

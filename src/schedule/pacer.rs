@@ -64,7 +64,7 @@ pub(crate) struct Throttle {
     changed: tokio::sync::Notify,
     /// Where the current step's measured part began: the requests sent before it are its
     /// backlog (the workers' recorders keep their latencies apart).
-    pub edge: Arc<StepEdge>,
+    pub(crate) edge: Arc<StepEdge>,
 }
 
 impl Throttle {

@@ -20,9 +20,9 @@ use super::Timer;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Reserved {
     /// A request taken from the budget, to be given back if the connection never sends it.
-    pub taken: bool,
+    pub(crate) taken: bool,
     /// The send time taken from the schedule for it: its intended start.
-    pub scheduled: Option<Instant>,
+    pub(crate) scheduled: Option<Instant>,
 }
 
 /// What a slot draws its requests from: the thread's budget and schedule, and its queue of

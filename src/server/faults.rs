@@ -78,7 +78,7 @@ impl FromStr for Fault {
 
 impl Fault {
     /// The mode as `serve --fault` spells it.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Fault::CloseAfter(n) => format!("close-after={n}"),
             Fault::DropAfter(n) => format!("drop-after={n}"),
@@ -97,7 +97,7 @@ impl Fault {
 
 /// What a fault mode's server speaks: a cell of any other protocol would only time out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaks {
+pub(crate) enum Speaks {
     /// Cleartext HTTP/1.1 (the raw server reads HTTP/1.1 heads).
     Http1,
     /// Cleartext HTTP/2 by prior knowledge.
@@ -117,7 +117,7 @@ const INTERNAL_ERROR: u32 = 0x2;
 
 impl Fault {
     /// What this mode's server speaks.
-    pub fn speaks(&self) -> Speaks {
+    pub(crate) fn speaks(&self) -> Speaks {
         match self {
             Fault::CloseAfter(_)
             | Fault::DropAfter(_)

@@ -102,11 +102,11 @@ impl Stall {
 #[derive(Debug, Clone, Copy)]
 pub struct Slow {
     /// Length of each spell, slow or not.
-    pub every: Duration,
+    pub(crate) every: Duration,
     /// The extra wait of a response decided during a slow spell.
-    pub by: Duration,
+    pub(crate) by: Duration,
     /// When the first (fast) spell began.
-    pub epoch: Instant,
+    pub(crate) epoch: Instant,
 }
 
 impl Slow {

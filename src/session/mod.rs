@@ -124,29 +124,29 @@ pub(crate) fn read_buffer() -> RefCell<Vec<u8>> {
 /// What all connections of one runner thread share. Single-threaded: interior mutability, no locks.
 pub(crate) struct ThreadShared {
     /// The run's plan.
-    pub plan: Arc<RunPlan>,
+    pub(crate) plan: Arc<RunPlan>,
     /// The run's request budget (shared with other threads).
-    pub budget: Arc<Budget>,
+    pub(crate) budget: Arc<Budget>,
     /// This thread's measurements.
-    pub recorder: RefCell<Recorder>,
+    pub(crate) recorder: RefCell<Recorder>,
     /// This thread's byte counts.
-    pub wire: Rc<WireMeter>,
+    pub(crate) wire: Rc<WireMeter>,
     /// This thread's schedule, with `--rate`.
-    pub pacer: Option<Pacer>,
+    pub(crate) pacer: Option<Pacer>,
     /// This thread's part of `--log-file`.
-    pub request_log: Option<RefCell<RequestLog>>,
+    pub(crate) request_log: Option<RefCell<RequestLog>>,
     /// The buffer this thread's connections read into, one at a time.
-    pub read_buffer: RefCell<Vec<u8>>,
+    pub(crate) read_buffer: RefCell<Vec<u8>>,
     /// Requests the server never processed, waiting for a connection to send them again.
-    pub retries: RefCell<VecDeque<Retry>>,
+    pub(crate) retries: RefCell<VecDeque<Retry>>,
     /// The run-wide number of this thread's first client slot (`{conn}` counts from it).
-    pub first_slot: u64,
+    pub(crate) first_slot: u64,
     /// This thread's TLS settings (https): the plan's, with a session cache of the thread's own
     /// under `--tls-resume`.
-    pub tls: Option<crate::plan::TlsPlan>,
+    pub(crate) tls: Option<crate::plan::TlsPlan>,
     /// Per client slot, the index of the next path in turn: it outlives the slot's connections,
     /// so churn (`--requests-per-connection`, `--no-keepalive`) keeps the keep-alive mix.
-    pub path_cursors: Vec<Cell<usize>>,
+    pub(crate) path_cursors: Vec<Cell<usize>>,
 }
 
 /// A request the server never processed, to be sent again.
@@ -204,26 +204,26 @@ impl ThreadShared {
 #[derive(Debug, Default)]
 pub(crate) struct ConnState {
     /// The connection's number, unique in the process (for `--log-file`).
-    pub id: u64,
+    pub(crate) id: u64,
     /// The protocol it speaks, once known.
-    pub protocol: Cell<Option<Protocol>>,
+    pub(crate) protocol: Cell<Option<Protocol>>,
     /// Requests sent on this connection.
-    pub requests: Cell<u64>,
+    pub(crate) requests: Cell<u64>,
     /// Measured requests sent on this connection and not yet finished.
-    pub in_flight: Cell<u64>,
+    pub(crate) in_flight: Cell<u64>,
     /// Responses completed on this connection: whether the server made progress on it.
-    pub completed: Cell<u64>,
+    pub(crate) completed: Cell<u64>,
     /// The send time `--rate` told this connection to come back at while it waits ([`Pacer`]),
     /// carried over from its slot's connection before it (the slot keeps the time it was told).
-    pub come_back_at: Cell<Option<Instant>>,
+    pub(crate) come_back_at: Cell<Option<Instant>>,
     /// A request taken from the budget for this connection before it opened
     /// (`--requests-per-connection`), not sent yet: its first request uses it.
-    pub reserved: Cell<bool>,
+    pub(crate) reserved: Cell<bool>,
     /// The send time taken from the schedule for that request before connecting (`--rate` with
     /// churn, see [`reserve`]): its intended start.
-    pub scheduled: Cell<Option<Instant>>,
+    pub(crate) scheduled: Cell<Option<Instant>>,
     /// The steered run's connection generation when it opened ([`Pacer::generation`]).
-    pub generation: u64,
+    pub(crate) generation: u64,
 }
 
 impl ConnState {

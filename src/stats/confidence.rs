@@ -77,9 +77,9 @@ const T_975: [f64; 29] = [
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Bounds<T> {
     /// Its lower end.
-    pub ci_low: T,
+    pub(crate) ci_low: T,
     /// Its upper end, `None` when it lies beyond what the run measured.
-    pub ci_high: Option<T>,
+    pub(crate) ci_high: Option<T>,
 }
 
 impl<T: PartialOrd + Copy> Bounds<T> {
@@ -102,11 +102,11 @@ impl Bounds<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct NoInterval {
     /// What there were too few of.
-    pub too_few: Evidence,
+    pub(crate) too_few: Evidence,
     /// How many there were.
-    pub n: u64,
+    pub(crate) n: u64,
     /// How many an interval needs.
-    pub needed: u64,
+    pub(crate) needed: u64,
 }
 
 /// What an interval is made of; one more kind (rounds) plugs in here.
@@ -203,31 +203,31 @@ pub(crate) enum Method {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct PercentileBounds {
     /// The confidence level (0.95).
-    pub level: f64,
+    pub(crate) level: f64,
     /// How dependence was accounted for.
-    pub method: Method,
+    pub(crate) method: Method,
     /// Batches used (0 with `independent`).
-    pub batches: u32,
+    pub(crate) batches: u32,
     /// Median; `None` when not estimable (and so for each below).
-    pub p50: Option<Bounds<u64>>,
+    pub(crate) p50: Option<Bounds<u64>>,
     /// 75th percentile.
-    pub p75: Option<Bounds<u64>>,
+    pub(crate) p75: Option<Bounds<u64>>,
     /// 90th percentile.
-    pub p90: Option<Bounds<u64>>,
+    pub(crate) p90: Option<Bounds<u64>>,
     /// 95th percentile.
-    pub p95: Option<Bounds<u64>>,
+    pub(crate) p95: Option<Bounds<u64>>,
     /// 99th percentile.
-    pub p99: Option<Bounds<u64>>,
+    pub(crate) p99: Option<Bounds<u64>>,
     /// 99.9th percentile.
     #[serde(rename = "p99.9")]
-    pub p99_9: Option<Bounds<u64>>,
+    pub(crate) p99_9: Option<Bounds<u64>>,
     /// 99.99th percentile.
     #[serde(rename = "p99.99")]
-    pub p99_99: Option<Bounds<u64>>,
+    pub(crate) p99_99: Option<Bounds<u64>>,
     /// The percentiles with fewer than [`MIN_TAIL`] samples expected beyond them (`p99.99`),
     /// whose value is the histogram's but whose interval is `null`: not estimable.
     #[serde(default)]
-    pub not_estimable: Vec<String>,
+    pub(crate) not_estimable: Vec<String>,
 }
 
 impl PercentileBounds {

@@ -45,19 +45,19 @@ const MAX_SERIES: usize = 400;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub(crate) struct Steadiness {
     /// Neither figure trended, and the first part was like the rest.
-    pub steady: bool,
+    pub(crate) steady: bool,
     /// The request rate's trend over the run, percent of its median (Sen's slope × the run's
     /// length), and its Mann–Kendall p-value.
-    pub rate_trend_pct: f64,
+    pub(crate) rate_trend_pct: f64,
     /// Its p-value.
-    pub rate_trend_p: f64,
+    pub(crate) rate_trend_p: f64,
     /// The p99's trend over the run, percent of its median, over the intervals with responses.
-    pub p99_trend_pct: f64,
+    pub(crate) p99_trend_pct: f64,
     /// Its p-value.
-    pub p99_trend_p: f64,
+    pub(crate) p99_trend_p: f64,
     /// When the first part differed from the rest: where it ends, seconds after the start of
     /// the measured period (`null`: it did not).
-    pub warm_up_until_s: Option<f64>,
+    pub(crate) warm_up_until_s: Option<f64>,
 }
 
 impl Steadiness {

@@ -13,46 +13,46 @@ use crate::recorder::hdr;
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Timeline {
     /// Interval length, seconds.
-    pub interval_s: f64,
+    pub(crate) interval_s: f64,
     /// The end of the measured period, seconds after its start: the last interval ends here, so
     /// it may be shorter than `interval_s` (0 in reports from before this field).
     #[serde(default)]
-    pub end_s: f64,
+    pub(crate) end_s: f64,
     /// Wall-clock start of the measured period, milliseconds since the Unix epoch (to line up the
     /// timelines of runs made on several machines).
-    pub start_unix_ms: u64,
+    pub(crate) start_unix_ms: u64,
     /// The intervals, in order.
-    pub intervals: Vec<IntervalSummary>,
+    pub(crate) intervals: Vec<IntervalSummary>,
 }
 
 /// One interval.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct IntervalSummary {
     /// Position: the interval covers `[index, index + 1) × interval_s` after the start.
-    pub index: u64,
+    pub(crate) index: u64,
     /// Responses completed.
-    pub completed: u64,
+    pub(crate) completed: u64,
     /// Requests failed.
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// The interval's real length, seconds: `interval_s`, except for a last one cut short by the
     /// end of the measured period.
     #[serde(default)]
-    pub length_s: f64,
+    pub(crate) length_s: f64,
     /// Responses completed per second of the interval's real length.
     #[serde(default)]
-    pub requests_per_s: f64,
+    pub(crate) requests_per_s: f64,
     /// Response time median, µs.
-    pub p50_us: u64,
+    pub(crate) p50_us: u64,
     /// Response time 99th percentile, µs.
-    pub p99_us: u64,
+    pub(crate) p99_us: u64,
     /// Largest response time, µs.
-    pub max_us: u64,
+    pub(crate) max_us: u64,
     /// The interval's response times, HdrHistogram V2 + deflate, base64.
-    pub hdr: String,
+    pub(crate) hdr: String,
     /// Its times to first byte, likewise.
-    pub ttfb_hdr: String,
+    pub(crate) ttfb_hdr: String,
     /// Its service times (with `--rate`), likewise.
-    pub service_hdr: Option<String>,
+    pub(crate) service_hdr: Option<String>,
 }
 
 /// One interval's counts and histograms, summed over threads (or over runs, when merging).

@@ -12,13 +12,13 @@ use hdrhistogram::Histogram;
 pub(crate) struct MannWhitney {
     /// U of the first sample: how many (first, second) pairs have the first larger, ties
     /// counting one half.
-    pub u: f64,
+    pub(crate) u: f64,
     /// The share of (first, second) pairs with the first larger, ties counting one half: U over
     /// the number of pairs (the common-language effect size); 0.5 when neither tends to be larger.
-    pub first_larger: f64,
+    pub(crate) first_larger: f64,
     /// Two-sided p-value: the chance of a U at least this far from its mean when both samples
     /// come from one distribution.
-    pub p: f64,
+    pub(crate) p: f64,
 }
 
 /// Below this many values in a sample, and without ties, the exact distribution of U is used

@@ -5,20 +5,20 @@ use serde::Serialize;
 
 /// What a TLS handshake settled on, as h2load reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct TlsInfo {
+pub(crate) struct TlsInfo {
     /// e.g. `TLSv1.3`.
-    pub version: String,
+    pub(crate) version: String,
     /// e.g. `TLS13_AES_256_GCM_SHA384`.
-    pub cipher: String,
+    pub(crate) cipher: String,
     /// Key exchange group, e.g. `X25519`.
-    pub key_exchange: String,
+    pub(crate) key_exchange: String,
     /// The ALPN protocol, if any was selected.
-    pub alpn: Option<String>,
+    pub(crate) alpn: Option<String>,
 }
 
 impl TlsInfo {
     /// Describes an established client connection.
-    pub fn of(connection: &rustls::ClientConnection) -> TlsInfo {
+    pub(crate) fn of(connection: &rustls::ClientConnection) -> TlsInfo {
         let version = match connection.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_owned(),
             Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".to_owned(),

@@ -24,7 +24,7 @@ pub(crate) use problem::certificate_problem;
 /// The test PKI's CA, server certificate and key (`certs/`), built in so `serve --tls` works anywhere.
 pub mod test_pki {
     /// The test CA certificate (PEM).
-    pub const CA_CERT: &str = include_str!("../../certs/ca.crt");
+    pub(crate) const CA_CERT: &str = include_str!("../../certs/ca.crt");
     /// The server certificate for localhost / 127.0.0.1 / ::1, signed by the test CA (PEM).
     pub const SERVER_CERT: &str = include_str!("../../certs/server.crt");
     /// The server certificate's private key (PEM, PKCS#8).

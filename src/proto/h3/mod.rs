@@ -141,9 +141,9 @@ const MAX_SETTINGS: u64 = 16 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct H3Error {
     /// The HTTP/3 error code (RFC 9114 §8.1, RFC 9204 §6).
-    pub code: u64,
+    pub(crate) code: u64,
     /// What the peer did.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 impl H3Error {

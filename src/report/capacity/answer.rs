@@ -19,15 +19,15 @@ use super::{grouped, Capacity, CapacityStep, Phase};
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RateVerdict {
     /// The rate offered.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// Numbers (from 1, as the text shows them) of the steps at it that passed.
-    pub passed: Vec<usize>,
+    pub(crate) passed: Vec<usize>,
     /// Numbers of those that failed.
-    pub failed: Vec<usize>,
+    pub(crate) failed: Vec<usize>,
     /// How many steps one try of a rate takes: `--rounds` (1 without it).
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// The rounds of one try at this rate disagreed: some held, some did not.
-    pub split: bool,
+    pub(crate) split: bool,
 }
 
 impl RateVerdict {
@@ -136,9 +136,9 @@ pub(crate) fn contradicting(verdicts: &[RateVerdict]) -> Vec<&RateVerdict> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Interval {
     /// Its lower end.
-    pub low: f64,
+    pub(crate) low: f64,
     /// Its upper end, `None` when open.
-    pub high: Option<f64>,
+    pub(crate) high: Option<f64>,
 }
 
 /// What a search found, as every output states it. In JSON one object with the same keys
@@ -381,11 +381,11 @@ impl Answer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct CapacityRatio {
     /// `h2c/h1`.
-    pub label: String,
+    pub(crate) label: String,
     /// The ratio of the two capacities.
-    pub ratio: f64,
+    pub(crate) ratio: f64,
     /// The range the two intervals leave it (`null`: either is open).
-    pub interval: Option<Interval>,
+    pub(crate) interval: Option<Interval>,
 }
 
 impl CapacityRatio {

@@ -19,37 +19,37 @@ pub(crate) use answer::Answer;
 pub(crate) struct Capacity {
     /// The capacity when the search was consistent, requests per second: the highest rate that
     /// held for its full steps; `None` when the search was inconsistent or found none.
-    pub capacity_rps: Option<f64>,
+    pub(crate) capacity_rps: Option<f64>,
     /// What the search found, as every output states it (in a report from before it was
     /// recorded: none, with that reason).
     #[serde(default = "Answer::unrecorded")]
-    pub answer: Answer,
+    pub(crate) answer: Answer,
     /// The lowest rate whose full steps broke an objective, above a consistent capacity (`null`:
     /// none did, or the search was not consistent).
-    pub failing_rps: Option<f64>,
+    pub(crate) failing_rps: Option<f64>,
     /// The objectives, canonically spelled (`p99<100ms`).
-    pub objectives: Vec<String>,
+    pub(crate) objectives: Vec<String>,
     /// The precision asked for: the search stops when `(failing - capacity) / capacity` is at
     /// most this, in percent.
-    pub precision_pct: f64,
+    pub(crate) precision_pct: f64,
     /// Length of a full step's measured part, seconds.
-    pub step_duration_s: f64,
+    pub(crate) step_duration_s: f64,
     /// `--rounds`: how many times each step was taken in a row, each round on fresh connections;
     /// `steps` holds every round, the rounds of one step consecutive (1 without it).
     #[serde(default = "one_round")]
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// What the unpaced step achieved with this cell's `-c`/`-m`: the most the client can offer.
-    pub ceiling_rps: f64,
+    pub(crate) ceiling_rps: f64,
     /// Every rate up to the ceiling passed: the capacity is the client's (raise `-c`/`-m`),
     /// not the server's.
-    pub limited_by_client: bool,
+    pub(crate) limited_by_client: bool,
     /// A signal ended the search early: the capacity is what it had found by then.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Latency at 50%, 80% and 100% of a consistent capacity (100%: the step that established
     /// it); empty otherwise.
-    pub latency_at: Vec<LoadPoint>,
+    pub(crate) latency_at: Vec<LoadPoint>,
     /// Every step, in the order tried.
-    pub steps: Vec<CapacityStep>,
+    pub(crate) steps: Vec<CapacityStep>,
 }
 
 /// A report from before `--rounds` searched: one round a step.
@@ -61,13 +61,13 @@ fn one_round() -> usize {
 #[derive(Debug, Clone)]
 pub(crate) struct SearchSettings {
     /// The objectives, canonically spelled.
-    pub objectives: Vec<String>,
+    pub(crate) objectives: Vec<String>,
     /// `--precision`, percent.
-    pub precision_pct: f64,
+    pub(crate) precision_pct: f64,
     /// A full step's measured length, seconds.
-    pub step_duration_s: f64,
+    pub(crate) step_duration_s: f64,
     /// `--rounds`: the times each step is taken in a row.
-    pub rounds: usize,
+    pub(crate) rounds: usize,
 }
 
 /// The shares of the capacity `latency_at` reports, the last the capacity itself.
@@ -166,59 +166,59 @@ impl Phase {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct CapacityStep {
     /// Why it was run.
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// The rate offered (`null`: unpaced).
-    pub offered_rps: Option<f64>,
+    pub(crate) offered_rps: Option<f64>,
     /// The rate achieved.
-    pub achieved_rps: f64,
+    pub(crate) achieved_rps: f64,
     /// Length of the measured part, seconds.
-    pub measured_s: f64,
+    pub(crate) measured_s: f64,
     /// Requests finished in it.
-    pub done: u64,
+    pub(crate) done: u64,
     /// Of them, failed.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Responses finished in it to requests sent before it (by its settling or the step
     /// before): in none of its other figures.
     #[serde(default)]
-    pub backlog: u64,
+    pub(crate) backlog: u64,
     /// `failed / done`, percent.
-    pub errors_pct: f64,
+    pub(crate) errors_pct: f64,
     /// Request latency percentiles, µs, from each request's scheduled start.
-    pub p50_us: u64,
+    pub(crate) p50_us: u64,
     /// 90th percentile.
-    pub p90_us: u64,
+    pub(crate) p90_us: u64,
     /// 99th percentile.
-    pub p99_us: u64,
+    pub(crate) p99_us: u64,
     /// 99.9th percentile.
-    pub p99_9_us: u64,
+    pub(crate) p99_9_us: u64,
     /// Largest.
-    pub max_us: u64,
+    pub(crate) max_us: u64,
     /// The 95% confidence interval of `p50_us`, as if the step's samples were independent (a
     /// step has no timeline of its own to measure their dependence: too narrow where they move
     /// together); `null` without samples.
     #[serde(default)]
-    pub p50_ci: Option<Bounds<u64>>,
+    pub(crate) p50_ci: Option<Bounds<u64>>,
     /// The same for `p99_us`.
     #[serde(default)]
-    pub p99_ci: Option<Bounds<u64>>,
+    pub(crate) p99_ci: Option<Bounds<u64>>,
     /// Every objective held and at least 97% of the offered rate was achieved (`null` for the
     /// unpaced step, which offers no rate).
-    pub passed: Option<bool>,
+    pub(crate) passed: Option<bool>,
 }
 
 /// The latency at a share of the capacity.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct LoadPoint {
     /// Share of the capacity, percent (50, 80, 100).
-    pub share_pct: f64,
+    pub(crate) share_pct: f64,
     /// The rate offered.
-    pub offered_rps: f64,
+    pub(crate) offered_rps: f64,
     /// The rate achieved.
-    pub achieved_rps: f64,
+    pub(crate) achieved_rps: f64,
     /// Median latency, µs.
-    pub p50_us: u64,
+    pub(crate) p50_us: u64,
     /// 99th percentile, µs.
-    pub p99_us: u64,
+    pub(crate) p99_us: u64,
 }
 
 // The progress lines group their figures too.

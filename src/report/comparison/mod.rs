@@ -16,95 +16,95 @@ use crate::stats::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Row {
     /// 1-based cell position.
-    pub cell: usize,
+    pub(crate) cell: usize,
     /// The cell's protocol.
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// Connections.
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// Requests in flight per connection.
-    pub streams: usize,
+    pub(crate) streams: usize,
     /// Total requests per second asked for, if paced.
     #[serde(default)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// The level the cell belongs to: its protocols are compared with the level's first.
     #[serde(default)]
-    pub level: usize,
+    pub(crate) level: usize,
     /// Finished requests per second.
-    pub requests_per_s: f64,
+    pub(crate) requests_per_s: f64,
     /// Its 95% confidence interval, when the cell had requests and intervals enough.
     #[serde(default)]
-    pub requests_per_s_ci: Option<Bounds<f64>>,
+    pub(crate) requests_per_s_ci: Option<Bounds<f64>>,
     /// Why `requests_per_s_ci` is `null`.
     #[serde(default)]
-    pub requests_per_s_ci_reason: Option<NoInterval>,
+    pub(crate) requests_per_s_ci_reason: Option<NoInterval>,
     /// Received megabytes (10^6 bytes) per second. Renamed from `mb_per_s` (MiB, 2^20 bytes)
     /// in schema 3, so that no reader takes one for the other. Both figures default when absent
     /// so that a schema 2 report reads as far as its `schema_version`, which `merge` and `diff`
     /// then refuse by name (the rows are computed again from the cells in any case).
     #[serde(default)]
-    pub megabytes_per_s: f64,
+    pub(crate) megabytes_per_s: f64,
     /// Received gigabits (10^9 bits) per second (`gbps` in schema 2).
     #[serde(default)]
-    pub gigabits_per_s: f64,
+    pub(crate) gigabits_per_s: f64,
     /// Request latency percentiles and maximum, in microseconds.
-    pub p50_us: u64,
+    pub(crate) p50_us: u64,
     /// 90th percentile.
-    pub p90_us: u64,
+    pub(crate) p90_us: u64,
     /// 99th percentile.
-    pub p99_us: u64,
+    pub(crate) p99_us: u64,
     /// 99.9th percentile.
-    pub p99_9_us: u64,
+    pub(crate) p99_9_us: u64,
     /// Maximum.
-    pub max_us: u64,
+    pub(crate) max_us: u64,
     /// The 95% confidence intervals of p50, p90, p99 and p99.9, when the cell had samples;
     /// each `None` when that percentile is not estimable (too few samples beyond it).
     #[serde(default)]
-    pub percentiles_ci: Option<[Option<Bounds<u64>>; 4]>,
+    pub(crate) percentiles_ci: Option<[Option<Bounds<u64>>; 4]>,
     /// Requests without a complete response.
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// Failed requests, percent of those done (as `--fail-if errors` counts).
     #[serde(default)]
-    pub failed_percent: f64,
+    pub(crate) failed_percent: f64,
     /// Its 95% interval across rounds (`--rounds`); none within one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_percent_ci: Option<Bounds<f64>>,
+    pub(crate) failed_percent_ci: Option<Bounds<f64>>,
     /// Connections opened.
-    pub connections: u64,
+    pub(crate) connections: u64,
     /// Generator CPU, percent of one core.
-    pub generator_cpu_percent: f64,
+    pub(crate) generator_cpu_percent: f64,
     /// A runner thread was busy 90% of its time or more: h2load-rs may have set the result.
     #[serde(default)]
-    pub generator_limited: bool,
+    pub(crate) generator_limited: bool,
     /// CPU of the first watched process (the target), percent of one core.
-    pub target_cpu_percent: Option<f64>,
+    pub(crate) target_cpu_percent: Option<f64>,
     /// Peak RSS of the first watched process, KiB.
-    pub target_rss_peak_kib: Option<u64>,
+    pub(crate) target_rss_peak_kib: Option<u64>,
     /// Throughput relative to the first protocol of the same level, as `(label, ratio)`, e.g.
     /// `("h2c/h1", 0.48)`; absent for that first protocol itself.
-    pub ratio: Option<(String, f64)>,
+    pub(crate) ratio: Option<(String, f64)>,
     /// The ratio's 95% confidence interval: within one run, from both rates' (their relative
     /// half-widths added in quadrature, as for any ratio of independent estimates), absent when
     /// either has none; with `--rounds`, Student's t over the rounds' paired ratios.
     #[serde(default)]
-    pub ratio_ci: Option<Bounds<f64>>,
+    pub(crate) ratio_ci: Option<Bounds<f64>>,
     /// What `ratio_ci`'s spread covers (`within_run`); `None` without one.
     #[serde(default)]
-    pub ratio_ci_kind: Option<IntervalKind>,
+    pub(crate) ratio_ci_kind: Option<IntervalKind>,
     /// Why a ratio has no `ratio_ci` (the rate of the two with the least evidence); `None` with
     /// one, and without a ratio.
     #[serde(default)]
-    pub ratio_ci_reason: Option<NoInterval>,
+    pub(crate) ratio_ci_reason: Option<NoInterval>,
     /// With `--find-max`: the cell's capacity, as every output states it (`ratio` is then absent:
     /// a search's whole run mixes its steps' rates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<Answer>,
+    pub(crate) capacity: Option<Answer>,
     /// With `--find-max`: the cell's capacity over its level's first cell's, from the two answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity_ratio: Option<CapacityRatio>,
+    pub(crate) capacity_ratio: Option<CapacityRatio>,
     /// With `--rounds`: each round's figures (the row's are their means, its intervals across
     /// them); empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rounds: Vec<RoundFigures>,
+    pub(crate) rounds: Vec<RoundFigures>,
 }
 
 impl Row {

@@ -11,30 +11,30 @@ use crate::plan::shard::Shard;
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Parts {
     /// The latest part's start of its measured period after the earliest's, ms.
-    pub start_skew_ms: f64,
+    pub(crate) start_skew_ms: f64,
     /// How late a start may be before it is flagged, ms.
-    pub late_after_ms: f64,
+    pub(crate) late_after_ms: f64,
     /// Each part, in the order given.
-    pub parts: Vec<Part>,
+    pub(crate) parts: Vec<Part>,
 }
 
 /// One part of a merged cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Part {
     /// The report it came from.
-    pub source: String,
+    pub(crate) source: String,
     /// Its `--shard`, if it was one.
-    pub shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
     /// When its measured period began after the earliest part's, ms.
-    pub started_after_ms: f64,
+    pub(crate) started_after_ms: f64,
     /// With `--start-at`: how long after that time its measured period began, ms.
-    pub start_late_ms: Option<f64>,
+    pub(crate) start_late_ms: Option<f64>,
     /// The rate it was to offer (paced parts).
-    pub requested_per_s: Option<f64>,
+    pub(crate) requested_per_s: Option<f64>,
     /// The rate it achieved.
-    pub achieved_per_s: f64,
+    pub(crate) achieved_per_s: f64,
     /// Why it is outside tolerance, if it is.
-    pub outside: Option<String>,
+    pub(crate) outside: Option<String>,
 }
 
 impl Parts {

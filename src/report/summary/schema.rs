@@ -22,36 +22,36 @@ use crate::tls::TlsInfo;
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct CellInfo {
     /// 1-based position in the run.
-    pub index: usize,
+    pub(crate) index: usize,
     /// e.g. `h2c c=10 m=100`, or `h1 c=4 m=1 rate=500` when paced.
-    pub label: String,
+    pub(crate) label: String,
     /// `h1`, `h2c`, `h2c-upgrade`, `h2`, `h1-tls` or `auto`.
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// Connections.
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// Requests in flight per connection.
-    pub streams: usize,
+    pub(crate) streams: usize,
     /// Total requests per second asked for (`--rate`, or `--rps` × connections), if paced.
     #[serde(default)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// The concurrency level it belongs to.
-    pub level: usize,
+    pub(crate) level: usize,
     /// With `--rounds`: the round this run was, and the cell of the sweep it repeated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<crate::report::rounds::RoundOf>,
+    pub(crate) round: Option<crate::report::rounds::RoundOf>,
 }
 
 /// The merged histograms of a cell, for exporters that need whole distributions.
 #[derive(Debug, Clone)]
 pub(crate) struct Histograms {
     /// Request latency (µs): the response time, from the scheduled send with `--rate`.
-    pub request: Histogram<u64>,
+    pub(crate) request: Histogram<u64>,
     /// Service time (µs), from the actual send (with `--rate` only).
-    pub service: Option<Histogram<u64>>,
+    pub(crate) service: Option<Histogram<u64>>,
     /// Connect time (µs).
-    pub connect: Histogram<u64>,
+    pub(crate) connect: Histogram<u64>,
     /// Time to first byte (µs).
-    pub ttfb: Histogram<u64>,
+    pub(crate) ttfb: Histogram<u64>,
 }
 
 impl Default for Histograms {
@@ -71,199 +71,199 @@ impl Default for Histograms {
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Summary {
     /// Which cell this is.
-    pub cell: CellInfo,
+    pub(crate) cell: CellInfo,
     /// The options the run used.
-    pub settings: Settings,
+    pub(crate) settings: Settings,
     /// What was actually spoken.
-    pub protocol: ProtocolInfo,
+    pub(crate) protocol: ProtocolInfo,
     /// Whether the user interrupted the run.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Length of the measured period, in seconds.
-    pub elapsed_s: f64,
+    pub(crate) elapsed_s: f64,
     /// Finished requests per second over the measured period.
-    pub requests_per_s: f64,
+    pub(crate) requests_per_s: f64,
     /// Its 95% confidence interval (batch means over the timeline; `null` when the run has
     /// too few requests or intervals to tell, `requests_per_s_ci_reason` saying which).
     #[serde(default)]
-    pub requests_per_s_ci: Option<Bounds<f64>>,
+    pub(crate) requests_per_s_ci: Option<Bounds<f64>>,
     /// Why `requests_per_s_ci` is `null`; `null` when there is one.
     #[serde(default)]
-    pub requests_per_s_ci_reason: Option<NoInterval>,
+    pub(crate) requests_per_s_ci_reason: Option<NoInterval>,
     /// Received bytes per second over the measured period.
-    pub bytes_per_s: f64,
+    pub(crate) bytes_per_s: f64,
     /// Request counters.
-    pub requests: Requests,
+    pub(crate) requests: Requests,
     /// Responses by status class.
-    pub status_codes: StatusCodes,
+    pub(crate) status_codes: StatusCodes,
     /// Errors by kind: connection attempts, requests and failed checks together (the sum of
     /// `request_errors`, `connection_errors` and `checks.failed`).
-    pub errors: BTreeMap<String, u64>,
+    pub(crate) errors: BTreeMap<String, u64>,
     /// Requests that got no complete response, by kind (with `requests.never_sent`, they make
     /// `requests.errored`).
     #[serde(default)]
-    pub request_errors: BTreeMap<String, u64>,
+    pub(crate) request_errors: BTreeMap<String, u64>,
     /// Connection attempts that failed, by kind (they make `connections.failed`).
     #[serde(default)]
-    pub connection_errors: BTreeMap<String, u64>,
+    pub(crate) connection_errors: BTreeMap<String, u64>,
     /// HTTP/2 stream resets by error code name (part of `errors.stream_reset`).
-    pub stream_reset_codes: BTreeMap<String, u64>,
+    pub(crate) stream_reset_codes: BTreeMap<String, u64>,
     /// The response checks' failures (absent without `--expect-*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checks: Option<crate::recorder::CheckTally>,
+    pub(crate) checks: Option<crate::recorder::CheckTally>,
     /// A gRPC cell's calls by `grpc-status` and its messages (absent without `--grpc`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grpc: Option<GrpcReport>,
+    pub(crate) grpc: Option<GrpcReport>,
     /// Bytes received.
-    pub traffic: Traffic,
+    pub(crate) traffic: Traffic,
     /// Connection counters.
-    pub connections: Connections,
+    pub(crate) connections: Connections,
     /// Latency distributions.
-    pub latency: Latencies,
+    pub(crate) latency: Latencies,
     /// Spread of requests per second across clients (h2load's "req/s" row).
-    pub requests_per_client_per_s: Spread,
+    pub(crate) requests_per_client_per_s: Spread,
     /// Why the cell failed, in plain words with the fix (`None` when it did not fail): what the
     /// text report leads with.
     #[serde(default)]
-    pub cause: Option<Cause>,
+    pub(crate) cause: Option<Cause>,
     /// The first connection-level problem, if any, in words.
-    pub first_error: Option<String>,
+    pub(crate) first_error: Option<String>,
     /// Things worth knowing that are not errors (e.g. a server declined the h2c upgrade).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// CPU the generator used during the cell, in percent of one core.
-    pub generator_cpu_percent: f64,
+    pub(crate) generator_cpu_percent: f64,
     /// How busy its runner threads were, and whether that bounded the result.
     #[serde(default)]
-    pub generator: GeneratorLoad,
+    pub(crate) generator: GeneratorLoad,
     /// Whether the run was steady: trends in its per-interval rate and p99, a first part unlike
     /// the rest (absent under 10 intervals or a measured period under 1 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steadiness: Option<Steadiness>,
+    pub(crate) steadiness: Option<Steadiness>,
     /// With `--until-stable`: how sure the p99 and the rate got, and whether that or the cap
     /// ended the run (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until_stable: Option<Stability>,
+    pub(crate) until_stable: Option<Stability>,
     /// With `--start-at`, the run's first cell: how long after that time its measured period
     /// began, ms (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_late_ms: Option<f64>,
+    pub(crate) start_late_ms: Option<f64>,
     /// A merged cell: each part's start and rates, and which are outside tolerance (absent for
     /// a run's own cell).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parts: Option<super::parts::Parts>,
+    pub(crate) parts: Option<super::parts::Parts>,
     /// What each watched process (e.g. the target) used during the cell.
-    pub watched: Vec<ProcessUsage>,
+    pub(crate) watched: Vec<ProcessUsage>,
     /// Requests, errors and latency per interval of the measured period.
-    pub timeline: Timeline,
+    pub(crate) timeline: Timeline,
     /// Scheduling figures, with `--rate`.
-    pub rate: Option<RateReport>,
+    pub(crate) rate: Option<RateReport>,
     /// The `--fail-if` thresholds checked against this cell (absent without `--fail-if`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<Threshold>,
+    pub(crate) thresholds: Vec<Threshold>,
     /// What `--find-max` found (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<capacity::Capacity>,
+    pub(crate) capacity: Option<capacity::Capacity>,
     /// Per-URL figures, one row per path in the order given (absent with a single path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub urls: Vec<UrlRow>,
+    pub(crate) urls: Vec<UrlRow>,
     /// The full distributions (not serialized; the `hdr` fields carry them in JSON).
     #[serde(skip)]
-    pub histograms: Histograms,
+    pub(crate) histograms: Histograms,
 }
 
 /// One URL's figures in a cell.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct UrlRow {
     /// The path and query requested, as given (placeholders unrendered).
-    pub url: String,
+    pub(crate) url: String,
     /// Measured requests that finished: `succeeded + failed`.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// Responses that succeeded as the cell counts them: status 2xx or 3xx, or with response
     /// checks (`--expect-*`) every check met.
-    pub succeeded: u64,
+    pub(crate) succeeded: u64,
     /// The rest: error responses, failed checks and requests that ended without a response.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Response latency (null beyond the first 1000 URLs, or without a response).
-    pub latency: Option<Box<LatencySummary>>,
+    pub(crate) latency: Option<Box<LatencySummary>>,
 }
 
 /// Name and version of the generator.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Tool {
     /// Always `h2load-rs`.
-    pub name: String,
+    pub(crate) name: String,
     /// Crate version.
-    pub version: String,
+    pub(crate) version: String,
 }
 
 /// The options the run used.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Settings {
     /// Target URLs.
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// Connections.
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// Threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Requested concurrent requests per connection (`-m`).
-    pub max_concurrent_streams: usize,
+    pub(crate) max_concurrent_streams: usize,
     /// `-n`, for counted runs.
-    pub requests: Option<u64>,
+    pub(crate) requests: Option<u64>,
     /// `-D` in seconds, for timed runs.
-    pub duration_s: Option<f64>,
+    pub(crate) duration_s: Option<f64>,
     /// `--warm-up-time` in seconds.
-    pub warm_up_s: Option<f64>,
+    pub(crate) warm_up_s: Option<f64>,
     /// Request method.
-    pub method: String,
+    pub(crate) method: String,
     /// Request headers besides Host, as `name: value` (a credential's value `<redacted>`).
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// Request body size.
-    pub body_bytes: usize,
+    pub(crate) body_bytes: usize,
     /// Time limits in seconds (absent: none).
-    pub timeouts_s: BTreeMap<String, f64>,
+    pub(crate) timeouts_s: BTreeMap<String, f64>,
     /// `--max-retries` (null with `--no-retry`).
     #[serde(default)]
-    pub max_retries: Option<u8>,
+    pub(crate) max_retries: Option<u8>,
     /// `--stages`: the ramp of rates (null without).
     #[serde(default)]
-    pub stages: Option<StagesSettings>,
+    pub(crate) stages: Option<StagesSettings>,
     /// HTTP/2 settings announced (h2 runs).
-    pub h2: H2Settings,
+    pub(crate) h2: H2Settings,
     /// `-i`: the file the other URLs came from (absent without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_file: Option<String>,
+    pub(crate) input_file: Option<String>,
     /// `--urls-random`: paths picked at random instead of in turn (absent without).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub urls_random: bool,
+    pub(crate) urls_random: bool,
     /// `--arrival poisson`: paced send times were a Poisson process (absent: evenly spaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<String>,
+    pub(crate) arrival: Option<String>,
     /// The seed of `--urls-random`, `{rand:N}`, `{uuid}` and `--arrival poisson` (`--seed`, or
     /// drawn), when the run draws random numbers: give it to `--seed` to repeat the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Requests per connection before it closes and another opens (`--requests-per-connection`,
     /// 1 with `--no-keepalive`; null: as many as it can carry).
     #[serde(default)]
-    pub requests_per_connection: Option<u64>,
+    pub(crate) requests_per_connection: Option<u64>,
     /// `--no-keepalive`: HTTP/1.1 requests carried `Connection: close`.
     #[serde(default)]
-    pub no_keepalive: bool,
+    pub(crate) no_keepalive: bool,
     /// `--tls-resume` (or `--tls-early-data`): connections resumed TLS sessions.
     #[serde(default)]
-    pub tls_resume: bool,
+    pub(crate) tls_resume: bool,
     /// `--tls-early-data`: requests left as TLS 1.3 early data on resumed connections.
     #[serde(default)]
-    pub tls_early_data: bool,
+    pub(crate) tls_early_data: bool,
     /// The I/O backend the connections used (`--io` resolved): `epoll`, `uring` or
     /// `uring+sqpoll` (reports from before `--io` were epoll).
     #[serde(default = "epoll")]
-    pub io: String,
+    pub(crate) io: String,
     /// `--shard`: which part of the scenario the run was (absent for a whole one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::plan::shard::Shard>,
+    pub(crate) shard: Option<crate::plan::shard::Shard>,
     /// With `--shard`: the whole scenario's `-c`, `-n` and rate, the same in every part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub whole: Option<crate::plan::shard::Whole>,
+    pub(crate) whole: Option<crate::plan::shard::Whole>,
 }
 
 /// The I/O backend of reports written before `--io` existed.
@@ -275,51 +275,51 @@ fn epoll() -> String {
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct StagesSettings {
     /// The rate at the start (`--rate`, else 0), requests per second.
-    pub start_rps: f64,
+    pub(crate) start_rps: f64,
     /// Each stage: its length and the rate reached at its end.
-    pub stages: Vec<StageSettings>,
+    pub(crate) stages: Vec<StageSettings>,
     /// Requests the ramp offers in all (the area under its curve).
-    pub offered: f64,
+    pub(crate) offered: f64,
 }
 
 /// One stage of a `--stages` ramp.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct StageSettings {
     /// Its length in seconds (0: a step).
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// The rate at its end, requests per second.
-    pub rps: f64,
+    pub(crate) rps: f64,
 }
 
 /// The protocol spoken.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ProtocolInfo {
     /// The protocol most connections spoke: `http/1.1`, `h2c` or `h2` (null without connections).
-    pub negotiated: Option<String>,
+    pub(crate) negotiated: Option<String>,
     /// Connections by the protocol they spoke.
-    pub connections: BTreeMap<String, u64>,
+    pub(crate) connections: BTreeMap<String, u64>,
     /// The first TLS session's parameters (https only).
-    pub tls: Option<TlsInfo>,
+    pub(crate) tls: Option<TlsInfo>,
     /// Concurrent streams per connection after the server's limit (h2 only).
-    pub max_concurrent_streams_effective: Option<usize>,
+    pub(crate) max_concurrent_streams_effective: Option<usize>,
 }
 
 /// Request counters with h2load's meanings.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Requests {
     /// `-n`, or the requests started in a timed run.
-    pub total: u64,
+    pub(crate) total: u64,
     /// started, done, succeeded, failed, errored, timeout (failed and errored include `never_sent`).
     #[serde(flatten)]
-    pub counters: RequestCounters,
+    pub(crate) counters: RequestCounters,
     /// Requests of `-n` never sent because no connection could carry them.
-    pub never_sent: u64,
+    pub(crate) never_sent: u64,
     /// Requests sent but unfinished when the run stopped.
-    pub in_flight_at_stop: u64,
+    pub(crate) in_flight_at_stop: u64,
     /// Requests sent again because the server never processed them, by reason (each counts
     /// once above, as what finally happened).
     #[serde(default)]
-    pub retried: Retried,
+    pub(crate) retried: Retried,
 }
 
 /// Responses by status class.
@@ -327,148 +327,148 @@ pub(crate) struct Requests {
 pub(crate) struct StatusCodes {
     /// 1xx responses (final ones only).
     #[serde(rename = "1xx")]
-    pub informational: u64,
+    pub(crate) informational: u64,
     /// 2xx responses.
     #[serde(rename = "2xx")]
-    pub success: u64,
+    pub(crate) success: u64,
     /// 3xx responses.
     #[serde(rename = "3xx")]
-    pub redirection: u64,
+    pub(crate) redirection: u64,
     /// 4xx responses.
     #[serde(rename = "4xx")]
-    pub client_error: u64,
+    pub(crate) client_error: u64,
     /// 5xx responses.
     #[serde(rename = "5xx")]
-    pub server_error: u64,
+    pub(crate) server_error: u64,
 }
 
 /// A gRPC cell's calls and messages.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct GrpcReport {
     /// The method called (`/package.Service/Method`).
-    pub method: String,
+    pub(crate) method: String,
     /// Calls with a response, by `grpc-status` name (`OK`, `UNAVAILABLE`, ...; `OTHER` for a
     /// code outside 0-16). A response with an HTTP status other than 200 counts by its HTTP
     /// status's code whatever its `grpc-status` (404 as `UNIMPLEMENTED`, 503 as `UNAVAILABLE`,
     /// ...), a 200 whose `content-type` is not `application/grpc…` as `UNKNOWN`; a gRPC
     /// response without `grpc-status` as the error `grpc_status_missing` instead.
-    pub statuses: BTreeMap<String, u64>,
+    pub(crate) statuses: BTreeMap<String, u64>,
     /// Messages sent: count, protobuf bytes, prefix bytes.
-    pub sent: crate::recorder::grpc::MessageBytes,
+    pub(crate) sent: crate::recorder::grpc::MessageBytes,
     /// Messages received by calls that ended (completed, or failed by their framing).
-    pub received: crate::recorder::grpc::MessageBytes,
+    pub(crate) received: crate::recorder::grpc::MessageBytes,
     /// The `grpc-message` of the first call that ended with a status other than OK and sent one
     /// (absent in reports from before this field).
     #[serde(default)]
-    pub first_status_message: Option<crate::recorder::grpc::StatusMessage>,
+    pub(crate) first_status_message: Option<crate::recorder::grpc::StatusMessage>,
 }
 
 /// Bytes received during the measured period.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Traffic {
     /// All bytes read from sockets.
-    pub total_bytes: u64,
+    pub(crate) total_bytes: u64,
     /// Response header bytes as sent.
-    pub header_bytes: u64,
+    pub(crate) header_bytes: u64,
     /// Response header bytes uncompressed (equals `header_bytes` for HTTP/1.1).
-    pub header_bytes_uncompressed: u64,
+    pub(crate) header_bytes_uncompressed: u64,
     /// `1 - header_bytes / header_bytes_uncompressed` (HPACK's saving), 0 to 1.
-    pub header_space_savings: f64,
+    pub(crate) header_space_savings: f64,
     /// Response body bytes.
-    pub data_bytes: u64,
+    pub(crate) data_bytes: u64,
 }
 
 /// Connection counters.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Connections {
     /// Connections established (warm-up included).
-    pub opened: u64,
+    pub(crate) opened: u64,
     /// Connection attempts that failed.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Established connections the client closed because of its own timeout (`-T`, `-N`, a
     /// request timeout), so not the server.
     #[serde(default)]
-    pub closed_by_client: u64,
+    pub(crate) closed_by_client: u64,
     /// Connections begun in the measured period (warm-up left out).
     #[serde(default)]
-    pub measured: u64,
+    pub(crate) measured: u64,
     /// `measured` per second of the measured period.
     #[serde(default)]
-    pub per_s: f64,
+    pub(crate) per_s: f64,
     /// Of the measured TLS connections, those that resumed a session (null for cleartext).
     #[serde(default)]
-    pub resumed_handshakes: Option<u64>,
+    pub(crate) resumed_handshakes: Option<u64>,
     /// Of the measured TLS connections, those with a full handshake (null for cleartext).
     #[serde(default)]
-    pub full_handshakes: Option<u64>,
+    pub(crate) full_handshakes: Option<u64>,
     /// Connections whose early data the server accepted (null without `--tls-early-data`).
     #[serde(default)]
-    pub early_data_accepted: Option<u64>,
+    pub(crate) early_data_accepted: Option<u64>,
     /// Connections whose early data the server rejected: their requests went again after the
     /// handshake, each counted once (null without `--tls-early-data`).
     #[serde(default)]
-    pub early_data_rejected: Option<u64>,
+    pub(crate) early_data_rejected: Option<u64>,
 }
 
 /// The latency distributions, in microseconds.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Latencies {
     /// Request sent to last response byte; with `--rate`, from the scheduled send (response time).
-    pub request: LatencySummary,
+    pub(crate) request: LatencySummary,
     /// With `--rate`: actual send to last response byte (service time).
-    pub service: Option<LatencySummary>,
+    pub(crate) service: Option<LatencySummary>,
     /// Connection setup.
-    pub connect: LatencySummary,
+    pub(crate) connect: LatencySummary,
     /// With `--proxy`: from the start of connecting until the proxy answered `CONNECT` (a part
     /// of `connect`).
     #[serde(default)]
-    pub proxy: Option<LatencySummary>,
+    pub(crate) proxy: Option<LatencySummary>,
     /// Request sent to first response byte.
-    pub ttfb: LatencySummary,
+    pub(crate) ttfb: LatencySummary,
     /// How long each response waited, received whole by the kernel, for h2load-rs to read it:
     /// the generator's own part of `request` (from the kernel's receive timestamp of the newest
     /// byte of the read that completed the response). Null where the transport gives no
     /// timestamps: `--io uring`, unix sockets, HTTP/3.
     #[serde(default)]
-    pub receive_wait: Option<LatencySummary>,
+    pub(crate) receive_wait: Option<LatencySummary>,
     /// TLS handshake time of full handshakes: TCP connect start to TLS established (null for
     /// cleartext).
     #[serde(default)]
-    pub handshake_full: Option<LatencySummary>,
+    pub(crate) handshake_full: Option<LatencySummary>,
     /// TLS handshake time of resumed handshakes, measured the same way (null for cleartext).
     #[serde(default)]
-    pub handshake_resumed: Option<LatencySummary>,
+    pub(crate) handshake_resumed: Option<LatencySummary>,
     /// gRPC calls: from the send to the first response message's last byte (absent outside
     /// gRPC cells, or when no call got a message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grpc_first_message: Option<LatencySummary>,
+    pub(crate) grpc_first_message: Option<LatencySummary>,
     /// Bidirectional gRPC calls: each message's round trip, from its last byte queued to its
     /// reply's last byte read (absent for other calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grpc_round_trip: Option<LatencySummary>,
+    pub(crate) grpc_round_trip: Option<LatencySummary>,
 }
 
 /// Percentiles reported for each distribution.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Percentiles {
     /// Median.
-    pub p50: u64,
+    pub(crate) p50: u64,
     /// 75th percentile.
-    pub p75: u64,
+    pub(crate) p75: u64,
     /// 90th percentile.
-    pub p90: u64,
+    pub(crate) p90: u64,
     /// 95th percentile.
-    pub p95: u64,
+    pub(crate) p95: u64,
     /// 99th percentile.
-    pub p99: u64,
+    pub(crate) p99: u64,
     /// 99.9th percentile.
     #[serde(rename = "p99.9")]
-    pub p99_9: u64,
+    pub(crate) p99_9: u64,
     /// 99.99th percentile.
     #[serde(rename = "p99.99")]
-    pub p99_99: u64,
+    pub(crate) p99_99: u64,
     /// Largest value.
-    pub max: u64,
+    pub(crate) max: u64,
 }
 
 impl Percentiles {
@@ -491,17 +491,17 @@ impl Percentiles {
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct LatencySummary {
     /// Samples recorded.
-    pub count: u64,
+    pub(crate) count: u64,
     /// min, max, mean, standard deviation and share within one sd of the mean.
     #[serde(flatten)]
-    pub spread: Spread,
+    pub(crate) spread: Spread,
     /// Percentiles.
-    pub percentiles: Percentiles,
+    pub(crate) percentiles: Percentiles,
     /// Their 95% confidence intervals (absent without samples, and in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<PercentileBounds>,
+    pub(crate) confidence: Option<PercentileBounds>,
     /// The full histogram: HdrHistogram V2 + deflate encoding, base64.
-    pub hdr: String,
+    pub(crate) hdr: String,
 }
 
 impl LatencySummary {
@@ -531,15 +531,15 @@ impl LatencySummary {
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Spread {
     /// Smallest value.
-    pub min: f64,
+    pub(crate) min: f64,
     /// Largest value.
-    pub max: f64,
+    pub(crate) max: f64,
     /// Mean.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Standard deviation.
-    pub sd: f64,
+    pub(crate) sd: f64,
     /// Percentage of values within mean ± sd.
-    pub within_sd_pct: f64,
+    pub(crate) within_sd_pct: f64,
 }
 
 /// Why a cell failed.
@@ -547,34 +547,34 @@ pub(crate) struct Spread {
 pub(crate) struct Cause {
     /// What kind of cause: `http1_only`, `tls_port`, `refused`, `certificate`, `error_status`
     /// or `errors`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The cause in plain words, with the fix.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// One `--fail-if` expression checked against a cell.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Threshold {
     /// The expression, canonically spelled (`p99>50ms`).
-    pub expr: String,
+    pub(crate) expr: String,
     /// The cell's value of its metric: µs for latencies, percent for `errors`, requests per
     /// second for `rps`.
-    pub value: f64,
+    pub(crate) value: f64,
     /// Whether the expression held, so the run fails.
-    pub breached: bool,
+    pub(crate) breached: bool,
     /// The value's 95% confidence interval, in the metric's unit; `null` when the run has none
     /// (`max`, or a run without samples).
     #[serde(default)]
-    pub ci: Option<Bounds<f64>>,
+    pub(crate) ci: Option<Bounds<f64>>,
     /// The interval holds the bound: the run cannot tell on which side of it the metric lies. A
     /// breach within the noise still fails the run (the value measured is past the bound); the
     /// message says a longer run can tell.
     #[serde(default)]
-    pub within_noise: bool,
+    pub(crate) within_noise: bool,
     /// Whether it was judged: `false` for a percentile that is not estimable (fewer than 5
     /// samples beyond it), which is then neither breached nor held.
     #[serde(default = "judged")]
-    pub judged: bool,
+    pub(crate) judged: bool,
 }
 
 /// A threshold of a report written before `judged` was judged.

@@ -20,17 +20,17 @@ const BOTTOM: f64 = 45.0;
 
 /// One line on a chart.
 pub(super) struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
+    pub(crate) name: String,
+    pub(crate) points: Vec<(f64, f64)>,
     /// 95% confidence intervals drawn as error bars: at x, from low to high (`None`: open,
     /// drawn to the top of the plot).
-    pub bars: Vec<(f64, f64, Option<f64>)>,
+    pub(crate) bars: Vec<(f64, f64, Option<f64>)>,
     /// A reference to read the data against (the rate requested): dashed, a
     /// `<g class="reference">`, not one of the chart's series.
-    pub reference: bool,
+    pub(crate) reference: bool,
     /// Drawn in the colour of the chart's `n`-th line (a reference in its series' colour);
     /// `None`: its own.
-    pub color_of: Option<usize>,
+    pub(crate) color_of: Option<usize>,
 }
 
 impl Series {
@@ -134,11 +134,11 @@ fn number(value: f64) -> String {
 
 /// What a chart shows: its id and caption, the axes' titles and whether each is logarithmic.
 pub(super) struct Frame<'a> {
-    pub id: &'a str,
-    pub title: &'a str,
-    pub x_title: &'a str,
-    pub y_title: &'a str,
-    pub log: (bool, bool),
+    pub(crate) id: &'a str,
+    pub(crate) title: &'a str,
+    pub(crate) x_title: &'a str,
+    pub(crate) y_title: &'a str,
+    pub(crate) log: (bool, bool),
 }
 
 /// An SVG line chart in a `<figure>`; each series is a `<g class="series">` holding a
