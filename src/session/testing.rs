@@ -249,3 +249,20 @@ pub(crate) fn frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
     assert!(bytes.is_empty(), "a partial frame");
     frames
 }
+
+/// A literal header field (not indexed), as a server's encoder may send it.
+#[cfg(test)]
+pub(crate) fn literal(name: &str, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    crate::proto::hpack::Field::new(name, value).encode_unindexed(&mut out, value);
+    out
+}
+
+/// `bytes` as one gRPC message: the 5-byte prefix, then the bytes.
+#[cfg(test)]
+pub(crate) fn message(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    crate::proto::grpc::write_prefix(&mut out, bytes.len());
+    out.extend_from_slice(bytes);
+    out
+}

@@ -10,8 +10,7 @@ use hdrhistogram::Histogram;
 
 use crate::plan::Protocol;
 use crate::proto::h2 as frame;
-use crate::proto::hpack::Field;
-use crate::session::testing::{converse_scripted, world, Server};
+use crate::session::testing::{converse_scripted, literal, message, world, Server};
 
 fn us(micros: u64) -> Duration {
     Duration::from_micros(micros)
@@ -22,19 +21,6 @@ fn values(histogram: &Histogram<u64>) -> Vec<(u64, u64)> {
     (histogram.iter_recorded())
         .map(|value| (value.value_iterated_to(), value.count_at_value()))
         .collect()
-}
-
-fn literal(name: &str, value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    Field::new(name, value).encode_unindexed(&mut out, value);
-    out
-}
-
-fn message(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    crate::proto::grpc::write_prefix(&mut out, bytes.len());
-    out.extend_from_slice(bytes);
-    out
 }
 
 #[test]

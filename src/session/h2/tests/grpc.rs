@@ -4,23 +4,8 @@
 
 use crate::plan::Protocol;
 use crate::proto::h2 as frame;
-use crate::proto::hpack::Field;
 use crate::recorder::ErrorKind;
-use crate::session::testing::{converse, world, Server};
-
-/// A literal field (not indexed), as a server's encoder may send it.
-fn literal(name: &str, value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    Field::new(name, value).encode_unindexed(&mut out, value);
-    out
-}
-
-fn message(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    crate::proto::grpc::write_prefix(&mut out, bytes.len());
-    out.extend_from_slice(bytes);
-    out
-}
+use crate::session::testing::{converse, literal, message, world, Server};
 
 #[test]
 fn calls_split_at_every_byte_count_messages_and_statuses() {
