@@ -17,22 +17,19 @@ use quinn::{
 use crate::plan::{RunPlan, TlsPlan};
 use crate::proto::h3::error_code_name;
 use crate::recorder::{ErrorKind, Failure};
-use crate::session::h3::H3Template;
 
 /// Unidirectional streams the server may have open at once: it needs three (control, QPACK
 /// encoder and decoder); more are unknown types, read and dropped.
 const SERVER_UNI_STREAMS: u32 = 16;
 
-/// What one runner thread's HTTP/3 connections share: the endpoint (one UDP socket), the client
-/// configuration and the prepared requests.
+/// What one runner thread's HTTP/3 connections share: the endpoint (one UDP socket) and the
+/// client configuration.
 pub(crate) struct QuicContext {
     /// The thread's endpoint: its socket and quinn's driver for every connection on it.
     pub(crate) endpoint: Endpoint,
     config: ClientConfig,
     server_name: String,
     addr: SocketAddr,
-    /// The prepared requests.
-    pub(crate) template: H3Template,
     /// What the kernel gave the socket.
     pub(crate) socket: SocketInfo,
     /// Why the socket got less buffer than asked, if it did.
@@ -188,7 +185,6 @@ impl QuicContext {
             config,
             server_name: tls.server_name.to_str().into_owned(),
             addr,
-            template: H3Template::new(plan),
             socket: socket_info,
             warning,
         })

@@ -1,9 +1,9 @@
 //! `--grpc-reflect`: a service's schema asked of the server itself, through its reflection service
 //! (`grpc.reflection.v1`, else `v1alpha`, which older servers such as grpcio's serve alone), once,
-//! before the run. It connects as the cell would (`net::establish`: TCP, unix socket, proxy, TLS)
-//! and speaks HTTP/2 with hyper's client: this is one exchange of setup, not load, so the engine's
-//! sessions are not needed. The files come back as `FileDescriptorProto`s, which the plan builds
-//! its descriptor pool from.
+//! before the run. It connects as the cell would (`net::establish`, the byte-stream arm of
+//! `io::connect::Connector`: TCP, unix socket, proxy, TLS) and speaks HTTP/2 with hyper's client:
+//! this is one exchange of setup, not load, so the engine's sessions are not needed. The files
+//! come back as `FileDescriptorProto`s, which the plan builds its descriptor pool from.
 //!
 //! What a server answers is bounded as a file read is: [`MAX_ANSWER`] bytes in all the answers
 //! together, [`MAX_FILES`] files, [`MAX_DEPENDENCIES`] imports named; the files are gathered in
@@ -193,6 +193,7 @@ impl Gathered {
             }
             let descriptor = FileDescriptorProto::decode(&file[..])
                 .context("a file descriptor that does not decode")?;
+            refuse_unknown_syntax(&descriptor)?;
             if self.known.contains(descriptor.name()) {
                 continue;
             }
@@ -217,6 +218,20 @@ impl Gathered {
         pool.add_file_descriptor_protos(self.descriptors)
             .context("the server's files do not make a schema")?;
         Ok(pool)
+    }
+}
+
+/// Refuses a file whose `syntax` is neither proto2 nor proto3 (protobuf editions declare
+/// "editions"): prost-reflect reads no other, and names the error by indexing a file it has not
+/// yet stored, which panics (a 12-byte answer did, found by fuzzing).
+fn refuse_unknown_syntax(descriptor: &FileDescriptorProto) -> Result<()> {
+    match descriptor.syntax.as_deref() {
+        None | Some("proto2" | "proto3") => Ok(()),
+        Some(syntax) => bail!(
+            "the server's file '{}' declares syntax '{}': only proto2 and proto3 files can be read",
+            crate::error::peer_text(descriptor.name().as_bytes()),
+            crate::error::peer_text(syntax.as_bytes())
+        ),
     }
 }
 
@@ -502,6 +517,35 @@ mod tests {
         let mut gathered = Gathered::new("t.S");
         gathered.take(&diamond).unwrap();
         assert_eq!(gathered.pool().unwrap().files().len(), 4);
+    }
+
+    #[test]
+    fn files_of_a_syntax_other_than_proto2_or_proto3_are_refused() {
+        // A file named "" of syntax "": prost-reflect's error for it panicked.
+        let fuzzed = [0, 0, 0, 0, 7, 0xa2, 0, 4, 0xa, 2, 0x62, 0];
+        let editions = answer(vec![FileDescriptorProto {
+            syntax: Some("editions".into()),
+            ..file("e.proto", vec![])
+        }]);
+        for (body, named) in [
+            (&fuzzed[..], "'' declares syntax ''"),
+            (&editions, "'e.proto' declares syntax 'editions'"),
+        ] {
+            let error = Gathered::new("t.S").take(body).unwrap_err().to_string();
+            assert_eq!(
+                error,
+                format!("the server's file {named}: only proto2 and proto3 files can be read")
+            );
+        }
+        for syntax in [None, Some("proto2"), Some("proto3")] {
+            let body = answer(vec![FileDescriptorProto {
+                syntax: syntax.map(str::to_owned),
+                ..file("ok.proto", vec![])
+            }]);
+            let mut gathered = Gathered::new("t.S");
+            gathered.take(&body).unwrap();
+            assert_eq!(gathered.pool().unwrap().files().len(), 1, "{syntax:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! One client slot: a connection (TCP, a unix socket, or QUIC), replaced whenever it is lost, until
-//! the thread's work is done; what each connection records when it is set up and when it ends.
+//! One client slot: a connection (TCP, a unix socket, or QUIC: whatever the thread's
+//! [`Connector`] makes), replaced whenever it is lost, until the thread's work is done; what each
+//! connection records when it is set up and when it ends.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -10,10 +11,10 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::io::clock::PreciseTimer;
+use crate::io::connect::{Connection, Connector};
 use crate::io::driver::{self, ConnLimits};
-use crate::io::h3::{self, QuicContext};
-use crate::io::net::{self, Established, TappedIo, TlsOutcome, Transport};
-use crate::io::uring::Uring;
+use crate::io::h3;
+use crate::io::net::{Established, TappedIo, TlsOutcome, Transport};
 use crate::observe::trace::{ConnTrace, Tracer};
 use crate::plan::{Negotiation, Protocol, RunPlan};
 use crate::recorder::handshakes::Handshake;
@@ -31,94 +32,114 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 pub(super) async fn run_slot(
     shared: Rc<ThreadShared>,
     templates: Rc<Templates>,
-    quic: Option<Rc<QuicContext>>,
-    ring: Option<Rc<Uring>>,
+    connector: Rc<Connector>,
     timer: Rc<PreciseTimer>,
     slot: usize,
     tracer: Option<Arc<Tracer>>,
 ) {
     let told = Cell::new(None);
-    match quic {
-        Some(quic) => run_quic_slot(&shared, &quic, &timer, slot, tracer, &told).await,
-        None => run_tcp_slot(&shared, &templates, ring, &timer, slot, tracer, &told).await,
+    let plan = shared.plan.clone();
+    let mut lost_unused = 0;
+    let mut reconnecting = false;
+    while shared.budget.has_more() || shared.has_retries() {
+        let Some(reserved) = shared.reserve_first(&*timer, &told, reconnecting).await else {
+            break;
+        };
+        reconnecting = true;
+        let began = Instant::now();
+        let opened = connector
+            .connect(
+                &plan.destination.route,
+                shared.tls.as_ref(),
+                plan.timeouts.connect,
+            )
+            .await
+            .and_then(|connection| Opened::of(connection, plan.negotiation));
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(failure) => {
+                shared.give_back(reserved);
+                shared.recorder.borrow_mut().connect_failed(failure);
+                break;
+            }
+        };
+        let connected = Instant::now();
+        if let Connection::Stream(Established {
+            proxy_time: Some(took),
+            ..
+        }) = &opened.connection
+        {
+            shared.recorder.borrow_mut().proxy_connected(*took);
+        }
+        let (conn, trace) = on_connected(
+            &shared,
+            tracer.as_ref(),
+            slot,
+            began..connected,
+            (opened.tls, opened.protocol),
+            (reserved, &told),
+        );
+        let ledger = Ledger::new(&shared, &conn, slot);
+        let limits = conn_limits(&plan, began);
+        let end = match opened.connection {
+            Connection::Stream(established) => {
+                let mut transport = established.transport;
+                transport.on_handshake_settled(record_handshake(&shared, began..connected));
+                let limits = ConnLimits {
+                    early_data: transport.early_data_room(),
+                    ..limits
+                };
+                let mut io = TappedIo::new(transport, shared.wire.clone()).traced(trace);
+                driver::drive(
+                    &mut io,
+                    &templates,
+                    opened.protocol,
+                    ledger,
+                    limits,
+                    &shared.read_buffer,
+                    &*timer,
+                )
+                .await
+            }
+            Connection::Quic(connection) => {
+                let template = templates
+                    .h3
+                    .as_ref()
+                    .expect("an HTTP/3 plan prepares its requests");
+                h3::drive(connection, template, ledger, limits, &*timer, trace).await
+            }
+        };
+        shared.recorder.borrow_mut().connection_ended();
+        if slot_done(&shared, &conn, end, &told, &mut lost_unused) {
+            break;
+        }
     }
     shared.slot_stopped(told.take(), &timer);
 }
 
-/// [`run_slot`] over TCP (or a unix socket); `told` is the slot's told send time.
-async fn run_tcp_slot(
-    shared: &Rc<ThreadShared>,
-    templates: &Templates,
-    ring: Option<Rc<Uring>>,
-    timer: &PreciseTimer,
-    slot: usize,
-    tracer: Option<Arc<Tracer>>,
-    told: &Cell<Option<Instant>>,
-) {
-    let plan = shared.plan.clone();
-    let timeouts = plan.timeouts;
-    let mut lost_unused = 0;
-    let mut reconnecting = false;
-    while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
-            return;
-        };
-        reconnecting = true;
-        let began = Instant::now();
-        let connected = net::establish(
-            &plan.destination.route,
-            shared.tls.as_ref(),
-            timeouts.connect,
-            ring.as_ref(),
-        )
-        .await
-        .and_then(|established| {
-            let protocol = connection_protocol(&established, plan.negotiation)?;
-            Ok((established, protocol))
-        });
-        let (established, protocol) = match connected {
-            Ok(connected) => connected,
-            Err(failure) => {
-                shared.give_back(reserved);
-                shared.recorder.borrow_mut().connect_failed(failure);
-                return;
-            }
-        };
-        let connected = Instant::now();
-        if let Some(took) = established.proxy_time {
-            shared.recorder.borrow_mut().proxy_connected(took);
-        }
-        let (conn, trace) = on_connected(
-            shared,
-            tracer.as_ref(),
-            slot,
-            began..connected,
-            (established.tls, protocol),
-            (reserved, told),
-        );
-        let mut transport = established.transport;
-        transport.on_handshake_settled(record_handshake(shared, began..connected));
-        let early_data = transport.early_data_room();
-        let mut io = TappedIo::new(transport, shared.wire.clone()).traced(trace);
-        let limits = ConnLimits {
-            early_data,
-            ..conn_limits(&plan, began)
-        };
-        let ledger = Ledger::new(shared, &conn, slot);
-        let end = driver::drive(
-            &mut io,
-            templates,
-            protocol,
-            ledger,
-            limits,
-            &shared.read_buffer,
-            timer,
-        )
-        .await;
-        shared.recorder.borrow_mut().connection_ended();
-        if slot_done(shared, &conn, end, told, &mut lost_unused) {
-            return;
-        }
+/// A connection just made, with what it negotiated: its TLS parameters and the protocol it
+/// speaks (None: the session finds out, as an h2c upgrade does).
+struct Opened {
+    connection: Connection,
+    tls: Option<TlsInfo>,
+    protocol: Option<Protocol>,
+}
+
+impl Opened {
+    /// What `connection` negotiated ([`connection_protocol`]; QUIC speaks HTTP/3).
+    fn of(connection: Connection, negotiation: Negotiation) -> Result<Opened, Failure> {
+        Ok(match connection {
+            Connection::Stream(mut established) => Opened {
+                protocol: connection_protocol(&established, negotiation)?,
+                tls: established.tls.take(),
+                connection: Connection::Stream(established),
+            },
+            Connection::Quic(quic) => Opened {
+                tls: Some(h3::tls_info(&quic)),
+                protocol: Some(Protocol::H3),
+                connection: Connection::Quic(quic),
+            },
+        })
     }
 }
 
@@ -241,57 +262,5 @@ fn conn_limits(plan: &RunPlan, began: Instant) -> ConnLimits {
         inactivity: timeouts.connection_inactivity,
         ready_by: timeouts.connect.map(|limit| began + limit),
         early_data: None,
-    }
-}
-
-/// [`run_slot`] for HTTP/3: QUIC connections on the thread's endpoint.
-async fn run_quic_slot(
-    shared: &Rc<ThreadShared>,
-    quic: &QuicContext,
-    timer: &PreciseTimer,
-    slot: usize,
-    tracer: Option<Arc<Tracer>>,
-    told: &Cell<Option<Instant>>,
-) {
-    let plan = shared.plan.clone();
-    let mut lost_unused = 0;
-    let mut reconnecting = false;
-    while shared.budget.has_more() || shared.has_retries() {
-        let Some(reserved) = shared.reserve_first(timer, told, reconnecting).await else {
-            return;
-        };
-        reconnecting = true;
-        let began = Instant::now();
-        let connection = match quic.connect(plan.timeouts.connect).await {
-            Ok(connection) => connection,
-            Err(failure) => {
-                shared.give_back(reserved);
-                shared.recorder.borrow_mut().connect_failed(failure);
-                return;
-            }
-        };
-        let tls = h3::tls_info(&connection);
-        let (conn, trace) = on_connected(
-            shared,
-            tracer.as_ref(),
-            slot,
-            began..Instant::now(),
-            (Some(tls), Some(Protocol::H3)),
-            (reserved, told),
-        );
-        let ledger = Ledger::new(shared, &conn, slot);
-        let end = h3::drive(
-            connection,
-            &quic.template,
-            ledger,
-            conn_limits(&plan, began),
-            timer,
-            trace,
-        )
-        .await;
-        shared.recorder.borrow_mut().connection_ended();
-        if slot_done(shared, &conn, end, told, &mut lost_unused) {
-            return;
-        }
     }
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::slot::run_slot;
 use super::Sinks;
 use crate::io::clock::PreciseTimer;
+use crate::io::connect::Connector;
 use crate::io::h3::QuicContext;
 use crate::io::tls_resume;
 use crate::io::uring::Uring;
@@ -295,14 +296,14 @@ impl Worker {
         warm_up_bytes: Rc<Cell<Option<WireTotals>>>,
     ) -> Result<Instant> {
         self.spawn_observers(&shared, warm_up_bytes);
+        let connector = Rc::new(Connector::new(quic.clone(), ring.clone()));
         let mut slots: Vec<_> = (0..self.slots)
             .map(|slot| {
                 let trace = self.sinks.trace.clone();
                 tokio::task::spawn_local(run_slot(
                     shared.clone(),
                     templates.clone(),
-                    quic.clone(),
-                    ring.clone(),
+                    connector.clone(),
                     timer.clone(),
                     slot,
                     trace,

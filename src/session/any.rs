@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::contract::{Progress, Read, Session};
 use super::h1::{H1Session, H1Template};
 use super::h2::{H2Session, H2Template};
+use super::h3::H3Template;
 use super::outgoing::Outgoing;
 use super::upgrade::{UpgradeSession, UpgradeTemplate, Upgraded};
 use super::Ledger;
@@ -19,6 +20,8 @@ pub(crate) struct Templates {
     h1: H1Template,
     h2: H2Template,
     upgrade: Option<UpgradeTemplate>,
+    /// HTTP/3's requests, for a plan that speaks it (they run on QUIC streams, not a session).
+    pub(crate) h3: Option<H3Template>,
 }
 
 impl Templates {
@@ -29,6 +32,7 @@ impl Templates {
             h2: H2Template::new(plan),
             upgrade: (plan.negotiation == Negotiation::H2cUpgrade)
                 .then(|| UpgradeTemplate::new(plan)),
+            h3: (plan.negotiation == Negotiation::Quic).then(|| H3Template::new(plan)),
         }
     }
 }
