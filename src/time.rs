@@ -94,7 +94,13 @@ pub(crate) fn thread_busy_time() -> Option<Duration> {
 /// descriptors), tokio's timer sleeps the rest, and the duration returned shows it.
 pub(crate) async fn sleep_precisely(duration: Duration) -> Duration {
     let began = Instant::now();
-    let deadline = began + duration;
+    sleep_until_precisely(began + duration).await;
+    began.elapsed()
+}
+
+/// Sleeps until `deadline`, precisely, as [`sleep_precisely`] does: for a schedule of sends
+/// (the target's event streams), whose deadlines do not drift with each sleep's lateness.
+pub(crate) async fn sleep_until_precisely(deadline: Instant) {
     approach(deadline).await;
     let precise = async {
         let timer = TimerFd::new()?;
@@ -105,7 +111,6 @@ pub(crate) async fn sleep_precisely(duration: Duration) -> Duration {
     if precise.await.is_err() {
         tokio::time::sleep_until(deadline.into()).await;
     }
-    began.elapsed()
 }
 
 /// Waits on tokio's cheap timer until [`HAND_OVER`] before `deadline`, if it is far.

@@ -3,12 +3,13 @@
 //! h2load's `-p` and `--h1` become default protocols, `--no-retry` no retries, curl's `-d @FILE`
 //! the file, `--grpc-shape` the call's shape.
 
-use crate::cli::{GrpcShapeArg, LoadArgs, NoTlsProto};
+use crate::cli::{EventsArg, GrpcShapeArg, LoadArgs, NoTlsProto};
 use crate::plan::grpc::CallShape;
 use crate::plan::RunPlan;
 use crate::plan::{
     Connection, GrpcInputs, Inputs, Load, ProtoChoice, ProtocolInputs, Request, Target, Tls,
 };
+use crate::proto::events::EventFormat;
 
 /// The plan of the one cell of the command line `words` (the program's name first), made as a
 /// run makes a cell's: the flags, their inputs, the cell, with io_uring probed if asked for. The
@@ -107,6 +108,13 @@ pub(crate) fn from_flags(args: &LoadArgs) -> Inputs {
             expect_status: args.checks.expect_status.clone(),
             expect_header: args.checks.expect_header.clone(),
             expect_body_contains: args.checks.expect_body_contains.clone(),
+            events: match args.events.events {
+                EventsArg::Auto => Some(None),
+                EventsArg::Sse => Some(Some(EventFormat::Sse)),
+                EventsArg::Ndjson => Some(Some(EventFormat::Ndjson)),
+                EventsArg::Off => None,
+            },
+            max_event_size: args.events.max_event_size,
         },
         grpc: grpc(args),
     }

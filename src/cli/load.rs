@@ -444,6 +444,10 @@ pub(crate) struct LoadArgs {
     #[command(flatten, next_help_heading = "gRPC")]
     pub(crate) grpc: crate::cli::GrpcArgs,
 
+    /// Event streams: which responses are read as events.
+    #[command(flatten, next_help_heading = "Event streams")]
+    pub(crate) events: crate::cli::EventArgs,
+
     /// Start measuring at this wall-clock time (RFC 3339, e.g. 2026-11-21T10:00:00Z), so runs on
     /// several machines begin together.
     #[arg(help_heading = LOAD, long = "start-at", value_name = "TIME", value_parser = crate::units::parse_rfc3339)]

@@ -5,6 +5,7 @@
 //! have a file (`load.rs`, `serve.rs`, `output.rs`, `grpc.rs`, `k8s.rs`), the syntax-only values
 //! theirs (`values.rs`).
 
+mod events;
 mod grpc;
 pub(crate) mod habits;
 mod k8s;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub(crate) use events::{EventArgs, EventsArg};
 pub(crate) use grpc::{GrpcArgs, GrpcShapeArg};
 pub(crate) use k8s::K8sJobArgs;
 pub(crate) use load::LoadArgs;

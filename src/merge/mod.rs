@@ -370,6 +370,9 @@ fn merge_cells(parts: Vec<Summary>, sources: &[String]) -> Result<Summary> {
     merged.elapsed_s = elapsed_s;
     merged.requests_per_s = per_second(merged.requests.counters.done);
     merged.bytes_per_s = per_second(merged.traffic.total_bytes);
+    if let Some(events) = &mut merged.events {
+        events.events_per_s = per_second(events.events);
+    }
     merged.requests_per_client_per_s = per_client;
     merged.latency.summarize(&merged.histograms)?;
     merged.connections.per_s = per_second(merged.connections.measured);

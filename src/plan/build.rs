@@ -24,6 +24,7 @@ use super::{objective, DEFAULT_REQUESTS, UNTIL_STABLE_CAP};
 use super::{Arrival, ProtoChoice};
 use crate::limits::MAX_REQUESTS;
 use crate::proto::check::Checks;
+use crate::proto::events::EventPlan;
 use crate::units::{counted, MAX_DURATION};
 use crate::usage_bail;
 
@@ -214,6 +215,7 @@ pub(crate) fn build(
         checks,
         seed: run_seed(load.seed),
         io,
+        events: event_plan(&inputs.request, grpc.is_some())?,
         grpc,
     })
 }
@@ -246,6 +248,17 @@ fn grpc_url<'u>(inputs: &Inputs, urls: &'u [String], cell: &CellSpec) -> Result<
             "--grpc with an http:// and an https:// URL needs --proto h2, h2c or both, to pick one"
         ),
     }
+}
+
+/// How response bodies are read as events: not in a gRPC cell (its body is messages).
+fn event_plan(given: &Request, grpc: bool) -> Result<Option<EventPlan>> {
+    if given.max_event_size == 0 {
+        usage_bail!("--max-event-size must be at least 1 byte");
+    }
+    Ok(given.events.filter(|_| !grpc).map(|forced| EventPlan {
+        forced,
+        limit: given.max_event_size,
+    }))
 }
 
 /// The response checks the `--expect-*` flags ask for.

@@ -235,4 +235,9 @@ pub(crate) struct Request {
     pub(crate) expect_header: Vec<String>,
     /// `--expect-body-contains`.
     pub(crate) expect_body_contains: Option<String>,
+    /// `--events`: `None` for off, else the format every response is read in (`Some(None)`:
+    /// by its content-type).
+    pub(crate) events: Option<Option<crate::proto::events::EventFormat>>,
+    /// `--max-event-size`, bytes.
+    pub(crate) max_event_size: u64,
 }

@@ -73,6 +73,9 @@ pub struct RunPlan {
     pub(crate) io: IoBackend,
     /// `--grpc`: each request is a call of this method, judged by its `grpc-status`.
     pub(crate) grpc: Option<super::grpc::GrpcPlan>,
+    /// How response bodies are read as event streams (`None`: not at all, `--events off` and
+    /// gRPC cells, whose messages are read instead).
+    pub(crate) events: Option<crate::proto::events::EventPlan>,
 }
 
 impl RunPlan {

@@ -4,6 +4,8 @@
 //! dynamic table entry keeps its class. A literal value is scanned once for the bytes a value
 //! must not hold (RFC 9113 §8.2.1, RFC 9114 §4.2). Nothing is allocated.
 
+use super::events::EventFormat;
+
 /// What a field name is to a response's rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NameClass {
@@ -173,21 +175,21 @@ pub(crate) struct SectionRules {
     pub(crate) grpc_status: Option<u64>,
     /// Whether the section had a `grpc-encoding` (compressed messages are then allowed).
     pub(crate) grpc_encoding: bool,
-    /// Whether its `content-type` names gRPC (see [`super::grpc::is_grpc_content_type`]).
-    pub(crate) grpc_content_type: bool,
+    /// What its `content-type` names.
+    pub(crate) media: MediaType,
 }
 
 impl SectionRules {
     /// A field named `class` whose value is `len` bytes long, spells `number` (see [`decimal`];
     /// only `:status` and `content-length` need it), is malformed or not (see
-    /// [`value_malformed`]) and, for a `content-type`, names gRPC or not (`grpc_type`).
+    /// [`value_malformed`]) and, for a `content-type`, names `media`.
     pub(crate) fn field(
         &mut self,
         class: NameClass,
         len: usize,
         number: Option<u64>,
         bad_value: bool,
-        grpc_type: bool,
+        media: MediaType,
     ) {
         let broken = match class {
             NameClass::Invalid => Some("a field name that is empty or not lower-case ASCII"),
@@ -224,7 +226,7 @@ impl SectionRules {
                 None
             }
             NameClass::ContentType => {
-                self.grpc_content_type = grpc_type;
+                self.media = media;
                 None
             }
             _ => None,
@@ -234,6 +236,42 @@ impl SectionRules {
         self.status_seen |= class == NameClass::Status;
         if self.malformed.is_none() {
             self.malformed = broken;
+        }
+    }
+}
+
+/// What a response's `content-type` names, as far as reading its body goes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MediaType {
+    /// Anything else, or no content-type.
+    #[default]
+    Other,
+    /// gRPC (see [`super::grpc::is_grpc_content_type`]).
+    Grpc,
+    /// An event stream (see [`EventFormat::of_content_type`]).
+    Events(EventFormat),
+}
+
+impl MediaType {
+    /// Bytes of a value [`MediaType::of`] needs to see: the longest name it knows, a `;` and
+    /// room for spaces before it.
+    pub(crate) const HEAD: usize = 32;
+
+    /// What a `content-type` value, given by its first [`MediaType::HEAD`] bytes (or all of it
+    /// when shorter), names.
+    pub(crate) fn of(head: &[u8]) -> MediaType {
+        if super::grpc::is_grpc_content_type(head) {
+            MediaType::Grpc
+        } else {
+            EventFormat::of_content_type(head).map_or(MediaType::Other, MediaType::Events)
+        }
+    }
+
+    /// The event format it names, if any.
+    pub(crate) fn events(self) -> Option<EventFormat> {
+        match self {
+            MediaType::Events(format) => Some(format),
+            _ => None,
         }
     }
 }
@@ -292,13 +330,13 @@ mod tests {
             let mut scan = ValueScan::default();
             value.iter().for_each(|&byte| scan.push(byte));
             assert_eq!(scan.malformed(), bad, "{field:?}: both scans agree");
-            let head = &value[..value.len().min(super::super::grpc::CONTENT_TYPE_HEAD)];
+            let head = &value[..value.len().min(MediaType::HEAD)];
             rules.field(
                 NameScan::of(name.as_bytes()),
                 value.len(),
                 decimal(value),
                 bad,
-                super::super::grpc::is_grpc_content_type(head),
+                MediaType::of(head),
             );
         }
         rules
@@ -360,9 +398,21 @@ mod tests {
         assert!(rules(&["keep-alive: 1"])
             .malformed
             .is_some_and(|reason| reason.starts_with("a connection-specific")));
-        assert!(rules(&["content-type: application/grpc+proto"]).grpc_content_type);
-        assert!(!rules(&["content-type: text/html"]).grpc_content_type);
-        assert!(!rules(&["x-a: application/grpc"]).grpc_content_type);
+        let media = |field| rules(&[field]).media;
+        assert_eq!(
+            media("content-type: application/grpc+proto"),
+            MediaType::Grpc
+        );
+        assert_eq!(media("content-type: text/html"), MediaType::Other);
+        assert_eq!(media("x-a: application/grpc"), MediaType::Other);
+        assert_eq!(
+            media("content-type: text/event-stream; charset=utf-8"),
+            MediaType::Events(EventFormat::Sse)
+        );
+        assert_eq!(
+            media("content-type: application/x-ndjson"),
+            MediaType::Events(EventFormat::Ndjson)
+        );
         assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(decimal(b"18446744073709551616"), None, "past u64");
     }

@@ -72,11 +72,8 @@ pub(crate) fn code_of_http_status(status: u16) -> Option<u64> {
 /// The `content-type` of gRPC, which a subtype may follow after `+` or `;`.
 const GRPC_CONTENT_TYPE: &[u8] = b"application/grpc";
 
-/// Bytes of a `content-type` value [`is_grpc_content_type`] needs to see.
-pub(crate) const CONTENT_TYPE_HEAD: usize = GRPC_CONTENT_TYPE.len() + 1;
-
-/// Whether a `content-type` value, given by its first [`CONTENT_TYPE_HEAD`] bytes (or all of it
-/// when shorter), names gRPC: `application/grpc` alone or followed by `+` or `;` (grpc-go's
+/// Whether a `content-type` value, given by its first bytes (at least 17, or all of it when
+/// shorter: [`super::fields::MediaType::HEAD`]), names gRPC: `application/grpc` alone or followed by `+` or `;` (grpc-go's
 /// `ContentSubtype`: case-sensitive, as gRPC sends it).
 pub(crate) fn is_grpc_content_type(head: &[u8]) -> bool {
     match head.strip_prefix(GRPC_CONTENT_TYPE) {
@@ -421,7 +418,7 @@ mod tests {
             (b"application/json", false),
             (b"", false),
         ] {
-            let head = &value[..value.len().min(CONTENT_TYPE_HEAD)];
+            let head = &value[..value.len().min(super::super::fields::MediaType::HEAD)];
             assert_eq!(is_grpc_content_type(head), grpc, "{}", value.escape_ascii());
         }
     }

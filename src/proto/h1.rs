@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use super::check::{Checks, ResponseCheck};
+use super::events::{EventPlan, ResponseEvents};
+use super::fields::MediaType;
 use super::request::{write_decimal, RequestParts};
 use super::ErrorBody;
 
@@ -145,6 +147,9 @@ pub(crate) struct ResponseReader {
     check: ResponseCheck,
     /// The first bytes of the current response's body, if it is a 4xx/5xx.
     error_body: ErrorBody,
+    /// How bodies are read as event streams, and the current body's reading (boxed: a
+    /// connection that reads none pays one pointer).
+    events: Box<ResponseEvents>,
 }
 
 impl ResponseReader {
@@ -159,7 +164,21 @@ impl ResponseReader {
             checks: None,
             check: ResponseCheck::default(),
             error_body: ErrorBody::default(),
+            events: Box::default(),
         }
+    }
+
+    /// The reader, reading bodies as event streams as `plan` says.
+    pub(crate) fn reading_events(self, plan: Option<EventPlan>) -> Self {
+        ResponseReader {
+            events: Box::new(ResponseEvents::new(plan)),
+            ..self
+        }
+    }
+
+    /// The current response's event stream.
+    pub(crate) fn events(&mut self) -> &mut ResponseEvents {
+        &mut self.events
     }
 
     /// The first bytes of the last final response's body when its status was 4xx/5xx.
@@ -186,6 +205,7 @@ impl ResponseReader {
             checks.scan_body(&mut self.check.body, body);
         }
         self.error_body.gather(self.status, body);
+        self.events.body(body);
     }
 
     /// Consumes a prefix of `bytes`, adding what it parsed to `counts`; returns how much it used
@@ -353,6 +373,7 @@ impl ResponseReader {
         let mut content_length = None;
         let mut chunked = false;
         let mut close = response.version == Some(0);
+        let mut media = MediaType::Other;
         for header in response.headers.iter() {
             let value = std::str::from_utf8(header.value).unwrap_or("");
             if header.name.eq_ignore_ascii_case("content-length") {
@@ -361,6 +382,8 @@ impl ResponseReader {
                 chunked = value
                     .split(',')
                     .any(|coding| coding.trim().eq_ignore_ascii_case("chunked"));
+            } else if header.name.eq_ignore_ascii_case("content-type") {
+                media = MediaType::of(&header.value[..header.value.len().min(MediaType::HEAD)]);
             } else if header.name.eq_ignore_ascii_case("connection") {
                 for option in value.split(',').map(str::trim) {
                     if option.eq_ignore_ascii_case("close") {
@@ -372,6 +395,7 @@ impl ResponseReader {
             }
         }
         self.close = close;
+        self.events.head(media.events());
         Ok(
             if self.bodyless || self.status == 204 || self.status == 304 {
                 Part::Fixed(0)

@@ -8,7 +8,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::check::Checks;
-use super::fields::{decimal, value_malformed, NameClass, NameScan, SectionRules, ValueScan};
+use super::fields::{
+    decimal, value_malformed, MediaType, NameClass, NameScan, SectionRules, ValueScan,
+};
 use super::{grpc, huffman};
 
 /// The static table (RFC 7541 Appendix A), 1-based in the protocol.
@@ -113,7 +115,7 @@ impl DecodedBlock {
             entry.value_len,
             entry.number,
             entry.bad_value,
-            entry.grpc_type,
+            entry.media,
         );
         if let Some(status) = entry.status() {
             self.status = Some(status);
@@ -132,9 +134,9 @@ pub(crate) struct Entry {
     pub(crate) number: Option<u64>,
     /// Whether the value is malformed (a literal's; the static tables' are all well formed).
     pub(crate) bad_value: bool,
-    /// For `content-type`, whether the value names gRPC (kept with a dynamic table entry, which
+    /// For `content-type`, what the value names (kept with a dynamic table entry, which
     /// servers refer to on every response after the first).
-    pub(crate) grpc_type: bool,
+    pub(crate) media: MediaType,
     /// The `--expect-header` checks naming its field, and those its value meets too.
     pub(crate) names: u64,
     pub(crate) matches: u64,
@@ -151,8 +153,10 @@ impl Entry {
             class,
             number: class.numeric().then(|| decimal(value.as_bytes())).flatten(),
             bad_value: false,
-            grpc_type: class == NameClass::ContentType
-                && grpc::is_grpc_content_type(value.as_bytes()),
+            media: match class {
+                NameClass::ContentType => MediaType::of(value.as_bytes()),
+                _ => MediaType::Other,
+            },
             names,
             matches,
         }
@@ -170,7 +174,10 @@ impl Entry {
             class,
             number: class.numeric().then(|| value.number()).flatten(),
             bad_value: value.value_malformed(),
-            grpc_type: class == NameClass::ContentType && value.names_grpc(),
+            media: match class {
+                NameClass::ContentType => value.media(),
+                _ => MediaType::Other,
+            },
             names,
             matches: matcher.map_or(0, |matcher| matcher.matches(names, value)),
         }
@@ -423,9 +430,9 @@ impl StringInfo<'_> {
         grpc::status_message_text(&kept)
     }
 
-    /// Whether the string, as a `content-type` value, names gRPC (its first bytes decide).
-    pub(crate) fn names_grpc(&self) -> bool {
-        let mut head = [0u8; grpc::CONTENT_TYPE_HEAD];
+    /// What the string, as a `content-type` value, names (its first bytes decide).
+    pub(crate) fn media(&self) -> MediaType {
+        let mut head = [0u8; MediaType::HEAD];
         let mut len = 0;
         self.each_byte(|byte| {
             if let Some(slot) = head.get_mut(len) {
@@ -433,7 +440,7 @@ impl StringInfo<'_> {
                 len += 1;
             }
         });
-        grpc::is_grpc_content_type(&head[..len])
+        MediaType::of(&head[..len])
     }
 
     /// The number the string spells, if only digits (see [`decimal`]).

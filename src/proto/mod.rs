@@ -1,8 +1,9 @@
 //! Wire formats, with no I/O and no runtime: HTTP/1.1 request heads and the response parser,
-//! HTTP/2 frames, HPACK and its Huffman code, HTTP/3 frames and QPACK, gRPC's message framing. Used by the protocol sessions, the `-v` trace and
+//! HTTP/2 frames, HPACK and its Huffman code, HTTP/3 frames and QPACK, gRPC's message framing, event streams (SSE, NDJSON). Used by the protocol sessions, the `-v` trace and
 //! the fuzz targets alike.
 
 pub(crate) mod check;
+pub(crate) mod events;
 pub(crate) mod fields;
 pub(crate) mod grpc;
 pub(crate) mod h1;

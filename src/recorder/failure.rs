@@ -46,11 +46,14 @@ pub(crate) enum ErrorKind {
     /// A call's rendering of `--grpc-data` did not encode as the method's input message (a
     /// `{rand:N}` or `{seq}` past its field's range, say): the call is not sent.
     GrpcInput,
+    /// An event stream's line, or one event's data, was longer than `--max-event-size`: the
+    /// request fails there, and no more of its stream is read.
+    EventTooLarge,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub(crate) const ALL: [ErrorKind; 18] = [
+    pub(crate) const ALL: [ErrorKind; 19] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::TooManyOpenFiles,
@@ -68,6 +71,7 @@ impl ErrorKind {
         ErrorKind::GrpcTooLarge,
         ErrorKind::GrpcCompressed,
         ErrorKind::GrpcInput,
+        ErrorKind::EventTooLarge,
         ErrorKind::Check,
     ];
 
@@ -92,6 +96,7 @@ impl ErrorKind {
             ErrorKind::GrpcTooLarge => "grpc_too_large",
             ErrorKind::GrpcCompressed => "grpc_compressed",
             ErrorKind::GrpcInput => "grpc_input",
+            ErrorKind::EventTooLarge => "event_too_large",
         }
     }
 

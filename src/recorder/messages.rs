@@ -3,11 +3,12 @@
 //! whole at a time `now` it passes in, and the stream's end, and the figures are computed here
 //! once for every protocol: time to the first message, the round trip of message k when replies
 //! pair with sends, the gaps between received messages, and messages and bytes each way.
+//! Messages received are counted twice: as they arrive (each records a time to first message
+//! or a gap, so a stream cut short keeps its count) and, with their bytes, when a stream ends.
 //!
 //! [`MessageStream`] is one stream's state, kept by the session beside its own framing;
 //! [`MessageFigures`] is a thread's figures, part of the [`Recorder`](super::Recorder). The gaps
-//! are recorded but not reported yet: no report line or JSON field shows them until a stream
-//! protocol that needs them says how.
+//! of an event stream are its event gaps; gRPC reports none.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -119,6 +120,9 @@ impl MessageStream {
 /// A thread's (or run's) message figures: zero and `None` in cells without message streams.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MessageFigures {
+    /// Event streams begun: responses whose head had them read as events (gRPC calls are
+    /// counted as requests instead).
+    pub(crate) streams: u64,
     /// Messages sent, their bytes and their framing's.
     pub(crate) sent: MessageBytes,
     /// Messages received, their bytes and their framing's, counted when their stream ended.
@@ -128,10 +132,20 @@ pub(crate) struct MessageFigures {
     /// Replies pairing with sends: from a message's send to its reply (created by the first).
     pub(crate) round_trip: Option<Histogram<u64>>,
     /// Between one received message and the next on a stream (created by the first).
-    gaps: Option<Histogram<u64>>,
+    pub(crate) gaps: Option<Histogram<u64>>,
 }
 
 impl MessageFigures {
+    /// Messages received, counted as they arrived: each records a time to first message or a
+    /// gap, never both.
+    pub(crate) fn arrived(&self) -> u64 {
+        [&self.first_message, &self.gaps]
+            .into_iter()
+            .flatten()
+            .map(Histogram::len)
+            .sum()
+    }
+
     /// Records a received message's figures.
     pub(crate) fn record(&mut self, times: MessageTimes) {
         for (histogram, time) in [
@@ -150,6 +164,7 @@ impl MessageFigures {
     /// Adds another thread's figures (a histogram moves where this side has none: no third
     /// ~180 KB histogram for a sum of one).
     pub(crate) fn merge(&mut self, other: MessageFigures) {
+        self.streams += other.streams;
         self.sent.add(other.sent);
         self.received.add(other.received);
         for (mine, theirs) in [

@@ -287,6 +287,13 @@ impl Recorder {
         }
     }
 
+    /// The response of a request scheduled at `intended` began an event stream.
+    pub(crate) fn event_stream_opened(&mut self, intended: Instant) {
+        if self.is_measured(intended) {
+            self.measured.messages.streams += 1;
+        }
+    }
+
     /// A gRPC call scheduled at `intended` ended with status `code`, not OK, saying `text` in
     /// its `grpc-message`: the first such text is the report's.
     pub(crate) fn grpc_status_message(&mut self, intended: Instant, code: u64, text: &str) {

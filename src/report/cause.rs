@@ -259,6 +259,7 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::GrpcTooLarge => "a gRPC message was larger than --grpc-max-message",
         ErrorKind::GrpcCompressed => "a gRPC message was compressed with no grpc-encoding named",
         ErrorKind::GrpcInput => "some calls' --grpc-data did not encode as the method's input message, and were not sent (see the first error)",
+        ErrorKind::EventTooLarge => "an event stream sent a line or an event longer than --max-event-size (a stream that never ends a line, or events larger than expected: raise the limit)",
     }
 }
 

@@ -453,6 +453,8 @@ mod tests {
             handshake_resumed: None,
             grpc_first_message: None,
             grpc_round_trip: None,
+            first_event: None,
+            event_gap: None,
         };
         assert_eq!(receive_wait(&latencies(None, None)), None);
         assert_eq!(receive_wait(&latencies(Some(499), None)), None);

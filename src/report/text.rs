@@ -8,7 +8,7 @@ use super::{counted, LatencySummary, Spread, Summary};
 use crate::recorder::{ErrorKind, LATE_AFTER};
 use crate::report::comparison::{not_estimable_legend, NOT_ESTIMABLE};
 use crate::stats::confidence::{Bounds, Method};
-use crate::units::{format_bytes, format_micros};
+use crate::units::{format_bytes, format_micros, grouped};
 
 /// Renders the report.
 pub(crate) fn render(summary: &Summary) -> String {
@@ -227,6 +227,9 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
         "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
         codes.success, codes.redirection, codes.client_error, codes.server_error
     )?;
+    if let Some(events) = &summary.events {
+        write_events(out, events)?;
+    }
     if let Some(grpc) = &summary.grpc {
         write_grpc(out, grpc)?;
     }
@@ -253,6 +256,22 @@ fn write_counts(out: &mut String, summary: &Summary) -> std::fmt::Result {
         out,
         "connections: {} opened, {} failed",
         summary.connections.opened, summary.connections.failed
+    )
+}
+
+/// An event-stream cell's line: streams, events, their rate and data.
+fn write_events(
+    out: &mut String,
+    events: &crate::report::summary::schema::EventsReport,
+) -> std::fmt::Result {
+    writeln!(
+        out,
+        "events: {} ({:.2} events/s) on {}, {:.1} per stream, {} data bytes",
+        grouped(events.events as f64),
+        events.events_per_s,
+        counted(events.streams, "stream"),
+        events.events_per_stream,
+        events.data_bytes
     )
 }
 
@@ -640,6 +659,12 @@ fn latency_rows(s: &Summary) -> Vec<(&'static str, &super::LatencySummary)> {
     }
     if let Some(round_trip) = &latency.grpc_round_trip {
         rows.push(("grpc msg rtt    :", round_trip));
+    }
+    if let Some(first) = &latency.first_event {
+        rows.push(("1st event       :", first));
+    }
+    if let Some(gap) = &latency.event_gap {
+        rows.push(("event gap       :", gap));
     }
     if s.settings.tls_resume {
         let kinds = [

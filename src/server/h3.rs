@@ -4,7 +4,7 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use http::header::CONTENT_LENGTH;
@@ -188,8 +188,14 @@ async fn serve_request(
         Reply::Static(bytes) => Some(HeaderValue::from(bytes.as_ref().map_or(0, Bytes::len))),
         Reply::Filler(count) => Some(HeaderValue::from(*count)),
         Reply::Echo => request.headers().get(CONTENT_LENGTH).cloned(),
+        Reply::Events(_) => None,
     };
     let mut response = head.response(());
+    if let Reply::Events(events) = &reply {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, events.content_type());
+    }
     // As hyper does for h1/h2: no length on a response that cannot have a body.
     let bodiless = matches!(response.status().as_u16(), 204 | 304);
     if let Some(length) = length.filter(|_| !bodiless) {
@@ -210,6 +216,13 @@ async fn serve_request(
                 let chunk = routes::filler_chunk(left);
                 left -= chunk.len() as u64;
                 stream.send_data(chunk).await?;
+                activity.moved();
+            }
+        }
+        Reply::Events(events) => {
+            let mut schedule = events.schedule(Instant::now());
+            while let Some(event) = schedule.next().await {
+                stream.send_data(event).await?;
                 activity.moved();
             }
         }

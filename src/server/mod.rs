@@ -9,6 +9,7 @@
 //! how long it was); `/status/CODE` → that status, empty body; `POST /echo` → the request body.
 
 mod echo;
+mod events;
 mod faults;
 mod gate;
 mod grpc_last;

@@ -13,6 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use super::echo::{Echo, EchoBudget};
+use super::events::{EventStream, Framing, Schedule};
 use super::grpc_last::LastMessage;
 use super::GrpcReply;
 use crate::plan::template::Rng;
@@ -135,7 +136,12 @@ pub(super) async fn route(
             .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
     let path = if grpc { "/echo" } else { request.uri().path() };
     let Answer { head, reply } = decide(request.method(), path, &behaviour).await;
+    let content_type = match &reply {
+        Reply::Events(stream) => Some(stream.content_type()),
+        _ => None,
+    };
     let body = match reply {
+        Reply::Events(stream) => TargetBody::Events(Box::new(stream.schedule(Instant::now()))),
         Reply::Static(bytes) => TargetBody::Static(bytes),
         Reply::Filler(left) => TargetBody::Filler { left },
         Reply::Echo if grpc => match behaviour.grpc_reply {
@@ -151,11 +157,11 @@ pub(super) async fn route(
         Reply::Echo => TargetBody::Echo(Echo::new(request.into_body(), echo)),
     };
     let mut response = head.response(body);
-    if grpc {
-        response.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
+    let content_type = content_type.or(grpc.then(|| HeaderValue::from_static("application/grpc")));
+    if let Some(content_type) = content_type {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, content_type);
     }
     Ok(response)
 }
@@ -184,6 +190,8 @@ pub(super) enum Reply {
     Filler(u64),
     /// The request's own body.
     Echo,
+    /// Events on a schedule (`/sse/…`, `/ndjson/…`).
+    Events(EventStream),
 }
 
 impl Head {
@@ -283,6 +291,16 @@ async fn answer(method: &Method, path: &str, mut applied: Option<Duration>) -> A
                 "/status/CODE takes a status from 200 to 599",
             ),
         },
+        (_, Some(route @ ("sse" | "ndjson")), Some(rest)) => {
+            let framing = match route {
+                "sse" => Framing::Sse,
+                _ => Framing::Ndjson,
+            };
+            match EventStream::parse(framing, rest) {
+                Ok(stream) => (StatusCode::OK, Reply::Events(stream)),
+                Err(usage) => text(StatusCode::BAD_REQUEST, usage),
+            }
+        }
         (&Method::POST, Some("echo"), None) => (StatusCode::OK, Reply::Echo),
         (_, Some("echo"), None) => text(StatusCode::METHOD_NOT_ALLOWED, "POST a body to /echo"),
         _ => text(StatusCode::NOT_FOUND, "not found"),
@@ -343,6 +361,8 @@ pub(super) enum TargetBody {
     GrpcEcho { echo: Echo, trailers: bool },
     /// A gRPC call's last message once it has ended, then its trailers.
     GrpcLast(Box<LastMessage>),
+    /// Events, each when its time comes.
+    Events(Box<Schedule>),
 }
 
 impl Body for TargetBody {
@@ -377,6 +397,9 @@ impl Body for TargetBody {
                 }
             }
             TargetBody::GrpcLast(last) => Pin::new(last.as_mut()).poll_frame(cx),
+            TargetBody::Events(schedule) => schedule
+                .poll_next(cx)
+                .map(|event| event.map(|bytes| Ok(Frame::data(bytes)))),
         }
     }
 
@@ -387,6 +410,7 @@ impl Body for TargetBody {
             TargetBody::Echo(incoming) => incoming.is_end_stream(),
             TargetBody::GrpcEcho { trailers, .. } => !trailers,
             TargetBody::GrpcLast(last) => last.is_end_stream(),
+            TargetBody::Events(schedule) => schedule.left() == 0,
         }
     }
 
@@ -398,7 +422,7 @@ impl Body for TargetBody {
             TargetBody::Filler { left } => SizeHint::with_exact(*left),
             TargetBody::Echo(incoming) => incoming.size_hint(),
             TargetBody::GrpcEcho { echo, .. } => echo.size_hint(),
-            TargetBody::GrpcLast(_) => SizeHint::new(),
+            TargetBody::GrpcLast(_) | TargetBody::Events(_) => SizeHint::new(),
         }
     }
 }

@@ -13,11 +13,13 @@ use bytes::Bytes;
 use http::Method;
 
 use super::contract::{Progress, Read, Session};
+use super::events::EventTiming;
 use super::outgoing::Outgoing;
 use super::render::Renderer;
 use super::{earliest, Ledger, NextRequest};
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
+use crate::proto::events::EventPlan;
 use crate::proto::h1::{ByteCounts, Event, RequestHead, ResponseReader};
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 
@@ -36,6 +38,7 @@ pub(crate) struct H1Template {
     pub(crate) idempotent: bool,
     request_timeout: Option<Duration>,
     checks: Option<Arc<Checks>>,
+    events: Option<EventPlan>,
     /// Templated requests are rendered one by one instead of taken from `heads`.
     pub(crate) renderer: Option<Renderer>,
 }
@@ -65,6 +68,7 @@ impl H1Template {
             .contains(&template.parts.method),
             request_timeout: plan.timeouts.request,
             checks: plan.checks.clone(),
+            events: plan.events,
             renderer: Renderer::new(template),
         }
     }
@@ -83,6 +87,8 @@ pub(crate) struct H1Session<'t> {
     budget_spent: bool,
     /// The next scheduled send (`--rate`), when a request is waiting for it.
     wake: Option<Instant>,
+    /// The timing of the events of the response being read (boxed, as the reader's events).
+    timing: Box<EventTiming>,
 }
 
 impl<'t> H1Session<'t> {
@@ -90,13 +96,15 @@ impl<'t> H1Session<'t> {
         H1Session {
             template,
             in_flight: VecDeque::new(),
-            reader: ResponseReader::checking(template.bodyless_responses, template.checks.as_ref()),
+            reader: ResponseReader::checking(template.bodyless_responses, template.checks.as_ref())
+                .reading_events(template.events),
             counts: ByteCounts::default(),
             first_byte: None,
             interim: 0,
             closing: false,
             budget_spent: false,
             wake: None,
+            timing: Box::default(),
         }
     }
 
@@ -129,6 +137,14 @@ impl<'t> H1Session<'t> {
                     super::unparsable_http1("invalid HTTP/1.1 response", problem, &input[*used..])
                 })?;
             *used += taken;
+            let reading = self.in_flight.front().expect("checked above");
+            if let Err(error) = self
+                .timing
+                .arrived(self.reader.events(), reading, at, ledger)
+            {
+                // HTTP/1.1 cannot stop one response: the connection goes, with all it carries.
+                return Err(Failure::new(ErrorKind::EventTooLarge, error.to_string()));
+            }
             match event {
                 Event::NeedMore => break,
                 Event::Interim => {
@@ -154,6 +170,7 @@ impl<'t> H1Session<'t> {
             .pop_front()
             .expect("parse checks a request is in flight");
         self.interim = 0;
+        self.timing.ended(self.reader.events(), &start, at, ledger);
         ledger.complete(
             ResponseSample {
                 start,

@@ -9,6 +9,7 @@ use http::Method;
 
 use crate::plan::RunPlan;
 use crate::proto::check::Checks;
+use crate::proto::events::EventPlan;
 use crate::proto::h3::{
     client_control_stream, encode_field_section, headers_frame, write_frame_head, DATA,
 };
@@ -34,6 +35,8 @@ pub(crate) struct H3Template {
     /// `--request-timeout`, else the QUIC idle timeout.
     pub(crate) credit_wait: Duration,
     pub(crate) checks: Option<Arc<Checks>>,
+    /// How responses are read as event streams.
+    pub(crate) events: Option<EventPlan>,
     /// Templated requests, rendered one by one.
     renderer: Option<Renderer>,
     /// Whether requests are HEAD: their responses have no content.
@@ -85,6 +88,7 @@ impl H3Template {
             request_timeout: plan.timeouts.request,
             credit_wait: plan.timeouts.request.unwrap_or(plan.timeouts.quic_idle),
             checks: plan.checks.clone(),
+            events: plan.events,
             renderer: Renderer::new(template),
             head: template.parts.method == Method::HEAD,
         }

@@ -10,6 +10,7 @@
 
 pub(crate) mod any;
 pub(crate) mod contract;
+pub(crate) mod events;
 mod h1;
 pub(crate) mod h2;
 pub(crate) mod h3;
@@ -500,6 +501,14 @@ impl<'a> Ledger<'a> {
         for _ in 0..count {
             recorder.message_received(start.intended, stream.received(now));
         }
+    }
+
+    /// The response to request `start` began an event stream.
+    pub(crate) fn event_stream_opened(&self, start: &RequestStart) {
+        self.shared
+            .recorder
+            .borrow_mut()
+            .event_stream_opened(start.intended);
     }
 
     /// The stream of request `start` ended having received `received`, its messages as its

@@ -137,3 +137,85 @@ fn a_grpc_call_times_its_first_message_and_its_round_trips() {
         "+1000 − 600 and +600 − 100"
     );
 }
+
+#[test]
+fn an_http1_event_stream_times_each_event_from_the_send_split_anywhere() {
+    let world = world(&["-n", "1"]);
+    let t0 = Instant::now();
+    // The head at +200 µs; an event split across two reads (+400 µs, +450 µs: it completes at
+    // +450), one at +950 µs and one at +1650 µs whose data line comes in the same read as the
+    // chunk that ends the body. Gaps: 500 and 700 µs; data bytes 1 + 1 + 2.
+    let head =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let outcome = converse_scripted(
+        &world,
+        Protocol::Http1,
+        t0,
+        &[
+            (us(200), head.as_slice()),
+            (us(400), b"5\r\ndata:\r\n"),
+            (us(450), b"4\r\n 1\n\n\r\n"),
+            (us(950), b"9\r\ndata: 2\n\n\r\n"),
+            (us(1650), b"a\r\ndata: 34\n\n\r\n0\r\n\r\n"),
+        ],
+    );
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.counters.succeeded, 1);
+    let recorder = world.shared.recorder.borrow();
+    let messages = &recorder.messages;
+    assert_eq!(messages.streams, 1);
+    assert_eq!(messages.arrived(), 3);
+    assert_eq!(
+        (messages.received.messages, messages.received.message_bytes),
+        (3, 4)
+    );
+    let first = messages.first_message.as_ref().expect("a first event");
+    assert_eq!(values(first), [(450, 1)], "+450 − 0");
+    let gaps = messages.gaps.as_ref().expect("gaps");
+    assert_eq!(values(gaps), [(500, 1), (700, 1)]);
+}
+
+#[test]
+fn an_h2_event_stream_times_its_events_and_a_too_long_line_fails_only_its_stream() {
+    let world = world(&["-n", "2", "-m", "2", "--max-event-size", "16"]);
+    let t0 = Instant::now();
+    let settings = Server::default().settings(&[]).0;
+    let head = |stream| {
+        let headers = [vec![0x88], literal("content-type", b"application/x-ndjson")].concat();
+        Server::default()
+            .frame(frame::HEADERS, frame::END_HEADERS, stream, &headers)
+            .0
+    };
+    // Stream 1: NDJSON lines at +500 and +800 µs, the last one without its newline, ended at
+    // +1200 µs (an event then). Stream 3: a line longer than 16 bytes: reset, event_too_large.
+    let outcome = converse_scripted(
+        &world,
+        Protocol::H2c,
+        t0,
+        &[
+            (us(100), &settings),
+            (us(300), &[head(1), head(3)].concat()),
+            (us(500), &Server::default().data(1, b"{\"a\":1}\n", false).0),
+            (
+                us(800),
+                &Server::default().data(1, b"{\"b\":2}\n{", false).0,
+            ),
+            (us(900), &Server::default().data(3, &[b'x'; 17], false).0),
+            (us(1200), &Server::default().data(1, b"}", true).0),
+        ],
+    );
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.counters.succeeded, 1);
+    assert_eq!(
+        outcome.errors,
+        [(crate::recorder::ErrorKind::EventTooLarge, 1)]
+    );
+    let recorder = world.shared.recorder.borrow();
+    let messages = &recorder.messages;
+    assert_eq!((messages.streams, messages.arrived()), (2, 3));
+    assert_eq!(messages.received.message_bytes, 7 + 7 + 2);
+    let first = messages.first_message.as_ref().expect("a first event");
+    assert_eq!(values(first), [(400, 1)], "+500 − 100");
+    let gaps = messages.gaps.as_ref().expect("gaps");
+    assert_eq!(values(gaps), [(300, 1), (400, 1)]);
+}

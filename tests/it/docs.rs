@@ -228,6 +228,35 @@ fn empty_at(value: &serde_json::Value, segments: &[&str]) -> bool {
 }
 
 #[test]
+fn the_events_example_is_a_real_report() {
+    let example = json_example("## With event streams");
+    // The command docs/json.md says produced it, on the test binary's target.
+    let run = h2load_rs(&[
+        "-c",
+        "2",
+        "-n",
+        "16",
+        "-q",
+        &crate::common::url("/sse/10/1/8"),
+    ]);
+    assert_eq!(run.output.code, 0, "{}", run.output.stderr);
+    let real = serde_json::json!({ "events": run.cell()["events"] });
+    let (mut documented, mut found) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(&example, "", &mut documented);
+    key_paths(&real, "", &mut found);
+    assert_eq!(
+        documented, found,
+        "docs/json.md's event-stream example and a real report differ in their keys"
+    );
+    for count in ["streams", "events", "data_bytes"] {
+        assert_eq!(
+            example["events"][count], real["events"][count],
+            "events.{count}: the counts are exact"
+        );
+    }
+}
+
+#[test]
 fn the_several_urls_example_is_a_real_report() {
     let example = json_example("## With several URLs (`-i`, `--urls-random`)");
     let dir = tempfile::tempdir().unwrap();
@@ -586,7 +615,9 @@ fn the_readme_explains_every_row_a_run_prints() {
         listener.local_addr().expect("its address")
     };
     let refused = format!("http://{refused}/");
-    let runs: [&[&str]; 8] = [
+    let events = crate::common::url("/sse/4/1/8");
+    let runs: [&[&str]; 9] = [
+        &["-n", "20", &events],
         // epoll, whatever H2LOAD_RS_IO says: io_uring gives no receive stamps (no `kernel to client`).
         &["-n", "600", "--io", "epoll"],
         &["--proto", "h1,h2c", "-c", "1,2", "-n", "600"],
@@ -645,6 +676,9 @@ fn the_readme_explains_every_row_a_run_prints() {
         "rate",
         "progress",
         "in plain words",
+        "events",
+        "1st event",
+        "event gap",
     ] {
         assert!(
             labels.contains(expected),

@@ -10,6 +10,7 @@ mod cli;
 mod common;
 mod diff;
 mod docs;
+mod events;
 mod evidence;
 mod exports;
 mod faults;

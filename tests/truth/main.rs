@@ -6,6 +6,7 @@
 mod common;
 mod confidence;
 mod download;
+mod events;
 mod generator;
 mod latency;
 mod rate;

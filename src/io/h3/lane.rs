@@ -16,6 +16,7 @@ use crate::proto::h3::{
 use crate::proto::ResetCode;
 use crate::recorder::{ErrorKind, Failure, RequestStart, ResponseSample};
 use crate::schedule::Timer;
+use crate::session::events::EventTiming;
 use crate::session::NextRequest;
 use crate::units::format_micros;
 
@@ -42,8 +43,12 @@ pub(super) async fn lane(
     timer: &impl Timer,
 ) -> Result<(), Failure> {
     let ledger = shared.ledger;
-    let mut parser = ResponseParser::checking(shared.template.checks.as_ref())
-        .answering_head(shared.template.head);
+    let mut reading = Reading {
+        parser: ResponseParser::checking(shared.template.checks.as_ref())
+            .answering_head(shared.template.head)
+            .reading_events(shared.template.events),
+        timing: EventTiming::default(),
+    };
     let mut opened = opened.map(|pair| Held::new(pair, &shared.streams_held));
     loop {
         if shared.goaway.get().is_some() || !ledger.may_have_more() {
@@ -70,8 +75,11 @@ pub(super) async fn lane(
             id,
             headers: (0, 0),
         });
-        parser.reset();
-        let outcome = exchange(shared, index, &mut stream, path, start, &mut parser, timer).await?;
+        reading.parser.reset();
+        let outcome =
+            exchange(shared, index, &mut stream, path, start, &mut reading, timer).await?;
+        let Reading { parser, timing } = &mut reading;
+        timing.ended(parser.events(), &start, Instant::now(), &ledger);
         let request = shared.in_flight.borrow_mut()[index]
             .take()
             .expect("the lane's request is in flight");
@@ -107,6 +115,12 @@ pub(super) async fn lane(
             }
         }
     }
+}
+
+/// A lane's reading of its current response: the parser, and the timing of its events.
+struct Reading {
+    parser: ResponseParser,
+    timing: EventTiming,
 }
 
 /// Waits for the server's credit for a request stream; `None` when a GOAWAY came meanwhile.
@@ -180,7 +194,7 @@ async fn exchange(
     stream: &mut Held<'_>,
     path: usize,
     start: RequestStart,
-    parser: &mut ResponseParser,
+    reading: &mut Reading,
     timer: &impl Timer,
 ) -> Result<LaneOutcome, Failure> {
     let template = shared.template;
@@ -189,6 +203,7 @@ async fn exchange(
     let lost = |error: quinn::ConnectionError| quic::connection_failure(&error);
     let written = Cell::new(false);
     let Held { send, recv, .. } = stream;
+    let Reading { parser, timing } = reading;
     let work = async {
         let mut frames = template.frames(path, &start, &shared.ledger);
         let count = if frames[2].is_empty() { 1 } else { 3 };
@@ -264,7 +279,14 @@ async fn exchange(
                         }
                     });
                     match fed {
-                        Ok(()) => {}
+                        Ok(()) => {
+                            if let Err(error) =
+                                timing.arrived(parser.events(), &start, at, &shared.ledger)
+                            {
+                                shared.ledger.note_error(|| error.to_string());
+                                return Ok(LaneOutcome::Failed(ErrorKind::EventTooLarge));
+                            }
+                        }
                         // A malformed message spoils this request only (RFC 9114 §4.1.2).
                         Err(error) if error.code == H3_MESSAGE_ERROR => {
                             return Ok(malformed(shared, error));

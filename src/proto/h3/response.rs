@@ -11,6 +11,7 @@ use super::{
     MAX_PUSH_ID, PUSH_PROMISE, SETTINGS,
 };
 use crate::proto::check::{Checks, ResponseCheck};
+use crate::proto::events::{EventPlan, ResponseEvents};
 use crate::proto::hpack::FieldMatcher;
 use crate::proto::{ErrorBody, MAX_INTERIM};
 
@@ -85,6 +86,9 @@ pub(crate) struct ResponseParser {
     received: u64,
     /// The first bytes of the body, if the response is a 4xx/5xx.
     error_body: ErrorBody,
+    /// How bodies are read as event streams, and the current body's reading (boxed: a
+    /// connection that reads none pays one pointer).
+    events: Box<ResponseEvents>,
 }
 
 impl Default for ResponseParser {
@@ -102,6 +106,7 @@ impl Default for ResponseParser {
             content_length: None,
             received: 0,
             error_body: ErrorBody::default(),
+            events: Box::default(),
         }
     }
 }
@@ -122,6 +127,19 @@ impl ResponseParser {
             answers_head: head,
             ..self
         }
+    }
+
+    /// A parser that reads bodies as event streams as `plan` says.
+    pub(crate) fn reading_events(self, plan: Option<EventPlan>) -> Self {
+        ResponseParser {
+            events: Box::new(ResponseEvents::new(plan)),
+            ..self
+        }
+    }
+
+    /// The response's event stream.
+    pub(crate) fn events(&mut self) -> &mut ResponseEvents {
+        &mut self.events
     }
 
     /// What the response so far has shown of the checks.
@@ -184,6 +202,7 @@ impl ResponseParser {
                         if let Some(status) = self.status() {
                             self.error_body.gather(status, &input[..take]);
                         }
+                        self.events.body(&input[..take]);
                         on(ResponseEvent::Data(take));
                     }
                     input = &input[take..];
@@ -347,6 +366,7 @@ impl ResponseParser {
                 } else {
                     decoded.rules.content_length
                 };
+                self.events.head(decoded.rules.media.events());
                 Section::Final(status)
             }
             (_, _) if decoded.rules.pseudo => return malformed("a pseudo-header in trailers"),

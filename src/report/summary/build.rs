@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::schema::{
-    CellInfo, Connections, GrpcReport, Histograms, Latencies, LatencySummary, Percentiles,
-    ProtocolInfo, Requests, Settings, Spread, StageSettings, StagesSettings, StatusCodes, Summary,
-    Traffic, UrlRow,
+    CellInfo, Connections, EventsReport, GrpcReport, Histograms, Latencies, LatencySummary,
+    Percentiles, ProtocolInfo, Requests, Settings, Spread, StageSettings, StagesSettings,
+    StatusCodes, Summary, Traffic, UrlRow,
 };
 use crate::plan::Arrival;
 use crate::plan::{Negotiation, RunPlan, StopRule};
@@ -63,9 +63,10 @@ impl Summary {
                 received: recorder.messages.received,
                 first_status_message: recorder.grpc_status_message.clone(),
             }),
+            events: events(plan, recorder, elapsed_s),
             traffic: traffic(outcome.wire),
             connections: connections(plan, recorder, handshakes, elapsed_s),
-            latency: latencies(recorder, handshakes),
+            latency: latencies(plan, recorder, handshakes),
             requests_per_client_per_s: spread_of(&recorder.client_rates()),
             cause: None,
             first_error: recorder.first_error.clone(),
@@ -290,8 +291,11 @@ fn connections(
     }
 }
 
-/// The latency distributions; the handshakes' for TLS runs.
-fn latencies(recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies {
+/// The latency distributions; the handshakes' for TLS runs; the message layer's as the cell's
+/// protocol names them (gRPC messages, or events).
+fn latencies(plan: &RunPlan, recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies {
+    let messages = &recorder.messages;
+    let (grpc_cell, event_cell) = (plan.grpc.is_some(), plan.events.is_some());
     Latencies {
         request: latency_summary(&recorder.request),
         service: recorder.service.as_ref().map(latency_summary),
@@ -301,13 +305,32 @@ fn latencies(recorder: &Recorder, handshakes: Option<&Handshakes>) -> Latencies 
         receive_wait: recorder.receive_wait.as_ref().map(latency_summary),
         handshake_full: handshakes.map(|h| latency_summary(&h.full)),
         handshake_resumed: handshakes.map(|h| latency_summary(&h.resumed)),
-        grpc_first_message: recorder
-            .messages
-            .first_message
-            .as_ref()
-            .map(latency_summary),
-        grpc_round_trip: recorder.messages.round_trip.as_ref().map(latency_summary),
+        grpc_first_message: grpc_cell
+            .then(|| messages.first_message.as_ref().map(latency_summary))
+            .flatten(),
+        grpc_round_trip: grpc_cell
+            .then(|| messages.round_trip.as_ref().map(latency_summary))
+            .flatten(),
+        first_event: event_cell
+            .then(|| messages.first_message.as_ref().map(latency_summary))
+            .flatten(),
+        event_gap: event_cell
+            .then(|| messages.gaps.as_ref().map(latency_summary))
+            .flatten(),
     }
+}
+
+/// The event streams of a cell that reads responses as events, when any response was one.
+fn events(plan: &RunPlan, recorder: &Recorder, elapsed_s: f64) -> Option<EventsReport> {
+    let messages = &recorder.messages;
+    let arrived = messages.arrived();
+    (plan.events.is_some() && (messages.streams > 0 || arrived > 0)).then(|| EventsReport {
+        streams: messages.streams,
+        events: arrived,
+        events_per_s: per_second(arrived, elapsed_s),
+        data_bytes: messages.received.message_bytes,
+        events_per_stream: arrived as f64 / messages.streams.max(1) as f64,
+    })
 }
 
 /// The scheduling figures of a paced cell (`None` unpaced).

@@ -28,6 +28,8 @@ pub(crate) fn annotate(summary: &mut Summary) {
             latency.handshake_resumed.as_mut(),
             latency.grpc_first_message.as_mut(),
             latency.grpc_round_trip.as_mut(),
+            latency.first_event.as_mut(),
+            latency.event_gap.as_mut(),
         ])
         .flatten()
     {

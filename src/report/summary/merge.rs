@@ -10,8 +10,8 @@ use hdrhistogram::Histogram;
 
 use super::build::latency_summary;
 use super::schema::{
-    CellInfo, Connections, GrpcReport, Histograms, Latencies, LatencySummary, ProtocolInfo,
-    Requests, Settings, StatusCodes, Summary, Traffic, UrlRow,
+    CellInfo, Connections, EventsReport, GrpcReport, Histograms, Latencies, LatencySummary,
+    ProtocolInfo, Requests, Settings, StatusCodes, Summary, Traffic, UrlRow,
 };
 use crate::recorder::{hdr, RequestCounters, Retried};
 use crate::usage_bail;
@@ -154,6 +154,18 @@ impl GrpcReport {
     }
 }
 
+impl EventsReport {
+    /// Adds another run's counts (`merge`), each checked by `adder`; the merge works out
+    /// `events_per_s` again from the sum.
+    pub(crate) fn merge(&mut self, other: EventsReport, adder: &Adder<'_>) -> Result<()> {
+        adder.add(&mut self.streams, other.streams, "events.streams")?;
+        adder.add(&mut self.events, other.events, "events.events")?;
+        adder.add(&mut self.data_bytes, other.data_bytes, "events.data_bytes")?;
+        self.events_per_stream = self.events as f64 / self.streams.max(1) as f64;
+        Ok(())
+    }
+}
+
 impl Traffic {
     /// Adds another run's byte counts (`merge`), each checked by `adder`; the merge works out
     /// `header_space_savings` again from the sums.
@@ -271,6 +283,13 @@ impl Summary {
                 adder.source
             ),
         }
+        self.events = match (self.events.take(), other.events) {
+            (Some(mut mine), Some(theirs)) => {
+                mine.merge(theirs, adder)?;
+                Some(mine)
+            }
+            (mine, theirs) => mine.or(theirs),
+        };
         self.traffic.merge(other.traffic, adder)?;
         self.connections.merge(other.connections, adder)?;
         self.protocol.merge(other.protocol, adder)?;
@@ -392,6 +411,8 @@ impl Latencies {
             (&mut self.receive_wait, other.receive_wait),
             (&mut self.grpc_first_message, other.grpc_first_message),
             (&mut self.grpc_round_trip, other.grpc_round_trip),
+            (&mut self.first_event, other.first_event),
+            (&mut self.event_gap, other.event_gap),
         ] {
             *mine = added(mine.take().into_iter().chain(theirs))?;
         }
@@ -412,6 +433,8 @@ impl Latencies {
             &mut self.receive_wait,
             &mut self.grpc_first_message,
             &mut self.grpc_round_trip,
+            &mut self.first_event,
+            &mut self.event_gap,
         ] {
             *optional = added(optional.take().into_iter())?;
         }

@@ -113,6 +113,11 @@ pub(crate) struct Summary {
     /// A gRPC cell's calls by `grpc-status` and its messages (absent without `--grpc`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) grpc: Option<GrpcReport>,
+    /// Responses read as event streams (server-sent events, NDJSON): their events and data
+    /// (absent when no response was read as events: `--events off`, gRPC cells, or no response
+    /// with an event stream's content-type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) events: Option<EventsReport>,
     /// Bytes received.
     pub(crate) traffic: Traffic,
     /// Connection counters.
@@ -363,6 +368,22 @@ pub(crate) struct GrpcReport {
     pub(crate) first_status_message: Option<crate::recorder::grpc::StatusMessage>,
 }
 
+/// The event streams of a cell.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub(crate) struct EventsReport {
+    /// Responses read as event streams: their heads said so (or `--events sse|ndjson`).
+    pub(crate) streams: u64,
+    /// Events received, counted as each arrived (a stream cut short keeps those it had).
+    pub(crate) events: u64,
+    /// `events` per second of the measured period.
+    pub(crate) events_per_s: f64,
+    /// The events' data bytes, of the streams that ended whole (SSE: each event's data lines
+    /// joined by LF; NDJSON: the lines without their endings).
+    pub(crate) data_bytes: u64,
+    /// `events` over `streams`.
+    pub(crate) events_per_stream: f64,
+}
+
 /// Bytes received during the measured period.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Traffic {
@@ -446,6 +467,13 @@ pub(crate) struct Latencies {
     /// reply's last byte read (absent for other calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) grpc_round_trip: Option<LatencySummary>,
+    /// Event streams: from the request's send to its first event's last byte (absent when no
+    /// response was read as events, or none had an event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) first_event: Option<LatencySummary>,
+    /// Event streams: between one event's last byte and the next's, on each stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) event_gap: Option<LatencySummary>,
 }
 
 /// Percentiles reported for each distribution.

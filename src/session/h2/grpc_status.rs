@@ -7,7 +7,7 @@
 
 use super::super::Ledger;
 use crate::plan::grpc::CallShape;
-use crate::proto::fields::SectionRules;
+use crate::proto::fields::{MediaType, SectionRules};
 use crate::proto::grpc::{code_of_headers, MessageReader};
 use crate::recorder::{ErrorKind, RequestStart};
 
@@ -36,7 +36,7 @@ impl GrpcStatus {
         ended: bool,
     ) {
         self.encoding = rules.grpc_encoding;
-        self.judged = code_of_headers(status, rules.grpc_content_type);
+        self.judged = code_of_headers(status, rules.media == MediaType::Grpc);
         if ended && self.judged.is_none() {
             self.trailers(rules, message);
         }

@@ -22,6 +22,7 @@
 //! `prepared.rs` what is prepared once per thread.
 
 mod control;
+mod events;
 mod grpc;
 mod grpc_status;
 mod prepared;

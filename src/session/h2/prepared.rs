@@ -13,6 +13,7 @@ use super::CONNECTION_SPECIFIC;
 use crate::plan::grpc::GrpcPlan;
 use crate::plan::{H2Settings, RunPlan};
 use crate::proto::check::Checks;
+use crate::proto::events::EventPlan;
 use crate::proto::h2 as frame;
 use crate::proto::hpack;
 
@@ -44,6 +45,8 @@ pub(crate) struct H2Template {
     /// In a gRPC cell, the call: responses are then read as gRPC calls (messages,
     /// `grpc-status`), and streaming calls send their messages one by one.
     pub(super) grpc: Option<GrpcPlan>,
+    /// How responses are read as event streams (`None` in gRPC cells and with `--events off`).
+    pub(super) events: Option<EventPlan>,
 }
 
 /// Fields before `:path` in `H2Template::fields` (`:method`, `:scheme`).
@@ -102,6 +105,7 @@ impl H2Template {
             renders_body: body_templated,
             head: template.parts.method == Method::HEAD,
             grpc: plan.grpc.clone(),
+            events: plan.events,
         }
     }
 

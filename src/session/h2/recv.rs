@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::super::outgoing::Outgoing;
 use super::super::Ledger;
 use super::control::{not_http2, window_update};
+use super::events;
 use super::{H2Session, MAX_HEADER_BLOCK, MAX_HEADER_LIST};
 use crate::proto::h2::{self as frame, error_code_name, read_u32, write_frame, FrameHead};
 use crate::proto::MAX_INTERIM;
@@ -194,6 +195,8 @@ impl<'t> H2Session<'t> {
                     self.malformed(data.stream, reason, false, at, ledger, out);
                 } else if self.template.grpc.is_some() {
                     self.grpc_body(data.stream, &input[..body_bytes], at, ledger, out);
+                } else if stream.events.is_some() {
+                    self.events_body(data.stream, &input[..body_bytes], at, ledger, out);
                 }
             }
         }
@@ -375,7 +378,8 @@ impl<'t> H2Session<'t> {
                 MAX_HEADER_LIST / 1024
             )));
         }
-        let head = self.template.head;
+        let template = self.template;
+        let head = template.head;
         let Some(stream) = self.streams.get_mut(&pending.stream) else {
             return self.on_closed_stream(pending.stream, "HEADERS", out);
         };
@@ -405,6 +409,13 @@ impl<'t> H2Session<'t> {
                 stream.status = Some(status);
                 stream.first_byte = Some(at);
                 stream.check.headers = decoded.matched;
+                stream.events = events::head(
+                    template.events.as_ref(),
+                    &stream.start,
+                    rules.media.events(),
+                    at,
+                    ledger,
+                );
                 if let Some(call) = stream.grpc.as_deref_mut() {
                     call.status.headers(
                         status,

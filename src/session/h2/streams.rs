@@ -8,6 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::Ledger;
+use super::events::StreamEvents;
 use super::grpc::{self, GrpcResponse};
 use super::H2Session;
 use crate::proto::check::ResponseCheck;
@@ -60,6 +61,8 @@ pub(super) struct Stream {
     pub(super) received: u64,
     /// In a gRPC cell, the call's state (boxed: a plain HTTP/2 stream pays one pointer).
     pub(super) grpc: Option<Box<GrpcResponse>>,
+    /// A response read as an event stream: its reading and timing.
+    pub(super) events: Option<Box<StreamEvents>>,
 }
 
 impl Stream {
@@ -91,6 +94,7 @@ impl<'t> H2Session<'t> {
                     plan.messages,
                 ))
             }),
+            events: None,
         }
     }
 
@@ -130,9 +134,12 @@ impl<'t> H2Session<'t> {
             let reason = "a body shorter than its content-length";
             return self.malformed(id, reason, true, at, ledger, out);
         }
-        let Some(stream) = self.streams.remove(&id) else {
+        let Some(mut stream) = self.streams.remove(&id) else {
             return;
         };
+        if let Some(events) = stream.events.as_deref_mut() {
+            events.ended(&stream.start, at, ledger);
+        }
         if stream.body_left > 0 || stream.grpc_to_send() > 0 {
             // The server answered before the whole body went: the rest is abandoned, and
             // RST_STREAM closes our half of the stream, which would otherwise stay open on the
