@@ -422,6 +422,8 @@ impl Steps<'_, '_> {
 fn judge(objectives: &[Objective], phase: Phase, result: &StepResult) -> CapacityStep {
     let measured = Measured {
         latency: &result.latency,
+        first_event: None,
+        event_gap: None,
         done: result.done,
         failed: result.failed,
         achieved_rps: result.achieved_rps,

@@ -11,28 +11,50 @@ use crate::units::parse_duration;
 /// What an objective measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Metric {
-    /// A quantile of the request latency (1.0: the largest value), in microseconds.
-    Latency(&'static str, f64),
+    /// A quantile (1.0: the largest value) of a latency, named as the grammar spells it, in
+    /// microseconds.
+    Latency(Figure, &'static str, f64),
     /// Failed requests over finished ones, in percent (h2load's failed: error statuses and errors).
     Errors,
     /// Achieved requests per second.
     Rps,
 }
 
+/// The latency an objective reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Figure {
+    /// The request's (`p99`): send, or with `--rate` the scheduled send, to the last byte.
+    Request,
+    /// An event stream's time to its first event (`first_event_p99`).
+    FirstEvent,
+    /// The gaps between an event stream's events (`event_gap_p99`).
+    EventGap,
+}
+
 /// The latency metrics and their quantiles, in the order the report prints them.
-const LATENCIES: [(&str, f64); 5] = [
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p99", 0.99),
-    ("p99.9", 0.999),
-    ("max", 1.0),
+const LATENCIES: [(Figure, &str, f64); 15] = [
+    (Figure::Request, "p50", 0.5),
+    (Figure::Request, "p90", 0.9),
+    (Figure::Request, "p99", 0.99),
+    (Figure::Request, "p99.9", 0.999),
+    (Figure::Request, "max", 1.0),
+    (Figure::FirstEvent, "first_event_p50", 0.5),
+    (Figure::FirstEvent, "first_event_p90", 0.9),
+    (Figure::FirstEvent, "first_event_p99", 0.99),
+    (Figure::FirstEvent, "first_event_p99.9", 0.999),
+    (Figure::FirstEvent, "first_event_max", 1.0),
+    (Figure::EventGap, "event_gap_p50", 0.5),
+    (Figure::EventGap, "event_gap_p90", 0.9),
+    (Figure::EventGap, "event_gap_p99", 0.99),
+    (Figure::EventGap, "event_gap_p99.9", 0.999),
+    (Figure::EventGap, "event_gap_max", 1.0),
 ];
 
 impl Metric {
     /// The metric as the grammar spells it.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Metric::Latency(name, _) => name,
+            Metric::Latency(_, name, _) => name,
             Metric::Errors => "errors",
             Metric::Rps => "rps",
         }
@@ -96,6 +118,8 @@ impl fmt::Display for Objective {
 ///
 /// The grammar shared by `--slo` (what must hold) and `--fail-if` (what must not). Metrics: the
 /// request latency's `p50`, `p90`, `p99`, `p99.9` and `max` (a duration in `us`, `ms` or `s`),
+/// the same of an event stream's time to first event and gaps with `first_event_` or
+/// `event_gap_` before them (`first_event_p99`, `event_gap_max`),
 /// `errors` (failed / done, a percentage such as `1%`) and `rps` (achieved requests per second,
 /// `5000rps` or `5000`). Operators: `<`, `>`, `<=`, `>=`. Spaces are allowed anywhere between the
 /// parts.
@@ -117,11 +141,11 @@ pub(crate) fn parse(text: &str) -> Result<Objective, String> {
     let metric = match name {
         "errors" => Metric::Errors,
         "rps" => Metric::Rps,
-        _ => match LATENCIES.iter().find(|(latency, _)| *latency == name) {
-            Some(&(name, quantile)) => Metric::Latency(name, quantile),
+        _ => match LATENCIES.iter().find(|(_, latency, _)| *latency == name) {
+            Some(&(figure, name, quantile)) => Metric::Latency(figure, name, quantile),
             None => {
                 return Err(format!(
-                "'{text}': unknown metric '{name}' (use p50, p90, p99, p99.9, max, errors or rps)"
+                "'{text}': unknown metric '{name}' (use p50, p90, p99, p99.9, max, errors or rps; first_event_ or event_gap_ before a percentile for event streams)"
             ))
             }
         },
@@ -143,7 +167,7 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
     };
     match metric {
         // The project's duration syntax, but the unit is required: `p99<5` is a typo.
-        Metric::Latency(name, _) => {
+        Metric::Latency(_, name, _) => {
             let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
             if digits.len() == text.len() {
                 return Err(format!(
@@ -175,6 +199,10 @@ fn parse_bound(metric: Metric, text: &str) -> Result<f64, String> {
 pub(crate) struct Measured<'a> {
     /// Request latency, µs.
     pub(crate) latency: &'a Histogram<u64>,
+    /// An event-stream cell's time to first event and gaps between events, µs (`None` when it
+    /// read no event).
+    pub(crate) first_event: Option<&'a Histogram<u64>>,
+    pub(crate) event_gap: Option<&'a Histogram<u64>>,
     /// Requests accounted for: finished, or never sent (`-n` requests no connection carried).
     pub(crate) done: u64,
     /// Of them, the ones that did not succeed (error statuses, errors, never sent).
@@ -183,14 +211,33 @@ pub(crate) struct Measured<'a> {
     pub(crate) achieved_rps: f64,
 }
 
+impl<'a> Measured<'a> {
+    /// The histogram a latency figure is read from, if the run has it.
+    pub(crate) fn histogram(&self, figure: Figure) -> Option<&'a Histogram<u64>> {
+        match figure {
+            Figure::Request => Some(self.latency),
+            Figure::FirstEvent => self.first_event,
+            Figure::EventGap => self.event_gap,
+        }
+    }
+}
+
 impl Objective {
     /// The metric's value in `measured`, in the metric's unit. An empty latency histogram reads
-    /// 0, as in the report's percentiles; with no request at all, `errors` reads 100%: nothing
-    /// succeeded, and a threshold on errors must see a dead server.
+    /// 0, as in the report's percentiles (an absent one too: [`Objective::check`] then holds
+    /// nothing); with no request at all, `errors` reads 100%: nothing succeeded, and a threshold
+    /// on errors must see a dead server.
     pub(crate) fn value(&self, measured: &Measured) -> f64 {
         match self.metric {
-            Metric::Latency(_, quantile) if quantile >= 1.0 => measured.latency.max() as f64,
-            Metric::Latency(_, quantile) => measured.latency.value_at_quantile(quantile) as f64,
+            Metric::Latency(figure, _, quantile) => {
+                measured.histogram(figure).map_or(0.0, |histogram| {
+                    if quantile >= 1.0 {
+                        histogram.max() as f64
+                    } else {
+                        histogram.value_at_quantile(quantile) as f64
+                    }
+                })
+            }
             Metric::Errors if measured.done == 0 => 100.0,
             Metric::Errors => 100.0 * measured.failed as f64 / measured.done as f64,
             Metric::Rps => measured.achieved_rps,
@@ -231,13 +278,18 @@ impl Objective {
         )
     }
 
-    /// Checks the objective against `measured`.
+    /// Checks the objective against `measured`: a latency the run does not have (an event
+    /// figure of a run that read no event) makes it hold neither way.
     pub(crate) fn check(&self, measured: &Measured) -> Checked {
         let value = self.value(measured);
+        let measurable = match self.metric {
+            Metric::Latency(figure, ..) => measured.histogram(figure).is_some(),
+            _ => true,
+        };
         Checked {
             expr: self.to_string(),
             value,
-            holds: self.holds(value),
+            holds: measurable && self.holds(value),
         }
     }
 }
@@ -252,6 +304,9 @@ pub(crate) fn check_slo(objectives: &[Objective]) -> anyhow::Result<()> {
         }
         if objective.metric == Metric::Rps {
             crate::usage_bail!("--slo '{objective}': --find-max sets the rate itself; objectives bound p50, p90, p99, p99.9, max or errors");
+        }
+        if let Metric::Latency(Figure::FirstEvent | Figure::EventGap, ..) = objective.metric {
+            crate::usage_bail!("--slo '{objective}': a capacity search judges its steps on request latency and errors; event figures are thresholds of --fail-if for now");
         }
     }
     Ok(())
@@ -299,7 +354,7 @@ mod tests {
     #[test]
     fn parses_every_metric_unit_and_operator() {
         let p99 = objective("p99 < 50ms");
-        assert_eq!(p99.metric, Metric::Latency("p99", 0.99));
+        assert_eq!(p99.metric, Metric::Latency(Figure::Request, "p99", 0.99));
         assert_eq!(p99.op, Op::Below { inclusive: false });
         assert_eq!(p99.bound, 50_000.0);
         assert_eq!(p99.to_string(), "p99<50ms");
@@ -307,7 +362,18 @@ mod tests {
         assert_eq!(objective("p99.9>=1.5s").op, Op::Above { inclusive: true });
         assert_eq!(objective("max<=250us").bound, 250.0);
         assert_eq!(objective("p50<0.5ms").bound, 500.0);
-        assert_eq!(objective("p90<2s").metric, Metric::Latency("p90", 0.9));
+        assert_eq!(
+            objective("p90<2s").metric,
+            Metric::Latency(Figure::Request, "p90", 0.9)
+        );
+        assert_eq!(
+            objective("first_event_p99 < 200ms").metric,
+            Metric::Latency(Figure::FirstEvent, "first_event_p99", 0.99)
+        );
+        assert_eq!(
+            objective("event_gap_max<=1s").to_string(),
+            "event_gap_max<=1s"
+        );
         assert_eq!(objective("errors < 0.5 %").bound, 0.5);
         assert_eq!(objective("errors>1%").to_string(), "errors>1%");
         assert_eq!(objective("rps>5000rps").bound, 5000.0);
@@ -348,8 +414,11 @@ mod tests {
     fn evaluates_against_known_numbers() {
         // 1..=1000 µs, one of each: p50 = 500, p99 = 990, max = 1000 (exact below 2048 µs).
         let latency = histogram(1..=1000);
+        let gaps = histogram(1..=10);
         let measured = Measured {
             latency: &latency,
+            first_event: None,
+            event_gap: Some(&gaps),
             done: 200,
             failed: 3,
             achieved_rps: 4950.0,
@@ -368,8 +437,14 @@ mod tests {
         assert!(holds("errors>1%") && !holds("errors<1.5%") && holds("errors<=1.5%"));
         assert!(holds("rps<5000") && !holds("rps>5000rps"));
         let empty = hdr::new_histogram();
+        // An event figure the run does not have holds neither way.
+        assert!(!holds("first_event_p99<1s") && !holds("first_event_p99>1us"));
+        assert_eq!(value("event_gap_max<1ms"), 10.0);
+        assert!(holds("event_gap_p50<=5us"));
         let nothing = Measured {
             latency: &empty,
+            first_event: None,
+            event_gap: None,
             done: 0,
             failed: 0,
             achieved_rps: 0.0,

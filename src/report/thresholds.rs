@@ -1,18 +1,54 @@
 //! `--fail-if`: each cell's thresholds, checked against its report once it has run.
 
 use crate::plan::objective::Measured;
-use crate::plan::objective::{Metric, Objective};
+use hdrhistogram::Histogram;
+
+use crate::plan::objective::{Figure, Metric, Objective};
+use crate::recorder::hdr;
+use crate::report::summary::schema::LatencySummary;
 use crate::report::{runs_by_cell, Document, Summary, Threshold};
 use crate::stats::confidence::{self, Bounds};
 use crate::stats::rounds::mean_interval;
 use crate::units::counted;
 
+/// A cell's event latencies, decoded from its report once for its thresholds.
+struct EventLatencies {
+    first_event: Option<Histogram<u64>>,
+    event_gap: Option<Histogram<u64>>,
+}
+
+impl EventLatencies {
+    fn of(summary: &Summary) -> EventLatencies {
+        let decoded = |latency: &Option<LatencySummary>| {
+            latency
+                .as_ref()
+                .and_then(|latency| hdr::from_base64(&latency.hdr).ok())
+        };
+        EventLatencies {
+            first_event: decoded(&summary.latency.first_event),
+            event_gap: decoded(&summary.latency.event_gap),
+        }
+    }
+}
+
+/// The samples `objective`'s metric is read from in `measured` (0 for one it does not have; the
+/// requests' for a metric that is no latency).
+fn samples(measured: &Measured<'_>, objective: &Objective) -> u64 {
+    let figure = match objective.metric {
+        Metric::Latency(figure, ..) => figure,
+        _ => Figure::Request,
+    };
+    measured.histogram(figure).map_or(0, Histogram::len)
+}
+
 /// What objectives read from a cell's report: the request latency the report's percentiles
-/// come from, h2load's failed over done plus never sent (failed counts those too), and the
-/// measured period's rate.
-fn measured(summary: &Summary) -> Measured<'_> {
+/// come from (and its event latencies, `events`), h2load's failed over done plus never sent
+/// (failed counts those too), and the measured period's rate.
+fn measured<'a>(summary: &'a Summary, events: &'a EventLatencies) -> Measured<'a> {
     Measured {
         latency: &summary.histograms.request,
+        first_event: events.first_event.as_ref(),
+        event_gap: events.event_gap.as_ref(),
         done: summary.requests.counters.done + summary.requests.never_sent,
         failed: summary.requests.counters.failed,
         achieved_rps: summary.requests_per_s,
@@ -21,13 +57,16 @@ fn measured(summary: &Summary) -> Measured<'_> {
 
 /// Checks every `--fail-if` expression against `summary`, in the order given.
 pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> {
-    let measured = measured(summary);
+    let events = EventLatencies::of(summary);
+    let measured = measured(summary, &events);
     fail_if
         .iter()
         .map(|objective| {
             let checked = objective.check(&measured);
-            let judged = can_judge(summary, objective);
-            let ci = judged.then(|| interval(summary, objective)).flatten();
+            let judged = can_judge(&measured, objective);
+            let ci = judged
+                .then(|| interval(summary, &events, objective))
+                .flatten();
             Threshold {
                 expr: checked.expr,
                 value: checked.value,
@@ -40,12 +79,15 @@ pub(crate) fn check(summary: &Summary, fail_if: &[Objective]) -> Vec<Threshold> 
         .collect()
 }
 
-/// Whether `summary` can tell on which side of its bound `objective`'s metric lies: not for a
-/// percentile with fewer than 5 samples beyond it (not estimable).
-fn can_judge(summary: &Summary, objective: &Objective) -> bool {
+/// Whether `measured` can tell on which side of its bound `objective`'s metric lies: not for a
+/// percentile with fewer than 5 samples beyond it (not estimable), nor for a latency it does
+/// not have (an event figure of a cell that read no event).
+fn can_judge(measured: &Measured<'_>, objective: &Objective) -> bool {
     match objective.metric {
-        Metric::Latency(_, quantile) if quantile < 1.0 => {
-            confidence::estimable(summary.histograms.request.len(), quantile)
+        Metric::Latency(figure, _, quantile) => {
+            measured.histogram(figure).is_some_and(|histogram| {
+                quantile >= 1.0 || confidence::estimable(histogram.len(), quantile)
+            })
         }
         _ => true,
     }
@@ -55,10 +97,24 @@ fn can_judge(summary: &Summary, objective: &Objective) -> bool {
 /// over the timeline), the rate's, or for `errors` the Wilson score interval of the failed share
 /// (as if requests failed independently: a failure's cause often is shared, so it is narrow when
 /// failures come in bursts). `max` has none.
-fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
+fn interval(
+    summary: &Summary,
+    events: &EventLatencies,
+    objective: &Objective,
+) -> Option<Bounds<f64>> {
     match objective.metric {
-        Metric::Latency(_, quantile) if quantile >= 1.0 => None,
-        Metric::Latency(_, quantile) => {
+        Metric::Latency(_, _, quantile) if quantile >= 1.0 => None,
+        // An event figure has no timeline: its samples are taken as independent, as the
+        // report's own interval of it.
+        Metric::Latency(figure @ (Figure::FirstEvent | Figure::EventGap), _, quantile) => {
+            let histogram = measured(summary, events).histogram(figure)?;
+            let bounds = confidence::quantile_bounds(histogram, None, quantile);
+            Some(Bounds {
+                ci_low: bounds.ci_low as f64,
+                ci_high: bounds.ci_high.map(|high| high as f64),
+            })
+        }
+        Metric::Latency(Figure::Request, _, quantile) => {
             let bounds = confidence::request_quantile(
                 &summary.histograms.request,
                 &summary.timeline,
@@ -70,7 +126,7 @@ fn interval(summary: &Summary, objective: &Objective) -> Option<Bounds<f64>> {
             })
         }
         Metric::Errors => {
-            let measured = measured(summary);
+            let measured = measured(summary, events);
             confidence::wilson(measured.failed, measured.done).map(|bounds| Bounds {
                 ci_low: 100.0 * bounds.ci_low,
                 ci_high: bounds.ci_high.map(|high| 100.0 * high),
@@ -131,9 +187,9 @@ pub(crate) fn objectives(cells: &[Summary]) -> Vec<Objective> {
 pub(crate) struct Judged {
     /// The cell's label.
     pub(crate) label: String,
-    /// The request samples its percentiles were read from (with `--rounds`, the fewest of a
-    /// round's).
-    samples: u64,
+    /// For each threshold, the samples its percentile was read from (with `--rounds`, the
+    /// fewest of a round's).
+    samples: Vec<u64>,
     pub(crate) thresholds: Vec<Threshold>,
 }
 
@@ -145,10 +201,16 @@ pub(crate) fn judge(document: &Document, fail_if: &[Objective]) -> Vec<Judged> {
         None => document
             .cells
             .iter()
-            .map(|cell| Judged {
-                label: cell.cell.label.clone(),
-                samples: cell.histograms.request.len(),
-                thresholds: cell.thresholds.clone(),
+            .map(|cell| {
+                let events = EventLatencies::of(cell);
+                let measured = measured(cell, &events);
+                Judged {
+                    label: cell.cell.label.clone(),
+                    samples: (fail_if.iter())
+                        .map(|objective| samples(&measured, objective))
+                        .collect(),
+                    thresholds: cell.thresholds.clone(),
+                }
             })
             .collect(),
     }
@@ -205,16 +267,17 @@ pub(crate) fn unjudged(judged: &[Judged], fail_if: &[Objective]) -> Vec<String> 
             fail_if
                 .iter()
                 .zip(&cell.thresholds)
-                .filter(|(_, threshold)| !threshold.judged)
-                .filter_map(move |(objective, threshold)| {
-                    let Metric::Latency(name, quantile) = objective.metric else {
+                .zip(&cell.samples)
+                .filter(|((_, threshold), _)| !threshold.judged)
+                .filter_map(move |((objective, threshold), &samples)| {
+                    let Metric::Latency(_, name, quantile) = objective.metric else {
                         return None;
                     };
                     Some(format!(
                         "threshold not judged: {} (cell {}): {name} of {} is not estimable, fewer than {:.0} lie beyond it (it needs {}: run longer)",
                         threshold.expr,
                         cell.label,
-                        counted(cell.samples, "sample"),
+                        counted(samples, "sample"),
                         confidence::MIN_TAIL,
                         counted(confidence::samples_needed(quantile), "sample")
                     ))
@@ -231,14 +294,21 @@ fn across_rounds(cells: &[Summary], fail_if: &[Objective]) -> Vec<Judged> {
     runs_by_cell(cells)
         .into_iter()
         .map(|runs| {
+            let events: Vec<EventLatencies> =
+                runs.iter().map(|run| EventLatencies::of(run)).collect();
+            let measured: Vec<Measured<'_>> = (runs.iter().zip(&events))
+                .map(|(run, events)| measured(run, events))
+                .collect();
             let thresholds = fail_if
                 .iter()
                 .map(|objective| {
-                    let values: Vec<f64> = runs
+                    let values: Vec<f64> = measured
                         .iter()
-                        .map(|run| objective.value(&measured(run)))
+                        .map(|measured| objective.value(measured))
                         .collect();
-                    let judged = runs.iter().all(|run| can_judge(run, objective));
+                    let judged = measured
+                        .iter()
+                        .all(|measured| can_judge(measured, objective));
                     let (value, ci) = mean_interval(&values);
                     let ci = ci.filter(|_| judged);
                     Threshold {
@@ -253,11 +323,14 @@ fn across_rounds(cells: &[Summary], fail_if: &[Objective]) -> Vec<Judged> {
                 .collect();
             Judged {
                 label: runs[0].cell.label.clone(),
-                samples: runs
-                    .iter()
-                    .map(|run| run.histograms.request.len())
-                    .min()
-                    .unwrap_or(0),
+                samples: (fail_if.iter())
+                    .map(|objective| {
+                        (measured.iter())
+                            .map(|measured| samples(measured, objective))
+                            .min()
+                            .unwrap_or(0)
+                    })
+                    .collect(),
                 thresholds,
             }
         })

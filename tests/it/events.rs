@@ -161,3 +161,54 @@ fn merge_adds_the_event_figures_exactly() {
     let diff = run_command(env!("CARGO_BIN_EXE_h2load-rs"), &["diff", twice, twice]);
     assert_eq!(diff.code, 0, "{}", diff.stderr);
 }
+
+#[test]
+fn fail_if_judges_the_event_figures_and_the_search_refuses_them() {
+    // 16 streams of 10 events 1 ms apart: 144 gaps of about 1 ms, enough for a p50.
+    let args = |threshold: &'static str| ["-c", "2", "-n", "16", "--fail-if", threshold];
+    let held = run("h2c", &args("event_gap_p50>500ms"), "/sse/10/1/8");
+    assert_eq!(held.output.code, 0, "{}", held.output.stderr);
+    let threshold = &held.cell()["thresholds"][0];
+    assert_eq!(threshold["breached"], false, "{threshold}");
+    assert_eq!(threshold["judged"], true, "{threshold}");
+    // Its value is the cell's own p50 (the truth suite tests it against the schedule).
+    assert_eq!(
+        threshold["value"].as_f64(),
+        held.cell()["latency"]["event_gap"]["percentiles"]["p50"].as_f64(),
+        "{threshold}"
+    );
+    assert!(threshold["ci"].is_object(), "an interval: {threshold}");
+    let breached = run("h2c", &args("first_event_p50>500us"), "/sse/10/1/8");
+    assert_eq!(breached.output.code, 3, "{}", breached.output.stderr);
+    assert!(
+        breached.output.stderr.contains("first_event_p50"),
+        "{}",
+        breached.output.stderr
+    );
+    // A cell that read no event cannot judge an event figure either way.
+    let no_events = run(
+        "h2c",
+        &["-n", "16", "--fail-if", "first_event_p99>1us"],
+        "/ping",
+    );
+    assert_eq!(no_events.output.code, 0, "{}", no_events.output.stderr);
+    assert_eq!(no_events.cell()["thresholds"][0]["judged"], false);
+    assert!(
+        no_events
+            .output
+            .stderr
+            .contains("threshold not judged: first_event_p99>1us"),
+        "{}",
+        no_events.output.stderr
+    );
+    let search = run(
+        "h2c",
+        &["--find-max", "--slo", "event_gap_p99<50ms"],
+        "/sse/10/1/8",
+    );
+    assert_eq!(search.output.code, 2, "{}", search.output.stderr);
+    assert!(search
+        .output
+        .stderr
+        .contains("event figures are thresholds of --fail-if"));
+}
