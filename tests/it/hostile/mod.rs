@@ -78,6 +78,15 @@
 //! | grpc_http_401_with_status_ok       | the same with `401`                                   | none, 20 `UNAUTHENTICATED` |
 //! | grpc_proxy_502_html                | `502`, `content-type: text/html`, an HTML body        | none, 20 `UNAVAILABLE` |
 //! | grpc_proxy_503_html                | the same with `503`                                   | none, 20 `UNAVAILABLE` |
+//! | sse_data_line_of_a_gigabyte        | SSE, chunked: one `data:` line of 1 GB, never ended   | event_too_large   |
+//! | sse_comment_never_ends             | SSE, close-delimited: a comment line, no newline ever | event_too_large   |
+//! | ndjson_line_never_ends             | NDJSON over h2c: one line, no newline ever            | event_too_large, each |
+//! | sse_never_ends                     | SSE: an event every 10 ms, forever                    | timeout, events kept |
+//! | sse_one_byte_per_second            | SSE: `data: 1` and its empty line, a byte a second    | timeout           |
+//! | sse_retry_of_2_pow_64              | `retry: 18446744073709551616`, then an event (h2c)    | none, 20 events   |
+//! | sse_invalid_utf8                   | `data:` of bytes that are not UTF-8                   | none, 20 events   |
+//! | sse_closed_mid_event               | chunked: an event, half of the next, then FIN         | closed, events kept |
+//! | ndjson_last_line_without_newline   | NDJSON, content-length: two lines, the last unended   | none, 40 events   |
 //!
 //! Reflection services (`reflect.rs`, `--grpc-reflect`): no report is written (the schema never
 //! arrives); each run ends within 8 s, under the RSS limit, with exit 1 and one stderr line:
@@ -153,6 +162,19 @@ struct Case {
     /// Where `grpc_statuses` are named: the text the report must give as the first not-OK
     /// call's `grpc-message` (`grpc.first_status_message.text`), `None` for none.
     grpc_message: Option<&'static str>,
+    /// The events the report must count (`events.events`), for event-stream servers.
+    events: Events,
+}
+
+/// The events a run must count.
+#[derive(Clone, Copy)]
+enum Events {
+    /// Nothing to check.
+    Unchecked,
+    /// Exactly this many.
+    Exactly(u64),
+    /// At least this many (a stream cut by a timeout keeps the events it had).
+    AtLeast(u64),
 }
 
 /// Exact counts of a run: requests succeeded and failed, and errors of one kind.
@@ -190,6 +212,7 @@ const BASE: Case = Case {
     exactly: None,
     grpc_statuses: &[],
     grpc_message: None,
+    events: Events::Unchecked,
 };
 
 /// Every one of `n` requests succeeds, with no protocol error.
@@ -482,6 +505,17 @@ fn report_problems(case: &Case, cell: &Value) -> Vec<String> {
             "grpc message {message:?}, expected {:?}",
             case.grpc_message
         ));
+    }
+    let events = cell.pointer("/events/events").and_then(Value::as_u64);
+    match case.events {
+        Events::Unchecked => {}
+        Events::Exactly(wanted) if events != Some(wanted) => {
+            found.push(format!("events {events:?}, expected exactly {wanted}"));
+        }
+        Events::AtLeast(least) if events.is_none_or(|events| events < least) => {
+            found.push(format!("events {events:?}, expected at least {least}"));
+        }
+        Events::Exactly(_) | Events::AtLeast(_) => {}
     }
     if let Some(exactly) = case.exactly {
         let count = |path: &str| cell.pointer(path).and_then(Value::as_u64).unwrap_or(0);
@@ -1008,6 +1042,7 @@ fn h2c_answers_before_the_upload_ends_get_their_streams_reset() {
     assert_eq!(resets, 9, "RST_STREAM(NO_ERROR) frames received");
 }
 
+mod events;
 mod grpc;
 mod reflect;
 mod words;
