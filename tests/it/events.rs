@@ -212,3 +212,49 @@ fn fail_if_judges_the_event_figures_and_the_search_refuses_them() {
         .stderr
         .contains("event figures are thresholds of --fail-if"));
 }
+
+#[test]
+fn the_comparison_exports_carry_the_event_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("cells.csv");
+    let markdown = dir.path().join("cells.md");
+    let target = url("/sse/4/1/8");
+    let sweep = h2load_rs(&[
+        "--proto",
+        "h1,h2c",
+        "-c",
+        "2",
+        "-n",
+        "8",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--markdown",
+        markdown.to_str().unwrap(),
+        &target,
+    ]);
+    assert_eq!(sweep.output.code, 0, "{}", sweep.output.stderr);
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let mut lines = csv.lines();
+    let titles: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |title: &str| {
+        titles
+            .iter()
+            .position(|t| *t == title)
+            .unwrap_or_else(|| panic!("no {title} column: {titles:?}"))
+    };
+    let (rate, first, gap) = (
+        column("events/s"),
+        column("1st event p99"),
+        column("event gap p50"),
+    );
+    for (cell, line) in lines.enumerate() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let figure = |at: usize| fields[at].parse::<f64>().unwrap();
+        let json_rate = sweep.num(&format!("/cells/{cell}/events/events_per_s"));
+        assert!((figure(rate) - json_rate).abs() < 0.1, "{line}");
+        assert!(figure(first) > 0.0 && figure(gap) > 0.0, "{line}");
+    }
+    let markdown = std::fs::read_to_string(markdown).unwrap();
+    assert!(markdown.contains("| events/s |"), "{markdown}");
+    assert!(markdown.contains("| event gap p99 |"), "{markdown}");
+}

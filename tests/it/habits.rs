@@ -185,7 +185,7 @@ fn until_stable_runs_until_stable_and_every_output_says_so() {
 }
 
 /// The headings of `--help`, in their order, with a flag each holds.
-const HEADINGS: [(&str, &str); 10] = [
+const HEADINGS: [(&str, &str); 11] = [
     ("Requests:", "--body <TEXT>"),
     ("Load shape:", "--requests <N>"),
     ("Rate:", "--rate <R[,R...]>"),
@@ -199,6 +199,7 @@ const HEADINGS: [(&str, &str); 10] = [
     ),
     ("Response checks:", "--expect-status <CODE[,CODE...]>"),
     ("gRPC:", "--grpc <METHOD>"),
+    ("Event streams:", "--events <FORMAT>"),
 ];
 
 /// `--help` groups the load test's options under headings, each flag under its own, and ends

@@ -105,6 +105,45 @@ pub(crate) struct Row {
     /// them); empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) rounds: Vec<RoundFigures>,
+    /// A cell that read event streams: their rate and latencies (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) events: Option<EventFigures>,
+}
+
+/// An event-stream cell's figures in the comparison, latencies in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub(crate) struct EventFigures {
+    /// Events received per second.
+    pub(crate) events_per_s: f64,
+    /// Time to first event, p50 and p99 (0 without an event).
+    pub(crate) first_event_p50_us: u64,
+    /// Its 99th percentile.
+    pub(crate) first_event_p99_us: u64,
+    /// Gaps between events, p50 and p99 (0 without a gap).
+    pub(crate) event_gap_p50_us: u64,
+    /// Its 99th percentile.
+    pub(crate) event_gap_p99_us: u64,
+}
+
+impl EventFigures {
+    /// The figures of `cell`, if it read event streams.
+    fn of(cell: &Summary) -> Option<EventFigures> {
+        let events = cell.events.as_ref()?;
+        let at = |latency: &Option<super::LatencySummary>, p99: bool| {
+            latency.as_ref().map_or(0, |latency| match p99 {
+                true => latency.percentiles.p99,
+                false => latency.percentiles.p50,
+            })
+        };
+        let latency = &cell.latency;
+        Some(EventFigures {
+            events_per_s: events.events_per_s,
+            first_event_p50_us: at(&latency.first_event, false),
+            first_event_p99_us: at(&latency.first_event, true),
+            event_gap_p50_us: at(&latency.event_gap, false),
+            event_gap_p99_us: at(&latency.event_gap, true),
+        })
+    }
 }
 
 impl Row {
@@ -213,6 +252,7 @@ fn row(cell: &Summary) -> Row {
         capacity: None,
         capacity_ratio: None,
         rounds: Vec::new(),
+        events: EventFigures::of(cell),
     }
 }
 
@@ -308,6 +348,17 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
         titles.extend(["req/s", "MB/s", "Gbit/s", "p50", "p90", "p99", "p99.9"]);
     }
     titles.extend(["max", "request errors", "conns", "gen CPU%", "gen-bound"]);
+    // Event-stream cells: their rate and latencies.
+    let with_events = rows.iter().any(|row| row.events.is_some());
+    if with_events {
+        titles.extend([
+            "events/s",
+            "1st event p50",
+            "1st event p99",
+            "event gap p50",
+            "event gap p99",
+        ]);
+    }
     if with_target {
         titles.extend(["target CPU%", "target RSS MB"]);
     }
@@ -386,6 +437,18 @@ pub(crate) fn table(rows: &[Row], intervals: Intervals) -> (Vec<&'static str>, V
                 format!("{:.0}", row.generator_cpu_percent),
                 if row.generator_limited { "yes" } else { "" }.to_owned(),
             ]);
+            if with_events {
+                match &row.events {
+                    Some(events) => line.extend([
+                        format!("{:.1}", events.events_per_s),
+                        millis(events.first_event_p50_us),
+                        millis(events.first_event_p99_us),
+                        millis(events.event_gap_p50_us),
+                        millis(events.event_gap_p99_us),
+                    ]),
+                    None => line.extend(std::iter::repeat_n(String::new(), 5)),
+                }
+            }
             if with_target {
                 line.push(
                     row.target_cpu_percent
@@ -477,6 +540,7 @@ pub(crate) mod testing {
             ratio_ci_kind: None,
             ratio_ci_reason: None,
             rounds: Vec::new(),
+            events: None,
             capacity: None,
             capacity_ratio: None,
         }

@@ -9,7 +9,7 @@
 //! their moment) and its interval comes from those paired ratios. One round is no spread: it gets
 //! no interval.
 
-use super::Row;
+use super::{EventFigures, Row};
 use crate::report::rounds::{RoundFigures, RoundOf};
 use crate::stats::confidence::{Bounds, Evidence, IntervalKind, NoInterval};
 use crate::stats::rounds::{mean_interval, mean_interval_floored};
@@ -185,6 +185,28 @@ fn one_cell(cell: usize, rounds: &[&Row], numbers: &[usize]) -> Row {
         // --rounds does not search capacities (it conflicts with --find-max).
         capacity: None,
         capacity_ratio: None,
+        // The rounds' means, figure by figure.
+        events: first.events.map(|_| {
+            let events = |figure: fn(&EventFigures) -> f64| {
+                let values: Vec<f64> = (rounds.iter())
+                    .map(|row| row.events.as_ref().map_or(0.0, figure))
+                    .collect();
+                mean_interval(&values).0
+            };
+            let micros = |figure: fn(&EventFigures) -> u64| {
+                let values: Vec<f64> = (rounds.iter())
+                    .map(|row| row.events.as_ref().map_or(0, figure) as f64)
+                    .collect();
+                mean_interval(&values).0.round() as u64
+            };
+            EventFigures {
+                events_per_s: events(|events| events.events_per_s),
+                first_event_p50_us: micros(|events| events.first_event_p50_us),
+                first_event_p99_us: micros(|events| events.first_event_p99_us),
+                event_gap_p50_us: micros(|events| events.event_gap_p50_us),
+                event_gap_p99_us: micros(|events| events.event_gap_p99_us),
+            }
+        }),
         rounds: rounds
             .iter()
             .zip(numbers)
