@@ -169,11 +169,10 @@ impl ResponseReader {
     }
 
     /// The reader, reading bodies as event streams as `plan` says.
-    pub(crate) fn reading_events(self, plan: Option<EventPlan>) -> Self {
-        ResponseReader {
-            events: Box::new(ResponseEvents::new(plan)),
-            ..self
-        }
+    pub(crate) fn reading_events(mut self, plan: Option<EventPlan>) -> Self {
+        // In the box `new` made: one allocation per reader.
+        *self.events = ResponseEvents::new(plan);
+        self
     }
 
     /// The current response's event stream.

@@ -250,9 +250,16 @@ fn the_comparison_exports_carry_the_event_figures() {
     for (cell, line) in lines.enumerate() {
         let fields: Vec<&str> = line.split(',').collect();
         let figure = |at: usize| fields[at].parse::<f64>().unwrap();
-        let json_rate = sweep.num(&format!("/cells/{cell}/events/events_per_s"));
-        assert!((figure(rate) - json_rate).abs() < 0.1, "{line}");
-        assert!(figure(first) > 0.0 && figure(gap) > 0.0, "{line}");
+        // Each column is the cell's own figure (ms with two decimals for latencies).
+        let json = |path: &str| sweep.num(&format!("/cells/{cell}/{path}"));
+        assert!(
+            (figure(rate) - json("events/events_per_s")).abs() < 0.1,
+            "{line}"
+        );
+        let first_ms = json("latency/first_event/percentiles/p99") / 1000.0;
+        let gap_ms = json("latency/event_gap/percentiles/p50") / 1000.0;
+        assert!((figure(first) - first_ms).abs() < 0.006, "{line}");
+        assert!((figure(gap) - gap_ms).abs() < 0.006, "{line}");
     }
     let markdown = std::fs::read_to_string(markdown).unwrap();
     assert!(markdown.contains("| events/s |"), "{markdown}");

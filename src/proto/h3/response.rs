@@ -130,11 +130,10 @@ impl ResponseParser {
     }
 
     /// A parser that reads bodies as event streams as `plan` says.
-    pub(crate) fn reading_events(self, plan: Option<EventPlan>) -> Self {
-        ResponseParser {
-            events: Box::new(ResponseEvents::new(plan)),
-            ..self
-        }
+    pub(crate) fn reading_events(mut self, plan: Option<EventPlan>) -> Self {
+        // In the box `new` made: one allocation per reader.
+        *self.events = ResponseEvents::new(plan);
+        self
     }
 
     /// The response's event stream.

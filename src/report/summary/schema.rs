@@ -377,8 +377,9 @@ pub(crate) struct EventsReport {
     pub(crate) events: u64,
     /// `events` per second of the measured period.
     pub(crate) events_per_s: f64,
-    /// The events' data bytes, of the streams that ended whole (SSE: each event's data lines
-    /// joined by LF; NDJSON: the lines without their endings).
+    /// The events' data bytes (SSE: each event's data lines joined by LF; NDJSON: the lines
+    /// without their endings), of the streams whose end the reader saw: whole ones, cut ones
+    /// over HTTP/3, and ones failed as `event_too_large`.
     pub(crate) data_bytes: u64,
     /// `events` over `streams`.
     pub(crate) events_per_stream: f64,
